@@ -1,0 +1,182 @@
+//! Command-line definitions (clap derive) and the validation of raw values. Nothing here runs a
+//! benchmark: `main` resolves these into real objects. A value that clap cannot parse, or that
+//! fails a check here, is a usage error: one line, exit status 2.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// A mistake in what the user asked for. `main` prints it and exits with status 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+pub fn usage(msg: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(UsageError(msg.into()))
+}
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "oscost",
+    version,
+    about = "Measure what the operating system charges for its primitives",
+    long_about = "Measure what the operating system charges for its primitives: function calls, \
+system calls, clocks, process and thread creation, context switches, IPC, page faults.\n\n\
+With no command, runs the default suite (same as `oscost run`).",
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run benchmarks (all of the default suite, or the ids and prefixes given).
+    Run(RunArgs),
+    /// List every benchmark: id, what one sample measures, unit.
+    List,
+    /// Describe this machine: kernel, CPU, clocks, mitigations, THP, virtualization.
+    Env {
+        /// Print as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Internal: run one benchmark and stream its results to the coordinator.
+    #[command(name = "__worker", hide = true)]
+    Worker { id: String, config: String },
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct RunArgs {
+    /// Benchmark ids or prefixes (`syscall/`, `call/f0`); none means the default suite.
+    pub ids: Vec<String>,
+
+    /// Stop sampling a benchmark once the 95% CI of its median is within this percent.
+    #[arg(long, value_name = "PCT", value_parser = parse_percent, default_value = "1")]
+    pub precision: f64,
+
+    /// Longest sampling time per benchmark, in seconds [default: 2, 0.5 with --quick].
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    pub budget: Option<f64>,
+
+    /// Take exactly N samples per benchmark instead of stopping at --precision.
+    #[arg(long, value_name = "N", conflicts_with = "precision",
+          value_parser = clap::value_parser!(u64).range(10..=10_000_000))]
+    pub samples: Option<u64>,
+
+    /// A shorter, less precise pass (2% precision, short warm-up, 0.5 s budget).
+    #[arg(long)]
+    pub quick: bool,
+
+    /// Pin single-thread benchmarks to this CPU [default: the last allowed CPU].
+    #[arg(long, value_name = "N")]
+    pub cpu: Option<usize>,
+
+    /// Kill a benchmark that runs longer than this, in seconds [default: 30 + 4 x budget].
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    pub timeout: Option<f64>,
+
+    /// Write the run as JSON (the result model, raw samples included).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Write one CSV row of statistics per result.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+
+    /// Write the table as Markdown.
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+
+    /// Run the measuring part under this command, e.g. 'strace -f -o /dev/null'.
+    #[arg(long, value_name = "CMD")]
+    pub under: Option<String>,
+
+    /// A label stored with the run.
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
+}
+
+fn parse_percent(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number (a percentage such as 1 or 0.5)"))?;
+    if !(v > 0.0 && v <= 100.0) {
+        return Err(format!(
+            "{v} is out of range: give a percentage above 0 and at most 100"
+        ));
+    }
+    Ok(v)
+}
+
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim_end_matches('s')
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    if !(v.is_finite() && v > 0.0 && v <= 86_400.0) {
+        return Err(format!(
+            "{v} is out of range: give seconds above 0 and at most 86400"
+        ));
+    }
+    Ok(v)
+}
+
+/// Split a wrapper command the way a shell would (quotes, escapes), without running a shell.
+pub fn split_command(cmd: &str) -> Result<Vec<String>, UsageError> {
+    let words = shlex::split(cmd)
+        .ok_or_else(|| UsageError(format!("--under '{cmd}': unbalanced quotes")))?;
+    if words.is_empty() {
+        return Err(UsageError(
+            "--under needs a command, e.g. --under 'strace -f -o /dev/null'".into(),
+        ));
+    }
+    Ok(words)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn numbers_are_validated() {
+        assert_eq!(parse_percent("0.5"), Ok(0.5));
+        assert_eq!(parse_percent("2%"), Ok(2.0));
+        assert!(parse_percent("0").is_err());
+        assert!(parse_percent("abc").is_err());
+        assert!(parse_percent("NaN").is_err());
+        assert!(parse_seconds("-1").is_err());
+        assert!(parse_seconds("inf").is_err());
+        assert_eq!(parse_seconds("1.5"), Ok(1.5));
+    }
+
+    #[test]
+    fn wrapper_is_split_like_a_shell() {
+        assert_eq!(
+            split_command("strace -f -o '/dev/null'").unwrap(),
+            vec!["strace", "-f", "-o", "/dev/null"]
+        );
+        assert!(split_command("'unbalanced").is_err());
+        assert!(split_command("   ").is_err());
+    }
+
+    #[test]
+    fn bare_options_mean_run() {
+        let c = Cli::try_parse_from(["oscost", "--quick", "syscall/"]).unwrap();
+        assert!(c.command.is_none());
+        assert!(c.run.quick);
+        assert_eq!(c.run.ids, vec!["syscall/"]);
+        let e = Cli::try_parse_from(["oscost", "run", "--samples", "20", "--precision", "2"]);
+        assert!(e.is_err(), "--samples conflicts with --precision");
+    }
+}

@@ -1,0 +1,240 @@
+//! The machine description recorded with every run and printed by `oscost env`: everything that
+//! changes what a primitive costs (kernel, CPU, SMT, clocksource, mitigations, THP, the
+//! hypervisor, cgroup limits, libc) so two runs can be told apart and compared fairly. Every
+//! field is read best-effort: what the machine does not expose is `None`, never a guess.
+
+use std::collections::BTreeMap;
+use std::fs;
+
+use serde::{Deserialize, Serialize};
+
+use crate::harness::placement;
+use crate::model::ClockInfo;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Env {
+    pub hostname: Option<String>,
+    pub os: String,
+    pub kernel_release: Option<String>,
+    pub kernel_version: Option<String>,
+    pub boot_cmdline: Option<String>,
+    pub cpu_model: Option<String>,
+    pub cpu_mhz: Option<f64>,
+    pub online_cpus: Option<String>,
+    pub allowed_cpus: Vec<usize>,
+    /// Groups of CPUs that are SMT siblings of one core, e.g. ["0-1"].
+    pub smt_siblings: Vec<String>,
+    pub clocksource: Option<String>,
+    pub available_clocksources: Option<String>,
+    /// Cost of a read of each clock oscost knows, in ns, as calibrated at start.
+    #[serde(default)]
+    pub clock: Option<ClockInfo>,
+    /// /sys/devices/system/cpu/vulnerabilities/*: name -> status line.
+    pub vulnerabilities: BTreeMap<String, String>,
+    pub thp_enabled: Option<String>,
+    pub thp_defrag: Option<String>,
+    /// The CPU's `hypervisor` flag.
+    pub hypervisor_flag: bool,
+    pub dmi_vendor: Option<String>,
+    pub dmi_product: Option<String>,
+    /// cgroup v2 cpu.max of this process's cgroup ("max 100000" = unlimited).
+    pub cgroup_cpu_max: Option<String>,
+    pub libc_version: Option<String>,
+    pub scaling_governor: Option<String>,
+    pub oscost_version: String,
+    /// "release" or "debug": a debug build's loops are not the release build's.
+    pub build_profile: String,
+}
+
+fn read_trim(path: &str) -> Option<String> {
+    fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+fn cpuinfo_field(text: &str, key: &str) -> Option<String> {
+    text.lines()
+        .filter_map(|l| l.split_once(':'))
+        .find(|(k, _)| k.trim() == key)
+        .map(|(_, v)| v.trim().to_string())
+}
+
+fn libc_version() -> Option<String> {
+    // SAFETY: returns a pointer to a static NUL-terminated string in glibc.
+    #[cfg(target_env = "gnu")]
+    unsafe {
+        let p = libc::gnu_get_libc_version();
+        if p.is_null() {
+            return None;
+        }
+        Some(format!(
+            "glibc {}",
+            std::ffi::CStr::from_ptr(p).to_string_lossy()
+        ))
+    }
+    #[cfg(not(target_env = "gnu"))]
+    None
+}
+
+fn cgroup_cpu_max() -> Option<String> {
+    let cg = fs::read_to_string("/proc/self/cgroup").ok()?;
+    let path = cg.lines().find_map(|l| l.strip_prefix("0::"))?;
+    read_trim(&format!(
+        "/sys/fs/cgroup{}/cpu.max",
+        path.trim_end_matches('/')
+    ))
+    .or_else(|| read_trim("/sys/fs/cgroup/cpu.max"))
+}
+
+fn smt_siblings(cpus: &[usize]) -> Vec<String> {
+    let mut groups: Vec<String> = cpus
+        .iter()
+        .filter_map(|c| {
+            read_trim(&format!(
+                "/sys/devices/system/cpu/cpu{c}/topology/thread_siblings_list"
+            ))
+        })
+        .collect();
+    groups.sort();
+    groups.dedup();
+    groups
+}
+
+/// Describe this machine. `clock` is the run's calibrated clock, when there is one.
+pub fn collect(clock: Option<ClockInfo>) -> Env {
+    let uts = nix::sys::utsname::uname().ok();
+    let s = |o: &std::ffi::OsStr| o.to_string_lossy().into_owned();
+    let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let mut vulnerabilities = BTreeMap::new();
+    if let Ok(dir) = fs::read_dir("/sys/devices/system/cpu/vulnerabilities") {
+        for e in dir.flatten() {
+            if let Some(v) = read_trim(&e.path().to_string_lossy()) {
+                vulnerabilities.insert(e.file_name().to_string_lossy().into_owned(), v);
+            }
+        }
+    }
+    let allowed = placement::allowed_cpus();
+    Env {
+        hostname: uts.as_ref().map(|u| s(u.nodename())),
+        os: std::env::consts::OS.to_string(),
+        kernel_release: uts.as_ref().map(|u| s(u.release())),
+        kernel_version: uts.as_ref().map(|u| s(u.version())),
+        boot_cmdline: read_trim("/proc/cmdline"),
+        cpu_model: cpuinfo_field(&cpuinfo, "model name"),
+        cpu_mhz: cpuinfo_field(&cpuinfo, "cpu MHz").and_then(|v| v.parse().ok()),
+        online_cpus: read_trim("/sys/devices/system/cpu/online"),
+        smt_siblings: smt_siblings(&allowed),
+        allowed_cpus: allowed,
+        clocksource: read_trim("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
+        available_clocksources: read_trim(
+            "/sys/devices/system/clocksource/clocksource0/available_clocksource",
+        ),
+        clock,
+        vulnerabilities,
+        thp_enabled: read_trim("/sys/kernel/mm/transparent_hugepage/enabled"),
+        thp_defrag: read_trim("/sys/kernel/mm/transparent_hugepage/defrag"),
+        hypervisor_flag: cpuinfo_field(&cpuinfo, "flags")
+            .is_some_and(|f| f.split_whitespace().any(|x| x == "hypervisor")),
+        dmi_vendor: read_trim("/sys/class/dmi/id/sys_vendor"),
+        dmi_product: read_trim("/sys/class/dmi/id/product_name"),
+        cgroup_cpu_max: cgroup_cpu_max(),
+        libc_version: libc_version(),
+        scaling_governor: read_trim("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        oscost_version: env!("CARGO_PKG_VERSION").to_string(),
+        build_profile: if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        }
+        .to_string(),
+    }
+}
+
+/// `oscost env` as text lines of `key: value`.
+pub fn render(env: &Env) -> String {
+    let mut out = String::new();
+    let mut line = |k: &str, v: String| out.push_str(&format!("{k:<24} {v}\n"));
+    let o = |v: &Option<String>| v.clone().unwrap_or_else(|| "(unknown)".into());
+    line("host", o(&env.hostname));
+    line("os", env.os.clone());
+    line("kernel release", o(&env.kernel_release));
+    line("kernel version", o(&env.kernel_version));
+    line("boot command line", o(&env.boot_cmdline));
+    line("cpu model", o(&env.cpu_model));
+    line(
+        "cpu MHz",
+        env.cpu_mhz
+            .map_or("(unknown)".into(), |m| format!("{m:.0}")),
+    );
+    line("online cpus", o(&env.online_cpus));
+    line(
+        "allowed cpus",
+        env.allowed_cpus
+            .iter()
+            .map(|c| c.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+    );
+    line("smt sibling groups", env.smt_siblings.join(" "));
+    line("clocksource", o(&env.clocksource));
+    line("available clocksources", o(&env.available_clocksources));
+    if let Some(c) = &env.clock {
+        line(
+            "clock",
+            format!(
+                "CLOCK_MONOTONIC (vDSO): read costs {:.1} ns, smallest step {:.0} ns",
+                c.cost_ns, c.resolution_ns
+            ),
+        );
+    }
+    line("thp enabled", o(&env.thp_enabled));
+    line("thp defrag", o(&env.thp_defrag));
+    line(
+        "virtualization",
+        format!(
+            "hypervisor flag {}; DMI {} / {}",
+            if env.hypervisor_flag { "set" } else { "clear" },
+            o(&env.dmi_vendor),
+            o(&env.dmi_product)
+        ),
+    );
+    line("cgroup cpu.max", o(&env.cgroup_cpu_max));
+    line("scaling governor", o(&env.scaling_governor));
+    line("libc", o(&env.libc_version));
+    line(
+        "oscost",
+        format!("{} ({} build)", env.oscost_version, env.build_profile),
+    );
+    out.push_str("vulnerabilities:\n");
+    for (k, v) in &env.vulnerabilities {
+        out.push_str(&format!("  {k:<30} {v}\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collects_what_linux_exposes() {
+        let e = collect(None);
+        assert_eq!(e.os, "linux");
+        assert!(e.kernel_release.is_some());
+        assert!(!e.allowed_cpus.is_empty());
+        let text = render(&e);
+        assert!(text.contains("kernel release"));
+        assert!(text.contains("vulnerabilities:"));
+    }
+
+    #[test]
+    fn cpuinfo_field_reads_the_first_match() {
+        let t = "processor\t: 0\nmodel name\t: Some CPU @ 2.4GHz\nflags\t\t: fpu tsc hypervisor\n";
+        assert_eq!(
+            cpuinfo_field(t, "model name").as_deref(),
+            Some("Some CPU @ 2.4GHz")
+        );
+        assert!(cpuinfo_field(t, "flags").unwrap().contains("hypervisor"));
+    }
+}

@@ -1,0 +1,7 @@
+//! The measurement machinery every benchmark uses: clocks, the sampler, CPU placement and the
+//! noise guards (DESIGN §3).
+
+pub mod clock;
+pub mod noise;
+pub mod placement;
+pub mod sampler;

@@ -1,0 +1,435 @@
+//! The sampler: turns an operation into per-operation samples (DESIGN §3.2-3.4).
+//!
+//! Cheap operations are timed in batches: n operations between two clock reads, n chosen so a
+//! batch lasts `target_batch_ns` (about 1000 clock reads, so the clock's own cost and resolution
+//! are under 0.1% of a batch) and far below a scheduler tick. The same loop with the operation
+//! removed is timed the same way; its per-operation median is the baseline subtracted from every
+//! sample. Expensive operations (fork) are timed one by one, each time kept.
+//!
+//! After a warm-up, samples are taken until the 95% CI of the median is within `precision` of
+//! the median (and at least `min_samples` and `min_time` are reached), or the time budget ends,
+//! or exactly `fixed_samples` were taken when the user asked for a count. Each sample records
+//! whether the thread was preempted while it ran.
+//!
+//! The sampler is generic over the clock and the preemption probe so tests drive it with a fake
+//! clock and get exact answers.
+
+use super::clock::Clock;
+use super::noise::PreemptionProbe;
+use crate::model::Batch;
+use crate::stats;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SamplerConfig {
+    /// Stop when the 95% CI half-width of the median is within this fraction of it.
+    pub precision: f64,
+    /// Stop after this much sampling time (ns), whatever the precision.
+    pub budget_ns: u64,
+    /// Never stop before this much sampling time (ns): short bursts of noise average out.
+    pub min_time_ns: u64,
+    pub warmup_ns: u64,
+    /// Take exactly this many samples (overrides precision; the budget still caps it).
+    pub fixed_samples: Option<usize>,
+    pub min_samples: usize,
+    pub max_samples: usize,
+    /// Desired duration of one batch.
+    pub target_batch_ns: u64,
+    /// Per-read cost of the clock, subtracted from individually timed operations.
+    pub clock_cost_ns: f64,
+}
+
+impl SamplerConfig {
+    /// Defaults for a clock whose read costs `clock_cost_ns`.
+    pub fn for_clock(clock_cost_ns: f64) -> SamplerConfig {
+        SamplerConfig {
+            precision: 0.01,
+            budget_ns: 2_000_000_000,
+            min_time_ns: 150_000_000,
+            warmup_ns: 30_000_000,
+            fixed_samples: None,
+            min_samples: 10,
+            max_samples: 200_000,
+            target_batch_ns: target_batch_ns(clock_cost_ns),
+            clock_cost_ns,
+        }
+    }
+}
+
+/// 1000 clock reads, kept between 20 us and 1 ms: long enough that the clock is noise, short
+/// enough that a batch is rarely preempted.
+pub fn target_batch_ns(clock_cost_ns: f64) -> u64 {
+    let t = if clock_cost_ns.is_finite() {
+        clock_cost_ns * 1000.0
+    } else {
+        30_000.0
+    };
+    t.clamp(20_000.0, 1_000_000.0) as u64
+}
+
+/// What the sampler produced for one operation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measurement {
+    /// Per-operation cost of each sample, baseline already subtracted.
+    pub samples_ns: Vec<f64>,
+    /// Indices of samples during which the thread was preempted.
+    pub preempted: Vec<usize>,
+    pub batch: Batch,
+    /// What was subtracted from each sample.
+    pub baseline_ns: f64,
+}
+
+/// Why sampling stopped (for tests and diagnostics).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    Precision,
+    Budget,
+    FixedCount,
+    MaxSamples,
+}
+
+pub struct Sampler<C: Clock, P: PreemptionProbe> {
+    pub clock: C,
+    pub probe: P,
+    pub cfg: SamplerConfig,
+}
+
+/// Decides when to stop; shared by batched and individual sampling.
+struct StopRule {
+    cfg: SamplerConfig,
+    start_ns: u64,
+    next_check: usize,
+}
+
+impl StopRule {
+    fn new(cfg: SamplerConfig, start_ns: u64) -> StopRule {
+        StopRule {
+            cfg,
+            start_ns,
+            next_check: cfg.min_samples.max(1),
+        }
+    }
+
+    fn check(&mut self, samples: &[f64], now_ns: u64) -> Option<StopReason> {
+        let n = samples.len();
+        let elapsed = now_ns.saturating_sub(self.start_ns);
+        if let Some(fixed) = self.cfg.fixed_samples {
+            if n >= fixed {
+                return Some(StopReason::FixedCount);
+            }
+            return (elapsed >= self.cfg.budget_ns).then_some(StopReason::Budget);
+        }
+        if n >= self.cfg.max_samples {
+            return Some(StopReason::MaxSamples);
+        }
+        if elapsed >= self.cfg.budget_ns && n >= self.cfg.min_samples.min(3) {
+            return Some(StopReason::Budget);
+        }
+        if n >= self.next_check && elapsed >= self.cfg.min_time_ns && n >= self.cfg.min_samples {
+            // The CI costs a sort; check at geometrically spaced counts (every ~5% more samples).
+            self.next_check = n + (n / 20).max(1);
+            if let Some(st) = stats::summarize(samples)
+                && stats::relative_ci_halfwidth(&st) <= self.cfg.precision
+            {
+                return Some(StopReason::Precision);
+            }
+        }
+        None
+    }
+}
+
+impl<C: Clock, P: PreemptionProbe> Sampler<C, P> {
+    pub fn new(clock: C, probe: P, cfg: SamplerConfig) -> Self {
+        Sampler { clock, probe, cfg }
+    }
+
+    fn time_batch(&self, op: &mut dyn FnMut(u64), n: u64) -> (u64, bool) {
+        let sw0 = self.probe.involuntary_switches();
+        let t0 = self.clock.now_ns();
+        op(n);
+        let t1 = self.clock.now_ns();
+        let sw1 = self.probe.involuntary_switches();
+        (t1.saturating_sub(t0), sw1 > sw0)
+    }
+
+    /// Smallest power of two whose batch lasts at least the target, then scaled to the target.
+    fn batch_size(&self, op: &mut dyn FnMut(u64)) -> u64 {
+        let target = self.cfg.target_batch_ns.max(1);
+        let mut n: u64 = 1;
+        loop {
+            let (t, _) = self.time_batch(op, n);
+            if t >= target / 4 || n >= 1 << 40 {
+                if t == 0 {
+                    return n;
+                }
+                let scaled = (n as f64 * target as f64 / t as f64).round() as u64;
+                return scaled.clamp(1, 1 << 40);
+            }
+            n = n.saturating_mul(if t == 0 { 16 } else { 2 });
+        }
+    }
+
+    /// Per-operation median of the loop without the operation, timed at batch size `n`.
+    fn baseline(&self, baseline: &mut dyn FnMut(u64), n: u64) -> f64 {
+        let per_op: Vec<f64> = (0..21)
+            .map(|_| self.time_batch(baseline, n).0 as f64 / n as f64)
+            .collect();
+        stats::median(&per_op)
+    }
+
+    /// Time `op(n)` (which must perform the operation n times) in batches, subtracting the
+    /// per-operation cost of `baseline(n)` (the same loop without the operation).
+    pub fn batched(
+        &self,
+        op: &mut dyn FnMut(u64),
+        baseline: &mut dyn FnMut(u64),
+    ) -> (Measurement, StopReason) {
+        let n = self.batch_size(op);
+        let warm_start = self.clock.now_ns();
+        while self.clock.now_ns().saturating_sub(warm_start) < self.cfg.warmup_ns {
+            self.time_batch(op, n);
+        }
+        let base = self.baseline(baseline, n);
+        let start = self.clock.now_ns();
+        let mut rule = StopRule::new(self.cfg, start);
+        let mut samples = Vec::new();
+        let mut preempted = Vec::new();
+        let reason = loop {
+            let (t, pre) = self.time_batch(op, n);
+            if pre {
+                preempted.push(samples.len());
+            }
+            samples.push(t as f64 / n as f64 - base);
+            if let Some(r) = rule.check(&samples, self.clock.now_ns()) {
+                break r;
+            }
+        };
+        (
+            Measurement {
+                samples_ns: samples,
+                preempted,
+                batch: Batch {
+                    batched: true,
+                    size: n,
+                },
+                baseline_ns: base,
+            },
+            reason,
+        )
+    }
+
+    /// Time an operation that times itself: `op` performs one operation and returns its
+    /// duration in ns as read from the clock (so it can time exactly the part that matters, as
+    /// fork-child does through shared memory). One clock read's cost is subtracted.
+    pub fn individual<E>(
+        &self,
+        op: &mut dyn FnMut() -> Result<f64, E>,
+    ) -> Result<(Measurement, StopReason), E> {
+        let warm_start = self.clock.now_ns();
+        let mut warm = 0;
+        while warm < 3 || self.clock.now_ns().saturating_sub(warm_start) < self.cfg.warmup_ns / 3 {
+            op()?;
+            warm += 1;
+        }
+        let base = self.cfg.clock_cost_ns;
+        let start = self.clock.now_ns();
+        let mut rule = StopRule::new(self.cfg, start);
+        let mut samples = Vec::new();
+        let mut preempted = Vec::new();
+        let reason = loop {
+            let sw0 = self.probe.involuntary_switches();
+            let t = op()?;
+            if self.probe.involuntary_switches() > sw0 {
+                preempted.push(samples.len());
+            }
+            samples.push(t - base);
+            if let Some(r) = rule.check(&samples, self.clock.now_ns()) {
+                break r;
+            }
+        };
+        Ok((
+            Measurement {
+                samples_ns: samples,
+                preempted,
+                batch: Batch {
+                    batched: false,
+                    size: 1,
+                },
+                baseline_ns: base,
+            },
+            reason,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+    use std::rc::Rc;
+
+    /// A clock that only moves when told to: each read costs `read_cost` ns.
+    #[derive(Clone)]
+    struct FakeClock {
+        now: Rc<Cell<u64>>,
+        read_cost: u64,
+    }
+    impl FakeClock {
+        fn new(read_cost: u64) -> Self {
+            FakeClock {
+                now: Rc::new(Cell::new(1_000)),
+                read_cost,
+            }
+        }
+        fn advance(&self, ns: u64) {
+            self.now.set(self.now.get() + ns);
+        }
+    }
+    impl Clock for FakeClock {
+        fn now_ns(&self) -> u64 {
+            let t = self.now.get();
+            self.now.set(t + self.read_cost);
+            t
+        }
+    }
+
+    /// Reports a preemption in every `every`-th timed section (a pair of reads around it).
+    struct ScriptedProbe {
+        reads: Cell<u64>,
+        every: u64,
+    }
+    impl PreemptionProbe for ScriptedProbe {
+        fn involuntary_switches(&self) -> u64 {
+            let r = self.reads.get();
+            self.reads.set(r + 1);
+            // Section k is read before (2k) and after (2k + 1); section k is preempted when k
+            // is a multiple of `every`, so the count is #{j < k} before and #{j <= k} after.
+            let (k, e) = (r / 2, self.every);
+            if r.is_multiple_of(2) {
+                k.div_ceil(e)
+            } else {
+                k / e + 1
+            }
+        }
+    }
+
+    fn cfg() -> SamplerConfig {
+        SamplerConfig {
+            precision: 0.01,
+            budget_ns: 50_000_000,
+            min_time_ns: 1_000_000,
+            warmup_ns: 1_000_000,
+            fixed_samples: None,
+            min_samples: 10,
+            max_samples: 100_000,
+            target_batch_ns: 32_000,
+            clock_cost_ns: 0.0,
+        }
+    }
+
+    #[test]
+    fn constant_cost_gives_exact_samples_with_baseline_subtracted() {
+        let clock = FakeClock::new(0);
+        let s = Sampler::new(clock.clone(), super::super::noise::NoProbe, cfg());
+        let c1 = clock.clone();
+        let c2 = clock.clone();
+        let (m, reason) = s.batched(
+            &mut |n| c1.advance(n * 10), // 10 ns per op, loop included
+            &mut |n| c2.advance(n * 2),  // 2 ns per iteration of the empty loop
+        );
+        assert_eq!(m.baseline_ns, 2.0);
+        assert!(m.samples_ns.iter().all(|&x| x == 8.0));
+        // Batch sized to the target: 32 us / 10 ns.
+        assert_eq!(m.batch.size, 3200);
+        assert_eq!(reason, StopReason::Precision);
+        // Needs both min samples and min time: 1 ms of 32 us batches.
+        assert!(m.samples_ns.len() >= 31, "{}", m.samples_ns.len());
+        assert!(m.preempted.is_empty());
+    }
+
+    #[test]
+    fn noisy_cost_that_never_converges_stops_at_budget() {
+        let clock = FakeClock::new(0);
+        let s = Sampler::new(clock.clone(), super::super::noise::NoProbe, cfg());
+        let c1 = clock.clone();
+        let k = Cell::new(0u64);
+        let (m, reason) = s.batched(
+            &mut |n| {
+                // Alternate 10 ns and 30 ns per op: the median's CI never narrows to 1%.
+                let step = if k.get().is_multiple_of(2) { 10 } else { 30 };
+                k.set(k.get() + 1);
+                c1.advance(n * step)
+            },
+            &mut |_| {},
+        );
+        assert_eq!(reason, StopReason::Budget);
+        let total: f64 = m.samples_ns.iter().map(|x| x * m.batch.size as f64).sum();
+        assert!((50_000_000.0..50_100_000.0).contains(&total), "{total}");
+    }
+
+    #[test]
+    fn fixed_count_is_exact() {
+        let clock = FakeClock::new(0);
+        let mut c = cfg();
+        c.fixed_samples = Some(17);
+        let s = Sampler::new(clock.clone(), super::super::noise::NoProbe, c);
+        let c1 = clock.clone();
+        let (m, reason) = s.batched(&mut |n| c1.advance(n * 5), &mut |_| {});
+        assert_eq!(reason, StopReason::FixedCount);
+        assert_eq!(m.samples_ns.len(), 17);
+    }
+
+    #[test]
+    fn preempted_samples_are_marked_not_dropped() {
+        let clock = FakeClock::new(0);
+        let probe = ScriptedProbe {
+            reads: Cell::new(0),
+            every: 4,
+        };
+        let mut c = cfg();
+        c.fixed_samples = Some(40);
+        let s = Sampler::new(clock.clone(), probe, c);
+        let c1 = clock.clone();
+        let (m, _) = s.batched(&mut |n| c1.advance(n * 5), &mut |_| {});
+        assert_eq!(m.samples_ns.len(), 40);
+        assert_eq!(m.preempted.len(), 10);
+    }
+
+    #[test]
+    fn individual_ops_keep_every_time_minus_clock_cost() {
+        let clock = FakeClock::new(0);
+        let mut c = cfg();
+        c.clock_cost_ns = 25.0;
+        c.fixed_samples = Some(5);
+        let s = Sampler::new(clock.clone(), super::super::noise::NoProbe, c);
+        let times = Cell::new(0u64);
+        let c1 = clock.clone();
+        let (m, reason) = s
+            .individual::<()>(&mut || {
+                let i = times.get();
+                times.set(i + 1);
+                c1.advance(1_000_000);
+                Ok(1000.0 + i as f64)
+            })
+            .unwrap();
+        assert_eq!(reason, StopReason::FixedCount);
+        assert_eq!(m.batch.size, 1);
+        // Three warm-up ops (1 ms warm-up / 3 passes after one op of 1 ms), then five samples.
+        assert_eq!(m.samples_ns, vec![978.0, 979.0, 980.0, 981.0, 982.0]);
+    }
+
+    #[test]
+    fn individual_errors_propagate() {
+        let clock = FakeClock::new(0);
+        let s = Sampler::new(clock, super::super::noise::NoProbe, cfg());
+        let r = s.individual(&mut || Err::<f64, _>("fork: EAGAIN"));
+        assert_eq!(r.unwrap_err(), "fork: EAGAIN");
+    }
+
+    #[test]
+    fn target_batch_is_a_thousand_clock_reads_within_bounds() {
+        assert_eq!(target_batch_ns(27.0), 27_000);
+        assert_eq!(target_batch_ns(1.0), 20_000);
+        assert_eq!(target_batch_ns(5000.0), 1_000_000);
+        assert_eq!(target_batch_ns(f64::NAN), 30_000);
+    }
+}

@@ -1,0 +1,13 @@
+//! oscost as a library: the measurement engine, the benchmark catalogue, the result model and
+//! its views. The `oscost` binary (`main.rs`) is a thin command-line front end over it; the
+//! library form lets integration tests drive statistics, reports and comparisons directly.
+
+pub mod bench;
+pub mod cli;
+pub mod env;
+pub mod harness;
+pub mod model;
+pub mod report;
+pub mod run;
+pub mod stats;
+pub mod worker;

@@ -1,0 +1,80 @@
+//! oscost: measure what the operating system charges for its primitives.
+//!
+//! `main` parses the command line, dispatches, and is the one error boundary: a usage error
+//! exits 2, an interrupt 128 + signal, any other error 1, each with one line on stderr.
+
+use clap::Parser;
+
+use oscost::cli::{self, Cli, Command, UsageError};
+use oscost::{bench, env, harness, run, worker};
+
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => e.exit(), // clap: help/version exit 0, usage errors exit 2
+    };
+    let code = match dispatch(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            if let Some(code) = run::interrupted_status(&e) {
+                eprintln!("oscost: {e}; every benchmark process was stopped, nothing was saved");
+                code
+            } else if e.downcast_ref::<UsageError>().is_some() {
+                eprintln!("oscost: {e}");
+                2
+            } else {
+                eprintln!("oscost: {e:#}");
+                1
+            }
+        }
+    };
+    std::process::exit(code);
+}
+
+fn dispatch(cli: Cli) -> anyhow::Result<i32> {
+    match cli.command {
+        None => run_command(cli.run),
+        Some(Command::Run(args)) => run_command(args),
+        Some(Command::List) => {
+            run::print_stdout(&list_text())?;
+            Ok(0)
+        }
+        Some(Command::Env { json }) => {
+            let e = env::collect(Some(harness::clock::calibrate()));
+            let text = if json {
+                serde_json::to_string_pretty(&e)? + "\n"
+            } else {
+                env::render(&e)
+            };
+            run::print_stdout(&text)?;
+            Ok(0)
+        }
+        Some(Command::Worker { id, config }) => Ok(worker::worker_main(&id, &config)),
+    }
+}
+
+fn run_command(args: cli::RunArgs) -> anyhow::Result<i32> {
+    let interrupted = worker::install_guards()?;
+    // The plan is validated with a provisional clock cost; the real calibration follows.
+    let plan = run::plan(&args, 30.0)?;
+    let result = run::execute(&plan, interrupted)?;
+    run::output(&plan, &result)?;
+    Ok(0)
+}
+
+fn list_text() -> String {
+    let mut out = String::new();
+    for b in bench::registry() {
+        out.push_str(&format!(
+            "{:<28} ns/op  {}{}\n",
+            b.id,
+            b.definition,
+            if b.default {
+                ""
+            } else {
+                "  (not in the default suite)"
+            }
+        ));
+    }
+    out
+}

@@ -1,0 +1,246 @@
+//! The result model: the serde types every output (table, JSON, CSV, Markdown, the store) is a
+//! view of. This is the contract of DESIGN §4; `SCHEMA_VERSION` changes when a field's meaning
+//! does, and the loader refuses files of another version.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::env::Env;
+use crate::stats::{Outliers, Stats};
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One invocation of `oscost run`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Run {
+    pub schema_version: u32,
+    pub tool: Tool,
+    /// RFC 3339, UTC.
+    pub started_at: String,
+    #[serde(default)]
+    pub label: Option<String>,
+    /// The command the measuring part ran under (`--under`), if any.
+    #[serde(default)]
+    pub wrapper: Option<String>,
+    pub env: Env,
+    pub clock: ClockInfo,
+    pub results: Vec<BenchResult>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Tool {
+    pub name: String,
+    pub version: String,
+}
+
+impl Tool {
+    pub fn this() -> Tool {
+        Tool {
+            name: "oscost".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        }
+    }
+}
+
+/// The clock every sample was taken with, as calibrated at the start of the run.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct ClockInfo {
+    /// e.g. "CLOCK_MONOTONIC (vDSO)".
+    pub source: ClockSource,
+    /// Cost of one clock read, median of batches.
+    pub cost_ns: f64,
+    /// Smallest non-zero step seen between consecutive reads (clock_getres may claim 1 ns).
+    pub resolution_ns: f64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ClockSource {
+    ClockMonotonic,
+}
+
+/// Where the parties of a benchmark ran.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Placement {
+    /// One thread pinned to one CPU.
+    Pinned { cpu: usize },
+    /// Every party on this one CPU.
+    Same { cpu: usize },
+    /// Parties on distinct CPUs, in party order.
+    Cross { cpus: Vec<usize> },
+    /// Left to the scheduler.
+    Free,
+}
+
+/// How a sample was taken: a batch of `size` operations between two clock reads (the sample is
+/// the batch time divided by `size`), or one operation per sample (`size` = 1, `batched` false).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Batch {
+    pub batched: bool,
+    pub size: u64,
+}
+
+/// Evidence that the machine disturbed the measurement, and whether it crossed the line.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Disturbance {
+    /// Samples during which the measuring thread was involuntarily switched out.
+    pub preempted_samples: usize,
+    /// Steal time on the measuring CPUs over the benchmark, percent of their time.
+    pub steal_pct: f64,
+    /// Busy share of the CPUs the benchmark did not use, percent. `None` when every CPU was used.
+    pub other_cpu_busy_pct: Option<f64>,
+    /// Human-readable reasons; empty when undisturbed.
+    pub flag: Vec<String>,
+}
+
+impl Disturbance {
+    pub fn is_disturbed(&self) -> bool {
+        !self.flag.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Status {
+    Ok,
+    Skipped { reason: String },
+    Failed { reason: String },
+}
+
+impl Status {
+    pub fn word(&self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Skipped { .. } => "skipped",
+            Status::Failed { .. } => "failed",
+        }
+    }
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Status::Ok => None,
+            Status::Skipped { reason } | Status::Failed { reason } => Some(reason),
+        }
+    }
+}
+
+/// One benchmark's result.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BenchResult {
+    /// `family/name`, with `@placement` for multi-party benchmarks.
+    pub id: String,
+    pub family: String,
+    /// Parameters that distinguish this result (sizes, clock names, ...).
+    #[serde(default)]
+    pub params: BTreeMap<String, serde_json::Value>,
+    pub unit: String,
+    /// What one sample is the cost of.
+    pub definition: String,
+    pub placement: Placement,
+    pub batch: Batch,
+    /// Per-operation cost of the loop without the operation, already subtracted from every
+    /// sample.
+    pub baseline_ns: f64,
+    /// Raw per-operation samples after baseline subtraction, in the order taken.
+    pub samples_ns: Vec<f64>,
+    /// Indices into `samples_ns` of samples that were preempted.
+    #[serde(default)]
+    pub preempted: Vec<usize>,
+    pub stats: Option<Stats>,
+    pub outliers: Outliers,
+    pub disturbed: Disturbance,
+    /// Notes on the number itself (at or below baseline, under the clock resolution, ...).
+    #[serde(default)]
+    pub notes: Vec<String>,
+    pub status: Status,
+}
+
+impl BenchResult {
+    /// A result that carries no measurement.
+    pub fn not_measured(id: &str, definition: &str, status: Status) -> BenchResult {
+        BenchResult {
+            id: id.to_string(),
+            family: family_of(id).to_string(),
+            params: BTreeMap::new(),
+            unit: "ns".into(),
+            definition: definition.to_string(),
+            placement: Placement::Free,
+            batch: Batch {
+                batched: false,
+                size: 0,
+            },
+            baseline_ns: 0.0,
+            samples_ns: vec![],
+            preempted: vec![],
+            stats: None,
+            outliers: Outliers::default(),
+            disturbed: Disturbance::default(),
+            notes: vec![],
+            status,
+        }
+    }
+}
+
+/// `call/f0` -> `call`.
+pub fn family_of(id: &str) -> &str {
+    id.split('/').next().unwrap_or(id)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error(
+        "{path} is not an oscost run file ({source}); pass a JSON written by `oscost run --json`"
+    )]
+    Parse {
+        path: String,
+        source: serde_json::Error,
+    },
+    #[error(
+        "{path} has schema_version {found}, this oscost reads version {SCHEMA_VERSION}; re-export it with a matching oscost"
+    )]
+    Version { path: String, found: u64 },
+}
+
+/// Load a run from JSON text, checking the schema version before anything else so a file of
+/// another version gets that message, not a confusing field error.
+pub fn run_from_json(text: &str, path: &str) -> Result<Run, LoadError> {
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|source| LoadError::Parse {
+            path: path.into(),
+            source,
+        })?;
+    match value.get("schema_version").and_then(|v| v.as_u64()) {
+        Some(v) if v == SCHEMA_VERSION as u64 => {}
+        Some(found) => {
+            return Err(LoadError::Version {
+                path: path.into(),
+                found,
+            });
+        }
+        None => {
+            return Err(LoadError::Parse {
+                path: path.into(),
+                source: serde::de::Error::custom("missing schema_version"),
+            });
+        }
+    }
+    serde_json::from_value(value).map_err(|source| LoadError::Parse {
+        path: path.into(),
+        source,
+    })
+}
+
+pub fn load_run_file(path: &std::path::Path) -> Result<Run, LoadError> {
+    let p = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Io {
+        path: p.clone(),
+        source,
+    })?;
+    run_from_json(&text, &p)
+}

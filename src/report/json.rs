@@ -1,0 +1,44 @@
+//! JSON export: the result model itself (DESIGN §4), pretty-printed, raw samples included.
+
+use super::Exporter;
+use crate::model::Run;
+
+pub struct Json;
+
+impl Exporter for Json {
+    fn serialize(&self, run: &Run) -> anyhow::Result<Vec<u8>> {
+        let mut v = serde_json::to_vec_pretty(run)?;
+        v.push(b'\n');
+        Ok(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{SCHEMA_VERSION, run_from_json};
+    use crate::report::testdata;
+
+    #[test]
+    fn round_trips_and_carries_schema_version_and_samples() {
+        let run = testdata::run();
+        let bytes = Json.serialize(&run).unwrap();
+        let text = String::from_utf8(bytes).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["schema_version"], SCHEMA_VERSION);
+        assert_eq!(v["results"][0]["samples_ns"].as_array().unwrap().len(), 5);
+        assert_eq!(v["results"][3]["status"]["state"], "skipped");
+        let back = run_from_json(&text, "x").unwrap();
+        assert_eq!(back.results, run.results);
+    }
+
+    #[test]
+    fn other_schema_versions_and_garbage_are_refused_clearly() {
+        let e = run_from_json(r#"{"schema_version": 99}"#, "f.json").unwrap_err();
+        assert!(e.to_string().contains("schema_version 99"), "{e}");
+        let e = run_from_json(r#"{"schema_version": 1, "resu"#, "f.json").unwrap_err();
+        assert!(e.to_string().contains("not an oscost run file"), "{e}");
+        let e = run_from_json("[]", "f.json").unwrap_err();
+        assert!(e.to_string().contains("missing schema_version"), "{e}");
+    }
+}

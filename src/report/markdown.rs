@@ -1,0 +1,65 @@
+//! Markdown export: the same rows and notes as the terminal table, as a GitHub table.
+
+use super::Exporter;
+use super::table::{HEADERS, rows};
+use crate::model::Run;
+
+pub struct Markdown;
+
+fn escape(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+impl Exporter for Markdown {
+    fn serialize(&self, run: &Run) -> anyhow::Result<Vec<u8>> {
+        let (rows, notes) = rows(run);
+        let mut out = format!("# oscost run {}\n\n", run.started_at);
+        if let Some(l) = &run.label {
+            out.push_str(&format!("Label: {}\n\n", escape(l)));
+        }
+        if let Some(w) = &run.wrapper {
+            out.push_str(&format!("Under: `{w}`\n\n"));
+        }
+        out.push_str(&format!(
+            "Kernel {}, CPU {}; clock CLOCK_MONOTONIC, {:.1} ns per read.\n\n",
+            run.env.kernel_release.as_deref().unwrap_or("?"),
+            run.env.cpu_model.as_deref().unwrap_or("?"),
+            run.clock.cost_ns
+        ));
+        out.push_str(&format!("| {} |\n", HEADERS.join(" | ")));
+        out.push_str("|---|--:|--:|--:|--:|--:|---|\n");
+        for r in rows {
+            let cells: Vec<String> = r.cells.iter().map(|c| escape(c)).collect();
+            out.push_str(&format!("| {} |\n", cells.join(" | ")));
+        }
+        if !notes.is_empty() {
+            out.push('\n');
+            for (i, n) in notes.iter().enumerate() {
+                out.push_str(&format!("{}. {}\n", i + 1, escape(n)));
+            }
+        }
+        Ok(out.into_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::testdata;
+
+    #[test]
+    fn is_a_table_with_one_line_per_result_and_notes() {
+        let text = String::from_utf8(Markdown.serialize(&testdata::run()).unwrap()).unwrap();
+        let table: Vec<&str> = text.lines().filter(|l| l.starts_with('|')).collect();
+        assert_eq!(table.len(), 2 + 4);
+        assert!(
+            table
+                .iter()
+                .filter(|l| !l.starts_with("|--"))
+                .all(|l| l.matches(" | ").count() == 6),
+            "{text}"
+        );
+        assert!(text.contains("1. syscall/getppid: disturbed"));
+        assert!(text.contains("Label: test"));
+    }
+}

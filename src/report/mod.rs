@@ -1,0 +1,182 @@
+//! Views of the result model. Every exporter is a pure `serialize(run) -> bytes` (as in
+//! hyperfine), so each is tested on synthetic runs; `write_atomic` puts bytes on disk through a
+//! temporary file and a rename, so an interrupted or failed write never leaves a partial file.
+
+pub mod csv;
+pub mod json;
+pub mod markdown;
+pub mod table;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::model::Run;
+
+/// Turns a run into the bytes of one file format.
+pub trait Exporter {
+    fn serialize(&self, run: &Run) -> anyhow::Result<Vec<u8>>;
+}
+
+/// Scale nanoseconds to ns/us/ms/s with three significant digits.
+pub fn format_ns(ns: f64) -> String {
+    if !ns.is_finite() {
+        return "-".into();
+    }
+    let (v, unit) = scale(ns);
+    format!("{} {unit}", three_digits(v))
+}
+
+/// The unit a value is shown in, and the value in it.
+pub fn scale(ns: f64) -> (f64, &'static str) {
+    let a = ns.abs();
+    if a < 1e3 {
+        (ns, "ns")
+    } else if a < 1e6 {
+        (ns / 1e3, "us")
+    } else if a < 1e9 {
+        (ns / 1e6, "ms")
+    } else {
+        (ns / 1e9, "s")
+    }
+}
+
+/// Three significant digits (at least the integer part).
+pub fn three_digits(v: f64) -> String {
+    let a = v.abs();
+    if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// Where a file at `path` would be created; an error message a user can act on when it cannot.
+fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Check, before any work, that `path` can be written: it is not a directory and its directory
+/// accepts a new file. Leaves nothing behind.
+pub fn check_writable(path: &Path) -> Result<(), String> {
+    if path.is_dir() {
+        return Err(format!(
+            "{} is a directory; give a file name",
+            path.display()
+        ));
+    }
+    let dir = parent_dir(path);
+    tempfile::NamedTempFile::new_in(&dir)
+        .map(drop)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// Write `bytes` to `path` atomically (temporary file in the same directory, then rename).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let dir = parent_dir(path);
+    let mut tmp = tempfile::NamedTempFile::new_in(&dir)
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_data()?;
+    tmp.persist(path)
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {}", path.display(), e.error))?;
+    Ok(())
+}
+
+#[cfg(test)]
+pub mod testdata {
+    //! A synthetic run shared by the exporters' tests.
+    use std::collections::BTreeMap;
+
+    use crate::env::Env;
+    use crate::model::*;
+    use crate::stats;
+
+    pub fn result(id: &str, samples: Vec<f64>) -> BenchResult {
+        BenchResult {
+            id: id.into(),
+            family: family_of(id).into(),
+            params: BTreeMap::new(),
+            unit: "ns".into(),
+            definition: format!("definition of {id}"),
+            placement: Placement::Pinned { cpu: 1 },
+            batch: Batch {
+                batched: true,
+                size: 1000,
+            },
+            baseline_ns: 0.5,
+            stats: stats::summarize(&samples),
+            outliers: stats::tukey_outliers(&samples),
+            samples_ns: samples,
+            preempted: vec![],
+            disturbed: Disturbance::default(),
+            notes: vec![],
+            status: Status::Ok,
+        }
+    }
+
+    pub fn run() -> Run {
+        let mut disturbed = result("syscall/getppid", vec![200.0, 210.0, 190.0, 205.0]);
+        disturbed.disturbed.flag = vec!["other CPU busy 97%".into()];
+        Run {
+            schema_version: SCHEMA_VERSION,
+            tool: Tool::this(),
+            started_at: "2026-11-22T13:00:00Z".into(),
+            label: Some("test".into()),
+            wrapper: None,
+            env: Env::default(),
+            clock: ClockInfo {
+                source: ClockSource::ClockMonotonic,
+                cost_ns: 25.0,
+                resolution_ns: 1.0,
+            },
+            results: vec![
+                result("call/f0", vec![1.0, 1.5, 2.0, 1.25, 1.75]),
+                disturbed,
+                result("spawn/fork", vec![150_000.0, 160_000.0, 155_000.0]),
+                BenchResult::not_measured(
+                    "timer/rdtscp",
+                    "rdtscp",
+                    Status::Skipped {
+                        reason: "no rdtscp".into(),
+                    },
+                ),
+            ],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_scale_with_three_significant_digits() {
+        assert_eq!(format_ns(1.234), "1.23 ns");
+        assert_eq!(format_ns(12.34), "12.3 ns");
+        assert_eq!(format_ns(999.4), "999 ns");
+        assert_eq!(format_ns(1_500.0), "1.50 us");
+        assert_eq!(format_ns(230_000.0), "230 us");
+        assert_eq!(format_ns(2.5e6), "2.50 ms");
+        assert_eq!(format_ns(3.2e9), "3.20 s");
+        assert_eq!(format_ns(-0.5), "-0.50 ns");
+        assert_eq!(format_ns(f64::NAN), "-");
+    }
+
+    #[test]
+    fn atomic_write_replaces_and_checks_refuse_directories() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("out.json");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"two");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        assert!(check_writable(dir.path()).is_err());
+        assert!(check_writable(&dir.path().join("no/such/dir/x.json")).is_err());
+        assert!(check_writable(&p).is_ok());
+    }
+}

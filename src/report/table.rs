@@ -1,0 +1,174 @@
+//! The table a person reads: one row per result with median, 95% CI of the median, min, p99,
+//! sample count and a flag; the flag's reasons are numbered notes under the table. The rows are
+//! built once (`rows`) and drawn as a terminal table here and as Markdown in `markdown.rs`.
+
+use comfy_table::{Cell, Color, ContentArrangement, Table, presets};
+
+use super::format_ns;
+use crate::model::{BenchResult, Run, Status};
+
+pub const HEADERS: [&str; 7] = [
+    "benchmark",
+    "median",
+    "95% CI",
+    "min",
+    "p99",
+    "samples",
+    "flag",
+];
+
+/// One row's cells, and whether the row deserves attention.
+pub struct Row {
+    pub cells: [String; 7],
+    pub warn: bool,
+}
+
+/// The CI as the distance of its bounds from the median, in percent: "-0.4/+0.6%". Bounds
+/// scaled to three digits would mostly print as the median itself; the JSON keeps them exact.
+fn ci_text(lo: f64, hi: f64, median: f64) -> String {
+    if median == 0.0 || !median.is_finite() {
+        return format!("{}..{}", format_ns(lo), format_ns(hi));
+    }
+    let pct = |x: f64| 100.0 * (x - median) / median.abs();
+    let f = |v: f64| {
+        let a = v.abs();
+        if a >= 10.0 {
+            format!("{a:.0}")
+        } else {
+            format!("{a:.1}")
+        }
+    };
+    format!("-{}/+{}%", f(pct(lo)), f(pct(hi)))
+}
+
+/// Table rows and the numbered notes they refer to.
+pub fn rows(run: &Run) -> (Vec<Row>, Vec<String>) {
+    let mut notes = Vec::new();
+    let mut note = |id: &str, text: &str| {
+        notes.push(format!("{id}: {text}"));
+        notes.len()
+    };
+    let rows = run
+        .results
+        .iter()
+        .map(|r| {
+            let mut flag = Vec::new();
+            let mut warn = false;
+            match &r.status {
+                Status::Ok => {}
+                Status::Skipped { reason } => {
+                    flag.push(format!("skipped [{}]", note(&r.id, reason)))
+                }
+                Status::Failed { reason } => {
+                    warn = true;
+                    flag.push(format!("FAILED [{}]", note(&r.id, reason)))
+                }
+            }
+            if r.disturbed.is_disturbed() {
+                warn = true;
+                let n = note(
+                    &r.id,
+                    &format!("disturbed: {}", r.disturbed.flag.join("; ")),
+                );
+                flag.push(format!("disturbed [{n}]"));
+            }
+            for t in &r.notes {
+                warn = true;
+                flag.push(format!("note [{}]", note(&r.id, t)));
+            }
+            Row {
+                cells: cells(r, flag.join(" ")),
+                warn,
+            }
+        })
+        .collect();
+    (rows, notes)
+}
+
+fn cells(r: &BenchResult, flag: String) -> [String; 7] {
+    match &r.stats {
+        Some(s) => [
+            r.id.clone(),
+            format_ns(s.median),
+            ci_text(s.ci95[0], s.ci95[1], s.median),
+            format_ns(s.min),
+            format_ns(s.p99),
+            s.count.to_string(),
+            flag,
+        ],
+        None => [
+            r.id.clone(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+            "0".into(),
+            flag,
+        ],
+    }
+}
+
+/// Render for a terminal (or a pipe). `color` is false for NO_COLOR and non-terminals.
+pub fn render(run: &Run, color: bool) -> String {
+    let (rows, notes) = rows(run);
+    let mut t = Table::new();
+    // A rule under the header and nothing else: rows of numbers read best unboxed.
+    let rule = if color { '─' } else { '-' };
+    t.load_style(
+        presets::NOTHING.header_separator(comfy_table::LineStyle::none().fill(rule).junction(rule)),
+    )
+    .set_content_arrangement(ContentArrangement::Disabled)
+    .set_header(HEADERS);
+    if !color {
+        t.force_no_tty();
+    } else {
+        t.enforce_styling();
+    }
+    for row in rows {
+        let cells: Vec<Cell> = row
+            .cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let cell = Cell::new(c);
+                if color && row.warn && i == 6 {
+                    cell.fg(Color::Yellow)
+                } else {
+                    cell
+                }
+            })
+            .collect();
+        t.add_row(cells);
+    }
+    for i in 1..=5 {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(comfy_table::CellAlignment::Right);
+        }
+    }
+    let mut out = t.to_string();
+    out.push('\n');
+    for (i, n) in notes.iter().enumerate() {
+        out.push_str(&format!("[{}] {n}\n", i + 1));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::testdata;
+
+    #[test]
+    fn table_shows_scaled_units_flags_and_numbered_reasons() {
+        let text = render(&testdata::run(), false);
+        assert!(text.contains("call/f0"));
+        assert!(text.contains("1.50 ns"));
+        assert!(text.contains("155 us"));
+        assert!(text.contains("-3.2/+3.2%"), "{text}");
+        assert!(text.contains("disturbed [1]"));
+        assert!(text.contains("[1] syscall/getppid: disturbed: other CPU busy 97%"));
+        assert!(text.contains("skipped [2]"));
+        assert!(text.contains("[2] timer/rdtscp: no rdtscp"));
+        assert!(!text.contains('\u{1b}'), "no escape codes without color");
+    }
+}

@@ -1,0 +1,208 @@
+//! `oscost run`: resolve the command line into a plan (benchmarks, sampler settings, CPU,
+//! outputs) and refuse a bad one before measuring anything; calibrate the clock; run each
+//! benchmark in a worker through the coordinator; assemble the `Run`; print and export it.
+//! Exports happen only after the last benchmark, each atomically, so an interrupted run writes
+//! nothing.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+use std::time::Duration;
+
+use anyhow::Context;
+
+use crate::bench::{self, Benchmark, SamplerConfigWire, WorkerOptions};
+use crate::cli::{RunArgs, split_command, usage};
+use crate::harness::{clock, placement, sampler};
+use crate::model::{Run, SCHEMA_VERSION, Tool};
+use crate::report::{self, Exporter};
+use crate::worker::{Coordinator, Interrupted};
+
+/// Everything a run needs, validated.
+pub struct Plan {
+    pub benchmarks: Vec<&'static Benchmark>,
+    pub opts: WorkerOptions,
+    pub timeout: Duration,
+    pub wrapper: Option<Vec<String>>,
+    pub wrapper_text: Option<String>,
+    pub label: Option<String>,
+    pub outputs: Vec<(PathBuf, Box<dyn Exporter>)>,
+}
+
+/// Validate arguments into a plan. Every error here is a usage error (exit 2).
+pub fn plan(args: &RunArgs, clock_cost_ns: f64) -> anyhow::Result<Plan> {
+    let benchmarks = bench::select(&args.ids).map_err(usage)?;
+    let allowed = placement::allowed_cpus();
+    if allowed.is_empty() {
+        return Err(usage(
+            "this process may run on no CPU (sched_getaffinity failed)",
+        ));
+    }
+    let cpu = match args.cpu {
+        Some(c) if allowed.contains(&c) => c,
+        Some(c) => {
+            return Err(usage(format!(
+                "--cpu {c}: not an allowed CPU; allowed: {}",
+                allowed
+                    .iter()
+                    .map(|c| c.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )));
+        }
+        None => placement::default_cpu(&allowed).expect("allowed is not empty"),
+    };
+    let mut outputs: Vec<(PathBuf, Box<dyn Exporter>)> = Vec::new();
+    if let Some(p) = &args.json {
+        outputs.push((p.clone(), Box::new(report::json::Json)));
+    }
+    if let Some(p) = &args.csv {
+        outputs.push((p.clone(), Box::new(report::csv::Csv)));
+    }
+    if let Some(p) = &args.markdown {
+        outputs.push((p.clone(), Box::new(report::markdown::Markdown)));
+    }
+    for (i, (p, _)) in outputs.iter().enumerate() {
+        if outputs[..i].iter().any(|(q, _)| q == p) {
+            return Err(usage(format!("{} is given for two outputs", p.display())));
+        }
+        report::check_writable(p).map_err(usage)?;
+    }
+    let wrapper = args
+        .under
+        .as_deref()
+        .map(split_command)
+        .transpose()
+        .map_err(|e| usage(e.0))?;
+    let quick = args.quick;
+    let budget_s = args.budget.unwrap_or(if quick { 0.5 } else { 2.0 });
+    let defaults = sampler::SamplerConfig::for_clock(clock_cost_ns);
+    let precision = if quick && args.precision == 1.0 {
+        0.02
+    } else {
+        args.precision / 100.0
+    };
+    let budget_ns = (budget_s * 1e9) as u64;
+    let sampler = SamplerConfigWire {
+        precision,
+        budget_ns,
+        min_time_ns: if quick {
+            30_000_000
+        } else {
+            defaults.min_time_ns
+        }
+        .min(budget_ns),
+        warmup_ns: if quick {
+            10_000_000
+        } else {
+            defaults.warmup_ns
+        },
+        fixed_samples: args.samples.map(|n| n as usize),
+        target_batch_ns: defaults.target_batch_ns,
+        clock_cost_ns,
+    };
+    let timeout = Duration::from_secs_f64(args.timeout.unwrap_or(30.0 + 4.0 * budget_s));
+    Ok(Plan {
+        benchmarks,
+        opts: WorkerOptions {
+            sampler,
+            cpu,
+            allowed,
+        },
+        timeout,
+        wrapper_text: args.under.clone(),
+        wrapper,
+        label: args.label.clone(),
+        outputs,
+    })
+}
+
+/// Whether to color: a terminal and no NO_COLOR (https://no-color.org: any non-empty value).
+pub fn use_color(stream_is_tty: bool) -> bool {
+    stream_is_tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// Run the plan. `Err(Interrupted)` (inside anyhow) when a signal stopped it.
+pub fn execute(plan: &Plan, interrupted: Arc<AtomicUsize>) -> anyhow::Result<Run> {
+    let clock_info = clock::calibrate();
+    let env = crate::env::collect(Some(clock_info));
+    let started_at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let coord = Coordinator {
+        exe: std::env::current_exe().context("cannot find the oscost executable")?,
+        wrapper: plan.wrapper.clone().unwrap_or_default(),
+        timeout: plan.timeout,
+        interrupted,
+    };
+    let mut opts = plan.opts.clone();
+    opts.sampler.clock_cost_ns = clock_info.cost_ns;
+    opts.sampler.target_batch_ns = sampler::target_batch_ns(clock_info.cost_ns);
+    eprintln!(
+        "oscost: {} benchmark(s), pinned to CPU {}, clock {:.1} ns/read{}",
+        plan.benchmarks.len(),
+        opts.cpu,
+        clock_info.cost_ns,
+        plan.wrapper_text
+            .as_deref()
+            .map(|w| format!(", under `{w}`"))
+            .unwrap_or_default()
+    );
+    let bar = indicatif::ProgressBar::with_draw_target(
+        Some(plan.benchmarks.len() as u64),
+        indicatif::ProgressDrawTarget::stderr(),
+    );
+    if !std::io::stderr().is_terminal() {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let mut results = Vec::new();
+    for b in &plan.benchmarks {
+        bar.set_message(b.id);
+        match coord.run(b, &opts) {
+            Ok(rs) => results.extend(rs),
+            Err(i) => {
+                bar.finish_and_clear();
+                return Err(anyhow::Error::new(i));
+            }
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    coord.check_interrupted().map_err(anyhow::Error::new)?;
+    Ok(Run {
+        schema_version: SCHEMA_VERSION,
+        tool: Tool::this(),
+        started_at,
+        label: plan.label.clone(),
+        wrapper: plan.wrapper_text.clone(),
+        env,
+        clock: clock_info,
+        results,
+    })
+}
+
+/// Print the table and write the exports.
+pub fn output(plan: &Plan, run: &Run) -> anyhow::Result<()> {
+    for (path, exporter) in &plan.outputs {
+        report::write_atomic(path, &exporter.serialize(run)?)?;
+    }
+    let text = report::table::render(run, use_color(std::io::stdout().is_terminal()));
+    print_stdout(&text)
+}
+
+/// Write to stdout; a closed pipe (`| head`) is not an error.
+pub fn print_stdout(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.context("cannot write to stdout"),
+    }
+}
+
+/// Exit status for a run stopped by a signal: 128 + the signal number, as a shell reports it.
+pub fn interrupted_status(e: &anyhow::Error) -> Option<i32> {
+    e.downcast_ref::<Interrupted>().map(|i| 128 + i.0)
+}

@@ -23,7 +23,8 @@ pub fn usage(msg: impl Into<String>) -> anyhow::Error {
     long_about = "Measure what the operating system charges for its primitives: function calls, \
 system calls, clocks, process and thread creation, context switches, IPC, page faults.\n\n\
 With no command, runs the default suite (same as `oscost run`).",
-    args_conflicts_with_subcommands = true
+    args_conflicts_with_subcommands = true,
+    allow_negative_numbers = true
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -55,11 +56,12 @@ pub struct RunArgs {
     pub ids: Vec<String>,
 
     /// Stop sampling a benchmark once the 95% CI of its median is within this percent.
-    #[arg(long, value_name = "PCT", value_parser = parse_percent, default_value = "1")]
+    #[arg(long, value_name = "PCT", value_parser = parse_percent, default_value = "1",
+          allow_negative_numbers = true)]
     pub precision: f64,
 
     /// Longest sampling time per benchmark, in seconds [default: 2, 0.5 with --quick].
-    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds, allow_negative_numbers = true)]
     pub budget: Option<f64>,
 
     /// Take exactly N samples per benchmark instead of stopping at --precision.
@@ -76,7 +78,7 @@ pub struct RunArgs {
     pub cpu: Option<usize>,
 
     /// Kill a benchmark that runs longer than this, in seconds [default: 30 + 4 x budget].
-    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds, allow_negative_numbers = true)]
     pub timeout: Option<f64>,
 
     /// Write the run as JSON (the result model, raw samples included).

@@ -91,6 +91,12 @@ pub struct Disturbance {
     pub steal_pct: f64,
     /// Busy share of the CPUs the benchmark did not use, percent. `None` when every CPU was used.
     pub other_cpu_busy_pct: Option<f64>,
+    /// Samples in a slow phase of the machine (see `stats::detect_phases`).
+    #[serde(default)]
+    pub phase_samples: usize,
+    /// How much slower the slow phase was than the rest, percent.
+    #[serde(default)]
+    pub phase_shift_pct: Option<f64>,
     /// Human-readable reasons; empty when undisturbed.
     pub flag: Vec<String>,
 }
@@ -147,6 +153,11 @@ pub struct BenchResult {
     /// Indices into `samples_ns` of samples that were preempted.
     #[serde(default)]
     pub preempted: Vec<usize>,
+    /// Indices of samples left out of `stats` (a slow phase, preempted batches); the notes say
+    /// why. Every sample stays in `samples_ns`.
+    #[serde(default)]
+    pub excluded: Vec<usize>,
+    /// Statistics of the samples not in `excluded`.
     pub stats: Option<Stats>,
     pub outliers: Outliers,
     pub disturbed: Disturbance,
@@ -173,6 +184,7 @@ impl BenchResult {
             baseline_ns: 0.0,
             samples_ns: vec![],
             preempted: vec![],
+            excluded: vec![],
             stats: None,
             outliers: Outliers::default(),
             disturbed: Disturbance::default(),

@@ -76,8 +76,19 @@ pub fn plan(args: &RunArgs, clock_cost_ns: f64) -> anyhow::Result<Plan> {
         .transpose()
         .map_err(|e| usage(e.0))?;
     let quick = args.quick;
-    let budget_s = args.budget.unwrap_or(if quick { 0.5 } else { 2.0 });
     let defaults = sampler::SamplerConfig::for_clock(clock_cost_ns);
+    let min_time_ns = if quick {
+        30_000_000
+    } else {
+        min_sampling_ns(benchmarks.len(), defaults.min_time_ns)
+    };
+    // Without --budget a benchmark may sample up to twice its minimum (2 s at most), which
+    // bounds the default suite's time however noisy the machine is.
+    let budget_s = args.budget.unwrap_or(if quick {
+        0.5
+    } else {
+        (2.0 * min_time_ns as f64 / 1e9).min(2.0)
+    });
     let precision = if quick && args.precision == 1.0 {
         0.02
     } else {
@@ -87,12 +98,7 @@ pub fn plan(args: &RunArgs, clock_cost_ns: f64) -> anyhow::Result<Plan> {
     let sampler = SamplerConfigWire {
         precision,
         budget_ns,
-        min_time_ns: if quick {
-            30_000_000
-        } else {
-            defaults.min_time_ns
-        }
-        .min(budget_ns),
+        min_time_ns: min_time_ns.min(budget_ns),
         warmup_ns: if quick {
             10_000_000
         } else {
@@ -118,6 +124,17 @@ pub fn plan(args: &RunArgs, clock_cost_ns: f64) -> anyhow::Result<Plan> {
     })
 }
 
+/// Sampling time every benchmark gets at least. Slow phases of a shared VM last 50-500 ms and
+/// take a quarter of the time: a window must be long to contain a fast phase at all. A few
+/// benchmarks share `SUITE_SAMPLING_S` (so `oscost run syscall/getpid` samples for 2 s and
+/// agrees with itself run after run); a suite gives each at least `floor_ns`.
+pub fn min_sampling_ns(benchmarks: usize, floor_ns: u64) -> u64 {
+    const SUITE_SAMPLING_S: f64 = 4.0;
+    const CEILING_NS: u64 = 2_000_000_000;
+    let share = (SUITE_SAMPLING_S * 1e9 / benchmarks.max(1) as f64) as u64;
+    share.clamp(floor_ns, CEILING_NS.max(floor_ns))
+}
+
 /// Whether to color: a terminal and no NO_COLOR (https://no-color.org: any non-empty value).
 pub fn use_color(stream_is_tty: bool) -> bool {
     stream_is_tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
@@ -137,6 +154,11 @@ pub fn execute(plan: &Plan, interrupted: Arc<AtomicUsize>) -> anyhow::Result<Run
     let mut opts = plan.opts.clone();
     opts.sampler.clock_cost_ns = clock_info.cost_ns;
     opts.sampler.target_batch_ns = sampler::target_batch_ns(clock_info.cost_ns);
+    if cfg!(debug_assertions) {
+        eprintln!(
+            "oscost: this is a debug build; for representative numbers use `cargo run --release`"
+        );
+    }
     eprintln!(
         "oscost: {} benchmark(s), pinned to CPU {}, clock {:.1} ns/read{}",
         plan.benchmarks.len(),
@@ -205,4 +227,19 @@ pub fn print_stdout(text: &str) -> anyhow::Result<()> {
 /// Exit status for a run stopped by a signal: 128 + the signal number, as a shell reports it.
 pub fn interrupted_status(e: &anyhow::Error) -> Option<i32> {
     e.downcast_ref::<Interrupted>().map(|i| 128 + i.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn few_benchmarks_sample_longer_and_a_suite_gets_the_floor() {
+        let floor = 500_000_000; // the floor is a parameter; 400 ms is the default
+        assert_eq!(min_sampling_ns(1, floor), 2_000_000_000);
+        assert_eq!(min_sampling_ns(4, floor), 1_000_000_000);
+        assert_eq!(min_sampling_ns(28, floor), floor);
+        assert_eq!(min_sampling_ns(8, floor), floor);
+        assert_eq!(min_sampling_ns(0, floor), 2_000_000_000);
+    }
 }

@@ -232,10 +232,142 @@ pub fn mann_whitney_p(a: &[f64], b: &[f64]) -> f64 {
     (2.0 * (1.0 - norm.cdf(z))).clamp(0.0, 1.0)
 }
 
+/// A run of consecutive samples whose cost sat clearly above the rest: a phase of the machine,
+/// not a property of the operation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PhaseShift {
+    /// Half-open index ranges [start, end) of the shifted samples, in order.
+    pub ranges: Vec<[usize; 2]>,
+    /// Number of samples in `ranges`.
+    pub samples: usize,
+    /// Median of the shifted samples over the median of the others, minus one.
+    pub shift: f64,
+}
+
+/// Find phases in a time series. Samples are grouped into consecutive segments of at least
+/// `segment_ns` (by their end times) and `min_per_segment` samples; the reference level is the
+/// 10th percentile of the segment medians (the fast phase); a segment whose median's 95% CI lies
+/// wholly above the reference times (1 + `threshold`) is shifted. Needs at least four segments
+/// and a positive reference; returns `None` when nothing is shifted.
+///
+/// Why: on a shared VM the cost of a system call moves up by ~40% for tens to hundreds of
+/// milliseconds at a time while nothing in the guest is busy (the host's sibling hyperthread or
+/// its own work); within a phase samples are tight, so a median over a window that happens to
+/// catch one is off by the phase's share. Segments see it; single-sample outlier fences do not.
+pub fn detect_phases(
+    samples: &[f64],
+    ends_ns: &[u64],
+    segment_ns: u64,
+    min_per_segment: usize,
+    threshold: f64,
+) -> Option<PhaseShift> {
+    debug_assert_eq!(samples.len(), ends_ns.len());
+    let n = samples.len().min(ends_ns.len());
+    if n == 0 {
+        return None;
+    }
+    // Segment boundaries.
+    let mut segs: Vec<[usize; 2]> = Vec::new();
+    let mut start = 0;
+    // End times count from the start of sampling, so the first segment starts at 0.
+    let mut start_ns = 0;
+    for i in 0..n {
+        if i + 1 - start >= min_per_segment && ends_ns[i].saturating_sub(start_ns) >= segment_ns {
+            segs.push([start, i + 1]);
+            start = i + 1;
+            start_ns = ends_ns[i];
+        }
+    }
+    if start < n {
+        // A short tail joins the last segment.
+        match segs.last_mut() {
+            Some(last) if n - start < min_per_segment => last[1] = n,
+            _ => segs.push([start, n]),
+        }
+    }
+    if segs.len() < 4 {
+        return None;
+    }
+    let seg_stats: Vec<(f64, f64)> = segs
+        .iter()
+        .map(|&[a, b]| {
+            let s = sorted_copy(&samples[a..b]);
+            let (lo, _) = median_ci_ranks(s.len(), 0.95);
+            (quantile_sorted(&s, 0.5), s[lo])
+        })
+        .collect();
+    let meds = sorted_copy(&seg_stats.iter().map(|m| m.0).collect::<Vec<_>>());
+    let reference = quantile_sorted(&meds, 0.1);
+    if reference <= 0.0 || !reference.is_finite() {
+        return None;
+    }
+    let mut ranges: Vec<[usize; 2]> = Vec::new();
+    for (seg, &(_, ci_lo)) in segs.iter().zip(&seg_stats) {
+        if ci_lo > reference * (1.0 + threshold) {
+            match ranges.last_mut() {
+                Some(r) if r[1] == seg[0] => r[1] = seg[1],
+                _ => ranges.push(*seg),
+            }
+        }
+    }
+    if ranges.is_empty() {
+        return None;
+    }
+    let mut inside = vec![false; n];
+    for &[a, b] in &ranges {
+        inside[a..b].iter_mut().for_each(|x| *x = true);
+    }
+    let (shifted, rest): (Vec<f64>, Vec<f64>) = {
+        let mut s = Vec::new();
+        let mut r = Vec::new();
+        for (i, &x) in samples[..n].iter().enumerate() {
+            if inside[i] { s.push(x) } else { r.push(x) }
+        }
+        (s, r)
+    };
+    let shift = median(&shifted) / median(&rest) - 1.0;
+    Some(PhaseShift {
+        ranges,
+        samples: shifted.len(),
+        shift,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_slow_phase_is_found_as_one_range_with_its_shift() {
+        // 100 samples 1 ms apart: 100 ns, except samples 40..60 at 140 ns; small jitter.
+        let samples: Vec<f64> = (0..100)
+            .map(|i| {
+                let base = if (40..60).contains(&i) { 140.0 } else { 100.0 };
+                base + (i % 3) as f64 * 0.1
+            })
+            .collect();
+        let ends: Vec<u64> = (0..100).map(|i| (i + 1) * 1_000_000).collect();
+        let p = detect_phases(&samples, &ends, 10_000_000, 5, 0.08).unwrap();
+        assert_eq!(p.ranges, vec![[40, 60]]);
+        assert_eq!(p.samples, 20);
+        assert!((p.shift - 0.4).abs() < 0.01, "{}", p.shift);
+    }
+
+    #[test]
+    fn steady_or_short_series_have_no_phases() {
+        let samples: Vec<f64> = (0..100).map(|i| 100.0 + (i % 7) as f64).collect();
+        let ends: Vec<u64> = (0..100).map(|i| (i + 1) * 1_000_000).collect();
+        assert_eq!(detect_phases(&samples, &ends, 10_000_000, 5, 0.08), None);
+        // Three segments only.
+        assert_eq!(
+            detect_phases(&samples[..30], &ends[..30], 10_000_000, 5, 0.08),
+            None
+        );
+        // A non-positive reference (a cost at the baseline) is not judged.
+        let zeros = vec![0.0; 100];
+        assert_eq!(detect_phases(&zeros, &ends, 10_000_000, 5, 0.08), None);
+    }
 
     #[test]
     fn quantiles_match_type7_on_one_to_ten() {

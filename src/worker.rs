@@ -115,14 +115,19 @@ fn run_in_worker(id: &str, opts: WorkerOptions) -> Vec<BenchResult> {
 
 /// Statistics, outliers, disturbance and notes for one outcome.
 pub fn finalize(o: Outcome, allowed: &[usize]) -> BenchResult {
-    let m = o.measurement;
-    let st = stats::summarize(&m.samples_ns);
+    let mut m = o.measurement;
+    // Picoseconds are below any clock's resolution; rounding keeps result files small.
+    for x in &mut m.samples_ns {
+        *x = (*x * 1000.0).round() / 1000.0;
+    }
+    let kept = m.kept();
+    let st = stats::summarize(&kept);
     let other: Vec<usize> = allowed
         .iter()
         .copied()
         .filter(|c| !o.used_cpus.contains(c))
         .collect();
-    let disturbed = noise::assess(
+    let mut disturbed = noise::assess(
         &o.cpu_before,
         &o.cpu_after,
         &o.used_cpus,
@@ -132,6 +137,38 @@ pub fn finalize(o: Outcome, allowed: &[usize]) -> BenchResult {
         Thresholds::default(),
     );
     let mut notes = o.notes;
+    let ex = &m.exclusion;
+    let n = m.samples_ns.len().max(1);
+    let mut excluded_mask = vec![false; m.samples_ns.len()];
+    if let Some(p) = &ex.phase {
+        disturbed.phase_samples = p.samples;
+        disturbed.phase_shift_pct = Some(p.shift * 100.0);
+        let share = 100.0 * p.samples as f64 / n as f64;
+        if ex.phase_excluded {
+            for &[a, b] in &p.ranges {
+                excluded_mask[a..b].iter_mut().for_each(|x| *x = true);
+            }
+            notes.push(format!(
+                "{share:.0}% of samples fell in a slow phase of the machine ({:+.0}%) and are left out",
+                p.shift * 100.0
+            ));
+        } else {
+            notes.push(format!(
+                "cost moved {:+.0}% during {share:.0}% of samples; the fast phase was too short to trust, so both are kept",
+                p.shift * 100.0
+            ));
+        }
+    }
+    if ex.preempted_excluded {
+        for &i in &m.preempted {
+            excluded_mask[i] = true;
+        }
+    }
+    let excluded: Vec<usize> = excluded_mask
+        .iter()
+        .enumerate()
+        .filter_map(|(i, &x)| x.then_some(i))
+        .collect();
     if let Some(s) = &st
         && s.median <= 0.0
     {
@@ -149,9 +186,10 @@ pub fn finalize(o: Outcome, allowed: &[usize]) -> BenchResult {
         placement: o.placement,
         batch: m.batch,
         baseline_ns: m.baseline_ns,
-        outliers: stats::tukey_outliers(&m.samples_ns),
+        outliers: stats::tukey_outliers(&kept),
         samples_ns: m.samples_ns,
         preempted: m.preempted,
+        excluded,
         stats: st,
         disturbed,
         notes,

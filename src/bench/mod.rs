@@ -195,10 +195,20 @@ pub fn select(patterns: &[String]) -> Result<Vec<&'static Benchmark>, String> {
     }
     let mut chosen = vec![false; all.len()];
     for p in patterns {
+        if p.trim().is_empty() {
+            return Err("an empty benchmark id; give an id or prefix (`oscost list`)".into());
+        }
+        // An exact id selects that benchmark alone (`syscall/getpid` is not also
+        // `syscall/getpid-raw`); anything else is a family or a prefix.
+        let exact = all.iter().position(|b| b.id == p);
         let mut any = false;
         for (i, b) in all.iter().enumerate() {
             let family_match = p.trim_end_matches('/') == b.family();
-            if b.id == p || family_match || b.id.starts_with(p.as_str()) {
+            let hit = match exact {
+                Some(e) => e == i,
+                None => family_match || b.id.starts_with(p.as_str()),
+            };
+            if hit {
                 chosen[i] = true;
                 any = true;
             }
@@ -254,7 +264,9 @@ mod tests {
         assert!(s.iter().all(|b| b.family() == "syscall") && s.len() > 5);
         assert_eq!(select(&["syscall".into()]).unwrap().len(), s.len());
         let g = select(&["syscall/getpid".into()]).unwrap();
-        assert!(g.iter().any(|b| b.id == "syscall/getpid"));
+        assert_eq!(g.len(), 1, "an exact id is not a prefix");
+        let g = select(&["syscall/getp".into()]).unwrap();
+        assert!(g.len() >= 4, "a prefix selects every match");
         let e = select(&["syscall/getpdi".into()]).unwrap_err();
         assert!(e.contains("did you mean 'syscall/getpid'"), "{e}");
         let e = select(&["zzzzzzzzzzzzz".into()]).unwrap_err();

@@ -171,6 +171,7 @@ pub fn assess(
         steal_pct,
         other_cpu_busy_pct,
         flag,
+        ..Disturbance::default()
     }
 }
 

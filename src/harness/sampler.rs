@@ -44,7 +44,9 @@ impl SamplerConfig {
         SamplerConfig {
             precision: 0.01,
             budget_ns: 2_000_000_000,
-            min_time_ns: 150_000_000,
+            // On these VMs a 400 ms window is all inside a slow phase a few percent of the time
+            // (11% for 150 ms); phase detection handles windows that see both levels.
+            min_time_ns: 400_000_000,
             warmup_ns: 30_000_000,
             fixed_samples: None,
             min_samples: 10,
@@ -55,27 +57,110 @@ impl SamplerConfig {
     }
 }
 
-/// 1000 clock reads, kept between 20 us and 1 ms: long enough that the clock is noise, short
-/// enough that a batch is rarely preempted.
+/// 2000 clock reads, kept between 20 us and 1 ms: long enough that the clock's cost and
+/// resolution are noise (0.05%), short enough that a batch is rarely interrupted, and few
+/// enough samples per second to keep every raw sample.
 pub fn target_batch_ns(clock_cost_ns: f64) -> u64 {
     let t = if clock_cost_ns.is_finite() {
-        clock_cost_ns * 1000.0
+        clock_cost_ns * 2000.0
     } else {
-        30_000.0
+        50_000.0
     };
     t.clamp(20_000.0, 1_000_000.0) as u64
 }
+
+/// Segments for phase detection: long enough to hold a steady median, short next to the
+/// 50-500 ms phases seen on these VMs.
+pub const PHASE_SEGMENT_NS: u64 = 20_000_000;
+pub const PHASE_MIN_PER_SEGMENT: usize = 15;
+/// A segment whose median's CI sits more than 8% above the fast phase is shifted.
+pub const PHASE_THRESHOLD: f64 = 0.08;
 
 /// What the sampler produced for one operation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Measurement {
     /// Per-operation cost of each sample, baseline already subtracted.
     pub samples_ns: Vec<f64>,
+    /// When each sample ended, ns since sampling started.
+    pub ends_ns: Vec<u64>,
     /// Indices of samples during which the thread was preempted.
     pub preempted: Vec<usize>,
     pub batch: Batch,
     /// What was subtracted from each sample.
     pub baseline_ns: f64,
+    /// Samples left out of the headline statistics, and why.
+    pub exclusion: Exclusion,
+}
+
+/// Which samples the headline statistics leave out. Every sample stays in `samples_ns`; this
+/// only says which ones describe a disturbed machine rather than the operation.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Exclusion {
+    /// A slow phase of the machine, when one was found.
+    pub phase: Option<stats::PhaseShift>,
+    /// Whether `phase.ranges` are left out (not when the fast phase is too short to trust).
+    pub phase_excluded: bool,
+    /// Whether preempted samples are left out (batched samples only, and only while they are a
+    /// minority: an individually timed fork is preempted by its own child by design).
+    pub preempted_excluded: bool,
+}
+
+impl Exclusion {
+    /// Decide what to leave out of a series.
+    pub fn decide(samples: &[f64], ends_ns: &[u64], preempted: &[usize], batched: bool) -> Self {
+        let n = samples.len();
+        let phase = stats::detect_phases(
+            samples,
+            ends_ns,
+            PHASE_SEGMENT_NS,
+            PHASE_MIN_PER_SEGMENT,
+            PHASE_THRESHOLD,
+        );
+        // Leave the slow phase out when the fast phase is established (a tenth of the run, two
+        // segments' worth): on these VMs the fast level is the undisturbed cost.
+        let phase_excluded = phase.as_ref().is_some_and(|p| {
+            let fast = n - p.samples;
+            fast * 10 >= n && fast >= 2 * PHASE_MIN_PER_SEGMENT
+        });
+        let preempted_excluded = batched && !preempted.is_empty() && preempted.len() * 2 <= n;
+        Exclusion {
+            phase,
+            phase_excluded,
+            preempted_excluded,
+        }
+    }
+
+    /// The samples that count, in order.
+    pub fn kept(&self, samples: &[f64], preempted: &[usize]) -> Vec<f64> {
+        let mut out_mask = vec![false; samples.len()];
+        if self.phase_excluded
+            && let Some(p) = &self.phase
+        {
+            for &[a, b] in &p.ranges {
+                out_mask[a.min(samples.len())..b.min(samples.len())]
+                    .iter_mut()
+                    .for_each(|x| *x = true);
+            }
+        }
+        if self.preempted_excluded {
+            for &i in preempted {
+                if let Some(x) = out_mask.get_mut(i) {
+                    *x = true;
+                }
+            }
+        }
+        samples
+            .iter()
+            .zip(out_mask)
+            .filter_map(|(&x, out)| (!out).then_some(x))
+            .collect()
+    }
+}
+
+impl Measurement {
+    pub fn kept(&self) -> Vec<f64> {
+        self.exclusion.kept(&self.samples_ns, &self.preempted)
+    }
 }
 
 /// Why sampling stopped (for tests and diagnostics).
@@ -96,22 +181,27 @@ pub struct Sampler<C: Clock, P: PreemptionProbe> {
 /// Decides when to stop; shared by batched and individual sampling.
 struct StopRule {
     cfg: SamplerConfig,
-    start_ns: u64,
     next_check: usize,
 }
 
 impl StopRule {
-    fn new(cfg: SamplerConfig, start_ns: u64) -> StopRule {
+    fn new(cfg: SamplerConfig) -> StopRule {
         StopRule {
             cfg,
-            start_ns,
             next_check: cfg.min_samples.max(1),
         }
     }
 
-    fn check(&mut self, samples: &[f64], now_ns: u64) -> Option<StopReason> {
+    /// `ends` are the samples' end times since the start; `batched` selects the exclusion rules.
+    fn check(
+        &mut self,
+        samples: &[f64],
+        ends: &[u64],
+        preempted: &[usize],
+        batched: bool,
+    ) -> Option<StopReason> {
         let n = samples.len();
-        let elapsed = now_ns.saturating_sub(self.start_ns);
+        let elapsed = ends.last().copied().unwrap_or(0);
         if let Some(fixed) = self.cfg.fixed_samples {
             if n >= fixed {
                 return Some(StopReason::FixedCount);
@@ -127,7 +217,14 @@ impl StopRule {
         if n >= self.next_check && elapsed >= self.cfg.min_time_ns && n >= self.cfg.min_samples {
             // The CI costs a sort; check at geometrically spaced counts (every ~5% more samples).
             self.next_check = n + (n / 20).max(1);
-            if let Some(st) = stats::summarize(samples)
+            // Precision is judged on the samples that will count, and at least a third of the
+            // run must count: a long slow phase extends sampling until the machine has been
+            // seen steady for a while (or the budget ends).
+            let ex = Exclusion::decide(samples, ends, preempted, batched);
+            let kept = ex.kept(samples, preempted);
+            if kept.len() * 3 >= n
+                && kept.len() >= self.cfg.min_samples
+                && let Some(st) = stats::summarize(&kept)
                 && stats::relative_ci_halfwidth(&st) <= self.cfg.precision
             {
                 return Some(StopReason::Precision);
@@ -190,28 +287,31 @@ impl<C: Clock, P: PreemptionProbe> Sampler<C, P> {
         }
         let base = self.baseline(baseline, n);
         let start = self.clock.now_ns();
-        let mut rule = StopRule::new(self.cfg, start);
-        let mut samples = Vec::new();
-        let mut preempted = Vec::new();
+        let mut rule = StopRule::new(self.cfg);
+        let (mut samples, mut ends, mut preempted) = (Vec::new(), Vec::new(), Vec::new());
         let reason = loop {
             let (t, pre) = self.time_batch(op, n);
             if pre {
                 preempted.push(samples.len());
             }
             samples.push(t as f64 / n as f64 - base);
-            if let Some(r) = rule.check(&samples, self.clock.now_ns()) {
+            ends.push(self.clock.now_ns().saturating_sub(start));
+            if let Some(r) = rule.check(&samples, &ends, &preempted, true) {
                 break r;
             }
         };
+        let exclusion = Exclusion::decide(&samples, &ends, &preempted, true);
         (
             Measurement {
                 samples_ns: samples,
+                ends_ns: ends,
                 preempted,
                 batch: Batch {
                     batched: true,
                     size: n,
                 },
                 baseline_ns: base,
+                exclusion,
             },
             reason,
         )
@@ -232,9 +332,8 @@ impl<C: Clock, P: PreemptionProbe> Sampler<C, P> {
         }
         let base = self.cfg.clock_cost_ns;
         let start = self.clock.now_ns();
-        let mut rule = StopRule::new(self.cfg, start);
-        let mut samples = Vec::new();
-        let mut preempted = Vec::new();
+        let mut rule = StopRule::new(self.cfg);
+        let (mut samples, mut ends, mut preempted) = (Vec::new(), Vec::new(), Vec::new());
         let reason = loop {
             let sw0 = self.probe.involuntary_switches();
             let t = op()?;
@@ -242,19 +341,23 @@ impl<C: Clock, P: PreemptionProbe> Sampler<C, P> {
                 preempted.push(samples.len());
             }
             samples.push(t - base);
-            if let Some(r) = rule.check(&samples, self.clock.now_ns()) {
+            ends.push(self.clock.now_ns().saturating_sub(start));
+            if let Some(r) = rule.check(&samples, &ends, &preempted, false) {
                 break r;
             }
         };
+        let exclusion = Exclusion::decide(&samples, &ends, &preempted, false);
         Ok((
             Measurement {
                 samples_ns: samples,
+                ends_ns: ends,
                 preempted,
                 batch: Batch {
                     batched: false,
                     size: 1,
                 },
                 baseline_ns: base,
+                exclusion,
             },
             reason,
         ))
@@ -427,9 +530,9 @@ mod tests {
 
     #[test]
     fn target_batch_is_a_thousand_clock_reads_within_bounds() {
-        assert_eq!(target_batch_ns(27.0), 27_000);
+        assert_eq!(target_batch_ns(27.0), 54_000);
         assert_eq!(target_batch_ns(1.0), 20_000);
         assert_eq!(target_batch_ns(5000.0), 1_000_000);
-        assert_eq!(target_batch_ns(f64::NAN), 30_000);
+        assert_eq!(target_batch_ns(f64::NAN), 50_000);
     }
 }

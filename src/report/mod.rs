@@ -113,6 +113,7 @@ pub mod testdata {
             outliers: stats::tukey_outliers(&samples),
             samples_ns: samples,
             preempted: vec![],
+            excluded: vec![],
             disturbed: Disturbance::default(),
             notes: vec![],
             status: Status::Ok,

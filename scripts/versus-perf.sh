@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Compare oscost with `perf bench`, run right beside it, as ratios of per-operation cost.
+#   syscall/getppid        vs  perf bench syscall basic   (perf times getppid in a loop)
+# Rounds alternate oscost and perf so drift of the machine hits both alike; the verdict uses
+# the median of the per-round ratios. Both run pinned to the same CPU.
+#
+# usage: scripts/versus-perf.sh [ROUNDS]   (env: OSCOST=path/to/oscost, CPU=n)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-5}
+cpu=${CPU:-$(( $(nproc) - 1 ))}
+oscost=${OSCOST:-target/release/oscost}
+command -v perf >/dev/null || { echo "perf is not installed (apt-get install linux-perf)" >&2; exit 2; }
+[ -x "$oscost" ] || cargo build --release --quiet
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+# median of numbers on stdin
+median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+# oscost median (ns) of one benchmark id from a CSV export
+oscost_ns() { awk -F, -v id="$2" '$1==id {print $11}' "$1"; }
+
+compare() { # name oscost-id perf-command...
+  local name=$1 id=$2; shift 2
+  : > "$tmp/ratios"
+  echo "== $name"
+  printf '%-6s %14s %14s %8s\n' round oscost_ns perf_ns ratio
+  for r in $(seq 1 "$rounds"); do
+    "$oscost" run --cpu "$cpu" --csv "$tmp/o.csv" "$id" >/dev/null 2>&1
+    o=$(oscost_ns "$tmp/o.csv" "$id")
+    p=$(taskset -c "$cpu" "$@" 2>&1 | awk '/usecs\/op/ {print $1*1000}')
+    ratio=$(awk -v o="$o" -v p="$p" 'BEGIN {printf "%.3f", o/p}')
+    echo "$ratio" >> "$tmp/ratios"
+    printf '%-6s %14.1f %14.1f %8s\n' "$r" "$o" "$p" "$ratio"
+  done
+  m=$(median < "$tmp/ratios")
+  echo "median ratio oscost/perf for $name: $m"
+}
+
+compare "getppid (syscall/getppid vs perf bench syscall basic)" syscall/getppid \
+  perf bench syscall basic -l 3000000

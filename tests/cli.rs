@@ -1,0 +1,121 @@
+//! The command line: listing, usage errors (one line, exit 2, no partial file), no panics.
+
+mod common;
+
+use common::*;
+
+fn fails_with_usage(args: &[&str], expect: &str) {
+    let out = oscost(&unique_tag("usage")).args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(
+        err.contains(expect),
+        "{args:?}: expected '{expect}' in: {err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn list_names_every_family_with_definitions() {
+    let out = oscost("list").arg("list").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for id in [
+        "call/f0",
+        "timer/rdtsc",
+        "syscall/getppid",
+        "syscall/sched-yield",
+    ] {
+        assert!(text.contains(id), "{id} missing from list");
+    }
+    assert!(text.lines().all(|l| l.split_whitespace().count() >= 3));
+}
+
+#[test]
+fn unknown_id_suggests_the_nearest() {
+    fails_with_usage(&["run", "syscall/getpdi"], "did you mean 'syscall/getpid'");
+    fails_with_usage(&["sycall/"], "did you mean 'syscall/'");
+}
+
+#[test]
+fn bad_numbers_are_usage_errors() {
+    fails_with_usage(&["run", "--precision", "abc"], "not a number");
+    fails_with_usage(&["run", "--precision", "-1"], "out of range");
+    fails_with_usage(&["run", "--budget", "0"], "out of range");
+    fails_with_usage(&["run", "--samples", "3"], "--samples");
+    fails_with_usage(&["run", "--samples", "many"], "--samples");
+    fails_with_usage(&["run", "--cpu", "4096"], "not an allowed CPU");
+    fails_with_usage(&["run", "--timeout", "nan"], "out of range");
+}
+
+#[test]
+fn conflicting_options_are_usage_errors() {
+    fails_with_usage(
+        &["run", "--samples", "20", "--precision", "2"],
+        "cannot be used with",
+    );
+    fails_with_usage(&["run", "--under", "'unbalanced"], "unbalanced quotes");
+}
+
+#[test]
+fn unwritable_outputs_are_refused_before_measuring_and_leave_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no/such/dir/out.json");
+    fails_with_usage(
+        &["run", "syscall/getpid", "--json", missing.to_str().unwrap()],
+        "cannot write",
+    );
+    fails_with_usage(
+        &[
+            "run",
+            "syscall/getpid",
+            "--csv",
+            dir.path().to_str().unwrap(),
+        ],
+        "is a directory",
+    );
+    let same = dir.path().join("x");
+    let s = same.to_str().unwrap();
+    fails_with_usage(&["run", "--json", s, "--csv", s], "two outputs");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "no partial file"
+    );
+}
+
+#[test]
+fn env_describes_the_machine() {
+    let out = oscost("env").arg("env").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for key in [
+        "kernel release",
+        "cpu model",
+        "clocksource",
+        "thp enabled",
+        "vulnerabilities:",
+        "libc",
+    ] {
+        assert!(text.contains(key), "env lacks {key}:\n{text}");
+    }
+    let out = oscost("env").args(["env", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["clock"]["cost_ns"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn garbage_arguments_never_panic() {
+    for args in [
+        vec!["--nope"],
+        vec!["run", "--json"],
+        vec!["list", "extra"],
+        vec!["__worker", "syscall/getpid", "{not json"],
+        vec!["run", ""],
+    ] {
+        let out = oscost("garbage").args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_ne!(out.status.code(), Some(0), "{args:?} should fail");
+    }
+}

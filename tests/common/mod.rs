@@ -1,0 +1,160 @@
+//! Helpers shared by the integration tests: the binary under test, a tag that marks every
+//! process a test starts (so "nothing left behind" can be checked by scanning /proc), a lock
+//! that keeps measuring tests from running at the same time, and a busy CPU.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+pub const TAG_VAR: &str = "OSCOST_TEST_TAG";
+
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_oscost"))
+}
+
+/// A command for the binary with a fresh tag in its environment (inherited by every worker and
+/// every process a benchmark forks).
+pub fn oscost(tag: &str) -> Command {
+    let mut c = Command::new(bin());
+    c.env(TAG_VAR, tag).env("NO_COLOR", "1");
+    c
+}
+
+pub fn unique_tag(name: &str) -> String {
+    format!(
+        "{name}-{}-{}",
+        std::process::id(),
+        Instant::now().elapsed().as_nanos() ^ rand_bits()
+    )
+}
+
+fn rand_bits() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0)
+}
+
+/// Pids of live processes whose environment carries `TAG_VAR=tag`.
+pub fn tagged_processes(tag: &str) -> Vec<i32> {
+    let needle = format!("{TAG_VAR}={tag}");
+    let mut found = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for e in dir.flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        if let Ok(env) = std::fs::read(format!("/proc/{pid}/environ"))
+            && env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes())
+        {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Wait up to `limit` for every tagged process to be gone; returns what is still there.
+pub fn wait_until_gone(tag: &str, limit: Duration) -> Vec<i32> {
+    let end = Instant::now() + limit;
+    loop {
+        let left = tagged_processes(tag);
+        if left.is_empty() || Instant::now() >= end {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+static MEASURE: Mutex<()> = Mutex::new(());
+
+/// Held by every test that measures, so they never run at once (they would disturb each other
+/// on a 2-CPU machine).
+pub fn measuring() -> MutexGuard<'static, ()> {
+    MEASURE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+pub fn allowed_cpus() -> Vec<usize> {
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: valid out pointer of the right size.
+    let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) };
+    assert_eq!(rc, 0);
+    (0..libc::CPU_SETSIZE as usize)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect()
+}
+
+/// A thread spinning on `cpu` until dropped.
+pub struct BusyCpu {
+    stop: Arc<AtomicBool>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl BusyCpu {
+    pub fn on(cpu: usize) -> BusyCpu {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = Arc::clone(&stop);
+        let handle = std::thread::spawn(move || {
+            let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+            unsafe { libc::CPU_SET(cpu, &mut set) };
+            // SAFETY: pins this thread only.
+            unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) };
+            let mut x = 0u64;
+            while !s.load(Ordering::Relaxed) {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+        });
+        BusyCpu {
+            stop,
+            handle: Some(handle),
+        }
+    }
+}
+
+impl Drop for BusyCpu {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// Run to completion and parse the JSON it wrote.
+pub fn run_json(tag: &str, args: &[&str]) -> (std::process::Output, serde_json::Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.json");
+    let out = oscost(tag)
+        .arg("run")
+        .args(args)
+        .arg("--json")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "oscost failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    (out, v)
+}
+
+pub fn result<'a>(run: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    run["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == id)
+        .unwrap_or_else(|| panic!("no result {id}"))
+}
+
+pub fn median(run: &serde_json::Value, id: &str) -> f64 {
+    result(run, id)["stats"]["median"].as_f64().unwrap()
+}

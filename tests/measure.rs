@@ -1,0 +1,252 @@
+//! Runs that measure: the result file, invariants between costs (never absolute times), the
+//! noise guard, failures of one benchmark, and interrupts that leave nothing behind. Each test
+//! holds the measuring lock: two benchmarks at once would disturb each other.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const QUICK: &[&str] = &["--quick", "--budget", "0.3"];
+
+#[test]
+fn json_follows_the_result_model_and_costs_are_ordered() {
+    let _g = measuring();
+    let tag = unique_tag("model");
+    let mut args = QUICK.to_vec();
+    args.extend([
+        "call/f0",
+        "call/f-struct",
+        "syscall/getppid",
+        "syscall/getpid",
+        "timer/monotonic",
+    ]);
+    let (out, run) = run_json(&tag, &args);
+    assert_eq!(run["schema_version"], 1);
+    assert_eq!(run["tool"]["name"], "oscost");
+    assert!(run["clock"]["cost_ns"].as_f64().unwrap() > 0.0);
+    assert!(run["env"]["kernel_release"].is_string());
+    for r in run["results"].as_array().unwrap() {
+        assert_eq!(r["status"]["state"], "ok", "{r}");
+        let st = &r["stats"];
+        assert!(st["count"].as_u64().unwrap() >= 10);
+        assert!(st["ci95"][0].as_f64() <= st["median"].as_f64());
+        assert!(st["median"].as_f64() <= st["ci95"][1].as_f64());
+        assert!(!r["samples_ns"].as_array().unwrap().is_empty());
+        assert!(r["baseline_ns"].as_f64().unwrap() > 0.0);
+        assert_eq!(r["placement"]["kind"], "pinned");
+    }
+    // A positive call cost, or a note saying why not.
+    let f0 = result(&run, "call/f0");
+    assert!(
+        f0["stats"]["median"].as_f64().unwrap() > 0.0
+            || !f0["notes"].as_array().unwrap().is_empty()
+    );
+    // A system call costs more than a function call; a clock read through the vDSO less than
+    // a system call.
+    assert!(median(&run, "syscall/getppid") > median(&run, "call/f0"));
+    assert!(median(&run, "syscall/getpid") > median(&run, "timer/monotonic"));
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.contains("syscall/getppid") && table.contains("median"));
+    assert!(!table.contains('\u{1b}'), "NO_COLOR means no escape codes");
+    assert!(tagged_processes(&tag).is_empty());
+}
+
+#[test]
+fn every_export_is_written_and_parses() {
+    let _g = measuring();
+    let dir = tempfile::tempdir().unwrap();
+    let (j, c, m) = (
+        dir.path().join("r.json"),
+        dir.path().join("r.csv"),
+        dir.path().join("r.md"),
+    );
+    let out = oscost(&unique_tag("exports"))
+        .args(QUICK)
+        .args(["syscall/getuid", "timer/rdtsc"])
+        .arg("--json")
+        .arg(&j)
+        .arg("--csv")
+        .arg(&c)
+        .arg("--markdown")
+        .arg(&m)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = std::fs::read_to_string(&c).unwrap();
+    assert_eq!(csv.lines().count(), 3);
+    assert!(
+        csv.lines()
+            .any(|l| l.starts_with("syscall/getuid,syscall,ok,")),
+        "{csv}"
+    );
+    let md = std::fs::read_to_string(&m).unwrap();
+    assert!(md.contains("| syscall/getuid |"));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
+    assert_eq!(v["results"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        3,
+        "no temporary files left"
+    );
+}
+
+#[test]
+fn fixed_sample_count_is_honoured() {
+    let _g = measuring();
+    let (_, run) = run_json(&unique_tag("fixed"), &["--samples", "37", "syscall/getuid"]);
+    let r = result(&run, "syscall/getuid");
+    assert_eq!(r["samples_ns"].as_array().unwrap().len(), 37);
+}
+
+#[test]
+fn a_busy_sibling_cpu_flags_the_results() {
+    let cpus = allowed_cpus();
+    if cpus.len() < 2 {
+        eprintln!("one CPU only: nothing to load beside the benchmark");
+        return;
+    }
+    let _g = measuring();
+    let (mine, other) = (cpus[cpus.len() - 1], cpus[0]);
+    let busy = BusyCpu::on(other);
+    std::thread::sleep(Duration::from_millis(100));
+    let cpu = mine.to_string();
+    let (_, run) = run_json(
+        &unique_tag("busy"),
+        &[
+            "--quick",
+            "--budget",
+            "0.3",
+            "--cpu",
+            &cpu,
+            "syscall/getppid",
+            "call/f0",
+        ],
+    );
+    drop(busy);
+    for r in run["results"].as_array().unwrap() {
+        let d = &r["disturbed"];
+        assert!(d["other_cpu_busy_pct"].as_f64().unwrap() > 50.0, "{d}");
+        let flags = d["flag"].as_array().unwrap();
+        assert!(
+            flags
+                .iter()
+                .any(|f| f.as_str().unwrap().contains("other CPU busy")),
+            "{} not flagged: {d}",
+            r["id"]
+        );
+    }
+}
+
+#[test]
+fn a_crashing_worker_fails_one_benchmark_and_the_run_goes_on() {
+    let _g = measuring();
+    let tag = unique_tag("crash");
+    // The wrapper kills itself with SIGSEGV instead of running the worker.
+    let (out, run) = run_json(
+        &tag,
+        &[
+            "--quick",
+            "--under",
+            "sh -c 'kill -SEGV $$'",
+            "syscall/getuid",
+            "syscall/gettid",
+        ],
+    );
+    assert_eq!(run["results"].as_array().unwrap().len(), 2);
+    for r in run["results"].as_array().unwrap() {
+        assert_eq!(r["status"]["state"], "failed");
+        assert!(
+            r["status"]["reason"].as_str().unwrap().contains("SIGSEGV"),
+            "{r}"
+        );
+    }
+    assert!(String::from_utf8_lossy(&out.stdout).contains("FAILED"));
+    assert!(tagged_processes(&tag).is_empty());
+}
+
+#[test]
+fn a_hanging_worker_times_out_and_its_group_is_killed() {
+    let _g = measuring();
+    let tag = unique_tag("hang");
+    let t0 = Instant::now();
+    let (_, run) = run_json(
+        &tag,
+        &[
+            "--quick",
+            "--timeout",
+            "1",
+            "--under",
+            "sh -c 'sleep 60 & sleep 60'",
+            "syscall/getuid",
+        ],
+    );
+    assert!(t0.elapsed() < Duration::from_secs(10));
+    let r = result(&run, "syscall/getuid");
+    assert_eq!(r["status"]["state"], "failed");
+    assert!(
+        r["status"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("timed out"),
+        "{r}"
+    );
+    assert!(
+        wait_until_gone(&tag, Duration::from_secs(1)).is_empty(),
+        "sleepers left behind"
+    );
+}
+
+/// SIGINT or SIGTERM at any moment: exit within 1 s, status 128 + signal, no process left,
+/// no output file.
+#[test]
+fn interrupts_at_any_moment_stop_everything_within_a_second() {
+    let _g = measuring();
+    let dir = tempfile::tempdir().unwrap();
+    let out_path = dir.path().join("never.json");
+    let delays = [0u64, 30, 120, 400, 900];
+    for (i, &delay) in delays.iter().enumerate() {
+        for sig in [libc::SIGINT, libc::SIGTERM] {
+            let tag = unique_tag(&format!("intr{i}-{sig}"));
+            let mut child = oscost(&tag)
+                .args(["run", "syscall/", "call/", "--json"])
+                .arg(&out_path)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            std::thread::sleep(Duration::from_millis(delay));
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(child.id() as i32, sig) };
+            let t0 = Instant::now();
+            let status = loop {
+                if let Some(s) = child.try_wait().unwrap() {
+                    break s;
+                }
+                assert!(
+                    t0.elapsed() < Duration::from_secs(1),
+                    "still running 1 s after signal {sig} at {delay} ms"
+                );
+                std::thread::sleep(Duration::from_millis(5));
+            };
+            // Before its handlers are installed the default action ends it; after, it exits
+            // with 128 + signal like a shell would report.
+            use std::os::unix::process::ExitStatusExt;
+            assert!(
+                status.code() == Some(128 + sig) || status.signal() == Some(sig),
+                "signal {sig} at {delay} ms: {status:?}"
+            );
+            let left = wait_until_gone(&tag, Duration::from_millis(200));
+            assert!(
+                left.is_empty(),
+                "left behind after signal {sig} at {delay} ms: {left:?}"
+            );
+            assert!(!out_path.exists(), "an interrupted run wrote its output");
+        }
+    }
+}

@@ -271,11 +271,11 @@ pub fn detect_phases(
     let mut start = 0;
     // End times count from the start of sampling, so the first segment starts at 0.
     let mut start_ns = 0;
-    for i in 0..n {
-        if i + 1 - start >= min_per_segment && ends_ns[i].saturating_sub(start_ns) >= segment_ns {
+    for (i, &end) in ends_ns[..n].iter().enumerate() {
+        if i + 1 - start >= min_per_segment && end.saturating_sub(start_ns) >= segment_ns {
             segs.push([start, i + 1]);
             start = i + 1;
-            start_ns = ends_ns[i];
+            start_ns = end;
         }
     }
     if start < n {

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Compare oscost with `perf bench`, run right beside it, as ratios of per-operation cost.
-#   syscall/getppid        vs  perf bench syscall basic   (perf times getppid in a loop)
+# Compare oscost with reference tools, run right beside it, as ratios of per-operation cost.
+#   syscall/getppid  vs  perf bench syscall basic   (perf times getppid in a loop)
+#   spawn/fork       vs  scripts/ref/fork-loop.c    (the plain fork/_exit/waitpid loop)
 # Rounds alternate oscost and perf so drift of the machine hits both alike; the verdict uses
 # the median of the per-round ratios. Both run pinned to the same CPU.
+# Each reference command prints ns per operation.
 #
-# usage: scripts/versus-perf.sh [ROUNDS]   (env: OSCOST=path/to/oscost, CPU=n)
+# usage: scripts/versus-perf.sh [ROUNDS] [all|getppid|fork]   (env: OSCOST=path, CPU=n)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5}
@@ -19,22 +21,31 @@ median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else prin
 # oscost median (ns) of one benchmark id from a CSV export
 oscost_ns() { awk -F, -v id="$2" '$1==id {print $11}' "$1"; }
 
-compare() { # name oscost-id perf-command...
+# Reference commands print ns per operation on stdout.
+perf_ns() { "$@" 2>&1 | awk '/usecs\/op/ {print $1*1000}'; }
+
+compare() { # name oscost-id reference-command...
   local name=$1 id=$2; shift 2
   : > "$tmp/ratios"
   echo "== $name"
-  printf '%-6s %14s %14s %8s\n' round oscost_ns perf_ns ratio
+  printf '%-6s %14s %14s %8s\n' round oscost_ns ref_ns ratio
   for r in $(seq 1 "$rounds"); do
     "$oscost" run --cpu "$cpu" --csv "$tmp/o.csv" "$id" >/dev/null 2>&1
     o=$(oscost_ns "$tmp/o.csv" "$id")
-    p=$(taskset -c "$cpu" "$@" 2>&1 | awk '/usecs\/op/ {print $1*1000}')
+    p=$("$@")
     ratio=$(awk -v o="$o" -v p="$p" 'BEGIN {printf "%.3f", o/p}')
     echo "$ratio" >> "$tmp/ratios"
     printf '%-6s %14.1f %14.1f %8s\n' "$r" "$o" "$p" "$ratio"
   done
   m=$(median < "$tmp/ratios")
-  echo "median ratio oscost/perf for $name: $m"
+  echo "median ratio oscost/reference for $name: $m"
 }
 
-compare "getppid (syscall/getppid vs perf bench syscall basic)" syscall/getppid \
-  perf bench syscall basic -l 3000000
+cc -O2 -o "$tmp/fork-loop" scripts/ref/fork-loop.c
+case "${2:-all}" in
+  all|getppid) compare "getppid (syscall/getppid vs perf bench syscall basic)" syscall/getppid \
+    perf_ns taskset -c "$cpu" perf bench syscall basic -l 3000000 ;;&
+  all|fork) compare "fork (spawn/fork vs a C fork/_exit/waitpid loop)" spawn/fork \
+    taskset -c "$cpu" "$tmp/fork-loop" 3000 ;;&
+  *) ;;
+esac

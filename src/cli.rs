@@ -97,6 +97,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "CMD")]
     pub under: Option<String>,
 
+    /// Parent resident sizes for spawn/fork-rss: MiB, or with a unit (64M, 1G) [default: 0,64M,256M,1G].
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_size_mib,
+          allow_negative_numbers = true)]
+    pub fork_sizes: Option<Vec<u64>>,
+
     /// A label stored with the run.
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
@@ -126,6 +131,37 @@ fn parse_seconds(s: &str) -> Result<f64, String> {
         ));
     }
     Ok(v)
+}
+
+/// A memory size in MiB: a plain number is MiB; K, M, G (KiB, MiB, GiB) may follow.
+pub fn parse_size_mib(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
+        Some((i, _)) => {
+            let unit = t[i..].to_ascii_uppercase();
+            let unit = unit.trim_end_matches("IB").trim_end_matches('B');
+            let m = match unit {
+                "K" => 1.0 / 1024.0,
+                "M" => 1.0,
+                "G" => 1024.0,
+                _ => return Err(format!("'{s}': unknown unit (use K, M or G)")),
+            };
+            (&t[..i], m)
+        }
+        None => (t, 1.0),
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size (e.g. 64, 64M, 1G)"))?;
+    if !v.is_finite() || v < 0.0 {
+        return Err(format!("'{s}': a size cannot be negative"));
+    }
+    let mib = v * mult;
+    if mib.fract() != 0.0 {
+        return Err(format!("'{s}': give whole MiB"));
+    }
+    Ok(mib as u64)
 }
 
 /// Split a wrapper command the way a shell would (quotes, escapes), without running a shell.
@@ -160,6 +196,19 @@ mod tests {
         assert!(parse_seconds("-1").is_err());
         assert!(parse_seconds("inf").is_err());
         assert_eq!(parse_seconds("1.5"), Ok(1.5));
+    }
+
+    #[test]
+    fn sizes_take_units() {
+        assert_eq!(parse_size_mib("64"), Ok(64));
+        assert_eq!(parse_size_mib("64M"), Ok(64));
+        assert_eq!(parse_size_mib("1G"), Ok(1024));
+        assert_eq!(parse_size_mib("1GiB"), Ok(1024));
+        assert_eq!(parse_size_mib("2048k"), Ok(2));
+        assert!(parse_size_mib("-1").is_err());
+        assert!(parse_size_mib("abc").is_err());
+        assert!(parse_size_mib("1T").is_err());
+        assert!(parse_size_mib("1k").is_err());
     }
 
     #[test]

@@ -153,11 +153,6 @@ pub struct BenchResult {
     /// Indices into `samples_ns` of samples that were preempted.
     #[serde(default)]
     pub preempted: Vec<usize>,
-    /// Indices of samples left out of `stats` (a slow phase, preempted batches); the notes say
-    /// why. Every sample stays in `samples_ns`.
-    #[serde(default)]
-    pub excluded: Vec<usize>,
-    /// Statistics of the samples not in `excluded`.
     pub stats: Option<Stats>,
     pub outliers: Outliers,
     pub disturbed: Disturbance,
@@ -184,7 +179,6 @@ impl BenchResult {
             baseline_ns: 0.0,
             samples_ns: vec![],
             preempted: vec![],
-            excluded: vec![],
             stats: None,
             outliers: Outliers::default(),
             disturbed: Disturbance::default(),

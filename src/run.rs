@@ -108,6 +108,29 @@ pub fn plan(args: &RunArgs, clock_cost_ns: f64) -> anyhow::Result<Plan> {
         target_batch_ns: defaults.target_batch_ns,
         clock_cost_ns,
     };
+    let fork_sizes_mib = match &args.fork_sizes {
+        Some(v) => {
+            let mut v = v.clone();
+            v.sort_unstable();
+            v.dedup();
+            if let (Some(&max), Some(avail)) = (v.last(), mem_available_mib())
+                && max > avail
+            {
+                return Err(usage(format!(
+                    "--fork-sizes: {max} MiB is more than the {avail} MiB of memory available"
+                )));
+            }
+            v
+        }
+        None => {
+            // The default curve stops where this machine's free memory does.
+            let avail = mem_available_mib().unwrap_or(u64::MAX);
+            bench::default_fork_sizes()
+                .into_iter()
+                .filter(|&m| m * 2 <= avail)
+                .collect()
+        }
+    };
     let timeout = Duration::from_secs_f64(args.timeout.unwrap_or(30.0 + 4.0 * budget_s));
     Ok(Plan {
         benchmarks,
@@ -115,6 +138,7 @@ pub fn plan(args: &RunArgs, clock_cost_ns: f64) -> anyhow::Result<Plan> {
             sampler,
             cpu,
             allowed,
+            fork_sizes_mib,
         },
         timeout,
         wrapper_text: args.under.clone(),
@@ -122,6 +146,14 @@ pub fn plan(args: &RunArgs, clock_cost_ns: f64) -> anyhow::Result<Plan> {
         label: args.label.clone(),
         outputs,
     })
+}
+
+/// MemAvailable from /proc/meminfo, MiB.
+fn mem_available_mib() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024)
 }
 
 /// Sampling time every benchmark gets at least. Slow phases of a shared VM last 50-500 ms and

@@ -120,8 +120,7 @@ pub fn finalize(o: Outcome, allowed: &[usize]) -> BenchResult {
     for x in &mut m.samples_ns {
         *x = (*x * 1000.0).round() / 1000.0;
     }
-    let kept = m.kept();
-    let st = stats::summarize(&kept);
+    let st = stats::summarize(&m.samples_ns);
     let other: Vec<usize> = allowed
         .iter()
         .copied()
@@ -132,49 +131,22 @@ pub fn finalize(o: Outcome, allowed: &[usize]) -> BenchResult {
         &o.cpu_after,
         &o.used_cpus,
         &other,
-        m.preempted.len(),
+        if o.preemption_expected {
+            0
+        } else {
+            m.preempted.len()
+        },
         m.samples_ns.len(),
         Thresholds::default(),
     );
     let mut notes = o.notes;
-    let ex = &m.exclusion;
-    let n = m.samples_ns.len().max(1);
-    let mut excluded_mask = vec![false; m.samples_ns.len()];
-    if let Some(p) = &ex.phase {
+    if let Some(p) = &m.phase {
         disturbed.phase_samples = p.samples;
         disturbed.phase_shift_pct = Some(p.shift * 100.0);
-        let share = 100.0 * p.samples as f64 / n as f64;
-        if ex.phase_excluded {
-            for &[a, b] in &p.ranges {
-                excluded_mask[a..b].iter_mut().for_each(|x| *x = true);
-            }
-            notes.push(format!(
-                "{share:.0}% of samples fell in a slow phase of the machine ({:+.0}%) and are left out",
-                p.shift * 100.0
-            ));
-        } else {
-            notes.push(format!(
-                "cost moved {:+.0}% during {share:.0}% of samples; the fast phase was too short to trust, so both are kept",
-                p.shift * 100.0
-            ));
-        }
-    }
-    if ex.preempted_excluded {
-        for &i in &m.preempted {
-            excluded_mask[i] = true;
-        }
-    }
-    let excluded: Vec<usize> = excluded_mask
-        .iter()
-        .enumerate()
-        .filter_map(|(i, &x)| x.then_some(i))
-        .collect();
-    if let Some(s) = &st
-        && s.median <= 0.0
-    {
         notes.push(format!(
-            "median {:.3} ns is at or below the baseline ({:.3} ns/iteration): the operation costs less than the loop's own jitter",
-            s.median, m.baseline_ns
+            "the machine changed under the benchmark: {:.0}% of samples sat {:+.0}% above the rest (a slow phase; nothing in this VM was busy unless flagged)",
+            100.0 * p.samples as f64 / m.samples_ns.len().max(1) as f64,
+            p.shift * 100.0
         ));
     }
     BenchResult {
@@ -186,10 +158,9 @@ pub fn finalize(o: Outcome, allowed: &[usize]) -> BenchResult {
         placement: o.placement,
         batch: m.batch,
         baseline_ns: m.baseline_ns,
-        outliers: stats::tukey_outliers(&kept),
+        outliers: stats::tukey_outliers(&m.samples_ns),
         samples_ns: m.samples_ns,
         preempted: m.preempted,
-        excluded,
         stats: st,
         disturbed,
         notes,

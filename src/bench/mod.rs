@@ -5,6 +5,7 @@
 //! in that family's `BENCHMARKS` list.
 
 pub mod call;
+pub mod spawn;
 pub mod syscall;
 pub mod timer;
 
@@ -43,6 +44,13 @@ pub struct WorkerOptions {
     pub cpu: usize,
     /// CPUs the run may use.
     pub allowed: Vec<usize>,
+    /// Resident sizes of the parent for spawn/fork-rss, MiB.
+    #[serde(default = "default_fork_sizes")]
+    pub fork_sizes_mib: Vec<u64>,
+}
+
+pub fn default_fork_sizes() -> Vec<u64> {
+    vec![0, 64, 256, 1024]
 }
 
 /// `SamplerConfig` as it crosses the pipe to the worker.
@@ -90,6 +98,9 @@ pub struct Outcome {
     pub cpu_before: CpuSnapshot,
     pub cpu_after: CpuSnapshot,
     pub notes: Vec<String>,
+    /// Involuntary switches are part of the operation (a forked child preempting its parent),
+    /// so they do not make the result disturbed.
+    pub preemption_expected: bool,
 }
 
 impl Ctx {
@@ -117,8 +128,20 @@ impl Ctx {
         bench: &Benchmark,
         op: &mut dyn FnMut() -> Result<f64, BenchError>,
     ) -> Result<Outcome, BenchError> {
+        self.individual_with(bench, self.sampler.cfg, op)
+    }
+
+    /// As `individual`, with sampler settings of the benchmark's own (a longer budget for
+    /// operations that take milliseconds).
+    pub fn individual_with(
+        &self,
+        bench: &Benchmark,
+        cfg: SamplerConfig,
+        op: &mut dyn FnMut() -> Result<f64, BenchError>,
+    ) -> Result<Outcome, BenchError> {
+        let sampler = Sampler::new(Monotonic, Rusage, cfg);
         let before = noise::read_proc_stat();
-        let (m, _) = self.sampler.individual(op)?;
+        let (m, _) = sampler.individual(op)?;
         let after = noise::read_proc_stat();
         Ok(self.outcome(bench, m, before, after))
     }
@@ -140,6 +163,7 @@ impl Ctx {
             cpu_before: before,
             cpu_after: after,
             notes: vec![],
+            preemption_expected: false,
         }
     }
 }
@@ -178,6 +202,7 @@ pub fn registry() -> Vec<&'static Benchmark> {
         .iter()
         .chain(timer::BENCHMARKS)
         .chain(syscall::BENCHMARKS)
+        .chain(spawn::BENCHMARKS)
         .collect()
 }
 

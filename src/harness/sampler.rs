@@ -9,7 +9,8 @@
 //! After a warm-up, samples are taken until the 95% CI of the median is within `precision` of
 //! the median (and at least `min_samples` and `min_time` are reached), or the time budget ends,
 //! or exactly `fixed_samples` were taken when the user asked for a count. Each sample records
-//! whether the thread was preempted while it ran.
+//! whether the thread was preempted while it ran, and when it ended, so that slow phases of the
+//! machine can be found in the time series and reported.
 //!
 //! The sampler is generic over the clock and the preemption probe so tests drive it with a fake
 //! clock and get exact answers.
@@ -44,8 +45,9 @@ impl SamplerConfig {
         SamplerConfig {
             precision: 0.01,
             budget_ns: 2_000_000_000,
-            // On these VMs a 400 ms window is all inside a slow phase a few percent of the time
-            // (11% for 150 ms); phase detection handles windows that see both levels.
+            // The cost of a primitive moves between levels for 50-500 ms at a time on these
+            // VMs; a median over a short window is whichever level the window caught. 400 ms
+            // spans several phases; a run of one benchmark samples for 2 s (see run.rs).
             min_time_ns: 400_000_000,
             warmup_ns: 30_000_000,
             fixed_samples: None,
@@ -88,78 +90,35 @@ pub struct Measurement {
     pub batch: Batch,
     /// What was subtracted from each sample.
     pub baseline_ns: f64,
-    /// Samples left out of the headline statistics, and why.
-    pub exclusion: Exclusion,
-}
-
-/// Which samples the headline statistics leave out. Every sample stays in `samples_ns`; this
-/// only says which ones describe a disturbed machine rather than the operation.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Exclusion {
-    /// A slow phase of the machine, when one was found.
+    /// A slow phase of the machine seen in the time series, if any. Reported, never removed:
+    /// reference tools (perf, a C loop) average over such phases too, and leaving them out
+    /// would pick the fastest stretch of a cost that wanders.
     pub phase: Option<stats::PhaseShift>,
-    /// Whether `phase.ranges` are left out (not when the fast phase is too short to trust).
-    pub phase_excluded: bool,
-    /// Whether preempted samples are left out (batched samples only, and only while they are a
-    /// minority: an individually timed fork is preempted by its own child by design).
-    pub preempted_excluded: bool,
 }
 
-impl Exclusion {
-    /// Decide what to leave out of a series.
-    pub fn decide(samples: &[f64], ends_ns: &[u64], preempted: &[usize], batched: bool) -> Self {
-        let n = samples.len();
+impl Measurement {
+    fn finish(
+        samples_ns: Vec<f64>,
+        ends_ns: Vec<u64>,
+        preempted: Vec<usize>,
+        batch: Batch,
+        baseline_ns: f64,
+    ) -> Measurement {
         let phase = stats::detect_phases(
-            samples,
-            ends_ns,
+            &samples_ns,
+            &ends_ns,
             PHASE_SEGMENT_NS,
             PHASE_MIN_PER_SEGMENT,
             PHASE_THRESHOLD,
         );
-        // Leave the slow phase out when the fast phase is established (a tenth of the run, two
-        // segments' worth): on these VMs the fast level is the undisturbed cost.
-        let phase_excluded = phase.as_ref().is_some_and(|p| {
-            let fast = n - p.samples;
-            fast * 10 >= n && fast >= 2 * PHASE_MIN_PER_SEGMENT
-        });
-        let preempted_excluded = batched && !preempted.is_empty() && preempted.len() * 2 <= n;
-        Exclusion {
+        Measurement {
+            samples_ns,
+            ends_ns,
+            preempted,
+            batch,
+            baseline_ns,
             phase,
-            phase_excluded,
-            preempted_excluded,
         }
-    }
-
-    /// The samples that count, in order.
-    pub fn kept(&self, samples: &[f64], preempted: &[usize]) -> Vec<f64> {
-        let mut out_mask = vec![false; samples.len()];
-        if self.phase_excluded
-            && let Some(p) = &self.phase
-        {
-            for &[a, b] in &p.ranges {
-                out_mask[a.min(samples.len())..b.min(samples.len())]
-                    .iter_mut()
-                    .for_each(|x| *x = true);
-            }
-        }
-        if self.preempted_excluded {
-            for &i in preempted {
-                if let Some(x) = out_mask.get_mut(i) {
-                    *x = true;
-                }
-            }
-        }
-        samples
-            .iter()
-            .zip(out_mask)
-            .filter_map(|(&x, out)| (!out).then_some(x))
-            .collect()
-    }
-}
-
-impl Measurement {
-    pub fn kept(&self) -> Vec<f64> {
-        self.exclusion.kept(&self.samples_ns, &self.preempted)
     }
 }
 
@@ -192,14 +151,8 @@ impl StopRule {
         }
     }
 
-    /// `ends` are the samples' end times since the start; `batched` selects the exclusion rules.
-    fn check(
-        &mut self,
-        samples: &[f64],
-        ends: &[u64],
-        preempted: &[usize],
-        batched: bool,
-    ) -> Option<StopReason> {
+    /// `ends` are the samples' end times since sampling started.
+    fn check(&mut self, samples: &[f64], ends: &[u64]) -> Option<StopReason> {
         let n = samples.len();
         let elapsed = ends.last().copied().unwrap_or(0);
         if let Some(fixed) = self.cfg.fixed_samples {
@@ -217,14 +170,7 @@ impl StopRule {
         if n >= self.next_check && elapsed >= self.cfg.min_time_ns && n >= self.cfg.min_samples {
             // The CI costs a sort; check at geometrically spaced counts (every ~5% more samples).
             self.next_check = n + (n / 20).max(1);
-            // Precision is judged on the samples that will count, and at least a third of the
-            // run must count: a long slow phase extends sampling until the machine has been
-            // seen steady for a while (or the budget ends).
-            let ex = Exclusion::decide(samples, ends, preempted, batched);
-            let kept = ex.kept(samples, preempted);
-            if kept.len() * 3 >= n
-                && kept.len() >= self.cfg.min_samples
-                && let Some(st) = stats::summarize(&kept)
+            if let Some(st) = stats::summarize(samples)
                 && stats::relative_ci_halfwidth(&st) <= self.cfg.precision
             {
                 return Some(StopReason::Precision);
@@ -296,23 +242,16 @@ impl<C: Clock, P: PreemptionProbe> Sampler<C, P> {
             }
             samples.push(t as f64 / n as f64 - base);
             ends.push(self.clock.now_ns().saturating_sub(start));
-            if let Some(r) = rule.check(&samples, &ends, &preempted, true) {
+            if let Some(r) = rule.check(&samples, &ends) {
                 break r;
             }
         };
-        let exclusion = Exclusion::decide(&samples, &ends, &preempted, true);
+        let batch = Batch {
+            batched: true,
+            size: n,
+        };
         (
-            Measurement {
-                samples_ns: samples,
-                ends_ns: ends,
-                preempted,
-                batch: Batch {
-                    batched: true,
-                    size: n,
-                },
-                baseline_ns: base,
-                exclusion,
-            },
+            Measurement::finish(samples, ends, preempted, batch, base),
             reason,
         )
     }
@@ -342,23 +281,16 @@ impl<C: Clock, P: PreemptionProbe> Sampler<C, P> {
             }
             samples.push(t - base);
             ends.push(self.clock.now_ns().saturating_sub(start));
-            if let Some(r) = rule.check(&samples, &ends, &preempted, false) {
+            if let Some(r) = rule.check(&samples, &ends) {
                 break r;
             }
         };
-        let exclusion = Exclusion::decide(&samples, &ends, &preempted, false);
+        let batch = Batch {
+            batched: false,
+            size: 1,
+        };
         Ok((
-            Measurement {
-                samples_ns: samples,
-                ends_ns: ends,
-                preempted,
-                batch: Batch {
-                    batched: false,
-                    size: 1,
-                },
-                baseline_ns: base,
-                exclusion,
-            },
+            Measurement::finish(samples, ends, preempted, batch, base),
             reason,
         ))
     }

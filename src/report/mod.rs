@@ -113,7 +113,6 @@ pub mod testdata {
             outliers: stats::tukey_outliers(&samples),
             samples_ns: samples,
             preempted: vec![],
-            excluded: vec![],
             disturbed: Disturbance::default(),
             notes: vec![],
             status: Status::Ok,

@@ -137,6 +137,7 @@ fn parse_seconds(s: &str) -> Result<f64, String> {
 pub fn parse_size_mib(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let (num, mult) = match t.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
+        Some((0, _)) => return Err(format!("'{s}' is not a size (e.g. 64, 64M, 1G)")),
         Some((i, _)) => {
             let unit = t[i..].to_ascii_uppercase();
             let unit = unit.trim_end_matches("IB").trim_end_matches('B');

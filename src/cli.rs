@@ -45,9 +45,110 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Stored runs; with a benchmark id, that benchmark across runs with its trend.
+    History {
+        /// A benchmark id (e.g. syscall/getpid).
+        bench: Option<String>,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Print a stored run as `run` would.
+    Show {
+        /// A stored run: its id, `last` or `last~N`.
+        run: String,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Write a stored run to files.
+    Export {
+        /// A stored run: its id, `last` or `last~N`.
+        run: String,
+        #[command(flatten)]
+        outputs: OutputArgs,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Compare two runs: slowdown and addition per benchmark, with CIs and a verdict.
+    Compare {
+        /// The base: a JSON file, a stored run id, `last` or `last~N`.
+        base: String,
+        /// The candidate, in the same forms.
+        cand: String,
+        #[command(flatten)]
+        compare: CompareArgs,
+        #[command(flatten)]
+        outputs: OutputArgs,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Run the benchmarks on A and B alternately (A B A B ...) and compare B against A; both
+    /// sides are saved; --json/--csv/--markdown write the comparison.
+    Ab {
+        /// The command A runs under [default: nothing, the plain system].
+        #[arg(long, value_name = "CMD")]
+        a: Option<String>,
+        /// The command B runs under, e.g. 'strace -f -o /dev/null'.
+        #[arg(long, value_name = "CMD")]
+        b: Option<String>,
+        /// How many A/B rounds per benchmark.
+        #[arg(long, value_name = "K", default_value = "3",
+              value_parser = clap::value_parser!(u64).range(1..=100))]
+        rounds: u64,
+        #[command(flatten)]
+        compare: CompareArgs,
+        #[command(flatten)]
+        run: RunArgs,
+    },
     /// Internal: run one benchmark and stream its results to the coordinator.
     #[command(name = "__worker", hide = true)]
     Worker { id: String, config: String },
+}
+
+/// Where runs are kept.
+#[derive(Debug, Args, Clone, Default)]
+pub struct StoreArgs {
+    /// The results database [default: $OSCOST_DB, else $XDG_DATA_HOME/oscost/results.db].
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+}
+
+/// Files a command can write.
+#[derive(Debug, Args, Clone, Default)]
+pub struct OutputArgs {
+    /// Write JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write CSV.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Write Markdown.
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+}
+
+/// How a comparison judges.
+#[derive(Debug, Args, Clone)]
+pub struct CompareArgs {
+    /// Half-width of the band called "no change", percent.
+    #[arg(long, value_name = "PCT", default_value = "2", value_parser = parse_percent,
+          allow_negative_numbers = true)]
+    pub threshold: f64,
+    /// Exit 1 when a benchmark is slower by more than PCT percent beyond doubt (CI gating).
+    #[arg(long, value_name = "PCT", value_parser = parse_fail_above, allow_negative_numbers = true)]
+    pub fail_above: Option<f64>,
+}
+
+fn parse_fail_above(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number (a percentage such as 5)"))?;
+    if !(v.is_finite() && v >= 0.0) {
+        return Err(format!(
+            "{v} is out of range: give a percentage of 0 or more"
+        ));
+    }
+    Ok(v)
 }
 
 #[derive(Debug, Args, Clone)]
@@ -105,6 +206,13 @@ pub struct RunArgs {
     /// A label stored with the run.
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
+
+    /// Do not save the run to the results database.
+    #[arg(long)]
+    pub no_save: bool,
+
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 fn parse_percent(s: &str) -> Result<f64, String> {

@@ -4,10 +4,13 @@
 
 pub mod bench;
 pub mod cli;
+pub mod commands;
+pub mod compare;
 pub mod env;
 pub mod harness;
 pub mod model;
 pub mod report;
 pub mod run;
 pub mod stats;
+pub mod store;
 pub mod worker;

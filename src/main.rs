@@ -6,7 +6,7 @@
 use clap::Parser;
 
 use oscost::cli::{self, Cli, Command, UsageError};
-use oscost::{bench, env, harness, run, worker};
+use oscost::{bench, commands, env, harness, run, worker};
 
 fn main() {
     let cli = match Cli::try_parse() {
@@ -49,6 +49,46 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             run::print_stdout(&text)?;
             Ok(0)
         }
+        Some(Command::History { bench, store }) => {
+            commands::history(bench.as_deref(), &store)?;
+            Ok(0)
+        }
+        Some(Command::Show { run, store }) => {
+            commands::show(&run, &store)?;
+            Ok(0)
+        }
+        Some(Command::Export {
+            run,
+            outputs,
+            store,
+        }) => {
+            commands::export(&run, &outputs, &store)?;
+            Ok(0)
+        }
+        Some(Command::Compare {
+            base,
+            cand,
+            compare,
+            outputs,
+            store,
+        }) => commands::compare_cmd(&base, &cand, &compare, &outputs, &store),
+        Some(Command::Ab {
+            a,
+            b,
+            rounds,
+            compare,
+            run,
+        }) => {
+            let interrupted = worker::install_guards()?;
+            commands::ab(
+                a.as_deref(),
+                b.as_deref(),
+                rounds,
+                &compare,
+                &run,
+                interrupted,
+            )
+        }
         Some(Command::Worker { id, config }) => Ok(worker::worker_main(&id, &config)),
     }
 }
@@ -57,8 +97,18 @@ fn run_command(args: cli::RunArgs) -> anyhow::Result<i32> {
     let interrupted = worker::install_guards()?;
     // The plan is validated with a provisional clock cost; the real calibration follows.
     let plan = run::plan(&args, 30.0)?;
+    // Open the store first: a database that cannot be used is refused before measuring.
+    let mut store = if args.no_save {
+        None
+    } else {
+        Some(commands::open_store(&args.store)?)
+    };
     let result = run::execute(&plan, interrupted)?;
     run::output(&plan, &result)?;
+    if let Some(s) = &mut store {
+        let id = s.save(&result)?;
+        eprintln!("oscost: saved as run {id} in {}", s.path().display());
+    }
     Ok(0)
 }
 

@@ -15,7 +15,7 @@ use anyhow::Context;
 use crate::bench::{self, Benchmark, SamplerConfigWire, WorkerOptions};
 use crate::cli::{RunArgs, split_command, usage};
 use crate::harness::{clock, placement, sampler};
-use crate::model::{Run, SCHEMA_VERSION, Tool};
+use crate::model::{BenchResult, ClockInfo, Run, SCHEMA_VERSION, Tool};
 use crate::report::{self, Exporter};
 use crate::worker::{Coordinator, Interrupted};
 
@@ -172,37 +172,78 @@ pub fn use_color(stream_is_tty: bool) -> bool {
     stream_is_tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
-/// Run the plan. `Err(Interrupted)` (inside anyhow) when a signal stopped it.
-pub fn execute(plan: &Plan, interrupted: Arc<AtomicUsize>) -> anyhow::Result<Run> {
-    let clock_info = clock::calibrate();
-    let env = crate::env::collect(Some(clock_info));
-    let started_at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-    let coord = Coordinator {
-        exe: std::env::current_exe().context("cannot find the oscost executable")?,
-        wrapper: plan.wrapper.clone().unwrap_or_default(),
-        timeout: plan.timeout,
-        interrupted,
-    };
+/// What every run of a plan shares: the calibrated clock, the machine, the start time and the
+/// worker options completed with the clock's real cost.
+struct Session {
+    clock: ClockInfo,
+    env: crate::env::Env,
+    started_at: String,
+    opts: WorkerOptions,
+    exe: std::path::PathBuf,
+}
+
+fn session(plan: &Plan) -> anyhow::Result<Session> {
+    let clock = clock::calibrate();
     let mut opts = plan.opts.clone();
-    opts.sampler.clock_cost_ns = clock_info.cost_ns;
-    opts.sampler.target_batch_ns = sampler::target_batch_ns(clock_info.cost_ns);
+    opts.sampler.clock_cost_ns = clock.cost_ns;
+    opts.sampler.target_batch_ns = sampler::target_batch_ns(clock.cost_ns);
     if cfg!(debug_assertions) {
         eprintln!(
             "oscost: this is a debug build; for representative numbers use `cargo run --release`"
         );
     }
-    eprintln!(
-        "oscost: {} benchmark(s), pinned to CPU {}, clock {:.1} ns/read{}",
-        plan.benchmarks.len(),
-        opts.cpu,
-        clock_info.cost_ns,
-        plan.wrapper_text
-            .as_deref()
-            .map(|w| format!(", under `{w}`"))
-            .unwrap_or_default()
-    );
+    Ok(Session {
+        env: crate::env::collect(Some(clock)),
+        started_at: now_rfc3339(),
+        clock,
+        opts,
+        exe: std::env::current_exe().context("cannot find the oscost executable")?,
+    })
+}
+
+fn now_rfc3339() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+impl Session {
+    fn coordinator(
+        &self,
+        plan: &Plan,
+        wrapper: Vec<String>,
+        interrupted: &Arc<AtomicUsize>,
+    ) -> Coordinator {
+        Coordinator {
+            exe: self.exe.clone(),
+            wrapper,
+            timeout: plan.timeout,
+            interrupted: Arc::clone(interrupted),
+        }
+    }
+
+    fn run_model(
+        &self,
+        plan: &Plan,
+        wrapper: Option<String>,
+        label: Option<String>,
+        results: Vec<BenchResult>,
+    ) -> Run {
+        Run {
+            schema_version: SCHEMA_VERSION,
+            tool: Tool::this(),
+            started_at: self.started_at.clone(),
+            label: label.or_else(|| plan.label.clone()),
+            wrapper,
+            env: self.env.clone(),
+            clock: self.clock,
+            results,
+        }
+    }
+}
+
+/// A progress bar on stderr, drawn only on a terminal.
+fn progress(len: usize) -> indicatif::ProgressBar {
     let bar = indicatif::ProgressBar::with_draw_target(
-        Some(plan.benchmarks.len() as u64),
+        Some(len as u64),
         indicatif::ProgressDrawTarget::stderr(),
     );
     if !std::io::stderr().is_terminal() {
@@ -212,30 +253,113 @@ pub fn execute(plan: &Plan, interrupted: Arc<AtomicUsize>) -> anyhow::Result<Run
         indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
+    bar
+}
+
+/// Run the plan. `Err(Interrupted)` (inside anyhow) when a signal stopped it.
+pub fn execute(plan: &Plan, interrupted: Arc<AtomicUsize>) -> anyhow::Result<Run> {
+    let s = session(plan)?;
+    let coord = s.coordinator(plan, plan.wrapper.clone().unwrap_or_default(), &interrupted);
+    eprintln!(
+        "oscost: {} benchmark(s), pinned to CPU {}, clock {:.1} ns/read{}",
+        plan.benchmarks.len(),
+        s.opts.cpu,
+        s.clock.cost_ns,
+        plan.wrapper_text
+            .as_deref()
+            .map(|w| format!(", under `{w}`"))
+            .unwrap_or_default()
+    );
+    let bar = progress(plan.benchmarks.len());
     let mut results = Vec::new();
     for b in &plan.benchmarks {
         bar.set_message(b.id);
-        match coord.run(b, &opts) {
-            Ok(rs) => results.extend(rs),
-            Err(i) => {
-                bar.finish_and_clear();
-                return Err(anyhow::Error::new(i));
-            }
-        }
+        let rs = coord
+            .run(b, &s.opts)
+            .inspect_err(|_| bar.finish_and_clear())?;
+        results.extend(rs);
         bar.inc(1);
     }
     bar.finish_and_clear();
-    coord.check_interrupted().map_err(anyhow::Error::new)?;
-    Ok(Run {
-        schema_version: SCHEMA_VERSION,
-        tool: Tool::this(),
-        started_at,
-        label: plan.label.clone(),
-        wrapper: plan.wrapper_text.clone(),
-        env,
-        clock: clock_info,
-        results,
-    })
+    coord.check_interrupted()?;
+    Ok(s.run_model(plan, plan.wrapper_text.clone(), None, results))
+}
+
+/// One side of an A/B comparison: a wrapper (none for the plain system) and its text.
+pub struct AbSide {
+    pub wrapper: Vec<String>,
+    pub text: Option<String>,
+}
+
+/// Run A and B alternately, benchmark by benchmark (A B A B ... for `rounds` rounds), so that
+/// drift of the machine hits both alike; each side's rounds are merged into one run.
+pub fn execute_ab(
+    plan: &Plan,
+    a: &AbSide,
+    b: &AbSide,
+    rounds: usize,
+    interrupted: Arc<AtomicUsize>,
+) -> anyhow::Result<(Run, Run)> {
+    let mut s = session(plan)?;
+    // Each round gets its share of the sampling time, so ab costs what two runs cost.
+    let cfg = &mut s.opts.sampler;
+    cfg.min_time_ns = (cfg.min_time_ns / rounds as u64).max(100_000_000);
+    cfg.budget_ns = (cfg.budget_ns / rounds as u64).max(cfg.min_time_ns);
+    let ca = s.coordinator(plan, a.wrapper.clone(), &interrupted);
+    let cb = s.coordinator(plan, b.wrapper.clone(), &interrupted);
+    let name = |side: &AbSide| side.text.clone().unwrap_or_else(|| "(nothing)".into());
+    eprintln!(
+        "oscost: A = {}, B = {}: {} benchmark(s) x {rounds} round(s), pinned to CPU {}",
+        name(a),
+        name(b),
+        plan.benchmarks.len(),
+        s.opts.cpu
+    );
+    let bar = progress(plan.benchmarks.len() * rounds * 2);
+    let (mut ra, mut rb) = (Vec::new(), Vec::new());
+    for bench in &plan.benchmarks {
+        // Results grouped by id in first-seen order (a benchmark may give several).
+        let mut per_id: Vec<(String, Vec<BenchResult>, Vec<BenchResult>)> = Vec::new();
+        for round in 0..rounds {
+            for (side, coord) in [(0, &ca), (1, &cb)] {
+                bar.set_message(format!(
+                    "{} {} round {}",
+                    ["A", "B"][side],
+                    bench.id,
+                    round + 1
+                ));
+                let rs = coord
+                    .run(bench, &s.opts)
+                    .inspect_err(|_| bar.finish_and_clear())?;
+                for r in rs {
+                    let i = match per_id.iter().position(|(id, _, _)| *id == r.id) {
+                        Some(i) => i,
+                        None => {
+                            per_id.push((r.id.clone(), Vec::new(), Vec::new()));
+                            per_id.len() - 1
+                        }
+                    };
+                    if side == 0 {
+                        per_id[i].1.push(r)
+                    } else {
+                        per_id[i].2.push(r)
+                    }
+                }
+                bar.inc(1);
+            }
+        }
+        for (_, xa, xb) in per_id {
+            ra.extend(crate::compare::merge_rounds(&xa));
+            rb.extend(crate::compare::merge_rounds(&xb));
+        }
+    }
+    bar.finish_and_clear();
+    ca.check_interrupted()?;
+    let label = |side: &str, x: &AbSide| Some(format!("ab {side}: {}", name(x)));
+    Ok((
+        s.run_model(plan, a.text.clone(), label("A", a), ra),
+        s.run_model(plan, b.text.clone(), label("B", b), rb),
+    ))
 }
 
 /// Print the table and write the exports.

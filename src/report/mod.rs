@@ -2,7 +2,9 @@
 //! hyperfine), so each is tested on synthetic runs; `write_atomic` puts bytes on disk through a
 //! temporary file and a rename, so an interrupted or failed write never leaves a partial file.
 
+pub mod comparison;
 pub mod csv;
+pub mod history;
 pub mod json;
 pub mod markdown;
 pub mod table;

@@ -20,7 +20,11 @@ pub fn bin() -> PathBuf {
 /// every process a benchmark forks).
 pub fn oscost(tag: &str) -> Command {
     let mut c = Command::new(bin());
-    c.env(TAG_VAR, tag).env("NO_COLOR", "1");
+    // Runs save to a store inside the build's scratch space, never to the user's.
+    let db = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("oscost-tests.db");
+    c.env(TAG_VAR, tag)
+        .env("NO_COLOR", "1")
+        .env("OSCOST_DB", db);
     c
 }
 

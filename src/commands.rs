@@ -1,0 +1,240 @@
+//! The commands that read history rather than measure: `history`, `show`, `export`, `compare`,
+//! and `ab`, which measures two sides and then compares them. Each resolves its arguments,
+//! calls the pure parts (store queries, `compare`, the report views) and prints.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+
+use crate::cli::{CompareArgs, OutputArgs, RunArgs, StoreArgs, split_command, usage};
+use crate::compare::{self, Comparison};
+use crate::model::{self, Run};
+use crate::report::{self, Exporter};
+use crate::run::{self, AbSide, print_stdout, use_color};
+use crate::store::{self, Store, StoreError};
+
+fn color() -> bool {
+    use_color(std::io::stdout().is_terminal())
+}
+
+/// A store error the user can fix is a usage error (exit 2).
+fn store_err(e: StoreError) -> anyhow::Error {
+    if e.is_usage() {
+        usage(e.to_string())
+    } else {
+        anyhow::Error::new(e)
+    }
+}
+
+pub fn open_store(args: &StoreArgs) -> anyhow::Result<Store> {
+    Store::open(&store::default_path(args.db.as_deref())).map_err(store_err)
+}
+
+/// True for "7", "last", "last~2".
+fn looks_like_run_ref(s: &str) -> bool {
+    s.parse::<i64>().is_ok()
+        || s == "last"
+        || s.strip_prefix("last~")
+            .is_some_and(|n| n.parse::<u32>().is_ok())
+}
+
+/// A run from a JSON file or the store, and the name to show for it.
+pub fn load_run(reference: &str, store: &StoreArgs) -> anyhow::Result<(Run, String)> {
+    let path = Path::new(reference);
+    if path.is_file() {
+        let run = model::load_run_file(path).map_err(|e| usage(e.to_string()))?;
+        return Ok((run, reference.to_string()));
+    }
+    if looks_like_run_ref(reference) {
+        let s = open_store(store)?;
+        let id = s.resolve(reference).map_err(store_err)?;
+        let run = s.load(id).map_err(store_err)?;
+        return Ok((run, format!("run {id}")));
+    }
+    Err(usage(format!(
+        "'{reference}' is neither a file nor a stored run (an id, `last` or `last~N`)"
+    )))
+}
+
+pub fn history(bench: Option<&str>, store: &StoreArgs) -> anyhow::Result<()> {
+    let s = open_store(store)?;
+    let text = match bench {
+        None => report::history::runs(&s.list().map_err(store_err)?, color()),
+        Some(b) => {
+            let points = s.history(b).map_err(store_err)?;
+            if points.is_empty() {
+                let known = s.known_benchmarks().map_err(store_err)?;
+                let near = known
+                    .iter()
+                    .map(|k| (strsim::damerau_levenshtein(b, k), k))
+                    .min()
+                    .filter(|(d, _)| *d <= b.len() / 2 + 1);
+                return Err(usage(match near {
+                    Some((_, k)) => format!("no stored run has '{b}'; did you mean '{k}'?"),
+                    None => format!("no stored run has '{b}' (`oscost history` lists the runs)"),
+                }));
+            }
+            report::history::trend(b, &points, color())
+        }
+    };
+    print_stdout(&text)
+}
+
+pub fn show(reference: &str, store: &StoreArgs) -> anyhow::Result<()> {
+    let (run, name) = load_run(reference, store)?;
+    eprintln!("oscost: {name}, started {}", run.started_at);
+    print_stdout(&report::table::render(&run, color()))
+}
+
+fn check_outputs(outputs: &OutputArgs) -> anyhow::Result<()> {
+    let paths: Vec<&PathBuf> = [&outputs.json, &outputs.csv, &outputs.markdown]
+        .into_iter()
+        .flatten()
+        .collect();
+    for (i, p) in paths.iter().enumerate() {
+        if paths[..i].contains(p) {
+            return Err(usage(format!("{} is given for two outputs", p.display())));
+        }
+        report::check_writable(p).map_err(usage)?;
+    }
+    Ok(())
+}
+
+pub fn export(reference: &str, outputs: &OutputArgs, store: &StoreArgs) -> anyhow::Result<()> {
+    check_outputs(outputs)?;
+    if outputs.json.is_none() && outputs.csv.is_none() && outputs.markdown.is_none() {
+        return Err(usage("export needs --json, --csv or --markdown FILE"));
+    }
+    let (run, _) = load_run(reference, store)?;
+    let mut files = Vec::new();
+    let pairs: [(&Option<PathBuf>, &dyn Exporter); 3] = [
+        (&outputs.json, &report::json::Json),
+        (&outputs.csv, &report::csv::Csv),
+        (&outputs.markdown, &report::markdown::Markdown),
+    ];
+    for (path, exporter) in pairs {
+        if let Some(p) = path {
+            files.push((p.clone(), exporter.serialize(&run)?));
+        }
+    }
+    for (p, bytes) in &files {
+        report::write_atomic(p, bytes)?;
+    }
+    Ok(())
+}
+
+fn compare_options(args: &CompareArgs) -> compare::Options {
+    compare::Options {
+        threshold: args.threshold / 100.0,
+        ..compare::Options::default()
+    }
+}
+
+/// Print a comparison, write its files, and give the exit code (1 on a --fail-above breach).
+fn finish_comparison(
+    cmp: &Comparison,
+    args: &CompareArgs,
+    outputs: &OutputArgs,
+) -> anyhow::Result<i32> {
+    let mut files = Vec::new();
+    if let Some(p) = &outputs.json {
+        files.push((p.clone(), serde_json::to_vec_pretty(cmp)?));
+    }
+    if let Some(p) = &outputs.csv {
+        files.push((p.clone(), report::comparison::csv(cmp).into_bytes()));
+    }
+    if let Some(p) = &outputs.markdown {
+        files.push((p.clone(), report::comparison::markdown(cmp).into_bytes()));
+    }
+    for (p, bytes) in &files {
+        report::write_atomic(p, bytes)?;
+    }
+    print_stdout(&report::comparison::render(cmp, color()))?;
+    if let Some(pct) = args.fail_above {
+        let bad = compare::regressions(cmp, pct);
+        if !bad.is_empty() {
+            eprintln!(
+                "oscost: {} benchmark(s) slower by more than {pct}%: {}",
+                bad.len(),
+                bad.iter()
+                    .map(|r| r.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            return Ok(1);
+        }
+    }
+    Ok(0)
+}
+
+pub fn compare_cmd(
+    base: &str,
+    cand: &str,
+    args: &CompareArgs,
+    outputs: &OutputArgs,
+    store: &StoreArgs,
+) -> anyhow::Result<i32> {
+    check_outputs(outputs)?;
+    let (b, bn) = load_run(base, store)?;
+    let (c, cn) = load_run(cand, store)?;
+    let cmp = compare::compare(&b, &c, &bn, &cn, &compare_options(args));
+    finish_comparison(&cmp, args, outputs)
+}
+
+pub fn ab(
+    a: Option<&str>,
+    b: Option<&str>,
+    rounds: u64,
+    args: &CompareArgs,
+    run_args: &RunArgs,
+    interrupted: Arc<AtomicUsize>,
+) -> anyhow::Result<i32> {
+    if run_args.under.is_some() {
+        return Err(usage("ab takes its wrappers as --a and --b, not --under"));
+    }
+    let side = |cmd: Option<&str>| -> anyhow::Result<AbSide> {
+        Ok(match cmd {
+            Some(c) => AbSide {
+                wrapper: split_command(c).map_err(|e| usage(e.0))?,
+                text: Some(c.to_string()),
+            },
+            None => AbSide {
+                wrapper: vec![],
+                text: None,
+            },
+        })
+    };
+    let (sa, sb) = (side(a)?, side(b)?);
+    let outputs = OutputArgs {
+        json: run_args.json.clone(),
+        csv: run_args.csv.clone(),
+        markdown: run_args.markdown.clone(),
+    };
+    // The run's own exports are not written by ab: its files are the comparison's.
+    let mut plan_args = run_args.clone();
+    plan_args.json = None;
+    plan_args.csv = None;
+    plan_args.markdown = None;
+    check_outputs(&outputs)?;
+    let plan = run::plan(&plan_args, 30.0)?;
+    let mut store = if run_args.no_save {
+        None
+    } else {
+        Some(open_store(&run_args.store)?)
+    };
+    let (ra, rb) = run::execute_ab(&plan, &sa, &sb, rounds as usize, interrupted)?;
+    let (mut na, mut nb) = ("A".to_string(), "B".to_string());
+    if let Some(s) = &mut store {
+        let ia = s.save(&ra).map_err(store_err)?;
+        let ib = s.save(&rb).map_err(store_err)?;
+        eprintln!(
+            "oscost: saved A as run {ia} and B as run {ib} in {}",
+            s.path().display()
+        );
+        na = format!("A (run {ia})");
+        nb = format!("B (run {ib})");
+    }
+    let cmp = compare::compare(&ra, &rb, &na, &nb, &compare_options(args));
+    finish_comparison(&cmp, args, &outputs)
+}

@@ -1,0 +1,612 @@
+//! Two runs -> what changed (DESIGN §4). Per benchmark in both: the base and candidate medians,
+//! the slowdown (ratio of medians) and the addition (difference) each with a bootstrap 95% CI,
+//! a Mann-Whitney p-value, and a verdict. A change is called only when the whole CI of the
+//! ratio lies beyond the noise threshold (as criterion.rs does); when it lies inside the band
+//! there is no change; when it straddles an edge, the data cannot tell (`unclear`).
+//!
+//! Pure: no I/O. The bootstrap uses a seeded generator, so a comparison is reproducible.
+//! Also here: merging the rounds of one side of `ab` into one result per benchmark.
+
+use std::collections::BTreeMap;
+
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use serde::{Deserialize, Serialize};
+
+use crate::model::{BenchResult, Run, Status};
+use crate::stats;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Options {
+    /// Relative half-width of the band called "no change" (0.02 = ±2%).
+    pub threshold: f64,
+    pub resamples: usize,
+    /// Samples per side the bootstrap draws from (evenly thinned beyond this).
+    pub max_samples: usize,
+    pub seed: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            threshold: 0.02,
+            resamples: 1000,
+            max_samples: 4000,
+            seed: 0x0005_c057,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Slower,
+    Faster,
+    NoChange,
+}
+
+impl Verdict {
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Slower => "slower",
+            Verdict::Faster => "faster",
+            Verdict::NoChange => "no change",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    pub id: String,
+    pub base_median_ns: f64,
+    pub cand_median_ns: f64,
+    /// cand / base.
+    pub slowdown: f64,
+    pub slowdown_ci95: [f64; 2],
+    /// cand - base, ns.
+    pub addition_ns: f64,
+    pub addition_ci95: [f64; 2],
+    pub p_value: f64,
+    pub verdict: Verdict,
+    /// For "no change": the CI lies inside the noise band (false: it is wider than the band).
+    pub within_band: bool,
+    /// Either side was flagged disturbed.
+    pub disturbed: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Geometric mean of the slowdowns.
+    pub geomean_slowdown: Option<f64>,
+    pub slower: usize,
+    pub faster: usize,
+    pub no_change: usize,
+    /// Of `no_change`, those whose CI is wider than the noise band.
+    pub inconclusive: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub base: Side,
+    pub cand: Side,
+    pub threshold: f64,
+    pub rows: Vec<Row>,
+    /// Measured in one run only (or not measured in the other), with why.
+    pub only_base: Vec<String>,
+    pub only_cand: Vec<String>,
+    /// Measured in neither run.
+    pub unmeasured: Vec<String>,
+    pub summary: Summary,
+}
+
+/// What identifies a side in the output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Side {
+    pub name: String,
+    pub started_at: String,
+    pub label: Option<String>,
+    pub wrapper: Option<String>,
+    pub kernel: Option<String>,
+}
+
+impl Side {
+    pub fn of(run: &Run, name: &str) -> Side {
+        Side {
+            name: name.to_string(),
+            started_at: run.started_at.clone(),
+            label: run.label.clone(),
+            wrapper: run.wrapper.clone(),
+            kernel: run.env.kernel_release.clone(),
+        }
+    }
+}
+
+/// Every `step`-th sample so at most `max` remain.
+fn thin(samples: &[f64], max: usize) -> Vec<f64> {
+    let stride = samples.len().div_ceil(max.max(1)).max(1);
+    samples.iter().step_by(stride).copied().collect()
+}
+
+/// Consecutive samples spanning about this much time form one bootstrap block.
+pub const BLOCK_NS: f64 = 50_000_000.0;
+/// Fewer time blocks than this and the series is cut into this many equal blocks instead.
+const MIN_BLOCKS: usize = 8;
+
+/// A result's samples cut into blocks of consecutive samples lasting about `BLOCK_NS` each
+/// (a sample lasts its value times the batch size), thinned evenly to at most `max` samples.
+///
+/// Why blocks: on a shared machine the cost moves in phases of 50-500 ms, so neighbouring
+/// samples are not independent. A bootstrap that resamples single samples gives intervals of a
+/// tenth of a percent that two identical runs then miss by five; resampling blocks carries the
+/// phase-to-phase variation into the interval.
+pub fn blocks(samples: &[f64], batch: u64, max: usize) -> Vec<Vec<f64>> {
+    let n = samples.len();
+    if n == 0 {
+        return vec![];
+    }
+    let stride = n.div_ceil(max.max(1));
+    let mut out: Vec<Vec<f64>> = vec![];
+    let mut cur = vec![];
+    let mut acc = 0.0;
+    for (i, &x) in samples.iter().enumerate() {
+        if i % stride == 0 {
+            cur.push(x);
+        }
+        acc += x.max(0.0) * batch.max(1) as f64;
+        if acc >= BLOCK_NS && !cur.is_empty() {
+            out.push(std::mem::take(&mut cur));
+            acc = 0.0;
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    if out.len() < MIN_BLOCKS {
+        let kept: Vec<f64> = out.concat();
+        let per = kept.len().div_ceil(MIN_BLOCKS).max(1);
+        out = kept.chunks(per).map(<[f64]>::to_vec).collect();
+    }
+    out
+}
+
+/// Rounds (clusters of blocks) of one side: one round for a plain run, one per round for a
+/// side of `ab` (`params.round_starts`), each cut into time blocks.
+pub type Rounds = Vec<Vec<Vec<f64>>>;
+
+pub fn rounds_of(r: &BenchResult, max: usize) -> Rounds {
+    let n = r.samples_ns.len();
+    let mut starts: Vec<usize> = r
+        .params
+        .get("round_starts")
+        .and_then(|v| v.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_u64())
+                .map(|x| x as usize)
+                .collect()
+        })
+        .unwrap_or_default();
+    starts.retain(|&s| s < n);
+    if starts.first() != Some(&0) {
+        starts.insert(0, 0);
+    }
+    starts.push(n);
+    let k = (starts.len() - 1).max(1);
+    starts
+        .windows(2)
+        .map(|w| blocks(&r.samples_ns[w[0]..w[1]], r.batch.size, max / k))
+        .filter(|b| !b.is_empty())
+        .collect()
+}
+
+/// Two-stage resample: rounds with replacement, then blocks within each chosen round.
+fn resample_median(rng: &mut StdRng, rounds: &Rounds, buf: &mut Vec<f64>) -> f64 {
+    buf.clear();
+    for _ in 0..rounds.len() {
+        let blocks = &rounds[rng.random_range(0..rounds.len())];
+        for _ in 0..blocks.len() {
+            buf.extend_from_slice(&blocks[rng.random_range(0..blocks.len())]);
+        }
+    }
+    let mid = buf.len() / 2;
+    let (_, m, _) = buf.select_nth_unstable_by(mid, f64::total_cmp);
+    let m = *m;
+    if buf.len().is_multiple_of(2) {
+        let below = buf[..mid].iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (m + below) / 2.0
+    } else {
+        m
+    }
+}
+
+/// Block-bootstrap 95% CIs of the cand/base and cand-base medians. Rounds of `ab` are
+/// resampled as wholes first: a phase of the machine can span a round, and the interval must
+/// carry that.
+pub fn bootstrap(base: &Rounds, cand: &Rounds, opts: &Options) -> ([f64; 2], [f64; 2]) {
+    if base.is_empty() || cand.is_empty() {
+        return ([f64::NAN; 2], [f64::NAN; 2]);
+    }
+    let mut rng = StdRng::seed_from_u64(opts.seed);
+    let mut ratios = Vec::with_capacity(opts.resamples);
+    let mut diffs = Vec::with_capacity(opts.resamples);
+    let mut buf = Vec::new();
+    for _ in 0..opts.resamples {
+        let mb = resample_median(&mut rng, base, &mut buf);
+        let mc = resample_median(&mut rng, cand, &mut buf);
+        diffs.push(mc - mb);
+        if mb != 0.0 {
+            ratios.push(mc / mb);
+        }
+    }
+    let ci = |v: Vec<f64>| {
+        if v.is_empty() {
+            return [f64::NAN, f64::NAN];
+        }
+        let s = stats::sorted_copy(&v);
+        [
+            stats::quantile_sorted(&s, 0.025),
+            stats::quantile_sorted(&s, 0.975),
+        ]
+    };
+    (ci(ratios), ci(diffs))
+}
+
+/// The verdict for a CI of the ratio against a band of ±threshold: a change is called only
+/// when the whole CI lies beyond the band. Otherwise there is no change, and `within` says
+/// whether the CI fits inside the band (a firm "no change") or is wider than it (no change
+/// detected: one smaller than the CI cannot be ruled out).
+pub fn verdict(ci: [f64; 2], threshold: f64) -> (Verdict, bool) {
+    let (lo, hi) = (ci[0], ci[1]);
+    if !(lo.is_finite() && hi.is_finite()) {
+        return (Verdict::NoChange, false);
+    }
+    if lo > 1.0 + threshold {
+        (Verdict::Slower, false)
+    } else if hi < 1.0 - threshold {
+        (Verdict::Faster, false)
+    } else {
+        (
+            Verdict::NoChange,
+            lo >= 1.0 - threshold && hi <= 1.0 + threshold,
+        )
+    }
+}
+
+fn why_missing(r: Option<&BenchResult>, side: &str) -> String {
+    match r {
+        None => format!("not in the {side} run"),
+        Some(r) => format!(
+            "{} in the {side} run{}",
+            r.status.word(),
+            r.status
+                .reason()
+                .map(|x| format!(": {x}"))
+                .unwrap_or_default()
+        ),
+    }
+}
+
+pub fn compare(
+    base: &Run,
+    cand: &Run,
+    base_name: &str,
+    cand_name: &str,
+    opts: &Options,
+) -> Comparison {
+    let measured = |run: &Run| -> BTreeMap<String, BenchResult> {
+        run.results
+            .iter()
+            .map(|r| (r.id.clone(), r.clone()))
+            .collect()
+    };
+    let (bm, cm) = (measured(base), measured(cand));
+    fn ok(r: Option<&BenchResult>) -> Option<&BenchResult> {
+        r.filter(|r| r.status == Status::Ok && r.stats.is_some() && !r.samples_ns.is_empty())
+    }
+    let mut rows = Vec::new();
+    let mut only_base = Vec::new();
+    let mut only_cand = Vec::new();
+    let mut unmeasured = Vec::new();
+    // Base order first, then what only the candidate has.
+    let mut ids: Vec<&String> = base.results.iter().map(|r| &r.id).collect();
+    ids.extend(
+        cand.results
+            .iter()
+            .map(|r| &r.id)
+            .filter(|id| !bm.contains_key(*id)),
+    );
+    for id in ids {
+        let (b, c) = (bm.get(id), cm.get(id));
+        match (ok(b), ok(c)) {
+            (Some(b), Some(c)) => {
+                let (bs, cs) = (b.stats.as_ref().expect("ok"), c.stats.as_ref().expect("ok"));
+                let (ratio_ci, diff_ci) = bootstrap(
+                    &rounds_of(b, opts.max_samples),
+                    &rounds_of(c, opts.max_samples),
+                    opts,
+                );
+                let (verdict, within_band) = verdict(ratio_ci, opts.threshold);
+                let slowdown = if bs.median != 0.0 {
+                    cs.median / bs.median
+                } else {
+                    f64::NAN
+                };
+                rows.push(Row {
+                    id: id.clone(),
+                    base_median_ns: bs.median,
+                    cand_median_ns: cs.median,
+                    slowdown,
+                    slowdown_ci95: ratio_ci,
+                    addition_ns: cs.median - bs.median,
+                    addition_ci95: diff_ci,
+                    p_value: stats::mann_whitney_p(
+                        &thin(&b.samples_ns, opts.max_samples),
+                        &thin(&c.samples_ns, opts.max_samples),
+                    ),
+                    verdict,
+                    within_band,
+                    disturbed: b.disturbed.is_disturbed() || c.disturbed.is_disturbed(),
+                });
+            }
+            (Some(_), None) => only_base.push(format!("{id}: {}", why_missing(c, "candidate"))),
+            (None, Some(_)) => only_cand.push(format!("{id}: {}", why_missing(b, "base"))),
+            (None, None) => unmeasured.push(format!(
+                "{id}: {}; {}",
+                why_missing(b, "base"),
+                why_missing(c, "candidate")
+            )),
+        }
+    }
+    let logs: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.slowdown.is_finite() && r.slowdown > 0.0)
+        .map(|r| r.slowdown.ln())
+        .collect();
+    let count = |v: Verdict| rows.iter().filter(|r| r.verdict == v).count();
+    let summary = Summary {
+        geomean_slowdown: (!logs.is_empty())
+            .then(|| (logs.iter().sum::<f64>() / logs.len() as f64).exp()),
+        slower: count(Verdict::Slower),
+        faster: count(Verdict::Faster),
+        no_change: count(Verdict::NoChange),
+        inconclusive: rows
+            .iter()
+            .filter(|r| r.verdict == Verdict::NoChange && !r.within_band)
+            .count(),
+    };
+    Comparison {
+        base: Side::of(base, base_name),
+        cand: Side::of(cand, cand_name),
+        threshold: opts.threshold,
+        rows,
+        only_base,
+        only_cand,
+        unmeasured,
+        summary,
+    }
+}
+
+/// Benchmarks slower than `pct` percent beyond doubt (the CI's lower end), for --fail-above.
+pub fn regressions(cmp: &Comparison, pct: f64) -> Vec<&Row> {
+    cmp.rows
+        .iter()
+        .filter(|r| r.slowdown_ci95[0] > 1.0 + pct / 100.0)
+        .collect()
+}
+
+/// Merge the rounds of one benchmark (same id) into one result: samples concatenated in round
+/// order, statistics recomputed, disturbance and notes united.
+pub fn merge_rounds(rounds: &[BenchResult]) -> Option<BenchResult> {
+    let first = rounds.first()?;
+    if let Some(bad) = rounds.iter().find(|r| r.status != Status::Ok) {
+        return Some(bad.clone());
+    }
+    let mut m = first.clone();
+    m.samples_ns.clear();
+    m.preempted.clear();
+    m.notes.clear();
+    m.disturbed.flag.clear();
+    for r in rounds {
+        let offset = m.samples_ns.len();
+        m.samples_ns.extend_from_slice(&r.samples_ns);
+        m.preempted.extend(r.preempted.iter().map(|i| i + offset));
+        for n in &r.notes {
+            if !m.notes.contains(n) {
+                m.notes.push(n.clone());
+            }
+        }
+        for f in &r.disturbed.flag {
+            if !m.disturbed.flag.contains(f) {
+                m.disturbed.flag.push(f.clone());
+            }
+        }
+        m.disturbed.steal_pct = m.disturbed.steal_pct.max(r.disturbed.steal_pct);
+        m.disturbed.other_cpu_busy_pct = match (
+            m.disturbed.other_cpu_busy_pct,
+            r.disturbed.other_cpu_busy_pct,
+        ) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+    }
+    m.disturbed.preempted_samples = rounds.iter().map(|r| r.disturbed.preempted_samples).sum();
+    m.stats = stats::summarize(&m.samples_ns);
+    m.outliers = stats::tukey_outliers(&m.samples_ns);
+    m.params
+        .insert("rounds".into(), serde_json::json!(rounds.len()));
+    let mut starts = Vec::new();
+    let mut at = 0;
+    for r in rounds {
+        starts.push(at);
+        at += r.samples_ns.len();
+    }
+    m.params
+        .insert("round_starts".into(), serde_json::json!(starts));
+    Some(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::testdata;
+
+    fn run_with(id: &str, samples: Vec<f64>) -> Run {
+        let mut r = testdata::run();
+        r.results = vec![testdata::result(id, samples)];
+        r
+    }
+
+    fn noisy(center: f64, n: usize) -> Vec<f64> {
+        // Deterministic jitter of ±0.5%.
+        (0..n)
+            .map(|i| center * (1.0 + 0.005 * (((i * 7919) % 101) as f64 / 50.0 - 1.0)))
+            .collect()
+    }
+
+    #[test]
+    fn exact_ratio_and_difference_with_cis_that_contain_them() {
+        let base = run_with("syscall/getpid", noisy(150.0, 500));
+        let cand = run_with("syscall/getpid", noisy(570.0, 500));
+        let c = compare(&base, &cand, "base", "cand", &Options::default());
+        let r = &c.rows[0];
+        assert!((r.slowdown - 3.8).abs() < 1e-9, "{}", r.slowdown);
+        assert!((r.addition_ns - 420.0).abs() < 1e-9);
+        assert!(r.slowdown_ci95[0] <= r.slowdown && r.slowdown <= r.slowdown_ci95[1]);
+        assert!(r.addition_ci95[0] <= r.addition_ns && r.addition_ns <= r.addition_ci95[1]);
+        assert_eq!(r.verdict, Verdict::Slower);
+        assert!(r.p_value < 1e-6);
+        assert!((c.summary.geomean_slowdown.unwrap() - 3.8).abs() < 1e-9);
+        assert_eq!(c.summary.slower, 1);
+        // The same comparison again gives the same CIs (seeded).
+        let again = compare(&base, &cand, "base", "cand", &Options::default());
+        assert_eq!(again.rows, c.rows);
+    }
+
+    #[test]
+    fn identical_runs_are_no_change_and_faster_is_faster() {
+        let base = run_with("call/f0", noisy(100.0, 400));
+        let c = compare(&base, &base, "a", "b", &Options::default());
+        assert_eq!(c.rows[0].verdict, Verdict::NoChange);
+        assert!(c.rows[0].within_band, "{:?}", c.rows[0].slowdown_ci95);
+        assert!((c.rows[0].slowdown - 1.0).abs() < 1e-12);
+        let fast = run_with("call/f0", noisy(50.0, 400));
+        let c = compare(&base, &fast, "a", "b", &Options::default());
+        assert_eq!(c.rows[0].verdict, Verdict::Faster);
+    }
+
+    #[test]
+    fn verdicts_at_the_edges_of_the_threshold() {
+        let t = 0.02;
+        assert_eq!(verdict([1.021, 1.05], t), (Verdict::Slower, false));
+        assert_eq!(
+            verdict([1.02, 1.05], t),
+            (Verdict::NoChange, false),
+            "touching the edge is not beyond it"
+        );
+        assert_eq!(
+            verdict([0.98, 1.02], t),
+            (Verdict::NoChange, true),
+            "the edges belong to the band"
+        );
+        assert_eq!(verdict([0.979, 1.0], t), (Verdict::NoChange, false));
+        assert_eq!(verdict([0.90, 0.979], t), (Verdict::Faster, false));
+        assert_eq!(verdict([f64::NAN, 1.0], t), (Verdict::NoChange, false));
+    }
+
+    #[test]
+    fn benchmarks_in_one_run_only_are_listed_with_why() {
+        let mut base = testdata::run();
+        let cand = run_with("call/f0", noisy(1.5, 50));
+        base.results.truncate(2);
+        let c = compare(&base, &cand, "a", "b", &Options::default());
+        assert_eq!(c.rows.len(), 1);
+        assert_eq!(
+            c.only_base,
+            vec!["syscall/getppid: not in the candidate run".to_string()]
+        );
+        let skipped = testdata::run();
+        let c = compare(&cand, &skipped, "a", "b", &Options::default());
+        assert!(
+            c.only_cand
+                .contains(&"syscall/getppid: not in the base run".to_string())
+        );
+        assert_eq!(
+            c.unmeasured,
+            vec![
+                "timer/rdtscp: not in the base run; skipped in the candidate run: no rdtscp"
+                    .to_string()
+            ]
+        );
+    }
+
+    #[test]
+    fn regressions_need_the_whole_ci_beyond_the_limit() {
+        let base = run_with("x/y", noisy(100.0, 400));
+        let cand = run_with("x/y", noisy(110.0, 400));
+        let c = compare(&base, &cand, "a", "b", &Options::default());
+        assert_eq!(regressions(&c, 5.0).len(), 1);
+        assert_eq!(regressions(&c, 15.0).len(), 0);
+    }
+
+    #[test]
+    fn blocks_follow_time_and_fall_back_to_counts() {
+        // 1000 samples of 1 ms each (batch 1): 20 blocks of 50 ms, 50 samples each.
+        let b = blocks(&vec![1_000_000.0; 1000], 1, 10_000);
+        assert_eq!(b.len(), 20);
+        assert!(b.iter().all(|x| x.len() == 50));
+        // Thinning keeps at most `max` samples in order.
+        let b = blocks(&(0..1000).map(f64::from).collect::<Vec<_>>(), 1, 100);
+        assert_eq!(b.concat().len(), 100);
+        // Too short for time blocks: eight blocks by count.
+        let b = blocks(&vec![10.0; 80], 1, 10_000);
+        assert_eq!(b.len(), 8);
+        assert!(blocks(&[], 1, 10).is_empty());
+    }
+
+    #[test]
+    fn a_phase_that_hits_one_side_widens_the_interval_instead_of_calling_a_change() {
+        // Same operation; the machine was slow (+40%) for 45% of the base run and 55% of the
+        // candidate's, so the medians sit at different levels. Resampling single samples calls
+        // that a 40% change with a CI of a fraction of a percent; blocks do not.
+        let mut base: Vec<f64> = noisy(100.0, 2000);
+        base[..900].iter_mut().for_each(|x| *x *= 1.4);
+        let mut cand = noisy(100.0, 2000);
+        cand[900..].iter_mut().for_each(|x| *x *= 1.4);
+        let mut b = testdata::result("x/y", base);
+        let mut c = testdata::result("x/y", cand);
+        b.batch.size = 2500; // 100 ns x 2500 = 250 us a sample: 200 samples a block
+        c.batch.size = 2500;
+        let (rb, rc) = (
+            Run {
+                results: vec![b],
+                ..testdata::run()
+            },
+            Run {
+                results: vec![c],
+                ..testdata::run()
+            },
+        );
+        let cmp = compare(&rb, &rc, "a", "b", &Options::default());
+        assert_eq!(cmp.rows[0].verdict, Verdict::NoChange, "{:?}", cmp.rows[0]);
+    }
+
+    #[test]
+    fn merged_rounds_concatenate_samples_and_recompute() {
+        let a = testdata::result("x/y", vec![1.0, 2.0, 3.0]);
+        let mut b = testdata::result("x/y", vec![4.0, 5.0]);
+        b.preempted = vec![1];
+        b.disturbed.flag = vec!["steal 9%".into()];
+        let m = merge_rounds(&[a, b]).unwrap();
+        assert_eq!(m.samples_ns, vec![1.0, 2.0, 3.0, 4.0, 5.0]);
+        assert_eq!(m.preempted, vec![4]);
+        assert_eq!(m.stats.as_ref().unwrap().median, 3.0);
+        assert_eq!(m.disturbed.flag, vec!["steal 9%".to_string()]);
+        assert_eq!(m.params["rounds"], 2);
+        assert_eq!(m.params["round_starts"], serde_json::json!([0, 3]));
+        let r = rounds_of(&m, 100);
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[0].concat(), vec![1.0, 2.0, 3.0]);
+        assert_eq!(r[1].concat(), vec![4.0, 5.0]);
+        assert!(merge_rounds(&[]).is_none());
+    }
+}

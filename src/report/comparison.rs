@@ -1,0 +1,257 @@
+//! A comparison as a person reads it: one row per benchmark with both medians, the slowdown and
+//! the addition with their CIs, the p-value and the verdict; the largest changes said in a
+//! sentence ("syscall/getpid: x3.80 slower, +420 ns on a 150 ns base"); a summary line; and
+//! what could not be compared. Markdown and JSON views of the same `Comparison`.
+
+use comfy_table::{Cell, CellAlignment, Color, ContentArrangement, Table, presets};
+
+use super::format_ns;
+use crate::compare::{Comparison, Row, Verdict};
+
+const HEADERS: [&str; 8] = [
+    "benchmark",
+    "base",
+    "candidate",
+    "slowdown",
+    "95% CI",
+    "addition",
+    "p",
+    "verdict",
+];
+
+fn signed_ns(ns: f64) -> String {
+    if ns >= 0.0 {
+        format!("+{}", format_ns(ns))
+    } else {
+        format!("-{}", format_ns(-ns))
+    }
+}
+
+fn cells(r: &Row) -> [String; 8] {
+    [
+        r.id.clone(),
+        format_ns(r.base_median_ns),
+        format_ns(r.cand_median_ns),
+        format!("x{:.3}", r.slowdown),
+        format!("{:.3}-{:.3}", r.slowdown_ci95[0], r.slowdown_ci95[1]),
+        signed_ns(r.addition_ns),
+        if r.p_value < 0.001 {
+            "<0.001".into()
+        } else {
+            format!("{:.3}", r.p_value)
+        },
+        format!(
+            "{}{}{}",
+            r.verdict.word(),
+            if r.verdict == Verdict::NoChange && !r.within_band {
+                "*"
+            } else {
+                ""
+            },
+            if r.disturbed { " (disturbed)" } else { "" }
+        ),
+    ]
+}
+
+fn side_line(c: &Comparison) -> String {
+    let side = |s: &crate::compare::Side| {
+        let mut t = format!("{} ({})", s.name, s.started_at);
+        if let Some(l) = &s.label {
+            t.push_str(&format!(", label '{l}'"));
+        }
+        if let Some(w) = &s.wrapper {
+            t.push_str(&format!(", under `{w}`"));
+        }
+        if let Some(k) = &s.kernel {
+            t.push_str(&format!(", kernel {k}"));
+        }
+        t
+    };
+    format!("base: {}\ncandidate: {}\n", side(&c.base), side(&c.cand))
+}
+
+/// The sentences for the largest changes, most changed first.
+pub fn headlines(c: &Comparison, most: usize) -> Vec<String> {
+    let mut changed: Vec<&Row> = c
+        .rows
+        .iter()
+        .filter(|r| matches!(r.verdict, Verdict::Slower | Verdict::Faster))
+        .collect();
+    changed.sort_by(|a, b| b.slowdown.ln().abs().total_cmp(&a.slowdown.ln().abs()));
+    changed
+        .into_iter()
+        .take(most)
+        .map(|r| {
+            let (factor, word) = if r.slowdown >= 1.0 {
+                (r.slowdown, "slower")
+            } else {
+                (1.0 / r.slowdown, "faster")
+            };
+            format!(
+                "{}: x{factor:.2} {word}, {} on a {} base",
+                r.id,
+                signed_ns(r.addition_ns),
+                format_ns(r.base_median_ns)
+            )
+        })
+        .collect()
+}
+
+pub fn summary_line(c: &Comparison) -> String {
+    let s = &c.summary;
+    format!(
+        "{} compared: {} slower, {} faster, {} no change ({} of them inconclusive: CI wider than the ±{:.1}% noise band); geometric mean slowdown {}",
+        c.rows.len(),
+        s.slower,
+        s.faster,
+        s.no_change,
+        s.inconclusive,
+        c.threshold * 100.0,
+        s.geomean_slowdown
+            .map_or("-".into(), |g| format!("x{g:.3}"))
+    )
+}
+
+fn tail(c: &Comparison) -> String {
+    let mut out = String::new();
+    for (title, list) in [
+        ("only measured in base", &c.only_base),
+        ("only measured in candidate", &c.only_cand),
+        ("measured in neither", &c.unmeasured),
+    ] {
+        if !list.is_empty() {
+            out.push_str(&format!("{title}:\n"));
+            for l in list {
+                out.push_str(&format!("  {l}\n"));
+            }
+        }
+    }
+    out
+}
+
+pub fn render(c: &Comparison, color: bool) -> String {
+    let mut t = Table::new();
+    let rule = if color { '─' } else { '-' };
+    t.load_style(
+        presets::NOTHING.header_separator(comfy_table::LineStyle::none().fill(rule).junction(rule)),
+    )
+    .set_content_arrangement(ContentArrangement::Disabled)
+    .set_header(HEADERS);
+    if color {
+        t.enforce_styling();
+    } else {
+        t.force_no_tty();
+    }
+    for r in &c.rows {
+        let colour = match r.verdict {
+            Verdict::Slower => Some(Color::Red),
+            Verdict::Faster => Some(Color::Green),
+            _ => None,
+        };
+        t.add_row(cells(r).into_iter().enumerate().map(|(i, s)| {
+            let cell = Cell::new(s);
+            match colour {
+                Some(c) if color && i == 7 => cell.fg(c),
+                _ => cell,
+            }
+        }));
+    }
+    for i in 1..=6 {
+        if let Some(col) = t.column_mut(i) {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    let mut out = side_line(c);
+    out.push_str(&t.to_string());
+    out.push('\n');
+    for h in headlines(c, 5) {
+        out.push_str(&format!("  {h}\n"));
+    }
+    out.push_str(&summary_line(c));
+    out.push('\n');
+    if c.summary.inconclusive > 0 {
+        out.push_str(&format!("{}\n", INCONCLUSIVE));
+    }
+    out.push_str(&tail(c));
+    out
+}
+
+const INCONCLUSIVE: &str = "* no change detected, but the CI is wider than the noise band: a smaller change cannot be ruled out (more --rounds, a longer --budget or a quieter machine narrow it)";
+
+/// One CSV row per compared benchmark.
+pub fn csv(c: &Comparison) -> String {
+    let mut out = String::from(
+        "id,base_median_ns,cand_median_ns,slowdown,slowdown_ci_lo,slowdown_ci_hi,addition_ns,addition_ci_lo,addition_ci_hi,p_value,verdict,disturbed\n",
+    );
+    for r in &c.rows {
+        out.push_str(&format!(
+            "{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            r.id,
+            r.base_median_ns,
+            r.cand_median_ns,
+            r.slowdown,
+            r.slowdown_ci95[0],
+            r.slowdown_ci95[1],
+            r.addition_ns,
+            r.addition_ci95[0],
+            r.addition_ci95[1],
+            r.p_value,
+            r.verdict.word(),
+            r.disturbed
+        ));
+    }
+    out
+}
+
+pub fn markdown(c: &Comparison) -> String {
+    let mut out = String::from("# oscost comparison\n\n");
+    for l in side_line(c).lines() {
+        out.push_str(&format!("- {l}\n"));
+    }
+    out.push_str(&format!("\n| {} |\n", HEADERS.join(" | ")));
+    out.push_str("|---|--:|--:|--:|--:|--:|--:|---|\n");
+    for r in &c.rows {
+        out.push_str(&format!("| {} |\n", cells(r).join(" | ")));
+    }
+    out.push('\n');
+    for h in headlines(c, 5) {
+        out.push_str(&format!("- {h}\n"));
+    }
+    out.push_str(&format!("\n{}\n", summary_line(c)));
+    let t = tail(c);
+    if !t.is_empty() {
+        out.push_str(&format!("\n```\n{t}```\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::{Options, compare};
+    use crate::report::testdata;
+
+    #[test]
+    fn says_what_changed_in_a_sentence_and_a_table() {
+        let base = testdata::run();
+        let mut cand = testdata::run();
+        for r in &mut cand.results {
+            r.samples_ns.iter_mut().for_each(|x| *x *= 3.8);
+            r.stats = crate::stats::summarize(&r.samples_ns);
+        }
+        cand.wrapper = Some("strace -f".into());
+        let c = compare(&base, &cand, "run 1", "run 2", &Options::default());
+        let text = render(&c, false);
+        assert!(text.contains("candidate: run 2"), "{text}");
+        assert!(text.contains("under `strace -f`"));
+        assert!(text.contains("x3.800"));
+        assert!(
+            text.contains("spawn/fork: x3.80 slower, +434 us on a 155 us base"),
+            "{text}"
+        );
+        assert!(text.contains("measured in neither:\n  timer/rdtscp"));
+        let md = markdown(&c);
+        assert!(md.contains("| call/f0 |"));
+        assert!(md.contains("geometric mean slowdown x3.800"));
+    }
+}

@@ -1,0 +1,183 @@
+//! `oscost history`: the stored runs, and one benchmark across them with its trend (a
+//! sparkline, the change from the previous and from the first run).
+
+use comfy_table::{ContentArrangement, Table, presets};
+
+use super::format_ns;
+use crate::store::{HistoryPoint, RunSummary};
+
+fn table(color: bool, headers: Vec<&str>) -> Table {
+    let mut t = Table::new();
+    let rule = if color { '─' } else { '-' };
+    t.load_style(
+        presets::NOTHING.header_separator(comfy_table::LineStyle::none().fill(rule).junction(rule)),
+    )
+    .set_content_arrangement(ContentArrangement::Disabled)
+    .set_header(headers);
+    if !color {
+        t.force_no_tty();
+    }
+    t
+}
+
+pub fn runs(list: &[RunSummary], color: bool) -> String {
+    if list.is_empty() {
+        return "no runs stored yet (`oscost run` saves one)\n".into();
+    }
+    let mut t = table(
+        color,
+        vec![
+            "run",
+            "started",
+            "label",
+            "host",
+            "kernel",
+            "wrapper",
+            "benchmarks",
+        ],
+    );
+    for r in list {
+        let o = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+        t.add_row(vec![
+            r.id.to_string(),
+            r.started_at.clone(),
+            o(&r.label),
+            o(&r.host),
+            o(&r.kernel),
+            o(&r.wrapper),
+            r.benchmarks.to_string(),
+        ]);
+    }
+    format!("{t}\n")
+}
+
+/// Eight-level bars of `values` between their min and max.
+pub fn sparkline(values: &[f64]) -> String {
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    let (lo, hi) = finite
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
+            (a.min(v), b.max(v))
+        });
+    values
+        .iter()
+        .map(|&v| {
+            if !v.is_finite() {
+                ' '
+            } else if hi <= lo {
+                BARS[3]
+            } else {
+                BARS[(((v - lo) / (hi - lo)) * 7.0).round() as usize]
+            }
+        })
+        .collect()
+}
+
+pub fn trend(bench: &str, points: &[HistoryPoint], color: bool) -> String {
+    if points.is_empty() {
+        return format!("no stored run has {bench}\n");
+    }
+    let mut t = table(
+        color,
+        vec![
+            "run",
+            "started",
+            "label",
+            "wrapper",
+            "median",
+            "95% CI",
+            "vs previous",
+            "flag",
+        ],
+    );
+    let mut prev: Option<f64> = None;
+    for p in points {
+        let o = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+        let change = match (prev, p.median) {
+            (Some(a), Some(b)) if a != 0.0 => format!("{:+.1}%", (b / a - 1.0) * 100.0),
+            _ => "-".into(),
+        };
+        t.add_row(vec![
+            p.run_id.to_string(),
+            p.started_at.clone(),
+            o(&p.label),
+            o(&p.wrapper),
+            p.median.map_or("-".into(), format_ns),
+            match (p.ci_lo, p.ci_hi) {
+                (Some(a), Some(b)) => format!("{}..{}", format_ns(a), format_ns(b)),
+                _ => "-".into(),
+            },
+            change,
+            if p.status != "ok" {
+                p.status.clone()
+            } else if p.disturbed {
+                "disturbed".into()
+            } else {
+                String::new()
+            },
+        ]);
+        if p.median.is_some() {
+            prev = p.median;
+        }
+    }
+    let medians: Vec<f64> = points
+        .iter()
+        .map(|p| p.median.unwrap_or(f64::NAN))
+        .collect();
+    let measured: Vec<f64> = medians.iter().copied().filter(|m| m.is_finite()).collect();
+    let mut out = format!("{bench} across {} run(s)\n{t}\n", points.len());
+    out.push_str(&format!("trend {}", sparkline(&medians)));
+    if let (Some(first), Some(last)) = (measured.first(), measured.last())
+        && measured.len() > 1
+        && *first != 0.0
+    {
+        out.push_str(&format!(
+            "  latest {} vs first {}: {:+.1}%",
+            format_ns(*last),
+            format_ns(*first),
+            (last / first - 1.0) * 100.0
+        ));
+    }
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sparkline_spans_min_to_max() {
+        assert_eq!(sparkline(&[1.0, 2.0, 3.0]), "▁▅█");
+        assert_eq!(sparkline(&[5.0, 5.0]), "▄▄");
+        assert_eq!(sparkline(&[1.0, f64::NAN, 8.0]), "▁ █");
+    }
+
+    #[test]
+    fn trend_shows_changes_and_first_to_last() {
+        let p = |id, m: Option<f64>, status: &str| HistoryPoint {
+            run_id: id,
+            started_at: format!("t{id}"),
+            label: None,
+            wrapper: None,
+            status: status.into(),
+            median: m,
+            ci_lo: m,
+            ci_hi: m,
+            disturbed: false,
+        };
+        let text = trend(
+            "syscall/getpid",
+            &[
+                p(1, Some(100.0), "ok"),
+                p(2, None, "failed"),
+                p(3, Some(150.0), "ok"),
+            ],
+            false,
+        );
+        assert!(text.contains("+50.0%"), "{text}");
+        assert!(text.contains("failed"));
+        assert!(text.contains("latest 150 ns vs first 100 ns: +50.0%"));
+    }
+}

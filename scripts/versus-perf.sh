@@ -2,11 +2,12 @@
 # Compare oscost with reference tools, run right beside it, as ratios of per-operation cost.
 #   syscall/getppid  vs  perf bench syscall basic   (perf times getppid in a loop)
 #   spawn/fork       vs  scripts/ref/fork-loop.c    (the plain fork/_exit/waitpid loop)
+#   switch/pipe-proc@same  vs  perf bench sched pipe, both processes on one CPU (per round trip)
 # Rounds alternate oscost and perf so drift of the machine hits both alike; the verdict uses
 # the median of the per-round ratios. Both run pinned to the same CPU.
 # Each reference command prints ns per operation.
 #
-# usage: scripts/versus-perf.sh [ROUNDS] [all|getppid|fork]   (env: OSCOST=path, CPU=n)
+# usage: scripts/versus-perf.sh [ROUNDS] [all|getppid|fork|pipe]   (env: OSCOST=path, CPU=n)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5}
@@ -30,7 +31,7 @@ compare() { # name oscost-id reference-command...
   echo "== $name"
   printf '%-6s %14s %14s %8s\n' round oscost_ns ref_ns ratio
   for r in $(seq 1 "$rounds"); do
-    "$oscost" run --cpu "$cpu" --csv "$tmp/o.csv" "$id" >/dev/null 2>&1
+    "$oscost" run --no-save --placement same --cpu "$cpu" --csv "$tmp/o.csv" "${id%@*}" >/dev/null 2>&1
     o=$(oscost_ns "$tmp/o.csv" "$id")
     p=$("$@")
     ratio=$(awk -v o="$o" -v p="$p" 'BEGIN {printf "%.3f", o/p}')
@@ -47,5 +48,7 @@ case "${2:-all}" in
     perf_ns taskset -c "$cpu" perf bench syscall basic -l 3000000 ;;&
   all|fork) compare "fork (spawn/fork vs a C fork/_exit/waitpid loop)" spawn/fork \
     taskset -c "$cpu" "$tmp/fork-loop" 3000 ;;&
+  all|pipe) compare "pipe round trip (switch/pipe-proc@same vs perf bench sched pipe)" \
+    switch/pipe-proc@same perf_ns taskset -c "$cpu" perf bench sched pipe -l 200000 ;;&
   *) ;;
 esac

@@ -99,6 +99,33 @@ pub enum Command {
         #[command(flatten)]
         run: RunArgs,
     },
+    /// lmbench's lat_ctx: a ring of N processes passing a token; prints its xgraph format.
+    #[command(
+        override_usage = "oscost ctx [-s KB]... [-P PARALLEL] [-W WARMUP_US] [-N REPETITIONS] N..."
+    )]
+    Ctx {
+        /// Working set each process sums, KB (repeat for several: -s 0 -s 16).
+        #[arg(short = 's', value_name = "KB")]
+        sizes: Vec<usize>,
+        /// Rings run at once (spread over the allowed CPUs).
+        #[arg(short = 'P', value_name = "PARALLEL", default_value = "1",
+              value_parser = clap::value_parser!(u64).range(1..=64))]
+        parallel: u64,
+        /// Warm-up before sampling each point, microseconds.
+        #[arg(short = 'W', value_name = "US")]
+        warmup_us: Option<u64>,
+        /// Samples per point (fixed, instead of sampling to a precision).
+        #[arg(short = 'N', value_name = "REPETITIONS",
+              value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+        repetitions: Option<u64>,
+        /// Ring sizes (processes), 2 to 1024 and beyond if the fd limit allows.
+        #[arg(required = true, value_name = "N",
+              value_parser = clap::value_parser!(u64).range(2..=8192))]
+        procs: Vec<u64>,
+        /// Also write the run (the result model) as JSON.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+    },
     /// Internal: run one benchmark and stream its results to the coordinator.
     #[command(name = "__worker", hide = true)]
     Worker { id: String, config: String },
@@ -202,6 +229,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_size_mib,
           allow_negative_numbers = true)]
     pub fork_sizes: Option<Vec<u64>>,
+
+    /// Placements of two-party benchmarks: same (one CPU), cross (two CPUs), free (unpinned).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub placement: Option<Vec<String>>,
 
     /// A label stored with the run.
     #[arg(long, value_name = "TEXT")]

@@ -2,6 +2,7 @@
 //! and `ab`, which measures two sides and then compares them. Each resolves its arguments,
 //! calls the pure parts (store queries, `compare`, the report views) and prints.
 
+use clap::Parser;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -237,4 +238,74 @@ pub fn ab(
     }
     let cmp = compare::compare(&ra, &rb, &na, &nb, &compare_options(args));
     finish_comparison(&cmp, args, &outputs)
+}
+
+/// `oscost ctx`: lmbench's lat_ctx on oscost's engine. stdout is lat_ctx's xgraph format
+/// (`"size=Nk ovr=X` then `N cost` lines, microseconds); the CI of each point and any flag
+/// go to stderr. Unlike lat_ctx, a point at or below the overhead is printed, not dropped.
+#[allow(clippy::too_many_arguments)]
+pub fn ctx(
+    sizes: &[usize],
+    parallel: u64,
+    warmup_us: Option<u64>,
+    repetitions: Option<u64>,
+    procs: &[u64],
+    json: Option<&Path>,
+    interrupted: Arc<AtomicUsize>,
+) -> anyhow::Result<()> {
+    if let Some(p) = json {
+        report::check_writable(p).map_err(usage)?;
+    }
+    let max = procs.iter().copied().max().unwrap_or(2) * parallel;
+    let needed = 2 * max + 64;
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: valid out pointer.
+    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) };
+    if rl.rlim_max < needed {
+        return Err(usage(format!(
+            "a ring of {max} processes needs {needed} file descriptors, but the hard limit is {}: raise it (ulimit -Hn, limits.conf) or use fewer processes",
+            rl.rlim_max
+        )));
+    }
+    let mut args =
+        match crate::cli::Cli::try_parse_from(["oscost", "run", "switch/ring", "--no-save"])? {
+            crate::cli::Cli {
+                command: Some(crate::cli::Command::Run(a)),
+                ..
+            } => a,
+            _ => unreachable!("a fixed command line"),
+        };
+    args.samples = repetitions;
+    let mut plan = run::plan(&args, 30.0)?;
+    plan.opts.ring = crate::bench::switch::RingOptions {
+        procs: procs.iter().map(|&n| n as usize).collect(),
+        sizes_kb: if sizes.is_empty() {
+            vec![0]
+        } else {
+            sizes.to_vec()
+        },
+        parallel: parallel as usize,
+    };
+    // The sampling time a suite gives: shared by the points, not 2 s each.
+    let points = plan.opts.ring.procs.len() * plan.opts.ring.sizes_kb.len();
+    let cfg = &mut plan.opts.sampler;
+    cfg.min_time_ns = run::min_sampling_ns(points, 400_000_000);
+    cfg.budget_ns = cfg.budget_ns.max(2 * cfg.min_time_ns);
+    if let Some(w) = warmup_us {
+        plan.opts.sampler.warmup_ns = w * 1000;
+    }
+    // Each point gets the time a benchmark of a suite gets; a big ring is slow to set up.
+    plan.timeout = plan
+        .timeout
+        .max(std::time::Duration::from_secs(60 + 2 * max));
+    let run = run::execute(&plan, interrupted)?;
+    if let Some(p) = json {
+        report::write_atomic(p, &report::json::Json.serialize(&run)?)?;
+    }
+    let (text, notes) = report::xgraph::lat_ctx(&run);
+    eprint!("{notes}");
+    print_stdout(&text)
 }

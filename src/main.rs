@@ -89,6 +89,26 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
                 interrupted,
             )
         }
+        Some(Command::Ctx {
+            sizes,
+            parallel,
+            warmup_us,
+            repetitions,
+            procs,
+            json,
+        }) => {
+            let interrupted = worker::install_guards()?;
+            commands::ctx(
+                &sizes,
+                parallel,
+                warmup_us,
+                repetitions,
+                &procs,
+                json.as_deref(),
+                interrupted,
+            )?;
+            Ok(0)
+        }
         Some(Command::Worker { id, config }) => Ok(worker::worker_main(&id, &config)),
     }
 }

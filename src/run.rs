@@ -131,6 +131,23 @@ pub fn plan(args: &RunArgs, clock_cost_ns: f64) -> anyhow::Result<Plan> {
                 .collect()
         }
     };
+    let placements = match &args.placement {
+        None => bench::switch::default_places(),
+        Some(list) => {
+            let mut v = Vec::new();
+            for w in list {
+                let p = bench::switch::Place::parse(w.trim()).ok_or_else(|| {
+                    usage(format!(
+                        "--placement: '{w}' is not one of same, cross, free"
+                    ))
+                })?;
+                if !v.contains(&p) {
+                    v.push(p);
+                }
+            }
+            v
+        }
+    };
     let timeout = Duration::from_secs_f64(args.timeout.unwrap_or(30.0 + 4.0 * budget_s));
     Ok(Plan {
         benchmarks,
@@ -139,6 +156,8 @@ pub fn plan(args: &RunArgs, clock_cost_ns: f64) -> anyhow::Result<Plan> {
             cpu,
             allowed,
             fork_sizes_mib,
+            placements,
+            ring: bench::switch::RingOptions::default(),
         },
         timeout,
         wrapper_text: args.under.clone(),

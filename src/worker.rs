@@ -115,6 +115,18 @@ fn run_in_worker(id: &str, opts: WorkerOptions) -> Vec<BenchResult> {
 
 /// Statistics, outliers, disturbance and notes for one outcome.
 pub fn finalize(o: Outcome, allowed: &[usize]) -> BenchResult {
+    if let Some(e) = o.error {
+        let mut r = BenchResult::not_measured(
+            &o.id,
+            &o.definition,
+            match e {
+                BenchError::Skipped(reason) => Status::Skipped { reason },
+                BenchError::Failed(reason) => Status::Failed { reason },
+            },
+        );
+        r.params = o.params;
+        return r;
+    }
     let mut m = o.measurement;
     // Picoseconds are below any clock's resolution; rounding keeps result files small.
     for x in &mut m.samples_ns {
@@ -144,7 +156,7 @@ pub fn finalize(o: Outcome, allowed: &[usize]) -> BenchResult {
         disturbed.phase_samples = p.samples;
         disturbed.phase_shift_pct = Some(p.shift * 100.0);
         notes.push(format!(
-            "the machine changed under the benchmark: {:.0}% of samples sat {:+.0}% above the rest (a slow phase; nothing in this VM was busy unless flagged)",
+            "two levels: {:.0}% of samples ran {:+.0}% slower than the rest (a phase of the machine, or of the scheduler's placement)",
             100.0 * p.samples as f64 / m.samples_ns.len().max(1) as f64,
             p.shift * 100.0
         ));

@@ -6,6 +6,7 @@
 
 pub mod call;
 pub mod spawn;
+pub mod switch;
 pub mod syscall;
 pub mod timer;
 
@@ -47,6 +48,12 @@ pub struct WorkerOptions {
     /// Resident sizes of the parent for spawn/fork-rss, MiB.
     #[serde(default = "default_fork_sizes")]
     pub fork_sizes_mib: Vec<u64>,
+    /// Placements of two-party benchmarks.
+    #[serde(default = "switch::default_places")]
+    pub placements: Vec<switch::Place>,
+    /// The lat_ctx ring's processes and sizes.
+    #[serde(default)]
+    pub ring: switch::RingOptions,
 }
 
 pub fn default_fork_sizes() -> Vec<u64> {
@@ -101,6 +108,37 @@ pub struct Outcome {
     /// Involuntary switches are part of the operation (a forked child preempting its parent),
     /// so they do not make the result disturbed.
     pub preemption_expected: bool,
+    /// This part of a benchmark could not be measured (one placement, one ring size).
+    pub error: Option<BenchError>,
+}
+
+impl Outcome {
+    /// An outcome that carries only why it has no numbers.
+    pub fn failed(id: String, bench: &Benchmark, e: BenchError) -> Outcome {
+        Outcome {
+            id,
+            params: BTreeMap::new(),
+            definition: bench.definition.to_string(),
+            placement: Placement::Free,
+            measurement: Measurement {
+                samples_ns: vec![],
+                ends_ns: vec![],
+                preempted: vec![],
+                batch: crate::model::Batch {
+                    batched: false,
+                    size: 0,
+                },
+                baseline_ns: 0.0,
+                phase: None,
+            },
+            used_cpus: vec![],
+            cpu_before: vec![],
+            cpu_after: vec![],
+            notes: vec![],
+            preemption_expected: false,
+            error: Some(e),
+        }
+    }
 }
 
 impl Ctx {
@@ -120,6 +158,19 @@ impl Ctx {
         let (m, _) = self.sampler.batched(op, baseline);
         let after = noise::read_proc_stat();
         self.outcome(bench, m, before, after)
+    }
+
+    /// Measure a cheap operation that can fail (a peer that died) in batches, with the empty
+    /// loop as baseline, where the caller has placed the parties.
+    pub fn batched_fallible(
+        &self,
+        bench: &Benchmark,
+        op: &mut dyn FnMut(u64) -> Result<(), BenchError>,
+    ) -> Result<Outcome, BenchError> {
+        let before = noise::read_proc_stat();
+        let (m, _) = self.sampler.batched_fallible(op, &mut empty_loop)?;
+        let after = noise::read_proc_stat();
+        Ok(self.outcome(bench, m, before, after))
     }
 
     /// Measure an operation that times itself, one per sample, on the pinned CPU.
@@ -164,6 +215,7 @@ impl Ctx {
             cpu_after: after,
             notes: vec![],
             preemption_expected: false,
+            error: None,
         }
     }
 }
@@ -203,6 +255,7 @@ pub fn registry() -> Vec<&'static Benchmark> {
         .chain(timer::BENCHMARKS)
         .chain(syscall::BENCHMARKS)
         .chain(spawn::BENCHMARKS)
+        .chain(switch::BENCHMARKS)
         .collect()
 }
 

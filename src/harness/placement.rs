@@ -23,6 +23,15 @@ pub fn pin_current_thread(cpu: usize) -> Result<(), String> {
     sched_setaffinity(Pid::from_raw(0), &set).map_err(|e| format!("cannot pin to CPU {cpu}: {e}"))
 }
 
+/// Allow the calling thread every CPU in `cpus` (unpinned placement).
+pub fn allow_cpus(cpus: &[usize]) -> Result<(), String> {
+    let mut set = CpuSet::new();
+    for &c in cpus {
+        set.set(c).map_err(|e| format!("CPU {c}: {e}"))?;
+    }
+    sched_setaffinity(Pid::from_raw(0), &set).map_err(|e| format!("cannot set affinity: {e}"))
+}
+
 /// The CPU a benchmark is pinned to when the user does not say: the last allowed one. CPU 0
 /// takes more interrupts (timers, virtio) on most VMs, so the last one is the quieter choice.
 pub fn default_cpu(allowed: &[usize]) -> Option<usize> {

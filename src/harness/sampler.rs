@@ -15,6 +15,8 @@
 //! The sampler is generic over the clock and the preemption probe so tests drive it with a fake
 //! clock and get exact answers.
 
+use std::convert::Infallible;
+
 use super::clock::Clock;
 use super::noise::PreemptionProbe;
 use crate::model::Batch;
@@ -131,6 +133,16 @@ pub enum StopReason {
     MaxSamples,
 }
 
+/// A batch of n operations that may fail.
+pub type Op<'a, E> = dyn FnMut(u64) -> Result<(), E> + 'a;
+
+fn infallible<T>(r: Result<T, Infallible>) -> T {
+    match r {
+        Ok(v) => v,
+        Err(e) => match e {},
+    }
+}
+
 pub struct Sampler<C: Clock, P: PreemptionProbe> {
     pub clock: C,
     pub probe: P,
@@ -185,27 +197,27 @@ impl<C: Clock, P: PreemptionProbe> Sampler<C, P> {
         Sampler { clock, probe, cfg }
     }
 
-    fn time_batch(&self, op: &mut dyn FnMut(u64), n: u64) -> (u64, bool) {
+    fn time_batch<E>(&self, op: &mut Op<'_, E>, n: u64) -> Result<(u64, bool), E> {
         let sw0 = self.probe.involuntary_switches();
         let t0 = self.clock.now_ns();
-        op(n);
+        op(n)?;
         let t1 = self.clock.now_ns();
         let sw1 = self.probe.involuntary_switches();
-        (t1.saturating_sub(t0), sw1 > sw0)
+        Ok((t1.saturating_sub(t0), sw1 > sw0))
     }
 
     /// Smallest power of two whose batch lasts at least the target, then scaled to the target.
-    fn batch_size(&self, op: &mut dyn FnMut(u64)) -> u64 {
+    fn batch_size<E>(&self, op: &mut Op<'_, E>) -> Result<u64, E> {
         let target = self.cfg.target_batch_ns.max(1);
         let mut n: u64 = 1;
         loop {
-            let (t, _) = self.time_batch(op, n);
+            let (t, _) = self.time_batch(op, n)?;
             if t >= target / 4 || n >= 1 << 40 {
                 if t == 0 {
-                    return n;
+                    return Ok(n);
                 }
                 let scaled = (n as f64 * target as f64 / t as f64).round() as u64;
-                return scaled.clamp(1, 1 << 40);
+                return Ok(scaled.clamp(1, 1 << 40));
             }
             n = n.saturating_mul(if t == 0 { 16 } else { 2 });
         }
@@ -213,8 +225,12 @@ impl<C: Clock, P: PreemptionProbe> Sampler<C, P> {
 
     /// Per-operation median of the loop without the operation, timed at batch size `n`.
     fn baseline(&self, baseline: &mut dyn FnMut(u64), n: u64) -> f64 {
+        let mut base = |k: u64| -> Result<(), Infallible> {
+            baseline(k);
+            Ok(())
+        };
         let per_op: Vec<f64> = (0..21)
-            .map(|_| self.time_batch(baseline, n).0 as f64 / n as f64)
+            .map(|_| infallible(self.time_batch(&mut base, n)).0 as f64 / n as f64)
             .collect();
         stats::median(&per_op)
     }
@@ -226,17 +242,31 @@ impl<C: Clock, P: PreemptionProbe> Sampler<C, P> {
         op: &mut dyn FnMut(u64),
         baseline: &mut dyn FnMut(u64),
     ) -> (Measurement, StopReason) {
-        let n = self.batch_size(op);
+        let mut op = |n: u64| -> Result<(), Infallible> {
+            op(n);
+            Ok(())
+        };
+        infallible(self.batched_fallible(&mut op, baseline))
+    }
+
+    /// As `batched`, for an operation that can fail (a peer that died): the first error ends
+    /// sampling and is returned.
+    pub fn batched_fallible<E>(
+        &self,
+        op: &mut Op<'_, E>,
+        baseline: &mut dyn FnMut(u64),
+    ) -> Result<(Measurement, StopReason), E> {
+        let n = self.batch_size(op)?;
         let warm_start = self.clock.now_ns();
         while self.clock.now_ns().saturating_sub(warm_start) < self.cfg.warmup_ns {
-            self.time_batch(op, n);
+            self.time_batch(op, n)?;
         }
         let base = self.baseline(baseline, n);
         let start = self.clock.now_ns();
         let mut rule = StopRule::new(self.cfg);
         let (mut samples, mut ends, mut preempted) = (Vec::new(), Vec::new(), Vec::new());
         let reason = loop {
-            let (t, pre) = self.time_batch(op, n);
+            let (t, pre) = self.time_batch(op, n)?;
             if pre {
                 preempted.push(samples.len());
             }
@@ -250,10 +280,10 @@ impl<C: Clock, P: PreemptionProbe> Sampler<C, P> {
             batched: true,
             size: n,
         };
-        (
+        Ok((
             Measurement::finish(samples, ends, preempted, batch, base),
             reason,
-        )
+        ))
     }
 
     /// Time an operation that times itself: `op` performs one operation and returns its

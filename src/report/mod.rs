@@ -8,6 +8,7 @@ pub mod history;
 pub mod json;
 pub mod markdown;
 pub mod table;
+pub mod xgraph;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

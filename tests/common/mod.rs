@@ -162,3 +162,26 @@ pub fn result<'a>(run: &'a serde_json::Value, id: &str) -> &'a serde_json::Value
 pub fn median(run: &serde_json::Value, id: &str) -> f64 {
     result(run, id)["stats"]["median"].as_f64().unwrap()
 }
+
+/// Parent pid of a process, from /proc/PID/stat.
+pub fn ppid_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may hold spaces: split after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Tagged processes whose parent is also tagged and whose grandparent is `root`: what a
+/// worker (child of `root`) forked.
+pub fn grandchildren(tag: &str, root: i32) -> Vec<i32> {
+    let tagged = tagged_processes(tag);
+    tagged
+        .iter()
+        .copied()
+        .filter(|&p| {
+            ppid_of(p).is_some_and(|parent| {
+                parent != root && tagged.contains(&parent) && ppid_of(parent) == Some(root)
+            })
+        })
+        .collect()
+}

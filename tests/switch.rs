@@ -1,0 +1,195 @@
+//! switch/: invariants (cross-CPU costs more than same-CPU; a bigger working set never makes a
+//! ring cheaper), lat_ctx's output format, a killed peer failing its benchmark instead of
+//! hanging it, and SIGTERM in the middle of a ring leaving no process.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+
+#[test]
+fn cross_cpu_ping_pong_costs_more_than_same_cpu() {
+    if allowed_cpus().len() < 2 {
+        eprintln!("one CPU: no cross placement");
+        return;
+    }
+    let _g = measuring();
+    let (_, run) = run_json(
+        &unique_tag("places"),
+        &[
+            "--quick",
+            "--placement",
+            "same,cross",
+            "switch/pipe-proc",
+            "switch/futex-thread",
+        ],
+    );
+    for b in ["switch/pipe-proc", "switch/futex-thread"] {
+        let same = median(&run, &format!("{b}@same"));
+        let cross = median(&run, &format!("{b}@cross"));
+        assert!(cross > same, "{b}: cross {cross} <= same {same}");
+        let r = result(&run, &format!("{b}@cross"));
+        assert_eq!(r["placement"]["kind"], "cross");
+        assert_eq!(r["placement"]["cpus"].as_array().unwrap().len(), 2);
+        assert!(r["params"]["per_switch_median_ns"].as_f64().unwrap() > 0.0);
+    }
+    let y = result(&run, "switch/futex-thread@same");
+    assert_eq!(y["placement"]["kind"], "same");
+}
+
+#[test]
+fn ctx_prints_lat_ctx_format_and_a_bigger_working_set_costs_at_least_as_much() {
+    let _g = measuring();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("ctx.json");
+    let out = oscost(&unique_tag("ctx"))
+        .args([
+            "ctx", "-s", "0", "-s", "64", "-N", "300", "2", "16", "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    // lat_ctx: blank line, "size=Sk ovr=X, then "N cost" lines.
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 8, "{text}");
+    for block in lines.chunks(4) {
+        assert_eq!(block[0], "");
+        assert!(
+            block[1].starts_with("\"size=") && block[1].contains("k ovr="),
+            "{text}"
+        );
+        for l in &block[2..] {
+            let f: Vec<&str> = l.split(' ').collect();
+            assert_eq!(f.len(), 2, "{l}");
+            f[0].parse::<u32>().unwrap();
+            f[1].parse::<f64>().unwrap();
+        }
+    }
+    assert!(String::from_utf8_lossy(&out.stderr).contains("95% CI"));
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let s0 = median(&run, "switch/ring/n16-s0k");
+    let s64 = median(&run, "switch/ring/n16-s64k");
+    // Summing 64 KB per hop costs cache misses the overhead (hot caches) does not have.
+    assert!(
+        s64 >= s0 * 0.9,
+        "ring of 16: 64 KB {s64} < 0 KB {s0} beyond noise"
+    );
+}
+
+#[test]
+fn ctx_refuses_bad_arguments() {
+    for args in [
+        vec!["ctx"],
+        vec!["ctx", "1"],
+        vec!["ctx", "-s", "x", "4"],
+        vec!["ctx", "-P", "0", "4"],
+    ] {
+        let out = oscost("ctx-bad").args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+}
+
+/// Kill the worker's child (the peer) while the benchmark runs: the result must say so.
+fn killed_peer_fails(bench: &str, expect: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("peer.json");
+    let tag = unique_tag("peer");
+    let child = oscost(&tag)
+        .args([
+            "run",
+            "--no-save",
+            "--placement",
+            "same",
+            "--budget",
+            "20",
+            "--samples",
+            "10000000",
+            bench,
+            "--json",
+        ])
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let root = child.id() as i32;
+    let t0 = Instant::now();
+    let peers = loop {
+        let p = grandchildren(&tag, root);
+        if !p.is_empty() || t0.elapsed() > Duration::from_secs(5) {
+            break p;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(
+        peers.len(),
+        1,
+        "{bench}: expected one peer, found {peers:?}"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    unsafe { libc::kill(peers[0], libc::SIGKILL) };
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert!(
+        t0.elapsed() < Duration::from_secs(10),
+        "{bench}: waited for its budget"
+    );
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let r = result(&run, &format!("{bench}@same"));
+    assert_eq!(r["status"]["state"], "failed", "{r}");
+    assert!(
+        r["status"]["reason"].as_str().unwrap().contains(expect),
+        "{r}"
+    );
+    assert!(wait_until_gone(&tag, Duration::from_millis(500)).is_empty());
+}
+
+#[test]
+fn a_killed_peer_fails_the_benchmark_with_a_reason() {
+    let _g = measuring();
+    killed_peer_fails("switch/pipe-proc", "peer process exited");
+    // No end of file with eventfds: the watchdog notices.
+    killed_peer_fails("switch/eventfd-proc", "peer process died");
+    killed_peer_fails("switch/futex-proc", "peer process died");
+}
+
+#[test]
+fn sigterm_mid_ring_leaves_no_process() {
+    let _g = measuring();
+    let tag = unique_tag("ring-term");
+    let mut child = oscost(&tag)
+        .args(["ctx", "256", "512"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the ring is up (hundreds of tagged processes), then stop it.
+    let t0 = Instant::now();
+    while tagged_processes(&tag).len() < 100 && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        tagged_processes(&tag).len() >= 100,
+        "the ring never came up"
+    );
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let t1 = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            t1.elapsed() < Duration::from_secs(1),
+            "not gone 1 s after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let left = wait_until_gone(&tag, Duration::from_millis(500));
+    assert!(left.is_empty(), "{} ring processes left", left.len());
+}

@@ -158,6 +158,8 @@ pub fn plan(args: &RunArgs, clock_cost_ns: f64) -> anyhow::Result<Plan> {
             fork_sizes_mib,
             placements,
             ring: bench::switch::RingOptions::default(),
+            mq_name: bench::default_mq_name(),
+            scratch_dir: None,
         },
         timeout,
         wrapper_text: args.under.clone(),
@@ -199,11 +201,18 @@ struct Session {
     started_at: String,
     opts: WorkerOptions,
     exe: std::path::PathBuf,
+    /// Benchmarks' temporary files live here; removed when the session ends, however it ends.
+    _scratch: tempfile::TempDir,
 }
 
 fn session(plan: &Plan) -> anyhow::Result<Session> {
     let clock = clock::calibrate();
     let mut opts = plan.opts.clone();
+    let scratch = tempfile::Builder::new()
+        .prefix("oscost-")
+        .tempdir()
+        .context("cannot create a temporary directory")?;
+    opts.scratch_dir = Some(scratch.path().to_path_buf());
     opts.sampler.clock_cost_ns = clock.cost_ns;
     opts.sampler.target_batch_ns = sampler::target_batch_ns(clock.cost_ns);
     if cfg!(debug_assertions) {
@@ -217,6 +226,7 @@ fn session(plan: &Plan) -> anyhow::Result<Session> {
         clock,
         opts,
         exe: std::env::current_exe().context("cannot find the oscost executable")?,
+        _scratch: scratch,
     })
 }
 

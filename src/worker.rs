@@ -151,15 +151,10 @@ pub fn finalize(o: Outcome, allowed: &[usize]) -> BenchResult {
         m.samples_ns.len(),
         Thresholds::default(),
     );
-    let mut notes = o.notes;
+    let notes = o.notes;
     if let Some(p) = &m.phase {
         disturbed.phase_samples = p.samples;
         disturbed.phase_shift_pct = Some(p.shift * 100.0);
-        notes.push(format!(
-            "two levels: {:.0}% of samples ran {:+.0}% slower than the rest (a phase of the machine, or of the scheduler's placement)",
-            100.0 * p.samples as f64 / m.samples_ns.len().max(1) as f64,
-            p.shift * 100.0
-        ));
     }
     BenchResult {
         family: family_of(&o.id).to_string(),
@@ -219,6 +214,26 @@ impl Coordinator {
         opts: &WorkerOptions,
     ) -> Result<Vec<BenchResult>, Interrupted> {
         self.check_interrupted()?;
+        let ipc_before = crate::harness::ipc_guard::snapshot();
+        let started = crate::harness::ipc_guard::now_secs();
+        let r = self.run_worker(b, opts);
+        // Whatever happened to the worker, nothing it made in the kernel stays behind.
+        let removed = crate::harness::ipc_guard::clean(&ipc_before, started, &opts.mq_name);
+        if !removed.is_empty() {
+            eprintln!(
+                "oscost: removed what {} left behind: {}",
+                b.id,
+                removed.join(", ")
+            );
+        }
+        r
+    }
+
+    fn run_worker(
+        &self,
+        b: &Benchmark,
+        opts: &WorkerOptions,
+    ) -> Result<Vec<BenchResult>, Interrupted> {
         let failed = |reason: String| {
             vec![BenchResult::not_measured(
                 b.id,

@@ -5,6 +5,8 @@
 //! in that family's `BENCHMARKS` list.
 
 pub mod call;
+pub mod ipc;
+pub mod mem;
 pub mod spawn;
 pub mod switch;
 pub mod syscall;
@@ -54,6 +56,17 @@ pub struct WorkerOptions {
     /// The lat_ctx ring's processes and sizes.
     #[serde(default)]
     pub ring: switch::RingOptions,
+    /// Name of the POSIX message queue a worker may create (unlinked at once, and again by
+    /// the coordinator after the worker).
+    #[serde(default = "default_mq_name")]
+    pub mq_name: String,
+    /// A private directory for temporary files, removed by the coordinator.
+    #[serde(default)]
+    pub scratch_dir: Option<std::path::PathBuf>,
+}
+
+pub fn default_mq_name() -> String {
+    format!("/oscost-{}", std::process::id())
 }
 
 pub fn default_fork_sizes() -> Vec<u64> {
@@ -256,6 +269,8 @@ pub fn registry() -> Vec<&'static Benchmark> {
         .chain(syscall::BENCHMARKS)
         .chain(spawn::BENCHMARKS)
         .chain(switch::BENCHMARKS)
+        .chain(ipc::BENCHMARKS)
+        .chain(mem::BENCHMARKS)
         .collect()
 }
 

@@ -441,10 +441,10 @@ fn exec_chain(ctx: &Ctx, b: &Benchmark) -> R {
     drop(h);
     o.params.insert("chain".into(), json!(EXEC_CHAIN));
     o.params.insert("chain_overhead_ns".into(), json!(base_ns));
-    o.notes.push(format!(
-        "per execve: (time of a chain of {EXEC_CHAIN} re-executions - {:.1} us for fork, first exec, exit and wait) / {EXEC_CHAIN}",
+    o.definition = format!(
+        "one execve of a tiny static program: (a chain of {EXEC_CHAIN} re-executions - {:.1} us for its fork, first exec, exit and wait) / {EXEC_CHAIN}",
         base_ns / 1e3
-    ));
+    );
     Ok(vec![spawned(o)])
 }
 

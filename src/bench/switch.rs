@@ -136,7 +136,7 @@ impl Default for RingOptions {
 
 type R = Result<Vec<Outcome>, BenchError>;
 
-fn errno() -> std::io::Error {
+pub(crate) fn errno() -> std::io::Error {
     std::io::Error::last_os_error()
 }
 
@@ -180,7 +180,7 @@ fn place_self(ctx: &Ctx, cpu: Option<usize>) -> Result<(), BenchError> {
     .map_err(BenchError::Failed)
 }
 
-fn pipe() -> Result<[i32; 2], BenchError> {
+pub(crate) fn pipe() -> Result<[i32; 2], BenchError> {
     let mut fds = [0; 2];
     // SAFETY: valid out array of two ints.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -189,14 +189,14 @@ fn pipe() -> Result<[i32; 2], BenchError> {
     Ok(fds)
 }
 
-fn close(fd: i32) {
+pub(crate) fn close(fd: i32) {
     // SAFETY: closing an fd this module opened.
     unsafe { libc::close(fd) };
 }
 
 /// Write one byte; false on failure.
 #[inline(always)]
-fn put(fd: i32) -> bool {
+pub(crate) fn put(fd: i32) -> bool {
     let b = 1u8;
     // SAFETY: one byte from a live local.
     unsafe { libc::write(fd, (&b as *const u8).cast(), 1) == 1 }
@@ -204,7 +204,7 @@ fn put(fd: i32) -> bool {
 
 /// Read one byte; false at end of file or on error.
 #[inline(always)]
-fn get(fd: i32) -> bool {
+pub(crate) fn get(fd: i32) -> bool {
     let mut b = 0u8;
     // SAFETY: one byte into a live local.
     unsafe { libc::read(fd, (&mut b as *mut u8).cast(), 1) == 1 }
@@ -212,7 +212,7 @@ fn get(fd: i32) -> bool {
 
 /// A forked peer process, killed and reaped on drop; a watchdog thread reaps it if it dies
 /// early, marks it dead and runs `nudge` to wake a master blocked on it.
-struct PeerProc {
+pub(crate) struct PeerProc {
     pid: libc::pid_t,
     dead: Arc<AtomicBool>,
     stopping: Arc<AtomicBool>,
@@ -222,7 +222,7 @@ struct PeerProc {
 impl PeerProc {
     /// Fork a child that pins itself and runs `body` (which must only make async-signal-safe
     /// calls and must not return normally unless the master went away).
-    fn spawn(
+    pub(crate) fn spawn(
         cpu: Option<usize>,
         allowed: &[usize],
         body: impl FnOnce(),
@@ -272,7 +272,7 @@ impl PeerProc {
         })
     }
 
-    fn check(&self) -> Result<(), BenchError> {
+    pub(crate) fn check(&self) -> Result<(), BenchError> {
         if self.dead.load(Ordering::Relaxed) {
             Err(BenchError::Failed(
                 "the peer process died during the benchmark".into(),
@@ -336,7 +336,7 @@ impl Drop for PeerThread {
 }
 
 /// Run a ping-pong benchmark under every requested placement.
-fn each_place(
+pub(crate) fn each_place(
     ctx: &Ctx,
     b: &Benchmark,
     one: impl Fn(&Ctx, &Benchmark, Option<usize>, Option<usize>) -> Result<Outcome, BenchError>,
@@ -448,7 +448,7 @@ fn unix_proc(ctx: &Ctx, b: &Benchmark) -> R {
     })
 }
 
-fn eventfd() -> Result<i32, BenchError> {
+pub(crate) fn eventfd() -> Result<i32, BenchError> {
     // SAFETY: plain syscall.
     let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
     if fd < 0 {
@@ -772,7 +772,7 @@ fn sumit(data: &[i32]) -> i32 {
 }
 
 /// Raise RLIMIT_NOFILE's soft limit to fit `needed` descriptors, or say why not.
-fn ensure_fds(needed: u64) -> Result<(), BenchError> {
+pub(crate) fn ensure_fds(needed: u64) -> Result<(), BenchError> {
     let mut rl = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,

@@ -2,6 +2,7 @@
 //! noise guards (DESIGN §3).
 
 pub mod clock;
+pub mod ipc_guard;
 pub mod noise;
 pub mod placement;
 pub mod sampler;

@@ -72,6 +72,11 @@ pub fn rows(run: &Run) -> (Vec<Row>, Vec<String>) {
                 );
                 flag.push(format!("disturbed [{n}]"));
             }
+            if let Some(shift) = r.disturbed.phase_shift_pct {
+                let share =
+                    100.0 * r.disturbed.phase_samples as f64 / r.samples_ns.len().max(1) as f64;
+                flag.push(format!("phase {shift:+.0}%@{share:.0}%"));
+            }
             for t in &r.notes {
                 warn = true;
                 flag.push(format!("note [{}]", note(&r.id, t)));
@@ -150,8 +155,19 @@ pub fn render(run: &Run, color: bool) -> String {
     for (i, n) in notes.iter().enumerate() {
         out.push_str(&format!("[{}] {n}\n", i + 1));
     }
+    if run
+        .results
+        .iter()
+        .any(|r| r.disturbed.phase_shift_pct.is_some())
+    {
+        out.push_str(PHASE_LEGEND);
+        out.push('\n');
+    }
     out
 }
+
+/// What a `phase +X%@Y%` flag means.
+pub const PHASE_LEGEND: &str = "phase +X%@Y%: Y% of the samples ran X% slower than the rest, in stretches of tens of ms or more: the machine (or, unpinned, the placement) changed during the benchmark; the median covers both levels";
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,471 @@
+//! ipc/: System V message queues, shared memory and semaphores, POSIX message queues, unix
+//! sockets and pipes: creating the objects, and moving a message through them in one process
+//! (the kernel's copy and bookkeeping, no switch) or between two (with the switches).
+//!
+//! No IPC object outlives oscost. Every SysV object is IPC_PRIVATE and removed as soon as the
+//! benchmark is done with it; the POSIX queue is unlinked right after it is opened (it lives
+//! while open). If a worker is killed in between, the coordinator removes what it created (see
+//! `harness::ipc_guard`). A limit that stops a benchmark (msgmni, shmmax, shmall) fails it with
+//! the limit named.
+
+use std::ffi::{CString, c_long, c_void};
+
+use serde_json::json;
+
+use super::switch::{self, PeerProc, close, errno, get, put};
+use super::{BenchError, Benchmark, Ctx, Outcome};
+
+pub static BENCHMARKS: &[Benchmark] = &[
+    Benchmark {
+        id: "ipc/msg-create",
+        definition: "msgget(IPC_PRIVATE) + msgctl(IPC_RMID): create and remove a SysV message queue",
+        default: true,
+        run: msg_create,
+    },
+    Benchmark {
+        id: "ipc/msg-roundtrip",
+        definition: "msgsnd + msgrcv of one message in one process (8 B and 1 KiB)",
+        default: true,
+        run: msg_roundtrip,
+    },
+    Benchmark {
+        id: "ipc/msg-pingpong",
+        definition: "round trip of an 8 B SysV message between two processes (type 1 out, type 2 back)",
+        default: true,
+        run: msg_pingpong,
+    },
+    Benchmark {
+        id: "ipc/shm-create",
+        definition: "shmget(IPC_PRIVATE) + shmctl(IPC_RMID) of a segment (4 KiB and 1 MiB)",
+        default: true,
+        run: shm_create,
+    },
+    Benchmark {
+        id: "ipc/shm-attach",
+        definition: "shmat + shmdt of a 64 KiB segment, untouched and with every page touched",
+        default: true,
+        run: shm_attach,
+    },
+    Benchmark {
+        id: "ipc/sem",
+        definition: "semop +1 then semop -1 on a SysV semaphore in one process",
+        default: true,
+        run: sem,
+    },
+    Benchmark {
+        id: "ipc/posix-mq",
+        definition: "mq_send + mq_receive of an 8 B message in one process",
+        default: true,
+        run: posix_mq,
+    },
+    Benchmark {
+        id: "ipc/unix-1b",
+        definition: "send + recv of 1 byte through a unix socketpair in one process",
+        default: true,
+        run: unix_1b,
+    },
+    Benchmark {
+        id: "ipc/unix-64k",
+        definition: "send + recv of 64 KiB through a unix socketpair in one process",
+        default: true,
+        run: unix_64k,
+    },
+    Benchmark {
+        id: "ipc/pipe-1b",
+        definition: "write + read of 1 byte through a pipe in one process",
+        default: true,
+        run: pipe_1b,
+    },
+];
+
+type R = Result<Vec<Outcome>, BenchError>;
+
+/// A failed get, with the limit that most likely stopped it.
+fn limit_error(what: &str, limit: &str) -> BenchError {
+    let e = errno();
+    let hint = match e.raw_os_error() {
+        Some(libc::ENOSPC) => format!(" (the system limit {limit} is reached)"),
+        Some(libc::EINVAL) => format!(" (the size is outside {limit})"),
+        Some(libc::ENOMEM) => " (out of memory for the object)".to_string(),
+        Some(libc::ENOSYS) => " (this kernel has no System V IPC)".to_string(),
+        _ => String::new(),
+    };
+    BenchError::Failed(format!("{what}: {e}{hint}"))
+}
+
+/// A private SysV message queue, removed on drop.
+struct MsgQueue(i32);
+
+impl MsgQueue {
+    fn new() -> Result<MsgQueue, BenchError> {
+        // SAFETY: plain syscall.
+        let id = unsafe { libc::msgget(libc::IPC_PRIVATE, libc::IPC_CREAT | 0o600) };
+        if id < 0 {
+            return Err(limit_error("msgget", "kernel.msgmni"));
+        }
+        Ok(MsgQueue(id))
+    }
+}
+
+impl Drop for MsgQueue {
+    fn drop(&mut self) {
+        // SAFETY: removing our own queue.
+        unsafe { libc::msgctl(self.0, libc::IPC_RMID, std::ptr::null_mut()) };
+    }
+}
+
+fn msg_create(ctx: &Ctx, b: &Benchmark) -> R {
+    Ok(vec![ctx.batched_fallible(b, &mut |n| {
+        for _ in 0..n {
+            drop(MsgQueue::new()?);
+        }
+        Ok(())
+    })?])
+}
+
+/// A message buffer: mtype then the text.
+fn msgbuf(text: usize) -> Vec<u8> {
+    let mut v = vec![0u8; std::mem::size_of::<c_long>() + text];
+    v[..std::mem::size_of::<c_long>()].copy_from_slice(&1i64.to_ne_bytes());
+    v
+}
+
+fn msg_roundtrip(ctx: &Ctx, b: &Benchmark) -> R {
+    let q = MsgQueue::new()?;
+    let mut outs = Vec::new();
+    for (name, size) in [("8B", 8usize), ("1KiB", 1024)] {
+        let mut buf = msgbuf(size);
+        let p = buf.as_mut_ptr();
+        let mut o = ctx.batched_fallible(b, &mut |n| {
+            for _ in 0..n {
+                // SAFETY: buf holds an mtype and `size` bytes.
+                let ok = unsafe {
+                    libc::msgsnd(q.0, p.cast(), size, 0) == 0
+                        && libc::msgrcv(q.0, p.cast(), size, 0, 0) == size as isize
+                };
+                if !ok {
+                    return Err(BenchError::failed("msgsnd/msgrcv", errno()));
+                }
+            }
+            Ok(())
+        })?;
+        o.id = format!("{}/{name}", b.id);
+        o.params.insert("bytes".into(), json!(size));
+        outs.push(o);
+    }
+    Ok(outs)
+}
+
+fn msg_pingpong(ctx: &Ctx, b: &Benchmark) -> R {
+    switch::each_place(ctx, b, |ctx, b, _, peer_cpu| {
+        let q = MsgQueue::new()?;
+        let qid = q.0;
+        let out = msgbuf(8);
+        let peer = PeerProc::spawn(
+            peer_cpu,
+            &ctx.opts.allowed,
+            move || {
+                let mut buf = [0u8; 16];
+                loop {
+                    // SAFETY: buf holds an mtype and 8 bytes.
+                    unsafe {
+                        if libc::msgrcv(qid, buf.as_mut_ptr().cast(), 8, 1, 0) != 8 {
+                            return;
+                        }
+                        buf[..8].copy_from_slice(&2i64.to_ne_bytes());
+                        if libc::msgsnd(qid, buf.as_ptr().cast(), 8, 0) != 0 {
+                            return;
+                        }
+                    }
+                }
+            },
+            // Wakes the master if the peer dies: a reply it will see is not from the peer.
+            move || {
+                let mut buf = [0u8; 16];
+                buf[..8].copy_from_slice(&2i64.to_ne_bytes());
+                // SAFETY: as above.
+                unsafe { libc::msgsnd(qid, buf.as_ptr().cast(), 8, libc::IPC_NOWAIT) };
+            },
+        )?;
+        let mut back = msgbuf(8);
+        let r = ctx.batched_fallible(b, &mut |n| {
+            for _ in 0..n {
+                // SAFETY: buffers hold an mtype and 8 bytes.
+                let ok = unsafe {
+                    libc::msgsnd(qid, out.as_ptr().cast(), 8, 0) == 0
+                        && libc::msgrcv(qid, back.as_mut_ptr().cast(), 8, 2, 0) == 8
+                };
+                if !ok {
+                    return Err(BenchError::failed("msgsnd/msgrcv", errno()));
+                }
+                peer.check()?;
+            }
+            Ok(())
+        });
+        drop(peer);
+        drop(q);
+        r
+    })
+}
+
+/// A private SysV shared memory segment, removed on drop.
+struct Shm(i32);
+
+impl Shm {
+    fn new(size: usize) -> Result<Shm, BenchError> {
+        // SAFETY: plain syscall.
+        let id = unsafe { libc::shmget(libc::IPC_PRIVATE, size, libc::IPC_CREAT | 0o600) };
+        if id < 0 {
+            return Err(limit_error(
+                &format!("shmget of {size} bytes"),
+                "kernel.shmmax / shmall / shmmni",
+            ));
+        }
+        Ok(Shm(id))
+    }
+}
+
+impl Drop for Shm {
+    fn drop(&mut self) {
+        // SAFETY: removing our own segment.
+        unsafe { libc::shmctl(self.0, libc::IPC_RMID, std::ptr::null_mut()) };
+    }
+}
+
+fn shm_create(ctx: &Ctx, b: &Benchmark) -> R {
+    let mut outs = Vec::new();
+    for (name, size) in [("4KiB", 4096usize), ("1MiB", 1 << 20)] {
+        let mut o = ctx.batched_fallible(b, &mut |n| {
+            for _ in 0..n {
+                drop(Shm::new(size)?);
+            }
+            Ok(())
+        })?;
+        o.id = format!("{}/{name}", b.id);
+        o.params.insert("bytes".into(), json!(size));
+        outs.push(o);
+    }
+    Ok(outs)
+}
+
+fn shm_attach(ctx: &Ctx, b: &Benchmark) -> R {
+    const SIZE: usize = 64 * 1024;
+    let shm = Shm::new(SIZE)?;
+    let mut outs = Vec::new();
+    for (name, touch) in [("untouched", false), ("touched", true)] {
+        let mut o = ctx.batched_fallible(b, &mut |n| {
+            for _ in 0..n {
+                // SAFETY: attach our segment anywhere, touch inside it, detach.
+                unsafe {
+                    let p = libc::shmat(shm.0, std::ptr::null(), 0);
+                    if p as isize == -1 {
+                        return Err(BenchError::failed("shmat", errno()));
+                    }
+                    if touch {
+                        for off in (0..SIZE).step_by(4096) {
+                            (p as *mut u8).add(off).write_volatile(1);
+                        }
+                    }
+                    libc::shmdt(p);
+                }
+            }
+            Ok(())
+        })?;
+        o.id = format!("{}/{name}", b.id);
+        o.params.insert("bytes".into(), json!(SIZE));
+        o.params.insert("touched".into(), json!(touch));
+        outs.push(o);
+    }
+    Ok(outs)
+}
+
+fn sem(ctx: &Ctx, b: &Benchmark) -> R {
+    // SAFETY: plain syscall.
+    let id = unsafe { libc::semget(libc::IPC_PRIVATE, 1, libc::IPC_CREAT | 0o600) };
+    if id < 0 {
+        return Err(limit_error("semget", "kernel.sem"));
+    }
+    struct Rm(i32);
+    impl Drop for Rm {
+        fn drop(&mut self) {
+            // SAFETY: removing our own set.
+            unsafe { libc::semctl(self.0, 0, libc::IPC_RMID) };
+        }
+    }
+    let _rm = Rm(id);
+    let mut up = libc::sembuf {
+        sem_num: 0,
+        sem_op: 1,
+        sem_flg: 0,
+    };
+    let mut down = libc::sembuf {
+        sem_num: 0,
+        sem_op: -1,
+        sem_flg: 0,
+    };
+    Ok(vec![ctx.batched_fallible(b, &mut |n| {
+        for _ in 0..n {
+            // SAFETY: one valid sembuf each.
+            if unsafe { libc::semop(id, &mut up, 1) != 0 || libc::semop(id, &mut down, 1) != 0 } {
+                return Err(BenchError::failed("semop", errno()));
+            }
+        }
+        Ok(())
+    })?])
+}
+
+fn posix_mq(ctx: &Ctx, b: &Benchmark) -> R {
+    let name = CString::new(ctx.opts.mq_name.clone())
+        .map_err(|_| BenchError::Failed("bad queue name".into()))?;
+    let mut attr: libc::mq_attr = unsafe { std::mem::zeroed() };
+    attr.mq_maxmsg = 8;
+    attr.mq_msgsize = 64;
+    // SAFETY: valid name and attributes.
+    let q = unsafe {
+        libc::mq_open(
+            name.as_ptr(),
+            libc::O_CREAT | libc::O_EXCL | libc::O_RDWR | libc::O_CLOEXEC,
+            0o600 as libc::mode_t,
+            &attr as *const libc::mq_attr,
+        )
+    };
+    if q < 0 {
+        let e = errno();
+        return Err(match e.raw_os_error() {
+            Some(libc::ENOSYS) => {
+                BenchError::Skipped("this kernel has no POSIX message queues".into())
+            }
+            Some(libc::EMFILE) | Some(libc::ENFILE) | Some(libc::ENOMEM) => BenchError::Failed(
+                format!("mq_open: {e} (fs.mqueue.queues_max or RLIMIT_MSGQUEUE reached)"),
+            ),
+            _ => BenchError::failed("mq_open", e),
+        });
+    }
+    // The name goes at once: the queue lives while it is open, and nothing is left behind.
+    // SAFETY: the name we created.
+    unsafe { libc::mq_unlink(name.as_ptr()) };
+    let msg = [7u8; 8];
+    let mut rbuf = [0u8; 64];
+    let r = ctx.batched_fallible(b, &mut |n| {
+        for _ in 0..n {
+            // SAFETY: valid queue and buffers of the stated sizes.
+            let ok = unsafe {
+                libc::mq_send(q, msg.as_ptr().cast(), 8, 0) == 0
+                    && libc::mq_receive(q, rbuf.as_mut_ptr().cast(), 64, std::ptr::null_mut()) == 8
+            };
+            if !ok {
+                return Err(BenchError::failed("mq_send/mq_receive", errno()));
+            }
+        }
+        Ok(())
+    });
+    // SAFETY: closing our queue.
+    unsafe { libc::mq_close(q) };
+    Ok(vec![r?])
+}
+
+fn socketpair() -> Result<[i32; 2], BenchError> {
+    let mut sv = [0; 2];
+    // SAFETY: valid out array.
+    if unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+            0,
+            sv.as_mut_ptr(),
+        )
+    } != 0
+    {
+        return Err(BenchError::failed("socketpair", errno()));
+    }
+    Ok(sv)
+}
+
+fn unix_1b(ctx: &Ctx, b: &Benchmark) -> R {
+    let sv = socketpair()?;
+    let r = ctx.batched_fallible(b, &mut |n| {
+        for _ in 0..n {
+            if !(put(sv[0]) && get(sv[1])) {
+                return Err(BenchError::failed("send/recv", errno()));
+            }
+        }
+        Ok(())
+    });
+    close(sv[0]);
+    close(sv[1]);
+    Ok(vec![r?])
+}
+
+fn unix_64k(ctx: &Ctx, b: &Benchmark) -> R {
+    const SIZE: usize = 64 * 1024;
+    let sv = socketpair()?;
+    let buf = 256 * 1024i32;
+    for fd in sv {
+        // SAFETY: setting buffer sizes on our sockets so 64 KiB fits without blocking.
+        unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_SNDBUF,
+                (&buf as *const i32).cast(),
+                4,
+            );
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUF,
+                (&buf as *const i32).cast(),
+                4,
+            );
+        }
+    }
+    let out = vec![1u8; SIZE];
+    let mut inb = vec![0u8; SIZE];
+    let r = ctx.batched_fallible(b, &mut |n| {
+        for _ in 0..n {
+            let mut sent = 0;
+            while sent < SIZE {
+                // SAFETY: within `out`.
+                let k = unsafe {
+                    libc::send(sv[0], out[sent..].as_ptr() as *const c_void, SIZE - sent, 0)
+                };
+                if k <= 0 {
+                    return Err(BenchError::failed("send", errno()));
+                }
+                sent += k as usize;
+                let mut got = 0;
+                while got < sent {
+                    // SAFETY: within `inb`.
+                    let k = unsafe {
+                        libc::recv(sv[1], inb[got..].as_mut_ptr() as *mut c_void, sent - got, 0)
+                    };
+                    if k <= 0 {
+                        return Err(BenchError::failed("recv", errno()));
+                    }
+                    got += k as usize;
+                }
+            }
+        }
+        Ok(())
+    });
+    close(sv[0]);
+    close(sv[1]);
+    let mut o = r?;
+    o.params.insert("bytes".into(), json!(SIZE));
+    Ok(vec![o])
+}
+
+fn pipe_1b(ctx: &Ctx, b: &Benchmark) -> R {
+    let p = switch::pipe()?;
+    let r = ctx.batched_fallible(b, &mut |n| {
+        for _ in 0..n {
+            if !(put(p[1]) && get(p[0])) {
+                return Err(BenchError::failed("pipe write/read", errno()));
+            }
+        }
+        Ok(())
+    });
+    close(p[0]);
+    close(p[1]);
+    Ok(vec![r?])
+}

@@ -1,0 +1,157 @@
+//! What a worker may leave behind in the kernel's IPC namespaces, and its removal. Benchmarks
+//! remove their objects themselves; this is for a worker that was killed (timeout, interrupt,
+//! crash) between creating an object and removing it. The coordinator snapshots the SysV
+//! object ids before a worker starts and afterwards removes every new object that is
+//! IPC_PRIVATE (key 0), created by this user, since the worker started. It also unlinks the
+//! run's POSIX queue name. `/proc/sysvipc` gives no creator pid for queues and semaphores, so
+//! a private object another program of the same user created in that same window would be
+//! removed too; oscost accepts that rare risk over leaking objects that live until reboot.
+
+use std::collections::HashSet;
+
+/// SysV object ids present at some moment.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Snapshot {
+    pub msg: HashSet<i64>,
+    pub shm: HashSet<i64>,
+    pub sem: HashSet<i64>,
+}
+
+/// One row of /proc/sysvipc/{msg,shm,sem}.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Object {
+    pub key: i64,
+    pub id: i64,
+    pub cuid: u32,
+    pub ctime: i64,
+}
+
+/// Columns of key, id, cuid and ctime in each table.
+fn columns(kind: &str) -> (usize, usize, usize, usize) {
+    match kind {
+        "msg" => (0, 1, 9, 13),
+        "shm" => (0, 1, 9, 13),
+        _ => (0, 1, 6, 9), // sem
+    }
+}
+
+pub fn parse(kind: &str, text: &str) -> Vec<Object> {
+    let (k, i, u, c) = columns(kind);
+    text.lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            Some(Object {
+                key: f.get(k)?.parse().ok()?,
+                id: f.get(i)?.parse().ok()?,
+                cuid: f.get(u)?.parse().ok()?,
+                ctime: f.get(c)?.parse().ok()?,
+            })
+        })
+        .collect()
+}
+
+fn read(kind: &str) -> Vec<Object> {
+    std::fs::read_to_string(format!("/proc/sysvipc/{kind}"))
+        .map(|t| parse(kind, &t))
+        .unwrap_or_default()
+}
+
+pub fn snapshot() -> Snapshot {
+    let ids = |k| read(k).into_iter().map(|o| o.id).collect();
+    Snapshot {
+        msg: ids("msg"),
+        shm: ids("shm"),
+        sem: ids("sem"),
+    }
+}
+
+/// Objects in `now` that a worker started at `since` (seconds) could have made.
+pub fn leftovers(before: &HashSet<i64>, now: &[Object], uid: u32, since: i64) -> Vec<i64> {
+    now.iter()
+        .filter(|o| !before.contains(&o.id) && o.key == 0 && o.cuid == uid && o.ctime >= since - 1)
+        .map(|o| o.id)
+        .collect()
+}
+
+/// Remove what the worker left; returns a description of each removed object.
+pub fn clean(before: &Snapshot, since: i64, mq_name: &str) -> Vec<String> {
+    // SAFETY: plain syscalls on ids read from /proc, and a name we own.
+    let uid = unsafe { libc::geteuid() };
+    let mut removed = Vec::new();
+    for id in leftovers(&before.msg, &read("msg"), uid, since) {
+        if unsafe { libc::msgctl(id as i32, libc::IPC_RMID, std::ptr::null_mut()) } == 0 {
+            removed.push(format!("message queue {id}"));
+        }
+    }
+    for id in leftovers(&before.shm, &read("shm"), uid, since) {
+        if unsafe { libc::shmctl(id as i32, libc::IPC_RMID, std::ptr::null_mut()) } == 0 {
+            removed.push(format!("shared memory segment {id}"));
+        }
+    }
+    for id in leftovers(&before.sem, &read("sem"), uid, since) {
+        if unsafe { libc::semctl(id as i32, 0, libc::IPC_RMID) } == 0 {
+            removed.push(format!("semaphore set {id}"));
+        }
+    }
+    if let Ok(name) = std::ffi::CString::new(mq_name)
+        && unsafe { libc::mq_unlink(name.as_ptr()) } == 0
+    {
+        removed.push(format!("POSIX queue {mq_name}"));
+    }
+    removed
+}
+
+/// Seconds since the epoch, as /proc/sysvipc reports times.
+pub fn now_secs() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MSG: &str = "       key      msqid perms      cbytes       qnum lspid lrpid   uid   gid  cuid  cgid      stime      rtime      ctime\n\
+             0          3   600           0          0     0     0     0     0     0     0          0          0 1700000100\n\
+             0          4   600           0          0     0     0  1000  1000  1000  1000          0          0 1700000100\n\
+         12345          5   600           0          0     0     0     0     0     0     0          0          0 1700000100\n\
+             0          1   600           0          0     0     0     0     0     0     0          0          0 1600000000\n";
+
+    #[test]
+    fn only_new_private_own_recent_objects_are_leftovers() {
+        let objs = parse("msg", MSG);
+        assert_eq!(objs.len(), 4);
+        assert_eq!(
+            objs[0],
+            Object {
+                key: 0,
+                id: 3,
+                cuid: 0,
+                ctime: 1_700_000_100
+            }
+        );
+        let before: HashSet<i64> = [1].into_iter().collect();
+        // id 3: ours, private, new. id 4: another user. id 5: has a key. id 1: was there.
+        assert_eq!(leftovers(&before, &objs, 0, 1_700_000_000), vec![3]);
+        // Created before the worker started: not its doing.
+        assert!(leftovers(&HashSet::new(), &objs, 0, 1_700_000_200).is_empty());
+    }
+
+    #[test]
+    fn sem_columns_differ() {
+        let t = "       key      semid perms      nsems   uid   gid  cuid  cgid      otime      ctime\n\
+                 0          7   600          1     0     0     0     0          0 1700000100\n";
+        assert_eq!(
+            parse("sem", t),
+            vec![Object {
+                key: 0,
+                id: 7,
+                cuid: 0,
+                ctime: 1_700_000_100
+            }]
+        );
+    }
+}

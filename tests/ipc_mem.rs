@@ -1,0 +1,118 @@
+//! ipc/ and mem/: invariants between costs, nothing left in the kernel's IPC namespaces after
+//! a run (finished or interrupted), and limits that stop a benchmark named in its reason.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// Everything SysV and POSIX IPC holds right now, as comparable text.
+fn ipc_state() -> Vec<String> {
+    let mut v = Vec::new();
+    for k in ["msg", "shm", "sem"] {
+        let t = std::fs::read_to_string(format!("/proc/sysvipc/{k}")).unwrap_or_default();
+        // key and id identify an object; the other columns change as it is used.
+        v.extend(t.lines().skip(1).map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            format!("{k} {} {}", f[0], f[1])
+        }));
+    }
+    if let Ok(d) = std::fs::read_dir("/dev/mqueue") {
+        v.extend(
+            d.flatten()
+                .map(|e| format!("mq {}", e.file_name().to_string_lossy())),
+        );
+    }
+    v.sort();
+    v
+}
+
+#[test]
+fn costs_are_ordered_and_nothing_is_left_in_ipc() {
+    let _g = measuring();
+    let before = ipc_state();
+    let (_, run) = run_json(&unique_tag("ipcmem"), &["--quick", "ipc/", "mem/"]);
+    assert_eq!(ipc_state(), before, "IPC objects outlived the run");
+    for r in run["results"].as_array().unwrap() {
+        let state = r["status"]["state"].as_str().unwrap();
+        assert!(state == "ok" || r["id"] == "mem/fault-thp", "{r}");
+    }
+    assert!(median(&run, "mem/mmap/4KiB-touched") > median(&run, "mem/mmap/4KiB-untouched"));
+    assert!(median(&run, "mem/mmap/1MiB-touched") > median(&run, "mem/mmap/1MiB-untouched"));
+    assert!(median(&run, "mem/select/1000") > median(&run, "mem/select/10"));
+    assert!(median(&run, "mem/poll/1000") > median(&run, "mem/poll/10"));
+    assert!(median(&run, "mem/fault-write") >= median(&run, "mem/fault-read"));
+    assert!(median(&run, "ipc/shm-attach/touched") > median(&run, "ipc/shm-attach/untouched"));
+    assert!(median(&run, "ipc/unix-64k") > median(&run, "ipc/unix-1b"));
+    assert!(median(&run, "ipc/msg-pingpong@same") > median(&run, "ipc/msg-roundtrip/8B"));
+}
+
+#[test]
+fn interrupted_ipc_runs_leave_nothing_behind() {
+    let _g = measuring();
+    let before = ipc_state();
+    for (i, delay) in [40u64, 150, 300, 600, 900, 1300].into_iter().enumerate() {
+        let tag = unique_tag("ipc-intr");
+        let mut child = oscost(&tag)
+            .args(["run", "--no-save", "ipc/"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay));
+        let sig = if i % 2 == 0 {
+            libc::SIGINT
+        } else {
+            libc::SIGTERM
+        };
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let t0 = Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(1),
+                "not gone 1 s after the signal"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(wait_until_gone(&tag, Duration::from_millis(500)).is_empty());
+        assert_eq!(
+            ipc_state(),
+            before,
+            "left behind after a signal at {delay} ms"
+        );
+    }
+}
+
+#[test]
+fn too_few_descriptors_fail_with_the_limit_named_and_the_run_goes_on() {
+    if !std::path::Path::new("/usr/bin/prlimit").exists() {
+        eprintln!("no prlimit: skipped");
+        return;
+    }
+    let _g = measuring();
+    let (_, run) = run_json(
+        &unique_tag("nofile"),
+        &[
+            "--quick",
+            "--under",
+            "prlimit --nofile=200:200 --",
+            "mem/select",
+            "mem/epoll",
+            "ipc/pipe-1b",
+        ],
+    );
+    for id in ["mem/select/1000", "mem/epoll/1000"] {
+        let r = result(&run, id);
+        assert_eq!(r["status"]["state"], "failed", "{r}");
+        assert!(
+            r["status"]["reason"]
+                .as_str()
+                .unwrap()
+                .contains("hard limit is 200"),
+            "{r}"
+        );
+    }
+    assert_eq!(result(&run, "mem/select/10")["status"]["state"], "ok");
+    assert_eq!(result(&run, "ipc/pipe-1b")["status"]["state"], "ok");
+}

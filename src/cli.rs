@@ -68,6 +68,19 @@ pub enum Command {
         #[command(flatten)]
         store: StoreArgs,
     },
+    /// Write an HTML report with figures (SVG; PNG too with --png) of a run.
+    Report {
+        /// A JSON file, a stored run id, `last` or `last~N`.
+        run: String,
+        /// The directory to write index.html and fig/ into.
+        #[arg(short = 'o', long = "out", value_name = "DIR")]
+        out: PathBuf,
+        /// Also draw every figure as PNG.
+        #[arg(long)]
+        png: bool,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
     /// Compare two runs: slowdown and addition per benchmark, with CIs and a verdict.
     Compare {
         /// The base: a JSON file, a stored run id, `last` or `last~N`.
@@ -78,6 +91,12 @@ pub enum Command {
         compare: CompareArgs,
         #[command(flatten)]
         outputs: OutputArgs,
+        /// Also write an HTML report of the comparison into this directory.
+        #[arg(long, value_name = "DIR")]
+        report: Option<PathBuf>,
+        /// With --report, also draw the figures as PNG.
+        #[arg(long, requires = "report")]
+        png: bool,
         #[command(flatten)]
         store: StoreArgs,
     },
@@ -237,6 +256,10 @@ pub struct RunArgs {
     /// A label stored with the run.
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
+
+    /// Also write an HTML report of the run into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
 
     /// Do not save the run to the results database.
     #[arg(long)]

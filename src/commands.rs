@@ -169,17 +169,55 @@ fn finish_comparison(
     Ok(0)
 }
 
+/// A directory a report can be written into: it exists or can be made, and is writable.
+pub fn check_report_dir(dir: &Path) -> anyhow::Result<()> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(usage(format!(
+            "{} exists and is not a directory",
+            dir.display()
+        )));
+    }
+    std::fs::create_dir_all(dir)
+        .map_err(|e| usage(format!("cannot create {}: {e}", dir.display())))?;
+    report::check_writable(&dir.join("index.html")).map_err(usage)
+}
+
+pub fn report(reference: &str, out: &Path, png: bool, store: &StoreArgs) -> anyhow::Result<()> {
+    check_report_dir(out)?;
+    let (run, name) = load_run(reference, store)?;
+    let files = report::html::write_run(&run, out, png)?;
+    eprintln!(
+        "oscost: report of {name} in {} ({} files)",
+        out.join("index.html").display(),
+        files.len()
+    );
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
 pub fn compare_cmd(
     base: &str,
     cand: &str,
     args: &CompareArgs,
     outputs: &OutputArgs,
+    report_dir: Option<&Path>,
+    png: bool,
     store: &StoreArgs,
 ) -> anyhow::Result<i32> {
     check_outputs(outputs)?;
+    if let Some(d) = report_dir {
+        check_report_dir(d)?;
+    }
     let (b, bn) = load_run(base, store)?;
     let (c, cn) = load_run(cand, store)?;
     let cmp = compare::compare(&b, &c, &bn, &cn, &compare_options(args));
+    if let Some(d) = report_dir {
+        report::html::write_comparison(&cmp, d, png)?;
+        eprintln!(
+            "oscost: comparison report in {}",
+            d.join("index.html").display()
+        );
+    }
     finish_comparison(&cmp, args, outputs)
 }
 

@@ -70,8 +70,27 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             cand,
             compare,
             outputs,
+            report,
+            png,
             store,
-        }) => commands::compare_cmd(&base, &cand, &compare, &outputs, &store),
+        }) => commands::compare_cmd(
+            &base,
+            &cand,
+            &compare,
+            &outputs,
+            report.as_deref(),
+            png,
+            &store,
+        ),
+        Some(Command::Report {
+            run,
+            out,
+            png,
+            store,
+        }) => {
+            commands::report(&run, &out, png, &store)?;
+            Ok(0)
+        }
         Some(Command::Ab {
             a,
             b,
@@ -117,6 +136,9 @@ fn run_command(args: cli::RunArgs) -> anyhow::Result<i32> {
     let interrupted = worker::install_guards()?;
     // The plan is validated with a provisional clock cost; the real calibration follows.
     let plan = run::plan(&args, 30.0)?;
+    if let Some(d) = &args.report {
+        commands::check_report_dir(d)?;
+    }
     // Open the store first: a database that cannot be used is refused before measuring.
     let mut store = if args.no_save {
         None
@@ -128,6 +150,10 @@ fn run_command(args: cli::RunArgs) -> anyhow::Result<i32> {
     if let Some(s) = &mut store {
         let id = s.save(&result)?;
         eprintln!("oscost: saved as run {id} in {}", s.path().display());
+    }
+    if let Some(d) = &args.report {
+        oscost::report::html::write_run(&result, d, false)?;
+        eprintln!("oscost: report in {}", d.join("index.html").display());
     }
     Ok(0)
 }

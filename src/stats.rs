@@ -326,6 +326,10 @@ pub fn detect_phases(
         (s, r)
     };
     let shift = median(&shifted) / median(&rest) - 1.0;
+    // Segments beyond the threshold one by one can still add up to a small overall shift.
+    if shift.is_nan() || shift < threshold {
+        return None;
+    }
     Some(PhaseShift {
         ranges,
         samples: shifted.len(),

@@ -5,8 +5,10 @@
 pub mod comparison;
 pub mod csv;
 pub mod history;
+pub mod html;
 pub mod json;
 pub mod markdown;
+pub mod plot;
 pub mod table;
 pub mod xgraph;
 

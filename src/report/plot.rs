@@ -1,0 +1,708 @@
+//! Figures, drawn with plotters into SVG (always) or PNG (`--png`). Each figure is a value
+//! (`Figure`) drawn by one generic function, so the SVG and the PNG are the same drawing.
+//! Text in PNGs is rasterised with ab_glyph from the DejaVu Sans bundled in assets/fonts (no
+//! system font library); SVG text is left to the viewer's sans-serif.
+//!
+//! Long series are reduced for drawing, never for statistics: a time series of more than
+//! `MAX_POINTS` samples is drawn as the min-max envelope of equal buckets, so a single spike
+//! stays visible (the spikes are the point of a per-iteration plot).
+
+use std::sync::Once;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::{format_ns, scale};
+use crate::model::BenchResult;
+use crate::stats;
+
+const FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
+pub const MAX_POINTS: usize = 600;
+const BLUE_: RGBColor = RGBColor(31, 119, 180);
+const ORANGE_: RGBColor = RGBColor(255, 127, 14);
+const GREEN_: RGBColor = RGBColor(44, 160, 44);
+const RED_: RGBColor = RGBColor(214, 39, 40);
+const GREY_: RGBColor = RGBColor(120, 120, 120);
+const PALETTE: [RGBColor; 5] = [BLUE_, ORANGE_, GREEN_, RED_, RGBColor(148, 103, 189)];
+
+static FONT_ONCE: Once = Once::new();
+
+/// Make the bundled font the "sans-serif" of bitmap text (once per process).
+pub fn register_font() {
+    FONT_ONCE.call_once(|| {
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
+    });
+}
+
+/// One labelled bar: value with its CI.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bar {
+    pub label: String,
+    pub value: f64,
+    pub lo: f64,
+    pub hi: f64,
+    pub flagged: bool,
+}
+
+/// A curve point with its CI.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    pub x: f64,
+    pub y: f64,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+#[derive(Debug, Clone)]
+pub enum Figure<'a> {
+    /// Every sample in order, with the median and its CI.
+    TimeSeries(&'a BenchResult),
+    /// Histogram of the samples with the median and its CI.
+    Histogram(&'a BenchResult),
+    /// Horizontal bars of medians (ns) with CI whiskers on a log axis.
+    Bars { title: String, bars: Vec<Bar> },
+    /// Lines of y (ns) against x with CI bands, one per named series.
+    Curves {
+        title: String,
+        x_desc: String,
+        /// What one y value is, before the unit: "per switch", "per fork".
+        y_desc: String,
+        /// x grows in powers of two: drawn on a log2 axis with ticks at 2, 4, 8, ...
+        log2_x: bool,
+        series: Vec<(String, Vec<Point>)>,
+    },
+    /// Slowdown per benchmark (ratio), sorted, CI whiskers, the noise band shaded.
+    Slowdown {
+        title: String,
+        bars: Vec<Bar>,
+        threshold: f64,
+    },
+}
+
+pub const SIZE: (u32, u32) = (820, 360);
+
+/// Height a figure needs (bar charts grow with their bars).
+pub fn size_of(f: &Figure) -> (u32, u32) {
+    match f {
+        Figure::Bars { bars, .. } | Figure::Slowdown { bars, .. } => {
+            (SIZE.0, (90 + 22 * bars.len() as u32).max(160))
+        }
+        _ => SIZE,
+    }
+}
+
+/// The figure as an SVG document.
+pub fn svg(f: &Figure) -> Result<String, String> {
+    register_font();
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, size_of(f)).into_drawing_area();
+        draw(&root, f)?;
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(out)
+}
+
+/// The figure as a PNG file.
+pub fn png(f: &Figure, path: &std::path::Path) -> Result<(), String> {
+    register_font();
+    let root = BitMapBackend::new(path, size_of(f)).into_drawing_area();
+    draw(&root, f)?;
+    root.present().map_err(|e| e.to_string())
+}
+
+type Res = Result<(), String>;
+
+fn e2s<E: std::fmt::Display>(e: E) -> String {
+    e.to_string()
+}
+
+/// The unit a figure's values are shown in, and the divisor to get there.
+fn unit_for(ns: f64) -> (&'static str, f64) {
+    let (_, unit) = scale(ns);
+    let div = match unit {
+        "ns" => 1.0,
+        "us" => 1e3,
+        "ms" => 1e6,
+        _ => 1e9,
+    };
+    (unit, div)
+}
+
+/// Tick labels without a useless ".0" and with no more digits than the step needs.
+pub fn tick(v: &f64) -> String {
+    let a = v.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if (v - v.round()).abs() < 1e-9 * a.max(1.0) {
+        format!("{}", v.round() as i64)
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else if a >= 0.1 {
+        let s = format!("{v:.2}");
+        s.trim_end_matches('0').to_string()
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+fn padded(lo: f64, hi: f64) -> (f64, f64) {
+    if !(lo.is_finite() && hi.is_finite()) {
+        return (0.0, 1.0);
+    }
+    if hi <= lo {
+        let d = lo.abs().max(1e-9) * 0.1;
+        return (lo - d, hi + d);
+    }
+    let d = (hi - lo) * 0.08;
+    (lo - d, hi + d)
+}
+
+pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, f: &Figure) -> Res {
+    root.fill(&WHITE).map_err(e2s)?;
+    match f {
+        Figure::TimeSeries(r) => time_series(root, r),
+        Figure::Histogram(r) => histogram(root, r),
+        Figure::Bars { title, bars } => bar_chart(root, title, bars, None),
+        Figure::Curves {
+            title,
+            x_desc,
+            y_desc,
+            log2_x,
+            series,
+        } => curves(root, title, x_desc, y_desc, *log2_x, series),
+        Figure::Slowdown {
+            title,
+            bars,
+            threshold,
+        } => bar_chart(root, title, bars, Some(*threshold)),
+    }
+}
+
+/// Samples reduced to at most MAX_POINTS (x, y) pairs: the min and max of each bucket.
+/// Lower and upper outlines of a series, as (x, y) points.
+pub type Envelope = (Vec<(f64, f64)>, Vec<(f64, f64)>);
+
+pub fn envelope(samples: &[f64]) -> Envelope {
+    let n = samples.len();
+    if n <= MAX_POINTS {
+        let pts: Vec<(f64, f64)> = samples
+            .iter()
+            .enumerate()
+            .map(|(i, &y)| (i as f64, y))
+            .collect();
+        return (pts.clone(), pts);
+    }
+    let buckets = MAX_POINTS / 2;
+    let per = n.div_ceil(buckets);
+    let mut lo = Vec::with_capacity(buckets);
+    let mut hi = Vec::with_capacity(buckets);
+    for (k, chunk) in samples.chunks(per).enumerate() {
+        let x = (k * per + chunk.len() / 2) as f64;
+        let (a, b) = chunk
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
+                (a.min(v), b.max(v))
+            });
+        lo.push((x, a));
+        hi.push((x, b));
+    }
+    (lo, hi)
+}
+
+fn time_series<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &BenchResult) -> Res {
+    let st = r.stats.as_ref().ok_or("no samples")?;
+    let (unit, div) = unit_for(st.median);
+    let (lo_env, hi_env) = envelope(&r.samples_ns);
+    // The y range shows the body and the tail up to p99.9; beyond it points sit on the edge.
+    let s = stats::sorted_copy(&r.samples_ns);
+    let top = stats::quantile_sorted(&s, 0.999).max(st.ci95[1]);
+    let (y0, y1) = padded(st.min / div, top / div);
+    let n = r.samples_ns.len().max(2) as f64;
+    let mut chart = ChartBuilder::on(root)
+        .caption(
+            format!("{}: every sample in order", r.id),
+            ("sans-serif", 17),
+        )
+        .margin(12)
+        .x_label_area_size(38)
+        .y_label_area_size(64)
+        .build_cartesian_2d(0f64..n, y0..y1)
+        .map_err(e2s)?;
+    chart
+        .configure_mesh()
+        .x_desc("sample")
+        .y_desc(format!("per operation ({unit})"))
+        .x_label_formatter(&tick)
+        .y_label_formatter(&tick)
+        .label_style(("sans-serif", 13))
+        .light_line_style(WHITE.mix(0.0))
+        .draw()
+        .map_err(e2s)?;
+    let clamp = |p: &(f64, f64)| (p.0, (p.1 / div).clamp(y0, y1));
+    chart
+        .draw_series(LineSeries::new(hi_env.iter().map(clamp), BLUE_.mix(0.8)))
+        .map_err(e2s)?
+        .label("samples (max per bucket)")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLUE_));
+    if lo_env != hi_env {
+        chart
+            .draw_series(LineSeries::new(lo_env.iter().map(clamp), BLUE_.mix(0.4)))
+            .map_err(e2s)?
+            .label("min per bucket")
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLUE_.mix(0.4)));
+    }
+    chart
+        .draw_series(std::iter::once(Rectangle::new(
+            [(0.0, st.ci95[0] / div), (n, st.ci95[1] / div)],
+            ORANGE_.mix(0.25).filled(),
+        )))
+        .map_err(e2s)?;
+    chart
+        .draw_series(LineSeries::new(
+            [(0.0, st.median / div), (n, st.median / div)],
+            ORANGE_.stroke_width(2),
+        ))
+        .map_err(e2s)?
+        .label(format!("median {} (95% CI band)", format_ns(st.median)))
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], ORANGE_.stroke_width(2)));
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(GREY_)
+        .label_font(("sans-serif", 12))
+        .draw()
+        .map_err(e2s)
+}
+
+fn histogram<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &BenchResult) -> Res {
+    let st = r.stats.as_ref().ok_or("no samples")?;
+    let (unit, div) = unit_for(st.median);
+    // Bins over p0.5..p99.5 so one far outlier does not squash the body; the rest is said.
+    let s = stats::sorted_copy(&r.samples_ns);
+    let (lo, hi) = (
+        stats::quantile_sorted(&s, 0.005) / div,
+        stats::quantile_sorted(&s, 0.995) / div,
+    );
+    let (lo, hi) = if hi > lo { (lo, hi) } else { padded(lo, hi) };
+    let bins = 40usize;
+    let w = (hi - lo) / bins as f64;
+    let mut counts = vec![0usize; bins];
+    let mut outside = 0;
+    for &x in &r.samples_ns {
+        let v = x / div;
+        if v < lo || v > hi {
+            outside += 1;
+            continue;
+        }
+        let k = (((v - lo) / w) as usize).min(bins - 1);
+        counts[k] += 1;
+    }
+    let cmax = counts.iter().copied().max().unwrap_or(1).max(1) as f64;
+    let mut chart = ChartBuilder::on(root)
+        .caption(
+            format!(
+                "{}: distribution{}",
+                r.id,
+                if outside > 0 {
+                    format!(" ({outside} samples beyond p0.5-p99.5 not drawn)")
+                } else {
+                    String::new()
+                }
+            ),
+            ("sans-serif", 17),
+        )
+        .margin(12)
+        .x_label_area_size(38)
+        .y_label_area_size(64)
+        .build_cartesian_2d(lo..hi, 0f64..cmax * 1.1)
+        .map_err(e2s)?;
+    chart
+        .configure_mesh()
+        .x_desc(format!("per operation ({unit})"))
+        .y_desc("samples")
+        .x_label_formatter(&tick)
+        .y_label_formatter(&tick)
+        .label_style(("sans-serif", 13))
+        .light_line_style(WHITE.mix(0.0))
+        .draw()
+        .map_err(e2s)?;
+    chart
+        .draw_series(counts.iter().enumerate().map(|(k, &c)| {
+            let x0 = lo + k as f64 * w;
+            Rectangle::new([(x0, 0.0), (x0 + w, c as f64)], BLUE_.mix(0.6).filled())
+        }))
+        .map_err(e2s)?
+        .label("samples per bin")
+        .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], BLUE_.mix(0.6).filled()));
+    let (m, a, b) = (st.median / div, st.ci95[0] / div, st.ci95[1] / div);
+    chart
+        .draw_series(std::iter::once(Rectangle::new(
+            [(a.max(lo), 0.0), (b.min(hi), cmax * 1.1)],
+            ORANGE_.mix(0.25).filled(),
+        )))
+        .map_err(e2s)?;
+    chart
+        .draw_series(LineSeries::new(
+            [(m, 0.0), (m, cmax * 1.1)],
+            ORANGE_.stroke_width(2),
+        ))
+        .map_err(e2s)?
+        .label(format!("median {} and its 95% CI", format_ns(st.median)))
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], ORANGE_.stroke_width(2)));
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(GREY_)
+        .label_font(("sans-serif", 12))
+        .draw()
+        .map_err(e2s)
+}
+
+/// Horizontal bars on a log axis. With `band`, values are ratios drawn from 1 and the band
+/// [1 - band, 1 + band] is shaded (the comparison's noise threshold).
+fn bar_chart<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    bars: &[Bar],
+    band: Option<f64>,
+) -> Res {
+    let (unit, div) = match band {
+        Some(_) => ("x", 1.0),
+        None => unit_for(stats::median(
+            &bars.iter().map(|b| b.value).collect::<Vec<_>>(),
+        )),
+    };
+    let positive: Vec<f64> = bars
+        .iter()
+        .flat_map(|b| [b.value, b.lo, b.hi])
+        .map(|v| v / div)
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .collect();
+    let (mut x0, mut x1) = positive
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
+            (a.min(v), b.max(v))
+        });
+    if let Some(t) = band {
+        x0 = x0.min(1.0 - t);
+        x1 = x1.max(1.0 + t);
+    }
+    if !(x0.is_finite() && x1.is_finite()) {
+        x0 = 0.1;
+        x1 = 10.0;
+    }
+    let (x0, x1) = (x0 / 1.6, x1 * 1.6);
+    let n = bars.len().max(1) as f64;
+    let label_w = bars
+        .iter()
+        .map(|b| b.label.chars().count())
+        .max()
+        .unwrap_or(8)
+        .clamp(8, 40) as u32
+        * 7
+        + 10;
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 17))
+        .margin(12)
+        .x_label_area_size(38)
+        .y_label_area_size(label_w)
+        .build_cartesian_2d((x0..x1).log_scale(), 0f64..n)
+        .map_err(e2s)?;
+    let names: Vec<String> = bars.iter().map(|b| b.label.clone()).collect();
+    chart
+        .configure_mesh()
+        .x_desc(match band {
+            Some(_) => "slowdown (candidate / base), log scale".to_string(),
+            None => format!("median ({unit}), log scale"),
+        })
+        .x_label_formatter(&tick)
+        .y_labels(bars.len().max(1) * 2 + 1)
+        .y_label_formatter(&|y| {
+            // Labels sit at bar centres (k + 0.5); other tick positions stay blank.
+            let k = (y - 0.5).round();
+            if ((y - 0.5) - k).abs() < 1e-6 && k >= 0.0 {
+                names.get(k as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        })
+        .label_style(("sans-serif", 12))
+        .light_line_style(WHITE.mix(0.0))
+        .disable_y_mesh()
+        .draw()
+        .map_err(e2s)?;
+    if let Some(t) = band {
+        chart
+            .draw_series(std::iter::once(Rectangle::new(
+                [(1.0 - t, 0.0), (1.0 + t, n)],
+                GREY_.mix(0.18).filled(),
+            )))
+            .map_err(e2s)?
+            .label(format!("no-change band ±{:.0}%", t * 100.0))
+            .legend(|(x, y)| {
+                Rectangle::new([(x, y - 5), (x + 14, y + 5)], GREY_.mix(0.18).filled())
+            });
+    }
+    let base = match band {
+        Some(_) => 1.0,
+        None => x0,
+    };
+    for (k, b) in bars.iter().enumerate() {
+        let y = k as f64;
+        let v = (b.value / div).max(x0);
+        let color = match band {
+            Some(t) if b.lo > 1.0 + t => RED_,
+            Some(t) if b.hi < 1.0 - t => GREEN_,
+            Some(_) => GREY_,
+            None if b.flagged => ORANGE_,
+            None => BLUE_,
+        };
+        chart
+            .draw_series(std::iter::once(Rectangle::new(
+                [(base.min(v), y + 0.2), (base.max(v), y + 0.8)],
+                color.mix(0.75).filled(),
+            )))
+            .map_err(e2s)?;
+        let (lo, hi) = ((b.lo / div).max(x0), (b.hi / div).max(x0));
+        if lo.is_finite() && hi.is_finite() {
+            chart
+                .draw_series(std::iter::once(PathElement::new(
+                    vec![(lo, y + 0.5), (hi, y + 0.5)],
+                    BLACK.stroke_width(1),
+                )))
+                .map_err(e2s)?;
+            for e in [lo, hi] {
+                chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        vec![(e, y + 0.3), (e, y + 0.7)],
+                        BLACK.stroke_width(1),
+                    )))
+                    .map_err(e2s)?;
+            }
+        }
+    }
+    if band.is_some() {
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(GREY_)
+            .label_font(("sans-serif", 12))
+            .draw()
+            .map_err(e2s)?;
+    }
+    Ok(())
+}
+
+fn curves<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    log2_x: bool,
+    series: &[(String, Vec<Point>)],
+) -> Res {
+    let all: Vec<&Point> = series.iter().flat_map(|(_, p)| p.iter()).collect();
+    if all.is_empty() {
+        return Err("no points".into());
+    }
+    let ymax = all
+        .iter()
+        .map(|p| p.hi.max(p.y))
+        .fold(f64::NEG_INFINITY, f64::max);
+    let ymin = all
+        .iter()
+        .map(|p| p.lo.min(p.y))
+        .fold(f64::INFINITY, f64::min)
+        .min(0.0);
+    let (unit, div) = unit_for(ymax.abs().max(1.0));
+    let (y0, y1) = padded(ymin / div, ymax / div);
+    // On a log2 axis the drawn x is log2(N); ticks are labelled with N.
+    let tx = |x: f64| if log2_x { x.max(1e-9).log2() } else { x };
+    let xs: Vec<f64> = all.iter().map(|p| tx(p.x)).collect();
+    let (xa, xb) = xs
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
+            (a.min(v), b.max(v))
+        });
+    let (x0, x1) = if log2_x {
+        (xa.floor() - 0.3, xb.ceil() + 0.3)
+    } else {
+        padded(xa, xb)
+    };
+    let x_fmt = |v: &f64| {
+        if !log2_x {
+            return tick(v);
+        }
+        let k = v.round();
+        if (v - k).abs() < 1e-6 && k >= 0.0 {
+            format!("{}", 2f64.powi(k as i32) as u64)
+        } else {
+            String::new()
+        }
+    };
+    let n_x_labels = if log2_x {
+        ((x1 - x0) * 4.0) as usize + 1
+    } else {
+        10
+    };
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 17))
+        .margin(12)
+        .x_label_area_size(38)
+        .y_label_area_size(64)
+        .build_cartesian_2d(x0..x1, y0..y1)
+        .map_err(e2s)?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(format!("{y_desc} ({unit})"))
+        .x_labels(n_x_labels)
+        .x_label_formatter(&x_fmt)
+        .y_label_formatter(&tick)
+        .label_style(("sans-serif", 13))
+        .light_line_style(WHITE.mix(0.0))
+        .draw()
+        .map_err(e2s)?;
+    for (k, (name, pts)) in series.iter().enumerate() {
+        let c = PALETTE[k % PALETTE.len()];
+        let band: Vec<(f64, f64)> = pts
+            .iter()
+            .map(|p| (tx(p.x), p.hi / div))
+            .chain(pts.iter().rev().map(|p| (tx(p.x), p.lo / div)))
+            .collect();
+        chart
+            .draw_series(std::iter::once(Polygon::new(band, c.mix(0.2).filled())))
+            .map_err(e2s)?;
+        chart
+            .draw_series(LineSeries::new(
+                pts.iter().map(|p| (tx(p.x), p.y / div)),
+                c.stroke_width(2),
+            ))
+            .map_err(e2s)?
+            .label(name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+        chart
+            .draw_series(
+                pts.iter()
+                    .map(|p| Circle::new((tx(p.x), p.y / div), 3, c.filled())),
+            )
+            .map_err(e2s)?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(GREY_)
+        .label_font(("sans-serif", 12))
+        .draw()
+        .map_err(e2s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::testdata;
+
+    #[test]
+    fn ticks_drop_needless_decimals() {
+        assert_eq!(tick(&150.0), "150");
+        assert_eq!(tick(&2.5), "2.5");
+        assert_eq!(tick(&0.25), "0.25");
+        assert_eq!(tick(&12.5), "12.5");
+        assert_eq!(tick(&0.0), "0");
+    }
+
+    #[test]
+    fn envelope_keeps_spikes_and_short_series_whole() {
+        let mut s = vec![1.0; 10_000];
+        s[4321] = 500.0;
+        let (lo, hi) = envelope(&s);
+        assert!(lo.len() <= MAX_POINTS && hi.len() <= MAX_POINTS);
+        assert!(hi.iter().any(|p| p.1 == 500.0), "the spike survives");
+        assert!(lo.iter().all(|p| p.1 == 1.0));
+        let (a, b) = envelope(&[1.0, 2.0]);
+        assert_eq!(a, vec![(0.0, 1.0), (1.0, 2.0)]);
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn every_figure_draws_to_svg_with_its_labels() {
+        let r = testdata::result(
+            "syscall/getpid",
+            (0..3000).map(|i| 150.0 + (i % 17) as f64).collect(),
+        );
+        let ts = svg(&Figure::TimeSeries(&r)).unwrap();
+        assert!(ts.starts_with("<svg") && ts.contains("every sample in order"));
+        assert!(ts.contains("per operation (ns)") && ts.contains("median"));
+        let h = svg(&Figure::Histogram(&r)).unwrap();
+        assert!(h.contains("distribution") && h.contains("samples per bin"));
+        let bars = vec![
+            Bar {
+                label: "call/f0".into(),
+                value: 1.2,
+                lo: 1.1,
+                hi: 1.3,
+                flagged: false,
+            },
+            Bar {
+                label: "syscall/getpid".into(),
+                value: 150.0,
+                lo: 149.0,
+                hi: 151.0,
+                flagged: true,
+            },
+        ];
+        let b = svg(&Figure::Bars {
+            title: "call and syscall".into(),
+            bars: bars.clone(),
+        })
+        .unwrap();
+        assert!(b.contains("syscall/getpid") && b.contains("log scale"));
+        let c = svg(&Figure::Curves {
+            title: "ring".into(),
+            x_desc: "processes".into(),
+            y_desc: "per switch".into(),
+            log2_x: true,
+            series: vec![(
+                "0 KB".into(),
+                vec![
+                    Point {
+                        x: 2.0,
+                        y: 3000.0,
+                        lo: 2900.0,
+                        hi: 3100.0,
+                    },
+                    Point {
+                        x: 8.0,
+                        y: 3500.0,
+                        lo: 3400.0,
+                        hi: 3600.0,
+                    },
+                ],
+            )],
+        })
+        .unwrap();
+        assert!(c.contains("0 KB") && c.contains("per switch (us)"));
+        let s = svg(&Figure::Slowdown {
+            title: "slowdown".into(),
+            bars,
+            threshold: 0.02,
+        })
+        .unwrap();
+        assert!(s.contains("no-change band"));
+    }
+
+    #[test]
+    fn png_uses_the_bundled_font() {
+        let r = testdata::result("x/y", vec![1.0, 2.0, 3.0, 4.0]);
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.png");
+        png(&Figure::Histogram(&r), &p).unwrap();
+        let bytes = std::fs::read(&p).unwrap();
+        assert_eq!(&bytes[1..4], b"PNG");
+    }
+}

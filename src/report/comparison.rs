@@ -3,7 +3,7 @@
 //! sentence ("syscall/getpid: x3.80 slower, +420 ns on a 150 ns base"); a summary line; and
 //! what could not be compared. Markdown and JSON views of the same `Comparison`.
 
-use comfy_table::{Cell, CellAlignment, Color, ContentArrangement, Table, presets};
+use comfy_table::{Cell, CellAlignment, Color};
 
 use super::format_ns;
 use crate::compare::{Comparison, Row, Verdict};
@@ -130,18 +130,7 @@ fn tail(c: &Comparison) -> String {
 }
 
 pub fn render(c: &Comparison, color: bool) -> String {
-    let mut t = Table::new();
-    let rule = if color { '─' } else { '-' };
-    t.load_style(
-        presets::NOTHING.header_separator(comfy_table::LineStyle::none().fill(rule).junction(rule)),
-    )
-    .set_content_arrangement(ContentArrangement::Disabled)
-    .set_header(HEADERS);
-    if color {
-        t.enforce_styling();
-    } else {
-        t.force_no_tty();
-    }
+    let mut t = super::plain_table(color, HEADERS);
     for r in &c.rows {
         let colour = match r.verdict {
             Verdict::Slower => Some(Color::Red),

@@ -1,23 +1,11 @@
 //! `oscost history`: the stored runs, and one benchmark across them with its trend (a
 //! sparkline, the change from the previous and from the first run).
 
-use comfy_table::{ContentArrangement, Table, presets};
-
 use super::format_ns;
 use crate::store::{HistoryPoint, RunSummary};
 
-fn table(color: bool, headers: Vec<&str>) -> Table {
-    let mut t = Table::new();
-    let rule = if color { '─' } else { '-' };
-    t.load_style(
-        presets::NOTHING.header_separator(comfy_table::LineStyle::none().fill(rule).junction(rule)),
-    )
-    .set_content_arrangement(ContentArrangement::Disabled)
-    .set_header(headers);
-    if !color {
-        t.force_no_tty();
-    }
-    t
+fn table(color: bool, headers: Vec<&str>) -> comfy_table::Table {
+    super::plain_table(color, headers)
 }
 
 pub fn runs(list: &[RunSummary], color: bool) -> String {

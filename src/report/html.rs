@@ -465,8 +465,8 @@ struct CmpRow {
     class: String,
 }
 
-/// A comparison's page and its slowdown figure.
-pub fn render_comparison(cmp: &Comparison) -> Result<(String, Vec<FigureOut>), String> {
+/// The slowdown chart of a comparison, bars sorted by slowdown; `None` when nothing compared.
+fn slowdown_figure(cmp: &Comparison) -> Option<(String, Figure<'static>)> {
     let mut rows: Vec<&crate::compare::Row> = cmp.rows.iter().collect();
     rows.sort_by(|a, b| a.slowdown.total_cmp(&b.slowdown));
     let bars: Vec<Bar> = rows
@@ -479,21 +479,28 @@ pub fn render_comparison(cmp: &Comparison) -> Result<(String, Vec<FigureOut>), S
             flagged: r.disturbed,
         })
         .collect();
-    let mut figs = Vec::new();
-    if !bars.is_empty() {
-        let title = format!(
-            "slowdown of {} against {} (sorted; whiskers: 95% CI)",
-            cmp.cand.name, cmp.base.name
-        );
-        let svg = plot::svg(&Figure::Slowdown {
+    let title = format!(
+        "slowdown of {} against {} (sorted; whiskers: 95% CI)",
+        cmp.cand.name, cmp.base.name
+    );
+    (!bars.is_empty()).then(|| {
+        let f = Figure::Slowdown {
             title: title.clone(),
             bars,
             threshold: cmp.threshold,
-        })?;
+        };
+        (title, f)
+    })
+}
+
+/// A comparison's page and its slowdown figure.
+pub fn render_comparison(cmp: &Comparison) -> Result<(String, Vec<FigureOut>), String> {
+    let mut figs = Vec::new();
+    if let Some((title, f)) = slowdown_figure(cmp) {
         figs.push(FigureOut {
             name: "slowdown".into(),
             title,
-            svg,
+            svg: plot::svg(&f)?,
         });
     }
     let table: Vec<CmpRow> = cmp
@@ -549,29 +556,9 @@ pub fn write_comparison(cmp: &Comparison, dir: &Path, png: bool) -> anyhow::Resu
     let (html, figs) =
         render_comparison(cmp).map_err(|e| anyhow::anyhow!("cannot render the comparison: {e}"))?;
     let mut written = write_files(dir, &html, &figs)?;
-    if png && !cmp.rows.is_empty() {
-        let mut rows: Vec<&crate::compare::Row> = cmp.rows.iter().collect();
-        rows.sort_by(|a, b| a.slowdown.total_cmp(&b.slowdown));
-        let bars = rows
-            .iter()
-            .map(|r| Bar {
-                label: r.id.clone(),
-                value: r.slowdown,
-                lo: r.slowdown_ci95[0],
-                hi: r.slowdown_ci95[1],
-                flagged: r.disturbed,
-            })
-            .collect();
+    if png && let Some((_, f)) = slowdown_figure(cmp) {
         let p = dir.join("fig/slowdown.png");
-        plot::png(
-            &Figure::Slowdown {
-                title: figs[0].title.clone(),
-                bars,
-                threshold: cmp.threshold,
-            },
-            &p,
-        )
-        .map_err(|e| anyhow::anyhow!("cannot draw {}: {e}", p.display()))?;
+        plot::png(&f, &p).map_err(|e| anyhow::anyhow!("cannot draw {}: {e}", p.display()))?;
         written.push(p);
     }
     Ok(written)

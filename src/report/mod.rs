@@ -22,6 +22,23 @@ pub trait Exporter {
     fn serialize(&self, run: &Run) -> anyhow::Result<Vec<u8>>;
 }
 
+/// The house style for terminal tables: a rule under the header and nothing else (rows of
+/// numbers read best unboxed); colour and Unicode only on a terminal without NO_COLOR.
+pub fn plain_table<T: Into<comfy_table::Row>>(color: bool, headers: T) -> comfy_table::Table {
+    use comfy_table::{ContentArrangement, LineStyle, Table, presets};
+    let mut t = Table::new();
+    let rule = if color { '─' } else { '-' };
+    t.load_style(presets::NOTHING.header_separator(LineStyle::none().fill(rule).junction(rule)))
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(headers);
+    if color {
+        t.enforce_styling();
+    } else {
+        t.force_no_tty();
+    }
+    t
+}
+
 /// Scale nanoseconds to ns/us/ms/s with three significant digits.
 pub fn format_ns(ns: f64) -> String {
     if !ns.is_finite() {

@@ -2,7 +2,7 @@
 //! sample count and a flag; the flag's reasons are numbered notes under the table. The rows are
 //! built once (`rows`) and drawn as a terminal table here and as Markdown in `markdown.rs`.
 
-use comfy_table::{Cell, Color, ContentArrangement, Table, presets};
+use comfy_table::{Cell, Color};
 
 use super::format_ns;
 use crate::model::{BenchResult, Run, Status};
@@ -116,19 +116,7 @@ fn cells(r: &BenchResult, flag: String) -> [String; 7] {
 /// Render for a terminal (or a pipe). `color` is false for NO_COLOR and non-terminals.
 pub fn render(run: &Run, color: bool) -> String {
     let (rows, notes) = rows(run);
-    let mut t = Table::new();
-    // A rule under the header and nothing else: rows of numbers read best unboxed.
-    let rule = if color { '─' } else { '-' };
-    t.load_style(
-        presets::NOTHING.header_separator(comfy_table::LineStyle::none().fill(rule).junction(rule)),
-    )
-    .set_content_arrangement(ContentArrangement::Disabled)
-    .set_header(HEADERS);
-    if !color {
-        t.force_no_tty();
-    } else {
-        t.enforce_styling();
-    }
+    let mut t = super::plain_table(color, HEADERS);
     for row in rows {
         let cells: Vec<Cell> = row
             .cells

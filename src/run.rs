@@ -32,7 +32,20 @@ pub struct Plan {
 
 /// Validate arguments into a plan. Every error here is a usage error (exit 2).
 pub fn plan(args: &RunArgs, clock_cost_ns: f64) -> anyhow::Result<Plan> {
-    let benchmarks = bench::select(&args.ids).map_err(usage)?;
+    // `switch/pipe-proc@cross` is a result id: the benchmark, at that placement.
+    let mut id_places: Vec<String> = Vec::new();
+    let ids: Vec<String> = args
+        .ids
+        .iter()
+        .map(|id| match id.split_once('@') {
+            Some((base, place)) => {
+                id_places.push(place.to_string());
+                base.to_string()
+            }
+            None => id.clone(),
+        })
+        .collect();
+    let benchmarks = bench::select(&ids).map_err(usage)?;
     let allowed = placement::allowed_cpus();
     if allowed.is_empty() {
         return Err(usage(
@@ -131,7 +144,11 @@ pub fn plan(args: &RunArgs, clock_cost_ns: f64) -> anyhow::Result<Plan> {
                 .collect()
         }
     };
-    let placements = match &args.placement {
+    let placements = match args
+        .placement
+        .as_ref()
+        .or((!id_places.is_empty()).then_some(&id_places))
+    {
         None => bench::switch::default_places(),
         Some(list) => {
             let mut v = Vec::new();

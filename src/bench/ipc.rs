@@ -364,41 +364,29 @@ fn posix_mq(ctx: &Ctx, b: &Benchmark) -> R {
     Ok(vec![r?])
 }
 
-fn socketpair() -> Result<[i32; 2], BenchError> {
-    let mut sv = [0; 2];
-    // SAFETY: valid out array.
-    if unsafe {
-        libc::socketpair(
-            libc::AF_UNIX,
-            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
-            0,
-            sv.as_mut_ptr(),
-        )
-    } != 0
-    {
-        return Err(BenchError::failed("socketpair", errno()));
-    }
-    Ok(sv)
-}
-
-fn unix_1b(ctx: &Ctx, b: &Benchmark) -> R {
-    let sv = socketpair()?;
-    let r = ctx.batched_fallible(b, &mut |n| {
+/// One byte written to `w` and read back from `r` by the same process.
+fn byte_through(ctx: &Ctx, b: &Benchmark, w: i32, r: i32) -> R {
+    let res = ctx.batched_fallible(b, &mut |n| {
         for _ in 0..n {
-            if !(put(sv[0]) && get(sv[1])) {
-                return Err(BenchError::failed("send/recv", errno()));
+            if !(put(w) && get(r)) {
+                return Err(BenchError::failed("write/read", errno()));
             }
         }
         Ok(())
     });
-    close(sv[0]);
-    close(sv[1]);
-    Ok(vec![r?])
+    close(w);
+    close(r);
+    Ok(vec![res?])
+}
+
+fn unix_1b(ctx: &Ctx, b: &Benchmark) -> R {
+    let sv = switch::socketpair()?;
+    byte_through(ctx, b, sv[0], sv[1])
 }
 
 fn unix_64k(ctx: &Ctx, b: &Benchmark) -> R {
     const SIZE: usize = 64 * 1024;
-    let sv = socketpair()?;
+    let sv = switch::socketpair()?;
     let buf = 256 * 1024i32;
     for fd in sv {
         // SAFETY: setting buffer sizes on our sockets so 64 KiB fits without blocking.
@@ -457,15 +445,5 @@ fn unix_64k(ctx: &Ctx, b: &Benchmark) -> R {
 
 fn pipe_1b(ctx: &Ctx, b: &Benchmark) -> R {
     let p = switch::pipe()?;
-    let r = ctx.batched_fallible(b, &mut |n| {
-        for _ in 0..n {
-            if !(put(p[1]) && get(p[0])) {
-                return Err(BenchError::failed("pipe write/read", errno()));
-            }
-        }
-        Ok(())
-    });
-    close(p[0]);
-    close(p[1]);
-    Ok(vec![r?])
+    byte_through(ctx, b, p[1], p[0])
 }

@@ -407,21 +407,20 @@ fn pipe_proc(ctx: &Ctx, b: &Benchmark) -> R {
     })
 }
 
+/// A connected pair of unix stream sockets.
+pub(crate) fn socketpair() -> Result<[i32; 2], BenchError> {
+    let mut sv = [0; 2];
+    let kind = libc::SOCK_STREAM | libc::SOCK_CLOEXEC;
+    // SAFETY: valid out array.
+    if unsafe { libc::socketpair(libc::AF_UNIX, kind, 0, sv.as_mut_ptr()) } != 0 {
+        return Err(BenchError::failed("socketpair", errno()));
+    }
+    Ok(sv)
+}
+
 fn unix_proc(ctx: &Ctx, b: &Benchmark) -> R {
     each_place(ctx, b, |ctx, b, _, peer_cpu| {
-        let mut sv = [0; 2];
-        // SAFETY: valid out array.
-        if unsafe {
-            libc::socketpair(
-                libc::AF_UNIX,
-                libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
-                0,
-                sv.as_mut_ptr(),
-            )
-        } != 0
-        {
-            return Err(BenchError::failed("socketpair", errno()));
-        }
+        let sv = socketpair()?;
         let peer = PeerProc::spawn(
             peer_cpu,
             &ctx.opts.allowed,

@@ -26,9 +26,12 @@ pub struct Env {
     pub smt_siblings: Vec<String>,
     pub clocksource: Option<String>,
     pub available_clocksources: Option<String>,
-    /// Cost of a read of each clock oscost knows, in ns, as calibrated at start.
+    /// The run's clock (CLOCK_MONOTONIC through the vDSO), as calibrated at start.
     #[serde(default)]
     pub clock: Option<ClockInfo>,
+    /// Cost of one read of every clock, ns (median of batches), and its smallest step.
+    #[serde(default)]
+    pub clock_costs: BTreeMap<String, ClockCost>,
     /// /sys/devices/system/cpu/vulnerabilities/*: name -> status line.
     pub vulnerabilities: BTreeMap<String, String>,
     pub thp_enabled: Option<String>,
@@ -44,6 +47,58 @@ pub struct Env {
     pub oscost_version: String,
     /// "release" or "debug": a debug build's loops are not the release build's.
     pub build_profile: String,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct ClockCost {
+    pub cost_ns: f64,
+    /// Smallest non-zero step between consecutive reads; `None` if it never moved.
+    pub step_ns: Option<f64>,
+}
+
+/// What reading each clock costs here: the vDSO clocks, gettimeofday, and clock_gettime as a
+/// real system call (what the vDSO saves). A few milliseconds in all.
+pub fn clock_costs() -> BTreeMap<String, ClockCost> {
+    use crate::harness::clock::{Monotonic, measure_reader, read_clock};
+    let mut out = BTreeMap::new();
+    let mut add = |name: &str, read: &dyn Fn() -> u64| {
+        let (cost_ns, step_ns) = measure_reader(&Monotonic, read);
+        out.insert(name.to_string(), ClockCost { cost_ns, step_ns });
+    };
+    for (name, id) in [
+        ("CLOCK_MONOTONIC", libc::CLOCK_MONOTONIC),
+        ("CLOCK_MONOTONIC_RAW", libc::CLOCK_MONOTONIC_RAW),
+        ("CLOCK_REALTIME", libc::CLOCK_REALTIME),
+        ("CLOCK_MONOTONIC_COARSE", libc::CLOCK_MONOTONIC_COARSE),
+        ("CLOCK_BOOTTIME", libc::CLOCK_BOOTTIME),
+    ] {
+        add(name, &|| read_clock(id));
+    }
+    add("gettimeofday", &|| {
+        let mut tv = libc::timeval {
+            tv_sec: 0,
+            tv_usec: 0,
+        };
+        // SAFETY: valid out pointer, null timezone.
+        unsafe { libc::gettimeofday(&mut tv, std::ptr::null_mut()) };
+        (tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64) * 1000
+    });
+    add("clock_gettime syscall (no vDSO)", &|| {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: raw clock_gettime with a valid out pointer.
+        unsafe {
+            libc::syscall(
+                libc::SYS_clock_gettime,
+                libc::CLOCK_MONOTONIC,
+                &mut ts as *mut libc::timespec,
+            )
+        };
+        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    });
+    out
 }
 
 fn read_trim(path: &str) -> Option<String> {
@@ -130,6 +185,11 @@ pub fn collect(clock: Option<ClockInfo>) -> Env {
         available_clocksources: read_trim(
             "/sys/devices/system/clocksource/clocksource0/available_clocksource",
         ),
+        clock_costs: if clock.is_some() {
+            clock_costs()
+        } else {
+            BTreeMap::new()
+        },
         clock,
         vulnerabilities,
         thp_enabled: read_trim("/sys/kernel/mm/transparent_hugepage/enabled"),
@@ -188,6 +248,17 @@ pub fn render(env: &Env) -> String {
             ),
         );
     }
+    for (name, c) in &env.clock_costs {
+        line(
+            &format!("  {name}"),
+            format!(
+                "{:.1} ns/read, smallest step {}",
+                c.cost_ns,
+                c.step_ns
+                    .map_or("(never moved)".into(), |s| format!("{s:.0} ns"))
+            ),
+        );
+    }
     line("thp enabled", o(&env.thp_enabled));
     line("thp defrag", o(&env.thp_defrag));
     line(
@@ -221,6 +292,13 @@ mod tests {
     fn collects_what_linux_exposes() {
         let e = collect(None);
         assert_eq!(e.os, "linux");
+        assert!(
+            e.clock_costs.is_empty(),
+            "measured only with a calibrated clock"
+        );
+        let costs = clock_costs();
+        assert!(costs["CLOCK_MONOTONIC"].cost_ns > 0.0);
+        assert!(costs.contains_key("clock_gettime syscall (no vDSO)"));
         assert!(e.kernel_release.is_some());
         assert!(!e.allowed_cpus.is_empty());
         let text = render(&e);

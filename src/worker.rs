@@ -48,6 +48,11 @@ pub fn worker_main(id: &str, config: &str) -> i32 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(RESULT_FD);
+    // SAFETY: fcntl on any integer is harmless; it tells whether the fd is open.
+    if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+        eprintln!("oscost: __worker is internal: `oscost run` starts it with a result pipe");
+        return 2;
+    }
     // SAFETY: the coordinator opened this fd for us and nothing else in the worker owns it.
     let mut out = unsafe { std::fs::File::from_raw_fd(fd) };
     let results = match serde_json::from_str::<WorkerOptions>(config) {

@@ -59,7 +59,9 @@ pub struct ClockCost {
 /// What reading each clock costs here: the vDSO clocks, gettimeofday, and clock_gettime as a
 /// real system call (what the vDSO saves). A few milliseconds in all.
 pub fn clock_costs() -> BTreeMap<String, ClockCost> {
-    use crate::harness::clock::{Monotonic, measure_reader, read_clock};
+    use crate::harness::clock::{
+        Monotonic, measure_reader, read_clock, read_gettimeofday, read_monotonic_syscall,
+    };
     let mut out = BTreeMap::new();
     let mut add = |name: &str, read: &dyn Fn() -> u64| {
         let (cost_ns, step_ns) = measure_reader(&Monotonic, read);
@@ -74,30 +76,8 @@ pub fn clock_costs() -> BTreeMap<String, ClockCost> {
     ] {
         add(name, &|| read_clock(id));
     }
-    add("gettimeofday", &|| {
-        let mut tv = libc::timeval {
-            tv_sec: 0,
-            tv_usec: 0,
-        };
-        // SAFETY: valid out pointer, null timezone.
-        unsafe { libc::gettimeofday(&mut tv, std::ptr::null_mut()) };
-        (tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64) * 1000
-    });
-    add("clock_gettime syscall (no vDSO)", &|| {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: raw clock_gettime with a valid out pointer.
-        unsafe {
-            libc::syscall(
-                libc::SYS_clock_gettime,
-                libc::CLOCK_MONOTONIC,
-                &mut ts as *mut libc::timespec,
-            )
-        };
-        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-    });
+    add("gettimeofday", &read_gettimeofday);
+    add("clock_gettime syscall (no vDSO)", &read_monotonic_syscall);
     out
 }
 

@@ -8,7 +8,10 @@ use std::hint::black_box;
 use serde_json::json;
 
 use super::{BenchError, Benchmark, Ctx, Outcome};
-use crate::harness::clock::{Monotonic, claimed_resolution_ns, measure_reader, read_clock};
+use crate::harness::clock::{
+    Monotonic, claimed_resolution_ns, measure_reader, read_clock, read_gettimeofday,
+    read_monotonic_syscall,
+};
 
 pub static BENCHMARKS: &[Benchmark] = &[
     Benchmark {
@@ -111,15 +114,7 @@ fn monotonic_coarse(ctx: &Ctx, b: &Benchmark) -> R {
 }
 
 fn gettimeofday(ctx: &Ctx, b: &Benchmark) -> R {
-    clock_bench(ctx, b, "gettimeofday", Some(1000.0), || {
-        let mut tv = libc::timeval {
-            tv_sec: 0,
-            tv_usec: 0,
-        };
-        // SAFETY: valid out pointer, null timezone.
-        unsafe { libc::gettimeofday(&mut tv, std::ptr::null_mut()) };
-        (tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64) * 1000
-    })
+    clock_bench(ctx, b, "gettimeofday", Some(1000.0), read_gettimeofday)
 }
 
 fn clock_gettime_syscall(ctx: &Ctx, b: &Benchmark) -> R {
@@ -128,21 +123,7 @@ fn clock_gettime_syscall(ctx: &Ctx, b: &Benchmark) -> R {
         b,
         "CLOCK_MONOTONIC (syscall)",
         Some(claimed_resolution_ns(libc::CLOCK_MONOTONIC)),
-        || {
-            let mut ts = libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            };
-            // SAFETY: raw clock_gettime with a valid out pointer.
-            unsafe {
-                libc::syscall(
-                    libc::SYS_clock_gettime,
-                    libc::CLOCK_MONOTONIC,
-                    &mut ts as *mut libc::timespec,
-                )
-            };
-            ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-        },
+        read_monotonic_syscall,
     )
 }
 

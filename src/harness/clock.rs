@@ -36,6 +36,36 @@ pub fn read_clock(id: libc::clockid_t) -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// gettimeofday through the vDSO, in ns (microsecond resolution).
+#[inline(always)]
+pub fn read_gettimeofday() -> u64 {
+    let mut tv = libc::timeval {
+        tv_sec: 0,
+        tv_usec: 0,
+    };
+    // SAFETY: valid out pointer, null timezone.
+    unsafe { libc::gettimeofday(&mut tv, std::ptr::null_mut()) };
+    (tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64) * 1000
+}
+
+/// clock_gettime(CLOCK_MONOTONIC) as a real system call, bypassing the vDSO, in ns.
+#[inline(always)]
+pub fn read_monotonic_syscall() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: raw clock_gettime with a valid out pointer.
+    unsafe {
+        libc::syscall(
+            libc::SYS_clock_gettime,
+            libc::CLOCK_MONOTONIC,
+            &mut ts as *mut libc::timespec,
+        )
+    };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// What `clock_getres` claims for a clock, in ns.
 pub fn claimed_resolution_ns(id: libc::clockid_t) -> f64 {
     let mut ts = libc::timespec {

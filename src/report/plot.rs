@@ -117,6 +117,21 @@ fn e2s<E: std::fmt::Display>(e: E) -> String {
     e.to_string()
 }
 
+/// The legend box every figure uses.
+fn legend<'a, DB: DrawingBackend + 'a, CT: plotters::coord::CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    pos: SeriesLabelPosition,
+) -> Res {
+    chart
+        .configure_series_labels()
+        .position(pos)
+        .background_style(WHITE.mix(0.85))
+        .border_style(GREY_)
+        .label_font(("sans-serif", 12))
+        .draw()
+        .map_err(e2s)
+}
+
 /// The unit a figure's values are shown in, and the divisor to get there.
 fn unit_for(ns: f64) -> (&'static str, f64) {
     let (_, unit) = scale(ns);
@@ -266,14 +281,7 @@ fn time_series<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &BenchResul
         .map_err(e2s)?
         .label(format!("median {} (95% CI band)", format_ns(st.median)))
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], ORANGE_.stroke_width(2)));
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(GREY_)
-        .label_font(("sans-serif", 12))
-        .draw()
-        .map_err(e2s)
+    legend(&mut chart, SeriesLabelPosition::UpperRight)
 }
 
 fn histogram<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &BenchResult) -> Res {
@@ -351,14 +359,7 @@ fn histogram<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &BenchResult)
         .map_err(e2s)?
         .label(format!("median {} and its 95% CI", format_ns(st.median)))
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], ORANGE_.stroke_width(2)));
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(GREY_)
-        .label_font(("sans-serif", 12))
-        .draw()
-        .map_err(e2s)
+    legend(&mut chart, SeriesLabelPosition::UpperRight)
 }
 
 /// Horizontal bars on a log axis. With `band`, values are ratios drawn from 1 and the band
@@ -485,14 +486,7 @@ fn bar_chart<DB: DrawingBackend>(
         }
     }
     if band.is_some() {
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(GREY_)
-            .label_font(("sans-serif", 12))
-            .draw()
-            .map_err(e2s)?;
+        legend(&mut chart, SeriesLabelPosition::LowerRight)?;
     }
     Ok(())
 }
@@ -592,14 +586,7 @@ fn curves<DB: DrawingBackend>(
             )
             .map_err(e2s)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(GREY_)
-        .label_font(("sans-serif", 12))
-        .draw()
-        .map_err(e2s)
+    legend(&mut chart, SeriesLabelPosition::UpperLeft)
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! JSON export: the result model itself (DESIGN §4), pretty-printed, raw samples included.
+//! JSON export: the result model itself (DESIGN §4), raw samples included. Compact rather than
+//! pretty: a full suite holds over a million samples, and one per line would double the file.
 
 use super::Exporter;
 use crate::model::Run;
@@ -7,7 +8,7 @@ pub struct Json;
 
 impl Exporter for Json {
     fn serialize(&self, run: &Run) -> anyhow::Result<Vec<u8>> {
-        let mut v = serde_json::to_vec_pretty(run)?;
+        let mut v = serde_json::to_vec(run)?;
         v.push(b'\n');
         Ok(v)
     }

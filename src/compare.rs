@@ -406,6 +406,9 @@ pub fn merge_rounds(rounds: &[BenchResult]) -> Option<BenchResult> {
     m.preempted.clear();
     m.notes.clear();
     m.disturbed.flag.clear();
+    // Phases were found round by round; the rounds of a merged series are apart in time.
+    m.disturbed.phase_samples = 0;
+    m.disturbed.phase_shift_pct = None;
     for r in rounds {
         let offset = m.samples_ns.len();
         m.samples_ns.extend_from_slice(&r.samples_ns);

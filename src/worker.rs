@@ -53,6 +53,9 @@ pub fn worker_main(id: &str, config: &str) -> i32 {
         eprintln!("oscost: __worker is internal: `oscost run` starts it with a result pipe");
         return 2;
     }
+    // Programs a benchmark execs must not hold the coordinator's pipe open.
+    // SAFETY: as above.
+    unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
     // SAFETY: the coordinator opened this fd for us and nothing else in the worker owns it.
     let mut out = unsafe { std::fs::File::from_raw_fd(fd) };
     let results = match serde_json::from_str::<WorkerOptions>(config) {
@@ -299,6 +302,7 @@ impl Coordinator {
         let mut err = Vec::new();
         let mut res_open = true;
         let deadline = Instant::now() + self.timeout;
+        let mut exited_at: Option<Instant> = None;
         let outcome: Result<Option<String>, Interrupted> = loop {
             if let Err(i) = self.check_interrupted() {
                 break Err(i);
@@ -310,6 +314,15 @@ impl Coordinator {
                 )));
             }
             if !res_open && err_pipe.is_none() {
+                break Ok(None);
+            }
+            // The worker has exited but something it forked still holds the pipes open: what
+            // the worker wrote is already in them; read it and stop waiting for an end of file
+            // that only the group kill below will bring.
+            if exited_at.is_none() && matches!(child.try_wait(), Ok(Some(_))) {
+                exited_at = Some(Instant::now());
+            }
+            if exited_at.is_some_and(|t| t.elapsed() > Duration::from_millis(200)) {
                 break Ok(None);
             }
             let mut fds = Vec::with_capacity(2);

@@ -250,3 +250,33 @@ fn interrupts_at_any_moment_stop_everything_within_a_second() {
         }
     }
 }
+
+/// Something the worker started outlives it and keeps its pipes open: the coordinator takes the
+/// results the worker wrote, kills the straggler, and does not wait for the timeout.
+#[test]
+fn a_straggler_holding_the_pipes_neither_delays_nor_survives_the_run() {
+    let _g = measuring();
+    let tag = unique_tag("straggler");
+    let t0 = Instant::now();
+    let (_, run) = run_json(
+        &tag,
+        &[
+            "--quick",
+            "--timeout",
+            "30",
+            "--under",
+            r#"sh -c 'sleep 60 & exec "$0" "$@"'"#,
+            "syscall/getuid",
+        ],
+    );
+    assert!(
+        t0.elapsed() < Duration::from_secs(10),
+        "waited {:?}",
+        t0.elapsed()
+    );
+    assert_eq!(result(&run, "syscall/getuid")["status"]["state"], "ok");
+    assert!(
+        wait_until_gone(&tag, Duration::from_millis(500)).is_empty(),
+        "the sleeper survived"
+    );
+}

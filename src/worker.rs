@@ -159,7 +159,15 @@ pub fn finalize(o: Outcome, allowed: &[usize]) -> BenchResult {
         m.samples_ns.len(),
         Thresholds::default(),
     );
-    let notes = o.notes;
+    let mut notes = o.notes;
+    if let Some(s) = &st
+        && s.median <= 0.0
+    {
+        notes.push(format!(
+            "median {:.3} ns is at or below the baseline ({:.3} ns/iteration): the operation costs less than the loop's own jitter",
+            s.median, m.baseline_ns
+        ));
+    }
     if let Some(p) = &m.phase {
         disturbed.phase_samples = p.samples;
         disturbed.phase_shift_pct = Some(p.shift * 100.0);
@@ -452,5 +460,81 @@ pub fn reap_group(pgid: Pid) {
             Err(Errno::EINTR) => continue,
             Err(_) => return, // ECHILD: nothing left
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::{BenchError, Benchmark, Outcome};
+    use crate::harness::sampler::Measurement;
+    use crate::model::{Batch, Placement};
+
+    fn bench() -> &'static Benchmark {
+        crate::bench::find("call/f0").expect("registered")
+    }
+
+    fn outcome(samples: Vec<f64>) -> Outcome {
+        let n = samples.len() as u64;
+        Outcome {
+            id: "call/f0".into(),
+            params: Default::default(),
+            definition: "d".into(),
+            placement: Placement::Pinned { cpu: 0 },
+            measurement: Measurement {
+                ends_ns: (1..=n).map(|i| i * 1000).collect(),
+                samples_ns: samples,
+                preempted: vec![],
+                batch: Batch {
+                    batched: true,
+                    size: 1000,
+                },
+                baseline_ns: 0.4,
+                phase: None,
+            },
+            used_cpus: vec![0],
+            cpu_before: vec![],
+            cpu_after: vec![],
+            notes: vec![],
+            preemption_expected: false,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn a_cost_at_or_below_the_baseline_is_never_reported_without_a_note() {
+        let r = finalize(outcome(vec![-0.2, -0.1, 0.0, -0.05]), &[0, 1]);
+        assert!(r.stats.as_ref().unwrap().median <= 0.0);
+        assert!(
+            r.notes
+                .iter()
+                .any(|n| n.contains("at or below the baseline")),
+            "{:?}",
+            r.notes
+        );
+        let r = finalize(outcome(vec![1.0, 1.1, 0.9]), &[0, 1]);
+        assert!(r.notes.is_empty());
+    }
+
+    #[test]
+    fn samples_are_rounded_to_picoseconds_and_failures_carry_their_reason() {
+        let r = finalize(outcome(vec![1.23456789]), &[0]);
+        assert_eq!(r.samples_ns, vec![1.235]);
+        let f = finalize(
+            Outcome::failed(
+                "x/y@cross".into(),
+                bench(),
+                BenchError::Skipped("one CPU".into()),
+            ),
+            &[0],
+        );
+        assert_eq!(
+            f.status,
+            Status::Skipped {
+                reason: "one CPU".into()
+            }
+        );
+        assert_eq!(f.id, "x/y@cross");
+        assert!(f.stats.is_none());
     }
 }

@@ -83,6 +83,17 @@ fn row(r: &BenchResult) -> Row {
         ));
     }
     flags.extend(r.notes.iter().cloned());
+    let mut definition = r.definition.clone();
+    if let Some(ps) = r
+        .params
+        .get("per_switch_median_ns")
+        .and_then(|v| v.as_f64())
+    {
+        definition.push_str(&format!(
+            "; per switch (half a round trip): {}",
+            format_ns(ps)
+        ));
+    }
     let (median, ci, min, p99, count) = match &r.stats {
         Some(s) => (
             format_ns(s.median),
@@ -96,7 +107,7 @@ fn row(r: &BenchResult) -> Row {
     Row {
         id: r.id.clone(),
         anchor: slug(&r.id),
-        definition: r.definition.clone(),
+        definition,
         status: r.status.word().into(),
         reason: r.status.reason().map(str::to_string),
         median,

@@ -158,18 +158,29 @@ pub struct StoreArgs {
     pub db: Option<PathBuf>,
 }
 
-/// Files a command can write.
+/// Files a command can write: for a run, the result model (JSON, raw samples included), one
+/// CSV row of statistics per result, the table as Markdown; for a comparison, its rows.
 #[derive(Debug, Args, Clone, Default)]
 pub struct OutputArgs {
-    /// Write JSON.
+    /// Write JSON (a run: the result model with raw samples; a comparison: its rows).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Write CSV.
+    /// Write CSV (one row of statistics per result, or per compared benchmark).
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
-    /// Write Markdown.
+    /// Write the table as Markdown.
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
+}
+
+impl OutputArgs {
+    /// The paths given, in flag order.
+    pub fn paths(&self) -> Vec<&PathBuf> {
+        [&self.json, &self.csv, &self.markdown]
+            .into_iter()
+            .flatten()
+            .collect()
+    }
 }
 
 /// How a comparison judges.
@@ -228,17 +239,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "SECS", value_parser = parse_seconds, allow_negative_numbers = true)]
     pub timeout: Option<f64>,
 
-    /// Write the run as JSON (the result model, raw samples included).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-
-    /// Write one CSV row of statistics per result.
-    #[arg(long, value_name = "FILE")]
-    pub csv: Option<PathBuf>,
-
-    /// Write the table as Markdown.
-    #[arg(long, value_name = "FILE")]
-    pub markdown: Option<PathBuf>,
+    #[command(flatten)]
+    pub outputs: OutputArgs,
 
     /// Run the measuring part under this command, e.g. 'strace -f -o /dev/null'.
     #[arg(long, value_name = "CMD")]

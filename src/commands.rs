@@ -4,7 +4,7 @@
 
 use clap::Parser;
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
@@ -89,36 +89,20 @@ pub fn show(reference: &str, store: &StoreArgs) -> anyhow::Result<()> {
 }
 
 fn check_outputs(outputs: &OutputArgs) -> anyhow::Result<()> {
-    let paths: Vec<&PathBuf> = [&outputs.json, &outputs.csv, &outputs.markdown]
-        .into_iter()
-        .flatten()
-        .collect();
-    for (i, p) in paths.iter().enumerate() {
-        if paths[..i].contains(p) {
-            return Err(usage(format!("{} is given for two outputs", p.display())));
-        }
-        report::check_writable(p).map_err(usage)?;
-    }
-    Ok(())
+    report::check_outputs(&outputs.paths()).map_err(usage)
 }
 
 pub fn export(reference: &str, outputs: &OutputArgs, store: &StoreArgs) -> anyhow::Result<()> {
     check_outputs(outputs)?;
-    if outputs.json.is_none() && outputs.csv.is_none() && outputs.markdown.is_none() {
+    if outputs.paths().is_empty() {
         return Err(usage("export needs --json, --csv or --markdown FILE"));
     }
     let (run, _) = load_run(reference, store)?;
-    let mut files = Vec::new();
-    let pairs: [(&Option<PathBuf>, &dyn Exporter); 3] = [
-        (&outputs.json, &report::json::Json),
-        (&outputs.csv, &report::csv::Csv),
-        (&outputs.markdown, &report::markdown::Markdown),
-    ];
-    for (path, exporter) in pairs {
-        if let Some(p) = path {
-            files.push((p.clone(), exporter.serialize(&run)?));
-        }
-    }
+    // Serialise everything first, so a failing format leaves no file half of the set.
+    let files = run::run_exporters(outputs)
+        .into_iter()
+        .map(|(p, e)| Ok((p, e.serialize(&run)?)))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     for (p, bytes) in &files {
         report::write_atomic(p, bytes)?;
     }
@@ -245,16 +229,10 @@ pub fn ab(
         })
     };
     let (sa, sb) = (side(a)?, side(b)?);
-    let outputs = OutputArgs {
-        json: run_args.json.clone(),
-        csv: run_args.csv.clone(),
-        markdown: run_args.markdown.clone(),
-    };
     // The run's own exports are not written by ab: its files are the comparison's.
+    let outputs = run_args.outputs.clone();
     let mut plan_args = run_args.clone();
-    plan_args.json = None;
-    plan_args.csv = None;
-    plan_args.markdown = None;
+    plan_args.outputs = OutputArgs::default();
     check_outputs(&outputs)?;
     let plan = run::plan(&plan_args, 30.0)?;
     let mut store = if run_args.no_save {

@@ -13,7 +13,7 @@ use std::time::Duration;
 use anyhow::Context;
 
 use crate::bench::{self, Benchmark, SamplerConfigWire, WorkerOptions};
-use crate::cli::{RunArgs, split_command, usage};
+use crate::cli::{OutputArgs, RunArgs, split_command, usage};
 use crate::harness::{clock, placement, sampler};
 use crate::model::{BenchResult, ClockInfo, Run, SCHEMA_VERSION, Tool};
 use crate::report::{self, Exporter};
@@ -66,22 +66,8 @@ pub fn plan(args: &RunArgs, clock_cost_ns: f64) -> anyhow::Result<Plan> {
         }
         None => placement::default_cpu(&allowed).expect("allowed is not empty"),
     };
-    let mut outputs: Vec<(PathBuf, Box<dyn Exporter>)> = Vec::new();
-    if let Some(p) = &args.json {
-        outputs.push((p.clone(), Box::new(report::json::Json)));
-    }
-    if let Some(p) = &args.csv {
-        outputs.push((p.clone(), Box::new(report::csv::Csv)));
-    }
-    if let Some(p) = &args.markdown {
-        outputs.push((p.clone(), Box::new(report::markdown::Markdown)));
-    }
-    for (i, (p, _)) in outputs.iter().enumerate() {
-        if outputs[..i].iter().any(|(q, _)| q == p) {
-            return Err(usage(format!("{} is given for two outputs", p.display())));
-        }
-        report::check_writable(p).map_err(usage)?;
-    }
+    report::check_outputs(&args.outputs.paths()).map_err(usage)?;
+    let outputs = run_exporters(&args.outputs);
     let wrapper = args
         .under
         .as_deref()
@@ -184,6 +170,21 @@ pub fn plan(args: &RunArgs, clock_cost_ns: f64) -> anyhow::Result<Plan> {
         label: args.label.clone(),
         outputs,
     })
+}
+
+/// The files a run is written to, each with its format.
+pub fn run_exporters(o: &OutputArgs) -> Vec<(PathBuf, Box<dyn Exporter>)> {
+    let mut v: Vec<(PathBuf, Box<dyn Exporter>)> = Vec::new();
+    if let Some(p) = &o.json {
+        v.push((p.clone(), Box::new(report::json::Json)));
+    }
+    if let Some(p) = &o.csv {
+        v.push((p.clone(), Box::new(report::csv::Csv)));
+    }
+    if let Some(p) = &o.markdown {
+        v.push((p.clone(), Box::new(report::markdown::Markdown)));
+    }
+    v
 }
 
 /// MemAvailable from /proc/meminfo, MiB.

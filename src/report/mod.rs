@@ -97,6 +97,17 @@ pub fn check_writable(path: &Path) -> Result<(), String> {
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
+/// Check, before any work, a command's output paths: no path given twice, each writable.
+pub fn check_outputs(paths: &[&PathBuf]) -> Result<(), String> {
+    for (i, p) in paths.iter().enumerate() {
+        if paths[..i].contains(p) {
+            return Err(format!("{} is given for two outputs", p.display()));
+        }
+        check_writable(p)?;
+    }
+    Ok(())
+}
+
 /// Write `bytes` to `path` atomically (temporary file in the same directory, then rename).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let dir = parent_dir(path);

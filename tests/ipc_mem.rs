@@ -104,15 +104,7 @@ fn too_few_descriptors_fail_with_the_limit_named_and_the_run_goes_on() {
         ],
     );
     for id in ["mem/select/1000", "mem/epoll/1000"] {
-        let r = result(&run, id);
-        assert_eq!(r["status"]["state"], "failed", "{r}");
-        assert!(
-            r["status"]["reason"]
-                .as_str()
-                .unwrap()
-                .contains("hard limit is 200"),
-            "{r}"
-        );
+        assert_failed_with(&run, id, "hard limit is 200");
     }
     assert_eq!(result(&run, "mem/select/10")["status"]["state"], "ok");
     assert_eq!(result(&run, "ipc/pipe-1b")["status"]["state"], "ok");

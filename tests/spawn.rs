@@ -106,15 +106,7 @@ fn a_process_limit_fails_fork_with_a_clear_reason_and_the_run_goes_on() {
             "syscall/getuid",
         ],
     );
-    let fork = result(&run, "spawn/fork");
-    assert_eq!(fork["status"]["state"], "failed", "{fork}");
-    assert!(
-        fork["status"]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("RLIMIT_NPROC"),
-        "{fork}"
-    );
+    assert_failed_with(&run, "spawn/fork", "RLIMIT_NPROC");
     // A thread is a task too: the same limit stops it.
     assert_eq!(result(&run, "spawn/thread")["status"]["state"], "failed");
     // The run went on.

@@ -153,12 +153,7 @@ fn killed_peer_fails(bench: &str, expect: &str) {
     );
     let run: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let r = result(&run, &format!("{bench}@same"));
-    assert_eq!(r["status"]["state"], "failed", "{r}");
-    assert!(
-        r["status"]["reason"].as_str().unwrap().contains(expect),
-        "{r}"
-    );
+    assert_failed_with(&run, &format!("{bench}@same"), expect);
     assert!(wait_until_gone(&tag, Duration::from_millis(500)).is_empty());
 }
 

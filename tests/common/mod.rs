@@ -191,3 +191,14 @@ pub fn grandchildren(tag: &str, root: i32) -> Vec<i32> {
 pub fn p5(run: &serde_json::Value, id: &str) -> f64 {
     result(run, id)["stats"]["p5"].as_f64().unwrap()
 }
+
+/// The result `id` failed, and its reason says `why`.
+pub fn assert_failed_with(run: &serde_json::Value, id: &str, why: &str) {
+    let r = result(run, id);
+    assert_eq!(r["status"]["state"], "failed", "{r}");
+    let reason = r["status"]["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains(why),
+        "{id}: reason '{reason}' lacks '{why}'"
+    );
+}

@@ -10,6 +10,7 @@
 use std::sync::Once;
 
 use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use super::{format_ns, scale};
@@ -115,6 +116,27 @@ type Res = Result<(), String>;
 
 fn e2s<E: std::fmt::Display>(e: E) -> String {
     e.to_string()
+}
+
+/// Axes, descriptions and tick labels of the linear charts (time series, histogram, curves).
+fn axes<'a, DB: DrawingBackend + 'a>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    x_desc: &str,
+    y_desc: &str,
+    x_labels: usize,
+    x_fmt: &dyn Fn(&f64) -> String,
+) -> Res {
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .x_labels(x_labels)
+        .x_label_formatter(x_fmt)
+        .y_label_formatter(&tick)
+        .label_style(("sans-serif", 13))
+        .light_line_style(WHITE.mix(0.0))
+        .draw()
+        .map_err(e2s)
 }
 
 /// The legend box every figure uses.
@@ -244,16 +266,13 @@ fn time_series<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &BenchResul
         .y_label_area_size(64)
         .build_cartesian_2d(0f64..n, y0..y1)
         .map_err(e2s)?;
-    chart
-        .configure_mesh()
-        .x_desc("sample")
-        .y_desc(format!("per operation ({unit})"))
-        .x_label_formatter(&tick)
-        .y_label_formatter(&tick)
-        .label_style(("sans-serif", 13))
-        .light_line_style(WHITE.mix(0.0))
-        .draw()
-        .map_err(e2s)?;
+    axes(
+        &mut chart,
+        "sample",
+        &format!("per operation ({unit})"),
+        10,
+        &tick,
+    )?;
     let clamp = |p: &(f64, f64)| (p.0, (p.1 / div).clamp(y0, y1));
     chart
         .draw_series(LineSeries::new(hi_env.iter().map(clamp), BLUE_.mix(0.8)))
@@ -326,16 +345,13 @@ fn histogram<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &BenchResult)
         .y_label_area_size(64)
         .build_cartesian_2d(lo..hi, 0f64..cmax * 1.1)
         .map_err(e2s)?;
-    chart
-        .configure_mesh()
-        .x_desc(format!("per operation ({unit})"))
-        .y_desc("samples")
-        .x_label_formatter(&tick)
-        .y_label_formatter(&tick)
-        .label_style(("sans-serif", 13))
-        .light_line_style(WHITE.mix(0.0))
-        .draw()
-        .map_err(e2s)?;
+    axes(
+        &mut chart,
+        &format!("per operation ({unit})"),
+        "samples",
+        10,
+        &tick,
+    )?;
     chart
         .draw_series(counts.iter().enumerate().map(|(k, &c)| {
             let x0 = lo + k as f64 * w;
@@ -550,17 +566,13 @@ fn curves<DB: DrawingBackend>(
         .y_label_area_size(64)
         .build_cartesian_2d(x0..x1, y0..y1)
         .map_err(e2s)?;
-    chart
-        .configure_mesh()
-        .x_desc(x_desc)
-        .y_desc(format!("{y_desc} ({unit})"))
-        .x_labels(n_x_labels)
-        .x_label_formatter(&x_fmt)
-        .y_label_formatter(&tick)
-        .label_style(("sans-serif", 13))
-        .light_line_style(WHITE.mix(0.0))
-        .draw()
-        .map_err(e2s)?;
+    axes(
+        &mut chart,
+        x_desc,
+        &format!("{y_desc} ({unit})"),
+        n_x_labels,
+        &x_fmt,
+    )?;
     for (k, (name, pts)) in series.iter().enumerate() {
         let c = PALETTE[k % PALETTE.len()];
         let band: Vec<(f64, f64)> = pts

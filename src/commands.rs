@@ -234,7 +234,7 @@ pub fn ab(
     let mut plan_args = run_args.clone();
     plan_args.outputs = OutputArgs::default();
     check_outputs(&outputs)?;
-    let plan = run::plan(&plan_args, 30.0)?;
+    let plan = run::plan(&plan_args)?;
     let mut store = if run_args.no_save {
         None
     } else {
@@ -295,7 +295,7 @@ pub fn ctx(
             _ => unreachable!("a fixed command line"),
         };
     args.samples = repetitions;
-    let mut plan = run::plan(&args, 30.0)?;
+    let mut plan = run::plan(&args)?;
     plan.opts.ring = crate::bench::switch::RingOptions {
         procs: procs.iter().map(|&n| n as usize).collect(),
         sizes_kb: if sizes.is_empty() {

@@ -134,8 +134,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
 
 fn run_command(args: cli::RunArgs) -> anyhow::Result<i32> {
     let interrupted = worker::install_guards()?;
-    // The plan is validated with a provisional clock cost; the real calibration follows.
-    let plan = run::plan(&args, 30.0)?;
+    let plan = run::plan(&args)?;
     if let Some(d) = &args.report {
         commands::check_report_dir(d)?;
     }

@@ -31,7 +31,9 @@ pub struct Plan {
 }
 
 /// Validate arguments into a plan. Every error here is a usage error (exit 2).
-pub fn plan(args: &RunArgs, clock_cost_ns: f64) -> anyhow::Result<Plan> {
+/// The clock-dependent sampler settings (clock cost, batch length) are filled in by the
+/// session once the clock is calibrated.
+pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
     // `switch/pipe-proc@cross` is a result id: the benchmark, at that placement.
     let mut id_places: Vec<String> = Vec::new();
     let ids: Vec<String> = args
@@ -75,7 +77,7 @@ pub fn plan(args: &RunArgs, clock_cost_ns: f64) -> anyhow::Result<Plan> {
         .transpose()
         .map_err(|e| usage(e.0))?;
     let quick = args.quick;
-    let defaults = sampler::SamplerConfig::for_clock(clock_cost_ns);
+    let defaults = sampler::SamplerConfig::for_clock(f64::NAN);
     let min_time_ns = if quick {
         30_000_000
     } else {
@@ -104,8 +106,9 @@ pub fn plan(args: &RunArgs, clock_cost_ns: f64) -> anyhow::Result<Plan> {
             defaults.warmup_ns
         },
         fixed_samples: args.samples.map(|n| n as usize),
+        // Not known until the session calibrates the clock.
         target_batch_ns: defaults.target_batch_ns,
-        clock_cost_ns,
+        clock_cost_ns: f64::NAN,
     };
     let fork_sizes_mib = match &args.fork_sizes {
         Some(v) => {

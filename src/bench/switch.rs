@@ -361,9 +361,10 @@ pub(crate) fn each_place(
             Ok(mut o) => {
                 o.id = id;
                 o.params.insert("placement".into(), json!(place.word()));
-                if let Some(m) = crate::stats::summarize(&o.measurement.samples_ns) {
+                let m = crate::stats::median(&o.measurement.samples_ns);
+                if m.is_finite() {
                     o.params
-                        .insert("per_switch_median_ns".into(), json!(m.median / 2.0));
+                        .insert("per_switch_median_ns".into(), json!(m / 2.0));
                 }
                 // Blocking hands the CPU over by design: not a disturbance.
                 o.preemption_expected = true;

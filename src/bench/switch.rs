@@ -526,12 +526,15 @@ const MASTER: u32 = 0;
 const PEER: u32 = 1;
 const QUIT: u32 = 2;
 
-/// Master side of one futex round trip.
+/// Master side of one futex round trip. `peer_dead` is checked before every wait: a watchdog
+/// that finds the peer dead sets it and then hands the turn back, but the master may have
+/// taken the turn away again in between (its store of PEER overwrites the hand-back), so the
+/// flag, not the turn, is what ends the wait.
 #[inline(always)]
-fn futex_master(turn: &AtomicU32, private: bool) {
+fn futex_master(turn: &AtomicU32, private: bool, peer_dead: &AtomicBool) {
     turn.store(PEER, Ordering::SeqCst);
     futex_wake(turn, private);
-    while turn.load(Ordering::SeqCst) == PEER {
+    while turn.load(Ordering::SeqCst) == PEER && !peer_dead.load(Ordering::SeqCst) {
         futex_wait(turn, PEER, private);
     }
 }
@@ -567,7 +570,8 @@ fn futex_thread(ctx: &Ctx, b: &Benchmark) -> R {
         );
         let o = ctx.batched_fallible(b, &mut |n| {
             for _ in 0..n {
-                futex_master(&turn, true);
+                // A thread peer cannot die alone: nothing sets the flag.
+                futex_master(&turn, true, &AtomicBool::new(false));
             }
             Ok(())
         });
@@ -629,7 +633,7 @@ fn futex_proc(ctx: &Ctx, b: &Benchmark) -> R {
         )?;
         let r = ctx.batched_fallible(b, &mut |n| {
             for _ in 0..n {
-                futex_master(turn, false);
+                futex_master(turn, false, &peer.dead);
                 peer.check()?;
             }
             Ok(())

@@ -296,7 +296,7 @@ pub fn ctx(
         };
     args.samples = repetitions;
     let mut plan = run::plan(&args)?;
-    plan.opts.ring = crate::bench::switch::RingOptions {
+    plan.opts.variants.ring = crate::harness::case::RingOptions {
         procs: procs.iter().map(|&n| n as usize).collect(),
         sizes_kb: if sizes.is_empty() {
             vec![0]
@@ -306,7 +306,7 @@ pub fn ctx(
         parallel: parallel as usize,
     };
     // The sampling time a suite gives: shared by the points, not 2 s each.
-    let points = plan.opts.ring.procs.len() * plan.opts.ring.sizes_kb.len();
+    let points = plan.opts.variants.ring.procs.len() * plan.opts.variants.ring.sizes_kb.len();
     let cfg = &mut plan.opts.sampler;
     cfg.min_time_ns = run::min_sampling_ns(points, 400_000_000);
     cfg.budget_ns = cfg.budget_ns.max(2 * cfg.min_time_ns);

@@ -9,12 +9,11 @@
 
 use std::collections::BTreeMap;
 
-use rand::rngs::StdRng;
-use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use crate::model::{BenchResult, Run, Status};
 use crate::stats;
+use crate::stats::bootstrap::{Rounds, blocks, ratio_and_difference};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Options {
@@ -127,52 +126,8 @@ fn thin(samples: &[f64], max: usize) -> Vec<f64> {
     samples.iter().step_by(stride).copied().collect()
 }
 
-/// Consecutive samples spanning about this much time form one bootstrap block.
-pub const BLOCK_NS: f64 = 50_000_000.0;
-/// Fewer time blocks than this and the series is cut into this many equal blocks instead.
-const MIN_BLOCKS: usize = 8;
-
-/// A result's samples cut into blocks of consecutive samples lasting about `BLOCK_NS` each
-/// (a sample lasts its value times the batch size), thinned evenly to at most `max` samples.
-///
-/// Why blocks: on a shared machine the cost moves in phases of 50-500 ms, so neighbouring
-/// samples are not independent. A bootstrap that resamples single samples gives intervals of a
-/// tenth of a percent that two identical runs then miss by five; resampling blocks carries the
-/// phase-to-phase variation into the interval.
-pub fn blocks(samples: &[f64], batch: u64, max: usize) -> Vec<Vec<f64>> {
-    let n = samples.len();
-    if n == 0 {
-        return vec![];
-    }
-    let stride = n.div_ceil(max.max(1));
-    let mut out: Vec<Vec<f64>> = vec![];
-    let mut cur = vec![];
-    let mut acc = 0.0;
-    for (i, &x) in samples.iter().enumerate() {
-        if i % stride == 0 {
-            cur.push(x);
-        }
-        acc += x.max(0.0) * batch.max(1) as f64;
-        if acc >= BLOCK_NS && !cur.is_empty() {
-            out.push(std::mem::take(&mut cur));
-            acc = 0.0;
-        }
-    }
-    if !cur.is_empty() {
-        out.push(cur);
-    }
-    if out.len() < MIN_BLOCKS {
-        let kept: Vec<f64> = out.concat();
-        let per = kept.len().div_ceil(MIN_BLOCKS).max(1);
-        out = kept.chunks(per).map(<[f64]>::to_vec).collect();
-    }
-    out
-}
-
-/// Rounds (clusters of blocks) of one side: one round for a plain run, one per round for a
-/// side of `ab` (`params.round_starts`), each cut into time blocks.
-pub type Rounds = Vec<Vec<Vec<f64>>>;
-
+/// Rounds of one side: one round for a plain run, one per round for a side of `ab`
+/// (`params.round_starts`), each cut into time blocks.
 pub fn rounds_of(r: &BenchResult, max: usize) -> Rounds {
     let n = r.samples_ns.len();
     let mut starts: Vec<usize> = r
@@ -197,58 +152,6 @@ pub fn rounds_of(r: &BenchResult, max: usize) -> Rounds {
         .map(|w| blocks(&r.samples_ns[w[0]..w[1]], r.batch.size, max / k))
         .filter(|b| !b.is_empty())
         .collect()
-}
-
-/// Two-stage resample: rounds with replacement, then blocks within each chosen round.
-fn resample_median(rng: &mut StdRng, rounds: &Rounds, buf: &mut Vec<f64>) -> f64 {
-    buf.clear();
-    for _ in 0..rounds.len() {
-        let blocks = &rounds[rng.random_range(0..rounds.len())];
-        for _ in 0..blocks.len() {
-            buf.extend_from_slice(&blocks[rng.random_range(0..blocks.len())]);
-        }
-    }
-    let mid = buf.len() / 2;
-    let (_, m, _) = buf.select_nth_unstable_by(mid, f64::total_cmp);
-    let m = *m;
-    if buf.len().is_multiple_of(2) {
-        let below = buf[..mid].iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        (m + below) / 2.0
-    } else {
-        m
-    }
-}
-
-/// Block-bootstrap 95% CIs of the cand/base and cand-base medians. Rounds of `ab` are
-/// resampled as wholes first: a phase of the machine can span a round, and the interval must
-/// carry that.
-pub fn bootstrap(base: &Rounds, cand: &Rounds, opts: &Options) -> ([f64; 2], [f64; 2]) {
-    if base.is_empty() || cand.is_empty() {
-        return ([f64::NAN; 2], [f64::NAN; 2]);
-    }
-    let mut rng = StdRng::seed_from_u64(opts.seed);
-    let mut ratios = Vec::with_capacity(opts.resamples);
-    let mut diffs = Vec::with_capacity(opts.resamples);
-    let mut buf = Vec::new();
-    for _ in 0..opts.resamples {
-        let mb = resample_median(&mut rng, base, &mut buf);
-        let mc = resample_median(&mut rng, cand, &mut buf);
-        diffs.push(mc - mb);
-        if mb != 0.0 {
-            ratios.push(mc / mb);
-        }
-    }
-    let ci = |v: Vec<f64>| {
-        if v.is_empty() {
-            return [f64::NAN, f64::NAN];
-        }
-        let s = stats::sorted_copy(&v);
-        [
-            stats::quantile_sorted(&s, 0.025),
-            stats::quantile_sorted(&s, 0.975),
-        ]
-    };
-    (ci(ratios), ci(diffs))
 }
 
 /// The verdict for a CI of the ratio against a band of ±threshold: a change is called only
@@ -320,10 +223,11 @@ pub fn compare(
         match (ok(b), ok(c)) {
             (Some(b), Some(c)) => {
                 let (bs, cs) = (b.stats.as_ref().expect("ok"), c.stats.as_ref().expect("ok"));
-                let (ratio_ci, diff_ci) = bootstrap(
+                let (ratio_ci, diff_ci) = ratio_and_difference(
                     &rounds_of(b, opts.max_samples),
                     &rounds_of(c, opts.max_samples),
-                    opts,
+                    opts.resamples,
+                    opts.seed,
                 );
                 let (verdict, within_band) = verdict(ratio_ci, opts.threshold);
                 let slowdown = if bs.median != 0.0 {
@@ -549,21 +453,6 @@ mod tests {
         let c = compare(&base, &cand, "a", "b", &Options::default());
         assert_eq!(regressions(&c, 5.0).len(), 1);
         assert_eq!(regressions(&c, 15.0).len(), 0);
-    }
-
-    #[test]
-    fn blocks_follow_time_and_fall_back_to_counts() {
-        // 1000 samples of 1 ms each (batch 1): 20 blocks of 50 ms, 50 samples each.
-        let b = blocks(&vec![1_000_000.0; 1000], 1, 10_000);
-        assert_eq!(b.len(), 20);
-        assert!(b.iter().all(|x| x.len() == 50));
-        // Thinning keeps at most `max` samples in order.
-        let b = blocks(&(0..1000).map(f64::from).collect::<Vec<_>>(), 1, 100);
-        assert_eq!(b.concat().len(), 100);
-        // Too short for time blocks: eight blocks by count.
-        let b = blocks(&vec![10.0; 80], 1, 10_000);
-        assert_eq!(b.len(), 8);
-        assert!(blocks(&[], 1, 10).is_empty());
     }
 
     #[test]

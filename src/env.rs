@@ -6,55 +6,8 @@
 use std::collections::BTreeMap;
 use std::fs;
 
-use serde::{Deserialize, Serialize};
-
 use crate::harness::placement;
-use crate::model::ClockInfo;
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
-pub struct Env {
-    pub hostname: Option<String>,
-    pub os: String,
-    pub kernel_release: Option<String>,
-    pub kernel_version: Option<String>,
-    pub boot_cmdline: Option<String>,
-    pub cpu_model: Option<String>,
-    pub cpu_mhz: Option<f64>,
-    pub online_cpus: Option<String>,
-    pub allowed_cpus: Vec<usize>,
-    /// Groups of CPUs that are SMT siblings of one core, e.g. ["0-1"].
-    pub smt_siblings: Vec<String>,
-    pub clocksource: Option<String>,
-    pub available_clocksources: Option<String>,
-    /// The run's clock (CLOCK_MONOTONIC through the vDSO), as calibrated at start.
-    #[serde(default)]
-    pub clock: Option<ClockInfo>,
-    /// Cost of one read of every clock, ns (median of batches), and its smallest step.
-    #[serde(default)]
-    pub clock_costs: BTreeMap<String, ClockCost>,
-    /// /sys/devices/system/cpu/vulnerabilities/*: name -> status line.
-    pub vulnerabilities: BTreeMap<String, String>,
-    pub thp_enabled: Option<String>,
-    pub thp_defrag: Option<String>,
-    /// The CPU's `hypervisor` flag.
-    pub hypervisor_flag: bool,
-    pub dmi_vendor: Option<String>,
-    pub dmi_product: Option<String>,
-    /// cgroup v2 cpu.max of this process's cgroup ("max 100000" = unlimited).
-    pub cgroup_cpu_max: Option<String>,
-    pub libc_version: Option<String>,
-    pub scaling_governor: Option<String>,
-    pub oscost_version: String,
-    /// "release" or "debug": a debug build's loops are not the release build's.
-    pub build_profile: String,
-}
-
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
-pub struct ClockCost {
-    pub cost_ns: f64,
-    /// Smallest non-zero step between consecutive reads; `None` if it never moved.
-    pub step_ns: Option<f64>,
-}
+use crate::model::{ClockCost, ClockInfo, Env};
 
 /// What reading each clock costs here: the vDSO clocks, gettimeofday, and clock_gettime as a
 /// real system call (what the vDSO saves). A few milliseconds in all.
@@ -191,79 +144,6 @@ pub fn collect(clock: Option<ClockInfo>) -> Env {
     }
 }
 
-/// `oscost env` as text lines of `key: value`.
-pub fn render(env: &Env) -> String {
-    let mut out = String::new();
-    let mut line = |k: &str, v: String| out.push_str(&format!("{k:<24} {v}\n"));
-    let o = |v: &Option<String>| v.clone().unwrap_or_else(|| "(unknown)".into());
-    line("host", o(&env.hostname));
-    line("os", env.os.clone());
-    line("kernel release", o(&env.kernel_release));
-    line("kernel version", o(&env.kernel_version));
-    line("boot command line", o(&env.boot_cmdline));
-    line("cpu model", o(&env.cpu_model));
-    line(
-        "cpu MHz",
-        env.cpu_mhz
-            .map_or("(unknown)".into(), |m| format!("{m:.0}")),
-    );
-    line("online cpus", o(&env.online_cpus));
-    line(
-        "allowed cpus",
-        env.allowed_cpus
-            .iter()
-            .map(|c| c.to_string())
-            .collect::<Vec<_>>()
-            .join(","),
-    );
-    line("smt sibling groups", env.smt_siblings.join(" "));
-    line("clocksource", o(&env.clocksource));
-    line("available clocksources", o(&env.available_clocksources));
-    if let Some(c) = &env.clock {
-        line(
-            "clock",
-            format!(
-                "CLOCK_MONOTONIC (vDSO): read costs {:.1} ns, smallest step {:.0} ns",
-                c.cost_ns, c.resolution_ns
-            ),
-        );
-    }
-    for (name, c) in &env.clock_costs {
-        line(
-            &format!("  {name}"),
-            format!(
-                "{:.1} ns/read, smallest step {}",
-                c.cost_ns,
-                c.step_ns
-                    .map_or("(never moved)".into(), |s| format!("{s:.0} ns"))
-            ),
-        );
-    }
-    line("thp enabled", o(&env.thp_enabled));
-    line("thp defrag", o(&env.thp_defrag));
-    line(
-        "virtualization",
-        format!(
-            "hypervisor flag {}; DMI {} / {}",
-            if env.hypervisor_flag { "set" } else { "clear" },
-            o(&env.dmi_vendor),
-            o(&env.dmi_product)
-        ),
-    );
-    line("cgroup cpu.max", o(&env.cgroup_cpu_max));
-    line("scaling governor", o(&env.scaling_governor));
-    line("libc", o(&env.libc_version));
-    line(
-        "oscost",
-        format!("{} ({} build)", env.oscost_version, env.build_profile),
-    );
-    out.push_str("vulnerabilities:\n");
-    for (k, v) in &env.vulnerabilities {
-        out.push_str(&format!("  {k:<30} {v}\n"));
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -281,9 +161,6 @@ mod tests {
         assert!(costs.contains_key("clock_gettime syscall (no vDSO)"));
         assert!(e.kernel_release.is_some());
         assert!(!e.allowed_cpus.is_empty());
-        let text = render(&e);
-        assert!(text.contains("kernel release"));
-        assert!(text.contains("vulnerabilities:"));
     }
 
     #[test]

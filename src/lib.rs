@@ -2,6 +2,7 @@
 //! its views. The `oscost` binary (`main.rs`) is a thin command-line front end over it; the
 //! library form lets integration tests drive statistics, reports and comparisons directly.
 
+pub mod analysis;
 pub mod bench;
 pub mod cli;
 pub mod commands;

@@ -44,7 +44,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             let text = if json {
                 serde_json::to_string_pretty(&e)? + "\n"
             } else {
-                env::render(&e)
+                oscost::report::env::render(&e)
             };
             run::print_stdout(&text)?;
             Ok(0)

@@ -6,10 +6,70 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::env::Env;
 use crate::stats::{Outliers, Stats};
 
 pub const SCHEMA_VERSION: u32 = 1;
+
+/// The machine a run was measured on (collected by `env.rs`, shown by `oscost env`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Env {
+    pub hostname: Option<String>,
+    pub os: String,
+    pub kernel_release: Option<String>,
+    pub kernel_version: Option<String>,
+    pub boot_cmdline: Option<String>,
+    pub cpu_model: Option<String>,
+    pub cpu_mhz: Option<f64>,
+    pub online_cpus: Option<String>,
+    pub allowed_cpus: Vec<usize>,
+    /// Groups of CPUs that are SMT siblings of one core, e.g. ["0-1"].
+    pub smt_siblings: Vec<String>,
+    pub clocksource: Option<String>,
+    pub available_clocksources: Option<String>,
+    /// The run's clock (CLOCK_MONOTONIC through the vDSO), as calibrated at start.
+    #[serde(default)]
+    pub clock: Option<ClockInfo>,
+    /// Cost of one read of every clock, ns (median of batches), and its smallest step.
+    #[serde(default)]
+    pub clock_costs: BTreeMap<String, ClockCost>,
+    /// /sys/devices/system/cpu/vulnerabilities/*: name -> status line.
+    pub vulnerabilities: BTreeMap<String, String>,
+    pub thp_enabled: Option<String>,
+    pub thp_defrag: Option<String>,
+    /// The CPU's `hypervisor` flag.
+    pub hypervisor_flag: bool,
+    pub dmi_vendor: Option<String>,
+    pub dmi_product: Option<String>,
+    /// cgroup v2 cpu.max of this process's cgroup ("max 100000" = unlimited).
+    pub cgroup_cpu_max: Option<String>,
+    pub libc_version: Option<String>,
+    pub scaling_governor: Option<String>,
+    pub oscost_version: String,
+    /// "release" or "debug": a debug build's loops are not the release build's.
+    pub build_profile: String,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct ClockCost {
+    pub cost_ns: f64,
+    /// Smallest non-zero step between consecutive reads; `None` if it never moved.
+    pub step_ns: Option<f64>,
+}
+
+/// Results of one benchmark that form a curve over a parameter (lat_ctx's ring, fork against
+/// resident memory), declared by the catalogue so views can draw it without knowing benchmarks.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Curve {
+    pub title: &'static str,
+    /// The parameter on the x axis, and how to describe it.
+    pub x: &'static str,
+    pub x_desc: &'static str,
+    pub y_desc: &'static str,
+    pub log2_x: bool,
+    /// The parameter that splits points into series, and the words after its value in the
+    /// legend ("16 KB per process").
+    pub series: Option<(&'static str, &'static str)>,
+}
 
 /// One invocation of `oscost run`.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -12,8 +12,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::bench::{self, Benchmark, SamplerConfigWire, WorkerOptions};
+use crate::bench;
 use crate::cli::{OutputArgs, RunArgs, split_command, usage};
+use crate::harness::case::{Benchmark, RingOptions, VariantOptions, default_fork_sizes};
+use crate::harness::placement::Place;
+use crate::harness::runner::{SamplerConfigWire, WorkerOptions, default_mq_name};
 use crate::harness::{clock, placement, sampler};
 use crate::model::{BenchResult, ClockInfo, Run, SCHEMA_VERSION, Tool};
 use crate::report::{self, Exporter};
@@ -127,7 +130,7 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         None => {
             // The default curve stops where this machine's free memory does.
             let avail = mem_available_mib().unwrap_or(u64::MAX);
-            bench::default_fork_sizes()
+            default_fork_sizes()
                 .into_iter()
                 .filter(|&m| m * 2 <= avail)
                 .collect()
@@ -138,11 +141,11 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         .as_ref()
         .or((!id_places.is_empty()).then_some(&id_places))
     {
-        None => bench::switch::default_places(),
+        None => Place::defaults(),
         Some(list) => {
             let mut v = Vec::new();
             for w in list {
-                let p = bench::switch::Place::parse(w.trim()).ok_or_else(|| {
+                let p = Place::parse(w.trim()).ok_or_else(|| {
                     usage(format!(
                         "--placement: '{w}' is not one of same, cross, free"
                     ))
@@ -161,10 +164,12 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
             sampler,
             cpu,
             allowed,
-            fork_sizes_mib,
-            placements,
-            ring: bench::switch::RingOptions::default(),
-            mq_name: bench::default_mq_name(),
+            variants: VariantOptions {
+                placements,
+                ring: RingOptions::default(),
+                fork_sizes_mib,
+            },
+            mq_name: default_mq_name(),
             scratch_dir: None,
         },
         timeout,
@@ -218,7 +223,7 @@ pub fn use_color(stream_is_tty: bool) -> bool {
 /// worker options completed with the clock's real cost.
 struct Session {
     clock: ClockInfo,
-    env: crate::env::Env,
+    env: crate::model::Env,
     started_at: String,
     opts: WorkerOptions,
     exe: std::path::PathBuf,

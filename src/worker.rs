@@ -23,13 +23,15 @@ use nix::sys::signal::{Signal, killpg};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
-use crate::bench::{self, BenchError, Benchmark, Ctx, Outcome, WorkerOptions};
+use crate::analysis;
+use crate::bench;
+use crate::harness::case::{BenchError, Benchmark, Meter};
 use crate::harness::clock::Monotonic;
-use crate::harness::noise::{self, Rusage, Thresholds};
+use crate::harness::noise::Rusage;
 use crate::harness::placement;
+use crate::harness::runner::{self, CaseResult, WorkerOptions};
 use crate::harness::sampler::Sampler;
-use crate::model::{BenchResult, Status, family_of};
-use crate::stats;
+use crate::model::BenchResult;
 
 /// The fd the worker writes results to.
 pub const RESULT_FD: i32 = 3;
@@ -58,18 +60,17 @@ pub fn worker_main(id: &str, config: &str) -> i32 {
     unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
     // SAFETY: the coordinator opened this fd for us and nothing else in the worker owns it.
     let mut out = unsafe { std::fs::File::from_raw_fd(fd) };
-    let results = match serde_json::from_str::<WorkerOptions>(config) {
-        Ok(opts) => run_in_worker(id, opts),
-        Err(e) => vec![BenchResult::not_measured(
+    let cases = match serde_json::from_str::<WorkerOptions>(config) {
+        Ok(opts) => measure(id, opts),
+        Err(e) => vec![CaseResult::failed(
+            id.to_string(),
             id,
             "",
-            Status::Failed {
-                reason: format!("bad worker configuration: {e}"),
-            },
+            BenchError::Failed(format!("bad worker configuration: {e}")),
         )],
     };
-    for r in results {
-        let mut line = match serde_json::to_string(&r) {
+    for c in cases {
+        let mut line = match serde_json::to_string(&c) {
             Ok(l) => l,
             Err(e) => {
                 eprintln!("oscost worker: cannot encode result: {e}");
@@ -84,111 +85,24 @@ pub fn worker_main(id: &str, config: &str) -> i32 {
     0
 }
 
-fn run_in_worker(id: &str, opts: WorkerOptions) -> Vec<BenchResult> {
+/// Measure every case of benchmark `id`, pinned to the measuring CPU.
+fn measure(id: &str, opts: WorkerOptions) -> Vec<CaseResult> {
     let Some(b) = bench::find(id) else {
-        return vec![BenchResult::not_measured(
-            id,
-            "",
-            Status::Failed {
-                reason: format!("no benchmark '{id}' in this oscost"),
-            },
-        )];
+        let why = BenchError::Failed(format!("no benchmark '{id}' in this oscost"));
+        return vec![CaseResult::failed(id.to_string(), id, "", why)];
     };
     if let Err(e) = placement::pin_current_thread(opts.cpu) {
-        return vec![BenchResult::not_measured(
-            b.id,
-            b.definition,
-            Status::Failed { reason: e },
-        )];
+        let why = BenchError::Failed(e);
+        return vec![CaseResult::failed(b.id.into(), b.id, b.definition, why)];
     }
-    let ctx = Ctx {
+    let meter = Meter {
         sampler: Sampler::new(Monotonic, Rusage, opts.sampler.into()),
-        opts,
+        cpu: opts.cpu,
+        allowed: opts.allowed,
+        mq_name: opts.mq_name,
+        scratch_dir: opts.scratch_dir,
     };
-    match (b.run)(&ctx, b) {
-        Ok(outcomes) => outcomes
-            .into_iter()
-            .map(|o| finalize(o, &ctx.opts.allowed))
-            .collect(),
-        Err(e) => vec![BenchResult::not_measured(
-            b.id,
-            b.definition,
-            match e {
-                BenchError::Skipped(reason) => Status::Skipped { reason },
-                BenchError::Failed(reason) => Status::Failed { reason },
-            },
-        )],
-    }
-}
-
-/// Statistics, outliers, disturbance and notes for one outcome.
-pub fn finalize(o: Outcome, allowed: &[usize]) -> BenchResult {
-    if let Some(e) = o.error {
-        let mut r = BenchResult::not_measured(
-            &o.id,
-            &o.definition,
-            match e {
-                BenchError::Skipped(reason) => Status::Skipped { reason },
-                BenchError::Failed(reason) => Status::Failed { reason },
-            },
-        );
-        r.params = o.params;
-        return r;
-    }
-    let mut m = o.measurement;
-    // Picoseconds are below any clock's resolution; rounding keeps result files small.
-    for x in &mut m.samples_ns {
-        *x = (*x * 1000.0).round() / 1000.0;
-    }
-    let st = stats::summarize(&m.samples_ns);
-    let other: Vec<usize> = allowed
-        .iter()
-        .copied()
-        .filter(|c| !o.used_cpus.contains(c))
-        .collect();
-    let mut disturbed = noise::assess(
-        &o.cpu_before,
-        &o.cpu_after,
-        &o.used_cpus,
-        &other,
-        if o.preemption_expected {
-            0
-        } else {
-            m.preempted.len()
-        },
-        m.samples_ns.len(),
-        Thresholds::default(),
-    );
-    let mut notes = o.notes;
-    if let Some(s) = &st
-        && s.median <= 0.0
-    {
-        notes.push(format!(
-            "median {:.3} ns is at or below the baseline ({:.3} ns/iteration): the operation costs less than the loop's own jitter",
-            s.median, m.baseline_ns
-        ));
-    }
-    if let Some(p) = &m.phase {
-        disturbed.phase_samples = p.samples;
-        disturbed.phase_shift_pct = Some(p.shift * 100.0);
-    }
-    BenchResult {
-        family: family_of(&o.id).to_string(),
-        id: o.id,
-        params: o.params,
-        unit: "ns".into(),
-        definition: o.definition,
-        placement: o.placement,
-        batch: m.batch,
-        baseline_ns: m.baseline_ns,
-        outliers: stats::tukey_outliers(&m.samples_ns),
-        samples_ns: m.samples_ns,
-        preempted: m.preempted,
-        stats: st,
-        disturbed,
-        notes,
-        status: Status::Ok,
-    }
+    runner::run_cases(&meter, b, &opts.variants)
 }
 
 // ---------------------------------------------------------------- coordinator side
@@ -222,7 +136,7 @@ impl Coordinator {
         }
     }
 
-    /// Run one benchmark in a fresh worker and collect its results. A crash, a hang or garbage
+    /// Run one benchmark in a fresh worker and analyse its cases. A crash, a hang or garbage
     /// from the worker becomes a failed result; only an interrupt is an error.
     pub fn run(
         &self,
@@ -232,7 +146,7 @@ impl Coordinator {
         self.check_interrupted()?;
         let ipc_before = crate::harness::ipc_guard::snapshot();
         let started = crate::harness::ipc_guard::now_secs();
-        let r = self.run_worker(b, opts);
+        let cases = self.run_worker(b, opts);
         // Whatever happened to the worker, nothing it made in the kernel stays behind.
         let removed = crate::harness::ipc_guard::clean(&ipc_before, started, &opts.mq_name);
         if !removed.is_empty() {
@@ -242,26 +156,43 @@ impl Coordinator {
                 removed.join(", ")
             );
         }
-        r
+        let mut results: Vec<BenchResult> = cases?
+            .into_iter()
+            .map(|c| analysis::analyze(c, &opts.allowed))
+            .collect();
+        analysis::derive(&b.cases, &mut results);
+        Ok(results)
     }
 
+    /// Spawn, watch, stop and reap one worker, and read what it sent.
     fn run_worker(
         &self,
         b: &Benchmark,
         opts: &WorkerOptions,
-    ) -> Result<Vec<BenchResult>, Interrupted> {
-        let failed = |reason: String| {
-            vec![BenchResult::not_measured(
-                b.id,
-                b.definition,
-                Status::Failed { reason },
-            )]
+    ) -> Result<Vec<CaseResult>, Interrupted> {
+        let failed = |reason: String| vec![failed_case(b, reason)];
+        let mut worker = match self.spawn(b, opts) {
+            Ok(w) => w,
+            Err(reason) => return Ok(failed(reason)),
         };
-        let config = serde_json::to_string(opts).expect("worker options serialize");
-        let (res_r, res_w) = match nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC) {
-            Ok(p) => p,
-            Err(e) => return Ok(failed(format!("cannot create a pipe: {e}"))),
-        };
+        let watched = self.watch(&mut worker);
+        if !matches!(watched, Ok(None)) {
+            let _ = killpg(worker.pgid, Signal::SIGKILL);
+        }
+        let status = worker.child.wait();
+        reap_group(worker.pgid);
+        if let Some(reason) = watched? {
+            return Ok(failed(reason));
+        }
+        Ok(interpret(b, &worker, status))
+    }
+
+    /// Start `oscost __worker ID CONFIG` (under the wrapper, if any) in a process group of its
+    /// own, with the result pipe on fd 3.
+    fn spawn(&self, b: &Benchmark, opts: &WorkerOptions) -> Result<Worker, String> {
+        let config = serde_json::to_string(opts).map_err(|e| format!("worker options: {e}"))?;
+        let (res_r, res_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+            .map_err(|e| format!("cannot create a pipe: {e}"))?;
         let mut cmd = match self.wrapper.split_first() {
             Some((prog, args)) => {
                 let mut c = Command::new(prog);
@@ -291,128 +222,155 @@ impl Coordinator {
                 Ok(())
             });
         }
-        let mut child = match cmd.spawn() {
-            Ok(c) => c,
-            Err(e) => {
-                let what = self.wrapper.first().map_or("the worker", |s| s.as_str());
-                return Ok(failed(format!("cannot start {what}: {e}")));
-            }
-        };
+        let mut child = cmd.spawn().map_err(|e| {
+            let what = self.wrapper.first().map_or("the worker", |s| s.as_str());
+            format!("cannot start {what}: {e}")
+        })?;
         drop(res_w);
-        let pgid = Pid::from_raw(child.id() as i32);
-        let mut res_file = std::fs::File::from(res_r);
-        let mut err_pipe = child
+        let err_pipe = child
             .stderr
             .take()
             .map(OwnedFd::from)
             .map(std::fs::File::from);
-        let mut out = Vec::new();
-        let mut err = Vec::new();
-        let mut res_open = true;
+        Ok(Worker {
+            pgid: Pid::from_raw(child.id() as i32),
+            child,
+            results: Some(std::fs::File::from(res_r)),
+            stderr: err_pipe,
+            out: Vec::new(),
+            err: Vec::new(),
+        })
+    }
+
+    /// Read the worker's pipes until both close. `Ok(Some(reason))` when it must be killed (a
+    /// timeout, a poll error); `Err` on an interrupt.
+    fn watch(&self, w: &mut Worker) -> Result<Option<String>, Interrupted> {
         let deadline = Instant::now() + self.timeout;
         let mut exited_at: Option<Instant> = None;
-        let outcome: Result<Option<String>, Interrupted> = loop {
-            if let Err(i) = self.check_interrupted() {
-                break Err(i);
-            }
+        loop {
+            self.check_interrupted()?;
             if Instant::now() >= deadline {
-                break Ok(Some(format!(
+                return Ok(Some(format!(
                     "timed out after {:.0} s (raise --timeout if it is just slow)",
                     self.timeout.as_secs_f64()
                 )));
             }
-            if !res_open && err_pipe.is_none() {
-                break Ok(None);
+            if w.results.is_none() && w.stderr.is_none() {
+                return Ok(None);
             }
             // The worker has exited but something it forked still holds the pipes open: what
             // the worker wrote is already in them; read it and stop waiting for an end of file
-            // that only the group kill below will bring.
-            if exited_at.is_none() && matches!(child.try_wait(), Ok(Some(_))) {
+            // that only the group kill will bring.
+            if exited_at.is_none() && matches!(w.child.try_wait(), Ok(Some(_))) {
                 exited_at = Some(Instant::now());
             }
             if exited_at.is_some_and(|t| t.elapsed() > Duration::from_millis(200)) {
-                break Ok(None);
+                return Ok(None);
             }
-            let mut fds = Vec::with_capacity(2);
-            if res_open {
-                fds.push(nix::poll::PollFd::new(
-                    res_file.as_fd(),
-                    nix::poll::PollFlags::POLLIN,
-                ));
-            }
-            if let Some(e) = &err_pipe {
-                fds.push(nix::poll::PollFd::new(
-                    e.as_fd(),
-                    nix::poll::PollFlags::POLLIN,
-                ));
-            }
-            match nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(50u8)) {
-                Ok(0) | Err(Errno::EINTR) => continue,
-                Err(e) => break Ok(Some(format!("poll: {e}"))),
-                Ok(_) => {}
-            }
-            let ready: Vec<bool> = fds
-                .iter()
-                .map(|f| f.revents().is_some_and(|r| !r.is_empty()))
-                .collect();
-            drop(fds);
-            let mut idx = 0;
-            if res_open {
-                if ready[idx] && !read_some(&mut res_file, &mut out, usize::MAX) {
-                    res_open = false;
-                }
-                idx += 1;
-            }
-            if let Some(e) = &mut err_pipe
-                && ready[idx]
-                && !read_some(e, &mut err, 64 * 1024)
-            {
-                err_pipe = None;
-            }
-        };
-        let abnormal = !matches!(outcome, Ok(None));
-        if abnormal {
-            let _ = killpg(pgid, Signal::SIGKILL);
-        }
-        let status = child.wait();
-        reap_group(pgid);
-        let trouble = outcome?;
-        let stderr_tail = String::from_utf8_lossy(&err)
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .map(|l| l.trim().to_string());
-        if let Some(reason) = trouble {
-            return Ok(failed(reason));
-        }
-        let mut results = Vec::new();
-        for line in String::from_utf8_lossy(&out).lines() {
-            match serde_json::from_str::<BenchResult>(line) {
-                Ok(r) => results.push(r),
-                Err(e) => {
-                    results.extend(failed(format!("worker sent an unreadable result: {e}")));
-                }
+            if let Err(e) = w.read_ready() {
+                return Ok(Some(format!("poll: {e}")));
             }
         }
-        let exit = match status {
-            Ok(s) if s.success() => None,
-            Ok(s) => Some(describe_exit(s)),
-            Err(e) => Some(format!("cannot wait for the worker: {e}")),
-        };
-        if let Some(why) = exit {
+    }
+}
+
+/// A running worker: its process, group and pipes, and what it has sent so far.
+struct Worker {
+    child: std::process::Child,
+    pgid: Pid,
+    /// The result pipe and stderr, until each reaches end of file.
+    results: Option<std::fs::File>,
+    stderr: Option<std::fs::File>,
+    out: Vec<u8>,
+    err: Vec<u8>,
+}
+
+impl Worker {
+    /// Wait up to 50 ms for either pipe, and read what is there.
+    fn read_ready(&mut self) -> nix::Result<()> {
+        let mut fds = Vec::with_capacity(2);
+        for f in [&self.results, &self.stderr].into_iter().flatten() {
+            fds.push(nix::poll::PollFd::new(
+                f.as_fd(),
+                nix::poll::PollFlags::POLLIN,
+            ));
+        }
+        match nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(50u8)) {
+            Ok(0) | Err(Errno::EINTR) => return Ok(()),
+            Err(e) => return Err(e),
+            Ok(_) => {}
+        }
+        let mut ready = fds
+            .iter()
+            .map(|f| f.revents().is_some_and(|r| !r.is_empty()))
+            .collect::<Vec<_>>()
+            .into_iter();
+        drop(fds);
+        if let Some(f) = &mut self.results
+            && ready.next() == Some(true)
+            && !read_some(f, &mut self.out, usize::MAX)
+        {
+            self.results = None;
+        }
+        if let Some(f) = &mut self.stderr
+            && ready.next() == Some(true)
+            && !read_some(f, &mut self.err, 64 * 1024)
+        {
+            self.stderr = None;
+        }
+        Ok(())
+    }
+}
+
+fn failed_case(b: &Benchmark, reason: String) -> CaseResult {
+    CaseResult::failed(b.id.into(), b.id, b.definition, BenchError::Failed(reason))
+}
+
+/// What a finished worker's output and exit mean: its cases, plus a failure when it exited
+/// abnormally (with the last line it wrote to stderr) or sent nothing.
+fn interpret(
+    b: &Benchmark,
+    w: &Worker,
+    status: std::io::Result<std::process::ExitStatus>,
+) -> Vec<CaseResult> {
+    let mut cases = Vec::new();
+    for line in String::from_utf8_lossy(&w.out).lines() {
+        match serde_json::from_str::<CaseResult>(line) {
+            Ok(c) => cases.push(c),
+            Err(e) => cases.push(failed_case(
+                b,
+                format!("worker sent an unreadable result: {e}"),
+            )),
+        }
+    }
+    let exit = match status {
+        Ok(s) if s.success() => None,
+        Ok(s) => Some(describe_exit(s)),
+        Err(e) => Some(format!("cannot wait for the worker: {e}")),
+    };
+    let stderr_tail = String::from_utf8_lossy(&w.err)
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .map(|l| l.trim().to_string());
+    match exit {
+        Some(why) => {
             let why = match stderr_tail {
                 Some(t) => format!("{why}: {t}"),
                 None => why,
             };
-            if results.is_empty() {
-                return Ok(failed(why));
+            if cases.is_empty() {
+                return vec![failed_case(b, why)];
             }
-            results.extend(failed(format!("after {} result(s), {why}", results.len())));
-        } else if results.is_empty() {
-            return Ok(failed("the worker exited without a result".into()));
+            let n = cases.len();
+            cases.push(failed_case(b, format!("after {n} result(s), {why}")));
         }
-        Ok(results)
+        None if cases.is_empty() => {
+            cases.push(failed_case(b, "the worker exited without a result".into()))
+        }
+        None => {}
     }
+    cases
 }
 
 /// Read what is available; false at end of file or on error. At most `cap` bytes are kept.
@@ -460,81 +418,5 @@ pub fn reap_group(pgid: Pid) {
             Err(Errno::EINTR) => continue,
             Err(_) => return, // ECHILD: nothing left
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::bench::{BenchError, Benchmark, Outcome};
-    use crate::harness::sampler::Measurement;
-    use crate::model::{Batch, Placement};
-
-    fn bench() -> &'static Benchmark {
-        crate::bench::find("call/f0").expect("registered")
-    }
-
-    fn outcome(samples: Vec<f64>) -> Outcome {
-        let n = samples.len() as u64;
-        Outcome {
-            id: "call/f0".into(),
-            params: Default::default(),
-            definition: "d".into(),
-            placement: Placement::Pinned { cpu: 0 },
-            measurement: Measurement {
-                ends_ns: (1..=n).map(|i| i * 1000).collect(),
-                samples_ns: samples,
-                preempted: vec![],
-                batch: Batch {
-                    batched: true,
-                    size: 1000,
-                },
-                baseline_ns: 0.4,
-                phase: None,
-            },
-            used_cpus: vec![0],
-            cpu_before: vec![],
-            cpu_after: vec![],
-            notes: vec![],
-            preemption_expected: false,
-            error: None,
-        }
-    }
-
-    #[test]
-    fn a_cost_at_or_below_the_baseline_is_never_reported_without_a_note() {
-        let r = finalize(outcome(vec![-0.2, -0.1, 0.0, -0.05]), &[0, 1]);
-        assert!(r.stats.as_ref().unwrap().median <= 0.0);
-        assert!(
-            r.notes
-                .iter()
-                .any(|n| n.contains("at or below the baseline")),
-            "{:?}",
-            r.notes
-        );
-        let r = finalize(outcome(vec![1.0, 1.1, 0.9]), &[0, 1]);
-        assert!(r.notes.is_empty());
-    }
-
-    #[test]
-    fn samples_are_rounded_to_picoseconds_and_failures_carry_their_reason() {
-        let r = finalize(outcome(vec![1.23456789]), &[0]);
-        assert_eq!(r.samples_ns, vec![1.235]);
-        let f = finalize(
-            Outcome::failed(
-                "x/y@cross".into(),
-                bench(),
-                BenchError::Skipped("one CPU".into()),
-            ),
-            &[0],
-        );
-        assert_eq!(
-            f.status,
-            Status::Skipped {
-                reason: "one CPU".into()
-            }
-        );
-        assert_eq!(f.id, "x/y@cross");
-        assert!(f.stats.is_none());
     }
 }

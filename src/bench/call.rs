@@ -6,7 +6,8 @@
 use std::ffi::c_int;
 use std::hint::black_box;
 
-use super::{BenchError, Benchmark, Ctx, Outcome};
+use crate::catalogue;
+use crate::harness::case::{Case, Measured, Meter};
 
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -37,105 +38,76 @@ unsafe extern "C" {
     fn oscost_fret(x: i64) -> S32;
 }
 
-pub static BENCHMARKS: &[Benchmark] = &[
-    Benchmark {
-        id: "call/f0",
-        definition: "call and return of void f(void) in C, empty loop subtracted",
-        default: true,
-        run: f0,
-    },
-    Benchmark {
-        id: "call/f-int",
-        definition: "call of int f(int) returning its argument",
-        default: true,
-        run: f_int,
-    },
-    Benchmark {
-        id: "call/f-int-int",
-        definition: "call of int f(int, int) returning the sum",
-        default: true,
-        run: f_int_int,
-    },
-    Benchmark {
-        id: "call/f-double",
-        definition: "call of double f(double) returning its argument",
-        default: true,
-        run: f_double,
-    },
-    Benchmark {
-        id: "call/f-8int",
-        definition: "call of int f(8 x int) returning the sum (6 in registers, 2 on the stack on x86-64)",
-        default: true,
-        run: f_8int,
-    },
-    Benchmark {
-        id: "call/f-struct",
-        definition: "call of f(struct of 4 x int64 by value), passed in memory",
-        default: true,
-        run: f_struct,
-    },
-    Benchmark {
-        id: "call/ret-struct",
-        definition: "call of a function returning a struct of 4 x int64 (hidden result pointer)",
-        default: true,
-        run: ret_struct,
-    },
-    Benchmark {
-        id: "call/indirect",
-        definition: "call of void f(void) through a function pointer the compiler cannot see",
-        default: true,
-        run: indirect,
-    },
-];
+catalogue! {
+    "call/f0" => f0:
+        "call and return of void f(void) in C, empty loop subtracted";
+    "call/f-int" => f_int:
+        "call of int f(int) returning its argument";
+    "call/f-int-int" => f_int_int:
+        "call of int f(int, int) returning the sum";
+    "call/f-double" => f_double:
+        "call of double f(double) returning its argument";
+    "call/f-8int" => f_8int:
+        "call of int f(8 x int) returning the sum (6 in registers, 2 on the stack on x86-64)";
+    "call/f-struct" => f_struct:
+        "call of f(struct of 4 x int64 by value), passed in memory";
+    "call/ret-struct" => ret_struct:
+        "call of a function returning a struct of 4 x int64 (hidden result pointer)";
+    "call/indirect" => indirect:
+        "call of void f(void) through a function pointer the compiler cannot see";
+}
 
-type R = Result<Vec<Outcome>, BenchError>;
+// The callees are plain C functions with exactly these signatures in csrc/calls.c; they touch
+// nothing but their arguments, which is what each SAFETY comment below relies on.
 
-// SAFETY (all unsafe blocks below): the callees are plain C functions with exactly these
-// signatures in csrc/calls.c; they touch nothing but their arguments.
-
-fn f0(ctx: &Ctx, b: &Benchmark) -> R {
-    Ok(vec![ctx.batched(b, &mut |n| {
+fn f0(m: &Meter, _: &Case) -> Measured {
+    Ok(m.batched(&mut |n| {
         for _ in 0..n {
+            // SAFETY: a C callee of the signature declared above.
             unsafe { oscost_f0() };
         }
-    })])
+    }))
 }
 
-fn f_int(ctx: &Ctx, b: &Benchmark) -> R {
-    Ok(vec![ctx.batched(b, &mut |n| {
+fn f_int(m: &Meter, _: &Case) -> Measured {
+    Ok(m.batched(&mut |n| {
         for i in 0..n {
+            // SAFETY: a C callee of the signature declared above.
             black_box(unsafe { oscost_f1(i as c_int) });
         }
-    })])
+    }))
 }
 
-fn f_int_int(ctx: &Ctx, b: &Benchmark) -> R {
-    Ok(vec![ctx.batched(b, &mut |n| {
+fn f_int_int(m: &Meter, _: &Case) -> Measured {
+    Ok(m.batched(&mut |n| {
         for i in 0..n {
+            // SAFETY: a C callee of the signature declared above.
             black_box(unsafe { oscost_f2(i as c_int, 7) });
         }
-    })])
+    }))
 }
 
-fn f_double(ctx: &Ctx, b: &Benchmark) -> R {
-    Ok(vec![ctx.batched(b, &mut |n| {
+fn f_double(m: &Meter, _: &Case) -> Measured {
+    Ok(m.batched(&mut |n| {
         for i in 0..n {
+            // SAFETY: a C callee of the signature declared above.
             black_box(unsafe { oscost_fd(i as f64) });
         }
-    })])
+    }))
 }
 
-fn f_8int(ctx: &Ctx, b: &Benchmark) -> R {
-    Ok(vec![ctx.batched(b, &mut |n| {
+fn f_8int(m: &Meter, _: &Case) -> Measured {
+    Ok(m.batched(&mut |n| {
         for i in 0..n {
             let x = i as c_int;
+            // SAFETY: a C callee of the signature declared above.
             black_box(unsafe { oscost_f8(x, 1, 2, 3, 4, 5, 6, 7) });
         }
-    })])
+    }))
 }
 
-fn f_struct(ctx: &Ctx, b: &Benchmark) -> R {
-    Ok(vec![ctx.batched(b, &mut |n| {
+fn f_struct(m: &Meter, _: &Case) -> Measured {
+    Ok(m.batched(&mut |n| {
         for i in 0..n {
             let s = S32 {
                 a: i as i64,
@@ -143,25 +115,28 @@ fn f_struct(ctx: &Ctx, b: &Benchmark) -> R {
                 c: 2,
                 d: 3,
             };
+            // SAFETY: a C callee of the signature declared above.
             black_box(unsafe { oscost_fstruct(s) });
         }
-    })])
+    }))
 }
 
-fn ret_struct(ctx: &Ctx, b: &Benchmark) -> R {
-    Ok(vec![ctx.batched(b, &mut |n| {
+fn ret_struct(m: &Meter, _: &Case) -> Measured {
+    Ok(m.batched(&mut |n| {
         for i in 0..n {
+            // SAFETY: a C callee of the signature declared above.
             black_box(unsafe { oscost_fret(i as i64) });
         }
-    })])
+    }))
 }
 
-fn indirect(ctx: &Ctx, b: &Benchmark) -> R {
+fn indirect(m: &Meter, _: &Case) -> Measured {
     // black_box hides the target, so the call stays indirect (`call *%reg`).
     let f: unsafe extern "C" fn() = black_box(oscost_f0 as unsafe extern "C" fn());
-    Ok(vec![ctx.batched(b, &mut |n| {
+    Ok(m.batched(&mut |n| {
         for _ in 0..n {
+            // SAFETY: a C callee of the signature declared above.
             unsafe { f() };
         }
-    })])
+    }))
 }

@@ -10,75 +10,64 @@
 
 use std::ffi::{CString, c_long, c_void};
 
-use serde_json::json;
+use super::{PAGE_AND_MIB, round_trips};
+use crate::catalogue;
+use crate::harness::case::{BenchError, Case, Cases, Measured, Meter, Param, Variant};
+use crate::harness::os::{self, PeerProc, close, errno};
 
-use super::switch::{self, PeerProc, close, errno, get, put};
-use super::{BenchError, Benchmark, Ctx, Outcome};
+catalogue! {
+    "ipc/msg-create" => msg_create:
+        "msgget(IPC_PRIVATE) + msgctl(IPC_RMID): create and remove a SysV message queue";
+    "ipc/msg-roundtrip" => msg_roundtrip { cases: Cases::Fixed(MESSAGE_SIZES) }:
+        "msgsnd + msgrcv of one message in one process (8 B and 1 KiB)";
+    "ipc/msg-pingpong" => msg_pingpong { cases: Cases::Placements, preempts: true }:
+        "round trip of an 8 B SysV message between two processes (type 1 out, type 2 back)";
+    "ipc/shm-create" => shm_create { cases: Cases::Fixed(PAGE_AND_MIB) }:
+        "shmget(IPC_PRIVATE) + shmctl(IPC_RMID) of a segment (4 KiB and 1 MiB)";
+    "ipc/shm-attach" => shm_attach { cases: Cases::Fixed(ATTACHES) }:
+        "shmat + shmdt of a 64 KiB segment, untouched and with every page touched";
+    "ipc/sem" => sem:
+        "semop +1 then semop -1 on a SysV semaphore in one process";
+    "ipc/posix-mq" => posix_mq:
+        "mq_send + mq_receive of an 8 B message in one process";
+    "ipc/unix-1b" => unix_1b:
+        "send + recv of 1 byte through a unix socketpair in one process";
+    "ipc/unix-64k" => unix_64k:
+        "send + recv of 64 KiB through a unix socketpair in one process";
+    "ipc/pipe-1b" => pipe_1b:
+        "write + read of 1 byte through a pipe in one process";
+}
 
-pub static BENCHMARKS: &[Benchmark] = &[
-    Benchmark {
-        id: "ipc/msg-create",
-        definition: "msgget(IPC_PRIVATE) + msgctl(IPC_RMID): create and remove a SysV message queue",
-        default: true,
-        run: msg_create,
+static MESSAGE_SIZES: &[Variant] = &[
+    Variant {
+        suffix: "/8B",
+        params: &[("bytes", Param::Int(8))],
     },
-    Benchmark {
-        id: "ipc/msg-roundtrip",
-        definition: "msgsnd + msgrcv of one message in one process (8 B and 1 KiB)",
-        default: true,
-        run: msg_roundtrip,
-    },
-    Benchmark {
-        id: "ipc/msg-pingpong",
-        definition: "round trip of an 8 B SysV message between two processes (type 1 out, type 2 back)",
-        default: true,
-        run: msg_pingpong,
-    },
-    Benchmark {
-        id: "ipc/shm-create",
-        definition: "shmget(IPC_PRIVATE) + shmctl(IPC_RMID) of a segment (4 KiB and 1 MiB)",
-        default: true,
-        run: shm_create,
-    },
-    Benchmark {
-        id: "ipc/shm-attach",
-        definition: "shmat + shmdt of a 64 KiB segment, untouched and with every page touched",
-        default: true,
-        run: shm_attach,
-    },
-    Benchmark {
-        id: "ipc/sem",
-        definition: "semop +1 then semop -1 on a SysV semaphore in one process",
-        default: true,
-        run: sem,
-    },
-    Benchmark {
-        id: "ipc/posix-mq",
-        definition: "mq_send + mq_receive of an 8 B message in one process",
-        default: true,
-        run: posix_mq,
-    },
-    Benchmark {
-        id: "ipc/unix-1b",
-        definition: "send + recv of 1 byte through a unix socketpair in one process",
-        default: true,
-        run: unix_1b,
-    },
-    Benchmark {
-        id: "ipc/unix-64k",
-        definition: "send + recv of 64 KiB through a unix socketpair in one process",
-        default: true,
-        run: unix_64k,
-    },
-    Benchmark {
-        id: "ipc/pipe-1b",
-        definition: "write + read of 1 byte through a pipe in one process",
-        default: true,
-        run: pipe_1b,
+    Variant {
+        suffix: "/1KiB",
+        params: &[("bytes", Param::Int(1024))],
     },
 ];
 
-type R = Result<Vec<Outcome>, BenchError>;
+/// shm-attach's segment size.
+const ATTACH_BYTES: i64 = 64 * 1024;
+
+static ATTACHES: &[Variant] = &[
+    Variant {
+        suffix: "/untouched",
+        params: &[
+            ("bytes", Param::Int(ATTACH_BYTES)),
+            ("touched", Param::Flag(false)),
+        ],
+    },
+    Variant {
+        suffix: "/touched",
+        params: &[
+            ("bytes", Param::Int(ATTACH_BYTES)),
+            ("touched", Param::Flag(true)),
+        ],
+    },
+];
 
 /// A failed get, with the limit that most likely stopped it.
 fn limit_error(what: &str, limit: &str) -> BenchError {
@@ -114,13 +103,13 @@ impl Drop for MsgQueue {
     }
 }
 
-fn msg_create(ctx: &Ctx, b: &Benchmark) -> R {
-    Ok(vec![ctx.batched_fallible(b, &mut |n| {
+fn msg_create(m: &Meter, _: &Case) -> Measured {
+    m.batched_fallible(&mut |n| {
         for _ in 0..n {
             drop(MsgQueue::new()?);
         }
         Ok(())
-    })?])
+    })
 }
 
 /// A message buffer: mtype then the text.
@@ -130,82 +119,72 @@ fn msgbuf(text: usize) -> Vec<u8> {
     v
 }
 
-fn msg_roundtrip(ctx: &Ctx, b: &Benchmark) -> R {
+fn msg_roundtrip(m: &Meter, c: &Case) -> Measured {
     let q = MsgQueue::new()?;
-    let mut outs = Vec::new();
-    for (name, size) in [("8B", 8usize), ("1KiB", 1024)] {
-        let mut buf = msgbuf(size);
-        let p = buf.as_mut_ptr();
-        let mut o = ctx.batched_fallible(b, &mut |n| {
-            for _ in 0..n {
-                // SAFETY: buf holds an mtype and `size` bytes.
-                let ok = unsafe {
-                    libc::msgsnd(q.0, p.cast(), size, 0) == 0
-                        && libc::msgrcv(q.0, p.cast(), size, 0, 0) == size as isize
-                };
-                if !ok {
-                    return Err(BenchError::failed("msgsnd/msgrcv", errno()));
-                }
+    let size = c.int("bytes")? as usize;
+    let mut buf = msgbuf(size);
+    let p = buf.as_mut_ptr();
+    m.batched_fallible(&mut |n| {
+        for _ in 0..n {
+            // SAFETY: buf holds an mtype and `size` bytes.
+            let ok = unsafe {
+                libc::msgsnd(q.0, p.cast(), size, 0) == 0
+                    && libc::msgrcv(q.0, p.cast(), size, 0, 0) == size as isize
+            };
+            if !ok {
+                return Err(BenchError::failed("msgsnd/msgrcv", errno()));
             }
-            Ok(())
-        })?;
-        o.id = format!("{}/{name}", b.id);
-        o.params.insert("bytes".into(), json!(size));
-        outs.push(o);
-    }
-    Ok(outs)
+        }
+        Ok(())
+    })
 }
 
-fn msg_pingpong(ctx: &Ctx, b: &Benchmark) -> R {
-    switch::each_place(ctx, b, |ctx, b, _, peer_cpu| {
-        let q = MsgQueue::new()?;
-        let qid = q.0;
-        let out = msgbuf(8);
-        let peer = PeerProc::spawn(
-            peer_cpu,
-            &ctx.opts.allowed,
-            move || {
-                let mut buf = [0u8; 16];
-                loop {
-                    // SAFETY: buf holds an mtype and 8 bytes.
-                    unsafe {
-                        if libc::msgrcv(qid, buf.as_mut_ptr().cast(), 8, 1, 0) != 8 {
-                            return;
-                        }
-                        buf[..8].copy_from_slice(&2i64.to_ne_bytes());
-                        if libc::msgsnd(qid, buf.as_ptr().cast(), 8, 0) != 0 {
-                            return;
-                        }
-                    }
-                }
-            },
-            // Wakes the master if the peer dies: a reply it will see is not from the peer.
-            move || {
-                let mut buf = [0u8; 16];
-                buf[..8].copy_from_slice(&2i64.to_ne_bytes());
-                // SAFETY: as above.
-                unsafe { libc::msgsnd(qid, buf.as_ptr().cast(), 8, libc::IPC_NOWAIT) };
-            },
-        )?;
-        let mut back = msgbuf(8);
-        let r = ctx.batched_fallible(b, &mut |n| {
-            for _ in 0..n {
-                // SAFETY: buffers hold an mtype and 8 bytes.
-                let ok = unsafe {
-                    libc::msgsnd(qid, out.as_ptr().cast(), 8, 0) == 0
-                        && libc::msgrcv(qid, back.as_mut_ptr().cast(), 8, 2, 0) == 8
-                };
-                if !ok {
-                    return Err(BenchError::failed("msgsnd/msgrcv", errno()));
-                }
-                peer.check()?;
+/// The peer of msg-pingpong: answer each type-1 message with a type-2 one until the queue goes.
+fn msg_echo(qid: i32) {
+    let mut buf = [0u8; 16];
+    loop {
+        // SAFETY: buf holds an mtype and 8 bytes.
+        if unsafe { libc::msgrcv(qid, buf.as_mut_ptr().cast(), 8, 1, 0) } != 8 {
+            return;
+        }
+        buf[..8].copy_from_slice(&2i64.to_ne_bytes());
+        // SAFETY: as above.
+        if unsafe { libc::msgsnd(qid, buf.as_ptr().cast(), 8, 0) } != 0 {
+            return;
+        }
+    }
+}
+
+fn msg_pingpong(m: &Meter, c: &Case) -> Measured {
+    let q = MsgQueue::new()?;
+    let qid = q.0;
+    let out = msgbuf(8);
+    // The nudge wakes the master if the peer dies: a reply it will see is not from the peer.
+    let nudge = move || {
+        let mut buf = [0u8; 16];
+        buf[..8].copy_from_slice(&2i64.to_ne_bytes());
+        // SAFETY: buf holds an mtype and 8 bytes.
+        unsafe { libc::msgsnd(qid, buf.as_ptr().cast(), 8, libc::IPC_NOWAIT) };
+    };
+    let peer = PeerProc::spawn(c.peer_cpu(), &m.allowed, || msg_echo(qid), nudge)?;
+    let mut back = msgbuf(8);
+    let r = m.batched_fallible(&mut |n| {
+        for _ in 0..n {
+            // SAFETY: both buffers hold an mtype and 8 bytes.
+            let ok = unsafe {
+                libc::msgsnd(qid, out.as_ptr().cast(), 8, 0) == 0
+                    && libc::msgrcv(qid, back.as_mut_ptr().cast(), 8, 2, 0) == 8
+            };
+            if !ok {
+                return Err(BenchError::failed("msgsnd/msgrcv", errno()));
             }
-            Ok(())
-        });
-        drop(peer);
-        drop(q);
-        r
-    })
+            peer.check()?;
+        }
+        Ok(())
+    });
+    drop(peer);
+    drop(q);
+    r
 }
 
 /// A private SysV shared memory segment, removed on drop.
@@ -232,54 +211,40 @@ impl Drop for Shm {
     }
 }
 
-fn shm_create(ctx: &Ctx, b: &Benchmark) -> R {
-    let mut outs = Vec::new();
-    for (name, size) in [("4KiB", 4096usize), ("1MiB", 1 << 20)] {
-        let mut o = ctx.batched_fallible(b, &mut |n| {
-            for _ in 0..n {
-                drop(Shm::new(size)?);
-            }
-            Ok(())
-        })?;
-        o.id = format!("{}/{name}", b.id);
-        o.params.insert("bytes".into(), json!(size));
-        outs.push(o);
-    }
-    Ok(outs)
+fn shm_create(m: &Meter, c: &Case) -> Measured {
+    let size = c.int("bytes")? as usize;
+    m.batched_fallible(&mut |n| {
+        for _ in 0..n {
+            drop(Shm::new(size)?);
+        }
+        Ok(())
+    })
 }
 
-fn shm_attach(ctx: &Ctx, b: &Benchmark) -> R {
-    const SIZE: usize = 64 * 1024;
-    let shm = Shm::new(SIZE)?;
-    let mut outs = Vec::new();
-    for (name, touch) in [("untouched", false), ("touched", true)] {
-        let mut o = ctx.batched_fallible(b, &mut |n| {
-            for _ in 0..n {
-                // SAFETY: attach our segment anywhere, touch inside it, detach.
-                unsafe {
-                    let p = libc::shmat(shm.0, std::ptr::null(), 0);
-                    if p as isize == -1 {
-                        return Err(BenchError::failed("shmat", errno()));
-                    }
-                    if touch {
-                        for off in (0..SIZE).step_by(4096) {
-                            (p as *mut u8).add(off).write_volatile(1);
-                        }
-                    }
-                    libc::shmdt(p);
+fn shm_attach(m: &Meter, c: &Case) -> Measured {
+    let (size, touch) = (c.int("bytes")? as usize, c.flag("touched"));
+    let shm = Shm::new(size)?;
+    m.batched_fallible(&mut |n| {
+        for _ in 0..n {
+            // SAFETY: attaches our own segment wherever the kernel chooses; checked.
+            let p = unsafe { libc::shmat(shm.0, std::ptr::null(), 0) };
+            if p as isize == -1 {
+                return Err(BenchError::failed("shmat", errno()));
+            }
+            if touch {
+                for off in (0..size).step_by(4096) {
+                    // SAFETY: inside the attached segment, which is writable.
+                    unsafe { (p as *mut u8).add(off).write_volatile(1) };
                 }
             }
-            Ok(())
-        })?;
-        o.id = format!("{}/{name}", b.id);
-        o.params.insert("bytes".into(), json!(SIZE));
-        o.params.insert("touched".into(), json!(touch));
-        outs.push(o);
-    }
-    Ok(outs)
+            // SAFETY: detaching what was attached above.
+            unsafe { libc::shmdt(p) };
+        }
+        Ok(())
+    })
 }
 
-fn sem(ctx: &Ctx, b: &Benchmark) -> R {
+fn sem(m: &Meter, _: &Case) -> Measured {
     // SAFETY: plain syscall.
     let id = unsafe { libc::semget(libc::IPC_PRIVATE, 1, libc::IPC_CREAT | 0o600) };
     if id < 0 {
@@ -303,7 +268,7 @@ fn sem(ctx: &Ctx, b: &Benchmark) -> R {
         sem_op: -1,
         sem_flg: 0,
     };
-    Ok(vec![ctx.batched_fallible(b, &mut |n| {
+    m.batched_fallible(&mut |n| {
         for _ in 0..n {
             // SAFETY: one valid sembuf each.
             if unsafe { libc::semop(id, &mut up, 1) != 0 || libc::semop(id, &mut down, 1) != 0 } {
@@ -311,12 +276,12 @@ fn sem(ctx: &Ctx, b: &Benchmark) -> R {
             }
         }
         Ok(())
-    })?])
+    })
 }
 
-fn posix_mq(ctx: &Ctx, b: &Benchmark) -> R {
-    let name = CString::new(ctx.opts.mq_name.clone())
-        .map_err(|_| BenchError::Failed("bad queue name".into()))?;
+fn posix_mq(m: &Meter, _: &Case) -> Measured {
+    let name =
+        CString::new(m.mq_name.clone()).map_err(|_| BenchError::Failed("bad queue name".into()))?;
     let mut attr: libc::mq_attr = unsafe { std::mem::zeroed() };
     attr.mq_maxmsg = 8;
     attr.mq_msgsize = 64;
@@ -346,7 +311,7 @@ fn posix_mq(ctx: &Ctx, b: &Benchmark) -> R {
     unsafe { libc::mq_unlink(name.as_ptr()) };
     let msg = [7u8; 8];
     let mut rbuf = [0u8; 64];
-    let r = ctx.batched_fallible(b, &mut |n| {
+    let r = m.batched_fallible(&mut |n| {
         for _ in 0..n {
             // SAFETY: valid queue and buffers of the stated sizes.
             let ok = unsafe {
@@ -361,32 +326,30 @@ fn posix_mq(ctx: &Ctx, b: &Benchmark) -> R {
     });
     // SAFETY: closing our queue.
     unsafe { libc::mq_close(q) };
-    Ok(vec![r?])
+    r
 }
 
 /// One byte written to `w` and read back from `r` by the same process.
-fn byte_through(ctx: &Ctx, b: &Benchmark, w: i32, r: i32) -> R {
-    let res = ctx.batched_fallible(b, &mut |n| {
-        for _ in 0..n {
-            if !(put(w) && get(r)) {
-                return Err(BenchError::failed("write/read", errno()));
-            }
-        }
-        Ok(())
-    });
+fn byte_through(m: &Meter, w: i32, r: i32) -> Measured {
+    let res = round_trips(m, w, r, "a byte did not go through");
     close(w);
     close(r);
-    Ok(vec![res?])
+    res
 }
 
-fn unix_1b(ctx: &Ctx, b: &Benchmark) -> R {
-    let sv = switch::socketpair()?;
-    byte_through(ctx, b, sv[0], sv[1])
+fn unix_1b(m: &Meter, _: &Case) -> Measured {
+    let sv = os::socketpair()?;
+    byte_through(m, sv[0], sv[1])
 }
 
-fn unix_64k(ctx: &Ctx, b: &Benchmark) -> R {
+fn pipe_1b(m: &Meter, _: &Case) -> Measured {
+    let p = os::pipe()?;
+    byte_through(m, p[1], p[0])
+}
+
+fn unix_64k(m: &Meter, _: &Case) -> Measured {
     const SIZE: usize = 64 * 1024;
-    let sv = switch::socketpair()?;
+    let sv = os::socketpair()?;
     let buf = 256 * 1024i32;
     for fd in sv {
         // SAFETY: setting buffer sizes on our sockets so 64 KiB fits without blocking.
@@ -409,7 +372,7 @@ fn unix_64k(ctx: &Ctx, b: &Benchmark) -> R {
     }
     let out = vec![1u8; SIZE];
     let mut inb = vec![0u8; SIZE];
-    let r = ctx.batched_fallible(b, &mut |n| {
+    let r = m.batched_fallible(&mut |n| {
         for _ in 0..n {
             let mut sent = 0;
             while sent < SIZE {
@@ -438,12 +401,5 @@ fn unix_64k(ctx: &Ctx, b: &Benchmark) -> R {
     });
     close(sv[0]);
     close(sv[1]);
-    let mut o = r?;
-    o.params.insert("bytes".into(), json!(SIZE));
-    Ok(vec![o])
-}
-
-fn pipe_1b(ctx: &Ctx, b: &Benchmark) -> R {
-    let p = switch::pipe()?;
-    byte_through(ctx, b, p[1], p[0])
+    Ok(r?.param("bytes", SIZE))
 }

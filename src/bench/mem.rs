@@ -11,163 +11,105 @@ use std::ptr::null_mut;
 
 use serde_json::json;
 
-use super::switch::{close, ensure_fds, errno, eventfd};
-use super::{BenchError, Benchmark, Ctx, Outcome};
+use super::PAGE_AND_MIB;
+use crate::catalogue;
+use crate::harness::case::{BenchError, Case, Cases, Measured, Meter, Param, Variant};
 use crate::harness::clock::{Clock, Monotonic};
+use crate::harness::os::{Mapping, close, ensure_fds, errno, eventfd, eventfd_post};
 
-pub static BENCHMARKS: &[Benchmark] = &[
-    Benchmark {
-        id: "mem/mmap",
-        definition: "mmap + munmap of anonymous memory (4 KiB and 1 MiB), untouched and with every page written",
-        default: true,
-        run: mmap,
-    },
-    Benchmark {
-        id: "mem/fault-read",
-        definition: "first read of a 4 KiB page of fresh anonymous memory (maps the zero page), per page",
-        default: true,
-        run: fault_read,
-    },
-    Benchmark {
-        id: "mem/fault-write",
-        definition: "first write to a 4 KiB page of fresh anonymous memory (allocates and zeroes it), per page",
-        default: true,
-        run: fault_write,
-    },
-    Benchmark {
-        id: "mem/fault-thp",
-        definition: "first write to a 2 MiB transparent huge page (MADV_HUGEPAGE), per huge page",
-        default: true,
-        run: fault_thp,
-    },
-    Benchmark {
-        id: "mem/read-file",
-        definition: "pread of 4 KiB and 1 MiB of a file in the page cache",
-        default: true,
-        run: read_file,
-    },
-    Benchmark {
-        id: "mem/select",
-        definition: "select over 10 and 1000 eventfds, the last one ready",
-        default: true,
-        run: select,
-    },
-    Benchmark {
-        id: "mem/poll",
-        definition: "poll over 10 and 1000 eventfds, the last one ready",
-        default: true,
-        run: poll,
-    },
-    Benchmark {
-        id: "mem/epoll",
-        definition: "epoll_wait on an epoll set of 10 and 1000 eventfds, the last one ready",
-        default: true,
-        run: epoll,
-    },
-];
-
-type R = Result<Vec<Outcome>, BenchError>;
+catalogue! {
+    "mem/mmap" => mmap { cases: Cases::Fixed(MMAP_SIZES) }:
+        "mmap + munmap of anonymous memory (4 KiB and 1 MiB), untouched and with every page written";
+    "mem/fault-read" => fault_read:
+        "first read of a 4 KiB page of fresh anonymous memory (maps the zero page), per page";
+    "mem/fault-write" => fault_write:
+        "first write to a 4 KiB page of fresh anonymous memory (allocates and zeroes it), per page";
+    "mem/fault-thp" => fault_thp:
+        "first write to a 2 MiB transparent huge page (MADV_HUGEPAGE), per huge page";
+    "mem/read-file" => read_file { cases: Cases::Fixed(PAGE_AND_MIB) }:
+        "pread of 4 KiB and 1 MiB of a file in the page cache";
+    "mem/select" => select { cases: Cases::Fixed(FD_COUNTS) }:
+        "select over 10 and 1000 eventfds, the last one ready";
+    "mem/poll" => poll { cases: Cases::Fixed(FD_COUNTS) }:
+        "poll over 10 and 1000 eventfds, the last one ready";
+    "mem/epoll" => epoll { cases: Cases::Fixed(FD_COUNTS) }:
+        "epoll_wait on an epoll set of 10 and 1000 eventfds, the last one ready";
+}
 
 const PAGE: usize = 4096;
 const HUGE: usize = 2 << 20;
 
-/// Anonymous private mapping, unmapped on drop.
-struct Region {
-    ptr: *mut u8,
-    len: usize,
+/// A mapping size with its pages left alone or each written once.
+macro_rules! mapping {
+    ($suffix:literal, $bytes:expr, $touched:literal) => {
+        Variant {
+            suffix: $suffix,
+            params: &[
+                ("bytes", Param::Int($bytes)),
+                ("touched", Param::Flag($touched)),
+            ],
+        }
+    };
 }
 
-impl Region {
-    fn new(len: usize) -> Result<Region, BenchError> {
-        // SAFETY: anonymous private mapping, checked.
-        let p = unsafe {
-            libc::mmap(
-                null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(BenchError::failed(&format!("mmap of {len} bytes"), errno()));
-        }
-        Ok(Region { ptr: p.cast(), len })
-    }
+static MMAP_SIZES: &[Variant] = &[
+    mapping!("/4KiB-untouched", PAGE as i64, false),
+    mapping!("/4KiB-touched", PAGE as i64, true),
+    mapping!("/1MiB-untouched", 1 << 20, false),
+    mapping!("/1MiB-touched", 1 << 20, true),
+];
 
-    fn advise(&self, advice: i32) -> Result<(), BenchError> {
-        // SAFETY: advising our own mapping.
-        if unsafe { libc::madvise(self.ptr.cast(), self.len, advice) } != 0 {
-            return Err(BenchError::failed("madvise", errno()));
+static FD_COUNTS: &[Variant] = &[
+    Variant {
+        suffix: "/10",
+        params: &[("fds", Param::Int(10))],
+    },
+    Variant {
+        suffix: "/1000",
+        params: &[("fds", Param::Int(1000))],
+    },
+];
+
+fn mmap(m: &Meter, c: &Case) -> Measured {
+    let (len, touch) = (c.int("bytes")? as usize, c.flag("touched"));
+    m.batched_fallible(&mut |n| {
+        for _ in 0..n {
+            let r = Mapping::anonymous(len, false, 0)?;
+            if touch {
+                r.touch_pages();
+            }
+            drop(r);
         }
         Ok(())
-    }
-}
-
-impl Drop for Region {
-    fn drop(&mut self) {
-        // SAFETY: what new() mapped.
-        unsafe { libc::munmap(self.ptr.cast(), self.len) };
-    }
-}
-
-fn mmap(ctx: &Ctx, b: &Benchmark) -> R {
-    let mut outs = Vec::new();
-    for (name, len) in [("4KiB", PAGE), ("1MiB", 1 << 20)] {
-        for touch in [false, true] {
-            let mut o = ctx.batched_fallible(b, &mut |n| {
-                for _ in 0..n {
-                    let r = Region::new(len)?;
-                    if touch {
-                        for off in (0..len).step_by(PAGE) {
-                            // SAFETY: inside the mapping.
-                            unsafe { r.ptr.add(off).write_volatile(1) };
-                        }
-                    }
-                    drop(r);
-                }
-                Ok(())
-            })?;
-            o.id = format!(
-                "{}/{name}-{}",
-                b.id,
-                if touch { "touched" } else { "untouched" }
-            );
-            o.params.insert("bytes".into(), json!(len));
-            o.params.insert("touched".into(), json!(touch));
-            outs.push(o);
-        }
-    }
-    Ok(outs)
+    })
 }
 
 /// Time first touches of `pages` pages of `step` bytes in a fresh region; per page, ns.
 fn fault_bench(
-    ctx: &Ctx,
-    b: &Benchmark,
+    m: &Meter,
+    c: &Case,
     step: usize,
     pages: usize,
     advice: i32,
     write: bool,
-) -> Result<Outcome, BenchError> {
+) -> Measured {
     let clock = Monotonic;
-    let mut o = ctx.individual(b, &mut || {
+    let mut o = m.individual(&mut || {
         // Over-allocate by one step so the touched range can start step-aligned (THP needs it).
-        let r = Region::new(step * (pages + 1))?;
+        let r = Mapping::anonymous(step * (pages + 1), false, 0)?;
         r.advise(advice)?;
-        let start = (r.ptr as usize).next_multiple_of(step) as *mut u8;
+        let start = (r.ptr() as usize).next_multiple_of(step) as *mut u8;
         let mut sum = 0u8;
         let t0 = clock.now_ns();
         for i in 0..pages {
-            // SAFETY: inside the mapping.
-            unsafe {
-                let p = start.add(i * step);
-                if write {
-                    p.write_volatile(1);
-                } else {
-                    sum = sum.wrapping_add(p.read_volatile());
-                }
+            // SAFETY: page i of `pages` after the aligned start is inside the mapping.
+            let p = unsafe { start.add(i * step) };
+            if write {
+                // SAFETY: as above; the mapping is writable.
+                unsafe { p.write_volatile(1) };
+            } else {
+                // SAFETY: as above; the mapping is readable.
+                sum = sum.wrapping_add(unsafe { p.read_volatile() });
             }
         }
         let t1 = clock.now_ns();
@@ -175,35 +117,19 @@ fn fault_bench(
         drop(r);
         Ok((t1 - t0) as f64 / pages as f64)
     })?;
-    o.params.insert("page_bytes".into(), json!(step));
-    o.params.insert("pages_per_sample".into(), json!(pages));
-    o.definition = format!(
+    o.definition = Some(format!(
         "{} (a sample: first touches of {pages} fresh pages, divided by {pages})",
-        b.definition
-    );
-    Ok(o)
+        c.definition
+    ));
+    Ok(o.param("page_bytes", step).param("pages_per_sample", pages))
 }
 
-fn fault_read(ctx: &Ctx, b: &Benchmark) -> R {
-    Ok(vec![fault_bench(
-        ctx,
-        b,
-        PAGE,
-        256,
-        libc::MADV_NOHUGEPAGE,
-        false,
-    )?])
+fn fault_read(m: &Meter, c: &Case) -> Measured {
+    fault_bench(m, c, PAGE, 256, libc::MADV_NOHUGEPAGE, false)
 }
 
-fn fault_write(ctx: &Ctx, b: &Benchmark) -> R {
-    Ok(vec![fault_bench(
-        ctx,
-        b,
-        PAGE,
-        256,
-        libc::MADV_NOHUGEPAGE,
-        true,
-    )?])
+fn fault_write(m: &Meter, c: &Case) -> Measured {
+    fault_bench(m, c, PAGE, 256, libc::MADV_NOHUGEPAGE, true)
 }
 
 /// The selected mode in /sys/kernel/mm/transparent_hugepage/enabled ("always [madvise] never").
@@ -214,7 +140,7 @@ pub fn thp_mode() -> Option<String> {
     Some(t[start..end].to_string())
 }
 
-fn fault_thp(ctx: &Ctx, b: &Benchmark) -> R {
+fn fault_thp(m: &Meter, c: &Case) -> Measured {
     match thp_mode().as_deref() {
         None => {
             return Err(BenchError::Skipped(
@@ -228,13 +154,13 @@ fn fault_thp(ctx: &Ctx, b: &Benchmark) -> R {
         }
         _ => {}
     }
-    let mut o = fault_bench(ctx, b, HUGE, 4, libc::MADV_HUGEPAGE, true)?;
+    let mut o = fault_bench(m, c, HUGE, 4, libc::MADV_HUGEPAGE, true)?;
     // Whether the kernel really gave huge pages: AnonHugePages grows while a region is held.
-    let r = Region::new(HUGE * 2)?;
+    let r = Mapping::anonymous(HUGE * 2, false, 0)?;
     r.advise(libc::MADV_HUGEPAGE)?;
     let before = anon_huge_kb();
-    let start = (r.ptr as usize).next_multiple_of(HUGE) as *mut u8;
-    // SAFETY: inside the mapping.
+    let start = (r.ptr() as usize).next_multiple_of(HUGE) as *mut u8;
+    // SAFETY: the aligned start is inside the 4 MiB mapping, which is writable.
     unsafe { start.write_volatile(1) };
     let got = anon_huge_kb().zip(before).map(|(a, b)| a > b);
     drop(r);
@@ -245,7 +171,7 @@ fn fault_thp(ctx: &Ctx, b: &Benchmark) -> R {
                 .into(),
         );
     }
-    Ok(vec![o])
+    Ok(o)
 }
 
 fn anon_huge_kb() -> Option<u64> {
@@ -254,36 +180,26 @@ fn anon_huge_kb() -> Option<u64> {
     l.split_whitespace().nth(1)?.parse().ok()
 }
 
-fn read_file(ctx: &Ctx, b: &Benchmark) -> R {
+fn read_file(m: &Meter, c: &Case) -> Measured {
     use std::io::Write;
     use std::os::fd::AsRawFd;
-    let dir = ctx
-        .opts
-        .scratch_dir
-        .clone()
-        .unwrap_or_else(std::env::temp_dir);
+    let len = c.int("bytes")? as usize;
+    let dir = m.scratch_dir.clone().unwrap_or_else(std::env::temp_dir);
     let mut f = tempfile::tempfile_in(&dir)
         .map_err(|e| BenchError::failed(&format!("temporary file in {}", dir.display()), e))?;
-    f.write_all(&vec![7u8; 1 << 20])
+    f.write_all(&vec![7u8; len])
         .map_err(|e| BenchError::failed("write", e))?;
     let fd = f.as_raw_fd();
-    let mut buf = vec![0u8; 1 << 20];
-    let mut outs = Vec::new();
-    for (name, len) in [("4KiB", PAGE), ("1MiB", 1 << 20)] {
-        let mut o = ctx.batched_fallible(b, &mut |n| {
-            for _ in 0..n {
-                // SAFETY: buf holds at least len bytes.
-                if unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), len, 0) } != len as isize {
-                    return Err(BenchError::failed("pread", errno()));
-                }
+    let mut buf = vec![0u8; len];
+    m.batched_fallible(&mut |n| {
+        for _ in 0..n {
+            // SAFETY: buf holds len bytes.
+            if unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), len, 0) } != len as isize {
+                return Err(BenchError::failed("pread", errno()));
             }
-            Ok(())
-        })?;
-        o.id = format!("{}/{name}", b.id);
-        o.params.insert("bytes".into(), json!(len));
-        outs.push(o);
-    }
-    Ok(outs)
+        }
+        Ok(())
+    })
 }
 
 /// `n` eventfds, the last one readable; closed on drop.
@@ -292,21 +208,17 @@ struct Fds(Vec<i32>);
 impl Fds {
     fn new(n: usize) -> Result<Fds, BenchError> {
         ensure_fds(n as u64 + 64)?;
-        let mut v = Vec::with_capacity(n);
+        let mut fds = Fds(Vec::with_capacity(n));
         for _ in 0..n {
-            match eventfd() {
-                Ok(fd) => v.push(fd),
-                Err(e) => {
-                    v.into_iter().for_each(close);
-                    return Err(e);
-                }
-            }
+            fds.0.push(eventfd()?);
         }
-        let one: u64 = 1;
-        let last = *v.last().expect("n > 0");
-        // SAFETY: 8 bytes from a local.
-        unsafe { libc::write(last, (&one as *const u64).cast(), 8) };
-        Ok(Fds(v))
+        eventfd_post(*fds.0.last().expect("n > 0"));
+        Ok(fds)
+    }
+
+    /// The case's descriptors.
+    fn of(c: &Case) -> Result<Fds, BenchError> {
+        Fds::new(c.int("fds")? as usize)
     }
 }
 
@@ -316,121 +228,95 @@ impl Drop for Fds {
     }
 }
 
-const COUNTS: [usize; 2] = [10, 1000];
-
-fn per_count(
-    ctx: &Ctx,
-    b: &Benchmark,
-    mut one: impl FnMut(&Ctx, &Benchmark, &Fds) -> Result<Outcome, BenchError>,
-) -> R {
-    let mut outs = Vec::new();
-    for n in COUNTS {
-        let id = format!("{}/{n}", b.id);
-        match Fds::new(n).and_then(|fds| one(ctx, b, &fds)) {
-            Ok(mut o) => {
-                o.id = id;
-                o.params.insert("fds".into(), json!(n));
-                outs.push(o);
+fn select(m: &Meter, c: &Case) -> Measured {
+    let fds = Fds::of(c)?;
+    let max = *fds.0.iter().max().expect("fds");
+    if max >= libc::FD_SETSIZE as i32 {
+        return Err(BenchError::Skipped(format!(
+            "descriptor {max} is beyond select's FD_SETSIZE ({})",
+            libc::FD_SETSIZE
+        )));
+    }
+    // SAFETY: an all-zero fd_set is the empty set.
+    let mut all: libc::fd_set = unsafe { std::mem::zeroed() };
+    for &fd in &fds.0 {
+        // SAFETY: fd is below FD_SETSIZE (checked above).
+        unsafe { libc::FD_SET(fd, &mut all) };
+    }
+    m.batched_fallible(&mut |k| {
+        for _ in 0..k {
+            let mut set = all;
+            let mut tv = libc::timeval {
+                tv_sec: 0,
+                tv_usec: 0,
+            };
+            // SAFETY: valid set and timeout.
+            let r = unsafe { libc::select(max + 1, &mut set, null_mut(), null_mut(), &mut tv) };
+            if r != 1 {
+                return Err(BenchError::failed("select", errno()));
             }
-            // One count failing (a descriptor limit) leaves the other measured.
-            Err(e) => outs.push(Outcome::failed(id, b, e)),
+        }
+        Ok(())
+    })
+}
+
+fn poll(m: &Meter, c: &Case) -> Measured {
+    let fds = Fds::of(c)?;
+    let mut pfds: Vec<libc::pollfd> = fds
+        .0
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    m.batched_fallible(&mut |k| {
+        for _ in 0..k {
+            // SAFETY: valid array of pollfds.
+            let r = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, 0) };
+            if r != 1 {
+                return Err(BenchError::failed("poll", errno()));
+            }
+        }
+        Ok(())
+    })
+}
+
+fn epoll(m: &Meter, c: &Case) -> Measured {
+    let fds = Fds::of(c)?;
+    // SAFETY: plain syscall.
+    let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+    if ep < 0 {
+        return Err(BenchError::failed("epoll_create1", errno()));
+    }
+    struct Ep(i32);
+    impl Drop for Ep {
+        fn drop(&mut self) {
+            close(self.0);
         }
     }
-    Ok(outs)
-}
-
-fn select(ctx: &Ctx, b: &Benchmark) -> R {
-    per_count(ctx, b, |ctx, b, fds| {
-        let max = *fds.0.iter().max().expect("fds");
-        if max >= libc::FD_SETSIZE as i32 {
-            return Err(BenchError::Skipped(format!(
-                "descriptor {max} is beyond select's FD_SETSIZE ({})",
-                libc::FD_SETSIZE
-            )));
+    let ep = Ep(ep);
+    for &fd in &fds.0 {
+        let mut ev = libc::epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: fd as u64,
+        };
+        // SAFETY: valid epoll fd, fd and event.
+        if unsafe { libc::epoll_ctl(ep.0, libc::EPOLL_CTL_ADD, fd, &mut ev) } != 0 {
+            return Err(BenchError::failed("epoll_ctl", errno()));
         }
-        // SAFETY: zeroed fd_set is empty; every fd is below FD_SETSIZE.
-        let mut all: libc::fd_set = unsafe { std::mem::zeroed() };
-        for &fd in &fds.0 {
-            unsafe { libc::FD_SET(fd, &mut all) };
-        }
-        ctx.batched_fallible(b, &mut |k| {
-            for _ in 0..k {
-                let mut set = all;
-                let mut tv = libc::timeval {
-                    tv_sec: 0,
-                    tv_usec: 0,
-                };
-                // SAFETY: valid set and timeout.
-                let r = unsafe { libc::select(max + 1, &mut set, null_mut(), null_mut(), &mut tv) };
-                if r != 1 {
-                    return Err(BenchError::failed("select", errno()));
-                }
-            }
-            Ok(())
-        })
-    })
-}
-
-fn poll(ctx: &Ctx, b: &Benchmark) -> R {
-    per_count(ctx, b, |ctx, b, fds| {
-        let mut pfds: Vec<libc::pollfd> = fds
-            .0
-            .iter()
-            .map(|&fd| libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .collect();
-        ctx.batched_fallible(b, &mut |k| {
-            for _ in 0..k {
-                // SAFETY: valid array of pollfds.
-                let r = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, 0) };
-                if r != 1 {
-                    return Err(BenchError::failed("poll", errno()));
-                }
-            }
-            Ok(())
-        })
-    })
-}
-
-fn epoll(ctx: &Ctx, b: &Benchmark) -> R {
-    per_count(ctx, b, |ctx, b, fds| {
-        // SAFETY: plain syscall.
-        let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-        if ep < 0 {
-            return Err(BenchError::failed("epoll_create1", errno()));
-        }
-        struct Ep(i32);
-        impl Drop for Ep {
-            fn drop(&mut self) {
-                close(self.0);
+    }
+    let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; fds.0.len()];
+    m.batched_fallible(&mut |k| {
+        for _ in 0..k {
+            // SAFETY: events has room for every descriptor.
+            let r = unsafe { libc::epoll_wait(ep.0, events.as_mut_ptr(), events.len() as i32, 0) };
+            if r != 1 {
+                return Err(BenchError::failed("epoll_wait", errno()));
             }
         }
-        let ep = Ep(ep);
-        for &fd in &fds.0 {
-            let mut ev = libc::epoll_event {
-                events: libc::EPOLLIN as u32,
-                u64: fd as u64,
-            };
-            // SAFETY: valid epoll fd, fd and event.
-            if unsafe { libc::epoll_ctl(ep.0, libc::EPOLL_CTL_ADD, fd, &mut ev) } != 0 {
-                return Err(BenchError::failed("epoll_ctl", errno()));
-            }
-        }
-        let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; fds.0.len()];
-        ctx.batched_fallible(b, &mut |k| {
-            for _ in 0..k {
-                // SAFETY: events has room for every descriptor.
-                let r =
-                    unsafe { libc::epoll_wait(ep.0, events.as_mut_ptr(), events.len() as i32, 0) };
-                if r != 1 {
-                    return Err(BenchError::failed("epoll_wait", errno()));
-                }
-            }
-            Ok(())
-        })
+        Ok(())
     })
 }
 
@@ -444,13 +330,5 @@ mod tests {
         if let Some(m) = thp_mode() {
             assert!(["always", "madvise", "never"].contains(&m.as_str()), "{m}");
         }
-    }
-
-    #[test]
-    fn a_region_is_writable_and_advisable() {
-        let r = Region::new(HUGE).unwrap();
-        r.advise(libc::MADV_NOHUGEPAGE).unwrap();
-        unsafe { r.ptr.write_volatile(3) };
-        assert_eq!(unsafe { r.ptr.read_volatile() }, 3);
     }
 }

@@ -10,104 +10,55 @@
 use std::ffi::{CString, c_char, c_int, c_void};
 use std::ptr::null_mut;
 
-use serde_json::json;
-
-use super::{BenchError, Benchmark, Ctx, Outcome};
+use crate::catalogue;
+use crate::harness::case::{BenchError, Case, Cases, Measured, Meter};
 use crate::harness::clock::{Clock, Monotonic};
+use crate::harness::os::{Mapping, errno};
 use crate::harness::sampler::SamplerConfig;
+use crate::model::Curve;
 
-pub static BENCHMARKS: &[Benchmark] = &[
-    Benchmark {
-        id: "spawn/fork",
-        definition: "fork + _exit in the child + waitpid in the parent",
-        default: true,
-        run: fork,
-    },
-    Benchmark {
-        id: "spawn/fork-parent",
-        definition: "fork, until it returns in the parent (the child is reaped untimed)",
-        default: true,
-        run: fork_parent,
-    },
-    Benchmark {
-        id: "spawn/fork-child",
-        definition: "fork, until the child first runs (its clock read, via shared memory)",
-        default: true,
-        run: fork_child,
-    },
-    Benchmark {
-        id: "spawn/vfork",
-        definition: "vfork (clone CLONE_VM|CLONE_VFORK) + _exit + waitpid",
-        default: true,
-        run: vfork,
-    },
-    Benchmark {
-        id: "spawn/clone-vm",
-        definition: "clone(CLONE_VM) with a 16 KiB stack + _exit + waitpid",
-        default: true,
-        run: clone_vm,
-    },
-    Benchmark {
-        id: "spawn/posix-spawn",
-        definition: "posix_spawn of a tiny static program + waitpid",
-        default: true,
-        run: posix_spawn,
-    },
-    Benchmark {
-        id: "spawn/fork-exec",
-        definition: "fork + execve of a tiny static program (no libc, no loader) + waitpid",
-        default: true,
-        run: fork_exec,
-    },
-    Benchmark {
-        id: "spawn/fork-exec-dynamic",
-        definition: "fork + execve of /bin/true (adds the dynamic loader and libc) + waitpid",
-        default: true,
-        run: fork_exec_dynamic,
-    },
-    Benchmark {
-        id: "spawn/exec",
-        definition: "one execve of a tiny static program, from a chain of 20 re-executions",
-        default: true,
-        run: exec_chain,
-    },
-    Benchmark {
-        id: "spawn/thread",
-        definition: "pthread_create + pthread_join, default attributes (8 MiB stack)",
-        default: true,
-        run: thread_default,
-    },
-    Benchmark {
-        id: "spawn/thread-64k",
-        definition: "pthread_create + pthread_join with a 64 KiB stack",
-        default: true,
-        run: thread_64k,
-    },
-    Benchmark {
-        id: "spawn/thread-scope-system",
-        definition: "pthread_create + join with PTHREAD_SCOPE_SYSTEM (a kernel thread per thread)",
-        default: true,
-        run: thread_scope_system,
-    },
-    Benchmark {
-        id: "spawn/thread-scope-process",
-        definition: "pthread_create + join with PTHREAD_SCOPE_PROCESS (user-level scheduling)",
-        default: true,
-        run: thread_scope_process,
-    },
-    Benchmark {
-        id: "spawn/fork-rss",
-        definition: "fork + _exit + waitpid against the parent's resident memory (--fork-sizes)",
-        default: false,
-        run: fork_rss,
-    },
-];
-
-type R = Result<Vec<Outcome>, BenchError>;
-
-fn errno() -> std::io::Error {
-    std::io::Error::last_os_error()
+catalogue! {
+    "spawn/fork" => fork { preempts: true }:
+        "fork + _exit in the child + waitpid in the parent";
+    "spawn/fork-parent" => fork_parent { preempts: true }:
+        "fork, until it returns in the parent (the child is reaped untimed)";
+    "spawn/fork-child" => fork_child { preempts: true }:
+        "fork, until the child first runs (its clock read, via shared memory)";
+    "spawn/vfork" => vfork { preempts: true }:
+        "vfork (clone CLONE_VM|CLONE_VFORK) + _exit + waitpid";
+    "spawn/clone-vm" => clone_vm { preempts: true }:
+        "clone(CLONE_VM) with a 16 KiB stack + _exit + waitpid";
+    "spawn/posix-spawn" => posix_spawn { preempts: true }:
+        "posix_spawn of a tiny static program + waitpid";
+    "spawn/fork-exec" => fork_exec { preempts: true }:
+        "fork + execve of a tiny static program (no libc, no loader) + waitpid";
+    "spawn/fork-exec-dynamic" => fork_exec_dynamic { preempts: true }:
+        "fork + execve of /bin/true (adds the dynamic loader and libc) + waitpid";
+    "spawn/exec" => exec_chain { preempts: true }:
+        "one execve of a tiny static program, from a chain of 20 re-executions";
+    "spawn/thread" => thread_default { preempts: true }:
+        "pthread_create + pthread_join, default attributes (8 MiB stack)";
+    "spawn/thread-64k" => thread_64k { preempts: true }:
+        "pthread_create + pthread_join with a 64 KiB stack";
+    "spawn/thread-scope-system" => thread_scope_system { preempts: true }:
+        "pthread_create + join with PTHREAD_SCOPE_SYSTEM (a kernel thread per thread)";
+    "spawn/thread-scope-process" => thread_scope_process { preempts: true }:
+        "pthread_create + join with PTHREAD_SCOPE_PROCESS (user-level scheduling)";
+    "spawn/fork-rss" => fork_rss {
+        cases: Cases::ForkSizes, curve: Some(FORK_RSS_CURVE), preempts: true, default: false,
+    }:
+        "fork + _exit + waitpid against the parent's resident memory (--fork-sizes)";
 }
+
+/// Fork's cost against the parent's resident memory, as reports draw it.
+const FORK_RSS_CURVE: Curve = Curve {
+    title: "fork + exit + wait against the parent's resident memory",
+    x: "rss_mib",
+    x_desc: "parent resident memory (MiB)",
+    y_desc: "per fork",
+    log2_x: false,
+    series: None,
+};
 
 /// A failed fork or clone, with what to check.
 fn spawn_error(what: &str) -> BenchError {
@@ -151,16 +102,8 @@ fn reap(pid: libc::pid_t) -> Result<(), BenchError> {
     }
 }
 
-/// Every spawn outcome: a child preempting its parent is the operation, not a disturbance.
-fn spawned(mut o: Outcome) -> Outcome {
-    o.preemption_expected = true;
-    o
-}
-
-fn fork(ctx: &Ctx, b: &Benchmark) -> R {
-    Ok(vec![spawned(
-        ctx.individual(b, &mut || fork_once(&Monotonic))?,
-    )])
+fn fork(m: &Meter, _: &Case) -> Measured {
+    m.individual(&mut || fork_once(&Monotonic))
 }
 
 /// One fork + _exit + waitpid, timed.
@@ -169,6 +112,7 @@ fn fork_once(clock: &Monotonic) -> Result<f64, BenchError> {
     // SAFETY: the child calls only _exit.
     match unsafe { libc::fork() } {
         -1 => Err(spawn_error("fork")),
+        // SAFETY: ends the child at once.
         0 => unsafe { libc::_exit(0) },
         pid => {
             reap(pid)?;
@@ -177,13 +121,14 @@ fn fork_once(clock: &Monotonic) -> Result<f64, BenchError> {
     }
 }
 
-fn fork_parent(ctx: &Ctx, b: &Benchmark) -> R {
+fn fork_parent(m: &Meter, _: &Case) -> Measured {
     let clock = Monotonic;
-    Ok(vec![spawned(ctx.individual(b, &mut || {
+    m.individual(&mut || {
         let t0 = clock.now_ns();
         // SAFETY: the child calls only _exit.
         match unsafe { libc::fork() } {
             -1 => Err(spawn_error("fork")),
+            // SAFETY: ends the child at once.
             0 => unsafe { libc::_exit(0) },
             pid => {
                 let t1 = clock.now_ns();
@@ -191,44 +136,15 @@ fn fork_parent(ctx: &Ctx, b: &Benchmark) -> R {
                 Ok((t1 - t0) as f64)
             }
         }
-    })?)])
+    })
 }
 
-/// A page shared with children (MAP_SHARED survives fork).
-struct SharedWord(*mut u64);
-
-impl SharedWord {
-    fn new() -> Result<SharedWord, BenchError> {
-        // SAFETY: anonymous shared mapping of one page; checked for failure.
-        let p = unsafe {
-            libc::mmap(
-                null_mut(),
-                4096,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(BenchError::failed("mmap shared page", errno()));
-        }
-        Ok(SharedWord(p.cast()))
-    }
-}
-
-impl Drop for SharedWord {
-    fn drop(&mut self) {
-        // SAFETY: unmapping the page mapped in new().
-        unsafe { libc::munmap(self.0.cast(), 4096) };
-    }
-}
-
-fn fork_child(ctx: &Ctx, b: &Benchmark) -> R {
+fn fork_child(m: &Meter, _: &Case) -> Measured {
     let clock = Monotonic;
-    let stamp = SharedWord::new()?;
-    let p = stamp.0;
-    Ok(vec![spawned(ctx.individual(b, &mut || {
+    // A page shared with the children (MAP_SHARED survives fork) for their timestamp.
+    let stamp = Mapping::anonymous(4096, true, 0)?;
+    let p = stamp.ptr().cast::<u64>();
+    m.individual(&mut || {
         // SAFETY: p points into the live shared page.
         unsafe { p.write_volatile(0) };
         let t0 = clock.now_ns();
@@ -250,7 +166,7 @@ fn fork_child(ctx: &Ctx, b: &Benchmark) -> R {
                 Ok((t1 - t0) as f64)
             }
         }
-    })?)])
+    })
 }
 
 extern "C" fn child_exit(_: *mut c_void) -> c_int {
@@ -259,12 +175,12 @@ extern "C" fn child_exit(_: *mut c_void) -> c_int {
 }
 
 /// clone(2) with `flags` running `child_exit` on a stack of `stack_size` bytes; timed to reaped.
-fn clone_bench(ctx: &Ctx, b: &Benchmark, flags: c_int, stack_size: usize) -> R {
+fn clone_bench(m: &Meter, flags: c_int, stack_size: usize) -> Measured {
     let clock = Monotonic;
     let mut stack = vec![0u8; stack_size];
     // The stack grows down on every Linux architecture oscost runs on; keep 16-byte alignment.
     let top = ((stack.as_mut_ptr() as usize + stack_size) & !15) as *mut c_void;
-    Ok(vec![spawned(ctx.individual(b, &mut || {
+    m.individual(&mut || {
         let t0 = clock.now_ns();
         // SAFETY: the child runs child_exit on its own stack and exits; the parent reaps it
         // before the stack can be reused.
@@ -274,15 +190,15 @@ fn clone_bench(ctx: &Ctx, b: &Benchmark, flags: c_int, stack_size: usize) -> R {
         }
         reap(pid)?;
         Ok((clock.now_ns() - t0) as f64)
-    })?)])
+    })
 }
 
-fn vfork(ctx: &Ctx, b: &Benchmark) -> R {
-    clone_bench(ctx, b, libc::CLONE_VM | libc::CLONE_VFORK, 64 * 1024)
+fn vfork(m: &Meter, _: &Case) -> Measured {
+    clone_bench(m, libc::CLONE_VM | libc::CLONE_VFORK, 64 * 1024)
 }
 
-fn clone_vm(ctx: &Ctx, b: &Benchmark) -> R {
-    clone_bench(ctx, b, libc::CLONE_VM, 16 * 1024)
+fn clone_vm(m: &Meter, _: &Case) -> Measured {
+    clone_bench(m, libc::CLONE_VM, 16 * 1024)
 }
 
 /// The embedded static helper, materialised in a memfd for as long as this lives.
@@ -369,31 +285,28 @@ impl ExecArgs {
     }
 }
 
-fn fork_exec(ctx: &Ctx, b: &Benchmark) -> R {
+fn fork_exec(m: &Meter, _: &Case) -> Measured {
     let h = Helper::load()?;
     let args = ExecArgs::new(&h.path, &["oscost-helper"]);
-    let o = ctx.individual(b, &mut || args.fork_exec(&Monotonic))?;
-    drop(h);
-    Ok(vec![spawned(o)])
+    m.individual(&mut || args.fork_exec(&Monotonic))
 }
 
-fn fork_exec_dynamic(ctx: &Ctx, b: &Benchmark) -> R {
+fn fork_exec_dynamic(m: &Meter, _: &Case) -> Measured {
     let path = ["/bin/true", "/usr/bin/true"]
         .into_iter()
         .find(|p| std::path::Path::new(p).exists())
         .ok_or_else(|| BenchError::Skipped("no /bin/true on this system".into()))?;
     let c = CString::new(path).expect("no NUL");
     let args = ExecArgs::new(&c, &["true"]);
-    let mut o = ctx.individual(b, &mut || args.fork_exec(&Monotonic))?;
-    o.params.insert("program".into(), json!(path));
-    Ok(vec![spawned(o)])
+    Ok(m.individual(&mut || args.fork_exec(&Monotonic))?
+        .param("program", path))
 }
 
-fn posix_spawn(ctx: &Ctx, b: &Benchmark) -> R {
+fn posix_spawn(m: &Meter, _: &Case) -> Measured {
     let h = Helper::load()?;
     let args = ExecArgs::new(&h.path, &["oscost-helper"]);
     let clock = Monotonic;
-    let o = ctx.individual(b, &mut || {
+    m.individual(&mut || {
         let t0 = clock.now_ns();
         let mut pid: libc::pid_t = 0;
         // SAFETY: valid path, argv and envp arrays, null file actions and attributes.
@@ -415,15 +328,13 @@ fn posix_spawn(ctx: &Ctx, b: &Benchmark) -> R {
         }
         reap(pid)?;
         Ok((clock.now_ns() - t0) as f64)
-    })?;
-    drop(h);
-    Ok(vec![spawned(o)])
+    })
 }
 
 /// execs per chain in spawn/exec.
 const EXEC_CHAIN: u64 = 20;
 
-fn exec_chain(ctx: &Ctx, b: &Benchmark) -> R {
+fn exec_chain(m: &Meter, _: &Case) -> Measured {
     let h = Helper::load()?;
     let clock = Monotonic;
     let zero = ExecArgs::new(&h.path, &["oscost-helper", "0"]);
@@ -435,17 +346,15 @@ fn exec_chain(ctx: &Ctx, b: &Benchmark) -> R {
         base.push(zero.fork_exec(&clock)?);
     }
     let base_ns = crate::stats::median(&base);
-    let mut o = ctx.individual(b, &mut || {
-        Ok((chain.fork_exec(&clock)? - base_ns) / EXEC_CHAIN as f64)
-    })?;
-    drop(h);
-    o.params.insert("chain".into(), json!(EXEC_CHAIN));
-    o.params.insert("chain_overhead_ns".into(), json!(base_ns));
-    o.definition = format!(
+    let mut o = m
+        .individual(&mut || Ok((chain.fork_exec(&clock)? - base_ns) / EXEC_CHAIN as f64))?
+        .param("chain", EXEC_CHAIN)
+        .param("chain_overhead_ns", base_ns);
+    o.definition = Some(format!(
         "one execve of a tiny static program: (a chain of {EXEC_CHAIN} re-executions - {:.1} us for its fork, first exec, exit and wait) / {EXEC_CHAIN}",
         base_ns / 1e3
-    );
-    Ok(vec![spawned(o)])
+    ));
+    Ok(o)
 }
 
 unsafe extern "C" {
@@ -481,11 +390,11 @@ impl Drop for Attr {
     }
 }
 
-fn thread_bench(ctx: &Ctx, b: &Benchmark, attr: Option<Attr>) -> R {
+fn thread_bench(m: &Meter, attr: Option<Attr>) -> Measured {
     let clock = Monotonic;
     let attr_ptr: *const libc::pthread_attr_t =
         attr.as_ref().map_or(std::ptr::null(), |a| &a.0 as *const _);
-    let o = ctx.individual(b, &mut || {
+    m.individual(&mut || {
         let t0 = clock.now_ns();
         let mut tid: libc::pthread_t = 0;
         // SAFETY: valid out pointer and attributes; the thread does nothing and is joined.
@@ -507,16 +416,14 @@ fn thread_bench(ctx: &Ctx, b: &Benchmark, attr: Option<Attr>) -> R {
             return Err(BenchError::Failed(format!("pthread_join: error {rc}")));
         }
         Ok((clock.now_ns() - t0) as f64)
-    })?;
-    drop(attr);
-    Ok(vec![spawned(o)])
+    })
 }
 
-fn thread_default(ctx: &Ctx, b: &Benchmark) -> R {
-    thread_bench(ctx, b, None)
+fn thread_default(m: &Meter, _: &Case) -> Measured {
+    thread_bench(m, None)
 }
 
-fn thread_64k(ctx: &Ctx, b: &Benchmark) -> R {
+fn thread_64k(m: &Meter, _: &Case) -> Measured {
     let mut a = Attr::new()?;
     // SAFETY: initialised attributes.
     let rc = unsafe { libc::pthread_attr_setstacksize(&mut a.0, 64 * 1024) };
@@ -525,7 +432,7 @@ fn thread_64k(ctx: &Ctx, b: &Benchmark) -> R {
             "pthread_attr_setstacksize(64 KiB): error {rc}"
         )));
     }
-    thread_bench(ctx, b, Some(a))
+    thread_bench(m, Some(a))
 }
 
 fn scoped(scope: c_int, name: &str) -> Result<Attr, BenchError> {
@@ -544,136 +451,30 @@ fn scoped(scope: c_int, name: &str) -> Result<Attr, BenchError> {
     }
 }
 
-fn thread_scope_system(ctx: &Ctx, b: &Benchmark) -> R {
+fn thread_scope_system(m: &Meter, _: &Case) -> Measured {
     thread_bench(
-        ctx,
-        b,
+        m,
         Some(scoped(PTHREAD_SCOPE_SYSTEM, "PTHREAD_SCOPE_SYSTEM")?),
     )
 }
 
-fn thread_scope_process(ctx: &Ctx, b: &Benchmark) -> R {
+fn thread_scope_process(m: &Meter, _: &Case) -> Measured {
     thread_bench(
-        ctx,
-        b,
+        m,
         Some(scoped(PTHREAD_SCOPE_PROCESS, "PTHREAD_SCOPE_PROCESS")?),
     )
 }
 
-/// Anonymous memory, every page written (resident), unmapped on drop.
-struct Resident {
-    ptr: *mut c_void,
-    len: usize,
-}
-
-impl Resident {
-    fn new(len: usize) -> Result<Resident, BenchError> {
-        if len == 0 {
-            return Ok(Resident {
-                ptr: null_mut(),
-                len,
-            });
-        }
-        // SAFETY: anonymous private mapping, checked.
-        let ptr = unsafe {
-            libc::mmap(
-                null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(BenchError::failed(
-                &format!("mmap {} MiB", len >> 20),
-                errno(),
-            ));
-        }
-        let r = Resident { ptr, len };
-        let page = 4096;
-        for off in (0..len).step_by(page) {
-            // SAFETY: inside the mapping.
-            unsafe { (ptr as *mut u8).add(off).write_volatile(1) };
-        }
-        Ok(r)
-    }
-}
-
-impl Drop for Resident {
-    fn drop(&mut self) {
-        if self.len > 0 {
-            // SAFETY: unmapping what new() mapped.
-            unsafe { libc::munmap(self.ptr, self.len) };
-        }
-    }
-}
-
-/// Least-squares slope of y over x.
-pub fn slope(points: &[(f64, f64)]) -> Option<f64> {
-    if points.len() < 2 {
-        return None;
-    }
-    let n = points.len() as f64;
-    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
-    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
-    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
-    if sxx == 0.0 {
-        return None;
-    }
-    Some(points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum::<f64>() / sxx)
-}
-
-fn fork_rss(ctx: &Ctx, b: &Benchmark) -> R {
+/// One point of the curve: fork with the parent holding `rss_mib` MiB resident.
+fn fork_rss(m: &Meter, c: &Case) -> Measured {
     let clock = Monotonic;
     // Big forks take tens of ms: give each point enough time for ten of them.
     let cfg = SamplerConfig {
-        budget_ns: ctx.sampler.cfg.budget_ns.max(3_000_000_000),
-        ..ctx.sampler.cfg
+        budget_ns: m.sampler.cfg.budget_ns.max(3_000_000_000),
+        ..m.sampler.cfg
     };
-    let mut outs = Vec::new();
-    for &mib in &ctx.opts.fork_sizes_mib {
-        let mem = Resident::new((mib as usize) << 20)?;
-        let mut o = ctx.individual_with(b, cfg, &mut || fork_once(&clock))?;
-        drop(mem);
-        o.id = format!("{}/{mib}MiB", b.id);
-        o.params.insert("rss_mib".into(), json!(mib));
-        outs.push(spawned(o));
-    }
-    let points: Vec<(f64, f64)> = outs
-        .iter()
-        .filter_map(|o| {
-            let mib = o.params.get("rss_mib")?.as_f64()?;
-            Some((mib, crate::stats::median(&o.measurement.samples_ns)))
-        })
-        .collect();
-    if let (Some(s), Some(last)) = (slope(&points), outs.last_mut()) {
-        last.params.insert("slope_ns_per_mib".into(), json!(s));
-        last.notes.push(format!(
-            "fork cost grows {:.2} us per MiB of resident memory ({:.1} ms per GiB; least squares over {} sizes)",
-            s / 1e3,
-            s * 1024.0 / 1e6,
-            points.len()
-        ));
-    }
-    Ok(outs)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn slope_is_exact_on_a_line() {
-        let pts = [
-            (0.0, 100.0),
-            (64.0, 164.0),
-            (256.0, 356.0),
-            (1024.0, 1124.0),
-        ];
-        assert!((slope(&pts).unwrap() - 1.0).abs() < 1e-12);
-        assert_eq!(slope(&pts[..1]), None);
-        assert_eq!(slope(&[(1.0, 2.0), (1.0, 3.0)]), None);
-    }
+    let mem = Mapping::resident((c.int("rss_mib")? as usize) << 20)?;
+    let o = m.individual_with(cfg, &mut || fork_once(&clock));
+    drop(mem);
+    o
 }

@@ -15,488 +15,128 @@
 //! pipe, or a watchdog thread reaping it and waking the master) and the benchmark fails with
 //! that reason; one that hangs is caught by the coordinator's timeout.
 
-use std::ffi::c_void;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 
-use serde::{Deserialize, Serialize};
-use serde_json::json;
-
-use super::{BenchError, Benchmark, Ctx, Outcome};
+use super::round_trips;
+use crate::catalogue;
+use crate::harness::case::{BenchError, Case, Cases, Measured, Meter, Outcome};
+use crate::harness::os::{
+    Mapping, PeerProc, PeerThread, close, ensure_fds, errno, eventfd, eventfd_post, eventfd_take,
+    pipe, read_byte, socketpair, write_byte,
+};
 use crate::harness::placement;
-use crate::model::Placement;
+use crate::model::{Curve, Placement};
 
-pub static BENCHMARKS: &[Benchmark] = &[
-    Benchmark {
-        id: "switch/pipe-proc",
-        definition: "round trip of 1 byte over two pipes between two processes (2 switches on one CPU)",
-        default: true,
-        run: pipe_proc,
-    },
-    Benchmark {
-        id: "switch/pipe-thread",
-        definition: "round trip of 1 byte over two pipes between two threads",
-        default: true,
-        run: pipe_thread,
-    },
-    Benchmark {
-        id: "switch/futex-thread",
-        definition: "round trip through a private futex (wait/wake) between two threads",
-        default: true,
-        run: futex_thread,
-    },
-    Benchmark {
-        id: "switch/futex-proc",
-        definition: "round trip through a shared-memory futex between two processes",
-        default: true,
-        run: futex_proc,
-    },
-    Benchmark {
-        id: "switch/sem-thread",
-        definition: "round trip through two POSIX semaphores (sem_post/sem_wait) between two threads",
-        default: true,
-        run: sem_thread,
-    },
-    Benchmark {
-        id: "switch/eventfd-proc",
-        definition: "round trip through two eventfds between two processes",
-        default: true,
-        run: eventfd_proc,
-    },
-    Benchmark {
-        id: "switch/unix-proc",
-        definition: "round trip of 1 byte over a unix socketpair between two processes",
-        default: true,
-        run: unix_proc,
-    },
-    Benchmark {
-        id: "switch/yield-pair",
-        definition: "two threads on one CPU calling sched_yield: one round trip is two yields",
-        default: true,
-        run: yield_pair,
-    },
-    Benchmark {
-        id: "switch/ring",
-        definition: "one context switch in lmbench's ring of N processes with S KB each (pipe and sum overhead subtracted)",
-        default: true,
-        run: ring,
-    },
-];
-
-/// Where the two parties of a ping-pong run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Place {
-    Same,
-    Cross,
-    Free,
+catalogue! {
+    "switch/pipe-proc" => pipe_proc { cases: Cases::Placements, preempts: true }:
+        "round trip of 1 byte over two pipes between two processes (2 switches on one CPU)";
+    "switch/pipe-thread" => pipe_thread { cases: Cases::Placements, preempts: true }:
+        "round trip of 1 byte over two pipes between two threads";
+    "switch/futex-thread" => futex_thread { cases: Cases::Placements, preempts: true }:
+        "round trip through a private futex (wait/wake) between two threads";
+    "switch/futex-proc" => futex_proc { cases: Cases::Placements, preempts: true }:
+        "round trip through a shared-memory futex between two processes";
+    "switch/sem-thread" => sem_thread { cases: Cases::Placements, preempts: true }:
+        "round trip through two POSIX semaphores (sem_post/sem_wait) between two threads";
+    "switch/eventfd-proc" => eventfd_proc { cases: Cases::Placements, preempts: true }:
+        "round trip through two eventfds between two processes";
+    "switch/unix-proc" => unix_proc { cases: Cases::Placements, preempts: true }:
+        "round trip of 1 byte over a unix socketpair between two processes";
+    "switch/yield-pair" => yield_pair { cases: Cases::Placements, preempts: true }:
+        "two threads on one CPU calling sched_yield: one round trip is two yields";
+    "switch/ring" => ring {
+        cases: Cases::Ring, curve: Some(RING_CURVE), preempts: true,
+    }:
+        "one context switch in lmbench's ring of N processes with S KB each (pipe and sum overhead subtracted)";
 }
 
-impl Place {
-    pub fn word(self) -> &'static str {
-        match self {
-            Place::Same => "same",
-            Place::Cross => "cross",
-            Place::Free => "free",
-        }
-    }
+/// The ring's cost against its size, one line per working set, as reports draw it.
+const RING_CURVE: Curve = Curve {
+    title: "context switch in a ring of N processes (lat_ctx), overhead subtracted",
+    x: "procs",
+    x_desc: "processes in the ring",
+    y_desc: "per switch",
+    log2_x: true,
+    series: Some(("size_kb", "KB per process")),
+};
 
-    pub fn parse(s: &str) -> Option<Place> {
-        match s {
-            "same" => Some(Place::Same),
-            "cross" => Some(Place::Cross),
-            "free" => Some(Place::Free),
-            _ => None,
-        }
-    }
+fn pipe_proc(m: &Meter, c: &Case) -> Measured {
+    let peer_cpu = c.peer_cpu();
+    let (to, from) = (pipe()?, pipe()?);
+    let peer = PeerProc::spawn(
+        peer_cpu,
+        &m.allowed,
+        || {
+            close(to[1]);
+            close(from[0]);
+            while read_byte(to[0]) && write_byte(from[1]) {}
+        },
+        || {},
+    )?;
+    close(to[0]);
+    close(from[1]);
+    let r = round_trips(
+        m,
+        to[1],
+        from[0],
+        "the peer process exited (end of file on its pipe)",
+    );
+    close(to[1]);
+    close(from[0]);
+    drop(peer);
+    r
 }
 
-pub fn default_places() -> Vec<Place> {
-    vec![Place::Same, Place::Cross]
+fn unix_proc(m: &Meter, c: &Case) -> Measured {
+    let peer_cpu = c.peer_cpu();
+    let sv = socketpair()?;
+    let peer = PeerProc::spawn(
+        peer_cpu,
+        &m.allowed,
+        || {
+            close(sv[0]);
+            while read_byte(sv[1]) && write_byte(sv[1]) {}
+        },
+        || {},
+    )?;
+    close(sv[1]);
+    let r = round_trips(
+        m,
+        sv[0],
+        sv[0],
+        "the peer process exited (its socket closed)",
+    );
+    close(sv[0]);
+    drop(peer);
+    r
 }
 
-/// lat_ctx's parameters.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RingOptions {
-    pub procs: Vec<usize>,
-    pub sizes_kb: Vec<usize>,
-    /// Rings run at once (lat_ctx -P).
-    pub parallel: usize,
-}
-
-impl Default for RingOptions {
-    fn default() -> Self {
-        RingOptions {
-            procs: vec![2, 4, 8, 16, 32, 64],
-            sizes_kb: vec![0, 16],
-            parallel: 1,
-        }
-    }
-}
-
-type R = Result<Vec<Outcome>, BenchError>;
-
-pub(crate) fn errno() -> std::io::Error {
-    std::io::Error::last_os_error()
-}
-
-/// CPUs of the master and the peer for a placement, and what the result records.
-fn cpus_for(
-    ctx: &Ctx,
-    place: Place,
-) -> Result<(Option<usize>, Option<usize>, Placement), BenchError> {
-    let me = ctx.opts.cpu;
-    match place {
-        Place::Same => Ok((Some(me), Some(me), Placement::Same { cpu: me })),
-        Place::Cross => {
-            // Prefer the measuring CPU's SMT sibling order: any other allowed CPU.
-            let other = ctx
-                .opts
-                .allowed
-                .iter()
-                .copied()
-                .find(|&c| c != me)
-                .ok_or_else(|| {
-                    BenchError::Skipped("cross placement needs two allowed CPUs".into())
-                })?;
-            Ok((
-                Some(me),
-                Some(other),
-                Placement::Cross {
-                    cpus: vec![me, other],
-                },
-            ))
-        }
-        Place::Free => Ok((None, None, Placement::Free)),
-    }
-}
-
-/// Pin the calling thread to `cpu`, or let it run anywhere allowed.
-fn place_self(ctx: &Ctx, cpu: Option<usize>) -> Result<(), BenchError> {
-    match cpu {
-        Some(c) => placement::pin_current_thread(c),
-        None => placement::allow_cpus(&ctx.opts.allowed),
-    }
-    .map_err(BenchError::Failed)
-}
-
-pub(crate) fn pipe() -> Result<[i32; 2], BenchError> {
-    let mut fds = [0; 2];
-    // SAFETY: valid out array of two ints.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(BenchError::failed("pipe", errno()));
-    }
-    Ok(fds)
-}
-
-pub(crate) fn close(fd: i32) {
-    // SAFETY: closing an fd this module opened.
-    unsafe { libc::close(fd) };
-}
-
-/// Write one byte; false on failure.
-#[inline(always)]
-pub(crate) fn put(fd: i32) -> bool {
-    let b = 1u8;
-    // SAFETY: one byte from a live local.
-    unsafe { libc::write(fd, (&b as *const u8).cast(), 1) == 1 }
-}
-
-/// Read one byte; false at end of file or on error.
-#[inline(always)]
-pub(crate) fn get(fd: i32) -> bool {
-    let mut b = 0u8;
-    // SAFETY: one byte into a live local.
-    unsafe { libc::read(fd, (&mut b as *mut u8).cast(), 1) == 1 }
-}
-
-/// A forked peer process, killed and reaped on drop; a watchdog thread reaps it if it dies
-/// early, marks it dead and runs `nudge` to wake a master blocked on it.
-pub(crate) struct PeerProc {
-    pid: libc::pid_t,
-    dead: Arc<AtomicBool>,
-    stopping: Arc<AtomicBool>,
-    watchdog: Option<std::thread::JoinHandle<()>>,
-}
-
-impl PeerProc {
-    /// Fork a child that pins itself and runs `body` (which must only make async-signal-safe
-    /// calls and must not return normally unless the master went away).
-    pub(crate) fn spawn(
-        cpu: Option<usize>,
-        allowed: &[usize],
-        body: impl FnOnce(),
-        nudge: impl Fn() + Send + 'static,
-    ) -> Result<PeerProc, BenchError> {
-        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        for &c in cpu
-            .as_slice()
-            .iter()
-            .chain(if cpu.is_none() { allowed } else { &[] })
-        {
-            // SAFETY: c < CPU_SETSIZE (it came from the allowed set).
-            unsafe { libc::CPU_SET(c, &mut set) };
-        }
-        // SAFETY: the child makes only async-signal-safe calls (affinity, the body, _exit).
-        let pid = unsafe { libc::fork() };
-        if pid < 0 {
-            return Err(BenchError::failed("fork of the peer", errno()));
-        }
-        if pid == 0 {
-            unsafe {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-                libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set);
+fn eventfd_proc(m: &Meter, c: &Case) -> Measured {
+    let peer_cpu = c.peer_cpu();
+    let (to, from) = (eventfd()?, eventfd()?);
+    // If the peer dies, the watchdog posts `from` so the master wakes and sees it.
+    let peer = PeerProc::spawn(
+        peer_cpu,
+        &m.allowed,
+        || while eventfd_take(to) && eventfd_post(from) {},
+        move || {
+            eventfd_post(from);
+        },
+    )?;
+    let r = m.batched_fallible(&mut |n| {
+        for _ in 0..n {
+            if !(eventfd_post(to) && eventfd_take(from)) {
+                return Err(BenchError::failed("eventfd", errno()));
             }
-            body();
-            unsafe { libc::_exit(0) };
+            peer.check()?;
         }
-        let dead = Arc::new(AtomicBool::new(false));
-        let stopping = Arc::new(AtomicBool::new(false));
-        let (d, s) = (Arc::clone(&dead), Arc::clone(&stopping));
-        let watchdog = std::thread::spawn(move || {
-            let mut status = 0;
-            // SAFETY: waiting for our own child.
-            while unsafe { libc::waitpid(pid, &mut status, 0) } < 0
-                && errno().raw_os_error() == Some(libc::EINTR)
-            {}
-            if !s.load(Ordering::SeqCst) {
-                d.store(true, Ordering::SeqCst);
-                nudge();
-            }
-        });
-        Ok(PeerProc {
-            pid,
-            dead,
-            stopping,
-            watchdog: Some(watchdog),
-        })
-    }
-
-    pub(crate) fn check(&self) -> Result<(), BenchError> {
-        if self.dead.load(Ordering::Relaxed) {
-            Err(BenchError::Failed(
-                "the peer process died during the benchmark".into(),
-            ))
-        } else {
-            Ok(())
-        }
-    }
-}
-
-impl Drop for PeerProc {
-    fn drop(&mut self) {
-        self.stopping.store(true, Ordering::SeqCst);
-        // SAFETY: our own child (possibly already reaped by the watchdog: then ESRCH).
-        unsafe { libc::kill(self.pid, libc::SIGKILL) };
-        if let Some(w) = self.watchdog.take() {
-            let _ = w.join();
-        }
-    }
-}
-
-/// A peer thread, stopped (flag + `unblock`) and joined on drop.
-struct PeerThread {
-    stop: Arc<AtomicBool>,
-    unblock: Box<dyn Fn()>,
-    handle: Option<std::thread::JoinHandle<()>>,
-}
-
-impl PeerThread {
-    fn spawn(
-        cpu: Option<usize>,
-        allowed: Vec<usize>,
-        body: impl FnOnce(Arc<AtomicBool>) + Send + 'static,
-        unblock: impl Fn() + 'static,
-    ) -> PeerThread {
-        let stop = Arc::new(AtomicBool::new(false));
-        let s = Arc::clone(&stop);
-        let handle = std::thread::spawn(move || {
-            let _ = match cpu {
-                Some(c) => placement::pin_current_thread(c),
-                None => placement::allow_cpus(&allowed),
-            };
-            body(s)
-        });
-        PeerThread {
-            stop,
-            unblock: Box::new(unblock),
-            handle: Some(handle),
-        }
-    }
-}
-
-impl Drop for PeerThread {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        (self.unblock)();
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
-    }
-}
-
-/// Run a ping-pong benchmark under every requested placement.
-pub(crate) fn each_place(
-    ctx: &Ctx,
-    b: &Benchmark,
-    one: impl Fn(&Ctx, &Benchmark, Option<usize>, Option<usize>) -> Result<Outcome, BenchError>,
-) -> R {
-    let mut outs = Vec::new();
-    for &place in &ctx.opts.placements {
-        let id = format!("{}@{}", b.id, place.word());
-        let r = cpus_for(ctx, place).and_then(|(mc, pc, rec)| {
-            place_self(ctx, mc)?;
-            let mut o = one(ctx, b, mc, pc)?;
-            o.placement = rec;
-            o.used_cpus = match (mc, pc) {
-                (Some(a), Some(b)) if a == b => vec![a],
-                (Some(a), Some(b)) => vec![a, b],
-                _ => ctx.opts.allowed.clone(),
-            };
-            Ok(o)
-        });
-        // Back on the measuring CPU for whatever comes next.
-        let _ = placement::pin_current_thread(ctx.opts.cpu);
-        match r {
-            Ok(mut o) => {
-                o.id = id;
-                o.params.insert("placement".into(), json!(place.word()));
-                let m = crate::stats::median(&o.measurement.samples_ns);
-                if m.is_finite() {
-                    o.params
-                        .insert("per_switch_median_ns".into(), json!(m / 2.0));
-                }
-                // Blocking hands the CPU over by design: not a disturbance.
-                o.preemption_expected = true;
-                outs.push(o);
-            }
-            Err(e) => outs.push(Outcome::failed(id, b, e)),
-        }
-    }
-    Ok(outs)
-}
-
-fn pipe_proc(ctx: &Ctx, b: &Benchmark) -> R {
-    each_place(ctx, b, |ctx, b, _, peer_cpu| {
-        let (to, from) = (pipe()?, pipe()?);
-        let peer = PeerProc::spawn(
-            peer_cpu,
-            &ctx.opts.allowed,
-            || {
-                close(to[1]);
-                close(from[0]);
-                while get(to[0]) && put(from[1]) {}
-            },
-            || {},
-        )?;
-        close(to[0]);
-        close(from[1]);
-        let r = ctx.batched_fallible(b, &mut |n| {
-            for _ in 0..n {
-                if !(put(to[1]) && get(from[0])) {
-                    return Err(BenchError::Failed(
-                        "the peer process exited (end of file on its pipe)".into(),
-                    ));
-                }
-            }
-            Ok(())
-        });
-        close(to[1]);
-        close(from[0]);
-        drop(peer);
-        r
-    })
-}
-
-/// A connected pair of unix stream sockets.
-pub(crate) fn socketpair() -> Result<[i32; 2], BenchError> {
-    let mut sv = [0; 2];
-    let kind = libc::SOCK_STREAM | libc::SOCK_CLOEXEC;
-    // SAFETY: valid out array.
-    if unsafe { libc::socketpair(libc::AF_UNIX, kind, 0, sv.as_mut_ptr()) } != 0 {
-        return Err(BenchError::failed("socketpair", errno()));
-    }
-    Ok(sv)
-}
-
-fn unix_proc(ctx: &Ctx, b: &Benchmark) -> R {
-    each_place(ctx, b, |ctx, b, _, peer_cpu| {
-        let sv = socketpair()?;
-        let peer = PeerProc::spawn(
-            peer_cpu,
-            &ctx.opts.allowed,
-            || {
-                close(sv[0]);
-                while get(sv[1]) && put(sv[1]) {}
-            },
-            || {},
-        )?;
-        close(sv[1]);
-        let r = ctx.batched_fallible(b, &mut |n| {
-            for _ in 0..n {
-                if !(put(sv[0]) && get(sv[0])) {
-                    return Err(BenchError::Failed(
-                        "the peer process exited (its socket closed)".into(),
-                    ));
-                }
-            }
-            Ok(())
-        });
-        close(sv[0]);
-        drop(peer);
-        r
-    })
-}
-
-pub(crate) fn eventfd() -> Result<i32, BenchError> {
-    // SAFETY: plain syscall.
-    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
-    if fd < 0 {
-        return Err(BenchError::failed("eventfd", errno()));
-    }
-    Ok(fd)
-}
-
-#[inline(always)]
-fn ev_put(fd: i32) -> bool {
-    let one: u64 = 1;
-    // SAFETY: 8 bytes from a live local.
-    unsafe { libc::write(fd, (&one as *const u64).cast(), 8) == 8 }
-}
-
-#[inline(always)]
-fn ev_get(fd: i32) -> bool {
-    let mut v: u64 = 0;
-    // SAFETY: 8 bytes into a live local.
-    unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) == 8 }
-}
-
-fn eventfd_proc(ctx: &Ctx, b: &Benchmark) -> R {
-    each_place(ctx, b, |ctx, b, _, peer_cpu| {
-        let (to, from) = (eventfd()?, eventfd()?);
-        // If the peer dies, the watchdog posts `from` so the master wakes and sees it.
-        let peer = PeerProc::spawn(
-            peer_cpu,
-            &ctx.opts.allowed,
-            || while ev_get(to) && ev_put(from) {},
-            move || {
-                ev_put(from);
-            },
-        )?;
-        let r = ctx.batched_fallible(b, &mut |n| {
-            for _ in 0..n {
-                if !(ev_put(to) && ev_get(from)) {
-                    return Err(BenchError::failed("eventfd", errno()));
-                }
-                peer.check()?;
-            }
-            Ok(())
-        });
-        drop(peer);
-        close(to);
-        close(from);
-        r
-    })
+        Ok(())
+    });
+    drop(peer);
+    close(to);
+    close(from);
+    r
 }
 
 /// futex(2) wait while `*word == val`, and wake one waiter. `private` for threads of one
@@ -555,120 +195,75 @@ fn futex_peer(turn: &AtomicU32, private: bool) {
     }
 }
 
-fn futex_thread(ctx: &Ctx, b: &Benchmark) -> R {
-    each_place(ctx, b, |ctx, b, _, peer_cpu| {
-        let turn = Arc::new(AtomicU32::new(MASTER));
-        let (t1, t2) = (Arc::clone(&turn), Arc::clone(&turn));
-        let peer = PeerThread::spawn(
-            peer_cpu,
-            ctx.opts.allowed.clone(),
-            move |_| futex_peer(&t1, true),
-            move || {
-                t2.store(QUIT, Ordering::SeqCst);
-                futex_wake(&t2, true);
-            },
-        );
-        let o = ctx.batched_fallible(b, &mut |n| {
-            for _ in 0..n {
-                // A thread peer cannot die alone: nothing sets the flag.
-                futex_master(&turn, true, &AtomicBool::new(false));
-            }
-            Ok(())
-        });
-        drop(peer);
-        o
-    })
-}
-
-/// One shared anonymous page, unmapped on drop.
-struct SharedPage(*mut c_void);
-
-impl SharedPage {
-    fn new() -> Result<SharedPage, BenchError> {
-        // SAFETY: anonymous shared mapping, checked.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                4096,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(BenchError::failed("mmap", errno()));
+fn futex_thread(m: &Meter, c: &Case) -> Measured {
+    let peer_cpu = c.peer_cpu();
+    let turn = Arc::new(AtomicU32::new(MASTER));
+    let (t1, t2) = (Arc::clone(&turn), Arc::clone(&turn));
+    let peer = PeerThread::spawn(
+        peer_cpu,
+        m.allowed.clone(),
+        move |_| futex_peer(&t1, true),
+        move || {
+            t2.store(QUIT, Ordering::SeqCst);
+            futex_wake(&t2, true);
+        },
+    );
+    let o = m.batched_fallible(&mut |n| {
+        for _ in 0..n {
+            // A thread peer cannot die alone: nothing sets the flag.
+            futex_master(&turn, true, &AtomicBool::new(false));
         }
-        Ok(SharedPage(p))
-    }
-
-    fn word(&self) -> &AtomicU32 {
-        // SAFETY: page-aligned, zero-initialised, lives as long as self.
-        unsafe { &*(self.0 as *const AtomicU32) }
-    }
+        Ok(())
+    });
+    drop(peer);
+    o
 }
 
-impl Drop for SharedPage {
-    fn drop(&mut self) {
-        // SAFETY: what new() mapped.
-        unsafe { libc::munmap(self.0, 4096) };
-    }
-}
-
-fn futex_proc(ctx: &Ctx, b: &Benchmark) -> R {
-    each_place(ctx, b, |ctx, b, _, peer_cpu| {
-        let page = SharedPage::new()?;
-        let turn = page.word();
-        let addr = turn as *const AtomicU32 as usize;
-        let peer = PeerProc::spawn(
-            peer_cpu,
-            &ctx.opts.allowed,
-            || futex_peer(turn, false),
-            move || {
-                // SAFETY: the page outlives the peer (dropped after it).
-                let w = unsafe { &*(addr as *const AtomicU32) };
-                w.store(MASTER, Ordering::SeqCst);
-                futex_wake(w, false);
-            },
-        )?;
-        let r = ctx.batched_fallible(b, &mut |n| {
-            for _ in 0..n {
-                futex_master(turn, false, &peer.dead);
-                peer.check()?;
-            }
-            Ok(())
-        });
-        drop(peer);
-        drop(page);
-        r
-    })
-}
-
-fn pipe_thread(ctx: &Ctx, b: &Benchmark) -> R {
-    each_place(ctx, b, |ctx, b, _, peer_cpu| {
-        let (to, from) = (pipe()?, pipe()?);
-        let peer = PeerThread::spawn(
-            peer_cpu,
-            ctx.opts.allowed.clone(),
-            move |_| while get(to[0]) && put(from[1]) {},
-            move || close(to[1]), // end of file stops the peer
-        );
-        let r = ctx.batched_fallible(b, &mut |n| {
-            for _ in 0..n {
-                if !(put(to[1]) && get(from[0])) {
-                    return Err(BenchError::Failed(
-                        "the peer thread stopped answering".into(),
-                    ));
-                }
-            }
-            Ok(())
-        });
-        drop(peer);
-        for fd in [to[0], from[0], from[1]] {
-            close(fd);
+fn futex_proc(m: &Meter, c: &Case) -> Measured {
+    let peer_cpu = c.peer_cpu();
+    // The turn word lives in a page shared with the forked peer.
+    let page = Mapping::anonymous(4096, true, 0)?;
+    // SAFETY: the page is aligned, zero-initialised and outlives every use of `turn`.
+    let turn = unsafe { &*(page.ptr() as *const AtomicU32) };
+    let addr = turn as *const AtomicU32 as usize;
+    let peer = PeerProc::spawn(
+        peer_cpu,
+        &m.allowed,
+        || futex_peer(turn, false),
+        move || {
+            // SAFETY: the page outlives the peer (dropped after it).
+            let w = unsafe { &*(addr as *const AtomicU32) };
+            w.store(MASTER, Ordering::SeqCst);
+            futex_wake(w, false);
+        },
+    )?;
+    let r = m.batched_fallible(&mut |n| {
+        for _ in 0..n {
+            futex_master(turn, false, &peer.dead);
+            peer.check()?;
         }
-        r
-    })
+        Ok(())
+    });
+    drop(peer);
+    drop(page);
+    r
+}
+
+fn pipe_thread(m: &Meter, c: &Case) -> Measured {
+    let peer_cpu = c.peer_cpu();
+    let (to, from) = (pipe()?, pipe()?);
+    let peer = PeerThread::spawn(
+        peer_cpu,
+        m.allowed.clone(),
+        move |_| while read_byte(to[0]) && write_byte(from[1]) {},
+        move || close(to[1]), // end of file stops the peer
+    );
+    let r = round_trips(m, to[1], from[0], "the peer thread stopped answering");
+    drop(peer);
+    for fd in [to[0], from[0], from[1]] {
+        close(fd);
+    }
+    r
 }
 
 /// A POSIX semaphore on the heap, destroyed on drop.
@@ -676,14 +271,16 @@ struct Sem(Box<std::cell::UnsafeCell<libc::sem_t>>);
 
 // SAFETY: sem_t is designed to be used from several threads at once.
 unsafe impl Send for Sem {}
+// SAFETY: as above.
 unsafe impl Sync for Sem {}
 
 impl Sem {
     fn new() -> Result<Sem, BenchError> {
-        // SAFETY: zeroed storage is initialised by sem_init.
+        // SAFETY: zeroed storage, initialised by sem_init below before any other use.
         let s = Sem(Box::new(std::cell::UnsafeCell::new(unsafe {
             std::mem::zeroed()
         })));
+        // SAFETY: a valid pointer to the semaphore's storage.
         if unsafe { libc::sem_init(s.0.get(), 0, 0) } != 0 {
             return Err(BenchError::failed("sem_init", errno()));
         }
@@ -706,65 +303,64 @@ impl Drop for Sem {
     }
 }
 
-fn sem_thread(ctx: &Ctx, b: &Benchmark) -> R {
-    each_place(ctx, b, |ctx, b, _, peer_cpu| {
-        let to = Arc::new(Sem::new()?);
-        let from = Arc::new(Sem::new()?);
-        let (t, f, u) = (Arc::clone(&to), Arc::clone(&from), Arc::clone(&to));
-        let peer = PeerThread::spawn(
-            peer_cpu,
-            ctx.opts.allowed.clone(),
-            move |stop| loop {
-                t.wait();
-                if stop.load(Ordering::SeqCst) {
-                    return;
-                }
-                f.post();
-            },
-            move || u.post(),
-        );
-        let o = ctx.batched_fallible(b, &mut |n| {
-            for _ in 0..n {
-                to.post();
-                from.wait();
+fn sem_thread(m: &Meter, c: &Case) -> Measured {
+    let peer_cpu = c.peer_cpu();
+    let to = Arc::new(Sem::new()?);
+    let from = Arc::new(Sem::new()?);
+    let (t, f, u) = (Arc::clone(&to), Arc::clone(&from), Arc::clone(&to));
+    let peer = PeerThread::spawn(
+        peer_cpu,
+        m.allowed.clone(),
+        move |stop| loop {
+            t.wait();
+            if stop.load(Ordering::SeqCst) {
+                return;
             }
-            Ok(())
-        });
-        drop(peer);
-        o
-    })
+            f.post();
+        },
+        move || u.post(),
+    );
+    let o = m.batched_fallible(&mut |n| {
+        for _ in 0..n {
+            to.post();
+            from.wait();
+        }
+        Ok(())
+    });
+    drop(peer);
+    o
 }
 
-fn yield_pair(ctx: &Ctx, b: &Benchmark) -> R {
-    each_place(ctx, b, |ctx, b, master_cpu, peer_cpu| {
-        if master_cpu.is_none() || master_cpu != peer_cpu {
-            return Err(BenchError::Skipped(
-                "sched_yield only hands the CPU to a thread on the same CPU: run with placement same".into(),
-            ));
-        }
-        let peer = PeerThread::spawn(
-            peer_cpu,
-            ctx.opts.allowed.clone(),
-            |stop| {
-                while !stop.load(Ordering::Relaxed) {
-                    // SAFETY: plain syscall.
-                    unsafe { libc::sched_yield() };
-                }
-            },
-            || {},
-        );
-        // Let the peer start and settle on the CPU.
-        std::thread::sleep(std::time::Duration::from_millis(5));
-        let o = ctx.batched_fallible(b, &mut |n| {
-            for _ in 0..n {
+fn yield_pair(m: &Meter, c: &Case) -> Measured {
+    let peer_cpu = c.peer_cpu();
+    if !c.same_cpu() {
+        return Err(BenchError::Skipped(
+            "sched_yield only hands the CPU to a thread on the same CPU: run with placement same"
+                .into(),
+        ));
+    }
+    let peer = PeerThread::spawn(
+        peer_cpu,
+        m.allowed.clone(),
+        |stop| {
+            while !stop.load(Ordering::Relaxed) {
                 // SAFETY: plain syscall.
                 unsafe { libc::sched_yield() };
             }
-            Ok(())
-        });
-        drop(peer);
-        o
-    })
+        },
+        || {},
+    );
+    // Let the peer start and settle on the CPU.
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let o = m.batched_fallible(&mut |n| {
+        for _ in 0..n {
+            // SAFETY: plain syscall.
+            unsafe { libc::sched_yield() };
+        }
+        Ok(())
+    });
+    drop(peer);
+    o
 }
 
 // ---------------------------------------------------------------- the ring (lat_ctx)
@@ -773,31 +369,6 @@ fn yield_pair(ctx: &Ctx, b: &Benchmark) -> R {
 #[inline(never)]
 fn sumit(data: &[i32]) -> i32 {
     data.iter().fold(0i32, |a, &x| a.wrapping_add(x))
-}
-
-/// Raise RLIMIT_NOFILE's soft limit to fit `needed` descriptors, or say why not.
-pub(crate) fn ensure_fds(needed: u64) -> Result<(), BenchError> {
-    let mut rl = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: valid out pointer.
-    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) };
-    if rl.rlim_cur >= needed {
-        return Ok(());
-    }
-    if rl.rlim_max < needed {
-        return Err(BenchError::Failed(format!(
-            "a ring this size needs {needed} file descriptors; the hard limit is {} (raise it with `ulimit -Hn` or limits.conf)",
-            rl.rlim_max
-        )));
-    }
-    rl.rlim_cur = needed;
-    // SAFETY: valid pointer; raising the soft limit up to the hard one is always allowed.
-    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &rl) } != 0 {
-        return Err(BenchError::failed("setrlimit(RLIMIT_NOFILE)", errno()));
-    }
-    Ok(())
 }
 
 /// Move `r` and `w` to fds 3 and 4 and close every other fd above 2 (in a forked child).
@@ -824,71 +395,77 @@ struct Ring {
     r: i32,
 }
 
+/// `n` pipes; those already made are closed again if one cannot be.
+fn pipes(n: usize) -> Result<Vec<[i32; 2]>, BenchError> {
+    let mut v: Vec<[i32; 2]> = Vec::with_capacity(n);
+    for _ in 0..n {
+        match pipe() {
+            Ok(p) => v.push(p),
+            Err(e) => {
+                v.iter().flatten().for_each(|&fd| close(fd));
+                return Err(e);
+            }
+        }
+    }
+    Ok(v)
+}
+
+/// A ring member, in the forked child: pin, keep only its two pipe ends, make `data` its own,
+/// then pass the token on (summing `data` each time) until the ring closes.
+fn ring_member(r: i32, w: i32, set: &libc::cpu_set_t, data: &mut [i32]) -> ! {
+    // SAFETY: integer prctl and an affinity mask built before fork (async-signal-safe).
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        libc::sched_setaffinity(0, std::mem::size_of_val(set), set);
+    }
+    keep_only(r, w);
+    data.iter_mut().for_each(|x| *x = 0); // make the pages this member's own
+    let mut sum = 0i32;
+    while read_byte(3) {
+        sum = sum.wrapping_add(sumit(data));
+        if !write_byte(4) {
+            break;
+        }
+    }
+    std::hint::black_box(sum);
+    // SAFETY: ends the child without running the parent's destructors.
+    unsafe { libc::_exit(0) }
+}
+
 impl Ring {
     fn new(n: usize, data: &mut [i32], cpu: usize) -> Result<Ring, BenchError> {
         ensure_fds(2 * n as u64 + 64)?;
-        let mut pipes = Vec::with_capacity(n);
-        let cleanup = |pipes: &Vec<[i32; 2]>| {
-            for p in pipes {
-                close(p[0]);
-                close(p[1]);
-            }
-        };
-        for _ in 0..n {
-            match pipe() {
-                Ok(p) => pipes.push(p),
-                Err(e) => {
-                    cleanup(&pipes);
-                    return Err(e);
-                }
-            }
-        }
+        let pipes = pipes(n)?;
         let mut ring = Ring {
             pids: Vec::with_capacity(n),
             w: pipes[0][1],
             r: pipes[n - 1][0],
         };
-        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        unsafe { libc::CPU_SET(cpu, &mut set) };
-        let data_ptr = data.as_mut_ptr();
-        let data_len = data.len();
+        let set = placement::cpu_set(&[cpu]);
         for i in 1..n {
             // Member i reads pipe i-1 and writes pipe i.
             let (r, w) = (pipes[i - 1][0], pipes[i][1]);
             // SAFETY: the child makes only async-signal-safe calls and touches its own
             // copy-on-write copy of `data`.
             let pid = unsafe { libc::fork() };
-            if pid < 0 {
-                let e = BenchError::Failed(format!(
-                    "fork of ring member {i} of {n}: {}{}",
-                    errno(),
-                    if errno().raw_os_error() == Some(libc::EAGAIN) {
-                        " (process limit: RLIMIT_NPROC or pids.max)"
-                    } else {
-                        ""
-                    }
-                ));
-                cleanup(&pipes);
-                drop(ring);
-                return Err(e);
-            }
             if pid == 0 {
-                unsafe {
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-                    libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set);
-                    keep_only(r, w);
-                    let mine = std::slice::from_raw_parts_mut(data_ptr, data_len);
-                    mine.iter_mut().for_each(|x| *x = 0); // make the pages this member's own
-                    let mut sum = 0i32;
-                    while get(3) {
-                        sum = sum.wrapping_add(sumit(mine));
-                        if !put(4) {
-                            break;
-                        }
-                    }
-                    std::hint::black_box(sum);
-                    libc::_exit(0);
-                }
+                ring_member(r, w, &set, data);
+            }
+            if pid < 0 {
+                let e = errno();
+                let hint = match e.raw_os_error() {
+                    Some(libc::EAGAIN) => " (process limit: RLIMIT_NPROC or pids.max)",
+                    _ => "",
+                };
+                // Dropping the ring closes its ends and kills the members made so far.
+                pipes
+                    .iter()
+                    .flatten()
+                    .filter(|&&fd| fd != ring.w && fd != ring.r)
+                    .for_each(|&fd| close(fd));
+                return Err(BenchError::Failed(format!(
+                    "fork of ring member {i} of {n}: {e}{hint}"
+                )));
             }
             ring.pids.push(pid);
         }
@@ -901,7 +478,7 @@ impl Ring {
             }
         }
         // Once around to check every member is up and to prime the caches.
-        if !(put(ring.w) && get(ring.r)) {
+        if !(write_byte(ring.w) && read_byte(ring.r)) {
             return Err(BenchError::Failed(
                 "a ring member died while starting".into(),
             ));
@@ -920,47 +497,49 @@ impl Drop for Ring {
         }
         for &pid in &self.pids {
             let mut st = 0;
+            // SAFETY: reaping our own child with a valid status pointer.
             unsafe { libc::waitpid(pid, &mut st, 0) };
         }
     }
 }
 
 /// lmbench's overhead for one hop: a pipe write and read in one process, and the sum, with
-/// hot caches. Per hop, ns.
-fn ring_overhead(ctx: &Ctx, b: &Benchmark, data: &[i32]) -> Result<Outcome, BenchError> {
+/// hot caches. Per hop, ns; measured once per working set in a worker, as lat_ctx does.
+fn ring_overhead_ns(m: &Meter, kb: usize) -> Result<f64, BenchError> {
+    static MEASURED: Mutex<Vec<(usize, f64)>> = Mutex::new(Vec::new());
+    let mut known = MEASURED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(&(_, ns)) = known.iter().find(|(k, _)| *k == kb) {
+        return Ok(ns);
+    }
+    let data = vec![0i32; kb * 1024 / 4];
     let p = pipe()?;
-    let r = ctx.batched_fallible(b, &mut |n| {
+    let r = m.batched_fallible(&mut |n| {
         let mut sum = 0i32;
         for _ in 0..n {
-            if !(put(p[1]) && get(p[0])) {
+            if !(write_byte(p[1]) && read_byte(p[0])) {
                 return Err(BenchError::failed("pipe", errno()));
             }
-            sum = sum.wrapping_add(sumit(data));
+            sum = sum.wrapping_add(sumit(&data));
         }
         std::hint::black_box(sum);
         Ok(())
     });
     close(p[0]);
     close(p[1]);
-    r
+    let ns = crate::stats::median(&r?.measurement.samples_ns);
+    known.push((kb, ns));
+    Ok(ns)
 }
 
 /// One ring of `n` members with `kb` KB each on `cpu`: samples are per-hop switch costs.
-fn measure_ring(
-    ctx: &Ctx,
-    b: &Benchmark,
-    n: usize,
-    kb: usize,
-    cpu: usize,
-    ovr_ns: f64,
-) -> Result<Outcome, BenchError> {
+fn measure_ring(m: &Meter, n: usize, kb: usize, cpu: usize, ovr_ns: f64) -> Measured {
     placement::pin_current_thread(cpu).map_err(BenchError::Failed)?;
     let mut data = vec![0i32; kb * 1024 / 4];
     let ring = Ring::new(n, &mut data, cpu)?;
-    let mut o = ctx.batched_fallible(b, &mut |k| {
+    let mut o = m.batched_fallible(&mut |k| {
         let mut sum = 0i32;
         for _ in 0..k {
-            if !(put(ring.w) && get(ring.r)) {
+            if !(write_byte(ring.w) && read_byte(ring.r)) {
                 return Err(BenchError::Failed(
                     "a ring member died (end of file on the ring)".into(),
                 ));
@@ -972,124 +551,84 @@ fn measure_ring(
     })?;
     drop(ring);
     // One sample was a trip around the ring: per hop, minus the overhead.
-    let m = &mut o.measurement;
-    for x in &mut m.samples_ns {
+    let ms = &mut o.measurement;
+    for x in &mut ms.samples_ns {
         *x = *x / n as f64 - ovr_ns;
     }
-    m.baseline_ns = m.baseline_ns / n as f64 + ovr_ns;
-    o.placement = Placement::Same { cpu };
-    o.used_cpus = vec![cpu];
+    ms.baseline_ns = ms.baseline_ns / n as f64 + ovr_ns;
+    o.placed = Some((Placement::Same { cpu }, vec![cpu]));
     Ok(o)
 }
 
-fn ring(ctx: &Ctx, b: &Benchmark) -> R {
-    let cpu = ctx.opts.cpu;
-    let p = ctx.opts.ring.parallel.max(1);
-    // Parallel rings (lat_ctx -P) go round the allowed CPUs, starting at the measuring one.
-    let start = ctx.opts.allowed.iter().position(|&c| c == cpu).unwrap_or(0);
-    let ring_cpus: Vec<usize> = (0..p)
-        .map(|i| ctx.opts.allowed[(start + i) % ctx.opts.allowed.len()])
-        .collect();
-    let mut outs = Vec::new();
-    for &kb in &ctx.opts.ring.sizes_kb {
-        let data = vec![0i32; kb * 1024 / 4];
-        let ovr = ring_overhead(ctx, b, &data)?;
-        let ovr_ns = crate::stats::median(&ovr.measurement.samples_ns);
-        for &n in &ctx.opts.ring.procs {
-            let id = format!("{}/n{n}-s{kb}k", b.id);
-            if n < 2 {
-                outs.push(Outcome::failed(
-                    id,
-                    b,
-                    BenchError::Skipped("a ring needs at least 2 processes".into()),
-                ));
-                continue;
-            }
-            let result = if p == 1 {
-                measure_ring(ctx, b, n, kb, cpu, ovr_ns)
-            } else {
-                let parts: Vec<Result<Outcome, BenchError>> = std::thread::scope(|s| {
-                    let hs: Vec<_> = ring_cpus
-                        .iter()
-                        .map(|&c| s.spawn(move || measure_ring(ctx, b, n, kb, c, ovr_ns)))
-                        .collect();
-                    hs.into_iter()
-                        .map(|h| {
-                            h.join().unwrap_or_else(|_| {
-                                Err(BenchError::Failed("a ring thread panicked".into()))
-                            })
-                        })
-                        .collect()
-                });
-                merge_parallel(parts, &ring_cpus)
-            };
-            let _ = placement::pin_current_thread(cpu);
-            match result {
-                Ok(mut o) => {
-                    o.id = id;
-                    o.preemption_expected = true;
-                    o.params.insert("procs".into(), json!(n));
-                    o.params.insert("size_kb".into(), json!(kb));
-                    o.params.insert("overhead_ns".into(), json!(ovr_ns));
-                    o.params.insert("parallel".into(), json!(p));
-                    o.definition = format!(
-                        "one switch in a ring of {n} processes with {kb} KB each: trip / {n} - {:.2} us overhead (pipe write+read and sum, hot caches)",
-                        ovr_ns / 1e3
-                    );
-                    outs.push(o);
-                }
-                Err(e) => outs.push(Outcome::failed(id, b, e)),
-            }
-        }
+/// One point of lat_ctx: a ring of `procs` processes with `size_kb` KB each, or `parallel`
+/// such rings at once on successive allowed CPUs (lat_ctx -P).
+fn ring(m: &Meter, c: &Case) -> Measured {
+    let (n, kb) = (c.int("procs")? as usize, c.int("size_kb")? as usize);
+    let p = (c.int("parallel")? as usize).max(1);
+    if n < 2 {
+        return Err(BenchError::Skipped(
+            "a ring needs at least 2 processes".into(),
+        ));
     }
-    Ok(outs)
+    let ovr_ns = ring_overhead_ns(m, kb)?;
+    let mut o = if p == 1 {
+        measure_ring(m, n, kb, m.cpu, ovr_ns)?
+    } else {
+        let start = m.allowed.iter().position(|&x| x == m.cpu).unwrap_or(0);
+        let cpus: Vec<usize> = (0..p)
+            .map(|i| m.allowed[(start + i) % m.allowed.len()])
+            .collect();
+        let parts: Vec<Measured> = std::thread::scope(|s| {
+            let hs: Vec<_> = cpus
+                .iter()
+                .map(|&cpu| s.spawn(move || measure_ring(m, n, kb, cpu, ovr_ns)))
+                .collect();
+            hs.into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(BenchError::Failed("a ring thread panicked".into()))
+                    })
+                })
+                .collect()
+        });
+        let _ = placement::pin_current_thread(m.cpu);
+        merge_parallel(parts, &cpus)?
+    };
+    o.definition = Some(format!(
+        "one switch in a ring of {n} processes with {kb} KB each: trip / {n} - {:.2} us overhead (pipe write+read and sum, hot caches)",
+        ovr_ns / 1e3
+    ));
+    Ok(o.param("overhead_ns", ovr_ns))
 }
 
-/// Parallel rings as one result: every ring's samples, in ring order.
-fn merge_parallel(
-    parts: Vec<Result<Outcome, BenchError>>,
-    cpus: &[usize],
-) -> Result<Outcome, BenchError> {
+/// Parallel rings as one outcome: every ring's samples, in ring order.
+fn merge_parallel(parts: Vec<Measured>, cpus: &[usize]) -> Measured {
     let mut it = parts.into_iter();
-    let mut first = it
+    let mut first: Outcome = it
         .next()
         .ok_or_else(|| BenchError::Failed("no ring ran".into()))??;
     for part in it {
-        let o = part?;
-        let off = first.measurement.samples_ns.len();
-        first
-            .measurement
-            .samples_ns
-            .extend(o.measurement.samples_ns);
-        first
-            .measurement
-            .preempted
-            .extend(o.measurement.preempted.iter().map(|i| i + off));
-        first.measurement.ends_ns.extend(o.measurement.ends_ns);
-        first.cpu_after = o.cpu_after;
+        let o = part?.measurement;
+        let ms = &mut first.measurement;
+        let off = ms.samples_ns.len();
+        ms.samples_ns.extend(o.samples_ns);
+        ms.preempted.extend(o.preempted.iter().map(|i| i + off));
+        ms.ends_ns.extend(o.ends_ns);
     }
     first.measurement.phase = None; // interleaved series: phases are not meaningful
     let mut used = cpus.to_vec();
     used.sort_unstable();
     used.dedup();
-    first.placement = Placement::Cross {
+    let record = Placement::Cross {
         cpus: cpus.to_vec(),
     };
-    first.used_cpus = used;
+    first.placed = Some((record, used));
     Ok(first)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn places_parse_and_name() {
-        for p in [Place::Same, Place::Cross, Place::Free] {
-            assert_eq!(Place::parse(p.word()), Some(p));
-        }
-        assert_eq!(Place::parse("both"), None);
-    }
 
     #[test]
     fn sumit_reads_every_int() {

@@ -6,97 +6,46 @@
 use std::hint::black_box;
 use std::os::fd::AsRawFd;
 
-use super::{BenchError, Benchmark, Ctx, Outcome};
+use crate::catalogue;
+use crate::harness::case::{BenchError, Case, Measured, Meter};
 
-pub static BENCHMARKS: &[Benchmark] = &[
-    Benchmark {
-        id: "syscall/getpid",
-        definition: "getpid() through glibc (a real system call, not cached)",
-        default: true,
-        run: getpid,
-    },
-    Benchmark {
-        id: "syscall/getpid-raw",
-        definition: "syscall(SYS_getpid), bypassing the glibc wrapper",
-        default: true,
-        run: getpid_raw,
-    },
-    Benchmark {
-        id: "syscall/getppid",
-        definition: "getppid() (what `perf bench syscall basic` times)",
-        default: true,
-        run: getppid,
-    },
-    Benchmark {
-        id: "syscall/getsid",
-        definition: "getsid(0): the session id of the caller",
-        default: true,
-        run: getsid,
-    },
-    Benchmark {
-        id: "syscall/getpgid-self",
-        definition: "getpgid(own pid): the kernel looks the pid up",
-        default: true,
-        run: getpgid_self,
-    },
-    Benchmark {
-        id: "syscall/getpgid-0",
-        definition: "getpgid(0): no pid lookup",
-        default: true,
-        run: getpgid_0,
-    },
-    Benchmark {
-        id: "syscall/getuid",
-        definition: "getuid(): the real user id of the caller",
-        default: true,
-        run: getuid,
-    },
-    Benchmark {
-        id: "syscall/gettid",
-        definition: "gettid(): the thread id of the caller",
-        default: true,
-        run: gettid,
-    },
-    Benchmark {
-        id: "syscall/close-badfd",
-        definition: "close(-1), failing with EBADF: entry, fd check, exit",
-        default: true,
-        run: close_badfd,
-    },
-    Benchmark {
-        id: "syscall/read-devzero",
-        definition: "read of 1 byte from /dev/zero",
-        default: true,
-        run: read_devzero,
-    },
-    Benchmark {
-        id: "syscall/write-devnull",
-        definition: "write of 1 byte to /dev/null",
-        default: true,
-        run: write_devnull,
-    },
-    Benchmark {
-        id: "syscall/sched-yield",
-        definition: "sched_yield() with nothing else runnable on the CPU",
-        default: true,
-        run: sched_yield,
-    },
-];
-
-type R = Result<Vec<Outcome>, BenchError>;
-
-// SAFETY (unsafe blocks below): each is a libc call with no pointer arguments, or with a pointer
-// to a live local buffer of the stated length.
+catalogue! {
+    "syscall/getpid" => getpid:
+        "getpid() through glibc (a real system call, not cached)";
+    "syscall/getpid-raw" => getpid_raw:
+        "syscall(SYS_getpid), bypassing the glibc wrapper";
+    "syscall/getppid" => getppid:
+        "getppid() (what `perf bench syscall basic` times)";
+    "syscall/getsid" => getsid:
+        "getsid(0): the session id of the caller";
+    "syscall/getpgid-self" => getpgid_self:
+        "getpgid(own pid): the kernel looks the pid up";
+    "syscall/getpgid-0" => getpgid_0:
+        "getpgid(0): no pid lookup";
+    "syscall/getuid" => getuid:
+        "getuid(): the real user id of the caller";
+    "syscall/gettid" => gettid:
+        "gettid(): the thread id of the caller";
+    "syscall/close-badfd" => close_badfd:
+        "close(-1), failing with EBADF: entry, fd check, exit";
+    "syscall/read-devzero" => read_devzero:
+        "read of 1 byte from /dev/zero";
+    "syscall/write-devnull" => write_devnull:
+        "write of 1 byte to /dev/null";
+    "syscall/sched-yield" => sched_yield:
+        "sched_yield() with nothing else runnable on the CPU";
+}
 
 /// A batched benchmark of a call that takes no arguments.
 macro_rules! simple {
     ($name:ident, $call:expr) => {
-        fn $name(ctx: &Ctx, b: &Benchmark) -> R {
-            Ok(vec![ctx.batched(b, &mut |n| {
+        fn $name(m: &Meter, _: &Case) -> Measured {
+            Ok(m.batched(&mut |n| {
                 for _ in 0..n {
+                    // SAFETY: a libc call with no pointer arguments.
                     black_box(unsafe { $call });
                 }
-            })])
+            }))
         }
     };
 }
@@ -111,13 +60,14 @@ simple!(gettid, libc::gettid());
 simple!(close_badfd, libc::close(-1));
 simple!(sched_yield, libc::sched_yield());
 
-fn getpgid_self(ctx: &Ctx, b: &Benchmark) -> R {
+fn getpgid_self(m: &Meter, _: &Case) -> Measured {
     let me = black_box(std::process::id() as libc::pid_t);
-    Ok(vec![ctx.batched(b, &mut |n| {
+    Ok(m.batched(&mut |n| {
         for _ in 0..n {
+            // SAFETY: no pointer arguments.
             black_box(unsafe { libc::getpgid(me) });
         }
-    })])
+    }))
 }
 
 fn open(path: &str, write: bool) -> Result<std::fs::File, BenchError> {
@@ -128,24 +78,26 @@ fn open(path: &str, write: bool) -> Result<std::fs::File, BenchError> {
         .map_err(|e| BenchError::failed(&format!("open {path}"), e))
 }
 
-fn read_devzero(ctx: &Ctx, b: &Benchmark) -> R {
+fn read_devzero(m: &Meter, _: &Case) -> Measured {
     let f = open("/dev/zero", false)?;
     let fd = f.as_raw_fd();
     let mut buf = [0u8; 1];
-    Ok(vec![ctx.batched(b, &mut |n| {
+    Ok(m.batched(&mut |n| {
         for _ in 0..n {
+            // SAFETY: one byte into a live local buffer.
             black_box(unsafe { libc::read(fd, buf.as_mut_ptr().cast(), 1) });
         }
-    })])
+    }))
 }
 
-fn write_devnull(ctx: &Ctx, b: &Benchmark) -> R {
+fn write_devnull(m: &Meter, _: &Case) -> Measured {
     let f = open("/dev/null", true)?;
     let fd = f.as_raw_fd();
     let buf = [0u8; 1];
-    Ok(vec![ctx.batched(b, &mut |n| {
+    Ok(m.batched(&mut |n| {
         for _ in 0..n {
+            // SAFETY: one byte from a live local buffer.
             black_box(unsafe { libc::write(fd, buf.as_ptr().cast(), 1) });
         }
-    })])
+    }))
 }

@@ -7,122 +7,79 @@ use std::hint::black_box;
 
 use serde_json::json;
 
-use super::{BenchError, Benchmark, Ctx, Outcome};
+use crate::catalogue;
+use crate::harness::case::{BenchError, Case, Measured, Meter};
 use crate::harness::clock::{
     Monotonic, claimed_resolution_ns, measure_reader, read_clock, read_gettimeofday,
     read_monotonic_syscall,
 };
 
-pub static BENCHMARKS: &[Benchmark] = &[
-    Benchmark {
-        id: "timer/monotonic",
-        definition: "clock_gettime(CLOCK_MONOTONIC) through the vDSO",
-        default: true,
-        run: monotonic,
-    },
-    Benchmark {
-        id: "timer/monotonic-raw",
-        definition: "clock_gettime(CLOCK_MONOTONIC_RAW) through the vDSO",
-        default: true,
-        run: monotonic_raw,
-    },
-    Benchmark {
-        id: "timer/realtime",
-        definition: "clock_gettime(CLOCK_REALTIME) through the vDSO",
-        default: true,
-        run: realtime,
-    },
-    Benchmark {
-        id: "timer/monotonic-coarse",
-        definition: "clock_gettime(CLOCK_MONOTONIC_COARSE): tick resolution, no hardware read",
-        default: true,
-        run: monotonic_coarse,
-    },
-    Benchmark {
-        id: "timer/gettimeofday",
-        definition: "gettimeofday() through the vDSO (microsecond resolution)",
-        default: true,
-        run: gettimeofday,
-    },
-    Benchmark {
-        id: "timer/clock-gettime-syscall",
-        definition: "clock_gettime(CLOCK_MONOTONIC) as a real system call, bypassing the vDSO",
-        default: true,
-        run: clock_gettime_syscall,
-    },
-    Benchmark {
-        id: "timer/rdtsc",
-        definition: "rdtsc instruction (TSC ticks, not core cycles; not ordered)",
-        default: true,
-        run: rdtsc,
-    },
-    Benchmark {
-        id: "timer/rdtscp",
-        definition: "rdtscp instruction (waits for earlier instructions)",
-        default: true,
-        run: rdtscp,
-    },
-];
-
-type R = Result<Vec<Outcome>, BenchError>;
+catalogue! {
+    "timer/monotonic" => monotonic:
+        "clock_gettime(CLOCK_MONOTONIC) through the vDSO";
+    "timer/monotonic-raw" => monotonic_raw:
+        "clock_gettime(CLOCK_MONOTONIC_RAW) through the vDSO";
+    "timer/realtime" => realtime:
+        "clock_gettime(CLOCK_REALTIME) through the vDSO";
+    "timer/monotonic-coarse" => monotonic_coarse:
+        "clock_gettime(CLOCK_MONOTONIC_COARSE): tick resolution, no hardware read";
+    "timer/gettimeofday" => gettimeofday:
+        "gettimeofday() through the vDSO (microsecond resolution)";
+    "timer/clock-gettime-syscall" => clock_gettime_syscall:
+        "clock_gettime(CLOCK_MONOTONIC) as a real system call, bypassing the vDSO";
+    "timer/rdtsc" => rdtsc:
+        "rdtsc instruction (TSC ticks, not core cycles; not ordered)";
+    "timer/rdtscp" => rdtscp:
+        "rdtscp instruction (waits for earlier instructions)";
+}
 
 /// Time `read` in batches and attach its resolution.
-fn clock_bench(
-    ctx: &Ctx,
-    b: &Benchmark,
-    name: &str,
-    claimed_ns: Option<f64>,
-    read: impl Fn() -> u64,
-) -> R {
-    let mut o = ctx.batched(b, &mut |n| {
+fn clock_bench(m: &Meter, name: &str, claimed_ns: Option<f64>, read: impl Fn() -> u64) -> Measured {
+    let o = m.batched(&mut |n| {
         for _ in 0..n {
             black_box(read());
         }
     });
     let (_, step) = measure_reader(&Monotonic, &read);
-    o.params.insert("clock".into(), json!(name));
-    if let Some(c) = claimed_ns {
-        o.params.insert("claimed_resolution_ns".into(), json!(c));
-    }
-    o.params
-        .insert("observed_step".into(), json!(step.unwrap_or(f64::NAN)));
-    Ok(vec![o])
-}
-
-fn posix_clock(ctx: &Ctx, b: &Benchmark, id: libc::clockid_t, name: &str) -> R {
-    clock_bench(ctx, b, name, Some(claimed_resolution_ns(id)), || {
-        read_clock(id)
+    let o = o
+        .param("clock", name)
+        .param("observed_step", json!(step.unwrap_or(f64::NAN)));
+    Ok(match claimed_ns {
+        Some(c) => o.param("claimed_resolution_ns", c),
+        None => o,
     })
 }
 
-fn monotonic(ctx: &Ctx, b: &Benchmark) -> R {
-    posix_clock(ctx, b, libc::CLOCK_MONOTONIC, "CLOCK_MONOTONIC")
-}
-fn monotonic_raw(ctx: &Ctx, b: &Benchmark) -> R {
-    posix_clock(ctx, b, libc::CLOCK_MONOTONIC_RAW, "CLOCK_MONOTONIC_RAW")
-}
-fn realtime(ctx: &Ctx, b: &Benchmark) -> R {
-    posix_clock(ctx, b, libc::CLOCK_REALTIME, "CLOCK_REALTIME")
-}
-fn monotonic_coarse(ctx: &Ctx, b: &Benchmark) -> R {
-    posix_clock(
-        ctx,
-        b,
-        libc::CLOCK_MONOTONIC_COARSE,
-        "CLOCK_MONOTONIC_COARSE",
-    )
+fn posix_clock(m: &Meter, id: libc::clockid_t, name: &str) -> Measured {
+    clock_bench(m, name, Some(claimed_resolution_ns(id)), || read_clock(id))
 }
 
-fn gettimeofday(ctx: &Ctx, b: &Benchmark) -> R {
-    clock_bench(ctx, b, "gettimeofday", Some(1000.0), read_gettimeofday)
+fn monotonic(m: &Meter, _: &Case) -> Measured {
+    posix_clock(m, libc::CLOCK_MONOTONIC, "CLOCK_MONOTONIC")
 }
 
-fn clock_gettime_syscall(ctx: &Ctx, b: &Benchmark) -> R {
+fn monotonic_raw(m: &Meter, _: &Case) -> Measured {
+    posix_clock(m, libc::CLOCK_MONOTONIC_RAW, "CLOCK_MONOTONIC_RAW")
+}
+
+fn realtime(m: &Meter, _: &Case) -> Measured {
+    posix_clock(m, libc::CLOCK_REALTIME, "CLOCK_REALTIME")
+}
+
+fn monotonic_coarse(m: &Meter, _: &Case) -> Measured {
+    posix_clock(m, libc::CLOCK_MONOTONIC_COARSE, "CLOCK_MONOTONIC_COARSE")
+}
+
+fn gettimeofday(m: &Meter, _: &Case) -> Measured {
+    clock_bench(m, "gettimeofday", Some(1000.0), read_gettimeofday)
+}
+
+fn clock_gettime_syscall(m: &Meter, _: &Case) -> Measured {
+    let claimed = claimed_resolution_ns(libc::CLOCK_MONOTONIC);
     clock_bench(
-        ctx,
-        b,
+        m,
         "CLOCK_MONOTONIC (syscall)",
-        Some(claimed_resolution_ns(libc::CLOCK_MONOTONIC)),
+        Some(claimed),
         read_monotonic_syscall,
     )
 }
@@ -139,24 +96,24 @@ fn cpu_has_flag(flag: &str) -> bool {
 }
 
 #[cfg(target_arch = "x86_64")]
-fn rdtsc(ctx: &Ctx, b: &Benchmark) -> R {
+fn rdtsc(m: &Meter, _: &Case) -> Measured {
     if !cpu_has_flag("tsc") {
         return Err(BenchError::Skipped("this CPU has no TSC".into()));
     }
-    // SAFETY: rdtsc exists on every CPU with the tsc flag.
-    clock_bench(ctx, b, "TSC", None, || unsafe {
-        std::arch::x86_64::_rdtsc()
+    clock_bench(m, "TSC", None, || {
+        // SAFETY: rdtsc exists on every CPU with the tsc flag.
+        unsafe { std::arch::x86_64::_rdtsc() }
     })
 }
 
 #[cfg(target_arch = "x86_64")]
-fn rdtscp(ctx: &Ctx, b: &Benchmark) -> R {
+fn rdtscp(m: &Meter, _: &Case) -> Measured {
     if !cpu_has_flag("rdtscp") {
         return Err(BenchError::Skipped(
             "this CPU does not advertise rdtscp".into(),
         ));
     }
-    clock_bench(ctx, b, "TSC (rdtscp)", None, || {
+    clock_bench(m, "TSC (rdtscp)", None, || {
         let mut aux = 0u32;
         // SAFETY: the rdtscp flag was checked above.
         unsafe { std::arch::x86_64::__rdtscp(&mut aux) }
@@ -164,12 +121,12 @@ fn rdtscp(ctx: &Ctx, b: &Benchmark) -> R {
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn rdtsc(_: &Ctx, _: &Benchmark) -> R {
+fn rdtsc(_: &Meter, _: &Case) -> Measured {
     Err(BenchError::Skipped("rdtsc is an x86-64 instruction".into()))
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn rdtscp(_: &Ctx, _: &Benchmark) -> R {
+fn rdtscp(_: &Meter, _: &Case) -> Measured {
     Err(BenchError::Skipped(
         "rdtscp is an x86-64 instruction".into(),
     ))

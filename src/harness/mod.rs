@@ -1,8 +1,11 @@
 //! The measurement machinery every benchmark uses: clocks, the sampler, CPU placement and the
 //! noise guards (DESIGN §3).
 
+pub mod case;
 pub mod clock;
 pub mod ipc_guard;
 pub mod noise;
+pub mod os;
 pub mod placement;
+pub mod runner;
 pub mod sampler;

@@ -1,9 +1,111 @@
-//! CPU affinity: which CPUs this process may use, and pinning the calling thread to one. Single
-//! thread benchmarks are pinned by default so migrations and the other CPU's caches stay out of
-//! the number (DESIGN §3.5-3.6).
+//! CPU affinity: which CPUs this process may use, pinning the calling thread to one, and where
+//! the two parties of a ping-pong run (`Place`). Single-thread benchmarks are pinned by default
+//! so migrations and the other CPU's caches stay out of the number (DESIGN §3.5-3.6).
 
 use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
 use nix::unistd::Pid;
+use serde::{Deserialize, Serialize};
+
+use super::case::BenchError;
+use crate::model::Placement;
+
+/// Where the two parties of a ping-pong run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Place {
+    /// Both on the measuring CPU.
+    Same,
+    /// The master on the measuring CPU, the peer on another allowed one.
+    Cross,
+    /// Both unpinned, anywhere allowed.
+    Free,
+}
+
+impl Place {
+    pub fn word(self) -> &'static str {
+        match self {
+            Place::Same => "same",
+            Place::Cross => "cross",
+            Place::Free => "free",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Place> {
+        match s {
+            "same" => Some(Place::Same),
+            "cross" => Some(Place::Cross),
+            "free" => Some(Place::Free),
+            _ => None,
+        }
+    }
+
+    /// The placements measured when the user names none.
+    pub fn defaults() -> Vec<Place> {
+        vec![Place::Same, Place::Cross]
+    }
+}
+
+/// The CPUs of a two-party benchmark's master and peer (`None`: unpinned) and what the result
+/// records, for placement `place` with the master's CPU `me`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parties {
+    pub master: Option<usize>,
+    pub peer: Option<usize>,
+    pub record: Placement,
+    /// CPUs the benchmark runs on; the other allowed ones are watched for load.
+    pub used: Vec<usize>,
+}
+
+impl Parties {
+    pub fn resolve(place: Place, me: usize, allowed: &[usize]) -> Result<Parties, BenchError> {
+        match place {
+            Place::Same => Ok(Parties {
+                master: Some(me),
+                peer: Some(me),
+                record: Placement::Same { cpu: me },
+                used: vec![me],
+            }),
+            Place::Cross => {
+                let other = allowed.iter().copied().find(|&c| c != me).ok_or_else(|| {
+                    BenchError::Skipped("cross placement needs two allowed CPUs".into())
+                })?;
+                Ok(Parties {
+                    master: Some(me),
+                    peer: Some(other),
+                    record: Placement::Cross {
+                        cpus: vec![me, other],
+                    },
+                    used: vec![me, other],
+                })
+            }
+            Place::Free => Ok(Parties {
+                master: None,
+                peer: None,
+                record: Placement::Free,
+                used: allowed.to_vec(),
+            }),
+        }
+    }
+}
+
+/// A raw affinity mask of `cpus`, for a forked child to apply with async-signal-safe calls.
+pub fn cpu_set(cpus: &[usize]) -> libc::cpu_set_t {
+    // SAFETY: an all-zero cpu_set_t is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &c in cpus {
+        // SAFETY: CPU_SET checks nothing; `c` came from the allowed set, below CPU_SETSIZE.
+        unsafe { libc::CPU_SET(c, &mut set) };
+    }
+    set
+}
+
+/// Pin the calling thread to `cpu`, or allow it every CPU in `allowed` when `cpu` is None.
+pub fn place_current_thread(cpu: Option<usize>, allowed: &[usize]) -> Result<(), String> {
+    match cpu {
+        Some(c) => pin_current_thread(c),
+        None => allow_cpus(allowed),
+    }
+}
 
 /// CPUs this process is allowed to run on, ascending.
 pub fn allowed_cpus() -> Vec<usize> {
@@ -41,6 +143,23 @@ pub fn default_cpu(allowed: &[usize]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn places_parse_name_and_resolve_to_parties() {
+        for p in [Place::Same, Place::Cross, Place::Free] {
+            assert_eq!(Place::parse(p.word()), Some(p));
+        }
+        assert_eq!(Place::parse("both"), None);
+        let cross = Parties::resolve(Place::Cross, 1, &[0, 1]).unwrap();
+        assert_eq!((cross.master, cross.peer), (Some(1), Some(0)));
+        assert_eq!(cross.used, vec![1, 0]);
+        assert!(matches!(
+            Parties::resolve(Place::Cross, 0, &[0]),
+            Err(BenchError::Skipped(_))
+        ));
+        let free = Parties::resolve(Place::Free, 1, &[0, 1]).unwrap();
+        assert_eq!((free.master, free.used), (None, vec![0, 1]));
+    }
 
     #[test]
     fn this_process_is_allowed_at_least_one_cpu_and_can_pin_to_it() {

@@ -1,8 +1,8 @@
 //! The sampler: turns an operation into per-operation samples (DESIGN §3.2-3.4).
 //!
 //! Cheap operations are timed in batches: n operations between two clock reads, n chosen so a
-//! batch lasts `target_batch_ns` (about 1000 clock reads, so the clock's own cost and resolution
-//! are under 0.1% of a batch) and far below a scheduler tick. The same loop with the operation
+//! batch lasts `target_batch_ns` (2000 clock reads, so the clock's own cost and resolution are
+//! 0.05% of a batch) and far below a scheduler tick. The same loop with the operation
 //! removed is timed the same way; its per-operation median is the baseline subtracted from every
 //! sample. Expensive operations (fork) are timed one by one, each time kept.
 //!
@@ -81,7 +81,7 @@ pub const PHASE_MIN_PER_SEGMENT: usize = 15;
 pub const PHASE_THRESHOLD: f64 = 0.08;
 
 /// What the sampler produced for one operation.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Measurement {
     /// Per-operation cost of each sample, baseline already subtracted.
     pub samples_ns: Vec<f64>,

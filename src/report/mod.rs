@@ -4,6 +4,7 @@
 
 pub mod comparison;
 pub mod csv;
+pub mod env;
 pub mod history;
 pub mod html;
 pub mod json;
@@ -125,7 +126,7 @@ pub mod testdata {
     //! A synthetic run shared by the exporters' tests.
     use std::collections::BTreeMap;
 
-    use crate::env::Env;
+    use crate::model::Env;
     use crate::model::*;
     use crate::stats;
 

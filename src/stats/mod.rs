@@ -5,6 +5,8 @@
 //! seeded generator (the bootstrap in `compare`). Outliers are counted and reported, never
 //! removed: on an OS benchmark the slow tail (a preemption, a page fault) is part of the cost.
 
+pub mod bootstrap;
+
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{Binomial, DiscreteCDF};
 
@@ -234,7 +236,7 @@ pub fn mann_whitney_p(a: &[f64], b: &[f64]) -> f64 {
 
 /// A run of consecutive samples whose cost sat clearly above the rest: a phase of the machine,
 /// not a property of the operation.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PhaseShift {
     /// Half-open index ranges [start, end) of the shifted samples, in order.
     pub ranges: Vec<[usize; 2]>,
@@ -254,6 +256,28 @@ pub struct PhaseShift {
 /// milliseconds at a time while nothing in the guest is busy (the host's sibling hyperthread or
 /// its own work); within a phase samples are tight, so a median over a window that happens to
 /// catch one is off by the phase's share. Segments see it; single-sample outlier fences do not.
+/// Cut a series into consecutive segments of at least `segment_ns` and `min_per_segment`
+/// samples each (end times count from the start of sampling); a short tail joins the last.
+fn segments(ends_ns: &[u64], segment_ns: u64, min_per_segment: usize) -> Vec<[usize; 2]> {
+    let n = ends_ns.len();
+    let mut segs: Vec<[usize; 2]> = Vec::new();
+    let (mut start, mut start_ns) = (0, 0);
+    for (i, &end) in ends_ns.iter().enumerate() {
+        if i + 1 - start >= min_per_segment && end.saturating_sub(start_ns) >= segment_ns {
+            segs.push([start, i + 1]);
+            start = i + 1;
+            start_ns = end;
+        }
+    }
+    if start < n {
+        match segs.last_mut() {
+            Some(last) if n - start < min_per_segment => last[1] = n,
+            _ => segs.push([start, n]),
+        }
+    }
+    segs
+}
+
 pub fn detect_phases(
     samples: &[f64],
     ends_ns: &[u64],
@@ -263,28 +287,7 @@ pub fn detect_phases(
 ) -> Option<PhaseShift> {
     debug_assert_eq!(samples.len(), ends_ns.len());
     let n = samples.len().min(ends_ns.len());
-    if n == 0 {
-        return None;
-    }
-    // Segment boundaries.
-    let mut segs: Vec<[usize; 2]> = Vec::new();
-    let mut start = 0;
-    // End times count from the start of sampling, so the first segment starts at 0.
-    let mut start_ns = 0;
-    for (i, &end) in ends_ns[..n].iter().enumerate() {
-        if i + 1 - start >= min_per_segment && end.saturating_sub(start_ns) >= segment_ns {
-            segs.push([start, i + 1]);
-            start = i + 1;
-            start_ns = end;
-        }
-    }
-    if start < n {
-        // A short tail joins the last segment.
-        match segs.last_mut() {
-            Some(last) if n - start < min_per_segment => last[1] = n,
-            _ => segs.push([start, n]),
-        }
-    }
+    let segs = segments(&ends_ns[..n], segment_ns, min_per_segment);
     if segs.len() < 4 {
         return None;
     }
@@ -317,14 +320,13 @@ pub fn detect_phases(
     for &[a, b] in &ranges {
         inside[a..b].iter_mut().for_each(|x| *x = true);
     }
-    let (shifted, rest): (Vec<f64>, Vec<f64>) = {
-        let mut s = Vec::new();
-        let mut r = Vec::new();
-        for (i, &x) in samples[..n].iter().enumerate() {
-            if inside[i] { s.push(x) } else { r.push(x) }
-        }
-        (s, r)
+    let pick = |want: bool| -> Vec<f64> {
+        (0..n)
+            .filter(|&i| inside[i] == want)
+            .map(|i| samples[i])
+            .collect()
     };
+    let (shifted, rest) = (pick(true), pick(false));
     let shift = median(&shifted) / median(&rest) - 1.0;
     // Segments beyond the threshold one by one can still add up to a small overall shift.
     if shift.is_nan() || shift < threshold {
@@ -337,9 +339,37 @@ pub fn detect_phases(
     })
 }
 
+/// Least-squares slope of y over x; None with fewer than two distinct x.
+pub fn slope(points: &[(f64, f64)]) -> Option<f64> {
+    if points.len() < 2 {
+        return None;
+    }
+    let n = points.len() as f64;
+    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    if sxx == 0.0 {
+        return None;
+    }
+    Some(points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum::<f64>() / sxx)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slope_is_exact_on_a_line() {
+        let pts = [
+            (0.0, 100.0),
+            (64.0, 164.0),
+            (256.0, 356.0),
+            (1024.0, 1124.0),
+        ];
+        assert!((slope(&pts).unwrap() - 1.0).abs() < 1e-12);
+        assert_eq!(slope(&pts[..1]), None);
+        assert_eq!(slope(&[(1.0, 2.0), (1.0, 3.0)]), None);
+    }
     use proptest::prelude::*;
 
     #[test]

@@ -1,0 +1,351 @@
+//! Analysis: turns what a worker measured (`CaseResult`: raw samples and the evidence around
+//! them) into the result model's `BenchResult`: order statistics and outliers, the noise
+//! assessment (other CPUs' load, steal, preemption), notes a reader must see (a median at or
+//! below the baseline), and quantities derived across a benchmark's cases (the per-switch cost
+//! of a ping-pong, fork's slope over resident memory). It runs in the coordinator, so a worker
+//! only measures and sends; it does no I/O and is tested on synthetic data.
+
+use serde_json::json;
+
+use crate::harness::case::{BenchError, Cases};
+use crate::harness::noise::{CpuSnapshot, CpuTimes};
+use crate::harness::runner::CaseResult;
+use crate::model::{BenchResult, Disturbance, Status, family_of};
+use crate::stats;
+
+/// Thresholds above which a benchmark is called disturbed.
+#[derive(Debug, Clone, Copy)]
+pub struct Thresholds {
+    pub other_busy_pct: f64,
+    pub steal_pct: f64,
+    pub preempted_share: f64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            // An idle vCPU shows a few percent from the coordinator and interrupts; a competing
+            // task shows tens.
+            other_busy_pct: 20.0,
+            steal_pct: 5.0,
+            preempted_share: 0.05,
+        }
+    }
+}
+
+/// Judge one case. `used` are the CPUs it ran on; `other` the CPUs it did not use but that
+/// share the machine with it (the allowed, online ones).
+pub fn assess(
+    before: &CpuSnapshot,
+    after: &CpuSnapshot,
+    used: &[usize],
+    other: &[usize],
+    preempted_samples: usize,
+    samples: usize,
+    th: Thresholds,
+) -> Disturbance {
+    let delta = |cpus: &[usize]| -> Option<CpuTimes> {
+        let mut d = CpuTimes::default();
+        let mut any = false;
+        for &c in cpus {
+            if let (Some(Some(a)), Some(Some(b))) = (before.get(c), after.get(c)) {
+                d.busy += b.busy.saturating_sub(a.busy);
+                d.idle += b.idle.saturating_sub(a.idle);
+                d.steal += b.steal.saturating_sub(a.steal);
+                any = true;
+            }
+        }
+        any.then_some(d)
+    };
+    let pct = |part: u64, whole: u64| {
+        if whole == 0 {
+            0.0
+        } else {
+            100.0 * part as f64 / whole as f64
+        }
+    };
+    let steal_pct = delta(used).map_or(0.0, |d| pct(d.steal, d.total()));
+    let other_cpu_busy_pct = if other.is_empty() {
+        None
+    } else {
+        delta(other).map(|d| pct(d.busy + d.steal, d.total()))
+    };
+    let mut flag = Vec::new();
+    if let Some(b) = other_cpu_busy_pct
+        && b > th.other_busy_pct
+    {
+        flag.push(format!(
+            "other CPU busy {b:.0}% (it shares the core: expect a slowdown)"
+        ));
+    }
+    if steal_pct > th.steal_pct {
+        flag.push(format!(
+            "steal {steal_pct:.0}% (the hypervisor took the CPU)"
+        ));
+    }
+    if samples > 0 && preempted_samples as f64 / samples as f64 > th.preempted_share {
+        flag.push(format!(
+            "{preempted_samples} of {samples} samples preempted"
+        ));
+    }
+    Disturbance {
+        preempted_samples,
+        steal_pct,
+        other_cpu_busy_pct,
+        flag,
+        ..Disturbance::default()
+    }
+}
+
+fn status_of(e: BenchError) -> Status {
+    match e {
+        BenchError::Skipped(reason) => Status::Skipped { reason },
+        BenchError::Failed(reason) => Status::Failed { reason },
+    }
+}
+
+/// Statistics, outliers, disturbance and notes for one measured case.
+pub fn analyze(raw: CaseResult, allowed: &[usize]) -> BenchResult {
+    let m = match (raw.error, raw.measurement) {
+        (Some(e), _) => return not_measured(raw.id, raw.definition, raw.params, status_of(e)),
+        (None, None) => {
+            let why = Status::Failed {
+                reason: "the worker sent a case without samples".into(),
+            };
+            return not_measured(raw.id, raw.definition, raw.params, why);
+        }
+        (None, Some(m)) => m,
+    };
+    // Picoseconds are below any clock's resolution; rounding keeps result files small.
+    let samples: Vec<f64> = m
+        .samples_ns
+        .iter()
+        .map(|x| (x * 1000.0).round() / 1000.0)
+        .collect();
+    let st = stats::summarize(&samples);
+    let other: Vec<usize> = allowed
+        .iter()
+        .copied()
+        .filter(|c| !raw.used_cpus.contains(c))
+        .collect();
+    let preempted = if raw.preemption_expected {
+        0
+    } else {
+        m.preempted.len()
+    };
+    let th = Thresholds::default();
+    let mut disturbed = assess(
+        &raw.cpu_before,
+        &raw.cpu_after,
+        &raw.used_cpus,
+        &other,
+        preempted,
+        samples.len(),
+        th,
+    );
+    let mut notes = raw.notes;
+    if let Some(s) = &st
+        && s.median <= 0.0
+    {
+        notes.push(format!(
+            "median {:.3} ns is at or below the baseline ({:.3} ns/iteration): the operation costs less than the loop's own jitter",
+            s.median, m.baseline_ns
+        ));
+    }
+    if let Some(p) = &m.phase {
+        disturbed.phase_samples = p.samples;
+        disturbed.phase_shift_pct = Some(p.shift * 100.0);
+    }
+    BenchResult {
+        family: family_of(&raw.id).to_string(),
+        id: raw.id,
+        params: raw.params,
+        unit: "ns".into(),
+        definition: raw.definition,
+        placement: raw.placement,
+        batch: m.batch,
+        baseline_ns: m.baseline_ns,
+        outliers: stats::tukey_outliers(&samples),
+        samples_ns: samples,
+        preempted: m.preempted,
+        stats: st,
+        disturbed,
+        notes,
+        status: Status::Ok,
+    }
+}
+
+fn not_measured(
+    id: String,
+    definition: String,
+    params: std::collections::BTreeMap<String, serde_json::Value>,
+    status: Status,
+) -> BenchResult {
+    let mut r = BenchResult::not_measured(&id, &definition, status);
+    r.params = params;
+    r
+}
+
+/// Quantities a benchmark's cases give together: the per-switch cost of each ping-pong (half a
+/// round trip), and for the fork-size curve the least-squares slope over resident memory
+/// (on the last point, with a sentence).
+pub fn derive(cases: &Cases, results: &mut [BenchResult]) {
+    match cases {
+        Cases::Placements => {
+            for r in results.iter_mut() {
+                if let Some(s) = &r.stats {
+                    let per_switch = s.median / 2.0;
+                    r.params
+                        .insert("per_switch_median_ns".into(), json!(per_switch));
+                }
+            }
+        }
+        Cases::ForkSizes => fork_slope(results),
+        _ => {}
+    }
+}
+
+fn fork_slope(results: &mut [BenchResult]) {
+    let points: Vec<(f64, f64)> = results
+        .iter()
+        .filter_map(|r| Some((r.params.get("rss_mib")?.as_f64()?, r.stats.as_ref()?.median)))
+        .collect();
+    if let (Some(s), Some(last)) = (stats::slope(&points), results.last_mut()) {
+        last.params.insert("slope_ns_per_mib".into(), json!(s));
+        last.notes.push(format!(
+            "fork cost grows {:.2} us per MiB of resident memory ({:.1} ms per GiB; least squares over {} sizes)",
+            s / 1e3,
+            s * 1024.0 / 1e6,
+            points.len()
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::noise::parse_proc_stat;
+    use crate::harness::sampler::Measurement;
+    use crate::model::{Batch, Placement};
+
+    fn case(samples: Vec<f64>) -> CaseResult {
+        let n = samples.len() as u64;
+        CaseResult {
+            id: "call/f0".into(),
+            bench: "call/f0".into(),
+            params: Default::default(),
+            definition: "d".into(),
+            placement: Placement::Pinned { cpu: 0 },
+            used_cpus: vec![0],
+            cpu_before: vec![],
+            cpu_after: vec![],
+            measurement: Some(Measurement {
+                ends_ns: (1..=n).map(|i| i * 1000).collect(),
+                samples_ns: samples,
+                preempted: vec![],
+                batch: Batch {
+                    batched: true,
+                    size: 1000,
+                },
+                baseline_ns: 0.4,
+                phase: None,
+            }),
+            notes: vec![],
+            preemption_expected: false,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn a_cost_at_or_below_the_baseline_is_never_reported_without_a_note() {
+        let r = analyze(case(vec![-0.2, -0.1, 0.0, -0.05]), &[0, 1]);
+        assert!(r.stats.as_ref().unwrap().median <= 0.0);
+        assert!(
+            r.notes
+                .iter()
+                .any(|n| n.contains("at or below the baseline")),
+            "{:?}",
+            r.notes
+        );
+        let r = analyze(case(vec![1.0, 1.1, 0.9]), &[0, 1]);
+        assert!(r.notes.is_empty());
+    }
+
+    #[test]
+    fn samples_are_rounded_to_picoseconds_and_failures_carry_their_reason() {
+        let r = analyze(case(vec![1.23456789]), &[0]);
+        assert_eq!(r.samples_ns, vec![1.235]);
+        let mut failed = CaseResult::failed(
+            "x/y@cross".into(),
+            "x/y",
+            "d",
+            BenchError::Skipped("one CPU".into()),
+        );
+        failed.params.insert("placement".into(), json!("cross"));
+        let f = analyze(failed, &[0]);
+        assert_eq!(
+            f.status,
+            Status::Skipped {
+                reason: "one CPU".into()
+            }
+        );
+        assert_eq!(f.id, "x/y@cross");
+        assert_eq!(f.params["placement"], json!("cross"));
+        assert!(f.stats.is_none());
+    }
+
+    #[test]
+    fn ping_pongs_get_half_their_round_trip_and_fork_sizes_a_slope() {
+        let mut rs = vec![analyze(case(vec![10.0, 10.0, 10.0]), &[0])];
+        derive(&Cases::Placements, &mut rs);
+        assert_eq!(rs[0].params["per_switch_median_ns"], json!(5.0));
+        let mut curve: Vec<BenchResult> = [(0.0, 100.0), (64.0, 164.0), (256.0, 356.0)]
+            .iter()
+            .map(|&(mib, ns)| {
+                let mut r = analyze(case(vec![ns]), &[0]);
+                r.params.insert("rss_mib".into(), json!(mib));
+                r
+            })
+            .collect();
+        derive(&Cases::ForkSizes, &mut curve);
+        assert_eq!(curve[2].params["slope_ns_per_mib"], json!(1.0));
+        assert!(curve[2].notes[0].contains("grows 0.00 us per MiB"));
+        assert!(!curve[0].params.contains_key("slope_ns_per_mib"));
+    }
+
+    const STAT_A: &str = "cpu  10 0 10 100 0 0 0 0 0 0\n\
+cpu0 5 0 5 50 0 0 0 0 0 0\n\
+cpu1 5 0 5 50 0 0 0 0 0 0\n\
+intr 1 2 3\n";
+    const STAT_B: &str = "cpu  10 0 10 100 0 0 0 0 0 0\n\
+cpu0 6 0 6 98 0 0 0 0 0 0\n\
+cpu1 85 0 5 70 0 0 0 10 0 0\n";
+
+    #[test]
+    fn busy_other_cpu_and_steal_are_flagged_with_reasons() {
+        let a = parse_proc_stat(STAT_A);
+        let b = parse_proc_stat(STAT_B);
+        // cpu1 went +80 busy +20 idle +10 steal: 90/110 = 81.8% busy.
+        let d = assess(&a, &b, &[0], &[1], 0, 100, Thresholds::default());
+        assert!((d.other_cpu_busy_pct.unwrap() - 900.0 / 11.0).abs() < 1e-9);
+        assert_eq!(d.steal_pct, 0.0);
+        assert_eq!(d.flag.len(), 1);
+        assert!(d.flag[0].contains("other CPU busy 82%"));
+        // Measured on cpu1: steal 10/110.
+        let d = assess(&a, &b, &[1], &[0], 0, 100, Thresholds::default());
+        assert!((d.steal_pct - 1000.0 / 110.0).abs() < 1e-9);
+        assert!(d.flag.iter().any(|f| f.starts_with("steal 9%")));
+        assert!(!d.flag.iter().any(|f| f.contains("other CPU")));
+    }
+
+    #[test]
+    fn quiet_benchmark_is_not_flagged_and_preemption_share_is() {
+        let a = parse_proc_stat(STAT_A);
+        let d = assess(&a, &a, &[0], &[1], 5, 100, Thresholds::default());
+        assert!(!d.is_disturbed());
+        let d = assess(&a, &a, &[0], &[1], 6, 100, Thresholds::default());
+        assert_eq!(d.flag, vec!["6 of 100 samples preempted".to_string()]);
+        let d = assess(&a, &a, &[0, 1], &[], 0, 100, Thresholds::default());
+        assert_eq!(d.other_cpu_busy_pct, None);
+    }
+}

@@ -1,0 +1,314 @@
+//! What a benchmark is to the harness: a catalogue entry (`Benchmark`: id, definition, its cases
+//! and the function that measures one case), the cases it expands to (`Cases`, `Case`), what the
+//! function gets to measure with (`Meter`) and what it returns (`Outcome`, or a `BenchError`).
+//!
+//! The harness owns variants, as criterion's benchmark groups own ids and parameters: a family
+//! declares its cases (one; fixed sizes or counts; the requested placements; the ring's points;
+//! the fork sizes) and the runner (`runner.rs`) expands them, places the parties, snapshots
+//! /proc/stat, forms ids and parameters, and turns a case's error into that case's failure. A
+//! benchmark function measures one case and knows nothing of ids, placements or output.
+
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::clock::Monotonic;
+use super::noise::Rusage;
+use super::placement::{Parties, Place};
+use super::sampler::{Measurement, Sampler, SamplerConfig};
+use crate::model::Curve;
+
+/// A benchmark could not produce a number.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+pub enum BenchError {
+    /// Not applicable here (not this OS, no such instruction, no permission): said, never faked.
+    #[error("skipped: {0}")]
+    Skipped(String),
+    /// It should have run and did not.
+    #[error("failed: {0}")]
+    Failed(String),
+}
+
+impl BenchError {
+    pub fn failed(what: &str, e: impl std::fmt::Display) -> BenchError {
+        BenchError::Failed(format!("{what}: {e}"))
+    }
+}
+
+/// A parameter value of a fixed variant.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Param {
+    Int(i64),
+    Flag(bool),
+}
+
+/// One fixed variant of a benchmark: the id suffix and the parameters it sets.
+#[derive(Debug)]
+pub struct Variant {
+    pub suffix: &'static str,
+    pub params: &'static [(&'static str, Param)],
+}
+
+/// The cases a benchmark expands to.
+#[derive(Debug)]
+pub enum Cases {
+    /// One case; the result id is the benchmark's.
+    One,
+    /// Fixed variants (sizes, counts, touched or not).
+    Fixed(&'static [Variant]),
+    /// Each requested placement of a two-party ping-pong: `ID@same`, `ID@cross`, `ID@free`.
+    /// A sample is a round trip; analysis adds the per-switch cost (half of it).
+    Placements,
+    /// lmbench's ring: each working set, then each process count: `ID/n{procs}-s{kb}k`.
+    Ring,
+    /// The parent's resident sizes: `ID/{mib}MiB`. Analysis fits the cost's slope over them.
+    ForkSizes,
+}
+
+/// Variants that come from the command line rather than the catalogue.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VariantOptions {
+    /// Placements of two-party benchmarks.
+    pub placements: Vec<Place>,
+    /// lat_ctx's process counts and working sets, and rings run at once (-P).
+    pub ring: RingOptions,
+    /// Resident sizes of the parent for spawn/fork-rss, MiB.
+    pub fork_sizes_mib: Vec<u64>,
+}
+
+impl Default for VariantOptions {
+    fn default() -> Self {
+        VariantOptions {
+            placements: Place::defaults(),
+            ring: RingOptions::default(),
+            fork_sizes_mib: default_fork_sizes(),
+        }
+    }
+}
+
+pub fn default_fork_sizes() -> Vec<u64> {
+    vec![0, 64, 256, 1024]
+}
+
+/// lat_ctx's parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RingOptions {
+    pub procs: Vec<usize>,
+    pub sizes_kb: Vec<usize>,
+    /// Rings run at once (lat_ctx -P).
+    pub parallel: usize,
+}
+
+impl Default for RingOptions {
+    fn default() -> Self {
+        RingOptions {
+            procs: vec![2, 4, 8, 16, 32, 64],
+            sizes_kb: vec![0, 16],
+            parallel: 1,
+        }
+    }
+}
+
+/// One case of a benchmark, as the runner hands it to the benchmark's function.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Case {
+    /// The catalogue's definition of the benchmark.
+    pub definition: &'static str,
+    /// Appended to the benchmark id to form the result id ("" for `Cases::One`).
+    pub suffix: String,
+    pub params: BTreeMap<String, serde_json::Value>,
+    /// Where the parties run, for `Cases::Placements`; the runner has placed the master.
+    pub parties: Option<Parties>,
+}
+
+impl Case {
+    /// An integer parameter the case's expansion set.
+    pub fn int(&self, key: &str) -> Result<u64, BenchError> {
+        self.params
+            .get(key)
+            .and_then(|v| v.as_u64())
+            .ok_or_else(|| {
+                BenchError::Failed(format!("case {} has no parameter {key}", self.suffix))
+            })
+    }
+
+    /// A yes/no parameter; absent is no.
+    pub fn flag(&self, key: &str) -> bool {
+        self.params
+            .get(key)
+            .and_then(|v| v.as_bool())
+            .unwrap_or(false)
+    }
+
+    /// The CPU of a ping-pong's peer (`None`: unpinned).
+    pub fn peer_cpu(&self) -> Option<usize> {
+        self.parties.as_ref().and_then(|p| p.peer)
+    }
+
+    /// Whether both parties were placed on one CPU.
+    pub fn same_cpu(&self) -> bool {
+        self.parties
+            .as_ref()
+            .is_some_and(|p| p.master.is_some() && p.master == p.peer)
+    }
+}
+
+/// What measuring one case gives: its outcome, or why there is none.
+pub type Measured = Result<Outcome, BenchError>;
+
+/// The function that measures one case.
+pub type CaseFn = fn(&Meter, &Case) -> Measured;
+
+/// A catalogue entry.
+#[derive(Debug)]
+pub struct Benchmark {
+    /// `family/name`.
+    pub id: &'static str,
+    /// What one sample is the cost of, in a sentence.
+    pub definition: &'static str,
+    /// In the suite that runs when no id is given.
+    pub default: bool,
+    pub cases: Cases,
+    /// The operation hands the CPU over (a forked child preempting its parent, a blocked
+    /// ping-pong party), so involuntary switches are not a disturbance.
+    pub preempts: bool,
+    /// The results form a curve over a parameter (drawn as one in reports).
+    pub curve: Option<Curve>,
+    pub run: CaseFn,
+}
+
+impl Benchmark {
+    /// An entry with one case, in the default suite; the catalogue overrides fields.
+    pub const fn new(id: &'static str, definition: &'static str, run: CaseFn) -> Benchmark {
+        Benchmark {
+            id,
+            definition,
+            default: true,
+            cases: Cases::One,
+            preempts: false,
+            curve: None,
+            run,
+        }
+    }
+
+    pub fn family(&self) -> &'static str {
+        self.id.split('/').next().unwrap_or(self.id)
+    }
+}
+
+/// A family's catalogue, one entry per line pair: `"family/name" => function { field: value,
+/// ... }: "definition";` (the braces only when a field differs from `Benchmark::new`'s).
+#[macro_export]
+macro_rules! catalogue {
+    ($( $id:literal => $run:path $({ $($key:ident : $val:expr),* $(,)? })? : $def:literal ;)*) => {
+        pub static BENCHMARKS: &[$crate::harness::case::Benchmark] = &[$(
+            $crate::harness::case::Benchmark {
+                $($($key: $val,)*)?
+                ..$crate::harness::case::Benchmark::new($id, $def, $run)
+            },
+        )*];
+    };
+}
+
+/// What a benchmark function returns for one case: the samples, and what it learned that the
+/// catalogue could not say in advance.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub measurement: Measurement,
+    /// Parameters found while measuring (the program run, an overhead subtracted).
+    pub params: BTreeMap<String, serde_json::Value>,
+    /// A definition that depends on the case (the ring's overhead, a chain's length).
+    pub definition: Option<String>,
+    pub notes: Vec<String>,
+    /// Where it ran, when the function placed its own parties (the ring).
+    pub placed: Option<(crate::model::Placement, Vec<usize>)>,
+}
+
+impl Outcome {
+    pub fn of(measurement: Measurement) -> Outcome {
+        Outcome {
+            measurement,
+            params: BTreeMap::new(),
+            definition: None,
+            notes: vec![],
+            placed: None,
+        }
+    }
+
+    pub fn param(mut self, key: &str, value: impl Into<serde_json::Value>) -> Outcome {
+        self.params.insert(key.into(), value.into());
+        self
+    }
+}
+
+/// What a benchmark function measures with: the sampler on the pinned measuring CPU, and the
+/// worker's resources.
+pub struct Meter {
+    pub sampler: Sampler<Monotonic, Rusage>,
+    /// The measuring CPU.
+    pub cpu: usize,
+    /// CPUs the run may use.
+    pub allowed: Vec<usize>,
+    /// Name of the POSIX message queue a worker may create (unlinked at once, and again by
+    /// the coordinator after the worker).
+    pub mq_name: String,
+    /// A private directory for temporary files, removed by the coordinator.
+    pub scratch_dir: Option<PathBuf>,
+}
+
+impl Meter {
+    /// Measure a cheap operation in batches; `op(n)` performs it n times; the empty loop is
+    /// the baseline.
+    pub fn batched(&self, op: &mut dyn FnMut(u64)) -> Outcome {
+        self.batched_with_baseline(op, &mut empty_loop)
+    }
+
+    /// As `batched`, with a baseline loop of the benchmark's own.
+    pub fn batched_with_baseline(
+        &self,
+        op: &mut dyn FnMut(u64),
+        baseline: &mut dyn FnMut(u64),
+    ) -> Outcome {
+        Outcome::of(self.sampler.batched(op, baseline).0)
+    }
+
+    /// Measure a cheap operation that can fail (a peer that died) in batches, with the empty
+    /// loop as baseline.
+    pub fn batched_fallible(
+        &self,
+        op: &mut dyn FnMut(u64) -> Result<(), BenchError>,
+    ) -> Result<Outcome, BenchError> {
+        Ok(Outcome::of(
+            self.sampler.batched_fallible(op, &mut empty_loop)?.0,
+        ))
+    }
+
+    /// Measure an operation that times itself (returns its ns), one per sample.
+    pub fn individual(
+        &self,
+        op: &mut dyn FnMut() -> Result<f64, BenchError>,
+    ) -> Result<Outcome, BenchError> {
+        self.individual_with(self.sampler.cfg, op)
+    }
+
+    /// As `individual`, with sampler settings of the benchmark's own (a longer budget for
+    /// operations that take milliseconds).
+    pub fn individual_with(
+        &self,
+        cfg: SamplerConfig,
+        op: &mut dyn FnMut() -> Result<f64, BenchError>,
+    ) -> Result<Outcome, BenchError> {
+        let sampler = Sampler::new(Monotonic, Rusage, cfg);
+        Ok(Outcome::of(sampler.individual(op)?.0))
+    }
+}
+
+/// The loop of a batched benchmark with the operation removed.
+#[inline(never)]
+pub fn empty_loop(n: u64) {
+    for i in 0..n {
+        black_box(i);
+    }
+}

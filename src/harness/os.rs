@@ -1,0 +1,350 @@
+//! The operating-system pieces benchmarks are built from, in one place: descriptors (pipes,
+//! eventfds, socket pairs, one-byte and eventfd transfers, the descriptor limit), one mapping
+//! type for anonymous memory, and the peers of two-party benchmarks (a forked process or a
+//! thread). Each owns what it creates and releases it on drop, so a benchmark that fails half-way
+//! leaves nothing behind.
+//!
+//! Failures are `BenchError`s naming the call and the OS error, ready to become a case's reason.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::case::BenchError;
+use super::placement;
+
+/// The calling thread's last OS error.
+pub fn errno() -> std::io::Error {
+    std::io::Error::last_os_error()
+}
+
+/// A pipe, both ends close-on-exec: `[read, write]`.
+pub fn pipe() -> Result<[i32; 2], BenchError> {
+    let mut fds = [0; 2];
+    // SAFETY: a valid out array of two ints.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(BenchError::failed("pipe", errno()));
+    }
+    Ok(fds)
+}
+
+/// A connected pair of unix stream sockets.
+pub fn socketpair() -> Result<[i32; 2], BenchError> {
+    let mut sv = [0; 2];
+    let kind = libc::SOCK_STREAM | libc::SOCK_CLOEXEC;
+    // SAFETY: a valid out array of two ints.
+    if unsafe { libc::socketpair(libc::AF_UNIX, kind, 0, sv.as_mut_ptr()) } != 0 {
+        return Err(BenchError::failed("socketpair", errno()));
+    }
+    Ok(sv)
+}
+
+/// A counting eventfd, close-on-exec.
+pub fn eventfd() -> Result<i32, BenchError> {
+    // SAFETY: a plain syscall with integer arguments.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(BenchError::failed("eventfd", errno()));
+    }
+    Ok(fd)
+}
+
+/// Close a descriptor the caller owns.
+pub fn close(fd: i32) {
+    // SAFETY: the caller owns `fd` and does not use it afterwards.
+    unsafe { libc::close(fd) };
+}
+
+/// Write one byte; false on failure.
+#[inline(always)]
+pub fn write_byte(fd: i32) -> bool {
+    let b = 1u8;
+    // SAFETY: one byte from a live local.
+    unsafe { libc::write(fd, (&b as *const u8).cast(), 1) == 1 }
+}
+
+/// Read one byte; false at end of file or on error.
+#[inline(always)]
+pub fn read_byte(fd: i32) -> bool {
+    let mut b = 0u8;
+    // SAFETY: one byte into a live local.
+    unsafe { libc::read(fd, (&mut b as *mut u8).cast(), 1) == 1 }
+}
+
+/// Add one to an eventfd's counter; false on failure.
+#[inline(always)]
+pub fn eventfd_post(fd: i32) -> bool {
+    let one: u64 = 1;
+    // SAFETY: eight bytes from a live local.
+    unsafe { libc::write(fd, (&one as *const u64).cast(), 8) == 8 }
+}
+
+/// Take an eventfd's counter, blocking while it is zero; false on failure.
+#[inline(always)]
+pub fn eventfd_take(fd: i32) -> bool {
+    let mut v: u64 = 0;
+    // SAFETY: eight bytes into a live local.
+    unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) == 8 }
+}
+
+/// Raise RLIMIT_NOFILE's soft limit to fit `needed` descriptors, or say why not.
+pub fn ensure_fds(needed: u64) -> Result<(), BenchError> {
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: a valid out pointer.
+    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) };
+    if rl.rlim_cur >= needed {
+        return Ok(());
+    }
+    if rl.rlim_max < needed {
+        return Err(BenchError::Failed(format!(
+            "this needs {needed} file descriptors; the hard limit is {} (raise it with `ulimit -Hn` or limits.conf)",
+            rl.rlim_max
+        )));
+    }
+    rl.rlim_cur = needed;
+    // SAFETY: a valid pointer; raising the soft limit up to the hard one is always allowed.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &rl) } != 0 {
+        return Err(BenchError::failed("setrlimit(RLIMIT_NOFILE)", errno()));
+    }
+    Ok(())
+}
+
+/// Anonymous memory mapped for a benchmark, unmapped on drop. Shared mappings survive fork
+/// (a word both parties see); private ones are a process's own pages.
+pub struct Mapping {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Mapping {
+    /// Map `len` bytes (0 maps nothing). `extra` flags are or-ed into MAP_ANONYMOUS and
+    /// MAP_PRIVATE or MAP_SHARED.
+    pub fn anonymous(len: usize, shared: bool, extra: i32) -> Result<Mapping, BenchError> {
+        if len == 0 {
+            return Ok(Mapping {
+                ptr: std::ptr::null_mut(),
+                len,
+            });
+        }
+        let kind = if shared {
+            libc::MAP_SHARED
+        } else {
+            libc::MAP_PRIVATE
+        };
+        // SAFETY: an anonymous mapping at an address the kernel chooses; checked below.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                kind | libc::MAP_ANONYMOUS | extra,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(BenchError::failed(&format!("mmap of {len} bytes"), errno()));
+        }
+        Ok(Mapping { ptr: p.cast(), len })
+    }
+
+    /// A private mapping with every page written, so it is resident.
+    pub fn resident(len: usize) -> Result<Mapping, BenchError> {
+        let m = Mapping::anonymous(len, false, libc::MAP_NORESERVE)?;
+        m.touch_pages();
+        Ok(m)
+    }
+
+    pub fn ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Write one byte in every 4 KiB page.
+    pub fn touch_pages(&self) {
+        for off in (0..self.len).step_by(4096) {
+            // SAFETY: `off` is inside the mapping, which is readable and writable.
+            unsafe { self.ptr.add(off).write_volatile(1) };
+        }
+    }
+
+    pub fn advise(&self, advice: i32) -> Result<(), BenchError> {
+        // SAFETY: advising our own mapping over its whole length.
+        if unsafe { libc::madvise(self.ptr.cast::<c_void>(), self.len, advice) } != 0 {
+            return Err(BenchError::failed("madvise", errno()));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        if self.len > 0 {
+            // SAFETY: unmapping exactly what `anonymous` mapped.
+            unsafe { libc::munmap(self.ptr.cast::<c_void>(), self.len) };
+        }
+    }
+}
+
+/// A forked peer process, killed and reaped on drop; a watchdog thread reaps it if it dies
+/// early, marks it dead and runs `nudge` to wake a master blocked on it.
+pub struct PeerProc {
+    pid: libc::pid_t,
+    pub dead: Arc<AtomicBool>,
+    stopping: Arc<AtomicBool>,
+    watchdog: Option<std::thread::JoinHandle<()>>,
+}
+
+impl PeerProc {
+    /// Fork a child that pins itself (to `cpu`, or to every allowed CPU) and runs `body`,
+    /// which must make only async-signal-safe calls and return only when the master went away.
+    pub fn spawn(
+        cpu: Option<usize>,
+        allowed: &[usize],
+        body: impl FnOnce(),
+        nudge: impl Fn() + Send + 'static,
+    ) -> Result<PeerProc, BenchError> {
+        let set = match cpu {
+            Some(c) => placement::cpu_set(&[c]),
+            None => placement::cpu_set(allowed),
+        };
+        // SAFETY: the child makes only async-signal-safe calls (prctl, affinity, the body,
+        // _exit); the parent goes on as usual.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(BenchError::failed("fork of the peer", errno()));
+        }
+        if pid == 0 {
+            // SAFETY: in the child: integer prctl and an affinity mask built before fork.
+            unsafe {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+                libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set);
+            }
+            body();
+            // SAFETY: ends the child without running the parent's destructors.
+            unsafe { libc::_exit(0) };
+        }
+        let dead = Arc::new(AtomicBool::new(false));
+        let stopping = Arc::new(AtomicBool::new(false));
+        let (d, s) = (Arc::clone(&dead), Arc::clone(&stopping));
+        let watchdog = std::thread::spawn(move || {
+            let mut status = 0;
+            // SAFETY: waiting for our own child with a valid status pointer.
+            while unsafe { libc::waitpid(pid, &mut status, 0) } < 0
+                && errno().raw_os_error() == Some(libc::EINTR)
+            {}
+            if !s.load(Ordering::SeqCst) {
+                d.store(true, Ordering::SeqCst);
+                nudge();
+            }
+        });
+        Ok(PeerProc {
+            pid,
+            dead,
+            stopping,
+            watchdog: Some(watchdog),
+        })
+    }
+
+    /// Fails once the watchdog has seen the peer die.
+    pub fn check(&self) -> Result<(), BenchError> {
+        if self.dead.load(Ordering::Relaxed) {
+            Err(BenchError::Failed(
+                "the peer process died during the benchmark".into(),
+            ))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl Drop for PeerProc {
+    fn drop(&mut self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        // SAFETY: our own child (possibly already reaped by the watchdog: then ESRCH).
+        unsafe { libc::kill(self.pid, libc::SIGKILL) };
+        if let Some(w) = self.watchdog.take() {
+            let _ = w.join();
+        }
+    }
+}
+
+/// A peer thread, stopped (its flag set, then `unblock`) and joined on drop.
+pub struct PeerThread {
+    stop: Arc<AtomicBool>,
+    unblock: Box<dyn Fn()>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl PeerThread {
+    /// Start a thread pinned to `cpu` (or allowed every CPU in `allowed`) running `body`, which
+    /// returns once its stop flag is set (after `unblock` has woken it).
+    pub fn spawn(
+        cpu: Option<usize>,
+        allowed: Vec<usize>,
+        body: impl FnOnce(Arc<AtomicBool>) + Send + 'static,
+        unblock: impl Fn() + 'static,
+    ) -> PeerThread {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = Arc::clone(&stop);
+        let handle = std::thread::spawn(move || {
+            let _ = match cpu {
+                Some(c) => placement::pin_current_thread(c),
+                None => placement::allow_cpus(&allowed),
+            };
+            body(s)
+        });
+        PeerThread {
+            stop,
+            unblock: Box::new(unblock),
+            handle: Some(handle),
+        }
+    }
+}
+
+impl Drop for PeerThread {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        (self.unblock)();
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mapping_is_writable_advisable_and_empty_when_asked_for_nothing() {
+        let m = Mapping::anonymous(2 << 20, false, 0).unwrap();
+        m.advise(libc::MADV_NOHUGEPAGE).unwrap();
+        m.touch_pages();
+        // SAFETY: inside the live mapping.
+        assert_eq!(unsafe { m.ptr().read_volatile() }, 1);
+        assert!(Mapping::resident(0).unwrap().is_empty());
+    }
+
+    #[test]
+    fn bytes_and_eventfd_counts_go_through() {
+        let p = pipe().unwrap();
+        assert!(write_byte(p[1]) && read_byte(p[0]));
+        close(p[1]);
+        assert!(!read_byte(p[0]), "end of file once the writer is closed");
+        close(p[0]);
+        let e = eventfd().unwrap();
+        assert!(eventfd_post(e) && eventfd_take(e));
+        close(e);
+    }
+}

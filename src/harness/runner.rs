@@ -1,0 +1,309 @@
+//! The runner: expands a benchmark's cases, places the parties, snapshots /proc/stat around
+//! each case, forms the result id and parameters, and turns a case's error into that case's
+//! failure. What it produces (`CaseResult`) is raw: samples and the evidence around them,
+//! before any statistics, which the coordinator's analysis computes.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::case::{BenchError, Benchmark, Case, Cases, Meter, Outcome, Param, VariantOptions};
+use super::noise::{self, CpuSnapshot};
+use super::placement::{self, Parties};
+use super::sampler::{Measurement, SamplerConfig};
+use crate::model::Placement;
+
+/// Options the coordinator passes to every worker.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct WorkerOptions {
+    pub sampler: SamplerConfigWire,
+    /// The CPU single-thread benchmarks are pinned to.
+    pub cpu: usize,
+    /// CPUs the run may use.
+    pub allowed: Vec<usize>,
+    pub variants: VariantOptions,
+    /// Name of the POSIX message queue a worker may create.
+    pub mq_name: String,
+    /// A private directory for temporary files, removed by the coordinator.
+    #[serde(default)]
+    pub scratch_dir: Option<PathBuf>,
+}
+
+/// The POSIX message queue name of this run.
+pub fn default_mq_name() -> String {
+    format!("/oscost-{}", std::process::id())
+}
+
+/// `SamplerConfig` as it crosses the pipe to the worker.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct SamplerConfigWire {
+    pub precision: f64,
+    pub budget_ns: u64,
+    pub min_time_ns: u64,
+    pub warmup_ns: u64,
+    pub fixed_samples: Option<usize>,
+    pub target_batch_ns: u64,
+    pub clock_cost_ns: f64,
+}
+
+impl From<SamplerConfigWire> for SamplerConfig {
+    fn from(w: SamplerConfigWire) -> SamplerConfig {
+        SamplerConfig {
+            precision: w.precision,
+            budget_ns: w.budget_ns,
+            min_time_ns: w.min_time_ns,
+            warmup_ns: w.warmup_ns,
+            fixed_samples: w.fixed_samples,
+            target_batch_ns: w.target_batch_ns,
+            clock_cost_ns: w.clock_cost_ns,
+            ..SamplerConfig::for_clock(w.clock_cost_ns)
+        }
+    }
+}
+
+/// One case as measured: raw samples and the evidence around them, or why there are none.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseResult {
+    pub id: String,
+    /// The catalogue id the case belongs to.
+    pub bench: String,
+    pub params: BTreeMap<String, serde_json::Value>,
+    pub definition: String,
+    pub placement: Placement,
+    /// CPUs the case ran on; the other allowed ones are watched for load.
+    pub used_cpus: Vec<usize>,
+    pub cpu_before: CpuSnapshot,
+    pub cpu_after: CpuSnapshot,
+    pub measurement: Option<Measurement>,
+    pub notes: Vec<String>,
+    /// Involuntary switches are part of the operation, not a disturbance.
+    pub preemption_expected: bool,
+    pub error: Option<BenchError>,
+}
+
+impl CaseResult {
+    /// A case with no numbers, only the reason.
+    pub fn failed(id: String, bench: &str, definition: &str, e: BenchError) -> CaseResult {
+        CaseResult {
+            id,
+            bench: bench.to_string(),
+            params: BTreeMap::new(),
+            definition: definition.to_string(),
+            placement: Placement::Free,
+            used_cpus: vec![],
+            cpu_before: vec![],
+            cpu_after: vec![],
+            measurement: None,
+            notes: vec![],
+            preemption_expected: false,
+            error: Some(e),
+        }
+    }
+}
+
+fn param_value(p: Param) -> serde_json::Value {
+    match p {
+        Param::Int(i) => json!(i),
+        Param::Flag(b) => json!(b),
+    }
+}
+
+fn case(suffix: String, params: BTreeMap<String, serde_json::Value>) -> Case {
+    Case {
+        definition: "",
+        suffix,
+        params,
+        parties: None,
+    }
+}
+
+/// The cases `b` expands to under `variants`, in the order they are measured.
+pub fn expand(b: &Benchmark, variants: &VariantOptions) -> Vec<Case> {
+    let mut cases = expand_suffixes(b, variants);
+    for c in &mut cases {
+        c.definition = b.definition;
+    }
+    cases
+}
+
+fn expand_suffixes(b: &Benchmark, variants: &VariantOptions) -> Vec<Case> {
+    let params = |kv: &[(&str, serde_json::Value)]| -> BTreeMap<String, serde_json::Value> {
+        kv.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+    };
+    match &b.cases {
+        Cases::One => vec![case(String::new(), BTreeMap::new())],
+        Cases::Fixed(list) => list
+            .iter()
+            .map(|v| {
+                let kv: Vec<(&str, serde_json::Value)> =
+                    v.params.iter().map(|&(k, p)| (k, param_value(p))).collect();
+                case(v.suffix.to_string(), params(&kv))
+            })
+            .collect(),
+        Cases::Placements => variants
+            .placements
+            .iter()
+            .map(|p| {
+                let suffix = format!("@{}", p.word());
+                case(suffix, params(&[("placement", json!(p.word()))]))
+            })
+            .collect(),
+        Cases::Ring => {
+            let ring = &variants.ring;
+            let mut v = Vec::new();
+            for &kb in &ring.sizes_kb {
+                for &n in &ring.procs {
+                    let kv = [
+                        ("procs", json!(n)),
+                        ("size_kb", json!(kb)),
+                        ("parallel", json!(ring.parallel.max(1))),
+                    ];
+                    v.push(case(format!("/n{n}-s{kb}k"), params(&kv)));
+                }
+            }
+            v
+        }
+        Cases::ForkSizes => variants
+            .fork_sizes_mib
+            .iter()
+            .map(|&mib| case(format!("/{mib}MiB"), params(&[("rss_mib", json!(mib))])))
+            .collect(),
+    }
+}
+
+/// Measure every case of `b`, in order, with the measuring thread on `meter.cpu` between cases.
+pub fn run_cases(meter: &Meter, b: &Benchmark, variants: &VariantOptions) -> Vec<CaseResult> {
+    expand(b, variants)
+        .into_iter()
+        .map(|c| run_case(meter, b, c, variants))
+        .collect()
+}
+
+/// Measure one case. Placement: for a ping-pong, the master goes where the placement says and
+/// comes back to the measuring CPU afterwards.
+fn run_case(meter: &Meter, b: &Benchmark, mut c: Case, variants: &VariantOptions) -> CaseResult {
+    let id = format!("{}{}", b.id, c.suffix);
+    let fail = |e: BenchError, params: BTreeMap<String, serde_json::Value>| {
+        let mut r = CaseResult::failed(id.clone(), b.id, b.definition, e);
+        r.params = params;
+        r
+    };
+    let placed = match place_parties(meter, b, &mut c, variants) {
+        Ok(p) => p,
+        Err(e) => return fail(e, c.params),
+    };
+    let before = noise::read_proc_stat();
+    let outcome = (b.run)(meter, &c);
+    let after = noise::read_proc_stat();
+    if placed.is_some() {
+        let _ = placement::pin_current_thread(meter.cpu);
+    }
+    let o: Outcome = match outcome {
+        Ok(o) => o,
+        Err(e) => return fail(e, c.params),
+    };
+    let (placement, used_cpus) = o.placed.clone().unwrap_or_else(|| match &placed {
+        Some(p) => (p.record.clone(), p.used.clone()),
+        None => (Placement::Pinned { cpu: meter.cpu }, vec![meter.cpu]),
+    });
+    let mut params = c.params;
+    params.extend(o.params);
+    CaseResult {
+        id,
+        bench: b.id.to_string(),
+        params,
+        definition: o.definition.unwrap_or_else(|| b.definition.to_string()),
+        placement,
+        used_cpus,
+        cpu_before: before,
+        cpu_after: after,
+        measurement: Some(o.measurement),
+        notes: o.notes,
+        preemption_expected: b.preempts,
+        error: None,
+    }
+}
+
+/// For `Cases::Placements`: resolve and apply where the master runs, and tell the case where
+/// its peer goes. Nothing for other benchmarks, which run on the measuring CPU.
+fn place_parties(
+    meter: &Meter,
+    b: &Benchmark,
+    c: &mut Case,
+    variants: &VariantOptions,
+) -> Result<Option<Parties>, BenchError> {
+    if !matches!(b.cases, Cases::Placements) {
+        return Ok(None);
+    }
+    let word = c.params.get("placement").and_then(|v| v.as_str());
+    let place = variants
+        .placements
+        .iter()
+        .copied()
+        .find(|p| Some(p.word()) == word)
+        .ok_or_else(|| BenchError::Failed("a placement case without its placement".into()))?;
+    let parties = Parties::resolve(place, meter.cpu, &meter.allowed)?;
+    placement::place_current_thread(parties.master, &meter.allowed).map_err(BenchError::Failed)?;
+    c.parties = Some(parties.clone());
+    Ok(Some(parties))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::case::{RingOptions, Variant};
+    use crate::harness::placement::Place;
+
+    fn nothing(_: &Meter, _: &Case) -> Result<Outcome, BenchError> {
+        Err(BenchError::Skipped("test".into()))
+    }
+
+    static SIZES: &[Variant] = &[
+        Variant {
+            suffix: "/4KiB",
+            params: &[("bytes", Param::Int(4096)), ("touched", Param::Flag(true))],
+        },
+        Variant {
+            suffix: "/1MiB",
+            params: &[("bytes", Param::Int(1 << 20))],
+        },
+    ];
+
+    #[test]
+    fn cases_expand_to_the_ids_and_params_of_each_kind() {
+        let v = VariantOptions {
+            placements: vec![Place::Same, Place::Free],
+            ring: RingOptions {
+                procs: vec![2, 8],
+                sizes_kb: vec![0, 16],
+                parallel: 1,
+            },
+            fork_sizes_mib: vec![0, 64],
+        };
+        let suffixes = |cases: Cases| -> Vec<String> {
+            let b = Benchmark {
+                cases,
+                ..Benchmark::new("x/y", "d", nothing)
+            };
+            expand(&b, &v).into_iter().map(|c| c.suffix).collect()
+        };
+        assert_eq!(suffixes(Cases::One), vec![""]);
+        assert_eq!(suffixes(Cases::Fixed(SIZES)), vec!["/4KiB", "/1MiB"]);
+        assert_eq!(suffixes(Cases::Placements), vec!["@same", "@free"]);
+        assert_eq!(
+            suffixes(Cases::Ring),
+            vec!["/n2-s0k", "/n8-s0k", "/n2-s16k", "/n8-s16k"]
+        );
+        assert_eq!(suffixes(Cases::ForkSizes), vec!["/0MiB", "/64MiB"]);
+        let b = Benchmark {
+            cases: Cases::Fixed(SIZES),
+            ..Benchmark::new("x/y", "d", nothing)
+        };
+        let c = &expand(&b, &v)[0];
+        assert_eq!(c.int("bytes").unwrap(), 4096);
+        assert!(c.flag("touched"));
+        assert!(!expand(&b, &v)[1].flag("touched"));
+    }
+}

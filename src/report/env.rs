@@ -1,0 +1,95 @@
+//! `oscost env` as text: one `key: value` line per fact about the machine.
+
+use crate::model::Env;
+
+/// `oscost env` as text lines of `key: value`.
+pub fn render(env: &Env) -> String {
+    let mut out = String::new();
+    let mut line = |k: &str, v: String| out.push_str(&format!("{k:<24} {v}\n"));
+    let o = |v: &Option<String>| v.clone().unwrap_or_else(|| "(unknown)".into());
+    line("host", o(&env.hostname));
+    line("os", env.os.clone());
+    line("kernel release", o(&env.kernel_release));
+    line("kernel version", o(&env.kernel_version));
+    line("boot command line", o(&env.boot_cmdline));
+    line("cpu model", o(&env.cpu_model));
+    line(
+        "cpu MHz",
+        env.cpu_mhz
+            .map_or("(unknown)".into(), |m| format!("{m:.0}")),
+    );
+    line("online cpus", o(&env.online_cpus));
+    line(
+        "allowed cpus",
+        env.allowed_cpus
+            .iter()
+            .map(|c| c.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+    );
+    line("smt sibling groups", env.smt_siblings.join(" "));
+    line("clocksource", o(&env.clocksource));
+    line("available clocksources", o(&env.available_clocksources));
+    if let Some(c) = &env.clock {
+        line(
+            "clock",
+            format!(
+                "CLOCK_MONOTONIC (vDSO): read costs {:.1} ns, smallest step {:.0} ns",
+                c.cost_ns, c.resolution_ns
+            ),
+        );
+    }
+    for (name, c) in &env.clock_costs {
+        line(
+            &format!("  {name}"),
+            format!(
+                "{:.1} ns/read, smallest step {}",
+                c.cost_ns,
+                c.step_ns
+                    .map_or("(never moved)".into(), |s| format!("{s:.0} ns"))
+            ),
+        );
+    }
+    line("thp enabled", o(&env.thp_enabled));
+    line("thp defrag", o(&env.thp_defrag));
+    line(
+        "virtualization",
+        format!(
+            "hypervisor flag {}; DMI {} / {}",
+            if env.hypervisor_flag { "set" } else { "clear" },
+            o(&env.dmi_vendor),
+            o(&env.dmi_product)
+        ),
+    );
+    line("cgroup cpu.max", o(&env.cgroup_cpu_max));
+    line("scaling governor", o(&env.scaling_governor));
+    line("libc", o(&env.libc_version));
+    line(
+        "oscost",
+        format!("{} ({} build)", env.oscost_version, env.build_profile),
+    );
+    out.push_str("vulnerabilities:\n");
+    for (k, v) in &env.vulnerabilities {
+        out.push_str(&format!("  {k:<30} {v}\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_fact_has_a_line_and_unknowns_say_so() {
+        let mut e = Env {
+            kernel_release: Some("6.1.0".into()),
+            ..Env::default()
+        };
+        e.vulnerabilities
+            .insert("spectre_v2".into(), "Mitigation: Retpolines".into());
+        let text = render(&e);
+        assert!(text.contains("kernel release") && text.contains("6.1.0"));
+        assert!(text.contains("vulnerabilities:"));
+        assert!(text.contains("(unknown)"));
+    }
+}

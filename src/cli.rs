@@ -1,10 +1,22 @@
-//! Command-line definitions (clap derive) and the validation of raw values. Nothing here runs a
-//! benchmark: `main` resolves these into real objects. A value that clap cannot parse, or that
+//! The command line's shape (clap derive): the commands, each with the argument struct its
+//! module in `commands/` defines, the argument groups several share, and the validation of raw
+//! values. Nothing here runs a benchmark: each command resolves its arguments into real objects. A value that clap cannot parse, or that
 //! fails a check here, is a usage error: one line, exit status 2.
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+
+use crate::commands::ab::AbArgs;
+use crate::commands::compare::CompareCmd;
+use crate::commands::ctx::CtxArgs;
+use crate::commands::env::EnvArgs;
+use crate::commands::export::ExportArgs;
+use crate::commands::history::HistoryArgs;
+use crate::commands::list::ListArgs;
+use crate::commands::report::ReportArgs;
+use crate::commands::run::RunArgs;
+use crate::commands::show::ShowArgs;
 
 /// A mistake in what the user asked for. `main` prints it and exits with status 2.
 #[derive(Debug, thiserror::Error)]
@@ -38,116 +50,50 @@ pub enum Command {
     /// Run benchmarks (all of the default suite, or the ids and prefixes given).
     Run(RunArgs),
     /// List every benchmark: id, what one sample measures, unit.
-    List,
+    List(ListArgs),
     /// Describe this machine: kernel, CPU, clocks, mitigations, THP, virtualization.
-    Env {
-        /// Print as JSON.
-        #[arg(long)]
-        json: bool,
-    },
+    Env(EnvArgs),
     /// Stored runs; with a benchmark id, that benchmark across runs with its trend.
-    History {
-        /// A benchmark id (e.g. syscall/getpid).
-        bench: Option<String>,
-        #[command(flatten)]
-        store: StoreArgs,
-    },
+    History(HistoryArgs),
     /// Print a stored run as `run` would.
-    Show {
-        /// A stored run: its id, `last` or `last~N`.
-        run: String,
-        #[command(flatten)]
-        store: StoreArgs,
-    },
+    Show(ShowArgs),
     /// Write a stored run to files.
-    Export {
-        /// A stored run: its id, `last` or `last~N`.
-        run: String,
-        #[command(flatten)]
-        outputs: OutputArgs,
-        #[command(flatten)]
-        store: StoreArgs,
-    },
+    Export(ExportArgs),
     /// Write an HTML report with figures (SVG; PNG too with --png) of a run.
-    Report {
-        /// A JSON file, a stored run id, `last` or `last~N`.
-        run: String,
-        /// The directory to write index.html and fig/ into.
-        #[arg(short = 'o', long = "out", value_name = "DIR")]
-        out: PathBuf,
-        /// Also draw every figure as PNG.
-        #[arg(long)]
-        png: bool,
-        #[command(flatten)]
-        store: StoreArgs,
-    },
+    Report(ReportArgs),
     /// Compare two runs: slowdown and addition per benchmark, with CIs and a verdict.
-    Compare {
-        /// The base: a JSON file, a stored run id, `last` or `last~N`.
-        base: String,
-        /// The candidate, in the same forms.
-        cand: String,
-        #[command(flatten)]
-        compare: CompareArgs,
-        #[command(flatten)]
-        outputs: OutputArgs,
-        /// Also write an HTML report of the comparison into this directory.
-        #[arg(long, value_name = "DIR")]
-        report: Option<PathBuf>,
-        /// With --report, also draw the figures as PNG.
-        #[arg(long, requires = "report")]
-        png: bool,
-        #[command(flatten)]
-        store: StoreArgs,
-    },
+    Compare(CompareCmd),
     /// Run the benchmarks on A and B alternately (A B A B ...) and compare B against A; both
     /// sides are saved; --json/--csv/--markdown write the comparison.
-    Ab {
-        /// The command A runs under [default: nothing, the plain system].
-        #[arg(long, value_name = "CMD")]
-        a: Option<String>,
-        /// The command B runs under, e.g. 'strace -f -o /dev/null'.
-        #[arg(long, value_name = "CMD")]
-        b: Option<String>,
-        /// How many A/B rounds per benchmark.
-        #[arg(long, value_name = "K", default_value = "3",
-              value_parser = clap::value_parser!(u64).range(1..=100))]
-        rounds: u64,
-        #[command(flatten)]
-        compare: CompareArgs,
-        #[command(flatten)]
-        run: RunArgs,
-    },
+    Ab(AbArgs),
     /// lmbench's lat_ctx: a ring of N processes passing a token; prints its xgraph format.
     #[command(
         override_usage = "oscost ctx [-s KB]... [-P PARALLEL] [-W WARMUP_US] [-N REPETITIONS] N..."
     )]
-    Ctx {
-        /// Working set each process sums, KB (repeat for several: -s 0 -s 16).
-        #[arg(short = 's', value_name = "KB")]
-        sizes: Vec<usize>,
-        /// Rings run at once (spread over the allowed CPUs).
-        #[arg(short = 'P', value_name = "PARALLEL", default_value = "1",
-              value_parser = clap::value_parser!(u64).range(1..=64))]
-        parallel: u64,
-        /// Warm-up before sampling each point, microseconds.
-        #[arg(short = 'W', value_name = "US")]
-        warmup_us: Option<u64>,
-        /// Samples per point (fixed, instead of sampling to a precision).
-        #[arg(short = 'N', value_name = "REPETITIONS",
-              value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
-        repetitions: Option<u64>,
-        /// Ring sizes (processes), 2 to 1024 and beyond if the fd limit allows.
-        #[arg(required = true, value_name = "N",
-              value_parser = clap::value_parser!(u64).range(2..=8192))]
-        procs: Vec<u64>,
-        /// Also write the run (the result model) as JSON.
-        #[arg(long, value_name = "FILE")]
-        json: Option<PathBuf>,
-    },
+    Ctx(CtxArgs),
     /// Internal: run one benchmark and stream its results to the coordinator.
     #[command(name = "__worker", hide = true)]
     Worker { id: String, config: String },
+}
+
+impl Cli {
+    /// Run the command (a bare `oscost` runs the default suite) and give the exit status.
+    pub fn dispatch(self) -> anyhow::Result<i32> {
+        match self.command {
+            None => self.run.run(),
+            Some(Command::Run(a)) => a.run(),
+            Some(Command::List(a)) => a.run(),
+            Some(Command::Env(a)) => a.run(),
+            Some(Command::History(a)) => a.run(),
+            Some(Command::Show(a)) => a.run(),
+            Some(Command::Export(a)) => a.run(),
+            Some(Command::Report(a)) => a.run(),
+            Some(Command::Compare(a)) => a.run(),
+            Some(Command::Ab(a)) => a.run(),
+            Some(Command::Ctx(a)) => a.run(),
+            Some(Command::Worker { id, config }) => Ok(crate::worker::worker_main(&id, &config)),
+        }
+    }
 }
 
 /// Where runs are kept.
@@ -208,70 +154,7 @@ fn parse_fail_above(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
-#[derive(Debug, Args, Clone)]
-pub struct RunArgs {
-    /// Benchmark ids or prefixes (`syscall/`, `call/f0`); none means the default suite.
-    pub ids: Vec<String>,
-
-    /// Stop sampling a benchmark once the 95% CI of its median is within this percent.
-    #[arg(long, value_name = "PCT", value_parser = parse_percent, default_value = "1",
-          allow_negative_numbers = true)]
-    pub precision: f64,
-
-    /// Longest sampling time per benchmark, in seconds [default: 2, 0.5 with --quick].
-    #[arg(long, value_name = "SECS", value_parser = parse_seconds, allow_negative_numbers = true)]
-    pub budget: Option<f64>,
-
-    /// Take exactly N samples per benchmark instead of stopping at --precision.
-    #[arg(long, value_name = "N", conflicts_with = "precision",
-          value_parser = clap::value_parser!(u64).range(10..=10_000_000))]
-    pub samples: Option<u64>,
-
-    /// A shorter, less precise pass (2% precision, short warm-up, 0.5 s budget).
-    #[arg(long)]
-    pub quick: bool,
-
-    /// Pin single-thread benchmarks to this CPU [default: the last allowed CPU].
-    #[arg(long, value_name = "N")]
-    pub cpu: Option<usize>,
-
-    /// Kill a benchmark that runs longer than this, in seconds [default: 30 + 4 x budget].
-    #[arg(long, value_name = "SECS", value_parser = parse_seconds, allow_negative_numbers = true)]
-    pub timeout: Option<f64>,
-
-    #[command(flatten)]
-    pub outputs: OutputArgs,
-
-    /// Run the measuring part under this command, e.g. 'strace -f -o /dev/null'.
-    #[arg(long, value_name = "CMD")]
-    pub under: Option<String>,
-
-    /// Parent resident sizes for spawn/fork-rss: MiB, or with a unit (64M, 1G) [default: 0,64M,256M,1G].
-    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_size_mib,
-          allow_negative_numbers = true)]
-    pub fork_sizes: Option<Vec<u64>>,
-
-    /// Placements of two-party benchmarks: same (one CPU), cross (two CPUs), free (unpinned).
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
-    pub placement: Option<Vec<String>>,
-
-    /// A label stored with the run.
-    #[arg(long, value_name = "TEXT")]
-    pub label: Option<String>,
-
-    /// Also write an HTML report of the run into this directory.
-    #[arg(long, value_name = "DIR")]
-    pub report: Option<PathBuf>,
-
-    /// Do not save the run to the results database.
-    #[arg(long)]
-    pub no_save: bool,
-
-    #[command(flatten)]
-    pub store: StoreArgs,
-}
-
-fn parse_percent(s: &str) -> Result<f64, String> {
+pub fn parse_percent(s: &str) -> Result<f64, String> {
     let v: f64 = s
         .trim_end_matches('%')
         .parse()
@@ -284,7 +167,7 @@ fn parse_percent(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
-fn parse_seconds(s: &str) -> Result<f64, String> {
+pub fn parse_seconds(s: &str) -> Result<f64, String> {
     let v: f64 = s
         .trim_end_matches('s')
         .parse()

@@ -60,6 +60,8 @@ pub struct ClockCost {
 /// resident memory), declared by the catalogue so views can draw it without knowing benchmarks.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Curve {
+    /// The figure's file stem ("ring": fig/ring.svg).
+    pub name: &'static str,
     pub title: &'static str,
     /// The parameter on the x axis, and how to describe it.
     pub x: &'static str,

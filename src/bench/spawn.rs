@@ -52,6 +52,7 @@ catalogue! {
 
 /// Fork's cost against the parent's resident memory, as reports draw it.
 const FORK_RSS_CURVE: Curve = Curve {
+    name: "fork-rss",
     title: "fork + exit + wait against the parent's resident memory",
     x: "rss_mib",
     x_desc: "parent resident memory (MiB)",

@@ -53,6 +53,7 @@ catalogue! {
 
 /// The ring's cost against its size, one line per working set, as reports draw it.
 const RING_CURVE: Curve = Curve {
+    name: "ring",
     title: "context switch in a ring of N processes (lat_ctx), overhead subtracted",
     x: "procs",
     x_desc: "processes in the ring",

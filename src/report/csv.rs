@@ -1,6 +1,7 @@
 //! CSV export: one row of statistics per result, times in ns. Raw samples stay in the JSON.
 
 use super::Exporter;
+use crate::compare::Comparison;
 use crate::model::Run;
 
 pub struct Csv;
@@ -16,7 +17,7 @@ fn field(s: &str) -> String {
     }
 }
 
-impl Exporter for Csv {
+impl Exporter<Run> for Csv {
     fn serialize(&self, run: &Run) -> anyhow::Result<Vec<u8>> {
         let mut out = String::from(HEADER);
         out.push('\n');
@@ -50,6 +51,12 @@ impl Exporter for Csv {
             out.push('\n');
         }
         Ok(out.into_bytes())
+    }
+}
+
+impl Exporter<Comparison> for Csv {
+    fn serialize(&self, cmp: &Comparison) -> anyhow::Result<Vec<u8>> {
+        Ok(super::comparison::csv(cmp).into_bytes())
     }
 }
 

@@ -3,18 +3,15 @@
 //! with no network; the figure files sit beside it for use elsewhere. Built with minijinja
 //! from the result model (pure until `write`).
 
-use std::path::{Path, PathBuf};
-
 use minijinja::value::Serde;
 use minijinja::{Environment, context};
 use serde::Serialize;
 
+use super::format_ns;
 use super::plot::{self, Bar, Figure, Point};
-use super::{comparison, format_ns};
-use crate::compare::Comparison;
-use crate::model::{BenchResult, Run, Status};
+use crate::model::{BenchResult, Curve, Run, Status};
 
-/// A figure ready for the page: its file stem and SVG text.
+/// A figure ready for the page: its file stem, title and SVG text.
 #[derive(Debug, Clone, Serialize)]
 pub struct FigureOut {
     pub name: String,
@@ -121,7 +118,7 @@ fn row(r: &BenchResult) -> Row {
 }
 
 /// Draw one figure; a figure with nothing to draw is left out of the page.
-fn fig(name: String, title: String, f: &Figure) -> Option<FigureOut> {
+pub(super) fn fig(name: String, title: String, f: &Figure) -> Option<FigureOut> {
     plot::svg(f).ok().map(|svg| FigureOut { name, title, svg })
 }
 
@@ -154,58 +151,73 @@ fn point(r: &BenchResult, x: f64) -> Option<Point> {
     })
 }
 
-/// The ring curve: per-switch cost against N, one line per working-set size.
-fn ring_figure(results: &[&BenchResult]) -> Option<Figure<'static>> {
-    let mut sizes: Vec<u64> = results
+/// One declared curve from the results under `prefix`: cost against `curve.x`, one line per
+/// value of `curve.series` (or one line named after the benchmark).
+fn curve_figure(results: &[&BenchResult], prefix: &str, curve: &Curve) -> Option<Figure<'static>> {
+    let mine: Vec<&BenchResult> = results
         .iter()
-        .filter_map(|r| param(r, "size_kb").map(|v| v as u64))
+        .copied()
+        .filter(|r| r.id.starts_with(prefix) && ok(r))
         .collect();
-    sizes.sort_unstable();
-    sizes.dedup();
-    let series: Vec<(String, Vec<Point>)> = sizes
-        .iter()
-        .map(|&kb| {
-            let mut pts: Vec<Point> = results
+    let points = |rs: &[&BenchResult]| -> Vec<Point> {
+        let mut pts: Vec<Point> = rs
+            .iter()
+            .filter_map(|r| point(r, param(r, curve.x)?))
+            .collect();
+        pts.sort_by(|a, b| a.x.total_cmp(&b.x));
+        pts
+    };
+    let series: Vec<(String, Vec<Point>)> = match curve.series {
+        None => vec![(prefix.trim_end_matches('/').to_string(), points(&mine))],
+        Some((key, words)) => {
+            let mut values: Vec<u64> = mine
                 .iter()
-                .filter(|r| ok(r) && param(r, "size_kb").map(|v| v as u64) == Some(kb))
-                .filter_map(|r| point(r, param(r, "procs")?))
+                .filter_map(|r| param(r, key).map(|v| v as u64))
                 .collect();
-            pts.sort_by(|a, b| a.x.total_cmp(&b.x));
-            (format!("{kb} KB per process"), pts)
-        })
-        .filter(|(_, p)| !p.is_empty())
-        .collect();
+            values.sort_unstable();
+            values.dedup();
+            values
+                .into_iter()
+                .map(|v| {
+                    let rs: Vec<&BenchResult> = mine
+                        .iter()
+                        .copied()
+                        .filter(|r| param(r, key).map(|x| x as u64) == Some(v))
+                        .collect();
+                    (format!("{v} {words}"), points(&rs))
+                })
+                .collect()
+        }
+    };
+    let series: Vec<(String, Vec<Point>)> =
+        series.into_iter().filter(|(_, p)| p.len() >= 2).collect();
     (!series.is_empty()).then(|| Figure::Curves {
-        title: "context switch in a ring of N processes (lat_ctx), overhead subtracted".into(),
-        x_desc: "processes in the ring".into(),
-        y_desc: "per switch".into(),
-        log2_x: true,
+        title: curve.title.into(),
+        x_desc: curve.x_desc.into(),
+        y_desc: curve.y_desc.into(),
+        log2_x: curve.log2_x,
         series,
     })
 }
 
-fn fork_rss_figure(results: &[&BenchResult]) -> Option<Figure<'static>> {
-    let mut pts: Vec<Point> = results
-        .iter()
-        .filter(|r| ok(r))
-        .filter_map(|r| point(r, param(r, "rss_mib")?))
-        .collect();
-    pts.sort_by(|a, b| a.x.total_cmp(&b.x));
-    (pts.len() >= 2).then(|| Figure::Curves {
-        title: "fork + exit + wait against the parent's resident memory".into(),
-        x_desc: "parent resident memory (MiB)".into(),
-        y_desc: "per fork".into(),
-        log2_x: false,
-        series: vec![("spawn/fork-rss".into(), pts)],
-    })
+/// What a figure belongs to on the page.
+#[derive(Debug, Clone, PartialEq)]
+enum Owner {
+    Page,
+    Family(String),
+    Result(String),
 }
 
-/// Owned copies of what a run's report draws, so SVG and PNG come from the same values.
-struct Plan<'a> {
-    families: Vec<(String, Vec<&'a BenchResult>)>,
+/// A figure to draw: its file stem, title, where it goes on the page, and what it shows.
+struct Drawn<'a> {
+    name: String,
+    title: String,
+    owner: Owner,
+    figure: Figure<'a>,
 }
 
-fn plan(run: &Run) -> Plan<'_> {
+/// Results grouped by family, in first-seen order.
+fn families(run: &Run) -> Vec<(String, Vec<&BenchResult>)> {
     let mut families: Vec<(String, Vec<&BenchResult>)> = Vec::new();
     for r in &run.results {
         match families.iter_mut().find(|(f, _)| *f == r.family) {
@@ -213,95 +225,133 @@ fn plan(run: &Run) -> Plan<'_> {
             None => families.push((r.family.clone(), vec![r])),
         }
     }
-    Plan { families }
+    families
 }
 
-/// Every figure of a run: (file stem, title, figure).
-fn figures(run: &Run) -> Vec<(String, String, Figure<'_>)> {
-    let p = plan(run);
-    let mut out = Vec::new();
+/// What each clock read costs (the timer/ results, or the calibration alone).
+fn clock_figure(run: &Run) -> Drawn<'_> {
     let timer_bars: Vec<Bar> = run
         .results
         .iter()
         .filter(|r| r.family == "timer" && ok(r))
         .filter_map(bar)
         .collect();
-    let clock_title = format!(
+    let title = format!(
         "clock calibration: CLOCK_MONOTONIC costs {} per read, smallest step {}",
         format_ns(run.clock.cost_ns),
         format_ns(run.clock.resolution_ns)
     );
-    let clock_bars = if timer_bars.is_empty() {
+    let bars = if timer_bars.is_empty() {
+        let c = run.clock.cost_ns;
         vec![Bar {
             label: "CLOCK_MONOTONIC (calibration)".into(),
-            value: run.clock.cost_ns,
-            lo: run.clock.cost_ns,
-            hi: run.clock.cost_ns,
+            value: c,
+            lo: c,
+            hi: c,
             flagged: false,
         }]
     } else {
         timer_bars
     };
-    out.push((
-        "clock".to_string(),
-        clock_title.clone(),
-        Figure::Bars {
-            title: clock_title,
-            bars: clock_bars,
-        },
-    ));
-    for (fam, rs) in &p.families {
-        let bars: Vec<Bar> = rs
-            .iter()
-            .filter(|r| {
-                ok(r) && !r.id.starts_with("switch/ring/") && !r.id.starts_with("spawn/fork-rss/")
-            })
-            .filter_map(|r| bar(r))
-            .collect();
-        if !bars.is_empty() {
-            let title = format!("{fam}/: median cost per operation with its 95% CI");
-            out.push((
-                format!("family-{fam}"),
-                title.clone(),
-                Figure::Bars { title, bars },
-            ));
-        }
-        let rings: Vec<&BenchResult> = rs
-            .iter()
-            .copied()
-            .filter(|r| r.id.starts_with("switch/ring/"))
-            .collect();
-        if let Some(f) = ring_figure(&rings) {
-            out.push(("ring".into(), "lat_ctx ring".into(), f));
-        }
-        let forks: Vec<&BenchResult> = rs
-            .iter()
-            .copied()
-            .filter(|r| r.id.starts_with("spawn/fork-rss/"))
-            .collect();
-        if let Some(f) = fork_rss_figure(&forks) {
-            out.push(("fork-rss".into(), "fork against resident memory".into(), f));
-        }
-        for r in rs.iter().filter(|r| ok(r)) {
-            out.push((
-                format!("{}-series", slug(&r.id)),
-                format!("{}: samples in order", r.id),
-                Figure::TimeSeries(r),
-            ));
-            out.push((
-                format!("{}-hist", slug(&r.id)),
-                format!("{}: distribution", r.id),
-                Figure::Histogram(r),
-            ));
+    Drawn {
+        name: "clock".into(),
+        title: title.clone(),
+        owner: Owner::Page,
+        figure: Figure::Bars { title, bars },
+    }
+}
+
+/// A family's figures: its bar chart (results on a declared curve left out) and its curves.
+fn family_figures<'a>(
+    fam: &str,
+    rs: &[&'a BenchResult],
+    curves: &[(String, Curve)],
+) -> Vec<Drawn<'a>> {
+    let on_curve = |r: &BenchResult| curves.iter().any(|(p, _)| r.id.starts_with(p.as_str()));
+    let bars: Vec<Bar> = rs
+        .iter()
+        .filter(|r| ok(r) && !on_curve(r))
+        .filter_map(|r| bar(r))
+        .collect();
+    let mut out = Vec::new();
+    let owner = Owner::Family(fam.to_string());
+    if !bars.is_empty() {
+        let title = format!("{fam}/: median cost per operation with its 95% CI");
+        out.push(Drawn {
+            name: format!("family-{fam}"),
+            title: title.clone(),
+            owner: owner.clone(),
+            figure: Figure::Bars { title, bars },
+        });
+    }
+    for (prefix, curve) in curves {
+        if let Some(figure) = curve_figure(rs, prefix, curve) {
+            out.push(Drawn {
+                name: curve.name.into(),
+                title: curve.title.into(),
+                owner: owner.clone(),
+                figure,
+            });
         }
     }
     out
 }
 
+/// Every figure of a run.
+fn figures<'a>(run: &'a Run, curves: &[(String, Curve)]) -> Vec<Drawn<'a>> {
+    let mut out = vec![clock_figure(run)];
+    for (fam, rs) in families(run) {
+        out.extend(family_figures(&fam, &rs, curves));
+        for r in rs.iter().filter(|r| ok(r)) {
+            let owner = Owner::Result(r.id.clone());
+            out.push(Drawn {
+                name: format!("{}-series", slug(&r.id)),
+                title: format!("{}: samples in order", r.id),
+                owner: owner.clone(),
+                figure: Figure::TimeSeries(r),
+            });
+            out.push(Drawn {
+                name: format!("{}-hist", slug(&r.id)),
+                title: format!("{}: distribution", r.id),
+                owner,
+                figure: Figure::Histogram(r),
+            });
+        }
+    }
+    out
+}
+
+/// A rendered page: `index.html` and its figure files, as relative paths and bytes. Writing
+/// them is `output::write_page`'s job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page {
+    pub html: String,
+    pub files: Vec<(String, Vec<u8>)>,
+}
+
+/// The figure files of `drawn`: SVG always, PNG too with `png`.
+fn figure_files(
+    drawn: &[Drawn],
+    figs: &[FigureOut],
+    png: bool,
+) -> Result<Vec<(String, Vec<u8>)>, String> {
+    let mut files: Vec<(String, Vec<u8>)> = figs
+        .iter()
+        .map(|f| (format!("fig/{}.svg", f.name), f.svg.clone().into_bytes()))
+        .collect();
+    if png {
+        for d in drawn {
+            files.push((format!("fig/{}.png", d.name), plot::png(&d.figure)?));
+        }
+    }
+    Ok(files)
+}
+
 const RUN_TEMPLATE: &str = include_str!("../../assets/report.html");
 const COMPARE_TEMPLATE: &str = include_str!("../../assets/compare.html");
 
-fn env() -> Environment<'static> {
+/// The page templates (compiled into the binary).
+pub(super) fn env() -> Environment<'static> {
     let mut e = Environment::new();
     e.add_template("report.html", RUN_TEMPLATE)
         .expect("valid template");
@@ -355,62 +405,49 @@ fn env_rows(run: &Run) -> Vec<(String, String)> {
     ]
 }
 
-/// The run's page and its figures, as (relative path, bytes).
-pub fn render_run(run: &Run) -> Result<(String, Vec<FigureOut>), String> {
-    let figs: Vec<FigureOut> = figures(run)
+fn counts(run: &Run) -> [usize; 4] {
+    let n = |f: &dyn Fn(&BenchResult) -> bool| run.results.iter().filter(|r| f(r)).count();
+    [
+        n(&|r| r.status == Status::Ok),
+        n(&|r| matches!(r.status, Status::Skipped { .. })),
+        n(&|r| matches!(r.status, Status::Failed { .. })),
+        n(&|r| r.disturbed.is_disturbed()),
+    ]
+}
+
+/// The run's page: every result, the machine, and the figures (`curves` are the catalogue's
+/// declared curves, by id prefix).
+pub fn render_run(run: &Run, curves: &[(String, Curve)], png: bool) -> Result<Page, String> {
+    let drawn = figures(run, curves);
+    let figs: Vec<(Owner, FigureOut)> = drawn
         .iter()
-        .filter_map(|(name, title, f)| fig(name.clone(), title.clone(), f))
-        .collect();
-    let find = |name: &str| figs.iter().find(|f| f.name == name).cloned();
-    let families: Vec<FamilyOut> = plan(run)
-        .families
-        .into_iter()
-        .map(|(name, rs)| {
-            let mut family_figs: Vec<FigureOut> =
-                [format!("family-{name}"), "ring".into(), "fork-rss".into()]
-                    .iter()
-                    .filter(|n| *n != "ring" || name == "switch")
-                    .filter(|n| *n != "fork-rss" || name == "spawn")
-                    .filter_map(|n| find(n))
-                    .collect();
-            family_figs.dedup_by(|a, b| a.name == b.name);
-            FamilyOut {
-                rows: rs.iter().map(|r| row(r)).collect(),
-                details: rs
-                    .iter()
-                    .filter(|r| ok(r))
-                    .map(|r| {
-                        let s = slug(&r.id);
-                        let f = [format!("{s}-series"), format!("{s}-hist")]
-                            .iter()
-                            .filter_map(|n| find(n))
-                            .collect();
-                        (row(r), f)
-                    })
-                    .collect(),
-                figures: family_figs,
-                name,
-            }
+        .filter_map(|d| {
+            Some((
+                d.owner.clone(),
+                fig(d.name.clone(), d.title.clone(), &d.figure)?,
+            ))
         })
         .collect();
-    let counts = (
-        run.results
-            .iter()
-            .filter(|r| r.status == Status::Ok)
-            .count(),
-        run.results
-            .iter()
-            .filter(|r| matches!(r.status, Status::Skipped { .. }))
-            .count(),
-        run.results
-            .iter()
-            .filter(|r| matches!(r.status, Status::Failed { .. }))
-            .count(),
-        run.results
-            .iter()
-            .filter(|r| r.disturbed.is_disturbed())
-            .count(),
-    );
+    let owned_by = |o: Owner| -> Vec<FigureOut> {
+        figs.iter()
+            .filter(|(w, _)| *w == o)
+            .map(|(_, f)| f.clone())
+            .collect()
+    };
+    let families: Vec<FamilyOut> = families(run)
+        .into_iter()
+        .map(|(name, rs)| FamilyOut {
+            rows: rs.iter().map(|r| row(r)).collect(),
+            details: rs
+                .iter()
+                .filter(|r| ok(r))
+                .map(|r| (row(r), owned_by(Owner::Result(r.id.clone()))))
+                .collect(),
+            figures: owned_by(Owner::Family(name.clone())),
+            name,
+        })
+        .collect();
+    let [ok_n, skipped, failed, disturbed] = counts(run);
     let html = env()
         .get_template("report.html")
         .map_err(|e| e.to_string())?
@@ -421,158 +458,18 @@ pub fn render_run(run: &Run) -> Result<(String, Vec<FigureOut>), String> {
             },
             env => Serde(env_rows(run)),
             vulnerabilities => Serde(&run.env.vulnerabilities),
-            clock => Serde(find("clock")),
+            clock => Serde(owned_by(Owner::Page).first()),
             families => Serde(families),
-            ok => counts.0, skipped => counts.1, failed => counts.2, disturbed => counts.3,
+            ok => ok_n, skipped => skipped, failed => failed, disturbed => disturbed,
             total => run.results.len(),
             phase_legend => super::table::PHASE_LEGEND,
         })
         .map_err(|e| e.to_string())?;
-    Ok((html, figs))
-}
-
-/// Write a run's report into `dir`: index.html, fig/*.svg, and fig/*.png with `png`.
-pub fn write_run(run: &Run, dir: &Path, png: bool) -> anyhow::Result<Vec<PathBuf>> {
-    let (html, figs) =
-        render_run(run).map_err(|e| anyhow::anyhow!("cannot render the report: {e}"))?;
-    let mut written = write_files(dir, &html, &figs)?;
-    if png {
-        let fdir = dir.join("fig");
-        for (name, _, f) in figures(run) {
-            let p = fdir.join(format!("{name}.png"));
-            plot::png(&f, &p).map_err(|e| anyhow::anyhow!("cannot draw {}: {e}", p.display()))?;
-            written.push(p);
-        }
-    }
-    Ok(written)
-}
-
-fn write_files(dir: &Path, html: &str, figs: &[FigureOut]) -> anyhow::Result<Vec<PathBuf>> {
-    let fdir = dir.join("fig");
-    std::fs::create_dir_all(&fdir)
-        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", fdir.display()))?;
-    let mut written = Vec::new();
-    for f in figs {
-        let p = fdir.join(format!("{}.svg", f.name));
-        super::write_atomic(&p, f.svg.as_bytes())?;
-        written.push(p);
-    }
-    let index = dir.join("index.html");
-    super::write_atomic(&index, html.as_bytes())?;
-    written.push(index);
-    Ok(written)
-}
-
-#[derive(Debug, Clone, Serialize)]
-struct CmpRow {
-    id: String,
-    base: String,
-    cand: String,
-    slowdown: String,
-    ci: String,
-    addition: String,
-    p: String,
-    verdict: String,
-    class: String,
-}
-
-/// The slowdown chart of a comparison, bars sorted by slowdown; `None` when nothing compared.
-fn slowdown_figure(cmp: &Comparison) -> Option<(String, Figure<'static>)> {
-    let mut rows: Vec<&crate::compare::Row> = cmp.rows.iter().collect();
-    rows.sort_by(|a, b| a.slowdown.total_cmp(&b.slowdown));
-    let bars: Vec<Bar> = rows
-        .iter()
-        .map(|r| Bar {
-            label: r.id.clone(),
-            value: r.slowdown,
-            lo: r.slowdown_ci95[0],
-            hi: r.slowdown_ci95[1],
-            flagged: r.disturbed,
-        })
-        .collect();
-    let title = format!(
-        "slowdown of {} against {} (sorted; whiskers: 95% CI)",
-        cmp.cand.name, cmp.base.name
-    );
-    (!bars.is_empty()).then(|| {
-        let f = Figure::Slowdown {
-            title: title.clone(),
-            bars,
-            threshold: cmp.threshold,
-        };
-        (title, f)
+    let svgs: Vec<FigureOut> = figs.into_iter().map(|(_, f)| f).collect();
+    Ok(Page {
+        html,
+        files: figure_files(&drawn, &svgs, png)?,
     })
-}
-
-/// A comparison's page and its slowdown figure.
-pub fn render_comparison(cmp: &Comparison) -> Result<(String, Vec<FigureOut>), String> {
-    let mut figs = Vec::new();
-    if let Some((title, f)) = slowdown_figure(cmp) {
-        figs.push(FigureOut {
-            name: "slowdown".into(),
-            title,
-            svg: plot::svg(&f)?,
-        });
-    }
-    let table: Vec<CmpRow> = cmp
-        .rows
-        .iter()
-        .map(|r| CmpRow {
-            id: r.id.clone(),
-            base: format_ns(r.base_median_ns),
-            cand: format_ns(r.cand_median_ns),
-            slowdown: format!("x{:.3}", r.slowdown),
-            ci: format!("{:.3} – {:.3}", r.slowdown_ci95[0], r.slowdown_ci95[1]),
-            addition: format!(
-                "{}{}",
-                if r.addition_ns >= 0.0 { "+" } else { "-" },
-                format_ns(r.addition_ns.abs())
-            ),
-            p: if r.p_value < 0.001 {
-                "<0.001".into()
-            } else {
-                format!("{:.3}", r.p_value)
-            },
-            verdict: format!(
-                "{}{}{}",
-                r.verdict.word(),
-                if r.verdict == crate::compare::Verdict::NoChange && !r.within_band {
-                    "*"
-                } else {
-                    ""
-                },
-                if r.disturbed { " (disturbed)" } else { "" }
-            ),
-            class: r.verdict.word().replace(' ', "-"),
-        })
-        .collect();
-    let html = env()
-        .get_template("compare.html")
-        .map_err(|e| e.to_string())?
-        .render(context! {
-            base => Serde(&cmp.base), cand => Serde(&cmp.cand),
-            figure => Serde(figs.first()),
-            rows => Serde(table),
-            headlines => Serde(comparison::headlines(cmp, 8)),
-            summary => comparison::summary_line(cmp),
-            only_base => Serde(&cmp.only_base), only_cand => Serde(&cmp.only_cand),
-            unmeasured => Serde(&cmp.unmeasured),
-            inconclusive => cmp.summary.inconclusive > 0,
-        })
-        .map_err(|e| e.to_string())?;
-    Ok((html, figs))
-}
-
-pub fn write_comparison(cmp: &Comparison, dir: &Path, png: bool) -> anyhow::Result<Vec<PathBuf>> {
-    let (html, figs) =
-        render_comparison(cmp).map_err(|e| anyhow::anyhow!("cannot render the comparison: {e}"))?;
-    let mut written = write_files(dir, &html, &figs)?;
-    if png && let Some((_, f)) = slowdown_figure(cmp) {
-        let p = dir.join("fig/slowdown.png");
-        plot::png(&f, &p).map_err(|e| anyhow::anyhow!("cannot draw {}: {e}", p.display()))?;
-        written.push(p);
-    }
-    Ok(written)
 }
 
 #[cfg(test)]
@@ -583,7 +480,8 @@ mod tests {
     #[test]
     fn run_page_has_every_result_its_environment_and_figures() {
         let run = testdata::run();
-        let (html, figs) = render_run(&run).unwrap();
+        let page = render_run(&run, &[], false).unwrap();
+        let html = page.html;
         // minijinja escapes "/" in text as &#x2f;.
         let html = html.replace("&#x2f;", "/");
         assert!(html.starts_with("<!DOCTYPE html>"));
@@ -593,9 +491,10 @@ mod tests {
         assert!(html.contains("no rdtscp"), "the skip reason is shown");
         assert!(html.contains("disturbed: other CPU busy 97%"));
         assert!(html.contains("definition of call/f0"));
-        assert!(figs.iter().any(|f| f.name == "clock"));
-        assert!(figs.iter().any(|f| f.name == "family-call"));
-        assert!(figs.iter().any(|f| f.name == "call-f0-series"));
+        let has = |f: &str| page.files.iter().any(|(p, _)| p == f);
+        assert!(has("fig/clock.svg") && has("fig/family-call.svg"));
+        assert!(has("fig/call-f0-series.svg"));
+        assert!(!has("fig/clock.png"), "PNG only when asked for");
         assert!(!html.contains("<script src"), "self-contained");
     }
 }

@@ -2,15 +2,22 @@
 //! pretty: a full suite holds over a million samples, and one per line would double the file.
 
 use super::Exporter;
+use crate::compare::Comparison;
 use crate::model::Run;
 
 pub struct Json;
 
-impl Exporter for Json {
+impl Exporter<Run> for Json {
     fn serialize(&self, run: &Run) -> anyhow::Result<Vec<u8>> {
         let mut v = serde_json::to_vec(run)?;
         v.push(b'\n');
         Ok(v)
+    }
+}
+
+impl Exporter<Comparison> for Json {
+    fn serialize(&self, cmp: &Comparison) -> anyhow::Result<Vec<u8>> {
+        Ok(serde_json::to_vec_pretty(cmp)?)
     }
 }
 

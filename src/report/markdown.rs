@@ -2,6 +2,7 @@
 
 use super::Exporter;
 use super::table::{HEADERS, rows};
+use crate::compare::Comparison;
 use crate::model::Run;
 
 pub struct Markdown;
@@ -10,7 +11,7 @@ fn escape(s: &str) -> String {
     s.replace('|', "\\|")
 }
 
-impl Exporter for Markdown {
+impl Exporter<Run> for Markdown {
     fn serialize(&self, run: &Run) -> anyhow::Result<Vec<u8>> {
         let (rows, notes) = rows(run);
         let mut out = format!("# oscost run {}\n\n", run.started_at);
@@ -39,6 +40,12 @@ impl Exporter for Markdown {
             }
         }
         Ok(out.into_bytes())
+    }
+}
+
+impl Exporter<Comparison> for Markdown {
+    fn serialize(&self, cmp: &Comparison) -> anyhow::Result<Vec<u8>> {
+        Ok(super::comparison::markdown(cmp).into_bytes())
     }
 }
 

@@ -1,7 +1,8 @@
-//! Views of the result model. Every exporter is a pure `serialize(run) -> bytes` (as in
-//! hyperfine), so each is tested on synthetic runs; `write_atomic` puts bytes on disk through a
-//! temporary file and a rename, so an interrupted or failed write never leaves a partial file.
+//! Views of the result model: bytes in, bytes out. Every exporter is a pure
+//! `serialize(x) -> bytes` (as in hyperfine), for runs and for comparisons alike, so each is
+//! tested on synthetic data; putting bytes on disk is `output.rs`'s job.
 
+pub mod compare_page;
 pub mod comparison;
 pub mod csv;
 pub mod env;
@@ -13,14 +14,11 @@ pub mod plot;
 pub mod table;
 pub mod xgraph;
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-
 use crate::model::Run;
 
-/// Turns a run into the bytes of one file format.
-pub trait Exporter {
-    fn serialize(&self, run: &Run) -> anyhow::Result<Vec<u8>>;
+/// Turns a run (or a comparison) into the bytes of one file format.
+pub trait Exporter<T: ?Sized = Run> {
+    fn serialize(&self, x: &T) -> anyhow::Result<Vec<u8>>;
 }
 
 /// The house style for terminal tables: a rule under the header and nothing else (rows of
@@ -73,52 +71,6 @@ pub fn three_digits(v: f64) -> String {
     } else {
         format!("{v:.2}")
     }
-}
-
-/// Where a file at `path` would be created; an error message a user can act on when it cannot.
-fn parent_dir(path: &Path) -> PathBuf {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    }
-}
-
-/// Check, before any work, that `path` can be written: it is not a directory and its directory
-/// accepts a new file. Leaves nothing behind.
-pub fn check_writable(path: &Path) -> Result<(), String> {
-    if path.is_dir() {
-        return Err(format!(
-            "{} is a directory; give a file name",
-            path.display()
-        ));
-    }
-    let dir = parent_dir(path);
-    tempfile::NamedTempFile::new_in(&dir)
-        .map(drop)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
-}
-
-/// Check, before any work, a command's output paths: no path given twice, each writable.
-pub fn check_outputs(paths: &[&PathBuf]) -> Result<(), String> {
-    for (i, p) in paths.iter().enumerate() {
-        if paths[..i].contains(p) {
-            return Err(format!("{} is given for two outputs", p.display()));
-        }
-        check_writable(p)?;
-    }
-    Ok(())
-}
-
-/// Write `bytes` to `path` atomically (temporary file in the same directory, then rename).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = parent_dir(path);
-    let mut tmp = tempfile::NamedTempFile::new_in(&dir)
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_data()?;
-    tmp.persist(path)
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {}", path.display(), e.error))?;
-    Ok(())
 }
 
 #[cfg(test)]
@@ -199,18 +151,5 @@ mod tests {
         assert_eq!(format_ns(3.2e9), "3.20 s");
         assert_eq!(format_ns(-0.5), "-0.50 ns");
         assert_eq!(format_ns(f64::NAN), "-");
-    }
-
-    #[test]
-    fn atomic_write_replaces_and_checks_refuse_directories() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("out.json");
-        write_atomic(&p, b"one").unwrap();
-        write_atomic(&p, b"two").unwrap();
-        assert_eq!(std::fs::read(&p).unwrap(), b"two");
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
-        assert!(check_writable(dir.path()).is_err());
-        assert!(check_writable(&dir.path().join("no/such/dir/x.json")).is_err());
-        assert!(check_writable(&p).is_ok());
     }
 }

@@ -1,7 +1,8 @@
 //! lmbench's lat_ctx output, for `oscost ctx`: per working-set size a blank line, then
 //! `"size=Sk ovr=X`, then `N cost` per ring size, in microseconds with two decimals, which is
 //! what xgraph and lmbench's scripts read. CIs and flags are returned separately (for stderr),
-//! so the graph stays parseable.
+//! so the graph stays parseable. Sizes and counts come from each result's parameters (failed
+//! points carry them too), never from parsing ids.
 
 use crate::model::{BenchResult, Run, Status};
 
@@ -15,10 +16,7 @@ pub fn lat_ctx(run: &Run) -> (String, String) {
     let mut notes = String::new();
     let mut current: Option<u64> = None;
     for r in &run.results {
-        let Some(kb) = param(r, "size_kb")
-            .map(|v| v as u64)
-            .or_else(|| size_from_id(&r.id))
-        else {
+        let Some(kb) = param(r, "size_kb").map(|v| v as u64) else {
             continue;
         };
         if current != Some(kb) {
@@ -33,10 +31,7 @@ pub fn lat_ctx(run: &Run) -> (String, String) {
                 ovr.map_or(f64::NAN, |o| o / 1e3)
             ));
         }
-        let n = param(r, "procs")
-            .map(|v| v as u64)
-            .or_else(|| procs_from_id(&r.id))
-            .unwrap_or(0);
+        let n = param(r, "procs").map_or(0, |v| v as u64);
         match (&r.status, &r.stats) {
             (Status::Ok, Some(s)) => {
                 out.push_str(&format!("{n} {:.2}\n", s.median / 1e3));
@@ -68,16 +63,6 @@ pub fn lat_ctx(run: &Run) -> (String, String) {
     (out, notes)
 }
 
-/// `switch/ring/n8-s16k` -> 16.
-fn size_from_id(id: &str) -> Option<u64> {
-    id.rsplit_once("-s")?.1.trim_end_matches('k').parse().ok()
-}
-
-/// `switch/ring/n8-s16k` -> 8.
-fn procs_from_id(id: &str) -> Option<u64> {
-    id.rsplit_once("/n")?.1.split('-').next()?.parse().ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,7 +91,5 @@ mod tests {
         );
         assert!(notes.contains("size=0k N=4: -0.05 us"));
         assert!(notes.contains("FLAG: at or below the overhead"));
-        assert_eq!(size_from_id("switch/ring/n8-s16k"), Some(16));
-        assert_eq!(procs_from_id("switch/ring/n8-s16k"), Some(8));
     }
 }

@@ -1,0 +1,79 @@
+//! `oscost ab --a CMD --b CMD`: the benchmarks run on A and B alternately, both sides saved,
+//! then compared; --json/--csv/--markdown write the comparison.
+
+use clap::Args;
+
+use super::compare::{finish, options};
+use super::run::{RunArgs, plan};
+use super::{check_outputs, open_store, store_err};
+use crate::cli::{CompareArgs, OutputArgs, split_command, usage};
+use crate::compare;
+use crate::scheduler::{self, AbSide};
+
+#[derive(Debug, Args, Clone)]
+pub struct AbArgs {
+    /// The command A runs under [default: nothing, the plain system].
+    #[arg(long, value_name = "CMD")]
+    pub a: Option<String>,
+    /// The command B runs under, e.g. 'strace -f -o /dev/null'.
+    #[arg(long, value_name = "CMD")]
+    pub b: Option<String>,
+    /// How many A/B rounds per benchmark.
+    #[arg(long, value_name = "K", default_value = "3",
+          value_parser = clap::value_parser!(u64).range(1..=100))]
+    pub rounds: u64,
+    #[command(flatten)]
+    pub compare: CompareArgs,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// One side: its wrapper split like a shell, and the text to show.
+fn side(cmd: Option<&str>) -> anyhow::Result<AbSide> {
+    Ok(match cmd {
+        Some(c) => AbSide {
+            wrapper: split_command(c).map_err(|e| usage(e.0))?,
+            text: Some(c.to_string()),
+        },
+        None => AbSide {
+            wrapper: vec![],
+            text: None,
+        },
+    })
+}
+
+impl AbArgs {
+    pub fn run(self) -> anyhow::Result<i32> {
+        let interrupted = crate::worker::install_guards()?;
+        if self.run.under.is_some() {
+            return Err(usage("ab takes its wrappers as --a and --b, not --under"));
+        }
+        let (sa, sb) = (side(self.a.as_deref())?, side(self.b.as_deref())?);
+        // The run's own exports are not written by ab: its files are the comparison's.
+        let outputs = self.run.outputs.clone();
+        let mut plan_args = self.run.clone();
+        plan_args.outputs = OutputArgs::default();
+        check_outputs(&outputs)?;
+        let plan = plan(&plan_args)?;
+        let mut store = if self.run.no_save {
+            None
+        } else {
+            Some(open_store(&self.run.store)?)
+        };
+        let rounds = self.rounds as usize;
+        let (ra, rb) = scheduler::execute_ab(&plan, &sa, &sb, rounds, interrupted)?;
+        let (mut na, mut nb) = ("A".to_string(), "B".to_string());
+        if let Some(s) = &mut store {
+            let ia = s.save(&ra).map_err(store_err)?;
+            let ib = s.save(&rb).map_err(store_err)?;
+            eprintln!(
+                "oscost: saved A as run {ia} and B as run {ib} in {}",
+                s.path().display()
+            );
+            na = format!("A (run {ia})");
+            nb = format!("B (run {ib})");
+        }
+        let cmp = compare::compare(&ra, &rb, &na, &nb, &options(&self.compare));
+        finish(&cmp, &self.compare, &outputs)
+    }
+}

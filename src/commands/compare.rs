@@ -1,0 +1,83 @@
+//! `oscost compare BASE CAND`: what changed between two runs (files or stored runs), with
+//! `--fail-above` for CI gating; also how `ab` reports (`finish`).
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::{check_outputs, check_report_dir, color, load_run, print_stdout};
+use crate::cli::{CompareArgs, OutputArgs, StoreArgs};
+use crate::compare::{self, Comparison};
+use crate::{output, report};
+
+#[derive(Debug, Args, Clone)]
+pub struct CompareCmd {
+    /// The base: a JSON file, a stored run id, `last` or `last~N`.
+    pub base: String,
+    /// The candidate, in the same forms.
+    pub cand: String,
+    #[command(flatten)]
+    pub compare: CompareArgs,
+    #[command(flatten)]
+    pub outputs: OutputArgs,
+    /// Also write an HTML report of the comparison into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
+    /// With --report, also draw the figures as PNG.
+    #[arg(long, requires = "report")]
+    pub png: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+impl CompareCmd {
+    pub fn run(self) -> anyhow::Result<i32> {
+        check_outputs(&self.outputs)?;
+        if let Some(d) = &self.report {
+            check_report_dir(d)?;
+        }
+        let (b, bn) = load_run(&self.base, &self.store)?;
+        let (c, cn) = load_run(&self.cand, &self.store)?;
+        let cmp = compare::compare(&b, &c, &bn, &cn, &options(&self.compare));
+        if let Some(d) = &self.report {
+            let page = report::compare_page::render_comparison(&cmp, self.png)
+                .map_err(|e| anyhow::anyhow!("cannot render the comparison: {e}"))?;
+            output::write_page(d, &page)?;
+            eprintln!(
+                "oscost: comparison report in {}",
+                d.join("index.html").display()
+            );
+        }
+        finish(&cmp, &self.compare, &self.outputs)
+    }
+}
+
+pub(super) fn options(args: &CompareArgs) -> compare::Options {
+    compare::Options {
+        threshold: args.threshold / 100.0,
+        ..compare::Options::default()
+    }
+}
+
+/// Print a comparison, write its files, and give the exit code (1 on a --fail-above breach).
+pub(super) fn finish(
+    cmp: &Comparison,
+    args: &CompareArgs,
+    outputs: &OutputArgs,
+) -> anyhow::Result<i32> {
+    output::export(cmp, &output::exporters::<Comparison>(outputs))?;
+    print_stdout(&report::comparison::render(cmp, color()))?;
+    if let Some(pct) = args.fail_above {
+        let bad = compare::regressions(cmp, pct);
+        if !bad.is_empty() {
+            let ids: Vec<&str> = bad.iter().map(|r| r.id.as_str()).collect();
+            eprintln!(
+                "oscost: {} benchmark(s) slower by more than {pct}%: {}",
+                bad.len(),
+                ids.join(", ")
+            );
+            return Ok(1);
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,110 @@
+//! `oscost ctx`: lmbench's lat_ctx on oscost's engine. stdout is lat_ctx's xgraph format
+//! (`"size=Nk ovr=X` then `N cost` lines, microseconds); the CI of each point and any flag go
+//! to stderr. Unlike lat_ctx, a point at or below the overhead is printed, not dropped.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser};
+
+use super::print_stdout;
+use super::run::plan;
+use crate::cli::{Cli, Command, usage};
+use crate::harness::case::RingOptions;
+use crate::scheduler::{self, Plan, min_sampling_ns};
+use crate::{output, report};
+
+#[derive(Debug, Args, Clone)]
+pub struct CtxArgs {
+    /// Working set each process sums, KB (repeat for several: -s 0 -s 16).
+    #[arg(short = 's', value_name = "KB")]
+    pub sizes: Vec<usize>,
+    /// Rings run at once (spread over the allowed CPUs).
+    #[arg(short = 'P', value_name = "PARALLEL", default_value = "1",
+          value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub parallel: u64,
+    /// Warm-up before sampling each point, microseconds.
+    #[arg(short = 'W', value_name = "US")]
+    pub warmup_us: Option<u64>,
+    /// Samples per point (fixed, instead of sampling to a precision).
+    #[arg(short = 'N', value_name = "REPETITIONS",
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub repetitions: Option<u64>,
+    /// Ring sizes (processes), 2 to 1024 and beyond if the fd limit allows.
+    #[arg(required = true, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(2..=8192))]
+    pub procs: Vec<u64>,
+    /// Also write the run (the result model) as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+impl CtxArgs {
+    pub fn run(self) -> anyhow::Result<i32> {
+        let interrupted = crate::worker::install_guards()?;
+        if let Some(p) = &self.json {
+            output::check_writable(p).map_err(usage)?;
+        }
+        let max = self.procs.iter().copied().max().unwrap_or(2) * self.parallel;
+        check_fd_limit(max)?;
+        let plan = self.plan(max)?;
+        let run = scheduler::execute(&plan, interrupted)?;
+        if let Some(p) = &self.json {
+            output::export(&run, &[(p.clone(), Box::new(report::json::Json) as _)])?;
+        }
+        let (text, notes) = report::xgraph::lat_ctx(&run);
+        eprint!("{notes}");
+        print_stdout(&text)?;
+        Ok(0)
+    }
+
+    /// `run switch/ring --no-save` with lat_ctx's points, and the sampling time a suite gives
+    /// shared by the points (not 2 s each).
+    fn plan(&self, max: u64) -> anyhow::Result<Plan> {
+        let parsed = Cli::try_parse_from(["oscost", "run", "switch/ring", "--no-save"])?;
+        let Some(Command::Run(mut args)) = parsed.command else {
+            unreachable!("a fixed command line")
+        };
+        args.samples = self.repetitions;
+        let mut plan = plan(&args)?;
+        let ring = RingOptions {
+            procs: self.procs.iter().map(|&n| n as usize).collect(),
+            sizes_kb: if self.sizes.is_empty() {
+                vec![0]
+            } else {
+                self.sizes.clone()
+            },
+            parallel: self.parallel as usize,
+        };
+        let points = ring.procs.len() * ring.sizes_kb.len();
+        plan.opts.variants.ring = ring;
+        let cfg = &mut plan.opts.sampler;
+        cfg.min_time_ns = min_sampling_ns(points, 400_000_000);
+        cfg.budget_ns = cfg.budget_ns.max(2 * cfg.min_time_ns);
+        if let Some(w) = self.warmup_us {
+            cfg.warmup_ns = w * 1000;
+        }
+        // A big ring is slow to set up.
+        plan.timeout = plan.timeout.max(Duration::from_secs(60 + 2 * max));
+        Ok(plan)
+    }
+}
+
+/// A ring of `max` processes needs two descriptors each: refuse at once when the hard limit
+/// cannot allow it.
+fn check_fd_limit(max: u64) -> anyhow::Result<()> {
+    let needed = 2 * max + 64;
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: a valid out pointer.
+    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) };
+    if rl.rlim_max < needed {
+        return Err(usage(format!(
+            "a ring of {max} processes needs {needed} file descriptors, but the hard limit is {}: raise it (ulimit -Hn, limits.conf) or use fewer processes",
+            rl.rlim_max
+        )));
+    }
+    Ok(())
+}

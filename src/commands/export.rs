@@ -1,0 +1,30 @@
+//! `oscost export RUN --json/--csv/--markdown FILE`: a stored run written to files.
+
+use clap::Args;
+
+use super::{check_outputs, load_run};
+use crate::cli::{OutputArgs, StoreArgs, usage};
+use crate::model::Run;
+use crate::output;
+
+#[derive(Debug, Args, Clone)]
+pub struct ExportArgs {
+    /// A stored run: its id, `last` or `last~N`.
+    pub run: String,
+    #[command(flatten)]
+    pub outputs: OutputArgs,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+impl ExportArgs {
+    pub fn run(self) -> anyhow::Result<i32> {
+        check_outputs(&self.outputs)?;
+        if self.outputs.paths().is_empty() {
+            return Err(usage("export needs --json, --csv or --markdown FILE"));
+        }
+        let (run, _) = load_run(&self.run, &self.store)?;
+        output::export(&run, &output::exporters::<Run>(&self.outputs))?;
+        Ok(0)
+    }
+}

@@ -1,0 +1,48 @@
+//! `oscost history [ID]`: the stored runs; with a benchmark id, that benchmark across runs with
+//! its trend.
+
+use clap::Args;
+
+use super::{color, open_store, print_stdout, store_err};
+use crate::cli::{StoreArgs, usage};
+use crate::report;
+
+#[derive(Debug, Args, Clone)]
+pub struct HistoryArgs {
+    /// A benchmark id (e.g. syscall/getpid).
+    pub bench: Option<String>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+impl HistoryArgs {
+    pub fn run(self) -> anyhow::Result<i32> {
+        let s = open_store(&self.store)?;
+        let text = match self.bench.as_deref() {
+            None => report::history::runs(&s.list().map_err(store_err)?, color()),
+            Some(b) => {
+                let points = s.history(b).map_err(store_err)?;
+                if points.is_empty() {
+                    let known = s.known_benchmarks().map_err(store_err)?;
+                    return Err(usage(unknown_benchmark(b, &known)));
+                }
+                report::history::trend(b, &points, color())
+            }
+        };
+        print_stdout(&text)?;
+        Ok(0)
+    }
+}
+
+/// Why `b` has no history, with the nearest stored id when one is close.
+fn unknown_benchmark(b: &str, known: &[String]) -> String {
+    let near = known
+        .iter()
+        .map(|k| (strsim::damerau_levenshtein(b, k), k))
+        .min()
+        .filter(|(d, _)| *d <= b.len() / 2 + 1);
+    match near {
+        Some((_, k)) => format!("no stored run has '{b}'; did you mean '{k}'?"),
+        None => format!("no stored run has '{b}' (`oscost history` lists the runs)"),
+    }
+}

@@ -1,0 +1,33 @@
+//! `oscost list`: every benchmark id with what one sample measures.
+
+use clap::Args;
+
+use super::print_stdout;
+use crate::bench;
+
+#[derive(Debug, Args, Clone)]
+pub struct ListArgs {}
+
+impl ListArgs {
+    pub fn run(self) -> anyhow::Result<i32> {
+        print_stdout(&list_text())?;
+        Ok(0)
+    }
+}
+
+fn list_text() -> String {
+    let mut out = String::new();
+    for b in bench::registry() {
+        out.push_str(&format!(
+            "{:<28} ns/op  {}{}\n",
+            b.id,
+            b.definition,
+            if b.default {
+                ""
+            } else {
+                "  (not in the default suite)"
+            }
+        ));
+    }
+    out
+}

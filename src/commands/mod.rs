@@ -1,0 +1,88 @@
+//! One module per command, each with its clap argument struct and a `run` that resolves the
+//! arguments, calls the pure parts (the scheduler, the store, `compare`, the report views) and
+//! prints; this file holds what several of them share (the store, loading a run, stdout).
+
+pub mod ab;
+pub mod compare;
+pub mod ctx;
+pub mod env;
+pub mod export;
+pub mod history;
+pub mod list;
+pub mod report;
+pub mod run;
+pub mod show;
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+
+use anyhow::Context;
+
+use crate::cli::{OutputArgs, StoreArgs, usage};
+use crate::model::{self, Run};
+use crate::store::{self, Store, StoreError};
+
+pub use crate::output::check_report_dir;
+
+/// Whether to color: a terminal and no NO_COLOR (https://no-color.org: any non-empty value).
+pub fn use_color(stream_is_tty: bool) -> bool {
+    stream_is_tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// Whether stdout gets colour.
+fn color() -> bool {
+    use_color(std::io::stdout().is_terminal())
+}
+
+/// Write to stdout; a closed pipe (`| head`) is not an error.
+pub fn print_stdout(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.context("cannot write to stdout"),
+    }
+}
+
+/// A store error the user can fix is a usage error (exit 2).
+fn store_err(e: StoreError) -> anyhow::Error {
+    if e.is_usage() {
+        usage(e.to_string())
+    } else {
+        anyhow::Error::new(e)
+    }
+}
+
+pub fn open_store(args: &StoreArgs) -> anyhow::Result<Store> {
+    Store::open(&store::default_path(args.db.as_deref())).map_err(store_err)
+}
+
+/// Check, before any work, a command's output paths (a usage error when one cannot be written).
+fn check_outputs(outputs: &OutputArgs) -> anyhow::Result<()> {
+    crate::output::check_outputs(&outputs.paths()).map_err(usage)
+}
+
+/// True for "7", "last", "last~2".
+fn looks_like_run_ref(s: &str) -> bool {
+    s.parse::<i64>().is_ok()
+        || s == "last"
+        || s.strip_prefix("last~")
+            .is_some_and(|n| n.parse::<u32>().is_ok())
+}
+
+/// A run from a JSON file or the store, and the name to show for it.
+pub fn load_run(reference: &str, store: &StoreArgs) -> anyhow::Result<(Run, String)> {
+    let path = Path::new(reference);
+    if path.is_file() {
+        let run = model::load_run_file(path).map_err(|e| usage(e.to_string()))?;
+        return Ok((run, reference.to_string()));
+    }
+    if looks_like_run_ref(reference) {
+        let s = open_store(store)?;
+        let id = s.resolve(reference).map_err(store_err)?;
+        let run = s.load(id).map_err(store_err)?;
+        return Ok((run, format!("run {id}")));
+    }
+    Err(usage(format!(
+        "'{reference}' is neither a file nor a stored run (an id, `last` or `last~N`)"
+    )))
+}

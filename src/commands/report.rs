@@ -1,0 +1,39 @@
+//! `oscost report RUN -o DIR [--png]`: the HTML report of a run, with its figures.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::{check_report_dir, load_run};
+use crate::cli::StoreArgs;
+use crate::{bench, output, report};
+
+#[derive(Debug, Args, Clone)]
+pub struct ReportArgs {
+    /// A JSON file, a stored run id, `last` or `last~N`.
+    pub run: String,
+    /// The directory to write index.html and fig/ into.
+    #[arg(short = 'o', long = "out", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Also draw every figure as PNG.
+    #[arg(long)]
+    pub png: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+impl ReportArgs {
+    pub fn run(self) -> anyhow::Result<i32> {
+        check_report_dir(&self.out)?;
+        let (run, name) = load_run(&self.run, &self.store)?;
+        let page = report::html::render_run(&run, &bench::curves(), self.png)
+            .map_err(|e| anyhow::anyhow!("cannot render the report: {e}"))?;
+        let files = output::write_page(&self.out, &page)?;
+        eprintln!(
+            "oscost: report of {name} in {} ({} files)",
+            self.out.join("index.html").display(),
+            files.len()
+        );
+        Ok(0)
+    }
+}

@@ -1,0 +1,360 @@
+//! `oscost run` (and a bare `oscost`): resolve the command line into a `Plan`, refusing a bad
+//! one before measuring anything; run it through the scheduler; print the table, write the
+//! exports, save the run and write the report. Each part of the plan comes from a small
+//! resolver of its own (ids, CPU, sampling, fork sizes, placements), each tested alone.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::{check_outputs, check_report_dir, color, open_store, print_stdout};
+use crate::bench;
+use crate::cli::{OutputArgs, StoreArgs, parse_percent, parse_seconds, parse_size_mib};
+use crate::cli::{split_command, usage};
+use crate::harness::case::{Benchmark, RingOptions, VariantOptions, default_fork_sizes};
+use crate::harness::placement::{self, Place};
+use crate::harness::runner::{SamplerConfigWire, WorkerOptions, default_mq_name};
+use crate::harness::sampler::SamplerConfig;
+use crate::model::Run;
+use crate::scheduler::{self, Plan, min_sampling_ns};
+use crate::{output, report};
+
+#[derive(Debug, Args, Clone)]
+pub struct RunArgs {
+    /// Benchmark ids or prefixes (`syscall/`, `call/f0`); none means the default suite.
+    pub ids: Vec<String>,
+
+    /// Stop sampling a benchmark once the 95% CI of its median is within this percent.
+    #[arg(long, value_name = "PCT", value_parser = parse_percent, default_value = "1",
+          allow_negative_numbers = true)]
+    pub precision: f64,
+
+    /// Longest sampling time per benchmark, in seconds [default: 2, 0.5 with --quick].
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds, allow_negative_numbers = true)]
+    pub budget: Option<f64>,
+
+    /// Take exactly N samples per benchmark instead of stopping at --precision.
+    #[arg(long, value_name = "N", conflicts_with = "precision",
+          value_parser = clap::value_parser!(u64).range(10..=10_000_000))]
+    pub samples: Option<u64>,
+
+    /// A shorter, less precise pass (2% precision, short warm-up, 0.5 s budget).
+    #[arg(long)]
+    pub quick: bool,
+
+    /// Pin single-thread benchmarks to this CPU [default: the last allowed CPU].
+    #[arg(long, value_name = "N")]
+    pub cpu: Option<usize>,
+
+    /// Kill a benchmark that runs longer than this, in seconds [default: 30 + 4 x budget].
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds, allow_negative_numbers = true)]
+    pub timeout: Option<f64>,
+
+    #[command(flatten)]
+    pub outputs: OutputArgs,
+
+    /// Run the measuring part under this command, e.g. 'strace -f -o /dev/null'.
+    #[arg(long, value_name = "CMD")]
+    pub under: Option<String>,
+
+    /// Parent resident sizes for spawn/fork-rss: MiB, or with a unit (64M, 1G) [default: 0,64M,256M,1G].
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_size_mib,
+          allow_negative_numbers = true)]
+    pub fork_sizes: Option<Vec<u64>>,
+
+    /// Placements of two-party benchmarks: same (one CPU), cross (two CPUs), free (unpinned).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub placement: Option<Vec<String>>,
+
+    /// A label stored with the run.
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
+
+    /// Also write an HTML report of the run into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
+
+    /// Do not save the run to the results database.
+    #[arg(long)]
+    pub no_save: bool,
+
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+impl RunArgs {
+    /// Measure, print, export, save, report.
+    pub fn run(self) -> anyhow::Result<i32> {
+        let interrupted = crate::worker::install_guards()?;
+        let plan = plan(&self)?;
+        let exports = output::exporters::<Run>(&self.outputs);
+        if let Some(d) = &self.report {
+            check_report_dir(d)?;
+        }
+        // Open the store first: a database that cannot be used is refused before measuring.
+        let mut store = if self.no_save {
+            None
+        } else {
+            Some(open_store(&self.store)?)
+        };
+        let result = scheduler::execute(&plan, interrupted)?;
+        output::export(&result, &exports)?;
+        print_stdout(&report::table::render(&result, color()))?;
+        if let Some(s) = &mut store {
+            let id = s.save(&result)?;
+            eprintln!("oscost: saved as run {id} in {}", s.path().display());
+        }
+        if let Some(d) = &self.report {
+            let page = report::html::render_run(&result, &bench::curves(), false)
+                .map_err(|e| anyhow::anyhow!("cannot render the report: {e}"))?;
+            output::write_page(d, &page)?;
+            eprintln!("oscost: report in {}", d.join("index.html").display());
+        }
+        Ok(0)
+    }
+}
+
+/// Validate arguments into a plan. Every error here is a usage error (exit 2). The
+/// clock-dependent sampler settings (clock cost, batch length) are filled in by the scheduler
+/// once the clock is calibrated.
+pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
+    let (ids, id_places) = split_placements(&args.ids);
+    let benchmarks = bench::select(&ids).map_err(usage)?;
+    let allowed = placement::allowed_cpus();
+    let cpu = resolve_cpu(args.cpu, &allowed).map_err(usage)?;
+    check_outputs(&args.outputs)?;
+    let wrapper = args
+        .under
+        .as_deref()
+        .map(split_command)
+        .transpose()
+        .map_err(|e| usage(e.0))?;
+    let (sampler, budget_s) = resolve_sampling(args, &benchmarks);
+    let avail = mem_available_mib();
+    let fork_sizes_mib = resolve_fork_sizes(args.fork_sizes.as_deref(), avail).map_err(usage)?;
+    let placements = resolve_placements(args.placement.as_deref(), &id_places).map_err(usage)?;
+    let timeout = Duration::from_secs_f64(args.timeout.unwrap_or(30.0 + 4.0 * budget_s));
+    Ok(Plan {
+        benchmarks,
+        opts: WorkerOptions {
+            sampler,
+            cpu,
+            allowed,
+            variants: VariantOptions {
+                placements,
+                ring: RingOptions::default(),
+                fork_sizes_mib,
+            },
+            mq_name: default_mq_name(),
+            scratch_dir: None,
+        },
+        timeout,
+        wrapper_text: args.under.clone(),
+        wrapper,
+        label: args.label.clone(),
+    })
+}
+
+/// `switch/pipe-proc@cross` is a result id: the benchmark, at that placement. Returns the
+/// benchmark ids and the placements named this way.
+fn split_placements(ids: &[String]) -> (Vec<String>, Vec<String>) {
+    let mut places = Vec::new();
+    let bare = ids
+        .iter()
+        .map(|id| match id.split_once('@') {
+            Some((base, place)) => {
+                places.push(place.to_string());
+                base.to_string()
+            }
+            None => id.clone(),
+        })
+        .collect();
+    (bare, places)
+}
+
+/// The measuring CPU: the one asked for if it is allowed, else the default.
+fn resolve_cpu(asked: Option<usize>, allowed: &[usize]) -> Result<usize, String> {
+    let list = || {
+        let v: Vec<String> = allowed.iter().map(|c| c.to_string()).collect();
+        v.join(",")
+    };
+    match asked {
+        _ if allowed.is_empty() => {
+            Err("this process may run on no CPU (sched_getaffinity failed)".into())
+        }
+        Some(c) if allowed.contains(&c) => Ok(c),
+        Some(c) => Err(format!(
+            "--cpu {c}: not an allowed CPU; allowed: {}",
+            list()
+        )),
+        None => placement::default_cpu(allowed).ok_or_else(|| "no allowed CPU".into()),
+    }
+}
+
+/// Sampler settings and the budget in seconds: --quick is a short pass; otherwise a benchmark
+/// samples at least its share of the suite's time, and without --budget at most twice that
+/// (2 s at most), which bounds the default suite's time however noisy the machine is.
+fn resolve_sampling(args: &RunArgs, benchmarks: &[&Benchmark]) -> (SamplerConfigWire, f64) {
+    let quick = args.quick;
+    let defaults = SamplerConfig::for_clock(f64::NAN);
+    let min_time_ns = if quick {
+        30_000_000
+    } else {
+        min_sampling_ns(benchmarks.len(), defaults.min_time_ns)
+    };
+    let budget_s = args.budget.unwrap_or(if quick {
+        0.5
+    } else {
+        (2.0 * min_time_ns as f64 / 1e9).min(2.0)
+    });
+    let precision = if quick && args.precision == 1.0 {
+        0.02
+    } else {
+        args.precision / 100.0
+    };
+    let budget_ns = (budget_s * 1e9) as u64;
+    let wire = SamplerConfigWire {
+        precision,
+        budget_ns,
+        min_time_ns: min_time_ns.min(budget_ns),
+        warmup_ns: if quick {
+            10_000_000
+        } else {
+            defaults.warmup_ns
+        },
+        fixed_samples: args.samples.map(|n| n as usize),
+        // Not known until the scheduler calibrates the clock.
+        target_batch_ns: defaults.target_batch_ns,
+        clock_cost_ns: f64::NAN,
+    };
+    (wire, budget_s)
+}
+
+/// The parent sizes of spawn/fork-rss: those asked for (sorted, at most the memory available),
+/// or the default curve cut where this machine's free memory stops.
+fn resolve_fork_sizes(asked: Option<&[u64]>, avail_mib: Option<u64>) -> Result<Vec<u64>, String> {
+    match asked {
+        Some(v) => {
+            let mut v = v.to_vec();
+            v.sort_unstable();
+            v.dedup();
+            if let (Some(&max), Some(avail)) = (v.last(), avail_mib)
+                && max > avail
+            {
+                return Err(format!(
+                    "--fork-sizes: {max} MiB is more than the {avail} MiB of memory available"
+                ));
+            }
+            Ok(v)
+        }
+        None => {
+            let avail = avail_mib.unwrap_or(u64::MAX);
+            Ok(default_fork_sizes()
+                .into_iter()
+                .filter(|&m| m.saturating_mul(2) <= avail)
+                .collect())
+        }
+    }
+}
+
+/// Placements from --placement, else from ids written `ID@PLACE`, else the defaults.
+fn resolve_placements(asked: Option<&[String]>, from_ids: &[String]) -> Result<Vec<Place>, String> {
+    let words = match asked {
+        Some(list) => list,
+        None if !from_ids.is_empty() => from_ids,
+        None => return Ok(Place::defaults()),
+    };
+    let mut v = Vec::new();
+    for w in words {
+        let p = Place::parse(w.trim())
+            .ok_or_else(|| format!("--placement: '{w}' is not one of same, cross, free"))?;
+        if !v.contains(&p) {
+            v.push(p);
+        }
+    }
+    Ok(v)
+}
+
+/// MemAvailable from /proc/meminfo, MiB.
+fn mem_available_mib() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn args(argv: &[&str]) -> RunArgs {
+        let full: Vec<&str> = ["oscost", "run"].iter().chain(argv).copied().collect();
+        match Cli::try_parse_from(full).unwrap().command {
+            Some(Command::Run(a)) => a,
+            _ => unreachable!("a run command line"),
+        }
+    }
+
+    #[test]
+    fn ids_with_a_placement_name_the_benchmark_and_the_placement() {
+        let (ids, places) = split_placements(&["switch/pipe-proc@cross".into(), "syscall/".into()]);
+        assert_eq!(ids, vec!["switch/pipe-proc", "syscall/"]);
+        assert_eq!(places, vec!["cross"]);
+    }
+
+    #[test]
+    fn cpu_must_be_allowed_and_defaults_to_the_last() {
+        assert_eq!(resolve_cpu(None, &[0, 1]), Ok(1));
+        assert_eq!(resolve_cpu(Some(0), &[0, 1]), Ok(0));
+        let e = resolve_cpu(Some(7), &[0, 1]).unwrap_err();
+        assert!(e.contains("allowed: 0,1"), "{e}");
+        assert!(resolve_cpu(None, &[]).is_err());
+    }
+
+    #[test]
+    fn sampling_follows_quick_budget_samples_and_the_suite_size() {
+        let getpid = bench::select(&["syscall/getpid".into()]).unwrap();
+        let (w, budget) = resolve_sampling(&args(&[]), &getpid);
+        assert_eq!((w.min_time_ns, budget), (2_000_000_000, 2.0));
+        assert_eq!(w.precision, 0.01);
+        let (w, budget) = resolve_sampling(&args(&["--quick"]), &getpid);
+        assert_eq!(
+            (w.min_time_ns, w.precision, budget),
+            (30_000_000, 0.02, 0.5)
+        );
+        let (w, _) = resolve_sampling(&args(&["--budget", "0.1", "--samples", "50"]), &getpid);
+        assert_eq!((w.budget_ns, w.min_time_ns), (100_000_000, 100_000_000));
+        assert_eq!(w.fixed_samples, Some(50));
+    }
+
+    #[test]
+    fn fork_sizes_are_sorted_and_bounded_by_memory() {
+        assert_eq!(
+            resolve_fork_sizes(Some(&[64, 0, 64]), Some(1000)),
+            Ok(vec![0, 64])
+        );
+        assert!(resolve_fork_sizes(Some(&[2048]), Some(1000)).is_err());
+        assert_eq!(resolve_fork_sizes(None, Some(600)), Ok(vec![0, 64, 256]));
+        assert_eq!(resolve_fork_sizes(None, None), Ok(default_fork_sizes()));
+    }
+
+    #[test]
+    fn placements_come_from_the_flag_then_the_ids_then_the_defaults() {
+        let same = vec![Place::Same];
+        assert_eq!(
+            resolve_placements(Some(&["same".into()]), &["cross".into()]),
+            Ok(same)
+        );
+        assert_eq!(
+            resolve_placements(None, &["free".into()]),
+            Ok(vec![Place::Free])
+        );
+        assert_eq!(resolve_placements(None, &[]), Ok(Place::defaults()));
+        let dup = ["cross".into(), " cross".into()];
+        assert_eq!(resolve_placements(Some(&dup), &[]), Ok(vec![Place::Cross]));
+        assert!(resolve_placements(Some(&["both".into()]), &[]).is_err());
+    }
+}

@@ -1,0 +1,23 @@
+//! `oscost show RUN`: a stored run (or a run file) printed as `run` prints it.
+
+use clap::Args;
+
+use super::{color, load_run, print_stdout};
+use crate::cli::StoreArgs;
+
+#[derive(Debug, Args, Clone)]
+pub struct ShowArgs {
+    /// A stored run: its id, `last` or `last~N`.
+    pub run: String,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+impl ShowArgs {
+    pub fn run(self) -> anyhow::Result<i32> {
+        let (run, name) = load_run(&self.run, &self.store)?;
+        eprintln!("oscost: {name}, started {}", run.started_at);
+        print_stdout(&crate::report::table::render(&run, color()))?;
+        Ok(0)
+    }
+}

@@ -1,0 +1,118 @@
+//! The comparison page: headline sentences, the sorted slowdown chart and the table with
+//! verdicts, from a `Comparison` (pure: bytes out).
+
+use minijinja::context;
+use minijinja::value::Serde;
+use serde::Serialize;
+
+use super::html::{FigureOut, Page, env};
+use super::plot::{self, Bar, Figure};
+use super::{comparison, format_ns};
+use crate::compare::Comparison;
+
+#[derive(Debug, Clone, Serialize)]
+struct CmpRow {
+    id: String,
+    base: String,
+    cand: String,
+    slowdown: String,
+    ci: String,
+    addition: String,
+    p: String,
+    verdict: String,
+    class: String,
+}
+
+/// The slowdown chart of a comparison, bars sorted by slowdown; `None` when nothing compared.
+fn slowdown_figure(cmp: &Comparison) -> Option<(String, Figure<'static>)> {
+    let mut rows: Vec<&crate::compare::Row> = cmp.rows.iter().collect();
+    rows.sort_by(|a, b| a.slowdown.total_cmp(&b.slowdown));
+    let bars: Vec<Bar> = rows
+        .iter()
+        .map(|r| Bar {
+            label: r.id.clone(),
+            value: r.slowdown,
+            lo: r.slowdown_ci95[0],
+            hi: r.slowdown_ci95[1],
+            flagged: r.disturbed,
+        })
+        .collect();
+    let title = format!(
+        "slowdown of {} against {} (sorted; whiskers: 95% CI)",
+        cmp.cand.name, cmp.base.name
+    );
+    (!bars.is_empty()).then(|| {
+        let f = Figure::Slowdown {
+            title: title.clone(),
+            bars,
+            threshold: cmp.threshold,
+        };
+        (title, f)
+    })
+}
+
+/// A comparison's page and its slowdown figure (PNG too with `png`).
+pub fn render_comparison(cmp: &Comparison, png: bool) -> Result<Page, String> {
+    let mut figs = Vec::new();
+    if let Some((title, f)) = slowdown_figure(cmp) {
+        figs.push(FigureOut {
+            name: "slowdown".into(),
+            title,
+            svg: plot::svg(&f)?,
+        });
+    }
+    let table: Vec<CmpRow> = cmp
+        .rows
+        .iter()
+        .map(|r| CmpRow {
+            id: r.id.clone(),
+            base: format_ns(r.base_median_ns),
+            cand: format_ns(r.cand_median_ns),
+            slowdown: format!("x{:.3}", r.slowdown),
+            ci: format!("{:.3} – {:.3}", r.slowdown_ci95[0], r.slowdown_ci95[1]),
+            addition: format!(
+                "{}{}",
+                if r.addition_ns >= 0.0 { "+" } else { "-" },
+                format_ns(r.addition_ns.abs())
+            ),
+            p: if r.p_value < 0.001 {
+                "<0.001".into()
+            } else {
+                format!("{:.3}", r.p_value)
+            },
+            verdict: format!(
+                "{}{}{}",
+                r.verdict.word(),
+                if r.verdict == crate::compare::Verdict::NoChange && !r.within_band {
+                    "*"
+                } else {
+                    ""
+                },
+                if r.disturbed { " (disturbed)" } else { "" }
+            ),
+            class: r.verdict.word().replace(' ', "-"),
+        })
+        .collect();
+    let html = env()
+        .get_template("compare.html")
+        .map_err(|e| e.to_string())?
+        .render(context! {
+            base => Serde(&cmp.base), cand => Serde(&cmp.cand),
+            figure => Serde(figs.first()),
+            rows => Serde(table),
+            headlines => Serde(comparison::headlines(cmp, 8)),
+            summary => comparison::summary_line(cmp),
+            only_base => Serde(&cmp.only_base), only_cand => Serde(&cmp.only_cand),
+            unmeasured => Serde(&cmp.unmeasured),
+            inconclusive => cmp.summary.inconclusive > 0,
+        })
+        .map_err(|e| e.to_string())?;
+    let mut files: Vec<(String, Vec<u8>)> = figs
+        .iter()
+        .map(|f| (format!("fig/{}.svg", f.name), f.svg.clone().into_bytes()))
+        .collect();
+    if png && let Some((_, f)) = slowdown_figure(cmp) {
+        files.push(("fig/slowdown.png".into(), plot::png(&f)?));
+    }
+    Ok(Page { html, files })
+}

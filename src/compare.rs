@@ -1,10 +1,12 @@
 //! Two runs -> what changed (DESIGN §4). Per benchmark in both: the base and candidate medians,
 //! the slowdown (ratio of medians) and the addition (difference) each with a bootstrap 95% CI,
 //! a Mann-Whitney p-value, and a verdict. A change is called only when the whole CI of the
-//! ratio lies beyond the noise threshold (as criterion.rs does); when it lies inside the band
-//! there is no change; when it straddles an edge, the data cannot tell (`unclear`).
+//! ratio lies beyond the noise threshold (as criterion.rs does); otherwise the verdict is "no
+//! change", with `within_band` false (shown as `*`) when the CI is wider than the band, so a
+//! smaller change cannot be ruled out.
 //!
-//! Pure: no I/O. The bootstrap uses a seeded generator, so a comparison is reproducible.
+//! Pure: no I/O. The block bootstrap (`stats::bootstrap`) uses a seeded generator, so a
+//! comparison is reproducible.
 //! Also here: merging the rounds of one side of `ab` into one result per benchmark.
 
 use std::collections::BTreeMap;
@@ -73,7 +75,7 @@ pub struct Row {
     pub disturbed: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Summary {
     /// Geometric mean of the slowdowns.
     pub geomean_slowdown: Option<f64>,
@@ -189,85 +191,48 @@ fn why_missing(r: Option<&BenchResult>, side: &str) -> String {
     }
 }
 
-pub fn compare(
-    base: &Run,
-    cand: &Run,
-    base_name: &str,
-    cand_name: &str,
-    opts: &Options,
-) -> Comparison {
-    let measured = |run: &Run| -> BTreeMap<String, BenchResult> {
-        run.results
-            .iter()
-            .map(|r| (r.id.clone(), r.clone()))
-            .collect()
-    };
-    let (bm, cm) = (measured(base), measured(cand));
-    fn ok(r: Option<&BenchResult>) -> Option<&BenchResult> {
-        r.filter(|r| r.status == Status::Ok && r.stats.is_some() && !r.samples_ns.is_empty())
-    }
-    let mut rows = Vec::new();
-    let mut only_base = Vec::new();
-    let mut only_cand = Vec::new();
-    let mut unmeasured = Vec::new();
-    // Base order first, then what only the candidate has.
-    let mut ids: Vec<&String> = base.results.iter().map(|r| &r.id).collect();
-    ids.extend(
-        cand.results
-            .iter()
-            .map(|r| &r.id)
-            .filter(|id| !bm.contains_key(*id)),
+/// Both sides measured with samples: one row of the comparison.
+fn row(id: &str, b: &BenchResult, c: &BenchResult, opts: &Options) -> Option<Row> {
+    let (bs, cs) = (b.stats.as_ref()?, c.stats.as_ref()?);
+    let (ratio_ci, diff_ci) = ratio_and_difference(
+        &rounds_of(b, opts.max_samples),
+        &rounds_of(c, opts.max_samples),
+        opts.resamples,
+        opts.seed,
     );
-    for id in ids {
-        let (b, c) = (bm.get(id), cm.get(id));
-        match (ok(b), ok(c)) {
-            (Some(b), Some(c)) => {
-                let (bs, cs) = (b.stats.as_ref().expect("ok"), c.stats.as_ref().expect("ok"));
-                let (ratio_ci, diff_ci) = ratio_and_difference(
-                    &rounds_of(b, opts.max_samples),
-                    &rounds_of(c, opts.max_samples),
-                    opts.resamples,
-                    opts.seed,
-                );
-                let (verdict, within_band) = verdict(ratio_ci, opts.threshold);
-                let slowdown = if bs.median != 0.0 {
-                    cs.median / bs.median
-                } else {
-                    f64::NAN
-                };
-                rows.push(Row {
-                    id: id.clone(),
-                    base_median_ns: bs.median,
-                    cand_median_ns: cs.median,
-                    slowdown,
-                    slowdown_ci95: ratio_ci,
-                    addition_ns: cs.median - bs.median,
-                    addition_ci95: diff_ci,
-                    p_value: stats::mann_whitney_p(
-                        &thin(&b.samples_ns, opts.max_samples),
-                        &thin(&c.samples_ns, opts.max_samples),
-                    ),
-                    verdict,
-                    within_band,
-                    disturbed: b.disturbed.is_disturbed() || c.disturbed.is_disturbed(),
-                });
-            }
-            (Some(_), None) => only_base.push(format!("{id}: {}", why_missing(c, "candidate"))),
-            (None, Some(_)) => only_cand.push(format!("{id}: {}", why_missing(b, "base"))),
-            (None, None) => unmeasured.push(format!(
-                "{id}: {}; {}",
-                why_missing(b, "base"),
-                why_missing(c, "candidate")
-            )),
-        }
-    }
+    let (verdict, within_band) = verdict(ratio_ci, opts.threshold);
+    let slowdown = if bs.median != 0.0 {
+        cs.median / bs.median
+    } else {
+        f64::NAN
+    };
+    Some(Row {
+        id: id.to_string(),
+        base_median_ns: bs.median,
+        cand_median_ns: cs.median,
+        slowdown,
+        slowdown_ci95: ratio_ci,
+        addition_ns: cs.median - bs.median,
+        addition_ci95: diff_ci,
+        p_value: stats::mann_whitney_p(
+            &thin(&b.samples_ns, opts.max_samples),
+            &thin(&c.samples_ns, opts.max_samples),
+        ),
+        verdict,
+        within_band,
+        disturbed: b.disturbed.is_disturbed() || c.disturbed.is_disturbed(),
+    })
+}
+
+/// Counts of verdicts and the geometric mean slowdown.
+fn summarize(rows: &[Row]) -> Summary {
     let logs: Vec<f64> = rows
         .iter()
         .filter(|r| r.slowdown.is_finite() && r.slowdown > 0.0)
         .map(|r| r.slowdown.ln())
         .collect();
     let count = |v: Verdict| rows.iter().filter(|r| r.verdict == v).count();
-    let summary = Summary {
+    Summary {
         geomean_slowdown: (!logs.is_empty())
             .then(|| (logs.iter().sum::<f64>() / logs.len() as f64).exp()),
         slower: count(Verdict::Slower),
@@ -277,17 +242,66 @@ pub fn compare(
             .iter()
             .filter(|r| r.verdict == Verdict::NoChange && !r.within_band)
             .count(),
+    }
+}
+
+/// A result with numbers to compare.
+fn measured(r: Option<&BenchResult>) -> Option<&BenchResult> {
+    r.filter(|r| r.status == Status::Ok && r.stats.is_some() && !r.samples_ns.is_empty())
+}
+
+/// Compare `cand` against `base`, benchmark by benchmark (base order first, then what only the
+/// candidate has); what one side lacks is listed with the reason.
+pub fn compare(
+    base: &Run,
+    cand: &Run,
+    base_name: &str,
+    cand_name: &str,
+    opts: &Options,
+) -> Comparison {
+    let by_id = |run: &Run| -> BTreeMap<String, BenchResult> {
+        run.results
+            .iter()
+            .map(|r| (r.id.clone(), r.clone()))
+            .collect()
     };
-    Comparison {
+    let (bm, cm) = (by_id(base), by_id(cand));
+    let mut cmp = Comparison {
         base: Side::of(base, base_name),
         cand: Side::of(cand, cand_name),
         threshold: opts.threshold,
-        rows,
-        only_base,
-        only_cand,
-        unmeasured,
-        summary,
+        rows: vec![],
+        only_base: vec![],
+        only_cand: vec![],
+        unmeasured: vec![],
+        summary: Summary::default(),
+    };
+    let mut ids: Vec<&String> = base.results.iter().map(|r| &r.id).collect();
+    ids.extend(
+        cand.results
+            .iter()
+            .map(|r| &r.id)
+            .filter(|id| !bm.contains_key(*id)),
+    );
+    for id in ids {
+        let (b, c) = (bm.get(id), cm.get(id));
+        match (measured(b), measured(c)) {
+            (Some(b), Some(c)) => cmp.rows.extend(row(id, b, c, opts)),
+            (Some(_), None) => cmp
+                .only_base
+                .push(format!("{id}: {}", why_missing(c, "candidate"))),
+            (None, Some(_)) => cmp
+                .only_cand
+                .push(format!("{id}: {}", why_missing(b, "base"))),
+            (None, None) => cmp.unmeasured.push(format!(
+                "{id}: {}; {}",
+                why_missing(b, "base"),
+                why_missing(c, "candidate")
+            )),
+        }
     }
+    cmp.summary = summarize(&cmp.rows);
+    cmp
 }
 
 /// Benchmarks slower than `pct` percent beyond doubt (the CI's lower end), for --fail-above.

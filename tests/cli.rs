@@ -100,8 +100,8 @@ fn env_describes_the_machine() {
         assert!(text.contains(key), "env lacks {key}:\n{text}");
     }
     let out = oscost("env").args(["env", "--json"]).output().unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(v["clock"]["cost_ns"].as_f64().unwrap() > 0.0);
+    let env: oscost::model::Env = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(env.clock.unwrap().cost_ns > 0.0);
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 
@@ -34,9 +34,13 @@ fn costs_are_ordered_and_nothing_is_left_in_ipc() {
     let before = ipc_state();
     let (_, run) = run_json(&unique_tag("ipcmem"), &["--quick", "ipc/", "mem/"]);
     assert_eq!(ipc_state(), before, "IPC objects outlived the run");
-    for r in run["results"].as_array().unwrap() {
-        let state = r["status"]["state"].as_str().unwrap();
-        assert!(state == "ok" || r["id"] == "mem/fault-thp", "{r}");
+    for r in &run.results {
+        assert!(
+            r.status == Status::Ok || r.id == "mem/fault-thp",
+            "{}: {:?}",
+            r.id,
+            r.status
+        );
     }
     assert!(median(&run, "mem/mmap/4KiB-touched") > median(&run, "mem/mmap/4KiB-untouched"));
     assert!(median(&run, "mem/mmap/1MiB-touched") > median(&run, "mem/mmap/1MiB-untouched"));
@@ -67,16 +71,7 @@ fn interrupted_ipc_runs_leave_nothing_behind() {
         } else {
             libc::SIGTERM
         };
-        unsafe { libc::kill(child.id() as i32, sig) };
-        let t0 = Instant::now();
-        while child.try_wait().unwrap().is_none() {
-            assert!(
-                t0.elapsed() < Duration::from_secs(1),
-                "not gone 1 s after the signal"
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        assert!(wait_until_gone(&tag, Duration::from_millis(500)).is_empty());
+        signal_expect_clean_exit(&mut child, &tag, sig, &format!("at {delay} ms"), None);
         assert_eq!(
             ipc_state(),
             before,
@@ -106,6 +101,6 @@ fn too_few_descriptors_fail_with_the_limit_named_and_the_run_goes_on() {
     for id in ["mem/select/1000", "mem/epoll/1000"] {
         assert_failed_with(&run, id, "hard limit is 200");
     }
-    assert_eq!(result(&run, "mem/select/10")["status"]["state"], "ok");
-    assert_eq!(result(&run, "ipc/pipe-1b")["status"]["state"], "ok");
+    assert_eq!(state(&run, "mem/select/10"), "ok");
+    assert_eq!(state(&run, "ipc/pipe-1b"), "ok");
 }

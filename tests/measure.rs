@@ -23,26 +23,24 @@ fn json_follows_the_result_model_and_costs_are_ordered() {
         "timer/monotonic",
     ]);
     let (out, run) = run_json(&tag, &args);
-    assert_eq!(run["schema_version"], 1);
-    assert_eq!(run["tool"]["name"], "oscost");
-    assert!(run["clock"]["cost_ns"].as_f64().unwrap() > 0.0);
-    assert!(run["env"]["kernel_release"].is_string());
-    for r in run["results"].as_array().unwrap() {
-        assert_eq!(r["status"]["state"], "ok", "{r}");
-        let st = &r["stats"];
-        assert!(st["count"].as_u64().unwrap() >= 10);
-        assert!(st["ci95"][0].as_f64() <= st["median"].as_f64());
-        assert!(st["median"].as_f64() <= st["ci95"][1].as_f64());
-        assert!(!r["samples_ns"].as_array().unwrap().is_empty());
-        assert!(r["baseline_ns"].as_f64().unwrap() > 0.0);
-        assert_eq!(r["placement"]["kind"], "pinned");
+    assert_eq!(run.schema_version, oscost::model::SCHEMA_VERSION);
+    assert_eq!(run.tool.name, "oscost");
+    assert!(run.clock.cost_ns > 0.0);
+    assert!(run.env.kernel_release.is_some());
+    for r in &run.results {
+        assert_eq!(r.status, Status::Ok, "{}", r.id);
+        let st = stats(&run, &r.id);
+        assert!(st.count >= 10);
+        assert!(st.ci95[0] <= st.median && st.median <= st.ci95[1]);
+        assert!(!r.samples_ns.is_empty());
+        assert!(r.baseline_ns > 0.0);
+        assert!(matches!(
+            r.placement,
+            oscost::model::Placement::Pinned { .. }
+        ));
     }
     // A positive call cost, or a note saying why not.
-    let f0 = result(&run, "call/f0");
-    assert!(
-        f0["stats"]["median"].as_f64().unwrap() > 0.0
-            || !f0["notes"].as_array().unwrap().is_empty()
-    );
+    assert!(median(&run, "call/f0") > 0.0 || !result(&run, "call/f0").notes.is_empty());
     // A system call costs more than a function call; a clock read through the vDSO less than
     // a system call.
     assert!(median(&run, "syscall/getppid") > median(&run, "call/f0"));
@@ -87,8 +85,7 @@ fn every_export_is_written_and_parses() {
     );
     let md = std::fs::read_to_string(&m).unwrap();
     assert!(md.contains("| syscall/getuid |"));
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
-    assert_eq!(v["results"].as_array().unwrap().len(), 2);
+    assert_eq!(read_run(&j).results.len(), 2);
     assert_eq!(
         std::fs::read_dir(dir.path()).unwrap().count(),
         3,
@@ -101,7 +98,7 @@ fn fixed_sample_count_is_honoured() {
     let _g = measuring();
     let (_, run) = run_json(&unique_tag("fixed"), &["--samples", "37", "syscall/getuid"]);
     let r = result(&run, "syscall/getuid");
-    assert_eq!(r["samples_ns"].as_array().unwrap().len(), 37);
+    assert_eq!(r.samples_ns.len(), 37);
 }
 
 #[test]
@@ -129,16 +126,13 @@ fn a_busy_sibling_cpu_flags_the_results() {
         ],
     );
     drop(busy);
-    for r in run["results"].as_array().unwrap() {
-        let d = &r["disturbed"];
-        assert!(d["other_cpu_busy_pct"].as_f64().unwrap() > 50.0, "{d}");
-        let flags = d["flag"].as_array().unwrap();
+    for r in &run.results {
+        let d = &r.disturbed;
+        assert!(d.other_cpu_busy_pct.unwrap() > 50.0, "{d:?}");
         assert!(
-            flags
-                .iter()
-                .any(|f| f.as_str().unwrap().contains("other CPU busy")),
-            "{} not flagged: {d}",
-            r["id"]
+            d.flag.iter().any(|f| f.contains("other CPU busy")),
+            "{} not flagged: {d:?}",
+            r.id
         );
     }
 }
@@ -158,7 +152,7 @@ fn a_crashing_worker_fails_one_benchmark_and_the_run_goes_on() {
             "syscall/gettid",
         ],
     );
-    assert_eq!(run["results"].as_array().unwrap().len(), 2);
+    assert_eq!(run.results.len(), 2);
     for id in ["syscall/getuid", "syscall/gettid"] {
         assert_failed_with(&run, id, "SIGSEGV");
     }
@@ -209,32 +203,8 @@ fn interrupts_at_any_moment_stop_everything_within_a_second() {
                 .spawn()
                 .unwrap();
             std::thread::sleep(Duration::from_millis(delay));
-            // SAFETY: signalling our own child.
-            unsafe { libc::kill(child.id() as i32, sig) };
-            let t0 = Instant::now();
-            let status = loop {
-                if let Some(s) = child.try_wait().unwrap() {
-                    break s;
-                }
-                assert!(
-                    t0.elapsed() < Duration::from_secs(1),
-                    "still running 1 s after signal {sig} at {delay} ms"
-                );
-                std::thread::sleep(Duration::from_millis(5));
-            };
-            // Before its handlers are installed the default action ends it; after, it exits
-            // with 128 + signal like a shell would report.
-            use std::os::unix::process::ExitStatusExt;
-            assert!(
-                status.code() == Some(128 + sig) || status.signal() == Some(sig),
-                "signal {sig} at {delay} ms: {status:?}"
-            );
-            let left = wait_until_gone(&tag, Duration::from_millis(200));
-            assert!(
-                left.is_empty(),
-                "left behind after signal {sig} at {delay} ms: {left:?}"
-            );
-            assert!(!out_path.exists(), "an interrupted run wrote its output");
+            let what = format!("at {delay} ms");
+            signal_expect_clean_exit(&mut child, &tag, sig, &what, Some(&out_path));
         }
     }
 }
@@ -262,7 +232,7 @@ fn a_straggler_holding_the_pipes_neither_delays_nor_survives_the_run() {
         "waited {:?}",
         t0.elapsed()
     );
-    assert_eq!(result(&run, "syscall/getuid")["status"]["state"], "ok");
+    assert_eq!(state(&run, "syscall/getuid"), "ok");
     assert!(
         wait_until_gone(&tag, Duration::from_millis(500)).is_empty(),
         "the sleeper survived"

@@ -46,15 +46,15 @@ fn run_file(dir: &Path) -> std::path::PathBuf {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let mut v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let mut failed = v["results"][0].clone();
-    failed["id"] = "syscall/broken".into();
-    failed["status"] = serde_json::json!({"state": "failed", "reason": "worker killed by SIGSEGV"});
-    failed["stats"] = serde_json::Value::Null;
-    failed["samples_ns"] = serde_json::json!([]);
-    v["results"].as_array_mut().unwrap().push(failed);
-    std::fs::write(&json, serde_json::to_string(&v).unwrap()).unwrap();
+    let mut run = read_run(&json);
+    run.results.push(BenchResult::not_measured(
+        "syscall/broken",
+        "a benchmark whose worker crashed",
+        Status::Failed {
+            reason: "worker killed by SIGSEGV".into(),
+        },
+    ));
+    std::fs::write(&json, serde_json::to_string(&run).unwrap()).unwrap();
     json
 }
 

@@ -282,6 +282,7 @@ fn sem(m: &Meter, _: &Case) -> Measured {
 fn posix_mq(m: &Meter, _: &Case) -> Measured {
     let name =
         CString::new(m.mq_name.clone()).map_err(|_| BenchError::Failed("bad queue name".into()))?;
+    // SAFETY: an all-zero mq_attr is a valid value; the fields that matter are set below.
     let mut attr: libc::mq_attr = unsafe { std::mem::zeroed() };
     attr.mq_maxmsg = 8;
     attr.mq_msgsize = 64;

@@ -153,6 +153,7 @@ fn fork_child(m: &Meter, _: &Case) -> Measured {
         // async-signal-safe.
         match unsafe { libc::fork() } {
             -1 => Err(spawn_error("fork")),
+            // SAFETY: in the child: a store to the live shared page, then _exit.
             0 => unsafe {
                 p.write_volatile(clock.now_ns());
                 libc::_exit(0)
@@ -269,6 +270,7 @@ impl ExecArgs {
         // SAFETY: the child calls only execve and _exit with pointers prepared before fork.
         match unsafe { libc::fork() } {
             -1 => Err(spawn_error("fork")),
+            // SAFETY: in the child: execve with pointers prepared before fork, then _exit.
             0 => unsafe {
                 libc::execve(self.path.as_ptr(), self.argv.as_ptr(), self.envp.as_ptr());
                 libc::_exit(127)
@@ -376,6 +378,7 @@ impl Attr {
     fn new() -> Result<Attr, BenchError> {
         // SAFETY: pthread_attr_init initialises the zeroed storage.
         let mut a: libc::pthread_attr_t = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid pointer to the attributes' storage.
         let rc = unsafe { libc::pthread_attr_init(&mut a) };
         if rc != 0 {
             return Err(BenchError::Failed(format!("pthread_attr_init: error {rc}")));

@@ -80,21 +80,25 @@ pub fn clean(before: &Snapshot, since: i64, mq_name: &str) -> Vec<String> {
     let uid = unsafe { libc::geteuid() };
     let mut removed = Vec::new();
     for id in leftovers(&before.msg, &read("msg"), uid, since) {
+        // SAFETY: an integer id and a null buffer, as IPC_RMID takes.
         if unsafe { libc::msgctl(id as i32, libc::IPC_RMID, std::ptr::null_mut()) } == 0 {
             removed.push(format!("message queue {id}"));
         }
     }
     for id in leftovers(&before.shm, &read("shm"), uid, since) {
+        // SAFETY: as above.
         if unsafe { libc::shmctl(id as i32, libc::IPC_RMID, std::ptr::null_mut()) } == 0 {
             removed.push(format!("shared memory segment {id}"));
         }
     }
     for id in leftovers(&before.sem, &read("sem"), uid, since) {
+        // SAFETY: an integer id, as IPC_RMID takes.
         if unsafe { libc::semctl(id as i32, 0, libc::IPC_RMID) } == 0 {
             removed.push(format!("semaphore set {id}"));
         }
     }
     if let Ok(name) = std::ffi::CString::new(mq_name)
+        // SAFETY: a NUL-terminated name that lives through the call.
         && unsafe { libc::mq_unlink(name.as_ptr()) } == 0
     {
         removed.push(format!("POSIX queue {mq_name}"));

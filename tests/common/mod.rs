@@ -10,6 +10,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+#[allow(unused_imports)]
+pub use oscost::model::{BenchResult, Run, Status};
+pub use oscost::stats::Stats;
+
 pub const TAG_VAR: &str = "OSCOST_TEST_TAG";
 
 pub fn bin() -> PathBuf {
@@ -84,13 +88,7 @@ pub fn measuring() -> MutexGuard<'static, ()> {
 }
 
 pub fn allowed_cpus() -> Vec<usize> {
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: valid out pointer of the right size.
-    let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) };
-    assert_eq!(rc, 0);
-    (0..libc::CPU_SETSIZE as usize)
-        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-        .collect()
+    oscost::harness::placement::allowed_cpus()
 }
 
 /// A thread spinning on `cpu` until dropped.
@@ -104,10 +102,7 @@ impl BusyCpu {
         let stop = Arc::new(AtomicBool::new(false));
         let s = Arc::clone(&stop);
         let handle = std::thread::spawn(move || {
-            let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-            unsafe { libc::CPU_SET(cpu, &mut set) };
-            // SAFETY: pins this thread only.
-            unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) };
+            oscost::harness::placement::pin_current_thread(cpu).unwrap();
             let mut x = 0u64;
             while !s.load(Ordering::Relaxed) {
                 x = std::hint::black_box(x.wrapping_add(1));
@@ -129,8 +124,8 @@ impl Drop for BusyCpu {
     }
 }
 
-/// Run to completion and parse the JSON it wrote.
-pub fn run_json(tag: &str, args: &[&str]) -> (std::process::Output, serde_json::Value) {
+/// Run to completion and read the run it wrote, through the typed result model.
+pub fn run_json(tag: &str, args: &[&str]) -> (std::process::Output, Run) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("run.json");
     let out = oscost(tag)
@@ -145,22 +140,77 @@ pub fn run_json(tag: &str, args: &[&str]) -> (std::process::Output, serde_json::
         "oscost failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    (out, v)
+    (out, read_run(&path))
 }
 
-pub fn result<'a>(run: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
-    run["results"]
-        .as_array()
-        .unwrap()
+/// A run file, through the loader users get (schema checks included).
+pub fn read_run(path: &std::path::Path) -> Run {
+    oscost::model::load_run_file(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+pub fn result<'a>(run: &'a Run, id: &str) -> &'a BenchResult {
+    run.results
         .iter()
-        .find(|r| r["id"] == id)
+        .find(|r| r.id == id)
         .unwrap_or_else(|| panic!("no result {id}"))
 }
 
-pub fn median(run: &serde_json::Value, id: &str) -> f64 {
-    result(run, id)["stats"]["median"].as_f64().unwrap()
+pub fn stats<'a>(run: &'a Run, id: &str) -> &'a Stats {
+    result(run, id)
+        .stats
+        .as_ref()
+        .unwrap_or_else(|| panic!("{id} has no statistics"))
+}
+
+pub fn median(run: &Run, id: &str) -> f64 {
+    stats(run, id).median
+}
+
+/// A result's state: "ok", "skipped" or "failed".
+pub fn state(run: &Run, id: &str) -> &'static str {
+    result(run, id).status.word()
+}
+
+/// Signal a running oscost, then expect it gone within 1 s with status 128 + signal (or
+/// killed by the signal, when it came before the handlers were installed), no tagged process
+/// left, and no output file.
+pub fn signal_expect_clean_exit(
+    child: &mut std::process::Child,
+    tag: &str,
+    sig: i32,
+    what: &str,
+    never_written: Option<&std::path::Path>,
+) {
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, sig) };
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(1),
+            "still running 1 s after signal {sig} ({what})"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    use std::os::unix::process::ExitStatusExt;
+    assert!(
+        status.code() == Some(128 + sig) || status.signal() == Some(sig),
+        "signal {sig} ({what}): {status:?}"
+    );
+    let left = wait_until_gone(tag, Duration::from_millis(500));
+    assert!(
+        left.is_empty(),
+        "left behind after signal {sig} ({what}): {left:?}"
+    );
+    if let Some(p) = never_written {
+        assert!(
+            !p.exists(),
+            "an interrupted run wrote {} ({what})",
+            p.display()
+        );
+    }
 }
 
 /// Parent pid of a process, from /proc/PID/stat.
@@ -188,15 +238,15 @@ pub fn grandchildren(tag: &str, root: i32) -> Vec<i32> {
 
 /// 5th percentile of a result: the machine's slow phases (up to ~75% of a window) move the
 /// median of close costs, the fast end of the distribution much less.
-pub fn p5(run: &serde_json::Value, id: &str) -> f64 {
-    result(run, id)["stats"]["p5"].as_f64().unwrap()
+pub fn p5(run: &Run, id: &str) -> f64 {
+    stats(run, id).p5
 }
 
 /// The result `id` failed, and its reason says `why`.
-pub fn assert_failed_with(run: &serde_json::Value, id: &str, why: &str) {
+pub fn assert_failed_with(run: &Run, id: &str, why: &str) {
     let r = result(run, id);
-    assert_eq!(r["status"]["state"], "failed", "{r}");
-    let reason = r["status"]["reason"].as_str().unwrap_or_default();
+    assert_eq!(r.status.word(), "failed", "{id}: {:?}", r.status);
+    let reason = r.status.reason().unwrap_or_default();
     assert!(
         reason.contains(why),
         "{id}: reason '{reason}' lacks '{why}'"

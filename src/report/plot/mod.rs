@@ -13,11 +13,17 @@ use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
+mod bars;
+mod curves;
+
+use bars::bar_chart;
+use curves::curves;
+
 use super::{format_ns, scale};
 use crate::model::BenchResult;
 use crate::stats;
 
-const FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
+const FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
 pub const MAX_POINTS: usize = 600;
 const BLUE_: RGBColor = RGBColor(31, 119, 180);
 const ORANGE_: RGBColor = RGBColor(255, 127, 14);
@@ -388,229 +394,6 @@ fn histogram<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &BenchResult)
         .label(format!("median {} and its 95% CI", format_ns(st.median)))
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], ORANGE_.stroke_width(2)));
     legend(&mut chart, SeriesLabelPosition::UpperRight)
-}
-
-/// Horizontal bars on a log axis. With `band`, values are ratios drawn from 1 and the band
-/// [1 - band, 1 + band] is shaded (the comparison's noise threshold).
-fn bar_chart<DB: DrawingBackend>(
-    root: &DrawingArea<DB, Shift>,
-    title: &str,
-    bars: &[Bar],
-    band: Option<f64>,
-) -> Res {
-    let (unit, div) = match band {
-        Some(_) => ("x", 1.0),
-        None => unit_for(stats::median(
-            &bars.iter().map(|b| b.value).collect::<Vec<_>>(),
-        )),
-    };
-    let positive: Vec<f64> = bars
-        .iter()
-        .flat_map(|b| [b.value, b.lo, b.hi])
-        .map(|v| v / div)
-        .filter(|v| v.is_finite() && *v > 0.0)
-        .collect();
-    let (mut x0, mut x1) = positive
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
-            (a.min(v), b.max(v))
-        });
-    if let Some(t) = band {
-        x0 = x0.min(1.0 - t);
-        x1 = x1.max(1.0 + t);
-    }
-    if !(x0.is_finite() && x1.is_finite()) {
-        x0 = 0.1;
-        x1 = 10.0;
-    }
-    let (x0, x1) = (x0 / 1.6, x1 * 1.6);
-    let n = bars.len().max(1) as f64;
-    let label_w = bars
-        .iter()
-        .map(|b| b.label.chars().count())
-        .max()
-        .unwrap_or(8)
-        .clamp(8, 40) as u32
-        * 7
-        + 10;
-    let mut chart = ChartBuilder::on(root)
-        .caption(title, ("sans-serif", 17))
-        .margin(12)
-        .x_label_area_size(38)
-        .y_label_area_size(label_w)
-        .build_cartesian_2d((x0..x1).log_scale(), 0f64..n)
-        .map_err(e2s)?;
-    let names: Vec<String> = bars.iter().map(|b| b.label.clone()).collect();
-    chart
-        .configure_mesh()
-        .x_desc(match band {
-            Some(_) => "slowdown (candidate / base), log scale".to_string(),
-            None => format!("median ({unit}), log scale"),
-        })
-        .x_label_formatter(&tick)
-        .y_labels(bars.len().max(1) * 2 + 1)
-        .y_label_formatter(&|y| {
-            // Labels sit at bar centres (k + 0.5); other tick positions stay blank.
-            let k = (y - 0.5).round();
-            if ((y - 0.5) - k).abs() < 1e-6 && k >= 0.0 {
-                names.get(k as usize).cloned().unwrap_or_default()
-            } else {
-                String::new()
-            }
-        })
-        .label_style(("sans-serif", 12))
-        .light_line_style(WHITE.mix(0.0))
-        .disable_y_mesh()
-        .draw()
-        .map_err(e2s)?;
-    if let Some(t) = band {
-        chart
-            .draw_series(std::iter::once(Rectangle::new(
-                [(1.0 - t, 0.0), (1.0 + t, n)],
-                GREY_.mix(0.18).filled(),
-            )))
-            .map_err(e2s)?
-            .label(format!("no-change band ±{:.0}%", t * 100.0))
-            .legend(|(x, y)| {
-                Rectangle::new([(x, y - 5), (x + 14, y + 5)], GREY_.mix(0.18).filled())
-            });
-    }
-    let base = match band {
-        Some(_) => 1.0,
-        None => x0,
-    };
-    for (k, b) in bars.iter().enumerate() {
-        let y = k as f64;
-        let v = (b.value / div).max(x0);
-        let color = match band {
-            Some(t) if b.lo > 1.0 + t => RED_,
-            Some(t) if b.hi < 1.0 - t => GREEN_,
-            Some(_) => GREY_,
-            None if b.flagged => ORANGE_,
-            None => BLUE_,
-        };
-        chart
-            .draw_series(std::iter::once(Rectangle::new(
-                [(base.min(v), y + 0.2), (base.max(v), y + 0.8)],
-                color.mix(0.75).filled(),
-            )))
-            .map_err(e2s)?;
-        let (lo, hi) = ((b.lo / div).max(x0), (b.hi / div).max(x0));
-        if lo.is_finite() && hi.is_finite() {
-            chart
-                .draw_series(std::iter::once(PathElement::new(
-                    vec![(lo, y + 0.5), (hi, y + 0.5)],
-                    BLACK.stroke_width(1),
-                )))
-                .map_err(e2s)?;
-            for e in [lo, hi] {
-                chart
-                    .draw_series(std::iter::once(PathElement::new(
-                        vec![(e, y + 0.3), (e, y + 0.7)],
-                        BLACK.stroke_width(1),
-                    )))
-                    .map_err(e2s)?;
-            }
-        }
-    }
-    if band.is_some() {
-        legend(&mut chart, SeriesLabelPosition::LowerRight)?;
-    }
-    Ok(())
-}
-
-fn curves<DB: DrawingBackend>(
-    root: &DrawingArea<DB, Shift>,
-    title: &str,
-    x_desc: &str,
-    y_desc: &str,
-    log2_x: bool,
-    series: &[(String, Vec<Point>)],
-) -> Res {
-    let all: Vec<&Point> = series.iter().flat_map(|(_, p)| p.iter()).collect();
-    if all.is_empty() {
-        return Err("no points".into());
-    }
-    let ymax = all
-        .iter()
-        .map(|p| p.hi.max(p.y))
-        .fold(f64::NEG_INFINITY, f64::max);
-    let ymin = all
-        .iter()
-        .map(|p| p.lo.min(p.y))
-        .fold(f64::INFINITY, f64::min)
-        .min(0.0);
-    let (unit, div) = unit_for(ymax.abs().max(1.0));
-    let (y0, y1) = padded(ymin / div, ymax / div);
-    // On a log2 axis the drawn x is log2(N); ticks are labelled with N.
-    let tx = |x: f64| if log2_x { x.max(1e-9).log2() } else { x };
-    let xs: Vec<f64> = all.iter().map(|p| tx(p.x)).collect();
-    let (xa, xb) = xs
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
-            (a.min(v), b.max(v))
-        });
-    let (x0, x1) = if log2_x {
-        (xa.floor() - 0.3, xb.ceil() + 0.3)
-    } else {
-        padded(xa, xb)
-    };
-    let x_fmt = |v: &f64| {
-        if !log2_x {
-            return tick(v);
-        }
-        let k = v.round();
-        if (v - k).abs() < 1e-6 && k >= 0.0 {
-            format!("{}", 2f64.powi(k as i32) as u64)
-        } else {
-            String::new()
-        }
-    };
-    let n_x_labels = if log2_x {
-        ((x1 - x0) * 4.0) as usize + 1
-    } else {
-        10
-    };
-    let mut chart = ChartBuilder::on(root)
-        .caption(title, ("sans-serif", 17))
-        .margin(12)
-        .x_label_area_size(38)
-        .y_label_area_size(64)
-        .build_cartesian_2d(x0..x1, y0..y1)
-        .map_err(e2s)?;
-    axes(
-        &mut chart,
-        x_desc,
-        &format!("{y_desc} ({unit})"),
-        n_x_labels,
-        &x_fmt,
-    )?;
-    for (k, (name, pts)) in series.iter().enumerate() {
-        let c = PALETTE[k % PALETTE.len()];
-        let band: Vec<(f64, f64)> = pts
-            .iter()
-            .map(|p| (tx(p.x), p.hi / div))
-            .chain(pts.iter().rev().map(|p| (tx(p.x), p.lo / div)))
-            .collect();
-        chart
-            .draw_series(std::iter::once(Polygon::new(band, c.mix(0.2).filled())))
-            .map_err(e2s)?;
-        chart
-            .draw_series(LineSeries::new(
-                pts.iter().map(|p| (tx(p.x), p.y / div)),
-                c.stroke_width(2),
-            ))
-            .map_err(e2s)?
-            .label(name.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
-        chart
-            .draw_series(
-                pts.iter()
-                    .map(|p| Circle::new((tx(p.x), p.y / div), 3, c.filled())),
-            )
-            .map_err(e2s)?;
-    }
-    legend(&mut chart, SeriesLabelPosition::UpperLeft)
 }
 
 #[cfg(test)]

@@ -1,0 +1,103 @@
+//! Curves: cost against a parameter (the ring's processes on a log2 axis, fork against
+//! resident memory), one line per series with its CI as a band.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::{PALETTE, Point, Res, axes, e2s, legend, padded, tick, unit_for};
+
+/// The x range of the drawn (transformed) x values: whole powers of two on a log2 axis.
+fn x_range(xs: &[f64], log2_x: bool) -> (f64, f64) {
+    let (xa, xb) = xs
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
+            (a.min(v), b.max(v))
+        });
+    if log2_x {
+        (xa.floor() - 0.3, xb.ceil() + 0.3)
+    } else {
+        padded(xa, xb)
+    }
+}
+
+/// Tick labels of the x axis: on a log2 axis, N at whole powers of two and blank between.
+fn x_label(v: &f64, log2_x: bool) -> String {
+    if !log2_x {
+        return tick(v);
+    }
+    let k = v.round();
+    if (v - k).abs() < 1e-6 && k >= 0.0 {
+        format!("{}", 2f64.powi(k as i32) as u64)
+    } else {
+        String::new()
+    }
+}
+
+pub(super) fn curves<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    log2_x: bool,
+    series: &[(String, Vec<Point>)],
+) -> Res {
+    let all: Vec<&Point> = series.iter().flat_map(|(_, p)| p.iter()).collect();
+    if all.is_empty() {
+        return Err("no points".into());
+    }
+    let ymax = all
+        .iter()
+        .map(|p| p.hi.max(p.y))
+        .fold(f64::NEG_INFINITY, f64::max);
+    let ymin = all
+        .iter()
+        .map(|p| p.lo.min(p.y))
+        .fold(f64::INFINITY, f64::min)
+        .min(0.0);
+    let (unit, div) = unit_for(ymax.abs().max(1.0));
+    let (y0, y1) = padded(ymin / div, ymax / div);
+    // On a log2 axis the drawn x is log2(N); ticks are labelled with N.
+    let tx = |x: f64| if log2_x { x.max(1e-9).log2() } else { x };
+    let xs: Vec<f64> = all.iter().map(|p| tx(p.x)).collect();
+    let (x0, x1) = x_range(&xs, log2_x);
+    let n_x_labels = if log2_x {
+        ((x1 - x0) * 4.0) as usize + 1
+    } else {
+        10
+    };
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 17))
+        .margin(12)
+        .x_label_area_size(38)
+        .y_label_area_size(64)
+        .build_cartesian_2d(x0..x1, y0..y1)
+        .map_err(e2s)?;
+    let y_desc = format!("{y_desc} ({unit})");
+    axes(&mut chart, x_desc, &y_desc, n_x_labels, &|v| {
+        x_label(v, log2_x)
+    })?;
+    for (k, (name, pts)) in series.iter().enumerate() {
+        let c = PALETTE[k % PALETTE.len()];
+        let band: Vec<(f64, f64)> = pts
+            .iter()
+            .map(|p| (tx(p.x), p.hi / div))
+            .chain(pts.iter().rev().map(|p| (tx(p.x), p.lo / div)))
+            .collect();
+        chart
+            .draw_series(std::iter::once(Polygon::new(band, c.mix(0.2).filled())))
+            .map_err(e2s)?;
+        chart
+            .draw_series(LineSeries::new(
+                pts.iter().map(|p| (tx(p.x), p.y / div)),
+                c.stroke_width(2),
+            ))
+            .map_err(e2s)?
+            .label(name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+        let dots = pts
+            .iter()
+            .map(|p| Circle::new((tx(p.x), p.y / div), 3, c.filled()));
+        chart.draw_series(dots).map_err(e2s)?;
+    }
+    legend(&mut chart, SeriesLabelPosition::UpperLeft)
+}

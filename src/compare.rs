@@ -369,7 +369,7 @@ pub fn merge_rounds(rounds: &[BenchResult]) -> Option<BenchResult> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::testdata;
+    use crate::model::testdata;
 
     fn run_with(id: &str, samples: Vec<f64>) -> Run {
         let mut r = testdata::run();

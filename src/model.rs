@@ -312,3 +312,91 @@ pub fn load_run_file(path: &std::path::Path) -> Result<Run, LoadError> {
     })?;
     run_from_json(&text, &p)
 }
+
+/// One line of `oscost history`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSummary {
+    pub id: i64,
+    pub started_at: String,
+    pub label: Option<String>,
+    pub host: Option<String>,
+    pub kernel: Option<String>,
+    pub wrapper: Option<String>,
+    pub benchmarks: i64,
+}
+
+/// One benchmark in one run, for trends.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryPoint {
+    pub run_id: i64,
+    pub started_at: String,
+    pub label: Option<String>,
+    pub wrapper: Option<String>,
+    pub status: String,
+    pub median: Option<f64>,
+    pub ci_lo: Option<f64>,
+    pub ci_hi: Option<f64>,
+    pub disturbed: bool,
+}
+
+#[cfg(test)]
+pub mod testdata {
+    //! A synthetic run shared by the exporters' tests.
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::stats;
+
+    pub fn result(id: &str, samples: Vec<f64>) -> BenchResult {
+        BenchResult {
+            id: id.into(),
+            family: family_of(id).into(),
+            params: BTreeMap::new(),
+            unit: "ns".into(),
+            definition: format!("definition of {id}"),
+            placement: Placement::Pinned { cpu: 1 },
+            batch: Batch {
+                batched: true,
+                size: 1000,
+            },
+            baseline_ns: 0.5,
+            stats: stats::summarize(&samples),
+            outliers: stats::tukey_outliers(&samples),
+            samples_ns: samples,
+            preempted: vec![],
+            disturbed: Disturbance::default(),
+            notes: vec![],
+            status: Status::Ok,
+        }
+    }
+
+    pub fn run() -> Run {
+        let mut disturbed = result("syscall/getppid", vec![200.0, 210.0, 190.0, 205.0]);
+        disturbed.disturbed.flag = vec!["other CPU busy 97%".into()];
+        Run {
+            schema_version: SCHEMA_VERSION,
+            tool: Tool::this(),
+            started_at: "2026-11-22T13:00:00Z".into(),
+            label: Some("test".into()),
+            wrapper: None,
+            env: Env::default(),
+            clock: ClockInfo {
+                source: ClockSource::ClockMonotonic,
+                cost_ns: 25.0,
+                resolution_ns: 1.0,
+            },
+            results: vec![
+                result("call/f0", vec![1.0, 1.5, 2.0, 1.25, 1.75]),
+                disturbed,
+                result("spawn/fork", vec![150_000.0, 160_000.0, 155_000.0]),
+                BenchResult::not_measured(
+                    "timer/rdtscp",
+                    "rdtscp",
+                    Status::Skipped {
+                        reason: "no rdtscp".into(),
+                    },
+                ),
+            ],
+        }
+    }
+}

@@ -6,12 +6,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::cli::{OutputArgs, usage};
 use crate::report::Exporter;
-use crate::report::csv::Csv;
 use crate::report::html::Page;
-use crate::report::json::Json;
-use crate::report::markdown::Markdown;
 
 /// Where a file at `path` would be created; an error message a user can act on when it cannot.
 fn parent_dir(path: &Path) -> PathBuf {
@@ -60,37 +56,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 }
 
 /// A directory a report can be written into: it exists or can be made, and is writable.
-pub fn check_report_dir(dir: &Path) -> anyhow::Result<()> {
+pub fn check_report_dir(dir: &Path) -> Result<(), String> {
     if dir.exists() && !dir.is_dir() {
-        return Err(usage(format!(
-            "{} exists and is not a directory",
-            dir.display()
-        )));
+        return Err(format!("{} exists and is not a directory", dir.display()));
     }
-    std::fs::create_dir_all(dir)
-        .map_err(|e| usage(format!("cannot create {}: {e}", dir.display())))?;
-    check_writable(&dir.join("index.html")).map_err(usage)
-}
-
-/// The files `outputs` asks for, each with the exporter of its format, for a run or a
-/// comparison alike.
-pub fn exporters<T>(o: &OutputArgs) -> Vec<(PathBuf, Box<dyn Exporter<T>>)>
-where
-    Json: Exporter<T>,
-    Csv: Exporter<T>,
-    Markdown: Exporter<T>,
-{
-    let mut v: Vec<(PathBuf, Box<dyn Exporter<T>>)> = Vec::new();
-    if let Some(p) = &o.json {
-        v.push((p.clone(), Box::new(Json)));
-    }
-    if let Some(p) = &o.csv {
-        v.push((p.clone(), Box::new(Csv)));
-    }
-    if let Some(p) = &o.markdown {
-        v.push((p.clone(), Box::new(Markdown)));
-    }
-    v
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    check_writable(&dir.join("index.html"))
 }
 
 /// Serialise `x` in every format first, so a failing format leaves no file of the set, then

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::model::{self, Run};
+use crate::model::{self, HistoryPoint, Run, RunSummary};
 
 /// The schema this oscost writes.
 pub const SCHEMA: i32 = 1;
@@ -61,32 +61,6 @@ pub fn default_path(explicit: Option<&Path>) -> PathBuf {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
         .unwrap_or_else(|| PathBuf::from("."));
     base.join("oscost").join("results.db")
-}
-
-/// One line of `oscost history`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunSummary {
-    pub id: i64,
-    pub started_at: String,
-    pub label: Option<String>,
-    pub host: Option<String>,
-    pub kernel: Option<String>,
-    pub wrapper: Option<String>,
-    pub benchmarks: i64,
-}
-
-/// One benchmark in one run, for trends.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HistoryPoint {
-    pub run_id: i64,
-    pub started_at: String,
-    pub label: Option<String>,
-    pub wrapper: Option<String>,
-    pub status: String,
-    pub median: Option<f64>,
-    pub ci_lo: Option<f64>,
-    pub ci_hi: Option<f64>,
-    pub disturbed: bool,
 }
 
 pub struct Store {
@@ -315,7 +289,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::testdata;
+    use crate::model::testdata;
 
     fn temp_store() -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().unwrap();

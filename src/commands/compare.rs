@@ -65,7 +65,7 @@ pub(super) fn finish(
     args: &CompareArgs,
     outputs: &OutputArgs,
 ) -> anyhow::Result<i32> {
-    output::export(cmp, &output::exporters::<Comparison>(outputs))?;
+    output::export(cmp, &super::exporters::<Comparison>(outputs))?;
     print_stdout(&report::comparison::render(cmp, color()))?;
     if let Some(pct) = args.fail_above {
         let bad = compare::regressions(cmp, pct);

@@ -24,7 +24,7 @@ impl ExportArgs {
             return Err(usage("export needs --json, --csv or --markdown FILE"));
         }
         let (run, _) = load_run(&self.run, &self.store)?;
-        output::export(&run, &output::exporters::<Run>(&self.outputs))?;
+        output::export(&run, &super::exporters::<Run>(&self.outputs))?;
         Ok(0)
     }
 }

@@ -14,15 +14,17 @@ pub mod run;
 pub mod show;
 
 use std::io::{IsTerminal, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
 use crate::cli::{OutputArgs, StoreArgs, usage};
 use crate::model::{self, Run};
+use crate::report::Exporter;
+use crate::report::csv::Csv;
+use crate::report::json::Json;
+use crate::report::markdown::Markdown;
 use crate::store::{self, Store, StoreError};
-
-pub use crate::output::check_report_dir;
 
 /// Whether to color: a terminal and no NO_COLOR (https://no-color.org: any non-empty value).
 pub fn use_color(stream_is_tty: bool) -> bool {
@@ -85,4 +87,30 @@ pub fn load_run(reference: &str, store: &StoreArgs) -> anyhow::Result<(Run, Stri
     Err(usage(format!(
         "'{reference}' is neither a file nor a stored run (an id, `last` or `last~N`)"
     )))
+}
+
+/// A directory a report can be written into (a usage error when it cannot be).
+pub fn check_report_dir(dir: &Path) -> anyhow::Result<()> {
+    crate::output::check_report_dir(dir).map_err(usage)
+}
+
+/// The files `outputs` asks for, each with the exporter of its format, for a run or a
+/// comparison alike.
+pub fn exporters<T>(o: &OutputArgs) -> Vec<(PathBuf, Box<dyn Exporter<T>>)>
+where
+    Json: Exporter<T>,
+    Csv: Exporter<T>,
+    Markdown: Exporter<T>,
+{
+    let mut v: Vec<(PathBuf, Box<dyn Exporter<T>>)> = Vec::new();
+    if let Some(p) = &o.json {
+        v.push((p.clone(), Box::new(Json)));
+    }
+    if let Some(p) = &o.csv {
+        v.push((p.clone(), Box::new(Csv)));
+    }
+    if let Some(p) = &o.markdown {
+        v.push((p.clone(), Box::new(Markdown)));
+    }
+    v
 }

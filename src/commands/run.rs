@@ -88,7 +88,7 @@ impl RunArgs {
     pub fn run(self) -> anyhow::Result<i32> {
         let interrupted = crate::worker::install_guards()?;
         let plan = plan(&self)?;
-        let exports = output::exporters::<Run>(&self.outputs);
+        let exports = super::exporters::<Run>(&self.outputs);
         if let Some(d) = &self.report {
             check_report_dir(d)?;
         }

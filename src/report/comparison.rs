@@ -218,7 +218,7 @@ pub fn markdown(c: &Comparison) -> String {
 mod tests {
     use super::*;
     use crate::compare::{Options, compare};
-    use crate::report::testdata;
+    use crate::model::testdata;
 
     #[test]
     fn says_what_changed_in_a_sentence_and_a_table() {

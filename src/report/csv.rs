@@ -63,7 +63,7 @@ impl Exporter<Comparison> for Csv {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::testdata;
+    use crate::model::testdata;
 
     #[test]
     fn every_row_has_the_header_width_and_values_are_exact() {

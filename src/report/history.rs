@@ -2,7 +2,7 @@
 //! sparkline, the change from the previous and from the first run).
 
 use super::format_ns;
-use crate::store::{HistoryPoint, RunSummary};
+use crate::model::{HistoryPoint, RunSummary};
 
 fn table(color: bool, headers: Vec<&str>) -> comfy_table::Table {
     super::plain_table(color, headers)

@@ -475,7 +475,7 @@ pub fn render_run(run: &Run, curves: &[(String, Curve)], png: bool) -> Result<Pa
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::testdata;
+    use crate::model::testdata;
 
     #[test]
     fn run_page_has_every_result_its_environment_and_figures() {

@@ -24,8 +24,8 @@ impl Exporter<Comparison> for Json {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::testdata;
     use crate::model::{SCHEMA_VERSION, run_from_json};
-    use crate::report::testdata;
 
     #[test]
     fn round_trips_and_carries_schema_version_and_samples() {

@@ -52,7 +52,7 @@ impl Exporter<Comparison> for Markdown {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::testdata;
+    use crate::model::testdata;
 
     #[test]
     fn is_a_table_with_one_line_per_result_and_notes() {

@@ -160,7 +160,7 @@ pub const PHASE_LEGEND: &str = "phase +X%@Y%: Y% of the samples ran X% slower th
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::testdata;
+    use crate::model::testdata;
 
     #[test]
     fn table_shows_scaled_units_flags_and_numbered_reasons() {

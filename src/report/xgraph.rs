@@ -66,7 +66,7 @@ pub fn lat_ctx(run: &Run) -> (String, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::testdata;
+    use crate::model::testdata;
 
     fn point(n: u64, kb: u64, samples: Vec<f64>) -> BenchResult {
         let mut r = testdata::result(&format!("switch/ring/n{n}-s{kb}k"), samples);

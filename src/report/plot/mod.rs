@@ -399,7 +399,7 @@ fn histogram<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &BenchResult)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::testdata;
+    use crate::model::testdata;
 
     #[test]
     fn ticks_drop_needless_decimals() {

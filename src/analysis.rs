@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::harness::case::{BenchError, Cases};
 use crate::harness::noise::{CpuSnapshot, CpuTimes};
 use crate::harness::runner::CaseResult;
-use crate::model::{BenchResult, Disturbance, Status, family_of};
+use crate::model::{BenchResult, Disturbance, Repetition, Status, Uncertainty, family_of};
 use crate::stats;
 
 /// Thresholds above which a benchmark is called disturbed.
@@ -33,17 +33,29 @@ impl Default for Thresholds {
     }
 }
 
-/// Judge one case. `used` are the CPUs it ran on; `other` the CPUs it did not use but that
-/// share the machine with it (the allowed, online ones).
+/// Where a case ran, for judging what other load meant to it.
+#[derive(Debug, Clone, Copy)]
+pub struct Cpus<'a> {
+    /// The CPUs it ran on.
+    pub used: &'a [usize],
+    /// The allowed CPUs it did not use.
+    pub other: &'a [usize],
+    /// Those of `other` that are SMT siblings of a used CPU (the same core).
+    pub siblings: &'a [usize],
+}
+
+/// Judge one case from evidence. Load on a sibling hardware thread of the measuring core is a
+/// disturbance (it takes the core's execution units); load on a separate core is only named in
+/// the returned notes: on a machine whose CPUs are separate cores it moved getpid by 0%.
 pub fn assess(
     before: &CpuSnapshot,
     after: &CpuSnapshot,
-    used: &[usize],
-    other: &[usize],
+    cpus: Cpus,
     preempted_samples: usize,
     samples: usize,
     th: Thresholds,
-) -> Disturbance {
+) -> (Disturbance, Vec<String>) {
+    let (used, other) = (cpus.used, cpus.other);
     let delta = |cpus: &[usize]| -> Option<CpuTimes> {
         let mut d = CpuTimes::default();
         let mut any = false;
@@ -71,11 +83,19 @@ pub fn assess(
         delta(other).map(|d| pct(d.busy + d.steal, d.total()))
     };
     let mut flag = Vec::new();
-    if let Some(b) = other_cpu_busy_pct
+    let mut notes = Vec::new();
+    let sibling_busy = delta(cpus.siblings).map(|d| pct(d.busy + d.steal, d.total()));
+    if let Some(b) = sibling_busy
         && b > th.other_busy_pct
     {
         flag.push(format!(
-            "other CPU busy {b:.0}% (it shares the core: expect a slowdown)"
+            "other CPU busy {b:.0}% (an SMT sibling: it shares the core, expect a slowdown)"
+        ));
+    } else if let Some(b) = other_cpu_busy_pct
+        && b > th.other_busy_pct
+    {
+        notes.push(format!(
+            "other CPU busy {b:.0}% while this ran (a separate core: a disturbance only if the numbers moved)"
         ));
     }
     if steal_pct > th.steal_pct {
@@ -88,13 +108,14 @@ pub fn assess(
             "{preempted_samples} of {samples} samples preempted"
         ));
     }
-    Disturbance {
+    let d = Disturbance {
         preempted_samples,
         steal_pct,
         other_cpu_busy_pct,
         flag,
         ..Disturbance::default()
-    }
+    };
+    (d, notes)
 }
 
 fn status_of(e: BenchError) -> Status {
@@ -134,16 +155,27 @@ pub fn analyze(raw: CaseResult, allowed: &[usize]) -> BenchResult {
         m.preempted.len()
     };
     let th = Thresholds::default();
-    let mut disturbed = assess(
+    let siblings: Vec<usize> = raw
+        .smt_siblings
+        .iter()
+        .copied()
+        .filter(|c| other.contains(c))
+        .collect();
+    let cpus = Cpus {
+        used: &raw.used_cpus,
+        other: &other,
+        siblings: &siblings,
+    };
+    let (mut disturbed, load_notes) = assess(
         &raw.cpu_before,
         &raw.cpu_after,
-        &raw.used_cpus,
-        &other,
+        cpus,
         preempted,
         samples.len(),
         th,
     );
     let mut notes = raw.notes;
+    notes.extend(load_notes);
     if let Some(s) = &st
         && s.median <= 0.0
     {
@@ -172,6 +204,8 @@ pub fn analyze(raw: CaseResult, allowed: &[usize]) -> BenchResult {
         disturbed,
         notes,
         status: Status::Ok,
+        repetitions: vec![],
+        uncertainty: None,
     }
 }
 
@@ -184,6 +218,224 @@ fn not_measured(
     let mut r = BenchResult::not_measured(&id, &definition, status);
     r.params = params;
     r
+}
+
+/// One repetition of a case as the scheduler saw it: what the worker sent, when it started and
+/// how long the worker took before its first sample.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RepRun {
+    pub case: CaseResult,
+    pub started_ms: f64,
+    pub startup_ms: f64,
+}
+
+/// How the scheduler wants a case's repetitions judged.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Judging {
+    /// The precision asked for, as a fraction.
+    pub precision: f64,
+    /// Bootstrap resamples (fewer for the stop rule, more for the final interval).
+    pub resamples: usize,
+    /// At most this many samples go into the bootstrap (thinned evenly).
+    pub max_samples: usize,
+}
+
+/// The hierarchical CI of a case's repetitions (`None` with too few), from their samples as
+/// measured (baseline subtracted), around `point`.
+pub fn repetition_ci(reps: &[&[f64]], batch: u64, point: f64, j: Judging) -> Option<[f64; 2]> {
+    let per = (j.max_samples / reps.len().max(1)).max(1);
+    let rounds: stats::bootstrap::Rounds = reps
+        .iter()
+        .map(|s| stats::bootstrap::blocks(s, batch, per))
+        .filter(|b| !b.is_empty())
+        .collect();
+    stats::bootstrap::hierarchical_median_ci(&rounds, point, j.resamples, 0x0005_c057)
+}
+
+/// Relative half-width of a CI around `point` (infinite when there is none).
+pub fn halfwidth(ci: Option<[f64; 2]>, point: f64) -> f64 {
+    match ci {
+        Some([lo, hi]) if point.abs() > 0.0 => (hi - lo) / 2.0 / point.abs(),
+        _ => f64::INFINITY,
+    }
+}
+
+/// Sum of per-repetition /proc/stat deltas, as a snapshot pair (from zero), so the noise
+/// assessment covers the repetitions' own time and not the other benchmarks' between them.
+fn summed_cpu(reps: &[&CaseResult]) -> (CpuSnapshot, CpuSnapshot) {
+    let n = reps.iter().map(|c| c.cpu_after.len()).max().unwrap_or(0);
+    let mut after: CpuSnapshot = vec![None; n];
+    for c in reps {
+        for (i, (a, b)) in c.cpu_before.iter().zip(&c.cpu_after).enumerate() {
+            if let (Some(a), Some(b)) = (a, b) {
+                let t = after[i].get_or_insert_with(CpuTimes::default);
+                t.busy += b.busy.saturating_sub(a.busy);
+                t.idle += b.idle.saturating_sub(a.idle);
+                t.steal += b.steal.saturating_sub(a.steal);
+            }
+        }
+    }
+    (vec![Some(CpuTimes::default()); n], after)
+}
+
+/// One case's repetitions as one result: the statistics of all samples (the headline median),
+/// the CI from the repetitions (`stats.ci95`; the one-stream interval kept in `uncertainty`),
+/// every repetition with its level, and the ones whose level departs from the others named.
+pub fn merge_repetitions(
+    reps: Vec<RepRun>,
+    allowed: &[usize],
+    j: Judging,
+    stopped: &str,
+) -> BenchResult {
+    let failed: Vec<&RepRun> = reps
+        .iter()
+        .filter(|r| r.case.measurement.is_none())
+        .collect();
+    let ok: Vec<&RepRun> = reps
+        .iter()
+        .filter(|r| r.case.measurement.is_some())
+        .collect();
+    if ok.is_empty() {
+        let first = reps.into_iter().next().map(|r| r.case);
+        return analyze(first.expect("a case has at least one repetition"), allowed);
+    }
+    let mut notes = Vec::new();
+    if let Some(f) = failed.first() {
+        let why = f
+            .case
+            .error
+            .as_ref()
+            .map_or("no samples".into(), |e| e.to_string());
+        notes.push(format!(
+            "{} of {} repetitions not measured ({why}); the result is the other {}",
+            failed.len(),
+            reps.len(),
+            ok.len()
+        ));
+    }
+    let (merged, spans) = concatenate(&ok);
+    let mut r = analyze(merged, allowed);
+    r.notes.extend(notes);
+    r.disturbed.phase_samples = 0;
+    r.disturbed.phase_shift_pct = None;
+    r.repetitions = ok
+        .iter()
+        .zip(&spans)
+        .map(|(rep, &(start, len))| Repetition {
+            start,
+            samples: len,
+            median_ns: stats::median(&r.samples_ns[start..start + len]),
+            started_ms: rep.started_ms,
+            startup_ms: rep.startup_ms,
+            preempted: rep
+                .case
+                .measurement
+                .as_ref()
+                .map_or(0, |m| m.preempted.len()),
+            departs_pct: None,
+        })
+        .collect();
+    name_departures(&mut r);
+    attach_uncertainty(&mut r, &spans, j, stopped);
+    r
+}
+
+/// All repetitions' samples as one measured case (samples, preemptions and CPU time summed),
+/// and each repetition's (start, length) in it.
+fn concatenate(ok: &[&RepRun]) -> (CaseResult, Vec<(usize, usize)>) {
+    let cases: Vec<&CaseResult> = ok.iter().map(|r| &r.case).collect();
+    let mut merged = cases[0].clone();
+    let (before, after) = summed_cpu(&cases);
+    merged.cpu_before = before;
+    merged.cpu_after = after;
+    let m = merged.measurement.as_mut().expect("measured");
+    let mut spans = vec![(0, m.samples_ns.len())];
+    let mut end_offset = m.ends_ns.last().copied().unwrap_or(0);
+    for c in &cases[1..] {
+        let o = c.measurement.as_ref().expect("measured");
+        let start = m.samples_ns.len();
+        spans.push((start, o.samples_ns.len()));
+        m.samples_ns.extend(&o.samples_ns);
+        m.preempted.extend(o.preempted.iter().map(|i| i + start));
+        m.ends_ns.extend(o.ends_ns.iter().map(|e| e + end_offset));
+        end_offset += o.ends_ns.last().copied().unwrap_or(0);
+    }
+    // Repetitions are short and separate: phases are judged between them, not within.
+    m.phase = None;
+    (merged, spans)
+}
+
+/// Mark repetitions whose median departs from the others' by more than their spread and its
+/// own explain: beyond 3 robust standard deviations of the repetitions' medians, beyond twice
+/// its own within-repetition half-width, and by at least 2%.
+fn name_departures(r: &mut BenchResult) {
+    let meds: Vec<f64> = r.repetitions.iter().map(|x| x.median_ns).collect();
+    if meds.len() < 3 {
+        return;
+    }
+    let center = stats::median(&meds);
+    let spread =
+        1.4826 * stats::median(&meds.iter().map(|m| (m - center).abs()).collect::<Vec<_>>());
+    let mut said = Vec::new();
+    for (k, rep) in r.repetitions.iter_mut().enumerate() {
+        let own = stats::summarize(&r.samples_ns[rep.start..rep.start + rep.samples])
+            .map_or(0.0, |s| (s.ci95[1] - s.ci95[0]) / 2.0);
+        let off = rep.median_ns - center;
+        if center.abs() > 0.0
+            && off.abs() > 3.0 * spread
+            && off.abs() > 2.0 * own
+            && (off / center).abs() > 0.02
+        {
+            let pct = 100.0 * off / center;
+            rep.departs_pct = Some(pct);
+            said.push(format!(
+                "repetition {} (at {:.0} ms) sat {pct:+.1}% from the others ({} of {} samples preempted)",
+                k + 1,
+                rep.started_ms,
+                rep.preempted,
+                rep.samples
+            ));
+        }
+    }
+    if !said.is_empty() {
+        r.notes
+            .push(format!("kept, not removed: {}", said.join("; ")));
+    }
+}
+
+/// Replace the one-stream CI with the repetitions' CI and say how it was found.
+fn attach_uncertainty(r: &mut BenchResult, spans: &[(usize, usize)], j: Judging, stopped: &str) {
+    let Some(st) = r.stats.as_mut() else {
+        return;
+    };
+    let within = st.ci95;
+    let reps: Vec<&[f64]> = spans
+        .iter()
+        .map(|&(a, n)| &r.samples_ns[a..a + n])
+        .collect();
+    let ci = repetition_ci(&reps, r.batch.size, st.median, j);
+    let n = reps.len();
+    let method = match ci {
+        Some(_) => format!(
+            "hierarchical bootstrap over {n} repetitions (each a fresh process), then blocks of samples within them; t-expanded for {n} repetitions"
+        ),
+        None => {
+            r.notes.push(format!(
+                "{n} repetition(s): too few for a confidence interval (at least {})",
+                stats::bootstrap::MIN_REPETITIONS
+            ));
+            "none: too few repetitions".to_string()
+        }
+    };
+    st.ci95 = ci.unwrap_or([f64::NAN, f64::NAN]);
+    r.uncertainty = Some(Uncertainty {
+        method,
+        repetitions: n,
+        halfwidth_pct: 100.0 * halfwidth(ci, st.median),
+        target_pct: 100.0 * j.precision,
+        stopped: stopped.to_string(),
+        within_stream_ci95: within,
+    });
 }
 
 /// Quantities a benchmark's cases give together: the per-switch cost of each ping-pong (half a
@@ -237,6 +489,7 @@ mod tests {
             definition: "d".into(),
             placement: Placement::Pinned { cpu: 0 },
             used_cpus: vec![0],
+            smt_siblings: vec![],
             cpu_before: vec![],
             cpu_after: vec![],
             measurement: Some(Measurement {
@@ -321,18 +574,36 @@ intr 1 2 3\n";
 cpu0 6 0 6 98 0 0 0 0 0 0\n\
 cpu1 85 0 5 70 0 0 0 10 0 0\n";
 
+    fn on(
+        used: &'static [usize],
+        other: &'static [usize],
+        siblings: &'static [usize],
+    ) -> Cpus<'static> {
+        Cpus {
+            used,
+            other,
+            siblings,
+        }
+    }
+
     #[test]
-    fn busy_other_cpu_and_steal_are_flagged_with_reasons() {
+    fn a_busy_sibling_is_flagged_a_busy_separate_core_only_named() {
         let a = parse_proc_stat(STAT_A);
         let b = parse_proc_stat(STAT_B);
+        let th = Thresholds::default();
         // cpu1 went +80 busy +20 idle +10 steal: 90/110 = 81.8% busy.
-        let d = assess(&a, &b, &[0], &[1], 0, 100, Thresholds::default());
+        let (d, notes) = assess(&a, &b, on(&[0], &[1], &[1]), 0, 100, th);
         assert!((d.other_cpu_busy_pct.unwrap() - 900.0 / 11.0).abs() < 1e-9);
         assert_eq!(d.steal_pct, 0.0);
         assert_eq!(d.flag.len(), 1);
-        assert!(d.flag[0].contains("other CPU busy 82%"));
+        assert!(d.flag[0].contains("other CPU busy 82%") && d.flag[0].contains("SMT sibling"));
+        assert!(notes.is_empty());
+        // The same load on a separate core: a note, not a flag.
+        let (d, notes) = assess(&a, &b, on(&[0], &[1], &[]), 0, 100, th);
+        assert!(!d.is_disturbed(), "{:?}", d.flag);
+        assert!(notes[0].contains("other CPU busy 82%") && notes[0].contains("separate core"));
         // Measured on cpu1: steal 10/110.
-        let d = assess(&a, &b, &[1], &[0], 0, 100, Thresholds::default());
+        let (d, _) = assess(&a, &b, on(&[1], &[0], &[]), 0, 100, th);
         assert!((d.steal_pct - 1000.0 / 110.0).abs() < 1e-9);
         assert!(d.flag.iter().any(|f| f.starts_with("steal 9%")));
         assert!(!d.flag.iter().any(|f| f.contains("other CPU")));
@@ -341,11 +612,12 @@ cpu1 85 0 5 70 0 0 0 10 0 0\n";
     #[test]
     fn quiet_benchmark_is_not_flagged_and_preemption_share_is() {
         let a = parse_proc_stat(STAT_A);
-        let d = assess(&a, &a, &[0], &[1], 5, 100, Thresholds::default());
+        let th = Thresholds::default();
+        let (d, _) = assess(&a, &a, on(&[0], &[1], &[]), 5, 100, th);
         assert!(!d.is_disturbed());
-        let d = assess(&a, &a, &[0], &[1], 6, 100, Thresholds::default());
+        let (d, _) = assess(&a, &a, on(&[0], &[1], &[]), 6, 100, th);
         assert_eq!(d.flag, vec!["6 of 100 samples preempted".to_string()]);
-        let d = assess(&a, &a, &[0, 1], &[], 0, 100, Thresholds::default());
+        let (d, _) = assess(&a, &a, on(&[0, 1], &[], &[]), 0, 100, th);
         assert_eq!(d.other_cpu_busy_pct, None);
     }
 }

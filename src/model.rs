@@ -8,7 +8,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::stats::{Outliers, Stats};
 
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: results carry their repetitions (each in a fresh worker process) and a CI computed across
+/// them; runs of version 1 still load, with a note.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// Note added to runs of schema_version 1 when they are loaded.
+pub const V1_NOTE: &str = "schema_version 1: measured as one stream of samples in one process; its CIs carry no repetition structure and are narrower than the variation between runs";
 
 /// The machine a run was measured on (collected by `env.rs`, shown by `oscost env`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
@@ -88,6 +93,63 @@ pub struct Run {
     pub env: Env,
     pub clock: ClockInfo,
     pub results: Vec<BenchResult>,
+    /// How repetitions were scheduled (absent in version 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<Schedule>,
+    /// Things to know about the whole run (added on load for older versions).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// The order repetitions ran in: round by round, each round one repetition of every benchmark
+/// still sampling, so drift of the machine spreads over all of them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Schedule {
+    /// "round robin".
+    pub order: String,
+    /// Benchmark ids of each round, in the order their workers ran.
+    pub rounds: Vec<Vec<String>>,
+    /// Sampling time of one repetition, ms.
+    pub repetition_ms: f64,
+    /// Repetitions every benchmark gets before the stop rule is asked.
+    pub min_repetitions: usize,
+    /// Median start-up of a worker (exec to first sample), ms.
+    pub worker_startup_ms: f64,
+}
+
+/// One repetition of a result: a stretch of its samples, measured by one fresh worker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Repetition {
+    /// Index of its first sample in `samples_ns`.
+    pub start: usize,
+    pub samples: usize,
+    pub median_ns: f64,
+    /// When it started, ms since the run started.
+    pub started_ms: f64,
+    /// Worker start-up before its first sample (exec, pinning, setup, warm-up), ms.
+    pub startup_ms: f64,
+    pub preempted: usize,
+    /// How far its level sat from the others, percent, when that is more than its own spread
+    /// and the others' explain (a phase of the machine, or this process's layout).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub departs_pct: Option<f64>,
+}
+
+/// Where `stats.ci95` comes from and how sure it is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Uncertainty {
+    /// How the CI was computed, in words.
+    pub method: String,
+    pub repetitions: usize,
+    /// Half-width of the CI, percent of the median (NaN when there is no CI).
+    pub halfwidth_pct: f64,
+    /// The precision asked for, percent.
+    pub target_pct: f64,
+    /// Why sampling stopped: "precision", "budget" or "fixed".
+    pub stopped: String,
+    /// The order-statistics CI of all samples as one stream: how well this run knows its own
+    /// samples, not what the operation costs.
+    pub within_stream_ci95: [f64; 2],
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -222,6 +284,11 @@ pub struct BenchResult {
     #[serde(default)]
     pub notes: Vec<String>,
     pub status: Status,
+    /// The repetitions the samples came from, in order (empty in version 1).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repetitions: Vec<Repetition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncertainty: Option<Uncertainty>,
 }
 
 impl BenchResult {
@@ -246,6 +313,8 @@ impl BenchResult {
             disturbed: Disturbance::default(),
             notes: vec![],
             status,
+            repetitions: vec![],
+            uncertainty: None,
         }
     }
 }
@@ -270,7 +339,7 @@ pub enum LoadError {
         source: serde_json::Error,
     },
     #[error(
-        "{path} has schema_version {found}, this oscost reads version {SCHEMA_VERSION}; re-export it with a matching oscost"
+        "{path} has schema_version {found}, this oscost reads versions 1 and {SCHEMA_VERSION}; re-export it with a matching oscost"
     )]
     Version { path: String, found: u64 },
 }
@@ -283,8 +352,9 @@ pub fn run_from_json(text: &str, path: &str) -> Result<Run, LoadError> {
             path: path.into(),
             source,
         })?;
-    match value.get("schema_version").and_then(|v| v.as_u64()) {
-        Some(v) if v == SCHEMA_VERSION as u64 => {}
+    let version = value.get("schema_version").and_then(|v| v.as_u64());
+    match version {
+        Some(v) if v == SCHEMA_VERSION as u64 || v == 1 => {}
         Some(found) => {
             return Err(LoadError::Version {
                 path: path.into(),
@@ -298,10 +368,14 @@ pub fn run_from_json(text: &str, path: &str) -> Result<Run, LoadError> {
             });
         }
     }
-    serde_json::from_value(value).map_err(|source| LoadError::Parse {
+    let mut run: Run = serde_json::from_value(value).map_err(|source| LoadError::Parse {
         path: path.into(),
         source,
-    })
+    })?;
+    if version == Some(1) && !run.notes.iter().any(|n| n == V1_NOTE) {
+        run.notes.push(V1_NOTE.into());
+    }
+    Ok(run)
 }
 
 pub fn load_run_file(path: &std::path::Path) -> Result<Run, LoadError> {
@@ -367,6 +441,8 @@ pub mod testdata {
             disturbed: Disturbance::default(),
             notes: vec![],
             status: Status::Ok,
+            repetitions: vec![],
+            uncertainty: None,
         }
     }
 
@@ -397,6 +473,8 @@ pub mod testdata {
                     },
                 ),
             ],
+            schedule: None,
+            notes: vec![],
         }
     }
 }

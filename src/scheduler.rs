@@ -10,36 +10,92 @@ use std::time::Duration;
 
 use anyhow::Context;
 
+use crate::analysis::{self, Judging, RepRun};
 use crate::harness::case::Benchmark;
-use crate::harness::runner::WorkerOptions;
+use crate::harness::runner::{CaseResult, WorkerOptions};
 use crate::harness::{clock, sampler};
-use crate::model::{BenchResult, ClockInfo, Run, SCHEMA_VERSION, Tool};
-use crate::worker::Coordinator;
+use crate::model::{BenchResult, ClockInfo, Run, SCHEMA_VERSION, Schedule, Tool};
+use crate::worker::{Coordinator, Interrupted};
 
 /// Everything a run needs, validated (`commands::run::plan` builds it from the command line).
 pub struct Plan {
     pub benchmarks: Vec<&'static Benchmark>,
+    /// What every worker gets; its sampler settings are those of one repetition.
     pub opts: WorkerOptions,
+    /// Longest one worker (one repetition) may take.
     pub timeout: Duration,
     pub wrapper: Option<Vec<String>>,
     pub wrapper_text: Option<String>,
     pub label: Option<String>,
+    pub reps: Repetitions,
 }
 
-/// Sampling time every benchmark gets at least. Slow phases of a shared VM last 50-500 ms and
-/// take a quarter of the time: a window must be long to contain a fast phase at all. A few
-/// benchmarks share `SUITE_SAMPLING_S` (so `oscost run syscall/getpid` samples for 2 s and
-/// agrees with itself run after run); a suite gives each at least `floor_ns`.
-pub fn min_sampling_ns(benchmarks: usize, floor_ns: u64) -> u64 {
-    const SUITE_SAMPLING_S: f64 = 4.0;
-    const CEILING_NS: u64 = 2_000_000_000;
-    let share = (SUITE_SAMPLING_S * 1e9 / benchmarks.max(1) as f64) as u64;
-    share.clamp(floor_ns, CEILING_NS.max(floor_ns))
+/// How many repetitions each benchmark gets, how long each samples, and when to stop.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Repetitions {
+    /// Before the stop rule is asked (and the fewest that give a CI).
+    pub min: usize,
+    /// The budget: a benchmark stops here whatever its CI.
+    pub max: usize,
+    /// Sampling time of one repetition of one case.
+    pub rep_ns: u64,
+    /// Stop once the CI's half-width is within this fraction of the median.
+    pub precision: f64,
+    /// --samples N: exactly N samples per result, shared out over `min` repetitions.
+    pub fixed_total: Option<usize>,
+}
+
+/// Sampling time the repetitions of all selected cases share at their minimum count: the
+/// default suite (~100 cases) gets ~40 ms repetitions and finishes in about half a minute; a
+/// single benchmark gets 60 ms repetitions and a trustworthy number in well under a second.
+const SHARED_SAMPLING_S: f64 = 20.0;
+/// A repetition of this long or longer still sits inside one phase of the machine often enough
+/// for the repetitions to sample the phases; shorter ones are mostly worker start-up.
+const REP_FLOOR_NS: u64 = 20_000_000;
+const REP_CEILING_NS: u64 = 60_000_000;
+pub const MIN_REPETITIONS: usize = crate::stats::bootstrap::MIN_REPETITIONS;
+
+/// Repetitions for `cases` cases in all. `budget_s` (per benchmark) caps the repetitions;
+/// without it a benchmark may take up to twice the minimum (fewer in a big suite, so the
+/// default suite's time stays bounded however noisy the machine). --quick stops at the minimum.
+pub fn repetition_plan(
+    cases: usize,
+    precision: f64,
+    budget_s: Option<f64>,
+    fixed_total: Option<usize>,
+    quick: bool,
+) -> Repetitions {
+    let share = SHARED_SAMPLING_S * 1e9 / (cases.max(1) * MIN_REPETITIONS) as f64;
+    let rep_ns = if quick {
+        REP_FLOOR_NS
+    } else {
+        (share as u64).clamp(REP_FLOOR_NS, REP_CEILING_NS)
+    };
+    let default_max = if quick {
+        MIN_REPETITIONS
+    } else if cases > 20 {
+        8
+    } else {
+        2 * MIN_REPETITIONS
+    };
+    let max = match budget_s {
+        Some(b) => ((b * 1e9 / rep_ns as f64) as usize).max(MIN_REPETITIONS),
+        None => default_max,
+    };
+    Repetitions {
+        min: MIN_REPETITIONS,
+        max,
+        rep_ns,
+        precision,
+        fixed_total,
+    }
 }
 
 /// What every run of a plan shares: the calibrated clock, the machine, the start time and the
 /// worker options completed with the clock's real cost.
 struct Session {
+    /// When the run started; repetitions are timed from here.
+    started: std::time::Instant,
     clock: ClockInfo,
     env: crate::model::Env,
     started_at: String,
@@ -65,6 +121,7 @@ fn session(plan: &Plan) -> anyhow::Result<Session> {
         );
     }
     Ok(Session {
+        started: std::time::Instant::now(),
         env: crate::env::collect(Some(clock)),
         started_at: now_rfc3339(),
         clock,
@@ -109,6 +166,8 @@ impl Session {
             env: self.env.clone(),
             clock: self.clock,
             results,
+            schedule: None,
+            notes: vec![],
         }
     }
 }
@@ -129,13 +188,217 @@ fn progress(len: usize) -> indicatif::ProgressBar {
     bar
 }
 
+/// One side being measured: its coordinator (wrapper) and every benchmark's repetitions.
+struct Side<'a> {
+    coord: &'a Coordinator,
+    tracks: Vec<Track>,
+}
+
+/// One benchmark's repetitions so far, per case id in first-seen order, and why it stopped.
+struct Track {
+    bench: &'static Benchmark,
+    cases: Vec<(String, Vec<RepRun>)>,
+    stopped: Option<&'static str>,
+}
+
+impl Track {
+    fn new(bench: &'static Benchmark) -> Track {
+        Track {
+            bench,
+            cases: vec![],
+            stopped: None,
+        }
+    }
+
+    fn add(&mut self, rep: RepRun) {
+        match self.cases.iter_mut().find(|(id, _)| *id == rep.case.id) {
+            Some((_, v)) => v.push(rep),
+            None => self.cases.push((rep.case.id.clone(), vec![rep])),
+        }
+    }
+
+    /// Whether every measured case's CI is within `precision` (cases that never measured,
+    /// skipped or failed, do not hold the benchmark back).
+    fn precise_enough(&self, precision: f64) -> bool {
+        self.cases.iter().all(|(_, reps)| {
+            let samples: Vec<&[f64]> = reps
+                .iter()
+                .filter_map(|r| r.case.measurement.as_ref())
+                .map(|m| m.samples_ns.as_slice())
+                .collect();
+            let Some(m) = reps.iter().find_map(|r| r.case.measurement.as_ref()) else {
+                return true;
+            };
+            let all: Vec<f64> = samples.concat();
+            let point = crate::stats::median(&all);
+            let ci = analysis::repetition_ci(&samples, m.batch.size, point, STOP_JUDGING);
+            analysis::halfwidth(ci, point) <= precision
+        })
+    }
+
+    /// Nothing was measured in the first repetition (skipped or failed throughout): repeating
+    /// would only say so again.
+    fn nothing_to_repeat(&self) -> bool {
+        self.cases
+            .iter()
+            .all(|(_, r)| r.iter().all(|x| x.case.measurement.is_none()))
+    }
+}
+
+/// Bootstrap effort of the stop rule (asked after every round) and of the final interval.
+const STOP_JUDGING: Judging = Judging {
+    precision: 0.0,
+    resamples: 300,
+    max_samples: 2000,
+};
+const FINAL_RESAMPLES: usize = 1000;
+const FINAL_MAX_SAMPLES: usize = 4000;
+
+/// Sampling time of a repetition's cases: the last sample's end.
+fn sampling_ns(cases: &[CaseResult]) -> u64 {
+    cases
+        .iter()
+        .filter_map(|c| c.measurement.as_ref())
+        .map(|m| m.ends_ns.last().copied().unwrap_or(0))
+        .sum()
+}
+
+impl Session {
+    /// The sampler settings of repetition `k` (0-based): fixed counts are shared out over
+    /// the minimum repetitions.
+    fn rep_options(&self, plan: &Plan, k: usize) -> WorkerOptions {
+        let mut o = self.opts.clone();
+        if let Some(total) = plan.reps.fixed_total {
+            let r = plan.reps.min;
+            o.sampler.fixed_samples = Some(total / r + usize::from(k < total % r));
+        }
+        o
+    }
+
+    /// Run round after round: each round one repetition (a fresh worker) of every benchmark
+    /// still sampling, side by side for `ab`. A benchmark stops once every case's CI is within
+    /// the precision (after the minimum repetitions), or at its maximum.
+    fn rounds(
+        &self,
+        plan: &Plan,
+        sides: &mut [Side],
+        bar: &indicatif::ProgressBar,
+    ) -> Result<Vec<Vec<String>>, Interrupted> {
+        let mut order = Vec::new();
+        for k in 0..plan.reps.max {
+            let active: Vec<usize> = (0..plan.benchmarks.len())
+                .filter(|&i| sides.iter().any(|s| s.tracks[i].stopped.is_none()))
+                .collect();
+            if active.is_empty() {
+                break;
+            }
+            let opts = self.rep_options(plan, k);
+            let mut round = Vec::new();
+            for &i in &active {
+                for side in sides.iter_mut() {
+                    let b = side.tracks[i].bench;
+                    bar.set_message(format!("{} (repetition {})", b.id, k + 1));
+                    let t0 = self.started.elapsed();
+                    let cases = side.coord.run(b, &opts)?;
+                    let wall = self.started.elapsed().saturating_sub(t0);
+                    let startup_ms =
+                        (wall.as_nanos() as f64 - sampling_ns(&cases) as f64).max(0.0) / 1e6;
+                    for case in cases {
+                        side.tracks[i].add(RepRun {
+                            case,
+                            started_ms: t0.as_secs_f64() * 1e3,
+                            startup_ms,
+                        });
+                    }
+                    bar.inc(1);
+                }
+                round.push(plan.benchmarks[i].id.to_string());
+                self.judge(plan, sides, i, k + 1);
+            }
+            order.push(round);
+        }
+        for side in sides.iter_mut() {
+            for t in &mut side.tracks {
+                t.stopped.get_or_insert("budget");
+            }
+        }
+        Ok(order)
+    }
+
+    /// After `done` repetitions of benchmark `i` on every side: stop it when it may.
+    fn judge(&self, plan: &Plan, sides: &mut [Side], i: usize, done: usize) {
+        let reps = &plan.reps;
+        let stop = if sides.iter().all(|s| s.tracks[i].nothing_to_repeat()) {
+            Some("not measured")
+        } else if done < reps.min {
+            None
+        } else if reps.fixed_total.is_some() {
+            Some("fixed")
+        } else if sides
+            .iter()
+            .all(|s| s.tracks[i].precise_enough(reps.precision))
+        {
+            Some("precision")
+        } else if done >= reps.max {
+            Some("budget")
+        } else {
+            None
+        };
+        if let Some(why) = stop {
+            for s in sides.iter_mut() {
+                s.tracks[i].stopped = Some(why);
+            }
+        }
+    }
+
+    /// Every case's repetitions as one result each, with the derived values of its benchmark.
+    fn results(&self, plan: &Plan, tracks: Vec<Track>) -> Vec<BenchResult> {
+        let judging = Judging {
+            precision: plan.reps.precision,
+            resamples: FINAL_RESAMPLES,
+            max_samples: FINAL_MAX_SAMPLES,
+        };
+        let mut out = Vec::new();
+        for t in tracks {
+            let stopped = t.stopped.unwrap_or("budget");
+            let mut rs: Vec<BenchResult> = t
+                .cases
+                .into_iter()
+                .map(|(_, reps)| {
+                    analysis::merge_repetitions(reps, &self.opts.allowed, judging, stopped)
+                })
+                .collect();
+            analysis::derive(&t.bench.cases, &mut rs);
+            out.extend(rs);
+        }
+        out
+    }
+
+    fn schedule(&self, plan: &Plan, order: Vec<Vec<String>>, results: &[BenchResult]) -> Schedule {
+        let startups: Vec<f64> = results
+            .iter()
+            .flat_map(|r| r.repetitions.iter().map(|x| x.startup_ms))
+            .collect();
+        Schedule {
+            order: "round robin".into(),
+            rounds: order,
+            repetition_ms: plan.reps.rep_ns as f64 / 1e6,
+            min_repetitions: plan.reps.min,
+            worker_startup_ms: crate::stats::median(&startups),
+        }
+    }
+}
+
 /// Run the plan. `Err(Interrupted)` (inside anyhow) when a signal stopped it.
 pub fn execute(plan: &Plan, interrupted: Arc<AtomicUsize>) -> anyhow::Result<Run> {
     let s = session(plan)?;
     let coord = s.coordinator(plan, plan.wrapper.clone().unwrap_or_default(), &interrupted);
     eprintln!(
-        "oscost: {} benchmark(s), pinned to CPU {}, clock {:.1} ns/read{}",
+        "oscost: {} benchmark(s), {}-{} repetitions of {:.0} ms each, pinned to CPU {}, clock {:.1} ns/read{}",
         plan.benchmarks.len(),
+        plan.reps.min,
+        plan.reps.max,
+        plan.reps.rep_ns as f64 / 1e6,
         s.opts.cpu,
         s.clock.cost_ns,
         plan.wrapper_text
@@ -143,19 +406,21 @@ pub fn execute(plan: &Plan, interrupted: Arc<AtomicUsize>) -> anyhow::Result<Run
             .map(|w| format!(", under `{w}`"))
             .unwrap_or_default()
     );
-    let bar = progress(plan.benchmarks.len());
-    let mut results = Vec::new();
-    for b in &plan.benchmarks {
-        bar.set_message(b.id);
-        let rs = coord
-            .run(b, &s.opts)
-            .inspect_err(|_| bar.finish_and_clear())?;
-        results.extend(rs);
-        bar.inc(1);
-    }
+    let bar = progress(plan.benchmarks.len() * plan.reps.min);
+    let mut sides = [Side {
+        coord: &coord,
+        tracks: plan.benchmarks.iter().map(|b| Track::new(b)).collect(),
+    }];
+    let order = s
+        .rounds(plan, &mut sides, &bar)
+        .inspect_err(|_| bar.finish_and_clear())?;
     bar.finish_and_clear();
     coord.check_interrupted()?;
-    Ok(s.run_model(plan, plan.wrapper_text.clone(), None, results))
+    let [side] = sides;
+    let results = s.results(plan, side.tracks);
+    let mut run = s.run_model(plan, plan.wrapper_text.clone(), None, results);
+    run.schedule = Some(s.schedule(plan, order, &run.results));
+    Ok(run)
 }
 
 /// One side of an A/B comparison: a wrapper (none for the plain system) and its text.
@@ -164,8 +429,9 @@ pub struct AbSide {
     pub text: Option<String>,
 }
 
-/// Run A and B alternately, benchmark by benchmark (A B A B ... for `rounds` rounds), so that
-/// drift of the machine hits both alike; each side's rounds are merged into one run.
+/// Run A and B alternately, repetition by repetition (A B A B ...), so that drift of the
+/// machine hits both alike; the repetitions are `ab`'s rounds, judged by the same stop rule as
+/// a run (at least `rounds` of them).
 pub fn execute_ab(
     plan: &Plan,
     a: &AbSide,
@@ -173,66 +439,63 @@ pub fn execute_ab(
     rounds: usize,
     interrupted: Arc<AtomicUsize>,
 ) -> anyhow::Result<(Run, Run)> {
-    let mut s = session(plan)?;
-    // Each round gets its share of the sampling time, so ab costs what two runs cost.
-    let cfg = &mut s.opts.sampler;
-    cfg.min_time_ns = (cfg.min_time_ns / rounds as u64).max(100_000_000);
-    cfg.budget_ns = (cfg.budget_ns / rounds as u64).max(cfg.min_time_ns);
+    let s = session(plan)?;
+    let mut plan_ab = Plan {
+        benchmarks: plan.benchmarks.clone(),
+        opts: plan.opts.clone(),
+        timeout: plan.timeout,
+        wrapper: None,
+        wrapper_text: None,
+        label: plan.label.clone(),
+        reps: plan.reps,
+    };
+    plan_ab.reps.min = plan_ab.reps.min.max(rounds);
+    plan_ab.reps.max = plan_ab.reps.max.max(plan_ab.reps.min);
+    let plan = &plan_ab;
     let ca = s.coordinator(plan, a.wrapper.clone(), &interrupted);
     let cb = s.coordinator(plan, b.wrapper.clone(), &interrupted);
     let name = |side: &AbSide| side.text.clone().unwrap_or_else(|| "(nothing)".into());
     eprintln!(
-        "oscost: A = {}, B = {}: {} benchmark(s) x {rounds} round(s), pinned to CPU {}",
+        "oscost: A = {}, B = {}: {} benchmark(s) x {}-{} repetitions each, pinned to CPU {}",
         name(a),
         name(b),
         plan.benchmarks.len(),
+        plan.reps.min,
+        plan.reps.max,
         s.opts.cpu
     );
-    let bar = progress(plan.benchmarks.len() * rounds * 2);
-    let (mut ra, mut rb) = (Vec::new(), Vec::new());
-    for bench in &plan.benchmarks {
-        // Results grouped by id in first-seen order (a benchmark may give several).
-        let mut per_id: Vec<(String, Vec<BenchResult>, Vec<BenchResult>)> = Vec::new();
-        for round in 0..rounds {
-            for (side, coord) in [(0, &ca), (1, &cb)] {
-                bar.set_message(format!(
-                    "{} {} round {}",
-                    ["A", "B"][side],
-                    bench.id,
-                    round + 1
-                ));
-                let rs = coord
-                    .run(bench, &s.opts)
-                    .inspect_err(|_| bar.finish_and_clear())?;
-                for r in rs {
-                    let i = match per_id.iter().position(|(id, _, _)| *id == r.id) {
-                        Some(i) => i,
-                        None => {
-                            per_id.push((r.id.clone(), Vec::new(), Vec::new()));
-                            per_id.len() - 1
-                        }
-                    };
-                    if side == 0 {
-                        per_id[i].1.push(r)
-                    } else {
-                        per_id[i].2.push(r)
-                    }
-                }
-                bar.inc(1);
-            }
-        }
-        for (_, xa, xb) in per_id {
-            ra.extend(crate::compare::merge_rounds(&xa));
-            rb.extend(crate::compare::merge_rounds(&xb));
-        }
-    }
+    let bar = progress(plan.benchmarks.len() * plan.reps.min * 2);
+    let tracks = || plan.benchmarks.iter().map(|b| Track::new(b)).collect();
+    let mut sides = [
+        Side {
+            coord: &ca,
+            tracks: tracks(),
+        },
+        Side {
+            coord: &cb,
+            tracks: tracks(),
+        },
+    ];
+    let order = s
+        .rounds(plan, &mut sides, &bar)
+        .inspect_err(|_| bar.finish_and_clear())?;
     bar.finish_and_clear();
     ca.check_interrupted()?;
+    let [sa, sb] = sides;
     let label = |side: &str, x: &AbSide| Some(format!("ab {side}: {}", name(x)));
-    Ok((
-        s.run_model(plan, a.text.clone(), label("A", a), ra),
-        s.run_model(plan, b.text.clone(), label("B", b), rb),
-    ))
+    let mut runs = Vec::new();
+    for (side, tracks, text, l) in [
+        (a, sa.tracks, a.text.clone(), "A"),
+        (b, sb.tracks, b.text.clone(), "B"),
+    ] {
+        let results = s.results(plan, tracks);
+        let mut run = s.run_model(plan, text, label(l, side), results);
+        run.schedule = Some(s.schedule(plan, order.clone(), &run.results));
+        runs.push(run);
+    }
+    let rb = runs.pop().expect("two sides");
+    let ra = runs.pop().expect("two sides");
+    Ok((ra, rb))
 }
 
 #[cfg(test)]
@@ -240,12 +503,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn few_benchmarks_sample_longer_and_a_suite_gets_the_floor() {
-        let floor = 500_000_000; // the floor is a parameter; 400 ms is the default
-        assert_eq!(min_sampling_ns(1, floor), 2_000_000_000);
-        assert_eq!(min_sampling_ns(4, floor), 1_000_000_000);
-        assert_eq!(min_sampling_ns(28, floor), floor);
-        assert_eq!(min_sampling_ns(8, floor), floor);
-        assert_eq!(min_sampling_ns(0, floor), 2_000_000_000);
+    fn repetitions_shrink_with_the_suite_and_stop_where_asked() {
+        let one = repetition_plan(1, 0.01, None, None, false);
+        assert_eq!((one.min, one.max, one.rep_ns), (5, 10, REP_CEILING_NS));
+        let suite = repetition_plan(100, 0.01, None, None, false);
+        assert_eq!((suite.max, suite.rep_ns), (8, 40_000_000));
+        let quick = repetition_plan(100, 0.02, None, None, true);
+        assert_eq!((quick.max, quick.rep_ns), (5, REP_FLOOR_NS));
+        let budget = repetition_plan(1, 0.01, Some(0.6), None, false);
+        assert_eq!(budget.max, 10);
+        assert_eq!(repetition_plan(1, 0.01, Some(0.01), None, false).max, 5);
+        assert_eq!(
+            repetition_plan(1, 0.01, None, Some(37), false).fixed_total,
+            Some(37)
+        );
     }
 }

@@ -23,7 +23,6 @@ use nix::sys::signal::{Signal, killpg};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
-use crate::analysis;
 use crate::bench;
 use crate::harness::case::{BenchError, Benchmark, Meter};
 use crate::harness::clock::Monotonic;
@@ -31,7 +30,6 @@ use crate::harness::noise::Rusage;
 use crate::harness::placement;
 use crate::harness::runner::{self, CaseResult, WorkerOptions};
 use crate::harness::sampler::Sampler;
-use crate::model::BenchResult;
 
 /// The fd the worker writes results to.
 pub const RESULT_FD: i32 = 3;
@@ -136,13 +134,9 @@ impl Coordinator {
         }
     }
 
-    /// Run one benchmark in a fresh worker and analyse its cases. A crash, a hang or garbage
-    /// from the worker becomes a failed result; only an interrupt is an error.
-    pub fn run(
-        &self,
-        b: &Benchmark,
-        opts: &WorkerOptions,
-    ) -> Result<Vec<BenchResult>, Interrupted> {
+    /// Run one repetition of a benchmark in a fresh worker: its cases as measured. A crash, a
+    /// hang or garbage from the worker becomes a failed case; only an interrupt is an error.
+    pub fn run(&self, b: &Benchmark, opts: &WorkerOptions) -> Result<Vec<CaseResult>, Interrupted> {
         self.check_interrupted()?;
         let ipc_before = crate::harness::ipc_guard::snapshot();
         let started = crate::harness::ipc_guard::now_secs();
@@ -156,12 +150,7 @@ impl Coordinator {
                 removed.join(", ")
             );
         }
-        let mut results: Vec<BenchResult> = cases?
-            .into_iter()
-            .map(|c| analysis::analyze(c, &opts.allowed))
-            .collect();
-        analysis::derive(&b.cases, &mut results);
-        Ok(results)
+        cases
     }
 
     /// Spawn, watch, stop and reap one worker, and read what it sent.

@@ -472,9 +472,12 @@ fn thread_scope_process(m: &Meter, _: &Case) -> Measured {
 /// One point of the curve: fork with the parent holding `rss_mib` MiB resident.
 fn fork_rss(m: &Meter, c: &Case) -> Measured {
     let clock = Monotonic;
-    // Big forks take tens of ms: give each point enough time for ten of them.
+    // Big forks take tens of ms: every repetition takes ten of them at least, then stops at
+    // its time (the repetitions, not the stream, give the CI).
     let cfg = SamplerConfig {
         budget_ns: m.sampler.cfg.budget_ns.max(3_000_000_000),
+        precision: f64::INFINITY,
+        min_samples: 10,
         ..m.sampler.cfg
     };
     let mem = Mapping::resident((c.int("rss_mib")? as usize) << 20)?;

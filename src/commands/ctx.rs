@@ -11,7 +11,7 @@ use super::print_stdout;
 use super::run::plan;
 use crate::cli::{Cli, Command, usage};
 use crate::harness::case::RingOptions;
-use crate::scheduler::{self, Plan, min_sampling_ns};
+use crate::scheduler::{self, Plan, repetition_plan};
 use crate::{output, report};
 
 #[derive(Debug, Args, Clone)]
@@ -58,8 +58,7 @@ impl CtxArgs {
         Ok(0)
     }
 
-    /// `run switch/ring --no-save` with lat_ctx's points, and the sampling time a suite gives
-    /// shared by the points (not 2 s each).
+    /// `run switch/ring --no-save` with lat_ctx's points, the repetitions sized for them.
     fn plan(&self, max: u64) -> anyhow::Result<Plan> {
         let parsed = Cli::try_parse_from(["oscost", "run", "switch/ring", "--no-save"])?;
         let Some(Command::Run(mut args)) = parsed.command else {
@@ -78,9 +77,13 @@ impl CtxArgs {
         };
         let points = ring.procs.len() * ring.sizes_kb.len();
         plan.opts.variants.ring = ring;
+        let fixed = self.repetitions.map(|n| n as usize);
+        plan.reps = repetition_plan(points, plan.reps.precision, None, fixed, false);
         let cfg = &mut plan.opts.sampler;
-        cfg.min_time_ns = min_sampling_ns(points, 400_000_000);
-        cfg.budget_ns = cfg.budget_ns.max(2 * cfg.min_time_ns);
+        cfg.min_time_ns = plan.reps.rep_ns;
+        if fixed.is_none() {
+            cfg.budget_ns = plan.reps.rep_ns;
+        }
         if let Some(w) = self.warmup_us {
             cfg.warmup_ns = w * 1000;
         }

@@ -14,10 +14,11 @@ use crate::cli::{OutputArgs, StoreArgs, parse_percent, parse_seconds, parse_size
 use crate::cli::{split_command, usage};
 use crate::harness::case::{Benchmark, RingOptions, VariantOptions, default_fork_sizes};
 use crate::harness::placement::{self, Place};
+use crate::harness::runner;
 use crate::harness::runner::{SamplerConfigWire, WorkerOptions, default_mq_name};
 use crate::harness::sampler::SamplerConfig;
 use crate::model::Run;
-use crate::scheduler::{self, Plan, min_sampling_ns};
+use crate::scheduler::{self, Plan, Repetitions, repetition_plan};
 use crate::{output, report};
 
 #[derive(Debug, Args, Clone)]
@@ -130,22 +131,24 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         .map(split_command)
         .transpose()
         .map_err(|e| usage(e.0))?;
-    let (sampler, budget_s) = resolve_sampling(args, &benchmarks);
     let avail = mem_available_mib();
     let fork_sizes_mib = resolve_fork_sizes(args.fork_sizes.as_deref(), avail).map_err(usage)?;
     let placements = resolve_placements(args.placement.as_deref(), &id_places).map_err(usage)?;
-    let timeout = Duration::from_secs_f64(args.timeout.unwrap_or(30.0 + 4.0 * budget_s));
+    let variants = VariantOptions {
+        placements,
+        ring: RingOptions::default(),
+        fork_sizes_mib,
+    };
+    let (sampler, reps) = resolve_sampling(args, &benchmarks, &variants);
+    let rep_s = reps.rep_ns as f64 / 1e9;
+    let timeout = Duration::from_secs_f64(args.timeout.unwrap_or(30.0 + 40.0 * rep_s));
     Ok(Plan {
         benchmarks,
         opts: WorkerOptions {
             sampler,
             cpu,
             allowed,
-            variants: VariantOptions {
-                placements,
-                ring: RingOptions::default(),
-                fork_sizes_mib,
-            },
+            variants,
             mq_name: default_mq_name(),
             scratch_dir: None,
         },
@@ -153,6 +156,7 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         wrapper_text: args.under.clone(),
         wrapper,
         label: args.label.clone(),
+        reps,
     })
 }
 
@@ -192,43 +196,41 @@ fn resolve_cpu(asked: Option<usize>, allowed: &[usize]) -> Result<usize, String>
     }
 }
 
-/// Sampler settings and the budget in seconds: --quick is a short pass; otherwise a benchmark
-/// samples at least its share of the suite's time, and without --budget at most twice that
-/// (2 s at most), which bounds the default suite's time however noisy the machine is.
-fn resolve_sampling(args: &RunArgs, benchmarks: &[&Benchmark]) -> (SamplerConfigWire, f64) {
-    let quick = args.quick;
-    let defaults = SamplerConfig::for_clock(f64::NAN);
-    let min_time_ns = if quick {
-        30_000_000
-    } else {
-        min_sampling_ns(benchmarks.len(), defaults.min_time_ns)
-    };
-    let budget_s = args.budget.unwrap_or(if quick {
-        0.5
-    } else {
-        (2.0 * min_time_ns as f64 / 1e9).min(2.0)
-    });
-    let precision = if quick && args.precision == 1.0 {
+/// The repetitions (how many, how long each, when to stop: see `scheduler::repetition_plan`)
+/// and the sampler settings of one repetition: it samples for exactly the repetition's time
+/// after a short warm-up (or takes its share of --samples).
+fn resolve_sampling(
+    args: &RunArgs,
+    benchmarks: &[&Benchmark],
+    variants: &VariantOptions,
+) -> (SamplerConfigWire, Repetitions) {
+    let cases: usize = benchmarks
+        .iter()
+        .map(|b| runner::expand(b, variants).len())
+        .sum();
+    let precision = if args.quick && args.precision == 1.0 {
         0.02
     } else {
         args.precision / 100.0
     };
-    let budget_ns = (budget_s * 1e9) as u64;
+    let fixed = args.samples.map(|n| n as usize);
+    let reps = repetition_plan(cases, precision, args.budget, fixed, args.quick);
+    let defaults = SamplerConfig::for_clock(f64::NAN);
     let wire = SamplerConfigWire {
         precision,
-        budget_ns,
-        min_time_ns: min_time_ns.min(budget_ns),
-        warmup_ns: if quick {
-            10_000_000
-        } else {
-            defaults.warmup_ns
+        // A fixed count may take longer than a repetition's time: --budget still caps it.
+        budget_ns: match fixed {
+            Some(_) => args.budget.map_or(60_000_000_000, |b| (b * 1e9) as u64),
+            None => reps.rep_ns,
         },
-        fixed_samples: args.samples.map(|n| n as usize),
+        min_time_ns: reps.rep_ns,
+        warmup_ns: 5_000_000,
+        fixed_samples: None,
         // Not known until the scheduler calibrates the clock.
         target_batch_ns: defaults.target_batch_ns,
         clock_cost_ns: f64::NAN,
     };
-    (wire, budget_s)
+    (wire, reps)
 }
 
 /// The parent sizes of spawn/fork-rss: those asked for (sorted, at most the memory available),
@@ -316,18 +318,20 @@ mod tests {
 
     #[test]
     fn sampling_follows_quick_budget_samples_and_the_suite_size() {
+        let v = VariantOptions::default();
         let getpid = bench::select(&["syscall/getpid".into()]).unwrap();
-        let (w, budget) = resolve_sampling(&args(&[]), &getpid);
-        assert_eq!((w.min_time_ns, budget), (2_000_000_000, 2.0));
-        assert_eq!(w.precision, 0.01);
-        let (w, budget) = resolve_sampling(&args(&["--quick"]), &getpid);
-        assert_eq!(
-            (w.min_time_ns, w.precision, budget),
-            (30_000_000, 0.02, 0.5)
-        );
-        let (w, _) = resolve_sampling(&args(&["--budget", "0.1", "--samples", "50"]), &getpid);
-        assert_eq!((w.budget_ns, w.min_time_ns), (100_000_000, 100_000_000));
-        assert_eq!(w.fixed_samples, Some(50));
+        let (w, reps) = resolve_sampling(&args(&[]), &getpid, &v);
+        assert_eq!((w.min_time_ns, w.budget_ns), (reps.rep_ns, reps.rep_ns));
+        assert_eq!((reps.min, reps.max, reps.precision), (5, 10, 0.01));
+        let (_, quick) = resolve_sampling(&args(&["--quick"]), &getpid, &v);
+        assert_eq!((quick.max, quick.precision), (5, 0.02));
+        let (w, fixed) =
+            resolve_sampling(&args(&["--budget", "0.1", "--samples", "50"]), &getpid, &v);
+        assert_eq!((w.budget_ns, fixed.fixed_total), (100_000_000, Some(50)));
+        // The suite's cases share the time: shorter repetitions than one benchmark gets.
+        let suite = bench::select(&[]).unwrap();
+        let (_, many) = resolve_sampling(&args(&[]), &suite, &v);
+        assert!(many.rep_ns < reps.rep_ns && many.max < reps.max);
     }
 
     #[test]

@@ -140,9 +140,46 @@ pub fn default_cpu(allowed: &[usize]) -> Option<usize> {
     allowed.last().copied()
 }
 
+/// A kernel CPU list ("0-1", "0,2,4-5") as CPU numbers.
+pub fn parse_cpu_list(text: &str) -> Vec<usize> {
+    let mut v = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                if let (Ok(a), Ok(b)) = (a.trim().parse::<usize>(), b.trim().parse::<usize>()) {
+                    v.extend(a..=b);
+                }
+            }
+            None => v.extend(part.trim().parse::<usize>()),
+        }
+    }
+    v
+}
+
+/// The other hardware threads of `cpu`'s core (empty when it has none, or the topology is not
+/// exposed): load there slows `cpu` down; load on a separate core need not.
+pub fn smt_siblings(cpu: usize) -> Vec<usize> {
+    let path = format!("/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list");
+    std::fs::read_to_string(path)
+        .map(|t| {
+            parse_cpu_list(&t)
+                .into_iter()
+                .filter(|&c| c != cpu)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_lists_parse_ranges_and_singles() {
+        assert_eq!(parse_cpu_list("0-1\n"), vec![0, 1]);
+        assert_eq!(parse_cpu_list("0,2,4-5"), vec![0, 2, 4, 5]);
+        assert!(parse_cpu_list("").is_empty());
+    }
 
     #[test]
     fn places_parse_name_and_resolve_to_parties() {

@@ -74,6 +74,9 @@ pub struct CaseResult {
     pub placement: Placement,
     /// CPUs the case ran on; the other allowed ones are watched for load.
     pub used_cpus: Vec<usize>,
+    /// SMT siblings of the CPUs it ran on (hardware threads of the same cores).
+    #[serde(default)]
+    pub smt_siblings: Vec<usize>,
     pub cpu_before: CpuSnapshot,
     pub cpu_after: CpuSnapshot,
     pub measurement: Option<Measurement>,
@@ -93,6 +96,7 @@ impl CaseResult {
             definition: definition.to_string(),
             placement: Placement::Free,
             used_cpus: vec![],
+            smt_siblings: vec![],
             cpu_before: vec![],
             cpu_after: vec![],
             measurement: None,
@@ -210,7 +214,15 @@ fn run_case(meter: &Meter, b: &Benchmark, mut c: Case, variants: &VariantOptions
     });
     let mut params = c.params;
     params.extend(o.params);
+    let mut smt_siblings: Vec<usize> = used_cpus
+        .iter()
+        .flat_map(|&u| placement::smt_siblings(u))
+        .filter(|s| !used_cpus.contains(s))
+        .collect();
+    smt_siblings.sort_unstable();
+    smt_siblings.dedup();
     CaseResult {
+        smt_siblings,
         id,
         bench: b.id.to_string(),
         params,

@@ -183,57 +183,6 @@ pub fn tukey_outliers(samples: &[f64]) -> Outliers {
     o
 }
 
-/// Mann-Whitney U test, two-sided p-value by the normal approximation with tie correction
-/// (adequate for the tens to thousands of samples oscost compares). Returns 1.0 when either side
-/// is empty or every value is tied.
-pub fn mann_whitney_p(a: &[f64], b: &[f64]) -> f64 {
-    let (n1, n2) = (a.len(), b.len());
-    if n1 == 0 || n2 == 0 {
-        return 1.0;
-    }
-    let mut all: Vec<(f64, usize)> = a
-        .iter()
-        .map(|&x| (x, 0))
-        .chain(b.iter().map(|&x| (x, 1)))
-        .collect();
-    all.sort_by(|x, y| x.0.total_cmp(&y.0));
-    let n = all.len();
-    let mut ranks = vec![0.0; n];
-    let mut tie_term = 0.0;
-    let mut i = 0;
-    while i < n {
-        let mut j = i;
-        while j + 1 < n && all[j + 1].0 == all[i].0 {
-            j += 1;
-        }
-        let avg = (i + j) as f64 / 2.0 + 1.0;
-        for r in ranks.iter_mut().take(j + 1).skip(i) {
-            *r = avg;
-        }
-        let t = (j - i + 1) as f64;
-        tie_term += t * t * t - t;
-        i = j + 1;
-    }
-    let r1: f64 = all
-        .iter()
-        .zip(&ranks)
-        .filter(|(v, _)| v.1 == 0)
-        .map(|(_, r)| r)
-        .sum();
-    let (n1f, n2f, nf) = (n1 as f64, n2 as f64, n as f64);
-    let u1 = r1 - n1f * (n1f + 1.0) / 2.0;
-    let mu = n1f * n2f / 2.0;
-    let var = n1f * n2f / 12.0 * ((nf + 1.0) - tie_term / (nf * (nf - 1.0)));
-    if var <= 0.0 {
-        return 1.0;
-    }
-    // Continuity correction of 0.5 toward the mean.
-    let z = ((u1 - mu).abs() - 0.5).max(0.0) / var.sqrt();
-    use statrs::distribution::{ContinuousCDF, Normal};
-    let norm = Normal::standard();
-    (2.0 * (1.0 - norm.cdf(z))).clamp(0.0, 1.0)
-}
-
 /// A run of consecutive samples whose cost sat clearly above the rest: a phase of the machine,
 /// not a property of the operation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -450,16 +399,6 @@ mod tests {
         v.push(100.0); // beyond 3 IQR
         let o = tukey_outliers(&v);
         assert_eq!(o, Outliers { mild: 1, severe: 1 });
-    }
-
-    #[test]
-    fn mann_whitney_separates_and_accepts() {
-        let a: Vec<f64> = (0..50).map(f64::from).collect();
-        let b: Vec<f64> = (100..150).map(f64::from).collect();
-        assert!(mann_whitney_p(&a, &b) < 1e-10);
-        assert!(mann_whitney_p(&a, &a) > 0.9);
-        assert_eq!(mann_whitney_p(&[1.0, 1.0], &[1.0, 1.0]), 1.0);
-        assert_eq!(mann_whitney_p(&[], &[1.0]), 1.0);
     }
 
     #[test]

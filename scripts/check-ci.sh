@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Does a run's stated 95% CI hold across independent runs? Runs oscost RUNS times (default 8),
+# each a fresh process, on a fixed list, and prints per benchmark and overall: the spread of
+# the medians (max/min - 1), the median CI width (percent of the median), the share of ordered
+# pairs of runs in which one run's CI holds the other's median (a calibrated 95% CI: ~83%), and
+# the share in which the two CIs overlap (calibrated: ~99%). Also each run's wall time.
+#
+# usage: scripts/check-ci.sh [RUNS] [IDS...]   (env: OSCOST=path to the binary)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=${1:-8}
+shift || true
+ids=("$@")
+[ ${#ids[@]} -eq 0 ] && ids=(syscall/getpid spawn/fork switch/pipe-proc@same mem/fault-write)
+oscost=${OSCOST:-target/release/oscost}
+[ -x "$oscost" ] || cargo build --release --quiet
+command -v python3 >/dev/null || { echo "python3 is needed to read the runs" >&2; exit 2; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+for r in $(seq 1 "$runs"); do
+  t0=$(date +%s.%N)
+  "$oscost" run --no-save --json "$tmp/run$r.json" "${ids[@]}" >/dev/null 2>"$tmp/err$r" \
+    || { cat "$tmp/err$r" >&2; exit 1; }
+  t1=$(date +%s.%N)
+  echo "run $r: $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}') s" >&2
+done
+python3 - "$tmp" "$runs" <<'PY'
+import json, sys, statistics as st
+tmp, runs = sys.argv[1], int(sys.argv[2])
+by_id = {}
+for r in range(1, runs + 1):
+    for x in json.load(open(f"{tmp}/run{r}.json"))["results"]:
+        if x["status"]["state"] == "ok" and x["stats"]:
+            by_id.setdefault(x["id"], []).append((x["stats"]["median"], x["stats"]["ci95"]))
+def pairs(v):
+    holds = overlap = n = 0
+    for i, (mi, (lo, hi)) in enumerate(v):
+        for j, (mj, (lo2, hi2)) in enumerate(v):
+            if i == j:
+                continue
+            n += 1
+            holds += lo <= mj <= hi
+            overlap += lo <= hi2 and lo2 <= hi
+    return holds, overlap, n
+print(f"{'benchmark':28} {'runs':>4} {'spread':>8} {'CI width':>9} {'holds':>7} {'overlap':>8}")
+tot = [0, 0, 0]; widths = []
+for id_, v in by_id.items():
+    meds = [m for m, _ in v]
+    w = [100 * (hi - lo) / m for m, (lo, hi) in v if lo == lo and hi == hi and m]
+    h, o, n = pairs(v)
+    tot[0] += h; tot[1] += o; tot[2] += n; widths += w
+    print(f"{id_:28} {len(v):4} {100*(max(meds)/min(meds)-1):7.2f}% {st.median(w) if w else float('nan'):8.2f}% "
+          f"{100*h/max(n,1):6.1f}% {100*o/max(n,1):7.1f}%")
+print(f"{'overall':28} {'':4} {'':8} {st.median(widths) if widths else float('nan'):8.2f}% "
+      f"{100*tot[0]/max(tot[2],1):6.1f}% {100*tot[1]/max(tot[2],1):7.1f}%")
+PY

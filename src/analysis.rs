@@ -431,7 +431,10 @@ fn attach_uncertainty(r: &mut BenchResult, spans: &[(usize, usize)], j: Judging,
     r.uncertainty = Some(Uncertainty {
         method,
         repetitions: n,
-        halfwidth_pct: 100.0 * halfwidth(ci, st.median),
+        halfwidth_pct: match ci {
+            Some(_) => 100.0 * halfwidth(ci, st.median),
+            None => f64::NAN,
+        },
         target_pct: 100.0 * j.precision,
         stopped: stopped.to_string(),
         within_stream_ci95: within,

@@ -114,6 +114,7 @@ pub struct Schedule {
     /// Repetitions every benchmark gets before the stop rule is asked.
     pub min_repetitions: usize,
     /// Median start-up of a worker (exec to first sample), ms.
+    #[serde(deserialize_with = "crate::stats::nan::f64")]
     pub worker_startup_ms: f64,
 }
 
@@ -123,6 +124,7 @@ pub struct Repetition {
     /// Index of its first sample in `samples_ns`.
     pub start: usize,
     pub samples: usize,
+    #[serde(deserialize_with = "crate::stats::nan::f64")]
     pub median_ns: f64,
     /// When it started, ms since the run started.
     pub started_ms: f64,
@@ -141,7 +143,8 @@ pub struct Uncertainty {
     /// How the CI was computed, in words.
     pub method: String,
     pub repetitions: usize,
-    /// Half-width of the CI, percent of the median (NaN when there is no CI).
+    /// Half-width of the CI, percent of the median (NaN, `null` in JSON, when there is no CI).
+    #[serde(deserialize_with = "crate::stats::nan::f64")]
     pub halfwidth_pct: f64,
     /// The precision asked for, percent.
     pub target_pct: f64,
@@ -149,6 +152,7 @@ pub struct Uncertainty {
     pub stopped: String,
     /// The order-statistics CI of all samples as one stream: how well this run knows its own
     /// samples, not what the operation costs.
+    #[serde(deserialize_with = "crate::stats::nan::pair")]
     pub within_stream_ci95: [f64; 2],
 }
 

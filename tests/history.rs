@@ -227,22 +227,22 @@ fn corrupt_foreign_and_other_version_inputs_are_refused_with_exit_2() {
         "not an oscost database",
     );
 
-    let v2 = dir.path().join("v2.json");
-    std::fs::write(&v2, r#"{"schema_version": 2, "results": []}"#).unwrap();
+    let newer = dir.path().join("newer.json");
+    std::fs::write(&newer, r#"{"schema_version": 99, "results": []}"#).unwrap();
     let trunc = dir.path().join("trunc.json");
     std::fs::write(&trunc, r#"{"schema_version": 1, "tool": {"name": "osc"#).unwrap();
     let db = dir.path().join("ok.db");
     usage_error(
         &with_db(
             &db,
-            &["compare", v2.to_str().unwrap(), trunc.to_str().unwrap()],
+            &["compare", newer.to_str().unwrap(), trunc.to_str().unwrap()],
         ),
-        "schema_version 2",
+        "schema_version 99",
     );
     usage_error(
         &with_db(
             &db,
-            &["compare", trunc.to_str().unwrap(), v2.to_str().unwrap()],
+            &["compare", trunc.to_str().unwrap(), newer.to_str().unwrap()],
         ),
         "not an oscost run file",
     );

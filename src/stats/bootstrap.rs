@@ -124,8 +124,10 @@ pub fn ratio_and_difference(
         let mb = resample_median(&mut rng, base, &mut buf);
         let mc = resample_median(&mut rng, cand, &mut buf);
         diffs.push(point.1 + k * (mc - mb - point.1));
-        if mb != 0.0 {
-            ratios.push(point.0 + k * (mc / mb - point.0));
+        // Ratios are expanded on a log scale: a slowdown interval stays positive and keeps
+        // its asymmetry (x2 and x0.5 are the same distance from x1).
+        if mb != 0.0 && mc / mb > 0.0 && point.0 > 0.0 {
+            ratios.push(point.0 * (k * (mc / mb / point.0).ln()).exp());
         }
     }
     let ci = |v: &[f64]| {

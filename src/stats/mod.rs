@@ -7,6 +7,21 @@
 
 pub mod bootstrap;
 
+/// JSON has no NaN: serde_json writes a NaN as `null`. These read `null` back as NaN, so a
+/// number that does not exist (no CI from too few repetitions) survives a round trip.
+pub mod nan {
+    use serde::{Deserialize, Deserializer};
+
+    pub fn f64<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+    }
+
+    pub fn pair<'de, D: Deserializer<'de>>(d: D) -> Result<[f64; 2], D::Error> {
+        let v = <[Option<f64>; 2]>::deserialize(d)?;
+        Ok([v[0].unwrap_or(f64::NAN), v[1].unwrap_or(f64::NAN)])
+    }
+}
+
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{Binomial, DiscreteCDF};
 
@@ -29,7 +44,10 @@ pub struct Stats {
     /// Median absolute deviation from the median, unscaled (multiply by 1.4826 to estimate a
     /// normal sigma).
     pub mad: f64,
-    /// 95% confidence interval of the median from order statistics (exact binomial ranks).
+    /// 95% confidence interval of the median. `summarize` gives the order-statistics interval
+    /// of the samples as one stream; a run replaces it with the interval across repetitions
+    /// (NaN, `null` in JSON, when there were too few).
+    #[serde(deserialize_with = "nan::pair")]
     pub ci95: [f64; 2],
 }
 

@@ -49,4 +49,23 @@ mod tests {
         let e = run_from_json("[]", "f.json").unwrap_err();
         assert!(e.to_string().contains("missing schema_version"), "{e}");
     }
+
+    #[test]
+    fn version_1_runs_load_with_a_note_and_no_repetitions() {
+        let mut run = testdata::run();
+        run.schema_version = 1;
+        let text = String::from_utf8(Exporter::<Run>::serialize(&Json, &run).unwrap()).unwrap();
+        let back = run_from_json(&text, "old.json").unwrap();
+        assert_eq!(back.notes, vec![crate::model::V1_NOTE.to_string()]);
+        assert!(back.results.iter().all(|r| r.repetitions.is_empty()));
+    }
+
+    #[test]
+    fn a_missing_ci_survives_the_round_trip_as_nan() {
+        let mut run = testdata::run();
+        run.results[0].stats.as_mut().unwrap().ci95 = [f64::NAN, f64::NAN];
+        let text = String::from_utf8(Exporter::<Run>::serialize(&Json, &run).unwrap()).unwrap();
+        let back = run_from_json(&text, "x").unwrap();
+        assert!(back.results[0].stats.as_ref().unwrap().ci95[0].is_nan());
+    }
 }

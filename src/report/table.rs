@@ -143,6 +143,9 @@ pub fn render(run: &Run, color: bool) -> String {
     for (i, n) in notes.iter().enumerate() {
         out.push_str(&format!("[{}] {n}\n", i + 1));
     }
+    for n in &run.notes {
+        out.push_str(&format!("note: {n}\n"));
+    }
     if run
         .results
         .iter()
@@ -154,7 +157,8 @@ pub fn render(run: &Run, color: bool) -> String {
     out
 }
 
-/// What a `phase +X%@Y%` flag means.
+/// What a `phase +X%@Y%` flag means (on runs of schema_version 1, which looked for phases within
+/// one long stream; repetitions name departing levels in notes instead).
 pub const PHASE_LEGEND: &str = "phase +X%@Y%: Y% of the samples ran X% slower than the rest, in stretches of tens of ms or more: the machine (or, unpinned, the placement) changed during the benchmark; the median covers both levels";
 
 #[cfg(test)]

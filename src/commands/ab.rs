@@ -18,7 +18,7 @@ pub struct AbArgs {
     /// The command B runs under, e.g. 'strace -f -o /dev/null'.
     #[arg(long, value_name = "CMD")]
     pub b: Option<String>,
-    /// How many A/B rounds per benchmark.
+    /// At least this many A/B repetitions per benchmark (each side a fresh worker each time).
     #[arg(long, value_name = "K", default_value = "3",
           value_parser = clap::value_parser!(u64).range(1..=100))]
     pub rounds: u64,

@@ -26,21 +26,23 @@ pub struct RunArgs {
     /// Benchmark ids or prefixes (`syscall/`, `call/f0`); none means the default suite.
     pub ids: Vec<String>,
 
-    /// Stop sampling a benchmark once the 95% CI of its median is within this percent.
+    /// Stop adding repetitions once the 95% CI of the median is within this percent.
     #[arg(long, value_name = "PCT", value_parser = parse_percent, default_value = "1",
           allow_negative_numbers = true)]
     pub precision: f64,
 
-    /// Longest sampling time per benchmark, in seconds [default: 2, 0.5 with --quick].
+    /// Longest sampling time per benchmark, in seconds: caps its repetitions [default: 10
+    /// repetitions, 8 in a suite of over 20 cases, 5 with --quick].
     #[arg(long, value_name = "SECS", value_parser = parse_seconds, allow_negative_numbers = true)]
     pub budget: Option<f64>,
 
-    /// Take exactly N samples per benchmark instead of stopping at --precision.
+    /// Take exactly N samples per result, shared out over 5 repetitions, instead of stopping at
+    /// --precision.
     #[arg(long, value_name = "N", conflicts_with = "precision",
           value_parser = clap::value_parser!(u64).range(10..=10_000_000))]
     pub samples: Option<u64>,
 
-    /// A shorter, less precise pass (2% precision, short warm-up, 0.5 s budget).
+    /// A shorter, less precise pass: 5 repetitions of 20 ms, 2% precision.
     #[arg(long)]
     pub quick: bool,
 
@@ -48,7 +50,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "N")]
     pub cpu: Option<usize>,
 
-    /// Kill a benchmark that runs longer than this, in seconds [default: 30 + 4 x budget].
+    /// Kill a worker (one repetition) that runs longer than this, in seconds [default: about 30].
     #[arg(long, value_name = "SECS", value_parser = parse_seconds, allow_negative_numbers = true)]
     pub timeout: Option<f64>,
 

@@ -219,7 +219,8 @@ pub struct Disturbance {
     pub steal_pct: f64,
     /// Busy share of the CPUs the benchmark did not use, percent. `None` when every CPU was used.
     pub other_cpu_busy_pct: Option<f64>,
-    /// Samples in a slow phase of the machine (see `stats::detect_phases`).
+    /// Samples in a slow phase of the machine (schema_version 1, which looked for phases in one
+    /// long stream; version 2 names departing repetitions instead).
     #[serde(default)]
     pub phase_samples: usize,
     /// How much slower the slow phase was than the rest, percent.

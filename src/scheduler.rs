@@ -18,6 +18,7 @@ use crate::model::{BenchResult, ClockInfo, Run, SCHEMA_VERSION, Schedule, Tool};
 use crate::worker::{Coordinator, Interrupted};
 
 /// Everything a run needs, validated (`commands::run::plan` builds it from the command line).
+#[derive(Debug, Clone)]
 pub struct Plan {
     pub benchmarks: Vec<&'static Benchmark>,
     /// What every worker gets; its sampler settings are those of one repetition.
@@ -247,7 +248,6 @@ impl Track {
 
 /// Bootstrap effort of the stop rule (asked after every round) and of the final interval.
 const STOP_JUDGING: Judging = Judging {
-    precision: 0.0,
     resamples: 300,
     max_samples: 2000,
 };
@@ -317,11 +317,6 @@ impl Session {
             }
             order.push(round);
         }
-        for side in sides.iter_mut() {
-            for t in &mut side.tracks {
-                t.stopped.get_or_insert("budget");
-            }
-        }
         Ok(order)
     }
 
@@ -354,7 +349,6 @@ impl Session {
     /// Every case's repetitions as one result each, with the derived values of its benchmark.
     fn results(&self, plan: &Plan, tracks: Vec<Track>) -> Vec<BenchResult> {
         let judging = Judging {
-            precision: plan.reps.precision,
             resamples: FINAL_RESAMPLES,
             max_samples: FINAL_MAX_SAMPLES,
         };
@@ -365,7 +359,13 @@ impl Session {
                 .cases
                 .into_iter()
                 .map(|(_, reps)| {
-                    analysis::merge_repetitions(reps, &self.opts.allowed, judging, stopped)
+                    analysis::merge_repetitions(
+                        reps,
+                        &self.opts.allowed,
+                        judging,
+                        plan.reps.precision,
+                        stopped,
+                    )
                 })
                 .collect();
             analysis::derive(&t.bench.cases, &mut rs);
@@ -440,15 +440,8 @@ pub fn execute_ab(
     interrupted: Arc<AtomicUsize>,
 ) -> anyhow::Result<(Run, Run)> {
     let s = session(plan)?;
-    let mut plan_ab = Plan {
-        benchmarks: plan.benchmarks.clone(),
-        opts: plan.opts.clone(),
-        timeout: plan.timeout,
-        wrapper: None,
-        wrapper_text: None,
-        label: plan.label.clone(),
-        reps: plan.reps,
-    };
+    // The sides' wrappers are their coordinators'; the plan's own is not used.
+    let mut plan_ab = plan.clone();
     plan_ab.reps.min = plan_ab.reps.min.max(rounds);
     plan_ab.reps.max = plan_ab.reps.max.max(plan_ab.reps.min);
     let plan = &plan_ab;

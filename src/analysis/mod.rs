@@ -188,7 +188,7 @@ pub fn analyze(mut raw: CaseResult, allowed: &[usize]) -> BenchResult {
         .map(|x| (x * 1000.0).round() / 1000.0)
         .collect();
     let st = stats::summarize(&samples);
-    let (mut disturbed, load_notes) = judge_noise(&raw, allowed, m.preempted.len(), samples.len());
+    let (disturbed, load_notes) = judge_noise(&raw, allowed, m.preempted.len(), samples.len());
     let mut notes = raw.notes;
     notes.extend(load_notes);
     if let Some(s) = &st
@@ -198,10 +198,6 @@ pub fn analyze(mut raw: CaseResult, allowed: &[usize]) -> BenchResult {
             "median {:.3} ns is at or below the baseline ({:.3} ns/iteration): the operation costs less than the loop's own jitter",
             s.median, m.baseline_ns
         ));
-    }
-    if let Some(p) = &m.phase {
-        disturbed.phase_samples = p.samples;
-        disturbed.phase_shift_pct = Some(p.shift * 100.0);
     }
     BenchResult {
         family: family_of(&raw.id).to_string(),
@@ -298,12 +294,63 @@ mod tests {
                     size: 1000,
                 },
                 baseline_ns: 0.4,
-                phase: None,
             }),
             notes: vec![],
             preemption_expected: false,
             error: None,
         }
+    }
+
+    /// Repetition `k` of a case: 200 samples around `level`, its own baseline and overhead.
+    fn rep(k: usize, level: f64) -> RepRun {
+        let mut c = case((0..200).map(|i| level + (i % 5) as f64 * 0.01).collect());
+        c.measurement.as_mut().unwrap().baseline_ns = 0.1 * (k + 1) as f64;
+        c.params
+            .insert("overhead_ns".into(), json!(100.0 + k as f64));
+        c.params.insert("procs".into(), json!(8));
+        RepRun {
+            case: c,
+            started_ms: 100.0 * k as f64,
+            startup_ms: 9.0,
+        }
+    }
+
+    #[test]
+    fn repetitions_merge_into_one_result_with_their_ci_and_medians_of_what_each_measured() {
+        let j = Judging {
+            resamples: 500,
+            max_samples: 4000,
+        };
+        let levels = [10.0, 10.2, 9.9, 10.1, 10.0];
+        let reps: Vec<RepRun> = levels.iter().enumerate().map(|(k, &l)| rep(k, l)).collect();
+        let r = merge_repetitions(reps, &[0], j, 0.01, "precision");
+        assert_eq!(r.samples_ns.len(), 1000);
+        assert_eq!(r.repetitions.len(), 5);
+        assert_eq!(r.repetitions[3].start, 600);
+        assert!((r.baseline_ns - 0.3).abs() < 1e-12, "median of 0.1..0.5");
+        assert_eq!(r.params["overhead_ns"], json!(102.0));
+        assert_eq!(
+            r.params["procs"],
+            json!(8),
+            "integers are the case's, not medians"
+        );
+        let st = r.stats.as_ref().unwrap();
+        assert!(st.ci95[0] < st.median && st.median < st.ci95[1]);
+        let u = r.uncertainty.as_ref().unwrap();
+        assert_eq!((u.repetitions, u.stopped.as_str()), (5, "precision"));
+        // Four repetitions: no interval, and a note says why.
+        let few: Vec<RepRun> = levels[..4]
+            .iter()
+            .enumerate()
+            .map(|(k, &l)| rep(k, l))
+            .collect();
+        let r = merge_repetitions(few, &[0], j, 0.01, "budget");
+        assert!(r.stats.as_ref().unwrap().ci95[0].is_nan());
+        assert!(
+            r.notes
+                .iter()
+                .any(|n| n.contains("too few for a confidence interval"))
+        );
     }
 
     #[test]

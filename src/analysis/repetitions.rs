@@ -19,8 +19,6 @@ pub struct RepRun {
 /// How the scheduler wants a case's repetitions judged.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Judging {
-    /// The precision asked for, as a fraction.
-    pub precision: f64,
     /// Bootstrap resamples (fewer for the stop rule, more for the final interval).
     pub resamples: usize,
     /// At most this many samples go into the bootstrap (thinned evenly).
@@ -72,6 +70,7 @@ pub fn merge_repetitions(
     reps: Vec<RepRun>,
     allowed: &[usize],
     j: Judging,
+    target: f64,
     stopped: &str,
 ) -> BenchResult {
     let failed: Vec<&RepRun> = reps
@@ -103,8 +102,6 @@ pub fn merge_repetitions(
     let (merged, spans) = concatenate(&ok);
     let mut r = analyze(merged, allowed);
     r.notes.extend(notes);
-    r.disturbed.phase_samples = 0;
-    r.disturbed.phase_shift_pct = None;
     r.repetitions = ok
         .iter()
         .zip(&spans)
@@ -123,12 +120,13 @@ pub fn merge_repetitions(
         })
         .collect();
     name_departures(&mut r);
-    attach_uncertainty(&mut r, &spans, j, stopped);
+    attach_uncertainty(&mut r, &spans, j, target, stopped);
     r
 }
 
-/// All repetitions' samples as one measured case (samples, preemptions and CPU time summed),
-/// and each repetition's (start, length) in it.
+/// All repetitions' samples as one measured case (samples, preemptions and CPU time summed;
+/// baseline and measured float parameters as the repetitions' median), and each repetition's
+/// (start, length) in it.
 fn concatenate(ok: &[&RepRun]) -> (CaseResult, Vec<(usize, usize)>) {
     let cases: Vec<&CaseResult> = ok.iter().map(|r| &r.case).collect();
     let mut merged = cases[0].clone();
@@ -147,8 +145,22 @@ fn concatenate(ok: &[&RepRun]) -> (CaseResult, Vec<(usize, usize)>) {
         m.ends_ns.extend(o.ends_ns.iter().map(|e| e + end_offset));
         end_offset += o.ends_ns.last().copied().unwrap_or(0);
     }
-    // Repetitions are short and separate: phases are judged between them, not within.
-    m.phase = None;
+    // Each repetition subtracted its own baseline (and the ring its own overhead): what the
+    // result reports is their median, not the first repetition's.
+    let baselines: Vec<f64> = cases
+        .iter()
+        .filter_map(|c| c.measurement.as_ref().map(|x| x.baseline_ns))
+        .collect();
+    m.baseline_ns = stats::median(&baselines);
+    for (key, value) in merged.params.iter_mut() {
+        let per_rep: Vec<f64> = cases
+            .iter()
+            .filter_map(|c| c.params.get(key)?.as_f64())
+            .collect();
+        if value.is_f64() && per_rep.len() == cases.len() {
+            *value = serde_json::json!(stats::median(&per_rep));
+        }
+    }
     (merged, spans)
 }
 
@@ -191,7 +203,13 @@ fn name_departures(r: &mut BenchResult) {
 }
 
 /// Replace the one-stream CI with the repetitions' CI and say how it was found.
-fn attach_uncertainty(r: &mut BenchResult, spans: &[(usize, usize)], j: Judging, stopped: &str) {
+fn attach_uncertainty(
+    r: &mut BenchResult,
+    spans: &[(usize, usize)],
+    j: Judging,
+    target: f64,
+    stopped: &str,
+) {
     let Some(st) = r.stats.as_mut() else {
         return;
     };
@@ -222,7 +240,7 @@ fn attach_uncertainty(r: &mut BenchResult, spans: &[(usize, usize)], j: Judging,
             Some(_) => 100.0 * halfwidth(ci, st.median),
             None => f64::NAN,
         },
-        target_pct: 100.0 * j.precision,
+        target_pct: 100.0 * target,
         stopped: stopped.to_string(),
         within_stream_ci95: within,
     });

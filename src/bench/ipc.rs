@@ -53,20 +53,8 @@ static MESSAGE_SIZES: &[Variant] = &[
 const ATTACH_BYTES: i64 = 64 * 1024;
 
 static ATTACHES: &[Variant] = &[
-    Variant {
-        suffix: "/untouched",
-        params: &[
-            ("bytes", Param::Int(ATTACH_BYTES)),
-            ("touched", Param::Flag(false)),
-        ],
-    },
-    Variant {
-        suffix: "/touched",
-        params: &[
-            ("bytes", Param::Int(ATTACH_BYTES)),
-            ("touched", Param::Flag(true)),
-        ],
-    },
+    touched_variant!("/untouched", ATTACH_BYTES, false),
+    touched_variant!("/touched", ATTACH_BYTES, true),
 ];
 
 /// A failed get, with the limit that most likely stopped it.

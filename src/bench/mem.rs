@@ -39,24 +39,11 @@ catalogue! {
 const PAGE: usize = 4096;
 const HUGE: usize = 2 << 20;
 
-/// A mapping size with its pages left alone or each written once.
-macro_rules! mapping {
-    ($suffix:literal, $bytes:expr, $touched:literal) => {
-        Variant {
-            suffix: $suffix,
-            params: &[
-                ("bytes", Param::Int($bytes)),
-                ("touched", Param::Flag($touched)),
-            ],
-        }
-    };
-}
-
 static MMAP_SIZES: &[Variant] = &[
-    mapping!("/4KiB-untouched", PAGE as i64, false),
-    mapping!("/4KiB-touched", PAGE as i64, true),
-    mapping!("/1MiB-untouched", 1 << 20, false),
-    mapping!("/1MiB-touched", 1 << 20, true),
+    touched_variant!("/4KiB-untouched", PAGE as i64, false),
+    touched_variant!("/4KiB-touched", PAGE as i64, true),
+    touched_variant!("/1MiB-untouched", 1 << 20, false),
+    touched_variant!("/1MiB-touched", 1 << 20, true),
 ];
 
 static FD_COUNTS: &[Variant] = &[

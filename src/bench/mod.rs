@@ -4,6 +4,20 @@
 //! measures one case and knows nothing of output. A new benchmark is one function in its family
 //! file plus one catalogue line.
 
+/// A variant of `bytes` of memory with its pages left alone or each written once (params
+/// `bytes` and `touched`), for mem/mmap and ipc/shm-attach.
+macro_rules! touched_variant {
+    ($suffix:literal, $bytes:expr, $touched:literal) => {
+        $crate::harness::case::Variant {
+            suffix: $suffix,
+            params: &[
+                ("bytes", $crate::harness::case::Param::Int($bytes)),
+                ("touched", $crate::harness::case::Param::Flag($touched)),
+            ],
+        }
+    };
+}
+
 pub mod call;
 pub mod ipc;
 pub mod mem;

@@ -114,36 +114,34 @@ fn param_value(p: Param) -> serde_json::Value {
     }
 }
 
-fn case(suffix: String, params: BTreeMap<String, serde_json::Value>) -> Case {
-    Case {
-        definition: "",
-        suffix,
-        params,
-        parties: None,
-    }
-}
+type Params = BTreeMap<String, serde_json::Value>;
 
 /// The cases `b` expands to under `variants`, in the order they are measured.
 pub fn expand(b: &Benchmark, variants: &VariantOptions) -> Vec<Case> {
-    let mut cases = expand_suffixes(b, variants);
-    for c in &mut cases {
-        c.definition = b.definition;
-    }
-    cases
+    suffixes_and_params(b, variants)
+        .into_iter()
+        .map(|(suffix, params)| Case {
+            definition: b.definition,
+            suffix,
+            params,
+            parties: None,
+        })
+        .collect()
 }
 
-fn expand_suffixes(b: &Benchmark, variants: &VariantOptions) -> Vec<Case> {
-    let params = |kv: &[(&str, serde_json::Value)]| -> BTreeMap<String, serde_json::Value> {
+/// Each case's id suffix and parameters.
+fn suffixes_and_params(b: &Benchmark, variants: &VariantOptions) -> Vec<(String, Params)> {
+    let params = |kv: &[(&str, serde_json::Value)]| -> Params {
         kv.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
     };
     match &b.cases {
-        Cases::One => vec![case(String::new(), BTreeMap::new())],
+        Cases::One => vec![(String::new(), Params::new())],
         Cases::Fixed(list) => list
             .iter()
             .map(|v| {
                 let kv: Vec<(&str, serde_json::Value)> =
                     v.params.iter().map(|&(k, p)| (k, param_value(p))).collect();
-                case(v.suffix.to_string(), params(&kv))
+                (v.suffix.to_string(), params(&kv))
             })
             .collect(),
         Cases::Placements => variants
@@ -151,7 +149,7 @@ fn expand_suffixes(b: &Benchmark, variants: &VariantOptions) -> Vec<Case> {
             .iter()
             .map(|p| {
                 let suffix = format!("@{}", p.word());
-                case(suffix, params(&[("placement", json!(p.word()))]))
+                (suffix, params(&[("placement", json!(p.word()))]))
             })
             .collect(),
         Cases::Ring => {
@@ -164,7 +162,7 @@ fn expand_suffixes(b: &Benchmark, variants: &VariantOptions) -> Vec<Case> {
                         ("size_kb", json!(kb)),
                         ("parallel", json!(ring.parallel.max(1))),
                     ];
-                    v.push(case(format!("/n{n}-s{kb}k"), params(&kv)));
+                    v.push((format!("/n{n}-s{kb}k"), params(&kv)));
                 }
             }
             v
@@ -172,7 +170,7 @@ fn expand_suffixes(b: &Benchmark, variants: &VariantOptions) -> Vec<Case> {
         Cases::ForkSizes => variants
             .fork_sizes_mib
             .iter()
-            .map(|&mib| case(format!("/{mib}MiB"), params(&[("rss_mib", json!(mib))])))
+            .map(|&mib| (format!("/{mib}MiB"), params(&[("rss_mib", json!(mib))])))
             .collect(),
     }
 }

@@ -73,13 +73,6 @@ pub fn target_batch_ns(clock_cost_ns: f64) -> u64 {
     t.clamp(20_000.0, 1_000_000.0) as u64
 }
 
-/// Segments for phase detection: long enough to hold a steady median, short next to the
-/// 50-500 ms phases seen on these VMs.
-pub const PHASE_SEGMENT_NS: u64 = 20_000_000;
-pub const PHASE_MIN_PER_SEGMENT: usize = 15;
-/// A segment whose median's CI sits more than 8% above the fast phase is shifted.
-pub const PHASE_THRESHOLD: f64 = 0.08;
-
 /// What the sampler produced for one operation.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Measurement {
@@ -92,10 +85,6 @@ pub struct Measurement {
     pub batch: Batch,
     /// What was subtracted from each sample.
     pub baseline_ns: f64,
-    /// A slow phase of the machine seen in the time series, if any. Reported, never removed:
-    /// reference tools (perf, a C loop) average over such phases too, and leaving them out
-    /// would pick the fastest stretch of a cost that wanders.
-    pub phase: Option<stats::PhaseShift>,
 }
 
 impl Measurement {
@@ -106,20 +95,12 @@ impl Measurement {
         batch: Batch,
         baseline_ns: f64,
     ) -> Measurement {
-        let phase = stats::detect_phases(
-            &samples_ns,
-            &ends_ns,
-            PHASE_SEGMENT_NS,
-            PHASE_MIN_PER_SEGMENT,
-            PHASE_THRESHOLD,
-        );
         Measurement {
             samples_ns,
             ends_ns,
             preempted,
             batch,
             baseline_ns,
-            phase,
         }
     }
 }

@@ -271,7 +271,6 @@ fn merge_parallel(parts: Vec<Measured>, cpus: &[usize]) -> Measured {
         ms.preempted.extend(o.preempted.iter().map(|i| i + off));
         ms.ends_ns.extend(o.ends_ns);
     }
-    first.measurement.phase = None; // interleaved series: phases are not meaningful
     let mut used = cpus.to_vec();
     used.sort_unstable();
     used.dedup();

@@ -222,7 +222,7 @@ fn attach_uncertainty(
     let n = reps.len();
     let method = match ci {
         Some(_) => format!(
-            "hierarchical bootstrap over {n} repetitions (each a fresh process), then blocks of samples within them; t-expanded for {n} repetitions"
+            "hierarchical bootstrap over {n} repetitions (each a fresh process), then blocks of samples within them; t-expanded for {n} repetitions, and at least the t interval of the repetitions' medians"
         ),
         None => {
             r.notes.push(format!(

@@ -213,13 +213,33 @@ pub fn parse_size_mib(s: &str) -> Result<u64, String> {
 }
 
 /// Split a wrapper command the way a shell would (quotes, escapes), without running a shell.
-pub fn split_command(cmd: &str) -> Result<Vec<String>, UsageError> {
+/// `text` safe for a terminal: control characters (an escape sequence in a label, a carriage
+/// return in an id read from a file) are shown escaped, never sent to the terminal; line
+/// breaks stay.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(|c| c.is_control() && c != '\n') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    text.chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect::<String>()
+        .into()
+}
+
+/// A wrapper command given to `flag` (--under, --a, --b), split like a shell would.
+pub fn split_command(flag: &str, cmd: &str) -> Result<Vec<String>, UsageError> {
     let words = shlex::split(cmd)
-        .ok_or_else(|| UsageError(format!("--under '{cmd}': unbalanced quotes")))?;
+        .ok_or_else(|| UsageError(format!("{flag} '{cmd}': unbalanced quotes")))?;
     if words.is_empty() {
-        return Err(UsageError(
-            "--under needs a command, e.g. --under 'strace -f -o /dev/null'".into(),
-        ));
+        return Err(UsageError(format!(
+            "{flag} needs a command, e.g. {flag} 'strace -f -o /dev/null'"
+        )));
     }
     Ok(words)
 }
@@ -232,6 +252,13 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn control_characters_are_escaped_for_the_terminal() {
+        assert_eq!(printable("plain"), "plain");
+        assert_eq!(printable("a\u{1b}[2Jb\r"), "a\\u{1b}[2Jb\\r");
+        assert_eq!(printable("two\nlines"), "two\nlines");
     }
 
     #[test]
@@ -262,11 +289,16 @@ mod tests {
     #[test]
     fn wrapper_is_split_like_a_shell() {
         assert_eq!(
-            split_command("strace -f -o '/dev/null'").unwrap(),
+            split_command("--under", "strace -f -o '/dev/null'").unwrap(),
             vec!["strace", "-f", "-o", "/dev/null"]
         );
-        assert!(split_command("'unbalanced").is_err());
-        assert!(split_command("   ").is_err());
+        assert!(split_command("--b", "'unbalanced").is_err());
+        assert!(
+            split_command("--b", "   ")
+                .unwrap_err()
+                .0
+                .starts_with("--b needs")
+        );
     }
 
     #[test]

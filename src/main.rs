@@ -5,19 +5,59 @@
 
 use clap::Parser;
 
-use oscost::cli::{Cli, UsageError};
+use oscost::cli::{Cli, UsageError, printable};
 use oscost::worker::Interrupted;
 
+/// The stack the command runs on, whatever RLIMIT_STACK gives the main thread (under
+/// `prlimit --stack=32768` argument parsing alone overflowed it).
+const STACK_BYTES: usize = 8 << 20;
+
 fn main() {
-    let cli = match Cli::try_parse() {
-        Ok(c) => c,
-        Err(e) => e.exit(), // clap: help/version exit 0, usage errors exit 2
-    };
-    let code = match cli.dispatch() {
-        Ok(code) => code,
-        Err(e) => exit_status(&e),
+    let code = match std::thread::Builder::new()
+        .name("oscost".into())
+        .stack_size(STACK_BYTES)
+        .spawn(run)
+    {
+        Ok(h) => h.join().unwrap_or(101),
+        // No thread to be had (RLIMIT_NPROC reached): the main thread's stack it is, so that
+        // the command can still say what it could not do.
+        Err(_) => run(),
     };
     std::process::exit(code);
+}
+
+fn run() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => return clap_error(e),
+    };
+    match cli.dispatch() {
+        Ok(code) => code,
+        Err(e) => exit_status(&e),
+    }
+}
+
+/// Help and version print as clap prints them (exit 0); a usage error is one line (exit 2).
+fn clap_error(e: clap::Error) -> i32 {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = e.print();
+        return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+            2
+        } else {
+            0
+        };
+    }
+    let text = e.render().to_string();
+    let first = text.lines().next().unwrap_or("invalid arguments");
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    eprintln!("oscost: {} (see --help)", printable(first));
+    2
 }
 
 /// Say what went wrong in one line and give the exit status it means.
@@ -26,10 +66,10 @@ fn exit_status(e: &anyhow::Error) -> i32 {
         eprintln!("oscost: {e}; every benchmark process was stopped, nothing was saved");
         128 + i.0
     } else if e.downcast_ref::<UsageError>().is_some() {
-        eprintln!("oscost: {e}");
+        eprintln!("oscost: {}", printable(&e.to_string()));
         2
     } else {
-        eprintln!("oscost: {e:#}");
+        eprintln!("oscost: {}", printable(&format!("{e:#}")));
         1
     }
 }

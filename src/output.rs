@@ -1,15 +1,96 @@
-//! Putting bytes on disk, in one place: every file oscost writes goes through `write_atomic`
-//! (a temporary file in the same directory, then a rename), so an interrupted or failed write
-//! never leaves a partial file; outputs are checked before any work (`check_outputs`), and a
-//! set of exports is serialised whole before the first file is written.
+//! Putting bytes where the user asked, in one place. Users run oscost as root on test boxes,
+//! so an output path may name a device, a FIFO, a symlink or a file in /proc, and what it names
+//! must never be replaced:
+//! - `-` is standard output;
+//! - a symlink is followed (to any depth) and the link kept: what it points at is written;
+//! - a regular file, or a path that does not exist yet, is written atomically (a temporary file
+//!   beside it, then a rename), so an interrupted or failed write leaves the old file or none;
+//!   a replaced file keeps its permissions, a new one gets 0666 less the umask;
+//! - a character or block device, a FIFO, or anything under /proc, /sys or /dev is written
+//!   through (opened for writing, never created, truncated or renamed over); a socket is
+//!   refused.
+//!
+//! Outputs are checked before any work (`check_outputs`: two spellings of one file are one
+//! file, a name too long or a directory that refuses files is found then), and a set of exports
+//! is serialised whole before the first file is written; a file that fails does not stop the
+//! others (`export` names every one that failed).
 
 use std::io::Write;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::report::Exporter;
 use crate::report::html::Page;
 
-/// Where a file at `path` would be created; an error message a user can act on when it cannot.
+/// What an output path turned out to name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// `-`.
+    Stdout,
+    /// A regular file (after following symlinks), replaced atomically.
+    Regular(PathBuf),
+    /// Nothing yet: created atomically.
+    New(PathBuf),
+    /// A device, FIFO or pseudo-file: written through.
+    Special(PathBuf),
+}
+
+/// Symlinks followed before giving up (the kernel's own limit).
+const MAX_LINKS: usize = 40;
+
+/// Pseudo-filesystems whose "regular" files must be written in place, never renamed over.
+fn is_pseudo(p: &Path) -> bool {
+    ["/proc", "/sys", "/dev"].iter().any(|d| p.starts_with(d))
+}
+
+/// Follow `path` to what it names. Errors are sentences a user can act on.
+pub fn resolve(path: &Path) -> Result<Target, String> {
+    if path.as_os_str() == "-" {
+        return Ok(Target::Stdout);
+    }
+    let mut p = path.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        let meta = match std::fs::symlink_metadata(&p) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return if p.file_name().is_none() {
+                    Err(format!("{}: give a file name", path.display()))
+                } else {
+                    Ok(Target::New(p))
+                };
+            }
+            Err(e) => return Err(format!("cannot use {}: {e}", path.display())),
+        };
+        let ft = meta.file_type();
+        if ft.is_symlink() {
+            let to = std::fs::read_link(&p)
+                .map_err(|e| format!("cannot follow {}: {e}", p.display()))?;
+            p = parent_dir(&p).join(to);
+            continue;
+        }
+        return if ft.is_dir() {
+            Err(format!(
+                "{} is a directory; give a file name",
+                path.display()
+            ))
+        } else if ft.is_socket() {
+            Err(format!(
+                "{} is a socket; oscost writes files, devices and FIFOs",
+                path.display()
+            ))
+        } else if ft.is_file() && !is_pseudo(&p) {
+            Ok(Target::Regular(p))
+        } else {
+            Ok(Target::Special(p))
+        };
+    }
+    Err(format!(
+        "{}: too many levels of symbolic links",
+        path.display()
+    ))
+}
+
+/// Where a file at `path` would be created.
 fn parent_dir(path: &Path) -> PathBuf {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -17,41 +98,123 @@ fn parent_dir(path: &Path) -> PathBuf {
     }
 }
 
-/// Check, before any work, that `path` can be written: it is not a directory and its directory
-/// accepts a new file. Leaves nothing behind.
-pub fn check_writable(path: &Path) -> Result<(), String> {
-    if path.is_dir() {
-        return Err(format!(
-            "{} is a directory; give a file name",
-            path.display()
-        ));
+/// What makes two targets the same file: device and inode when it exists, else the
+/// canonical directory and the name.
+fn identity(t: &Target) -> Option<String> {
+    match t {
+        Target::Stdout => Some("-".into()),
+        Target::Regular(p) | Target::Special(p) => std::fs::metadata(p)
+            .ok()
+            .map(|m| format!("{}:{}", m.dev(), m.ino())),
+        Target::New(p) => {
+            let dir = std::fs::canonicalize(parent_dir(p)).ok()?;
+            Some(dir.join(p.file_name()?).display().to_string())
+        }
     }
-    let dir = parent_dir(path);
-    tempfile::NamedTempFile::new_in(&dir)
-        .map(drop)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
-/// Check, before any work, a command's output paths: no path given twice, each writable.
-pub fn check_outputs(paths: &[&PathBuf]) -> Result<(), String> {
-    for (i, p) in paths.iter().enumerate() {
-        if paths[..i].contains(p) {
-            return Err(format!("{} is given for two outputs", p.display()));
+/// Check, before any work, that `path` can be written, leaving nothing behind.
+pub fn check_writable(path: &Path) -> Result<Target, String> {
+    let target = resolve(path)?;
+    let cannot = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
+    match &target {
+        Target::Stdout => {}
+        Target::Special(p) => {
+            nix::unistd::access(p.as_path(), nix::unistd::AccessFlags::W_OK)
+                .map_err(|e| cannot(e.into()))?;
         }
-        check_writable(p)?;
+        Target::Regular(p) => {
+            nix::unistd::access(p.as_path(), nix::unistd::AccessFlags::W_OK)
+                .map_err(|e| cannot(e.into()))?;
+            tempfile::NamedTempFile::new_in(parent_dir(p))
+                .map(drop)
+                .map_err(cannot)?;
+        }
+        Target::New(p) => {
+            // Creating the very name finds what a temporary name cannot: a name too long, a
+            // read-only directory, a file system that refuses the name.
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(p)
+                .map_err(cannot)?;
+            std::fs::remove_file(p).map_err(cannot)?;
+            tempfile::NamedTempFile::new_in(parent_dir(p))
+                .map(drop)
+                .map_err(cannot)?;
+        }
+    }
+    Ok(target)
+}
+
+/// Check, before any work, a command's output paths: each writable, none the same file as
+/// another (however spelled), at most one on standard output.
+pub fn check_outputs(paths: &[&PathBuf]) -> Result<(), String> {
+    let mut seen: Vec<(String, &PathBuf)> = Vec::new();
+    for p in paths {
+        let target = check_writable(p)?;
+        if let Some(id) = identity(&target) {
+            if let Some((_, first)) = seen.iter().find(|(i, _)| *i == id) {
+                return Err(format!(
+                    "{} and {} are the same file; give each output its own",
+                    first.display(),
+                    p.display()
+                ));
+            }
+            seen.push((id, p));
+        }
     }
     Ok(())
 }
 
-/// Write `bytes` to `path` atomically (temporary file in the same directory, then rename).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = parent_dir(path);
-    let mut tmp = tempfile::NamedTempFile::new_in(&dir)
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+/// Whether any of `paths` is standard output (then the table goes to stderr).
+pub fn any_stdout(paths: &[&PathBuf]) -> bool {
+    paths.iter().any(|p| p.as_os_str() == "-")
+}
+
+/// The process's umask (read from /proc; 022 when it cannot be).
+fn umask() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Umask:"))
+                .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+        })
+        .unwrap_or(0o022)
+}
+
+/// Write `bytes` to what `path` names (see the module doc for each kind).
+pub fn write_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let fail = |e: std::io::Error| anyhow::anyhow!("cannot write {}: {e}", path.display());
+    match resolve(path).map_err(|e| anyhow::anyhow!(e))? {
+        Target::Stdout => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(bytes).and_then(|_| out.flush()).map_err(fail)
+        }
+        Target::Special(p) => {
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&p)
+                .map_err(fail)?;
+            f.write_all(bytes).and_then(|_| f.flush()).map_err(fail)
+        }
+        Target::Regular(p) => {
+            let mode = std::fs::metadata(&p).map_err(fail)?.permissions().mode() & 0o7777;
+            replace(&p, bytes, mode).map_err(fail)
+        }
+        Target::New(p) => replace(&p, bytes, 0o666 & !umask()).map_err(fail),
+    }
+}
+
+/// A temporary file beside `path` with `bytes` and `mode`, renamed over it.
+fn replace(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    let mut tmp = tempfile::NamedTempFile::new_in(parent_dir(path))?;
     tmp.write_all(bytes)?;
+    tmp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(mode))?;
     tmp.as_file().sync_data()?;
-    tmp.persist(path)
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {}", path.display(), e.error))?;
+    tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
 }
 
@@ -61,71 +224,181 @@ pub fn check_report_dir(dir: &Path) -> Result<(), String> {
         return Err(format!("{} exists and is not a directory", dir.display()));
     }
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    check_writable(&dir.join("index.html"))
+    tempfile::NamedTempFile::new_in(dir)
+        .map(drop)
+        .map_err(|e| format!("cannot write into {}: {e}", dir.display()))
 }
 
-/// Serialise `x` in every format first, so a failing format leaves no file of the set, then
-/// write each file atomically.
+/// Serialise `x` in every format first (a failing format leaves no file of the set), then
+/// write each file; one that cannot be written does not stop the others, and the error names
+/// every one that failed.
 pub fn export<T>(x: &T, files: &[(PathBuf, Box<dyn Exporter<T>>)]) -> anyhow::Result<()> {
     let bytes = files
         .iter()
         .map(|(p, e)| Ok((p, e.serialize(x)?)))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    for (p, b) in bytes {
-        write_atomic(p, &b)?;
+    let failed: Vec<String> = bytes
+        .iter()
+        .filter_map(|(p, b)| write_file(p, b).err().map(|e| e.to_string()))
+        .collect();
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(anyhow::anyhow!(failed.join("; ")))
     }
-    Ok(())
 }
 
 /// Write a rendered page into `dir`: its figure files, then index.html last (a reader never
-/// finds a page whose figures are missing). Returns the paths written.
-pub fn write_page(dir: &Path, page: &Page) -> anyhow::Result<Vec<PathBuf>> {
+/// finds a page whose figures are missing). `stop` is asked between files; when it says so,
+/// the files written so far are removed and the error is its. Returns the paths written.
+pub fn write_page(
+    dir: &Path,
+    page: &Page,
+    stop: &dyn Fn() -> anyhow::Result<()>,
+) -> anyhow::Result<Vec<PathBuf>> {
     let mut written = Vec::new();
-    for (rel, bytes) in &page.files {
-        let p = dir.join(rel);
-        if let Some(parent) = p.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", parent.display()))?;
+    let result = (|| {
+        for (rel, bytes) in &page.files {
+            stop()?;
+            let p = dir.join(rel);
+            if let Some(parent) = p.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", parent.display()))?;
+            }
+            write_file(&p, bytes)?;
+            written.push(p);
         }
-        write_atomic(&p, bytes)?;
-        written.push(p);
+        stop()?;
+        let index = dir.join("index.html");
+        write_file(&index, page.html.as_bytes())?;
+        written.push(index);
+        Ok(())
+    })();
+    match result {
+        Ok(()) => Ok(written),
+        Err(e) => {
+            for p in &written {
+                let _ = std::fs::remove_file(p);
+            }
+            Err(e)
+        }
     }
-    let index = dir.join("index.html");
-    write_atomic(&index, page.html.as_bytes())?;
-    written.push(index);
-    Ok(written)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn never() -> anyhow::Result<()> {
+        Ok(())
+    }
+
     #[test]
     fn atomic_write_replaces_and_checks_refuse_directories() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("out.json");
-        write_atomic(&p, b"one").unwrap();
-        write_atomic(&p, b"two").unwrap();
+        write_file(&p, b"one").unwrap();
+        write_file(&p, b"two").unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"two");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
         assert!(check_writable(dir.path()).is_err());
         assert!(check_writable(&dir.path().join("no/such/dir/x.json")).is_err());
         assert!(check_writable(&p).is_ok());
+        let long = dir.path().join("x".repeat(300));
+        assert!(check_writable(&long).unwrap_err().contains("too long"));
     }
 
     #[test]
-    fn a_page_is_written_with_its_figures_and_index_last() {
+    fn a_symlink_is_followed_and_kept_and_a_fifo_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("real.json");
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink("real.json", &link).unwrap();
+        write_file(&link, b"data").unwrap();
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(std::fs::read(&target).unwrap(), b"data");
+        // The link and its target are one file.
+        let (a, b) = (&link, &target);
+        assert!(check_outputs(&[a, b]).unwrap_err().contains("same file"));
+        // Two spellings of a new file are one file too.
+        let x1 = dir.path().join("x");
+        let x2 = dir.path().join(".").join("x");
+        assert!(check_outputs(&[&x1, &x2]).is_err());
+
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert!(matches!(resolve(&fifo), Ok(Target::Special(_))));
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read(fifo).unwrap())
+        };
+        write_file(&fifo, b"through").unwrap();
+        assert_eq!(reader.join().unwrap(), b"through");
+        assert!(
+            std::fs::symlink_metadata(&fifo)
+                .unwrap()
+                .file_type()
+                .is_fifo()
+        );
+    }
+
+    #[test]
+    fn devices_are_written_through_and_their_errors_said() {
+        assert!(matches!(
+            resolve(Path::new("/dev/null")),
+            Ok(Target::Special(_))
+        ));
+        assert!(matches!(resolve(Path::new("-")), Ok(Target::Stdout)));
+        write_file(Path::new("/dev/null"), b"x").unwrap();
+        if Path::new("/dev/full").exists() {
+            let e = write_file(Path::new("/dev/full"), b"x").unwrap_err();
+            assert!(e.to_string().contains("No space left"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_new_file_gets_the_umask_and_a_replaced_one_keeps_its_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("n.csv");
+        write_file(&p, b"a").unwrap();
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o666 & !umask());
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o640)).unwrap();
+        write_file(&p, b"b").unwrap();
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o640);
+    }
+
+    #[test]
+    fn a_page_is_written_with_its_figures_and_index_last_or_not_at_all() {
         let dir = tempfile::tempdir().unwrap();
         let page = Page {
             html: "<html></html>".into(),
             files: vec![("fig/a.svg".into(), b"<svg/>".to_vec())],
         };
-        let written = write_page(dir.path(), &page).unwrap();
+        let written = write_page(dir.path(), &page, &never).unwrap();
         assert_eq!(written.len(), 2);
         assert!(written[1].ends_with("index.html"));
         assert_eq!(
             std::fs::read(dir.path().join("fig/a.svg")).unwrap(),
             b"<svg/>"
         );
+        let other = tempfile::tempdir().unwrap();
+        let calls = std::cell::Cell::new(0);
+        let stop_second = || {
+            calls.set(calls.get() + 1);
+            if calls.get() > 1 {
+                anyhow::bail!("stopped")
+            }
+            Ok(())
+        };
+        assert!(write_page(other.path(), &page, &stop_second).is_err());
+        assert!(!other.path().join("fig/a.svg").exists());
+        assert!(!other.path().join("index.html").exists());
     }
 }

@@ -475,7 +475,13 @@ pub fn execute_ab(
     bar.finish_and_clear();
     ca.check_interrupted()?;
     let [sa, sb] = sides;
-    let label = |side: &str, x: &AbSide| Some(format!("ab {side}: {}", name(x)));
+    // The user's --label leads; the side says which of the pair a stored run is.
+    let label = |side: &str, x: &AbSide| {
+        Some(match &plan.label {
+            Some(l) => format!("{l} (ab {side}: {})", name(x)),
+            None => format!("ab {side}: {}", name(x)),
+        })
+    };
     let mut runs = Vec::new();
     for (side, tracks, text, l) in [
         (a, sa.tracks, a.text.clone(), "A"),

@@ -26,6 +26,24 @@ pub enum StoreError {
     )]
     NotOurs { path: PathBuf, why: String },
     #[error(
+        "{0} is not a regular file; point --db (or OSCOST_DB) at a file (it is created when missing)"
+    )]
+    NotAFile(PathBuf),
+    #[error(
+        "no results database at {0}; `oscost run` creates it, or point --db (or OSCOST_DB) at one"
+    )]
+    NoStore(PathBuf),
+    #[error(
+        "cannot save into {path}: {why}; make it and its directory writable, or give --no-save or another --db"
+    )]
+    ReadOnly { path: PathBuf, why: String },
+    #[error("{0} is locked by another process; wait for it, or give --no-save or another --db")]
+    Locked(PathBuf),
+    #[error(
+        "no place for the results database: HOME and XDG_DATA_HOME are unset and this user has no home directory; give --db or set OSCOST_DB"
+    )]
+    NoHome,
+    #[error(
         "{path} was written by a newer oscost (schema {found}, this one reads {SCHEMA}); upgrade oscost"
     )]
     Newer { path: PathBuf, found: i32 },
@@ -33,35 +51,62 @@ pub enum StoreError {
     NoSuchRun(String),
     #[error("stored run {id} cannot be read: {why}")]
     BadRun { id: i64, why: String },
+    #[error("the save was interrupted; nothing was saved")]
+    Interrupted,
+    // Not `#[from]`: that would make SQLite's text both this message and its source, and the
+    // error would print it twice.
     #[error("database error: {0}")]
-    Sql(#[from] rusqlite::Error),
+    Sql(rusqlite::Error),
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        StoreError::Sql(e)
+    }
 }
 
 impl StoreError {
     /// Errors that are the user's to fix by pointing elsewhere (exit 2).
     pub fn is_usage(&self) -> bool {
-        matches!(
+        !matches!(
             self,
-            StoreError::NotOurs { .. } | StoreError::Newer { .. } | StoreError::NoSuchRun(_)
+            StoreError::Sql(_) | StoreError::BadRun { .. } | StoreError::Interrupted
         )
     }
 }
 
-/// Where the database is, by precedence.
-pub fn default_path(explicit: Option<&Path>) -> PathBuf {
+/// Where the database is, by precedence: the flag, `OSCOST_DB`, `$XDG_DATA_HOME/oscost`,
+/// `$HOME/.local/share/oscost`, then the home directory the password database gives (never
+/// the current directory: a store that moves with `cd` loses history silently).
+pub fn default_path(explicit: Option<&Path>) -> Result<PathBuf, StoreError> {
     if let Some(p) = explicit {
-        return p.to_path_buf();
+        return Ok(p.to_path_buf());
     }
     if let Some(p) = std::env::var_os("OSCOST_DB").filter(|v| !v.is_empty()) {
-        return PathBuf::from(p);
+        return Ok(PathBuf::from(p));
     }
-    let base = std::env::var_os("XDG_DATA_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
-        .unwrap_or_else(|| PathBuf::from("."));
-    base.join("oscost").join("results.db")
+    let env = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let base = env("XDG_DATA_HOME")
+        .or_else(|| env("HOME").map(|h| h.join(".local/share")))
+        .or_else(|| {
+            nix::unistd::User::from_uid(nix::unistd::getuid())
+                .ok()
+                .flatten()
+                .map(|u| u.dir.join(".local/share"))
+                .filter(|d| d.is_absolute())
+        })
+        .ok_or(StoreError::NoHome)?;
+    Ok(base.join("oscost").join("results.db"))
 }
+
+/// How long a save waits for another process's transaction (runs save in milliseconds).
+const SAVE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long the check before measuring waits: a lock held longer is someone else's work.
+const PROBE_WAIT: std::time::Duration = std::time::Duration::from_millis(300);
 
 pub struct Store {
     conn: Connection,
@@ -69,56 +114,158 @@ pub struct Store {
 }
 
 impl Store {
-    /// Open (creating if needed) and migrate.
+    /// Open for saving, creating the file when missing, migrating it, and proving that a run
+    /// could be written now (so a read-only, locked or foreign database is refused before
+    /// measuring, not after).
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        if let Ok(m) = std::fs::metadata(path)
+            && !m.is_file()
+        {
+            return Err(StoreError::NotAFile(path.to_path_buf()));
+        }
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| StoreError::Dir(dir.to_path_buf(), e))?;
         }
-        let not_ours = |why: String| StoreError::NotOurs {
+        let conn = Connection::open(path).map_err(|e| StoreError::NotOurs {
             path: path.to_path_buf(),
-            why,
-        };
-        let conn = Connection::open(path).map_err(|e| not_ours(e.to_string()))?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        let version: i32 = conn
+            why: e.to_string(),
+        })?;
+        let store = Store::checked(conn, path)?;
+        store.probe_write()?;
+        Ok(store)
+    }
+
+    /// Open an existing database to read; never creates anything.
+    pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
+        match std::fs::metadata(path) {
+            Err(_) => return Err(StoreError::NoStore(path.to_path_buf())),
+            Ok(m) if !m.is_file() => return Err(StoreError::NotAFile(path.to_path_buf())),
+            Ok(_) => {}
+        }
+        let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .map_err(|e| StoreError::NotOurs {
+                path: path.to_path_buf(),
+                why: e.to_string(),
+            })?;
+        let store = Store::checked(conn, path)?;
+        if store.version()? == 0 {
+            // Empty (or being created this instant): nothing to read yet.
+            return Err(StoreError::NoStore(path.to_path_buf()));
+        }
+        Ok(store)
+    }
+
+    /// The schema's version; an error means the file is not SQLite.
+    fn version(&self) -> Result<i32, StoreError> {
+        self.conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .map_err(|e| not_ours(e.to_string()))?;
+            .map_err(|e| self.not_ours(e.to_string()))
+    }
+
+    fn table_names(&self) -> Result<Vec<String>, StoreError> {
+        self.conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+            .and_then(|mut q| q.query_map([], |r| r.get(0))?.collect())
+            .map_err(|e| self.not_ours(e.to_string()))
+    }
+
+    fn not_ours(&self, why: String) -> StoreError {
+        StoreError::NotOurs {
+            path: self.path.clone(),
+            why,
+        }
+    }
+
+    /// Check that the file is ours (and not newer), migrating it when the connection can write.
+    fn checked(conn: Connection, path: &Path) -> Result<Store, StoreError> {
+        conn.busy_timeout(SAVE_WAIT)?;
         let store = Store {
             conn,
             path: path.to_path_buf(),
         };
+        // Version and tables from one snapshot: another process may be migrating this very
+        // file, and its tables without its version would look like someone else's.
+        store
+            .conn
+            .execute_batch("BEGIN")
+            .map_err(|e| store.not_ours(e.to_string()))?;
+        let seen = store.version().and_then(|v| Ok((v, store.table_names()?)));
+        let _ = store.conn.execute_batch("COMMIT");
+        let (version, tables) = seen?;
         if version > SCHEMA {
             return Err(StoreError::Newer {
                 path: path.to_path_buf(),
                 found: version,
             });
         }
-        if version == 0 {
-            let tables: i64 = store.conn.query_row(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
-                [],
-                |r| r.get(0),
-            )?;
-            if tables > 0 {
-                return Err(not_ours(format!(
-                    "it holds {tables} table(s) of something else"
-                )));
-            }
+        let ours = ["runs", "results"]
+            .iter()
+            .all(|t| tables.iter().any(|x| x == t));
+        let others = tables.iter().filter(|t| !t.starts_with("sqlite_")).count();
+        if version == 0 && others > 0 {
+            return Err(store.not_ours(format!("it holds {others} table(s) of something else")));
         }
-        store.migrate(version)?;
+        if version >= 1 && !ours {
+            return Err(store.not_ours(format!(
+                "it says schema {version} but has no runs and results tables"
+            )));
+        }
+        if version < SCHEMA && !store.conn.is_readonly(rusqlite::MAIN_DB)? {
+            store.migrate()?;
+        }
         Ok(store)
+    }
+
+    /// Write a throwaway row and roll it back, waiting only briefly for a lock: this finds a
+    /// read-only file or directory (the journal) and a database another process holds.
+    fn probe_write(&self) -> Result<(), StoreError> {
+        self.conn.busy_timeout(PROBE_WAIT)?;
+        let r = self.conn.execute_batch(
+            "BEGIN IMMEDIATE;
+             INSERT INTO runs (started_at, benchmarks, run_json) VALUES ('probe', 0, '');
+             ROLLBACK;",
+        );
+        if !self.conn.is_autocommit() {
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
+        self.conn.busy_timeout(SAVE_WAIT)?;
+        r.map_err(|e| match e.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+                StoreError::Locked(self.path.clone())
+            }
+            Some(
+                rusqlite::ErrorCode::ReadOnly
+                | rusqlite::ErrorCode::CannotOpen
+                | rusqlite::ErrorCode::PermissionDenied
+                | rusqlite::ErrorCode::SystemIoFailure
+                | rusqlite::ErrorCode::DiskFull,
+            ) => StoreError::ReadOnly {
+                path: self.path.clone(),
+                why: e.to_string(),
+            },
+            _ => StoreError::Sql(e),
+        })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    /// Bring the schema from `from` to `SCHEMA`, one step per version, each in a transaction.
-    fn migrate(&self, from: i32) -> Result<(), StoreError> {
+    /// Bring the schema up to `SCHEMA` in one immediate transaction that reads the version
+    /// again under the lock: several processes opening a fresh file at once migrate it once.
+    fn migrate(&self) -> Result<(), StoreError> {
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        let r = self.migrate_locked();
+        let end = if r.is_ok() { "COMMIT" } else { "ROLLBACK" };
+        self.conn.execute_batch(end)?;
+        r
+    }
+
+    fn migrate_locked(&self) -> Result<(), StoreError> {
+        let from = self.version()?;
         if from < 1 {
             self.conn.execute_batch(
-                "BEGIN;
-                 CREATE TABLE runs (
+                "CREATE TABLE runs (
                      id INTEGER PRIMARY KEY AUTOINCREMENT,
                      started_at TEXT NOT NULL,
                      label TEXT,
@@ -140,56 +287,38 @@ impl Store {
                      PRIMARY KEY (run_id, bench)
                  );
                  CREATE INDEX results_by_bench ON results(bench, run_id);
-                 PRAGMA user_version = 1;
-                 COMMIT;",
+                 PRAGMA user_version = 1;",
             )?;
         }
         Ok(())
     }
 
-    /// Save a run in one transaction; returns its id.
+    /// Save one run (see `save_all`).
     pub fn save(&mut self, run: &Run) -> Result<i64, StoreError> {
-        let json = serde_json::to_string(run).map_err(|e| StoreError::BadRun {
-            id: 0,
-            why: e.to_string(),
-        })?;
-        let tx = self.conn.transaction()?;
-        tx.execute(
-            "INSERT INTO runs (started_at, label, host, kernel, wrapper, benchmarks, run_json)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![
-                run.started_at,
-                run.label,
-                run.env.hostname,
-                run.env.kernel_release,
-                run.wrapper,
-                run.results.len() as i64,
-                json
-            ],
-        )?;
-        let id = tx.last_insert_rowid();
-        {
-            let mut ins = tx.prepare(
-                "INSERT OR REPLACE INTO results
-                 (run_id, bench, status, median, ci_lo, ci_hi, samples, disturbed)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            )?;
-            for r in &run.results {
-                let st = r.stats.as_ref();
-                ins.execute(params![
-                    id,
-                    r.id,
-                    r.status.word(),
-                    st.map(|s| s.median),
-                    st.map(|s| s.ci95[0]),
-                    st.map(|s| s.ci95[1]),
-                    r.samples_ns.len() as i64,
-                    r.disturbed.is_disturbed()
-                ])?;
-            }
+        Ok(self.save_all(&[run], &|| false)?[0])
+    }
+
+    /// Save runs in one transaction (ab's two sides: never one without the other), giving
+    /// their ids. `stop` is asked just before the commit: when it says so (a signal came), the
+    /// transaction is rolled back and nothing is saved.
+    pub fn save_all(
+        &mut self,
+        runs: &[&Run],
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Vec<i64>, StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let mut ids = Vec::new();
+        for run in runs {
+            ids.push(insert(&tx, run)?);
+        }
+        if stop() {
+            tx.rollback()?;
+            return Err(StoreError::Interrupted);
         }
         tx.commit()?;
-        Ok(id)
+        Ok(ids)
     }
 
     pub fn list(&self) -> Result<Vec<RunSummary>, StoreError> {
@@ -286,6 +415,49 @@ impl Store {
     }
 }
 
+/// Insert one run and its summary rows inside `tx`; returns its id.
+fn insert(tx: &rusqlite::Transaction, run: &Run) -> Result<i64, StoreError> {
+    let json = serde_json::to_string(run).map_err(|e| StoreError::BadRun {
+        id: 0,
+        why: e.to_string(),
+    })?;
+    tx.execute(
+        "INSERT INTO runs (started_at, label, host, kernel, wrapper, benchmarks, run_json)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![
+            run.started_at,
+            run.label,
+            run.env.hostname,
+            run.env.kernel_release,
+            run.wrapper,
+            run.results.len() as i64,
+            json
+        ],
+    )?;
+    let id = tx.last_insert_rowid();
+    {
+        let mut ins = tx.prepare(
+            "INSERT OR REPLACE INTO results
+             (run_id, bench, status, median, ci_lo, ci_hi, samples, disturbed)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )?;
+        for r in &run.results {
+            let st = r.stats.as_ref();
+            ins.execute(params![
+                id,
+                r.id,
+                r.status.word(),
+                st.map(|s| s.median),
+                st.map(|s| s.ci95[0]),
+                st.map(|s| s.ci95[1]),
+                r.samples_ns.len() as i64,
+                r.disturbed.is_disturbed()
+            ])?;
+        }
+    }
+    Ok(id)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -365,7 +537,79 @@ mod tests {
 
     #[test]
     fn path_precedence_is_flag_then_env_then_xdg() {
-        let p = default_path(Some(Path::new("/x/y.db")));
+        let p = default_path(Some(Path::new("/x/y.db"))).unwrap();
         assert_eq!(p, PathBuf::from("/x/y.db"));
+    }
+
+    #[test]
+    fn reading_never_creates_and_special_files_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("typo/results.db");
+        assert!(matches!(
+            Store::open_existing(&p),
+            Err(StoreError::NoStore(_))
+        ));
+        assert!(!dir.path().join("typo").exists());
+        let e = Store::open(Path::new("/dev/null")).err().unwrap();
+        assert!(matches!(e, StoreError::NotAFile(_)) && e.is_usage());
+        assert!(!Path::new("/dev/null-journal").exists());
+        // A file that says schema 1 but holds someone else's tables.
+        let foreign = dir.path().join("v1.db");
+        Connection::open(&foreign)
+            .unwrap()
+            .execute_batch("CREATE TABLE t (x); PRAGMA user_version = 1;")
+            .unwrap();
+        let e = Store::open(&foreign).err().unwrap();
+        assert!(e.to_string().contains("no runs and results"), "{e}");
+    }
+
+    #[test]
+    fn a_locked_or_read_only_database_is_refused_before_any_work() {
+        let (dir, s) = temp_store();
+        drop(s);
+        let p = dir.path().join("sub/results.db");
+        let holder = Connection::open(&p).unwrap();
+        holder.execute_batch("BEGIN IMMEDIATE;").unwrap();
+        let t = std::time::Instant::now();
+        let e = Store::open(&p).err().unwrap();
+        assert!(matches!(e, StoreError::Locked(_)), "{e}");
+        assert!(t.elapsed() < std::time::Duration::from_secs(2));
+        holder.execute_batch("ROLLBACK;").unwrap();
+        drop(holder);
+        // Read-only file (root ignores the mode: then the open must simply succeed).
+        std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o444)).unwrap();
+        match Store::open(&p) {
+            Err(e) => assert!(matches!(e, StoreError::ReadOnly { .. }), "{e}"),
+            Ok(_) => assert!(nix::unistd::geteuid().is_root()),
+        }
+        assert!(Store::open_existing(&p).is_ok());
+    }
+
+    #[test]
+    fn concurrent_first_uses_of_a_fresh_file_all_succeed() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("fresh.db");
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                let p = p.clone();
+                std::thread::spawn(move || Store::open(&p).map(|mut s| s.save(&testdata::run())))
+            })
+            .collect();
+        for h in handles {
+            assert!(h.join().unwrap().unwrap().is_ok());
+        }
+        assert_eq!(Store::open_existing(&p).unwrap().list().unwrap().len(), 8);
+    }
+
+    #[test]
+    fn runs_saved_together_are_saved_together_or_not_at_all() {
+        let (_d, mut s) = temp_store();
+        let run = testdata::run();
+        let e = s.save_all(&[&run, &run], &|| true).unwrap_err();
+        assert!(matches!(e, StoreError::Interrupted));
+        assert!(s.list().unwrap().is_empty());
+        let ids = s.save_all(&[&run, &run], &|| false).unwrap();
+        assert_eq!(ids.len(), 2);
+        assert_eq!(s.list().unwrap().len(), 2);
     }
 }

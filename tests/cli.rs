@@ -76,7 +76,7 @@ fn unwritable_outputs_are_refused_before_measuring_and_leave_nothing() {
     );
     let same = dir.path().join("x");
     let s = same.to_str().unwrap();
-    fails_with_usage(&["run", "--json", s, "--csv", s], "two outputs");
+    fails_with_usage(&["run", "--json", s, "--csv", s], "same file");
     assert_eq!(
         std::fs::read_dir(dir.path()).unwrap().count(),
         0,

@@ -150,7 +150,7 @@ fn killed_peer_fails(bench: &str, expect: &str) {
     // SAFETY: killing the peer process this test found (a grandchild of ours).
     unsafe { libc::kill(peers[0], libc::SIGKILL) };
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success());
+    assert_eq!(out.status.code(), Some(1), "a failed benchmark is exit 1");
     assert!(
         t0.elapsed() < Duration::from_secs(10),
         "{bench}: waited for its budget"

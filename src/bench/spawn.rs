@@ -404,15 +404,10 @@ fn thread_bench(m: &Meter, attr: Option<Attr>) -> Measured {
         // SAFETY: valid out pointer and attributes; the thread does nothing and is joined.
         let rc = unsafe { libc::pthread_create(&mut tid, attr_ptr, thread_body, null_mut()) };
         if rc != 0 {
-            let e = std::io::Error::from_raw_os_error(rc);
-            return Err(BenchError::Failed(format!(
-                "pthread_create: {e}{}",
-                if rc == libc::EAGAIN {
-                    " (thread or process limit: RLIMIT_NPROC, threads-max, pids.max)"
-                } else {
-                    ""
-                }
-            )));
+            return Err(crate::harness::os::thread_failed(
+                "a thread (pthread_create)",
+                std::io::Error::from_raw_os_error(rc),
+            ));
         }
         // SAFETY: joining the thread just created.
         let rc = unsafe { libc::pthread_join(tid, null_mut()) };

@@ -5,10 +5,13 @@ use clap::Args;
 
 use super::compare::{finish, options};
 use super::run::{RunArgs, plan};
-use super::{check_outputs, open_store, store_err};
+use std::sync::Arc;
+
+use super::{check_outputs, conclude, open_store, stopper};
 use crate::cli::{CompareArgs, OutputArgs, split_command, usage};
 use crate::compare;
 use crate::scheduler::{self, AbSide};
+use crate::store::StoreError;
 
 #[derive(Debug, Args, Clone)]
 pub struct AbArgs {
@@ -29,10 +32,10 @@ pub struct AbArgs {
 }
 
 /// One side: its wrapper split like a shell, and the text to show.
-fn side(cmd: Option<&str>) -> anyhow::Result<AbSide> {
+fn side(flag: &str, cmd: Option<&str>) -> anyhow::Result<AbSide> {
     Ok(match cmd {
         Some(c) => AbSide {
-            wrapper: split_command(c).map_err(|e| usage(e.0))?,
+            wrapper: split_command(flag, c).map_err(|e| usage(e.0))?,
             text: Some(c.to_string()),
         },
         None => AbSide {
@@ -48,7 +51,10 @@ impl AbArgs {
         if self.run.under.is_some() {
             return Err(usage("ab takes its wrappers as --a and --b, not --under"));
         }
-        let (sa, sb) = (side(self.a.as_deref())?, side(self.b.as_deref())?);
+        let (sa, sb) = (
+            side("--a", self.a.as_deref())?,
+            side("--b", self.b.as_deref())?,
+        );
         // The run's own exports are not written by ab: its files are the comparison's.
         let outputs = self.run.outputs.clone();
         let mut plan_args = self.run.clone();
@@ -61,19 +67,30 @@ impl AbArgs {
             Some(open_store(&self.run.store)?)
         };
         let rounds = self.rounds as usize;
-        let (ra, rb) = scheduler::execute_ab(&plan, &sa, &sb, rounds, interrupted)?;
+        let (ra, rb) = scheduler::execute_ab(&plan, &sa, &sb, rounds, Arc::clone(&interrupted))?;
+        let stop = stopper(&interrupted);
+        stop()?;
         let (mut na, mut nb) = ("A".to_string(), "B".to_string());
+        let mut late = Vec::new();
         if let Some(s) = &mut store {
-            let ia = s.save(&ra).map_err(store_err)?;
-            let ib = s.save(&rb).map_err(store_err)?;
-            eprintln!(
-                "oscost: saved A as run {ia} and B as run {ib} in {}",
-                s.path().display()
-            );
-            na = format!("A (run {ia})");
-            nb = format!("B (run {ib})");
+            // One transaction: a kill at any moment leaves both sides or neither.
+            match s.save_all(&[&ra, &rb], &|| stop().is_err()) {
+                Ok(ids) => {
+                    eprintln!(
+                        "oscost: saved A as run {} and B as run {} in {}",
+                        ids[0],
+                        ids[1],
+                        s.path().display()
+                    );
+                    na = format!("A (run {})", ids[0]);
+                    nb = format!("B (run {})", ids[1]);
+                }
+                Err(StoreError::Interrupted) => stop()?,
+                Err(e) => late.push(format!("the runs were not saved: {e}")),
+            }
         }
         let cmp = compare::compare(&ra, &rb, &na, &nb, &options(&self.compare));
-        finish(&cmp, &self.compare, &outputs)
+        let verdict = finish(&cmp, &self.compare, &outputs)?;
+        Ok(verdict.max(conclude(&[&ra, &rb], &late)))
     }
 }

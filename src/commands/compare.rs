@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::{check_outputs, check_report_dir, color, load_run, print_stdout};
+use super::{check_outputs, check_report_dir, color, load_run, print_stdout, stopper};
 use crate::cli::{CompareArgs, OutputArgs, StoreArgs};
 use crate::compare::{self, Comparison};
 use crate::{output, report};
@@ -32,6 +32,7 @@ pub struct CompareCmd {
 
 impl CompareCmd {
     pub fn run(self) -> anyhow::Result<i32> {
+        let interrupted = crate::worker::install_guards()?;
         check_outputs(&self.outputs)?;
         if let Some(d) = &self.report {
             check_report_dir(d)?;
@@ -42,7 +43,7 @@ impl CompareCmd {
         if let Some(d) = &self.report {
             let page = report::compare_page::render_comparison(&cmp, self.png)
                 .map_err(|e| anyhow::anyhow!("cannot render the comparison: {e}"))?;
-            output::write_page(d, &page)?;
+            output::write_page(d, &page, &stopper(&interrupted))?;
             eprintln!(
                 "oscost: comparison report in {}",
                 d.join("index.html").display()
@@ -65,8 +66,17 @@ pub(super) fn finish(
     args: &CompareArgs,
     outputs: &OutputArgs,
 ) -> anyhow::Result<i32> {
-    output::export(cmp, &super::exporters::<Comparison>(outputs))?;
-    print_stdout(&report::comparison::render(cmp, color()))?;
+    let exported = output::export(cmp, &super::exporters::<Comparison>(outputs));
+    let text = report::comparison::render(cmp, color() && !output::any_stdout(&outputs.paths()));
+    if output::any_stdout(&outputs.paths()) {
+        eprint!("{text}");
+    } else {
+        print_stdout(&text)?;
+    }
+    if let Err(e) = exported {
+        eprintln!("oscost: {e}");
+        return Ok(1);
+    }
     if let Some(pct) = args.fail_above {
         let bad = compare::regressions(cmp, pct);
         if !bad.is_empty() {

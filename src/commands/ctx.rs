@@ -23,8 +23,9 @@ pub struct CtxArgs {
     #[arg(short = 'P', value_name = "PARALLEL", default_value = "1",
           value_parser = clap::value_parser!(u64).range(1..=64))]
     pub parallel: u64,
-    /// Warm-up before sampling each point, microseconds.
-    #[arg(short = 'W', value_name = "US")]
+    /// Warm-up before sampling each point, microseconds (at most 10 s).
+    #[arg(short = 'W', value_name = "US",
+          value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
     pub warmup_us: Option<u64>,
     /// Samples per point (fixed, instead of sampling to a precision).
     #[arg(short = 'N', value_name = "REPETITIONS",
@@ -47,15 +48,19 @@ impl CtxArgs {
         }
         let max = self.procs.iter().copied().max().unwrap_or(2) * self.parallel;
         check_fd_limit(max)?;
+        check_memory(&self.sizes, max, super::run::mem_available_mib())?;
         let plan = self.plan(max)?;
         let run = scheduler::execute(&plan, interrupted)?;
-        if let Some(p) = &self.json {
-            output::export(&run, &[(p.clone(), Box::new(report::json::Json) as _)])?;
+        let mut late = Vec::new();
+        if let Some(p) = &self.json
+            && let Err(e) = output::export(&run, &[(p.clone(), Box::new(report::json::Json) as _)])
+        {
+            late.push(e.to_string());
         }
         let (text, notes) = report::xgraph::lat_ctx(&run);
         eprint!("{notes}");
         print_stdout(&text)?;
-        Ok(0)
+        Ok(super::conclude(&[&run], &late))
     }
 
     /// `run switch/ring --no-save` with lat_ctx's points, the repetitions sized for them.
@@ -90,6 +95,19 @@ impl CtxArgs {
         // A big ring is slow to set up.
         plan.timeout = plan.timeout.max(Duration::from_secs(60 + 2 * max));
         Ok(plan)
+    }
+}
+
+/// Every process of a ring holds its working set: refuse sizes the memory cannot hold (the
+/// worker would otherwise abort on the allocation after the run had started).
+fn check_memory(sizes_kb: &[usize], max: u64, avail_mib: Option<u64>) -> anyhow::Result<()> {
+    let biggest = sizes_kb.iter().copied().max().unwrap_or(0) as u64;
+    let need_mib = biggest.saturating_mul(max) / 1024;
+    match avail_mib {
+        Some(avail) if need_mib > avail / 2 => Err(usage(format!(
+            "-s {biggest} with {max} processes needs {need_mib} MiB, more than half of the {avail} MiB available; use a smaller working set or fewer processes"
+        ))),
+        _ => Ok(()),
     }
 }
 

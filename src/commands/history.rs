@@ -3,7 +3,7 @@
 
 use clap::Args;
 
-use super::{color, open_store, print_stdout, store_err};
+use super::{color, print_stdout, read_store, store_err};
 use crate::cli::{StoreArgs, usage};
 use crate::report;
 
@@ -17,7 +17,7 @@ pub struct HistoryArgs {
 
 impl HistoryArgs {
     pub fn run(self) -> anyhow::Result<i32> {
-        let s = open_store(&self.store)?;
+        let s = read_store(&self.store)?;
         let text = match self.bench.as_deref() {
             None => report::history::runs(&s.list().map_err(store_err)?, color()),
             Some(b) => {

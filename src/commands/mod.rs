@@ -15,6 +15,8 @@ pub mod show;
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::Context;
 
@@ -25,6 +27,7 @@ use crate::report::csv::Csv;
 use crate::report::json::Json;
 use crate::report::markdown::Markdown;
 use crate::store::{self, Store, StoreError};
+use crate::worker::Interrupted;
 
 /// Whether to color: a terminal and no NO_COLOR (https://no-color.org: any non-empty value).
 pub fn use_color(stream_is_tty: bool) -> bool {
@@ -54,8 +57,60 @@ fn store_err(e: StoreError) -> anyhow::Error {
     }
 }
 
+/// The store to save into: created when missing, and proven writable now (before measuring).
 pub fn open_store(args: &StoreArgs) -> anyhow::Result<Store> {
-    Store::open(&store::default_path(args.db.as_deref())).map_err(store_err)
+    let path = store::default_path(args.db.as_deref()).map_err(store_err)?;
+    Store::open(&path).map_err(store_err)
+}
+
+/// The store to read from: it must exist; nothing is created.
+pub fn read_store(args: &StoreArgs) -> anyhow::Result<Store> {
+    let path = store::default_path(args.db.as_deref()).map_err(store_err)?;
+    Store::open_existing(&path).map_err(store_err)
+}
+
+/// A check for long writes (a report's files, a save): `Err(Interrupted)` once a signal came.
+pub fn stopper(flag: &Arc<AtomicUsize>) -> impl Fn() -> anyhow::Result<()> + '_ {
+    move || match flag.load(Ordering::SeqCst) {
+        0 => Ok(()),
+        s => Err(Interrupted(s as i32).into()),
+    }
+}
+
+/// Print a run's table: on stdout, or on stderr when an export took stdout (`--json -`).
+pub fn print_table(run: &Run, outputs: &OutputArgs) -> anyhow::Result<()> {
+    if crate::output::any_stdout(&outputs.paths()) {
+        eprint!("{}", crate::report::table::render(run, false));
+        Ok(())
+    } else {
+        print_stdout(&crate::report::table::render(run, color()))
+    }
+}
+
+/// The exit status of a measuring command once everything is written: 1, with one line each,
+/// when a benchmark failed or something after measuring (`late`) could not be done; else 0.
+pub fn conclude(runs: &[&Run], late: &[String]) -> i32 {
+    for l in late {
+        eprintln!("oscost: {l}");
+    }
+    let results = runs.iter().flat_map(|r| &r.results);
+    let failed: Vec<&str> = results
+        .clone()
+        .filter(|r| matches!(r.status, model::Status::Failed { .. }))
+        .map(|r| r.id.as_str())
+        .collect();
+    if !failed.is_empty() {
+        let mut names: Vec<&str> = failed.clone();
+        names.dedup();
+        let shown = names.iter().take(6).copied().collect::<Vec<_>>().join(", ");
+        let more = if names.len() > 6 { ", ..." } else { "" };
+        eprintln!(
+            "oscost: {} of {} results failed ({shown}{more}); see the table's reasons",
+            failed.len(),
+            results.count()
+        );
+    }
+    i32::from(!failed.is_empty() || !late.is_empty())
 }
 
 /// Check, before any work, a command's output paths (a usage error when one cannot be written).
@@ -79,7 +134,7 @@ pub fn load_run(reference: &str, store: &StoreArgs) -> anyhow::Result<(Run, Stri
         return Ok((run, reference.to_string()));
     }
     if looks_like_run_ref(reference) {
-        let s = open_store(store)?;
+        let s = read_store(store)?;
         let id = s.resolve(reference).map_err(store_err)?;
         let run = s.load(id).map_err(store_err)?;
         return Ok((run, format!("run {id}")));

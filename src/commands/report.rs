@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::{check_report_dir, load_run};
+use super::{check_report_dir, load_run, stopper};
 use crate::cli::StoreArgs;
 use crate::{bench, output, report};
 
@@ -24,11 +24,12 @@ pub struct ReportArgs {
 
 impl ReportArgs {
     pub fn run(self) -> anyhow::Result<i32> {
+        let interrupted = crate::worker::install_guards()?;
         check_report_dir(&self.out)?;
         let (run, name) = load_run(&self.run, &self.store)?;
         let page = report::html::render_run(&run, &bench::curves(), self.png)
             .map_err(|e| anyhow::anyhow!("cannot render the report: {e}"))?;
-        let files = output::write_page(&self.out, &page)?;
+        let files = output::write_page(&self.out, &page, &stopper(&interrupted))?;
         eprintln!(
             "oscost: report of {name} in {} ({} files)",
             self.out.join("index.html").display(),

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::{check_outputs, check_report_dir, color, open_store, print_stdout};
+use super::{check_outputs, check_report_dir, conclude, open_store, print_table, stopper};
 use crate::bench;
 use crate::cli::{OutputArgs, StoreArgs, parse_percent, parse_seconds, parse_size_mib};
 use crate::cli::{split_command, usage};
@@ -19,7 +19,9 @@ use crate::harness::runner::{SamplerConfigWire, WorkerOptions, default_mq_name};
 use crate::harness::sampler::SamplerConfig;
 use crate::model::Run;
 use crate::scheduler::{self, Plan, Repetitions, repetition_plan};
+use crate::store::StoreError;
 use crate::{output, report};
+use std::sync::Arc;
 
 #[derive(Debug, Args, Clone)]
 pub struct RunArgs {
@@ -87,7 +89,9 @@ pub struct RunArgs {
 }
 
 impl RunArgs {
-    /// Measure, print, export, save, report.
+    /// Measure, then save, export, print and report. Everything that can be refused is
+    /// refused before measuring (exit 2); after measuring, one step failing does not stop the
+    /// others (exit 1, naming it); a signal before the save commits discards the run (128+N).
     pub fn run(self) -> anyhow::Result<i32> {
         let interrupted = crate::worker::install_guards()?;
         let plan = plan(&self)?;
@@ -95,26 +99,38 @@ impl RunArgs {
         if let Some(d) = &self.report {
             check_report_dir(d)?;
         }
-        // Open the store first: a database that cannot be used is refused before measuring.
         let mut store = if self.no_save {
             None
         } else {
             Some(open_store(&self.store)?)
         };
-        let result = scheduler::execute(&plan, interrupted)?;
-        output::export(&result, &exports)?;
-        print_stdout(&report::table::render(&result, color()))?;
+        let result = scheduler::execute(&plan, Arc::clone(&interrupted))?;
+        let stop = stopper(&interrupted);
+        stop()?;
+        let mut late = Vec::new();
         if let Some(s) = &mut store {
-            let id = s.save(&result)?;
-            eprintln!("oscost: saved as run {id} in {}", s.path().display());
+            match s.save_all(&[&result], &|| stop().is_err()) {
+                Ok(ids) => eprintln!("oscost: saved as run {} in {}", ids[0], s.path().display()),
+                Err(StoreError::Interrupted) => stop()?,
+                Err(e) => late.push(format!("the run was not saved: {e}")),
+            }
+        }
+        if let Err(e) = output::export(&result, &exports) {
+            late.push(e.to_string());
+        }
+        if let Err(e) = print_table(&result, &self.outputs) {
+            late.push(e.to_string());
         }
         if let Some(d) = &self.report {
-            let page = report::html::render_run(&result, &bench::curves(), false)
-                .map_err(|e| anyhow::anyhow!("cannot render the report: {e}"))?;
-            output::write_page(d, &page)?;
-            eprintln!("oscost: report in {}", d.join("index.html").display());
+            match report::html::render_run(&result, &bench::curves(), false)
+                .map_err(|e| anyhow::anyhow!("cannot render the report: {e}"))
+                .and_then(|page| output::write_page(d, &page, &|| Ok(())))
+            {
+                Ok(_) => eprintln!("oscost: report in {}", d.join("index.html").display()),
+                Err(e) => late.push(e.to_string()),
+            }
         }
-        Ok(0)
+        Ok(conclude(&[&result], &late))
     }
 }
 
@@ -130,7 +146,7 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
     let wrapper = args
         .under
         .as_deref()
-        .map(split_command)
+        .map(|c| split_command("--under", c))
         .transpose()
         .map_err(|e| usage(e.0))?;
     let avail = mem_available_mib();
@@ -281,7 +297,7 @@ fn resolve_placements(asked: Option<&[String]>, from_ids: &[String]) -> Result<V
 }
 
 /// MemAvailable from /proc/meminfo, MiB.
-fn mem_available_mib() -> Option<u64> {
+pub(super) fn mem_available_mib() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;

@@ -88,6 +88,20 @@ pub fn eventfd_take(fd: i32) -> bool {
 }
 
 /// Raise RLIMIT_NOFILE's soft limit to fit `needed` descriptors, or say why not.
+/// A thread that could not be started, with the limits that may be why: creating a thread
+/// takes a task (RLIMIT_NPROC, threads-max, pids.max) and memory for its stack (RLIMIT_DATA,
+/// RLIMIT_AS); EAGAIN does not say which.
+pub fn thread_failed(what: &str, e: std::io::Error) -> BenchError {
+    let why = if e.raw_os_error() == Some(libc::EAGAIN)
+        || e.kind() == std::io::ErrorKind::OutOfMemory
+    {
+        " (a task or memory limit: RLIMIT_NPROC, threads-max, pids.max, or RLIMIT_DATA/RLIMIT_AS for its stack)"
+    } else {
+        ""
+    };
+    BenchError::Failed(format!("cannot start {what}: {e}{why}"))
+}
+
 pub fn ensure_fds(needed: u64) -> Result<(), BenchError> {
     let mut rl = libc::rlimit {
         rlim_cur: 0,
@@ -237,7 +251,7 @@ impl PeerProc {
         let dead = Arc::new(AtomicBool::new(false));
         let stopping = Arc::new(AtomicBool::new(false));
         let (d, s) = (Arc::clone(&dead), Arc::clone(&stopping));
-        let watchdog = std::thread::spawn(move || {
+        let watchdog = std::thread::Builder::new().spawn(move || {
             let mut status = 0;
             // SAFETY: waiting for our own child with a valid status pointer.
             while unsafe { libc::waitpid(pid, &mut status, 0) } < 0
@@ -248,6 +262,17 @@ impl PeerProc {
                 nudge();
             }
         });
+        let watchdog = match watchdog {
+            Ok(w) => w,
+            Err(e) => {
+                // SAFETY: killing and reaping our own child, which no watchdog will reap.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                    libc::waitpid(pid, std::ptr::null_mut(), 0);
+                }
+                return Err(thread_failed("the peer's watchdog thread", e));
+            }
+        };
         Ok(PeerProc {
             pid,
             dead,
@@ -294,21 +319,23 @@ impl PeerThread {
         allowed: Vec<usize>,
         body: impl FnOnce(Arc<AtomicBool>) + Send + 'static,
         unblock: impl Fn() + 'static,
-    ) -> PeerThread {
+    ) -> Result<PeerThread, BenchError> {
         let stop = Arc::new(AtomicBool::new(false));
         let s = Arc::clone(&stop);
-        let handle = std::thread::spawn(move || {
-            let _ = match cpu {
-                Some(c) => placement::pin_current_thread(c),
-                None => placement::allow_cpus(&allowed),
-            };
-            body(s)
-        });
-        PeerThread {
+        let handle = std::thread::Builder::new()
+            .spawn(move || {
+                let _ = match cpu {
+                    Some(c) => placement::pin_current_thread(c),
+                    None => placement::allow_cpus(&allowed),
+                };
+                body(s)
+            })
+            .map_err(|e| thread_failed("the peer thread", e))?;
+        Ok(PeerThread {
             stop,
             unblock: Box::new(unblock),
             handle: Some(handle),
-        }
+        })
     }
 }
 

@@ -135,12 +135,17 @@ pub fn run_json(tag: &str, args: &[&str]) -> (std::process::Output, Run) {
         .arg(&path)
         .output()
         .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        out.status.success(),
-        "oscost failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+        matches!(out.status.code(), Some(0 | 1)),
+        "oscost failed: {err}"
     );
-    (out, read_run(&path))
+    let run = read_run(&path);
+    // Exit 1 exactly when a benchmark failed, and then with the one-line summary.
+    let failed = run.results.iter().any(|r| r.status.word() == "failed");
+    assert_eq!(out.status.code(), Some(i32::from(failed)), "{err}");
+    assert_eq!(failed, err.contains("results failed"), "{err}");
+    (out, run)
 }
 
 /// A run file, through the loader users get (schema checks included).

@@ -194,7 +194,7 @@ fn futex_thread(m: &Meter, c: &Case) -> Measured {
             t2.store(QUIT, Ordering::SeqCst);
             futex_wake(&t2, true);
         },
-    );
+    )?;
     let o = m.batched_fallible(&mut |n| {
         for _ in 0..n {
             // A thread peer cannot die alone: nothing sets the flag.
@@ -244,7 +244,7 @@ fn pipe_thread(m: &Meter, c: &Case) -> Measured {
         m.allowed.clone(),
         move |_| while read_byte(to[0]) && write_byte(from[1]) {},
         move || close(to[1]), // end of file stops the peer
-    );
+    )?;
     let r = round_trips(m, to[1], from[0], "the peer thread stopped answering");
     drop(peer);
     for fd in [to[0], from[0], from[1]] {
@@ -306,7 +306,7 @@ fn sem_thread(m: &Meter, c: &Case) -> Measured {
             f.post();
         },
         move || u.post(),
-    );
+    )?;
     let o = m.batched_fallible(&mut |n| {
         for _ in 0..n {
             to.post();
@@ -336,7 +336,7 @@ fn yield_pair(m: &Meter, c: &Case) -> Measured {
             }
         },
         || {},
-    );
+    )?;
     // Let the peer start and settle on the CPU.
     std::thread::sleep(std::time::Duration::from_millis(5));
     let o = m.batched_fallible(&mut |n| {

@@ -237,11 +237,15 @@ pub(super) fn ring(m: &Meter, c: &Case) -> Measured {
         let parts: Vec<Measured> = std::thread::scope(|s| {
             let hs: Vec<_> = cpus
                 .iter()
-                .map(|&cpu| s.spawn(move || measure_ring(m, n, kb, cpu, ovr_ns)))
+                .map(|&cpu| {
+                    std::thread::Builder::new()
+                        .spawn_scoped(s, move || measure_ring(m, n, kb, cpu, ovr_ns))
+                        .map_err(|e| crate::harness::os::thread_failed("a ring's thread", e))
+                })
                 .collect();
             hs.into_iter()
                 .map(|h| {
-                    h.join().unwrap_or_else(|_| {
+                    h?.join().unwrap_or_else(|_| {
                         Err(BenchError::Failed("a ring thread panicked".into()))
                     })
                 })

@@ -13,6 +13,7 @@ pub mod model;
 pub mod output;
 pub mod report;
 pub mod scheduler;
+pub mod scratch;
 pub mod stats;
 pub mod store;
 pub mod worker;

@@ -53,9 +53,16 @@ fn clap_error(e: clap::Error) -> i32 {
             0
         };
     }
+    // clap's message is its first paragraph (for a missing argument, the argument is on the
+    // next lines); usage and tips follow after a blank line.
     let text = e.render().to_string();
-    let first = text.lines().next().unwrap_or("invalid arguments");
-    let first = first.strip_prefix("error: ").unwrap_or(first);
+    let first: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    let first = first.join(" ");
+    let first = first.strip_prefix("error: ").unwrap_or(&first);
     eprintln!("oscost: {} (see --help)", printable(first));
     2
 }

@@ -347,6 +347,44 @@ pub enum LoadError {
         "{path} has schema_version {found}, this oscost reads versions 1 and {SCHEMA_VERSION}; re-export it with a matching oscost"
     )]
     Version { path: String, found: u64 },
+    #[error("{path} holds values no measurement gives ({why}); was it edited by hand?")]
+    Invalid { path: String, why: String },
+}
+
+/// Longest time one operation may be said to take: 1000 s. Anything beyond is not a
+/// measurement (a file with 1e308 in it), and would overflow the statistics built on it.
+const MAX_NS: f64 = 1e12;
+
+/// What a run read from a file or the store must satisfy before anything is computed from it:
+/// samples finite, normal (or zero) and below `MAX_NS`; statistics only with samples; a
+/// result called ok has a positive median (a negative or zero cost gives ratios and "faster"
+/// verdicts that mean nothing).
+pub fn validate(run: &Run) -> Result<(), String> {
+    for r in &run.results {
+        let id = &r.id;
+        if let Some(x) = r
+            .samples_ns
+            .iter()
+            .find(|x| !x.is_finite() || x.is_subnormal() || x.abs() > MAX_NS)
+        {
+            return Err(format!("{id}: a sample of {x:.3e} ns"));
+        }
+        let Some(st) = &r.stats else { continue };
+        if r.samples_ns.is_empty() {
+            return Err(format!("{id}: statistics but no samples"));
+        }
+        let values = [st.min, st.median, st.max, st.mean, st.p5, st.p95];
+        if values.iter().any(|v| !v.is_finite() || v.abs() > MAX_NS) {
+            return Err(format!("{id}: statistics that are not finite"));
+        }
+        if matches!(r.status, Status::Ok) && st.median <= 0.0 {
+            return Err(format!("{id}: a median of {:.3e} ns", st.median));
+        }
+        if st.ci95.iter().any(|v| v.is_infinite() || v.abs() > MAX_NS) {
+            return Err(format!("{id}: a confidence interval out of range"));
+        }
+    }
+    Ok(())
 }
 
 /// Load a run from JSON text, checking the schema version before anything else so a file of
@@ -376,6 +414,10 @@ pub fn run_from_json(text: &str, path: &str) -> Result<Run, LoadError> {
     let mut run: Run = serde_json::from_value(value).map_err(|source| LoadError::Parse {
         path: path.into(),
         source,
+    })?;
+    validate(&run).map_err(|why| LoadError::Invalid {
+        path: path.into(),
+        why,
     })?;
     if version == Some(1) && !run.notes.iter().any(|n| n == V1_NOTE) {
         run.notes.push(V1_NOTE.into());

@@ -218,15 +218,27 @@ fn replace(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
     Ok(())
 }
 
-/// A directory a report can be written into: it exists or can be made, and is writable.
+/// A directory a report can be written into: it exists and accepts files, or the nearest
+/// existing directory above it does (it is made when the report is written, not now, so a
+/// refusal later leaves nothing).
 pub fn check_report_dir(dir: &Path) -> Result<(), String> {
-    if dir.exists() && !dir.is_dir() {
-        return Err(format!("{} exists and is not a directory", dir.display()));
+    let mut probe = dir.to_path_buf();
+    loop {
+        match std::fs::metadata(&probe) {
+            Ok(m) if m.is_dir() => break,
+            Ok(_) => return Err(format!("{} exists and is not a directory", probe.display())),
+            Err(_) => match probe.parent() {
+                Some(p) if !p.as_os_str().is_empty() => probe = p.to_path_buf(),
+                _ => {
+                    probe = PathBuf::from(".");
+                    break;
+                }
+            },
+        }
     }
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    tempfile::NamedTempFile::new_in(dir)
-        .map(drop)
-        .map_err(|e| format!("cannot write into {}: {e}", dir.display()))
+    use nix::unistd::{AccessFlags, access};
+    access(probe.as_path(), AccessFlags::W_OK | AccessFlags::X_OK)
+        .map_err(|e| format!("cannot write into {}: {e}", probe.display()))
 }
 
 /// Serialise `x` in every format first (a failing format leaves no file of the set), then
@@ -257,7 +269,16 @@ pub fn write_page(
     stop: &dyn Fn() -> anyhow::Result<()>,
 ) -> anyhow::Result<Vec<PathBuf>> {
     let mut written = Vec::new();
+    // The directories this write creates, outermost first, so a failed write removes them.
+    let mut made: Vec<PathBuf> = dir
+        .ancestors()
+        .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
+        .map(Path::to_path_buf)
+        .collect();
+    made.reverse();
     let result = (|| {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
         for (rel, bytes) in &page.files {
             stop()?;
             let p = dir.join(rel);
@@ -279,6 +300,12 @@ pub fn write_page(
         Err(e) => {
             for p in &written {
                 let _ = std::fs::remove_file(p);
+                if let Some(d) = p.parent().filter(|d| d.starts_with(dir) && *d != dir) {
+                    let _ = std::fs::remove_dir(d);
+                }
+            }
+            for d in made.iter().rev() {
+                let _ = std::fs::remove_dir(d);
             }
             Err(e)
         }
@@ -397,8 +424,10 @@ mod tests {
             }
             Ok(())
         };
-        assert!(write_page(other.path(), &page, &stop_second).is_err());
-        assert!(!other.path().join("fig/a.svg").exists());
-        assert!(!other.path().join("index.html").exists());
+        let fresh = other.path().join("new/report");
+        assert!(check_report_dir(&fresh).is_ok());
+        assert!(!fresh.exists(), "checking makes nothing");
+        assert!(write_page(&fresh, &page, &stop_second).is_err());
+        assert_eq!(std::fs::read_dir(other.path()).unwrap().count(), 0);
     }
 }

@@ -103,16 +103,20 @@ struct Session {
     opts: WorkerOptions,
     exe: std::path::PathBuf,
     /// Benchmarks' temporary files live here; removed when the session ends, however it ends.
-    _scratch: tempfile::TempDir,
+    _scratch: crate::scratch::Scratch,
 }
 
 fn session(plan: &Plan) -> anyhow::Result<Session> {
     let clock = clock::calibrate();
     let mut opts = plan.opts.clone();
-    let scratch = tempfile::Builder::new()
-        .prefix("oscost-")
-        .tempdir()
-        .context("cannot create a temporary directory")?;
+    for gone in crate::scratch::reclaim() {
+        eprintln!(
+            "oscost: removed {}, left by a run that was killed",
+            gone.display()
+        );
+    }
+    let scratch =
+        crate::scratch::Scratch::create().context("cannot create a temporary directory")?;
     opts.scratch_dir = Some(scratch.path().to_path_buf());
     opts.sampler.clock_cost_ns = clock.cost_ns;
     opts.sampler.target_batch_ns = sampler::target_batch_ns(clock.cost_ns);

@@ -6,8 +6,13 @@
 //! The coordinator owns "no process left behind": it is a child subreaper, so anything a
 //! worker forks and orphans is reparented to it; after the worker exits, on a timeout, or on
 //! SIGINT/SIGTERM, it SIGKILLs the worker's whole group and reaps every child before going on.
-//! The worker also asks for SIGKILL if the coordinator dies (PR_SET_PDEATHSIG), so even a
-//! `kill -9` of the coordinator leaves no benchmark running.
+//! The worker also asks for a signal if its parent dies (PR_SET_PDEATHSIG: SIGKILL set by the
+//! coordinator before exec, SIGTERM set by the worker itself, whose handler removes the SysV
+//! objects it holds), and its peers ask for SIGKILL, so even a `kill -9` of the coordinator
+//! leaves no benchmark running; what is left on disk (the run's scratch directory) is
+//! reclaimed by the next run (`scheduler::reclaim`). Children that left the worker's process
+//! group (a wrapper's daemon after setsid) are reparented to the coordinator, the subreaper,
+//! and killed with the group.
 
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
@@ -53,6 +58,9 @@ pub fn worker_main(id: &str, config: &str) -> i32 {
         eprintln!("oscost: __worker is internal: `oscost run` starts it with a result pipe");
         return 2;
     }
+    // Under a wrapper the coordinator's PR_SET_PDEATHSIG covers the wrapper, not us; and a
+    // worker that dies with its coordinator must take its SysV objects with it.
+    crate::harness::ipc_guard::on_parent_death();
     // Programs a benchmark execs must not hold the coordinator's pipe open.
     // SAFETY: as above.
     unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
@@ -239,9 +247,14 @@ impl Coordinator {
         loop {
             self.check_interrupted()?;
             if Instant::now() >= deadline {
+                let t = self.timeout.as_secs_f64();
+                let after = if t < 1.0 {
+                    format!("{:.0} ms", t * 1e3)
+                } else {
+                    format!("{t:.0} s")
+                };
                 return Ok(Some(format!(
-                    "timed out after {:.0} s (raise --timeout if it is just slow)",
-                    self.timeout.as_secs_f64()
+                    "timed out after {after} (raise --timeout if it is just slow)"
                 )));
             }
             if w.results.is_none() && w.stderr.is_none() {
@@ -322,15 +335,27 @@ fn interpret(
     w: &Worker,
     status: std::io::Result<std::process::ExitStatus>,
 ) -> Vec<CaseResult> {
-    let mut cases = Vec::new();
+    // Only this benchmark's cases, each once: a wrapper that writes on fd 3 must not turn its
+    // bytes into results (one failure says so, however many lines it wrote).
+    let mut cases: Vec<CaseResult> = Vec::new();
+    let mut unreadable = (0usize, None);
     for line in String::from_utf8_lossy(&w.out).lines() {
         match serde_json::from_str::<CaseResult>(line) {
-            Ok(c) => cases.push(c),
-            Err(e) => cases.push(failed_case(
-                b,
-                format!("worker sent an unreadable result: {e}"),
-            )),
+            Ok(c) if c.id.starts_with(b.id) && !cases.iter().any(|x| x.id == c.id) => cases.push(c),
+            Ok(c) => {
+                unreadable = (
+                    unreadable.0 + 1,
+                    unreadable.1.or(Some(format!("a result for '{}'", c.id))),
+                )
+            }
+            Err(e) => unreadable = (unreadable.0 + 1, unreadable.1.or(Some(e.to_string()))),
         }
+    }
+    if let (n @ 1.., Some(first)) = unreadable {
+        cases.push(failed_case(
+            b,
+            format!("the worker's result pipe carried {n} line(s) that are not its results (first: {first}); is the --under command writing on fd 3?"),
+        ));
     }
     let exit = match status {
         Ok(s) if s.success() => None,
@@ -390,6 +415,26 @@ fn describe_exit(s: std::process::ExitStatus) -> String {
     }
 }
 
+/// SIGKILL every child of this process: between workers the coordinator has none of its
+/// own, so any child is an orphan of the last worker that left its group (a daemon that
+/// called setsid), reparented to us as the subreaper.
+fn kill_children() {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return;
+    };
+    for t in tasks.flatten() {
+        let Ok(list) = std::fs::read_to_string(t.path().join("children")) else {
+            continue;
+        };
+        for pid in list
+            .split_whitespace()
+            .filter_map(|p| p.parse::<i32>().ok())
+        {
+            let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+    }
+}
+
 /// Kill whatever is left of a worker's group and reap every child of ours (orphans of the
 /// worker are reparented to us, the subreaper). Bounded: gives up after two seconds.
 pub fn reap_group(pgid: Pid) {
@@ -398,6 +443,7 @@ pub fn reap_group(pgid: Pid) {
         match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
             Ok(WaitStatus::StillAlive) => {
                 let _ = killpg(pgid, Signal::SIGKILL);
+                kill_children();
                 if Instant::now() >= deadline {
                     return;
                 }

@@ -13,6 +13,7 @@ use std::ffi::{CString, c_long, c_void};
 use super::{PAGE_AND_MIB, round_trips};
 use crate::catalogue;
 use crate::harness::case::{BenchError, Case, Cases, Measured, Meter, Param, Variant};
+use crate::harness::ipc_guard::{Held, Kind, hold};
 use crate::harness::os::{self, PeerProc, close, errno};
 
 catalogue! {
@@ -70,8 +71,8 @@ fn limit_error(what: &str, limit: &str) -> BenchError {
     BenchError::Failed(format!("{what}: {e}{hint}"))
 }
 
-/// A private SysV message queue, removed on drop.
-struct MsgQueue(i32);
+/// A private SysV message queue, removed on drop (and by the worker's handler if it dies).
+struct MsgQueue(i32, #[allow(dead_code)] Held);
 
 impl MsgQueue {
     fn new() -> Result<MsgQueue, BenchError> {
@@ -80,7 +81,7 @@ impl MsgQueue {
         if id < 0 {
             return Err(limit_error("msgget", "kernel.msgmni"));
         }
-        Ok(MsgQueue(id))
+        Ok(MsgQueue(id, hold(Kind::Msg, id)))
     }
 }
 
@@ -175,8 +176,8 @@ fn msg_pingpong(m: &Meter, c: &Case) -> Measured {
     r
 }
 
-/// A private SysV shared memory segment, removed on drop.
-struct Shm(i32);
+/// A private SysV shared memory segment, removed on drop (and by the worker's handler).
+struct Shm(i32, #[allow(dead_code)] Held);
 
 impl Shm {
     fn new(size: usize) -> Result<Shm, BenchError> {
@@ -188,7 +189,7 @@ impl Shm {
                 "kernel.shmmax / shmall / shmmni",
             ));
         }
-        Ok(Shm(id))
+        Ok(Shm(id, hold(Kind::Shm, id)))
     }
 }
 
@@ -238,14 +239,14 @@ fn sem(m: &Meter, _: &Case) -> Measured {
     if id < 0 {
         return Err(limit_error("semget", "kernel.sem"));
     }
-    struct Rm(i32);
+    struct Rm(i32, #[allow(dead_code)] Held);
     impl Drop for Rm {
         fn drop(&mut self) {
             // SAFETY: removing our own set.
             unsafe { libc::semctl(self.0, 0, libc::IPC_RMID) };
         }
     }
-    let _rm = Rm(id);
+    let _rm = Rm(id, hold(Kind::Sem, id));
     let mut up = libc::sembuf {
         sem_num: 0,
         sem_op: 1,

@@ -40,7 +40,7 @@ pub struct RunArgs {
 
     /// Take exactly N samples per result, shared out over 5 repetitions, instead of stopping at
     /// --precision.
-    #[arg(long, value_name = "N", conflicts_with = "precision",
+    #[arg(long, value_name = "N", conflicts_with = "precision", allow_negative_numbers = true,
           value_parser = clap::value_parser!(u64).range(10..=10_000_000))]
     pub samples: Option<u64>,
 
@@ -49,7 +49,7 @@ pub struct RunArgs {
     pub quick: bool,
 
     /// Pin single-thread benchmarks to this CPU [default: the last allowed CPU].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub cpu: Option<usize>,
 
     /// Kill a worker (one repetition) that runs longer than this, in seconds [default: about 30].

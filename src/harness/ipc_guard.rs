@@ -6,8 +6,87 @@
 //! run's POSIX queue name. `/proc/sysvipc` gives no creator pid for queues and semaphores, so
 //! a private object another program of the same user created in that same window would be
 //! removed too; oscost accepts that rare risk over leaking objects that live until reboot.
+//!
+//! When the coordinator itself is killed (`kill -9`) there is no one left to snapshot, so the
+//! worker removes its own objects: every SysV object a benchmark holds is entered in `HELD`,
+//! and the worker asks for SIGTERM when its parent dies (`on_parent_death`), whose handler
+//! removes what is held and exits. Only async-signal-safe work happens in the handler: atomic
+//! swaps and the IPC_RMID system calls.
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+/// Kinds of SysV object, as `HELD` encodes them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Msg = 1,
+    Shm = 2,
+    Sem = 3,
+}
+
+/// Objects the worker holds now: `kind << 32 | id`, 0 for a free slot.
+static HELD: [AtomicI64; 8] = [const { AtomicI64::new(0) }; 8];
+
+/// A slot of `HELD`, freed on drop (after the owner removed the object).
+#[derive(Debug)]
+pub struct Held(Option<usize>);
+
+/// Enter an object in `HELD` (a benchmark holds few at once; with every slot taken the
+/// object is still removed by its owner, only not by the handler).
+pub fn hold(kind: Kind, id: i32) -> Held {
+    let v = ((kind as i64) << 32) | i64::from(id as u32);
+    Held(HELD.iter().position(|s| {
+        s.compare_exchange(0, v, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    }))
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Some(i) = self.0 {
+            HELD[i].store(0, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Remove every held object. Async-signal-safe.
+fn remove_held() {
+    for slot in &HELD {
+        let v = slot.swap(0, Ordering::SeqCst);
+        let id = (v & 0xffff_ffff) as i32;
+        // SAFETY: IPC_RMID on ids this process created; a null buffer is what IPC_RMID takes.
+        unsafe {
+            match v >> 32 {
+                1 => libc::msgctl(id, libc::IPC_RMID, std::ptr::null_mut()),
+                2 => libc::shmctl(id, libc::IPC_RMID, std::ptr::null_mut()),
+                3 => libc::semctl(id, 0, libc::IPC_RMID),
+                _ => 0,
+            };
+        }
+    }
+}
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    remove_held();
+    // SAFETY: _exit is async-signal-safe and ends the process at once.
+    unsafe { libc::_exit(128 + sig) };
+}
+
+/// In the worker: SIGTERM when the parent (the coordinator, or the wrapper it started) dies,
+/// and SIGTERM, SIGINT and SIGHUP remove the held objects before the worker exits.
+pub fn on_parent_death() {
+    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+        // SAFETY: a zeroed sigaction with a handler that only does async-signal-safe work.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as *const () as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+    // SAFETY: prctl with integer arguments only.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0) };
+}
 
 /// SysV object ids present at some moment.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -117,6 +196,25 @@ pub fn now_secs() -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn held_objects_are_removed_by_the_handler_and_slots_freed() {
+        // SAFETY: creating a private queue of our own.
+        let id = unsafe { libc::msgget(libc::IPC_PRIVATE, libc::IPC_CREAT | 0o600) };
+        if id < 0 {
+            return; // no SysV IPC here
+        }
+        let held = hold(Kind::Msg, id);
+        assert!(held.0.is_some());
+        remove_held();
+        // SAFETY: an all-zero msqid_ds is a valid buffer.
+        let mut ds: libc::msqid_ds = unsafe { std::mem::zeroed() };
+        // SAFETY: IPC_STAT into that buffer; the queue must be gone.
+        let stat = unsafe { libc::msgctl(id, libc::IPC_STAT, &mut ds) };
+        assert!(stat < 0);
+        drop(held);
+        assert!(HELD.iter().all(|s| s.load(Ordering::SeqCst) == 0));
+    }
 
     const MSG: &str = "       key      msqid perms      cbytes       qnum lspid lrpid   uid   gid  cuid  cgid      stime      rtime      ctime\n\
              0          3   600           0          0     0     0     0     0     0     0          0          0 1700000100\n\

@@ -1,0 +1,444 @@
+//! What a path names is never destroyed, a measured run is never lost to a late failure, a
+//! failure is never called a success, and nothing is left behind: outputs onto FIFOs, devices,
+//! symlinks and stdout; databases refused before measuring; kill -9 of the coordinator and of
+//! `ab`; concurrent first uses of a store.
+
+mod common;
+
+use std::os::unix::fs::FileTypeExt;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// A fast run's arguments (no store).
+const QUICK: &[&str] = &["run", "--no-save", "--samples", "20", "call/f0"];
+
+fn quick_with(tag: &str, extra: &[&str]) -> std::process::Output {
+    oscost(tag).args(QUICK).args(extra).output().unwrap()
+}
+
+#[test]
+fn outputs_go_through_fifos_devices_symlinks_and_stdout_and_keep_their_type() {
+    let _g = measuring();
+    let dir = tempfile::tempdir().unwrap();
+    // A FIFO being read: the data arrives, the FIFO stays a FIFO.
+    let fifo = dir.path().join("fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let reader = {
+        let f = fifo.clone();
+        std::thread::spawn(move || std::fs::read(f).unwrap())
+    };
+    let out = quick_with(&unique_tag("fifo"), &["--json", fifo.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got = reader.join().unwrap();
+    assert!(got.starts_with(b"{\"schema_version\""));
+    assert!(
+        std::fs::symlink_metadata(&fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo()
+    );
+
+    // `-`: the JSON on stdout, the table moved to stderr.
+    let out = quick_with(&unique_tag("dash"), &["--json", "-"]);
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["schema_version"], 2);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("call/f0"));
+
+    // A symlink: its target written, the link kept.
+    let target = dir.path().join("target.csv");
+    let link = dir.path().join("link.csv");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let out = quick_with(&unique_tag("link"), &["--csv", link.to_str().unwrap()]);
+    assert!(out.status.success());
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert!(
+        std::fs::read_to_string(&target)
+            .unwrap()
+            .contains("call/f0")
+    );
+
+    // A device node the test makes (root only): written through, still a device.
+    if nix::unistd::geteuid().is_root() {
+        let node = dir.path().join("null");
+        nix::sys::stat::mknod(
+            &node,
+            nix::sys::stat::SFlag::S_IFCHR,
+            nix::sys::stat::Mode::from_bits_truncate(0o666),
+            nix::sys::stat::makedev(1, 3),
+        )
+        .unwrap();
+        let out = quick_with(&unique_tag("node"), &["--json", node.to_str().unwrap()]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            std::fs::symlink_metadata(&node)
+                .unwrap()
+                .file_type()
+                .is_char_device()
+        );
+    }
+
+    // /dev/full: exit 1 with the reason; the other output is still written.
+    if Path::new("/dev/full").exists() {
+        let csv = dir.path().join("beside.csv");
+        let out = quick_with(
+            &unique_tag("full"),
+            &["--json", "/dev/full", "--csv", csv.to_str().unwrap()],
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains("No space left on device"), "{err}");
+        assert!(csv.exists());
+        assert!(
+            std::fs::metadata("/dev/full")
+                .unwrap()
+                .file_type()
+                .is_char_device()
+        );
+    }
+}
+
+#[test]
+fn a_wrapper_that_cannot_measure_is_a_failure_not_a_success() {
+    let _g = measuring();
+    for under in ["/nonexistent/prog", "true"] {
+        let out = quick_with(&unique_tag("under"), &["--under", under]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "--under {under}: {err}");
+        assert!(err.contains("results failed"), "{err}");
+    }
+}
+
+/// Exit 2 within half a second, before any measuring.
+fn refused_fast(args: &[&str], says: &str) {
+    let t0 = Instant::now();
+    let out = oscost(&unique_tag("refuse")).args(args).output().unwrap();
+    let took = t0.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(err.contains(says), "{args:?}: {err}");
+    assert!(took < Duration::from_millis(500), "{args:?} took {took:?}");
+}
+
+#[test]
+fn unusable_databases_and_outputs_are_refused_before_measuring() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("held.db");
+    let db_s = db.to_str().unwrap();
+    // Make a real store, then hold its write lock as another process would.
+    let out = oscost("mk")
+        .args(["run", "--samples", "20", "call/f0", "--db", db_s])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let holder = rusqlite::Connection::open(&db).unwrap();
+    holder.execute_batch("BEGIN IMMEDIATE;").unwrap();
+    refused_fast(&["run", "call/f0", "--db", db_s], "locked");
+    holder.execute_batch("ROLLBACK;").unwrap();
+    drop(holder);
+
+    let foreign = dir.path().join("foreign.db");
+    rusqlite::Connection::open(&foreign)
+        .unwrap()
+        .execute_batch("CREATE TABLE t (x); PRAGMA user_version = 1;")
+        .unwrap();
+    refused_fast(
+        &["run", "call/f0", "--db", foreign.to_str().unwrap()],
+        "not an oscost database",
+    );
+    let long = dir.path().join("y".repeat(300));
+    refused_fast(
+        &["run", "call/f0", "--json", long.to_str().unwrap()],
+        "too long",
+    );
+    refused_fast(
+        &["run", "call/f0", "--json", "/proc/nonexistent-dir/x"],
+        "cannot write",
+    );
+
+    // Read-only, for real: as an unprivileged user when the test runs as root.
+    let setpriv = Path::new("/usr/bin/setpriv");
+    if nix::unistd::geteuid().is_root() && setpriv.exists() {
+        let ro = tempfile::tempdir().unwrap();
+        let ro_db = ro.path().join("r.db");
+        std::fs::copy(&db, &ro_db).unwrap();
+        let perm = |p: &Path, m| {
+            std::fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(m)).unwrap()
+        };
+        perm(ro.path(), 0o755);
+        perm(&ro_db, 0o644);
+        let t0 = Instant::now();
+        let out = std::process::Command::new(setpriv)
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(bin())
+            .args(["run", "call/f0", "--db", ro_db.to_str().unwrap()])
+            .env("HOME", "/nonexistent")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("cannot save into"), "{err}");
+        assert!(t0.elapsed() < Duration::from_millis(500));
+    }
+}
+
+#[test]
+fn one_failed_benchmark_among_many_is_exit_1_with_the_rest_printed_exported_and_saved() {
+    if !Path::new("/usr/bin/prlimit").exists() {
+        eprintln!("no prlimit: skipped");
+        return;
+    }
+    let _g = measuring();
+    let dir = tempfile::tempdir().unwrap();
+    let (db, json) = (dir.path().join("s.db"), dir.path().join("r.json"));
+    let out = oscost(&unique_tag("onefail"))
+        .args(["run", "--quick", "--under", "prlimit --nofile=200:200 --"])
+        .args([
+            "mem/select",
+            "ipc/pipe-1b",
+            "--db",
+            db.to_str().unwrap(),
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let (text, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        text.contains("ipc/pipe-1b") && text.contains("FAILED"),
+        "{text}"
+    );
+    assert!(
+        err.contains("1 of 3 results failed (mem/select/1000)"),
+        "{err}"
+    );
+    let run = read_run(&json);
+    assert_eq!(state(&run, "ipc/pipe-1b"), "ok");
+    let s = oscost::store::Store::open_existing(&db).unwrap();
+    assert_eq!(s.list().unwrap().len(), 1);
+}
+
+/// Non-zombie processes carrying `tag` (a zombie has exited; this VM's init reaps orphans
+/// lazily, in up to ~4 s).
+fn alive(tag: &str) -> Vec<i32> {
+    tagged_processes(tag)
+        .into_iter()
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/stat"))
+                .ok()
+                .and_then(|s| {
+                    s.rsplit(')')
+                        .next()
+                        .map(|r| r.trim_start().starts_with('Z'))
+                })
+                == Some(false)
+        })
+        .collect()
+}
+
+/// SysV objects of this user that are not in `before`.
+fn new_sysv(before: &[(String, i64)]) -> Vec<(String, i64)> {
+    sysv().into_iter().filter(|o| !before.contains(o)).collect()
+}
+
+fn sysv() -> Vec<(String, i64)> {
+    let uid = nix::unistd::geteuid().as_raw().to_string();
+    let mut v = Vec::new();
+    for (kind, uid_col) in [("msg", 9), ("shm", 9), ("sem", 6)] {
+        let text = std::fs::read_to_string(format!("/proc/sysvipc/{kind}")).unwrap_or_default();
+        for l in text.lines().skip(1) {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if f.get(uid_col) == Some(&uid.as_str()) {
+                v.push((kind.to_string(), f[1].parse().unwrap_or(-1)));
+            }
+        }
+    }
+    v
+}
+
+/// Kill -9 a run of `ipc/ switch/` at `after`; check what is left at once, and after the next
+/// run in the same temporary directory.
+fn kill_coordinator_at(after: Duration) {
+    let tmp = tempfile::tempdir().unwrap();
+    let tag = unique_tag("kill9");
+    let before = sysv();
+    let mut child = oscost(&tag)
+        .args(["run", "--no-save", "ipc/", "switch/"])
+        .env("TMPDIR", tmp.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(after);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(
+        alive(&tag),
+        Vec::<i32>::new(),
+        "alive 1 s after a kill at {after:?}"
+    );
+    let next = oscost(&unique_tag("next"))
+        .args(QUICK)
+        .env("TMPDIR", tmp.path())
+        .output()
+        .unwrap();
+    assert!(next.status.success());
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "after the next run, left: {left:?}");
+    assert_eq!(
+        new_sysv(&before),
+        vec![],
+        "SysV objects left by a kill at {after:?}"
+    );
+}
+
+fn kill_moments(n: usize) -> Vec<Duration> {
+    // Spread over the run's first seconds (ipc/ then switch/), jittered by the clock.
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos() as u64;
+    (0..n)
+        .map(|i| {
+            let jitter = (seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(i as u64 * 1442695040888963407)
+                >> 33)
+                % 400;
+            Duration::from_millis(150 + (i as u64 * 4000 / n as u64) + jitter)
+        })
+        .collect()
+}
+
+#[test]
+fn kill_9_of_the_coordinator_leaves_nothing_running_and_the_next_run_reclaims_the_rest() {
+    let _g = measuring();
+    for t in kill_moments(3) {
+        kill_coordinator_at(t);
+    }
+}
+
+#[test]
+#[ignore = "slow: ten kills; .ci/run runs it"]
+fn kill_9_of_the_coordinator_at_ten_moments() {
+    let _g = measuring();
+    for t in kill_moments(10) {
+        kill_coordinator_at(t);
+    }
+}
+
+#[test]
+fn kill_9_of_ab_never_leaves_one_side_without_the_other() {
+    let _g = measuring();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ab.db");
+    let mut completed = 0;
+    for (i, t) in kill_moments(6).into_iter().enumerate() {
+        let mut child = oscost(&unique_tag("abkill"))
+            .args([
+                "ab",
+                "--quick",
+                "--rounds",
+                "1",
+                "--samples",
+                "20",
+                "call/f0",
+            ])
+            .args(["--db", db.to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Moments from the start to past the end (a short ab saves after ~1 s).
+        std::thread::sleep(t / 3 + Duration::from_millis(i as u64 * 40));
+        let _ = child.kill();
+        let status = child.wait().unwrap();
+        completed += usize::from(status.success());
+        if db.exists() {
+            let n = oscost::store::Store::open_existing(&db)
+                .map(|s| s.list().unwrap().len())
+                .unwrap_or(0);
+            assert_eq!(n % 2, 0, "{n} runs after a kill at {t:?}: one side alone");
+        }
+    }
+    eprintln!("{completed} of 6 ab runs finished before their kill");
+}
+
+#[test]
+fn eight_concurrent_first_uses_of_a_fresh_database_all_succeed() {
+    let _g = measuring();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("fresh.db");
+    let children: Vec<_> = (0..8)
+        .map(|_| {
+            oscost(&unique_tag("first"))
+                .args([
+                    "run",
+                    "--samples",
+                    "20",
+                    "call/f0",
+                    "--db",
+                    db.to_str().unwrap(),
+                ])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let s = oscost::store::Store::open_existing(&db).unwrap();
+    assert_eq!(s.list().unwrap().len(), 8);
+}
+
+#[test]
+fn a_wrappers_daemon_does_not_outlive_the_run() {
+    let _g = measuring();
+    let tag = unique_tag("daemon");
+    let out = oscost(&tag)
+        .args(QUICK)
+        .args([
+            "--under",
+            "sh -c 'setsid sleep 30 </dev/null >/dev/null 2>&1 & exec \"$@\"' x",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(alive(&tag), Vec::<i32>::new());
+}

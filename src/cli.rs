@@ -17,6 +17,7 @@ use crate::commands::list::ListArgs;
 use crate::commands::report::ReportArgs;
 use crate::commands::run::RunArgs;
 use crate::commands::show::ShowArgs;
+pub use crate::report::printable;
 
 /// A mistake in what the user asked for. `main` prints it and exits with status 2.
 #[derive(Debug, thiserror::Error)]
@@ -35,6 +36,10 @@ pub fn usage(msg: impl Into<String>) -> anyhow::Error {
     long_about = "Measure what the operating system charges for its primitives: function calls, \
 system calls, clocks, process and thread creation, context switches, IPC, page faults.\n\n\
 With no command, runs the default suite (same as `oscost run`).",
+    after_long_help = "Exit status: 0 all measured (or skipped with a reason); 1 a benchmark or an \
+output failed (what was measured is still saved and written) or --fail-above was breached; \
+2 a usage error, found before measuring; 128+N stopped by signal N before saving (nothing saved, \
+nothing left behind).",
     args_conflicts_with_subcommands = true,
     allow_negative_numbers = true
 )]
@@ -148,7 +153,7 @@ fn parse_fail_above(s: &str) -> Result<f64, String> {
         .map_err(|_| format!("'{s}' is not a number (a percentage such as 5)"))?;
     if !(v.is_finite() && v >= 0.0) {
         return Err(format!(
-            "{v} is out of range: give a percentage of 0 or more"
+            "'{s}' is out of range: give a percentage of 0 or more"
         ));
     }
     Ok(v)
@@ -161,7 +166,7 @@ pub fn parse_percent(s: &str) -> Result<f64, String> {
         .map_err(|_| format!("'{s}' is not a number (a percentage such as 1 or 0.5)"))?;
     if !(v > 0.0 && v <= 100.0) {
         return Err(format!(
-            "{v} is out of range: give a percentage above 0 and at most 100"
+            "'{s}' is out of range: give a percentage above 0 and at most 100"
         ));
     }
     Ok(v)
@@ -174,7 +179,7 @@ pub fn parse_seconds(s: &str) -> Result<f64, String> {
         .map_err(|_| format!("'{s}' is not a number of seconds"))?;
     if !(v.is_finite() && v > 0.0 && v <= 86_400.0) {
         return Err(format!(
-            "{v} is out of range: give seconds above 0 and at most 86400"
+            "'{s}' is out of range: give seconds above 0 and at most 86400"
         ));
     }
     Ok(v)
@@ -213,25 +218,6 @@ pub fn parse_size_mib(s: &str) -> Result<u64, String> {
 }
 
 /// Split a wrapper command the way a shell would (quotes, escapes), without running a shell.
-/// `text` safe for a terminal: control characters (an escape sequence in a label, a carriage
-/// return in an id read from a file) are shown escaped, never sent to the terminal; line
-/// breaks stay.
-pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.chars().any(|c| c.is_control() && c != '\n') {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    text.chars()
-        .map(|c| {
-            if c.is_control() && c != '\n' {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect::<String>()
-        .into()
-}
-
 /// A wrapper command given to `flag` (--under, --a, --b), split like a shell would.
 pub fn split_command(flag: &str, cmd: &str) -> Result<Vec<String>, UsageError> {
     let words = shlex::split(cmd)

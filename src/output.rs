@@ -6,9 +6,9 @@
 //! - a regular file, or a path that does not exist yet, is written atomically (a temporary file
 //!   beside it, then a rename), so an interrupted or failed write leaves the old file or none;
 //!   a replaced file keeps its permissions, a new one gets 0666 less the umask;
-//! - a character or block device, a FIFO, or anything under /proc, /sys or /dev is written
-//!   through (opened for writing, never created, truncated or renamed over); a socket is
-//!   refused.
+//! - a character or block device, a FIFO, or anything under /proc or /sys (`/dev/stdout` is a
+//!   link into /proc) is written through (opened for writing, never created, truncated or
+//!   renamed over); a socket is refused.
 //!
 //! Outputs are checked before any work (`check_outputs`: two spellings of one file are one
 //! file, a name too long or a directory that refuses files is found then), and a set of exports
@@ -38,18 +38,34 @@ pub enum Target {
 /// Symlinks followed before giving up (the kernel's own limit).
 const MAX_LINKS: usize = 40;
 
-/// Pseudo-filesystems whose "regular" files must be written in place, never renamed over.
+/// Pseudo-filesystems whose files must be written in place, never renamed over; their
+/// symlinks (`/proc/self/fd/1` -> `pipe:[1234]`) are magic and only open() follows them.
 fn is_pseudo(p: &Path) -> bool {
-    ["/proc", "/sys", "/dev"].iter().any(|d| p.starts_with(d))
+    ["/proc", "/sys"].iter().any(|d| p.starts_with(d))
 }
 
 /// Follow `path` to what it names. Errors are sentences a user can act on.
 pub fn resolve(path: &Path) -> Result<Target, String> {
-    if path.as_os_str() == "-" {
+    // Our own standard output by any of its names: written to the descriptor we hold (opening
+    // /proc/self/fd/1 anew is refused when fd 1 is a pipe another user made, e.g. under sudo).
+    if ["-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"]
+        .iter()
+        .any(|n| path.as_os_str() == *n)
+    {
         return Ok(Target::Stdout);
     }
     let mut p = path.to_path_buf();
     for _ in 0..MAX_LINKS {
+        if is_pseudo(&p) {
+            return match std::fs::metadata(&p) {
+                Ok(m) if m.is_dir() => Err(format!(
+                    "{} is a directory; give a file name",
+                    path.display()
+                )),
+                Ok(_) => Ok(Target::Special(p)),
+                Err(e) => Err(format!("cannot write {}: {e}", path.display())),
+            };
+        }
         let meta = match std::fs::symlink_metadata(&p) {
             Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -78,7 +94,7 @@ pub fn resolve(path: &Path) -> Result<Target, String> {
                 "{} is a socket; oscost writes files, devices and FIFOs",
                 path.display()
             ))
-        } else if ft.is_file() && !is_pseudo(&p) {
+        } else if ft.is_file() {
             Ok(Target::Regular(p))
         } else {
             Ok(Target::Special(p))
@@ -169,7 +185,9 @@ pub fn check_outputs(paths: &[&PathBuf]) -> Result<(), String> {
 
 /// Whether any of `paths` is standard output (then the table goes to stderr).
 pub fn any_stdout(paths: &[&PathBuf]) -> bool {
-    paths.iter().any(|p| p.as_os_str() == "-")
+    paths
+        .iter()
+        .any(|p| matches!(resolve(p), Ok(Target::Stdout)))
 }
 
 /// The process's umask (read from /proc; 022 when it cannot be).
@@ -381,6 +399,15 @@ mod tests {
             Ok(Target::Special(_))
         ));
         assert!(matches!(resolve(Path::new("-")), Ok(Target::Stdout)));
+        assert!(matches!(
+            resolve(Path::new("/dev/stdout")),
+            Ok(Target::Stdout)
+        ));
+        // /dev/stderr -> /proc/self/fd/2 -> whatever fd 2 is: written through.
+        assert!(matches!(
+            resolve(Path::new("/dev/stderr")),
+            Ok(Target::Special(_))
+        ));
         write_file(Path::new("/dev/null"), b"x").unwrap();
         if Path::new("/dev/full").exists() {
             let e = write_file(Path::new("/dev/full"), b"x").unwrap_err();

@@ -102,7 +102,7 @@ const CASES: &[Case] = &[
     case("run --samples 1e308 call/f0", 2, "--samples"),
     case("run --precision 0", 2, "out of range"),
     case("run --precision -1", 2, "out of range"),
-    case("run --precision 1e308", 2, "out of range"),
+    case("run --precision 1e308", 2, "'1e308' is out of range"),
     case("run --precision nan", 2, "out of range"),
     case("run --timeout 0", 2, "out of range"),
     case("run --timeout -5", 2, "--timeout"),
@@ -238,6 +238,7 @@ const CASES: &[Case] = &[
     case("ctx", 2, "required"),
     // anything
     case("bogus-subcommand", 2, "bogus-subcommand"),
+    case("run --label x nosuch/\u{1b}[2J", 2, "\\u{1b}[2J"),
     case("__worker syscall/getpid {}", 2, "internal"),
 ];
 

@@ -29,7 +29,7 @@ fn signed_ns(ns: f64) -> String {
 
 fn cells(r: &Row) -> [String; 8] {
     [
-        r.id.clone(),
+        super::printable(&r.id).into_owned(),
         format_ns(r.base_median_ns),
         format_ns(r.cand_median_ns),
         format!("x{:.3}", r.slowdown),
@@ -62,6 +62,7 @@ fn side_line(c: &Comparison) -> String {
         if let Some(w) = &s.wrapper {
             t.push_str(&format!(", under `{w}`"));
         }
+        let mut t = super::printable(&t).into_owned();
         if let Some(k) = &s.kernel {
             t.push_str(&format!(", kernel {k}"));
         }
@@ -89,7 +90,7 @@ pub fn headlines(c: &Comparison, most: usize) -> Vec<String> {
             };
             format!(
                 "{}: x{factor:.2} {word}, {} on a {} base",
-                r.id,
+                super::printable(&r.id),
                 signed_ns(r.addition_ns),
                 format_ns(r.base_median_ns)
             )

@@ -25,7 +25,10 @@ pub fn runs(list: &[RunSummary], color: bool) -> String {
         ],
     );
     for r in list {
-        let o = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+        let o = |v: &Option<String>| {
+            v.as_deref()
+                .map_or("-".into(), |s| super::printable(s).into_owned())
+        };
         t.add_row(vec![
             r.id.to_string(),
             r.started_at.clone(),
@@ -81,7 +84,10 @@ pub fn trend(bench: &str, points: &[HistoryPoint], color: bool) -> String {
     );
     let mut prev: Option<f64> = None;
     for p in points {
-        let o = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+        let o = |v: &Option<String>| {
+            v.as_deref()
+                .map_or("-".into(), |s| super::printable(s).into_owned())
+        };
         let change = match (prev, p.median) {
             (Some(a), Some(b)) if a != 0.0 => format!("{:+.1}%", (b / a - 1.0) * 100.0),
             _ => "-".into(),

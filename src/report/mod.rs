@@ -16,6 +16,25 @@ pub mod xgraph;
 
 use crate::model::Run;
 
+/// `text` safe for a terminal: control characters (an escape sequence in a label, a carriage
+/// return in an id read from a file) are shown escaped, never sent to the terminal; line
+/// breaks stay.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(|c| c.is_control() && c != '\n') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    text.chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect::<String>()
+        .into()
+}
+
 /// Turns a run (or a comparison) into the bytes of one file format.
 pub trait Exporter<T: ?Sized = Run> {
     fn serialize(&self, x: &T) -> anyhow::Result<Vec<u8>>;

@@ -45,7 +45,11 @@ fn ci_text(lo: f64, hi: f64, median: f64) -> String {
 pub fn rows(run: &Run) -> (Vec<Row>, Vec<String>) {
     let mut notes = Vec::new();
     let mut note = |id: &str, text: &str| {
-        notes.push(format!("{id}: {text}"));
+        notes.push(format!(
+            "{}: {}",
+            super::printable(id),
+            super::printable(text)
+        ));
         notes.len()
     };
     let rows = run
@@ -93,7 +97,7 @@ pub fn rows(run: &Run) -> (Vec<Row>, Vec<String>) {
 fn cells(r: &BenchResult, flag: String) -> [String; 7] {
     match &r.stats {
         Some(s) => [
-            r.id.clone(),
+            super::printable(&r.id).into_owned(),
             format_ns(s.median),
             ci_text(s.ci95[0], s.ci95[1], s.median),
             format_ns(s.min),
@@ -102,7 +106,7 @@ fn cells(r: &BenchResult, flag: String) -> [String; 7] {
             flag,
         ],
         None => [
-            r.id.clone(),
+            super::printable(&r.id).into_owned(),
             "-".into(),
             "-".into(),
             "-".into(),
@@ -144,7 +148,7 @@ pub fn render(run: &Run, color: bool) -> String {
         out.push_str(&format!("[{}] {n}\n", i + 1));
     }
     for n in &run.notes {
-        out.push_str(&format!("note: {n}\n"));
+        out.push_str(&format!("note: {}\n", super::printable(n)));
     }
     if run
         .results

@@ -442,3 +442,54 @@ fn a_wrappers_daemon_does_not_outlive_the_run() {
     );
     assert_eq!(alive(&tag), Vec::<i32>::new());
 }
+
+#[test]
+fn thread_limits_and_a_tiny_stack_give_reasons_not_panics() {
+    let prlimit = Path::new("/usr/bin/prlimit");
+    if !prlimit.exists() {
+        eprintln!("no prlimit: skipped");
+        return;
+    }
+    let out = std::process::Command::new(prlimit)
+        .arg("--stack=32768")
+        .arg(bin())
+        .arg("list")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let setpriv = Path::new("/usr/bin/setpriv");
+    if !(nix::unistd::geteuid().is_root() && setpriv.exists()) {
+        return; // RLIMIT_NPROC does not bind root
+    }
+    let _g = measuring();
+    let out = std::process::Command::new(setpriv)
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(prlimit)
+        .arg("--nproc=3")
+        .arg(bin())
+        .args([
+            "run",
+            "--no-save",
+            "--quick",
+            "spawn/thread",
+            "switch/pipe-thread",
+        ])
+        .env("HOME", "/nonexistent")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let (text, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        !err.contains("panicked") && !text.contains("panicked"),
+        "{err}"
+    );
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(text.contains("RLIMIT_NPROC"), "{text}");
+}

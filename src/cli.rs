@@ -76,6 +76,10 @@ pub enum Command {
         override_usage = "oscost ctx [-s KB]... [-P PARALLEL] [-W WARMUP_US] [-N REPETITIONS] N..."
     )]
     Ctx(CtxArgs),
+    /// Print a completion script for a shell (bash: `source <(oscost completions bash)`).
+    Completions(crate::commands::shell::CompletionsArgs),
+    /// Print the manual page (roff): `oscost man | man -l -`.
+    Man(crate::commands::shell::ManArgs),
     /// Internal: run one benchmark and stream its results to the coordinator.
     #[command(name = "__worker", hide = true)]
     Worker { id: String, config: String },
@@ -96,6 +100,8 @@ impl Cli {
             Some(Command::Compare(a)) => a.run(),
             Some(Command::Ab(a)) => a.run(),
             Some(Command::Ctx(a)) => a.run(),
+            Some(Command::Completions(a)) => a.run(),
+            Some(Command::Man(a)) => a.run(),
             Some(Command::Worker { id, config }) => Ok(crate::worker::worker_main(&id, &config)),
         }
     }

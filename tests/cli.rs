@@ -119,3 +119,43 @@ fn garbage_arguments_never_panic() {
         assert_ne!(out.status.code(), Some(0), "{args:?} should fail");
     }
 }
+
+#[test]
+fn bash_completion_completes_subcommands_and_the_man_page_names_them() {
+    let out = oscost("comp")
+        .args(["completions", "bash"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("oscost.bash");
+    std::fs::write(&script, &out.stdout).unwrap();
+    let probe = format!(
+        "source {}; COMP_WORDS=(oscost r); COMP_CWORD=1; COMP_LINE='oscost r'; COMP_POINT=8; \
+         _oscost oscost r oscost; echo \"${{COMPREPLY[@]}}\"",
+        script.display()
+    );
+    let got = std::process::Command::new("bash")
+        .args(["-c", &probe])
+        .output()
+        .unwrap();
+    let words = String::from_utf8_lossy(&got.stdout);
+    assert_eq!(
+        words.split_whitespace().collect::<Vec<_>>(),
+        ["run", "report"],
+        "{words}"
+    );
+    for shell in ["zsh", "fish"] {
+        let out = oscost("comp")
+            .args(["completions", shell])
+            .output()
+            .unwrap();
+        assert!(out.status.success() && !out.stdout.is_empty());
+    }
+    let man = oscost("man").arg("man").output().unwrap();
+    let text = String::from_utf8_lossy(&man.stdout);
+    assert!(man.status.success() && text.contains(".TH oscost 1"));
+    for sub in ["run", "compare", "report", "completions"] {
+        assert!(text.contains(sub), "man page lacks {sub}");
+    }
+}

@@ -222,3 +222,38 @@ fn run_with_report_writes_both() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
 }
+
+/// The run and comparison pages in a real browser (headless Chromium, when installed): every
+/// figure loads, nothing overflows, figure text at least 11 px at 1280 px wide.
+#[test]
+#[ignore = "slow: two measured runs and four browser renders; .ci/run runs it"]
+fn report_pages_pass_the_browser_check() {
+    let has_browser = ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .any(|b| {
+            std::process::Command::new("sh")
+                .args(["-c", &format!("command -v {b}")])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        });
+    if !has_browser {
+        eprintln!("no Chromium installed: browser check skipped (apt-get install chromium)");
+        return;
+    }
+    let _g = measuring();
+    let out = std::process::Command::new("bash")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/scripts/check-report.sh"
+        ))
+        .env("OSCOST", bin())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(text.matches(": ok").count(), 4, "{text}");
+}

@@ -127,6 +127,30 @@ fn unknown_id_message(p: &str, all: &[&'static Benchmark]) -> String {
     }
 }
 
+/// The report's cost ladder: one representative result per rung, from a function call to
+/// fork+exec of a dynamic binary (the figure orders them by what they cost on the machine).
+/// The null system call every rung is a multiple of comes first.
+pub const LADDER: &[&str] = &[
+    "syscall/getppid",
+    "call/f0",
+    "timer/rdtsc",
+    "timer/monotonic",
+    "syscall/read-devzero",
+    "timer/clock-gettime-syscall",
+    "syscall/sched-yield",
+    "ipc/pipe-1b",
+    "mem/fault-write",
+    "ipc/msg-create",
+    "switch/futex-thread@same",
+    "switch/pipe-proc@same",
+    "mem/mmap/4KiB-touched",
+    "spawn/thread",
+    "spawn/vfork",
+    "spawn/fork",
+    "spawn/fork-exec",
+    "spawn/fork-exec-dynamic",
+];
+
 /// Every curve the catalogue declares, with the id prefix of its results.
 pub fn curves() -> Vec<(String, Curve)> {
     registry()
@@ -138,6 +162,23 @@ pub fn curves() -> Vec<(String, Curve)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_ladder_names_results_of_the_default_suite_across_families() {
+        let ids: Vec<&str> = registry().iter().map(|b| b.id).collect();
+        let families: std::collections::BTreeSet<&str> = LADDER
+            .iter()
+            .map(|l| l.split('/').next().unwrap())
+            .collect();
+        assert!(LADDER.len() >= 12 && families.len() >= 6);
+        for rung in LADDER {
+            let bench = rung.split('@').next().unwrap();
+            assert!(
+                ids.iter().any(|id| bench.starts_with(id)),
+                "{rung} is no benchmark"
+            );
+        }
+    }
 
     #[test]
     fn ids_are_unique_family_slash_name_and_defined() {

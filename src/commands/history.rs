@@ -26,7 +26,7 @@ impl HistoryArgs {
                     let known = s.known_benchmarks().map_err(store_err)?;
                     return Err(usage(unknown_benchmark(b, &known)));
                 }
-                report::history::trend(b, &points, color())
+                report::history::trend(b, &points, color(), terminal_columns())
             }
         };
         print_stdout(&text)?;
@@ -44,5 +44,21 @@ fn unknown_benchmark(b: &str, known: &[String]) -> String {
     match near {
         Some((_, k)) => format!("no stored run has '{b}'; did you mean '{k}'?"),
         None => format!("no stored run has '{b}' (`oscost history` lists the runs)"),
+    }
+}
+
+/// Columns of the terminal on stdout: $COLUMNS, else the window size, else 80.
+fn terminal_columns() -> usize {
+    if let Some(c) = std::env::var("COLUMNS").ok().and_then(|v| v.parse().ok()) {
+        return c;
+    }
+    // SAFETY: an all-zero winsize is valid, and TIOCGWINSZ fills it or fails.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    // SAFETY: TIOCGWINSZ on stdout with a valid out pointer.
+    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
+    if ok && ws.ws_col > 0 {
+        usize::from(ws.ws_col)
+    } else {
+        80
     }
 }

@@ -11,6 +11,7 @@ pub mod history;
 pub mod list;
 pub mod report;
 pub mod run;
+pub mod shell;
 pub mod show;
 
 use std::io::{IsTerminal, Write};

@@ -27,7 +27,7 @@ impl ReportArgs {
         let interrupted = crate::worker::install_guards()?;
         check_report_dir(&self.out)?;
         let (run, name) = load_run(&self.run, &self.store)?;
-        let page = report::html::render_run(&run, &bench::curves(), self.png)
+        let page = report::html::render_run(&run, &bench::curves(), bench::LADDER, self.png)
             .map_err(|e| anyhow::anyhow!("cannot render the report: {e}"))?;
         let files = output::write_page(&self.out, &page, &stopper(&interrupted))?;
         eprintln!(

@@ -35,6 +35,7 @@ fn slowdown_figure(cmp: &Comparison) -> Option<(String, Figure<'static>)> {
             lo: r.slowdown_ci95[0],
             hi: r.slowdown_ci95[1],
             flagged: r.disturbed,
+            points: vec![],
         })
         .collect();
     let title = format!(

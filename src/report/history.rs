@@ -65,7 +65,29 @@ pub fn sparkline(values: &[f64]) -> String {
         .collect()
 }
 
-pub fn trend(bench: &str, points: &[HistoryPoint], color: bool) -> String {
+/// `values` in at most `width` columns: each column the median of its share of the runs
+/// (NaN when none of them was measured), so 200 runs fit an 80-column terminal.
+pub fn fit(values: &[f64], width: usize) -> Vec<f64> {
+    let width = width.max(1);
+    if values.len() <= width {
+        return values.to_vec();
+    }
+    let per = values.len().div_ceil(width);
+    values
+        .chunks(per)
+        .map(|c| {
+            let v: Vec<f64> = c.iter().copied().filter(|x| x.is_finite()).collect();
+            if v.is_empty() {
+                f64::NAN
+            } else {
+                crate::stats::median(&v)
+            }
+        })
+        .collect()
+}
+
+/// A benchmark across runs: the table, then its trend as a sparkline that fits `columns`.
+pub fn trend(bench: &str, points: &[HistoryPoint], color: bool, columns: usize) -> String {
     if points.is_empty() {
         return format!("no stored run has {bench}\n");
     }
@@ -121,7 +143,16 @@ pub fn trend(bench: &str, points: &[HistoryPoint], color: bool) -> String {
         .collect();
     let measured: Vec<f64> = medians.iter().copied().filter(|m| m.is_finite()).collect();
     let mut out = format!("{bench} across {} run(s)\n{t}\n", points.len());
-    out.push_str(&format!("trend {}", sparkline(&medians)));
+    // "trend " and the latest-vs-first sentence take about 50 columns.
+    let room = columns.saturating_sub(50).max(10);
+    let line = fit(&medians, room);
+    let per = medians.len().div_ceil(line.len().max(1));
+    let note = if per > 1 {
+        format!(" ({per} runs per column)")
+    } else {
+        String::new()
+    };
+    out.push_str(&format!("trend {}{note}", sparkline(&line)));
     if let (Some(first), Some(last)) = (measured.first(), measured.last())
         && measured.len() > 1
         && *first != 0.0
@@ -140,6 +171,16 @@ pub fn trend(bench: &str, points: &[HistoryPoint], color: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_history_fits_the_terminal() {
+        let v: Vec<f64> = (0..200).map(f64::from).collect();
+        let f = fit(&v, 30);
+        assert!(f.len() <= 30 && f.len() >= 25, "{}", f.len());
+        assert_eq!(f[0], 3.0, "median of the first 7");
+        assert_eq!(fit(&v[..10], 30), v[..10].to_vec());
+        assert!(fit(&[f64::NAN, f64::NAN, 1.0], 1)[0] == 1.0);
+    }
 
     #[test]
     fn sparkline_spans_min_to_max() {
@@ -169,6 +210,7 @@ mod tests {
                 p(3, Some(150.0), "ok"),
             ],
             false,
+            80,
         );
         assert!(text.contains("+50.0%"), "{text}");
         assert!(text.contains("failed"));

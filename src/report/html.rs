@@ -1,7 +1,12 @@
 //! The HTML report: `index.html` and its figures (SVG, PNG too on request) in one directory.
-//! The page inlines every SVG and its CSS, so it is whole on its own and opens from file://
-//! with no network; the figure files sit beside it for use elsewhere. Built with minijinja
-//! from the result model (pure until `write`).
+//! The page opens on the cost ladder (one rung per kind of operation, as multiples of a null
+//! system call), then per family a compact table and one chart (medians, CIs and every
+//! repetition's level as dots) plus its declared curves, then each benchmark's details folded.
+//! The overview figures and the CSS are inline, so the page reads from file:// with no
+//! network; the details' figures (samples in order, distribution) are files beside it that
+//! the browser loads only when a detail is opened, which keeps a default run's page near
+//! 300 KB instead of 2.4 MB. Built with minijinja from the result model (pure until
+//! `output::write_page`).
 
 use minijinja::value::Serde;
 use minijinja::{Environment, context};
@@ -134,6 +139,50 @@ fn bar(r: &BenchResult) -> Option<Bar> {
         lo: s.ci95[0],
         hi: s.ci95[1],
         flagged: r.disturbed.is_disturbed(),
+        points: if r.repetitions.len() > 1 {
+            r.repetitions.iter().map(|p| p.median_ns).collect()
+        } else {
+            vec![]
+        },
+    })
+}
+
+/// "250x", "3.2x", "1/190": a cost as a multiple of the null system call's.
+fn multiple(v: f64, reference: f64) -> String {
+    let m = v / reference;
+    if m >= 10.0 {
+        format!("{m:.0}x")
+    } else if m >= 0.95 {
+        format!("{m:.1}x")
+    } else {
+        format!("1/{:.0}", 1.0 / m)
+    }
+}
+
+/// The cost ladder: the `ladder` results present, cheapest at the top, each labelled with
+/// its multiple of the null system call (the ladder's first entry, when it was measured).
+fn ladder_figure<'a>(run: &'a Run, ladder: &[&str]) -> Option<Drawn<'a>> {
+    let find = |id: &str| run.results.iter().find(|r| r.id == id && ok(r));
+    let reference = ladder.first().and_then(|id| find(id));
+    let mut bars: Vec<Bar> = ladder.iter().filter_map(|id| bar(find(id)?)).collect();
+    if bars.len() < 2 {
+        return None;
+    }
+    bars.sort_by(|a, b| b.value.total_cmp(&a.value));
+    let title = match reference.and_then(|r| Some((r.id.as_str(), r.stats.as_ref()?.median))) {
+        Some((id, ns)) => {
+            for b in &mut bars {
+                b.label = format!("{}  {}", b.label, multiple(b.value, ns));
+            }
+            format!("What this machine costs, as multiples of a null system call ({id})")
+        }
+        None => "What this machine costs".to_string(),
+    };
+    Some(Drawn {
+        name: "ladder".into(),
+        title: title.clone(),
+        owner: Owner::Ladder,
+        figure: Figure::Bars { title, bars },
     })
 }
 
@@ -203,6 +252,7 @@ fn curve_figure(results: &[&BenchResult], prefix: &str, curve: &Curve) -> Option
 /// What a figure belongs to on the page.
 #[derive(Debug, Clone, PartialEq)]
 enum Owner {
+    Ladder,
     Page,
     Family(String),
     Result(String),
@@ -249,6 +299,7 @@ fn clock_figure(run: &Run) -> Drawn<'_> {
             lo: c,
             hi: c,
             flagged: false,
+            points: vec![],
         }]
     } else {
         timer_bars
@@ -268,15 +319,17 @@ fn family_figures<'a>(
     curves: &[(String, Curve)],
 ) -> Vec<Drawn<'a>> {
     let on_curve = |r: &BenchResult| curves.iter().any(|(p, _)| r.id.starts_with(p.as_str()));
+    // Rows are drawn bottom up: reversed, the chart reads in the table's order.
     let bars: Vec<Bar> = rs
         .iter()
+        .rev()
         .filter(|r| ok(r) && !on_curve(r))
         .filter_map(|r| bar(r))
         .collect();
     let mut out = Vec::new();
     let owner = Owner::Family(fam.to_string());
     if !bars.is_empty() {
-        let title = format!("{fam}/: median cost per operation with its 95% CI");
+        let title = format!("{fam}/: median per operation, its 95% CI and each repetition");
         out.push(Drawn {
             name: format!("family-{fam}"),
             title: title.clone(),
@@ -298,8 +351,9 @@ fn family_figures<'a>(
 }
 
 /// Every figure of a run.
-fn figures<'a>(run: &'a Run, curves: &[(String, Curve)]) -> Vec<Drawn<'a>> {
-    let mut out = vec![clock_figure(run)];
+fn figures<'a>(run: &'a Run, curves: &[(String, Curve)], ladder: &[&str]) -> Vec<Drawn<'a>> {
+    let mut out: Vec<Drawn> = ladder_figure(run, ladder).into_iter().collect();
+    out.push(clock_figure(run));
     for (fam, rs) in families(run) {
         out.extend(family_figures(&fam, &rs, curves));
         for r in rs.iter().filter(|r| ok(r)) {
@@ -417,8 +471,17 @@ fn counts(run: &Run) -> [usize; 4] {
 
 /// The run's page: every result, the machine, and the figures (`curves` are the catalogue's
 /// declared curves, by id prefix).
-pub fn render_run(run: &Run, curves: &[(String, Curve)], png: bool) -> Result<Page, String> {
-    let drawn = figures(run, curves);
+///
+/// The page inlines the overview (the ladder, each family's chart and curves) and folds each
+/// benchmark's details, whose figures (samples in order, distribution) are files beside the
+/// page loaded only when opened: a default run's page stays under 1 MB.
+pub fn render_run(
+    run: &Run,
+    curves: &[(String, Curve)],
+    ladder: &[&str],
+    png: bool,
+) -> Result<Page, String> {
+    let drawn = figures(run, curves, ladder);
     let figs: Vec<(Owner, FigureOut)> = drawn
         .iter()
         .filter_map(|d| {
@@ -459,6 +522,7 @@ pub fn render_run(run: &Run, curves: &[(String, Curve)], png: bool) -> Result<Pa
             env => Serde(env_rows(run)),
             vulnerabilities => Serde(&run.env.vulnerabilities),
             clock => Serde(owned_by(Owner::Page).first()),
+            ladder => Serde(owned_by(Owner::Ladder).first()),
             families => Serde(families),
             ok => ok_n, skipped => skipped, failed => failed, disturbed => disturbed,
             total => run.results.len(),
@@ -480,7 +544,13 @@ mod tests {
     #[test]
     fn run_page_has_every_result_its_environment_and_figures() {
         let run = testdata::run();
-        let page = render_run(&run, &[], false).unwrap();
+        let page = render_run(
+            &run,
+            &[],
+            &["syscall/getppid", "call/f0", "spawn/fork"],
+            false,
+        )
+        .unwrap();
         let html = page.html;
         // minijinja escapes "/" in text as &#x2f;.
         let html = html.replace("&#x2f;", "/");
@@ -492,7 +562,13 @@ mod tests {
         assert!(html.contains("disturbed: other CPU busy 97%"));
         assert!(html.contains("definition of call/f0"));
         let has = |f: &str| page.files.iter().any(|(p, _)| p == f);
-        assert!(has("fig/clock.svg") && has("fig/family-call.svg"));
+        assert!(has("fig/clock.svg") && has("fig/family-call.svg") && has("fig/ladder.svg"));
+        // The ladder is the page's first figure, its rungs as multiples of the null syscall.
+        let first_svg = html.find("<svg").unwrap();
+        assert!(html[..first_svg].contains("What this machine costs"));
+        assert!(html.contains("spawn/fork  ") && html.contains("1.0x"));
+        // Details are folded, their figures files loaded only when opened.
+        assert!(html.contains("<details") && html.contains("src=\"fig/call-f0-series.svg\""));
         assert!(has("fig/call-f0-series.svg"));
         assert!(!has("fig/clock.png"), "PNG only when asked for");
         assert!(!html.contains("<script src"), "self-contained");

@@ -6,7 +6,9 @@ use plotters::coord::combinators::LogCoord;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
-use super::{BLUE_, Bar, GREEN_, GREY_, ORANGE_, RED_, Res, e2s, legend, tick, unit_for};
+use super::{
+    BLUE_, Bar, CAPTION, GREEN_, GREY_, ORANGE_, RED_, Res, TEXT, e2s, log_tick, unit_for,
+};
 use crate::stats;
 
 type BarChart<'a, DB> = ChartContext<'a, DB, Cartesian2d<LogCoord<f64>, RangedCoordf64>>;
@@ -31,10 +33,10 @@ fn log_range(bars: &[Bar], div: f64, band: Option<f64>) -> (f64, f64) {
     (x0 / 1.6, x1 * 1.6)
 }
 
-/// Room for the longest label, 8 to 40 characters.
+/// Room for the longest label, 8 to 40 characters (about 7 px each at the tick font size).
 fn label_width(bars: &[Bar]) -> u32 {
     let chars = bars.iter().map(|b| b.label.chars().count()).max();
-    chars.unwrap_or(8).clamp(8, 40) as u32 * 7 + 10
+    chars.unwrap_or(8).clamp(8, 40) as u32 * 8 + 12
 }
 
 /// Horizontal bars on a log axis. With `band`, values are ratios drawn from 1 and the band
@@ -54,45 +56,59 @@ pub(super) fn bar_chart<DB: DrawingBackend>(
     let (x0, x1) = log_range(bars, div, band);
     let n = bars.len().max(1) as f64;
     let mut chart = ChartBuilder::on(root)
-        .caption(title, ("sans-serif", 17))
+        .caption(title, ("sans-serif", CAPTION))
         .margin(12)
         .x_label_area_size(38)
         .y_label_area_size(label_width(bars))
         .build_cartesian_2d((x0..x1).log_scale(), 0f64..n)
         .map_err(e2s)?;
-    let x_desc = match band {
-        Some(_) => "slowdown (candidate / base), log scale".to_string(),
-        None => format!("median ({unit}), log scale"),
+    // What the marks mean is said under the axis, never in a legend box over the bars.
+    let dots = if bars.iter().any(|b| !b.points.is_empty()) {
+        "; dots: repetitions"
+    } else {
+        ""
     };
-    bar_mesh(&mut chart, bars, &x_desc)?;
+    let x_desc = match band {
+        Some(t) => format!(
+            "slowdown (candidate / base), log scale; grey: no-change band ±{:.0}%",
+            t * 100.0
+        ),
+        None => {
+            let orange = if bars.iter().any(|b| b.flagged) {
+                "; orange: disturbed"
+            } else {
+                ""
+            };
+            format!("median ({unit}), log scale; whiskers: 95% CI{dots}{orange}")
+        }
+    };
+    bar_mesh(&mut chart, bars, &x_desc, (x0, x1))?;
     if let Some(t) = band {
         chart
             .draw_series(std::iter::once(Rectangle::new(
                 [(1.0 - t, 0.0), (1.0 + t, n)],
                 GREY_.mix(0.18).filled(),
             )))
-            .map_err(e2s)?
-            .label(format!("no-change band ±{:.0}%", t * 100.0))
-            .legend(|(x, y)| {
-                Rectangle::new([(x, y - 5), (x + 14, y + 5)], GREY_.mix(0.18).filled())
-            });
+            .map_err(e2s)?;
     }
     for (k, b) in bars.iter().enumerate() {
         draw_bar(&mut chart, k as f64, b, div, x0, band)?;
-    }
-    if band.is_some() {
-        legend(&mut chart, SeriesLabelPosition::LowerRight)?;
     }
     Ok(())
 }
 
 /// The axis with the bars' labels at their centres.
-fn bar_mesh<DB: DrawingBackend>(chart: &mut BarChart<'_, DB>, bars: &[Bar], x_desc: &str) -> Res {
+fn bar_mesh<DB: DrawingBackend>(
+    chart: &mut BarChart<'_, DB>,
+    bars: &[Bar],
+    x_desc: &str,
+    (x0, x1): (f64, f64),
+) -> Res {
     let names: Vec<String> = bars.iter().map(|b| b.label.clone()).collect();
     chart
         .configure_mesh()
         .x_desc(x_desc)
-        .x_label_formatter(&tick)
+        .x_label_formatter(&|v| log_tick(v, x0, x1))
         .y_labels(bars.len().max(1) * 2 + 1)
         .y_label_formatter(&|y| {
             // Labels sit at bar centres (k + 0.5); other tick positions stay blank.
@@ -103,7 +119,8 @@ fn bar_mesh<DB: DrawingBackend>(chart: &mut BarChart<'_, DB>, bars: &[Bar], x_de
                 String::new()
             }
         })
-        .label_style(("sans-serif", 12))
+        .label_style(("sans-serif", TEXT))
+        .axis_desc_style(("sans-serif", TEXT))
         .light_line_style(WHITE.mix(0.0))
         .disable_y_mesh()
         .draw()
@@ -150,5 +167,12 @@ fn draw_bar<DB: DrawingBackend>(
             .draw_series(std::iter::once(PathElement::new(w, BLACK.stroke_width(1))))
             .map_err(e2s)?;
     }
+    let dots = b
+        .points
+        .iter()
+        .map(|p| p / div)
+        .filter(|p| p.is_finite() && *p > 0.0)
+        .map(|p| Circle::new((p.max(x0), y + 0.5), 3, BLACK.mix(0.55).filled()));
+    chart.draw_series(dots).map_err(e2s)?;
     Ok(())
 }

@@ -4,7 +4,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{PALETTE, Point, Res, axes, e2s, legend, padded, tick, unit_for};
+use super::{CAPTION, LEGEND_ROOM, PALETTE, Point, Res, axes, e2s, legend, padded, tick, unit_for};
 
 /// The x range of the drawn (transformed) x values: whole powers of two on a log2 axis.
 fn x_range(xs: &[f64], log2_x: bool) -> (f64, f64) {
@@ -56,6 +56,7 @@ pub(super) fn curves<DB: DrawingBackend>(
         .min(0.0);
     let (unit, div) = unit_for(ymax.abs().max(1.0));
     let (y0, y1) = padded(ymin / div, ymax / div);
+    let y1 = y1 + (y1 - y0) * LEGEND_ROOM;
     // On a log2 axis the drawn x is log2(N); ticks are labelled with N.
     let tx = |x: f64| if log2_x { x.max(1e-9).log2() } else { x };
     let xs: Vec<f64> = all.iter().map(|p| tx(p.x)).collect();
@@ -66,7 +67,7 @@ pub(super) fn curves<DB: DrawingBackend>(
         10
     };
     let mut chart = ChartBuilder::on(root)
-        .caption(title, ("sans-serif", 17))
+        .caption(title, ("sans-serif", CAPTION))
         .margin(12)
         .x_label_area_size(38)
         .y_label_area_size(64)

@@ -25,12 +25,29 @@ use crate::stats;
 
 const FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
 pub const MAX_POINTS: usize = 600;
-const BLUE_: RGBColor = RGBColor(31, 119, 180);
-const ORANGE_: RGBColor = RGBColor(255, 127, 14);
-const GREEN_: RGBColor = RGBColor(44, 160, 44);
-const RED_: RGBColor = RGBColor(214, 39, 40);
+// Okabe & Ito's colour-blind-safe palette (blue, orange, green, vermillion, reddish purple,
+// sky blue): distinct under every common colour-vision deficiency and in greyscale by lightness.
+const BLUE_: RGBColor = RGBColor(0, 114, 178);
+const ORANGE_: RGBColor = RGBColor(230, 159, 0);
+const GREEN_: RGBColor = RGBColor(0, 158, 115);
+const RED_: RGBColor = RGBColor(213, 94, 0);
 const GREY_: RGBColor = RGBColor(120, 120, 120);
-const PALETTE: [RGBColor; 5] = [BLUE_, ORANGE_, GREEN_, RED_, RGBColor(148, 103, 189)];
+const PALETTE: [RGBColor; 6] = [
+    BLUE_,
+    ORANGE_,
+    GREEN_,
+    RED_,
+    RGBColor(204, 121, 167),
+    RGBColor(86, 180, 233),
+];
+
+/// Font sizes as plotters takes them; its SVG text comes out at 0.806 of these, so the
+/// smallest (tick labels, legends) is 11.3 px at the figure's natural width, which the page
+/// never shrinks below at 1280 px.
+const TEXT: u32 = 14;
+const CAPTION: u32 = 18;
+/// Head room above the data, as a share of the data's range, where legends sit.
+const LEGEND_ROOM: f64 = 0.45;
 
 static FONT_ONCE: Once = Once::new();
 
@@ -41,14 +58,16 @@ pub fn register_font() {
     });
 }
 
-/// One labelled bar: value with its CI.
-#[derive(Debug, Clone, PartialEq)]
+/// One labelled bar: value with its CI, and the repetitions' own levels (drawn as dots, so a
+/// reader sees where the uncertainty comes from).
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Bar {
     pub label: String,
     pub value: f64,
     pub lo: f64,
     pub hi: f64,
     pub flagged: bool,
+    pub points: Vec<f64>,
 }
 
 /// A curve point with its CI.
@@ -92,7 +111,7 @@ pub const SIZE: (u32, u32) = (820, 360);
 pub fn size_of(f: &Figure) -> (u32, u32) {
     match f {
         Figure::Bars { bars, .. } | Figure::Slowdown { bars, .. } => {
-            (SIZE.0, (90 + 22 * bars.len() as u32).max(160))
+            (SIZE.0, (100 + 24 * bars.len() as u32).max(170))
         }
         _ => SIZE,
     }
@@ -151,7 +170,8 @@ fn axes<'a, DB: DrawingBackend + 'a>(
         .x_labels(x_labels)
         .x_label_formatter(x_fmt)
         .y_label_formatter(&tick)
-        .label_style(("sans-serif", 13))
+        .label_style(("sans-serif", TEXT))
+        .axis_desc_style(("sans-serif", TEXT))
         .light_line_style(WHITE.mix(0.0))
         .draw()
         .map_err(e2s)
@@ -167,7 +187,7 @@ fn legend<'a, DB: DrawingBackend + 'a, CT: plotters::coord::CoordTranslate>(
         .position(pos)
         .background_style(WHITE.mix(0.85))
         .border_style(GREY_)
-        .label_font(("sans-serif", 12))
+        .label_font(("sans-serif", TEXT))
         .draw()
         .map_err(e2s)
 }
@@ -197,8 +217,28 @@ pub fn tick(v: &f64) -> String {
         let s = format!("{v:.2}");
         s.trim_end_matches('0').to_string()
     } else {
-        format!("{v:.3}")
+        let s = format!("{v:.3}");
+        s.trim_end_matches('0').to_string()
     }
+}
+
+/// Tick labels of a log axis from `x0` to `x1`: only at 1, 2 and 5 times a power of ten
+/// (every mantissa when the range is too short to hold two of those), so neighbouring labels
+/// such as "90" and "100" never print on top of each other.
+pub fn log_tick(v: &f64, x0: f64, x1: f64) -> String {
+    let nice = |m: f64| [1.0, 2.0, 5.0].iter().any(|k| (m - k).abs() < 1e-6 * k);
+    let mantissa = |x: f64| x / 10f64.powf(x.log10().floor());
+    let in_range = (x0.log10().floor() as i32..=x1.log10().ceil() as i32)
+        .flat_map(|e| [1.0, 2.0, 5.0].map(|k| k * 10f64.powi(e)))
+        .filter(|x| *x >= x0 && *x <= x1)
+        .count();
+    if *v <= 0.0 || !v.is_finite() {
+        return String::new();
+    }
+    if in_range >= 2 && !nice(mantissa(*v)) {
+        return String::new();
+    }
+    tick(v)
 }
 
 fn padded(lo: f64, hi: f64) -> (f64, f64) {
@@ -273,11 +313,12 @@ fn time_series<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &BenchResul
     let s = stats::sorted_copy(&r.samples_ns);
     let top = stats::quantile_sorted(&s, 0.999).max(st.ci95[1]);
     let (y0, y1) = padded(st.min / div, top / div);
+    let y1 = y1 + (y1 - y0) * LEGEND_ROOM;
     let n = r.samples_ns.len().max(2) as f64;
     let mut chart = ChartBuilder::on(root)
         .caption(
             format!("{}: every sample in order", r.id),
-            ("sans-serif", 17),
+            ("sans-serif", CAPTION),
         )
         .margin(12)
         .x_label_area_size(38)
@@ -356,12 +397,12 @@ fn histogram<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &BenchResult)
                     String::new()
                 }
             ),
-            ("sans-serif", 17),
+            ("sans-serif", CAPTION),
         )
         .margin(12)
         .x_label_area_size(38)
         .y_label_area_size(64)
-        .build_cartesian_2d(lo..hi, 0f64..cmax * 1.1)
+        .build_cartesian_2d(lo..hi, 0f64..cmax * (1.0 + LEGEND_ROOM))
         .map_err(e2s)?;
     axes(
         &mut chart,
@@ -381,13 +422,13 @@ fn histogram<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &BenchResult)
     let (m, a, b) = (st.median / div, st.ci95[0] / div, st.ci95[1] / div);
     chart
         .draw_series(std::iter::once(Rectangle::new(
-            [(a.max(lo), 0.0), (b.min(hi), cmax * 1.1)],
+            [(a.max(lo), 0.0), (b.min(hi), cmax * (1.0 + LEGEND_ROOM))],
             ORANGE_.mix(0.25).filled(),
         )))
         .map_err(e2s)?;
     chart
         .draw_series(LineSeries::new(
-            [(m, 0.0), (m, cmax * 1.1)],
+            [(m, 0.0), (m, cmax * (1.0 + LEGEND_ROOM))],
             ORANGE_.stroke_width(2),
         ))
         .map_err(e2s)?
@@ -408,6 +449,17 @@ mod tests {
         assert_eq!(tick(&0.25), "0.25");
         assert_eq!(tick(&12.5), "12.5");
         assert_eq!(tick(&0.0), "0");
+        assert_eq!(tick(&0.01), "0.01");
+    }
+
+    #[test]
+    fn log_ticks_never_crowd() {
+        // 90 and 100 on a 40..400 axis: only 50, 100, 200 are labelled.
+        assert_eq!(log_tick(&90.0, 40.0, 400.0), "");
+        assert_eq!(log_tick(&100.0, 40.0, 400.0), "100");
+        assert_eq!(log_tick(&200.0, 40.0, 400.0), "200");
+        // A short range with at most one nice value keeps every label plotters gives.
+        assert_eq!(log_tick(&150.0, 120.0, 180.0), "150");
     }
 
     #[test]
@@ -441,6 +493,7 @@ mod tests {
                 lo: 1.1,
                 hi: 1.3,
                 flagged: false,
+                points: vec![1.15, 1.2, 1.25],
             },
             Bar {
                 label: "syscall/getpid".into(),
@@ -448,6 +501,7 @@ mod tests {
                 lo: 149.0,
                 hi: 151.0,
                 flagged: true,
+                points: vec![],
             },
         ];
         let b = svg(&Figure::Bars {
@@ -488,6 +542,13 @@ mod tests {
         })
         .unwrap();
         assert!(s.contains("no-change band"));
+        // Tick labels, legends and axis descriptions: at least 11 px at natural size.
+        for svg in [&ts, &h, &b, &c, &s] {
+            for size in svg.split("font-size=\"").skip(1) {
+                let px: f64 = size.split('"').next().unwrap().parse().unwrap();
+                assert!(px >= 11.0, "{px} px text");
+            }
+        }
     }
 
     #[test]

@@ -134,6 +134,12 @@ pub fn collect(clock: Option<ClockInfo>) -> Env {
         cgroup_cpu_max: cgroup_cpu_max(),
         libc_version: libc_version(),
         scaling_governor: read_trim("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        perf_event_paranoid: read_trim("/proc/sys/kernel/perf_event_paranoid")
+            .and_then(|v| v.parse().ok()),
+        hardware_counters: Some(match crate::harness::counters::hardware_status() {
+            Ok(()) => "available".into(),
+            Err(why) => why,
+        }),
         oscost_version: env!("CARGO_PKG_VERSION").to_string(),
         build_profile: if cfg!(debug_assertions) {
             "debug"

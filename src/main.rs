@@ -13,6 +13,12 @@ use oscost::worker::Interrupted;
 const STACK_BYTES: usize = 8 << 20;
 
 fn main() {
+    // A worker's parent-death signal is the main thread's attribute, set to SIGKILL by the
+    // coordinator before exec; it must be SIGTERM, whose handler removes the worker's SysV
+    // objects, before any other thread exists.
+    if std::env::args_os().nth(1).is_some_and(|a| a == "__worker") {
+        oscost::harness::ipc_guard::on_parent_death();
+    }
     let code = match std::thread::Builder::new()
         .name("oscost".into())
         .stack_size(STACK_BYTES)

@@ -49,6 +49,12 @@ pub struct Env {
     pub cgroup_cpu_max: Option<String>,
     pub libc_version: Option<String>,
     pub scaling_governor: Option<String>,
+    /// kernel.perf_event_paranoid, which decides what oscost may count.
+    #[serde(default)]
+    pub perf_event_paranoid: Option<i32>,
+    /// "available", or why hardware counters (cycles, instructions, cache misses) are not.
+    #[serde(default)]
+    pub hardware_counters: Option<String>,
     pub oscost_version: String,
     /// "release" or "debug": a debug build's loops are not the release build's.
     pub build_profile: String,
@@ -294,6 +300,9 @@ pub struct BenchResult {
     pub repetitions: Vec<Repetition>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uncertainty: Option<Uncertainty>,
+    /// Events per operation counted around its repetitions (absent in runs before counting).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<Events>,
 }
 
 impl BenchResult {
@@ -320,6 +329,7 @@ impl BenchResult {
             status,
             repetitions: vec![],
             uncertainty: None,
+            events: None,
         }
     }
 }
@@ -351,14 +361,34 @@ pub enum LoadError {
     Invalid { path: String, why: String },
 }
 
+/// Events per operation (`harness::counters`): perf's event names to values, the empty loop's
+/// events subtracted; the events that could not be counted, with why (never shown as 0); and
+/// whether the benchmark's definition held.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Events {
+    pub per_op: BTreeMap<String, f64>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unavailable: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<DefinitionCheck>,
+}
+
+/// What the benchmark's definition says one operation costs in events, and whether it held.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DefinitionCheck {
+    /// e.g. "2 context-switches per op (±0.1)".
+    pub expected: String,
+    pub met: bool,
+}
+
 /// Longest time one operation may be said to take: 1000 s. Anything beyond is not a
 /// measurement (a file with 1e308 in it), and would overflow the statistics built on it.
 const MAX_NS: f64 = 1e12;
 
 /// What a run read from a file or the store must satisfy before anything is computed from it:
 /// samples finite, normal (or zero) and below `MAX_NS`; statistics only with samples; a
-/// result called ok has a positive median (a negative or zero cost gives ratios and "faster"
-/// verdicts that mean nothing).
+/// result called ok has some sample above zero (all zero or negative gives ratios and
+/// "faster" verdicts that mean nothing).
 pub fn validate(run: &Run) -> Result<(), String> {
     for r in &run.results {
         let id = &r.id;
@@ -377,8 +407,10 @@ pub fn validate(run: &Run) -> Result<(), String> {
         if values.iter().any(|v| !v.is_finite() || v.abs() > MAX_NS) {
             return Err(format!("{id}: statistics that are not finite"));
         }
-        if matches!(r.status, Status::Ok) && st.median <= 0.0 {
-            return Err(format!("{id}: a median of {:.3e} ns", st.median));
+        // A cost below the loop's jitter can give a median at or below zero, but a real
+        // measurement always has some positive samples.
+        if matches!(r.status, Status::Ok) && r.samples_ns.iter().all(|x| *x <= 0.0) {
+            return Err(format!("{id}: no sample above zero"));
         }
         if st.ci95.iter().any(|v| v.is_infinite() || v.abs() > MAX_NS) {
             return Err(format!("{id}: a confidence interval out of range"));
@@ -490,6 +522,7 @@ pub mod testdata {
             status: Status::Ok,
             repetitions: vec![],
             uncertainty: None,
+            events: None,
         }
     }
 

@@ -272,6 +272,12 @@ impl Session {
     /// the minimum repetitions.
     fn rep_options(&self, plan: &Plan, k: usize) -> WorkerOptions {
         let mut o = self.opts.clone();
+        // Events are counted in the first repetition only: a counting pass re-runs the case
+        // (see `harness::counters`), and what one operation costs in events does not drift
+        // between processes as its time does.
+        if k > 0 {
+            o.events.clear();
+        }
         if let Some(total) = plan.reps.fixed_total {
             let r = plan.reps.min;
             o.sampler.fixed_samples = Some(total / r + usize::from(k < total % r));

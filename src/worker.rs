@@ -107,8 +107,20 @@ fn measure(id: &str, opts: WorkerOptions) -> Vec<CaseResult> {
         allowed: opts.allowed,
         mq_name: opts.mq_name,
         scratch_dir: opts.scratch_dir,
+        events: events_override().unwrap_or(opts.events),
     };
     runner::run_cases(&meter, b, &opts.variants)
+}
+
+/// `OSCOST_EVENTS=none` (or a list) in a worker's environment overrides `--events`: a wrapper
+/// can then turn counting off for one side of an `ab`, which is how "counting does not move
+/// the measurement" is checked (`ab --b 'env OSCOST_EVENTS=none'`).
+fn events_override() -> Option<Vec<String>> {
+    let v = std::env::var("OSCOST_EVENTS").ok()?;
+    Some(match v.as_str() {
+        "none" | "" => vec![],
+        list => list.split(',').map(str::to_string).collect(),
+    })
 }
 
 // ---------------------------------------------------------------- coordinator side

@@ -170,6 +170,36 @@ fn judge_noise(
 }
 
 /// Statistics, outliers, disturbance and notes for one measured case.
+/// Hold the result's events against its definition (`bench::EXPECTED_EVENTS`): the check is
+/// recorded in `events.check`, and a departure is also a note with the counts. Events that
+/// could not be counted are not checked.
+pub fn check_definition(r: &mut BenchResult) {
+    let Some(ev) = r.events.as_mut() else { return };
+    let mut expected = Vec::new();
+    let mut missed = Vec::new();
+    for (event, x) in crate::bench::expected_events(&r.id) {
+        let Some(&v) = ev.per_op.get(event) else {
+            continue;
+        };
+        expected.push(x.describe(event));
+        if !x.holds(v) {
+            missed.push(format!("{} expected, {v:.2} counted", x.describe(event)));
+        }
+    }
+    if expected.is_empty() {
+        ev.check = None;
+        return;
+    }
+    ev.check = Some(crate::model::DefinitionCheck {
+        expected: expected.join("; "),
+        met: missed.is_empty(),
+    });
+    if !missed.is_empty() {
+        r.notes
+            .push(format!("definition not met: {}", missed.join("; ")));
+    }
+}
+
 pub fn analyze(mut raw: CaseResult, allowed: &[usize]) -> BenchResult {
     let m = match (raw.error.take(), raw.measurement.take()) {
         (Some(e), _) => return not_measured(raw.id, raw.definition, raw.params, status_of(e)),
@@ -199,7 +229,7 @@ pub fn analyze(mut raw: CaseResult, allowed: &[usize]) -> BenchResult {
             s.median, m.baseline_ns
         ));
     }
-    BenchResult {
+    let mut r = BenchResult {
         family: family_of(&raw.id).to_string(),
         id: raw.id,
         params: raw.params,
@@ -217,7 +247,10 @@ pub fn analyze(mut raw: CaseResult, allowed: &[usize]) -> BenchResult {
         status: Status::Ok,
         repetitions: vec![],
         uncertainty: None,
-    }
+        events: raw.events,
+    };
+    check_definition(&mut r);
+    r
 }
 
 fn not_measured(
@@ -273,6 +306,41 @@ mod tests {
     use crate::harness::sampler::Measurement;
     use crate::model::{Batch, Placement};
 
+    /// A ping-pong result whose counters saw `cs` switches per round trip.
+    fn pingpong(cs: f64) -> BenchResult {
+        let mut r = crate::model::testdata::result("switch/pipe-proc@same", vec![5000.0; 50]);
+        r.events = Some(crate::model::Events {
+            per_op: [("context-switches".to_string(), cs)].into_iter().collect(),
+            ..Default::default()
+        });
+        check_definition(&mut r);
+        r
+    }
+
+    #[test]
+    fn a_ping_pong_that_does_not_switch_twice_is_flagged() {
+        let bad = pingpong(0.3);
+        let check = bad.events.as_ref().unwrap().check.clone().unwrap();
+        assert!(!check.met);
+        assert!(
+            bad.notes.iter().any(|n| n.contains("definition not met")
+                && n.contains("2 context-switches per op (±0.1) expected, 0.30 counted")),
+            "{:?}",
+            bad.notes
+        );
+        let good = pingpong(2.0);
+        assert!(good.events.unwrap().check.unwrap().met);
+        assert!(good.notes.iter().all(|n| !n.contains("definition")));
+        // An event that could not be counted is not checked at all.
+        let mut r = crate::model::testdata::result("syscall/getpid", vec![100.0; 50]);
+        r.events = Some(crate::model::Events {
+            unavailable: [("context-switches".into(), "not permitted".into())].into(),
+            ..Default::default()
+        });
+        check_definition(&mut r);
+        assert!(r.events.unwrap().check.is_none());
+    }
+
     fn case(samples: Vec<f64>) -> CaseResult {
         let n = samples.len() as u64;
         CaseResult {
@@ -298,6 +366,7 @@ mod tests {
             notes: vec![],
             preemption_expected: false,
             error: None,
+            events: None,
         }
     }
 

@@ -161,7 +161,31 @@ fn concatenate(ok: &[&RepRun]) -> (CaseResult, Vec<(usize, usize)>) {
             *value = serde_json::json!(stats::median(&per_rep));
         }
     }
+    merged.events = merge_events(&cases);
     (merged, spans)
+}
+
+/// The repetitions' events per operation, averaged (each repetition counted its own window);
+/// an event any repetition could not count is listed with its reason.
+fn merge_events(cases: &[&CaseResult]) -> Option<crate::model::Events> {
+    let all: Vec<&crate::model::Events> = cases.iter().filter_map(|c| c.events.as_ref()).collect();
+    let first = all.first()?;
+    let mut out = crate::model::Events {
+        unavailable: all.iter().flat_map(|e| e.unavailable.clone()).collect(),
+        ..Default::default()
+    };
+    for name in first.per_op.keys() {
+        let v: Vec<f64> = all
+            .iter()
+            .filter_map(|e| e.per_op.get(name).copied())
+            .filter(|x| x.is_finite())
+            .collect();
+        if !v.is_empty() && !out.unavailable.contains_key(name) {
+            out.per_op
+                .insert(name.clone(), v.iter().sum::<f64>() / v.len() as f64);
+        }
+    }
+    Some(out)
 }
 
 /// Mark repetitions whose median departs from the others' by more than their spread and its

@@ -81,6 +81,8 @@ fn fault_bench(
     write: bool,
 ) -> Measured {
     let clock = Monotonic;
+    // A sample is `pages` first touches: events per page.
+    crate::harness::counters::set_unit(pages as f64);
     let mut o = m.individual(&mut || {
         // Over-allocate by one step so the touched range can start step-aligned (THP needs it).
         let r = Mapping::anonymous(step * (pages + 1), false, 0)?;

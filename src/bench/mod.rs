@@ -151,6 +151,85 @@ pub const LADDER: &[&str] = &[
     "spawn/fork-exec-dynamic",
 ];
 
+/// What one operation must cost in one event for the benchmark to mean what its definition
+/// says.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Expect {
+    /// `value` within `tol`.
+    About { value: f64, tol: f64 },
+    /// At least this many.
+    AtLeast(f64),
+}
+
+impl Expect {
+    pub fn holds(self, x: f64) -> bool {
+        match self {
+            Expect::About { value, tol } => (x - value).abs() <= tol,
+            Expect::AtLeast(v) => x >= v,
+        }
+    }
+
+    pub fn describe(self, event: &str) -> String {
+        match self {
+            Expect::About { value, tol } => format!("{value} {event} per op (±{tol})"),
+            Expect::AtLeast(v) => format!("at least {v} {event} per op"),
+        }
+    }
+}
+
+const NONE: Expect = Expect::About {
+    value: 0.0,
+    tol: 0.02,
+};
+const ROUND_TRIP: Expect = Expect::About {
+    value: 2.0,
+    tol: 0.1,
+};
+const ONE: Expect = Expect::About {
+    value: 1.0,
+    tol: 0.05,
+};
+
+/// Each benchmark's definition in events (result id, or an id prefix ending in `/`; event;
+/// expectation), checked on every result that counted the event: a system call that never
+/// leaves the CPU, a ping-pong on one CPU that is two switches a round trip, a ring hop that
+/// is one, a first touch that is one fault per page, a fork that switches and faults.
+pub const EXPECTED_EVENTS: &[(&str, &str, Expect)] = &[
+    ("syscall/getpid", "context-switches", NONE),
+    ("syscall/getpid", "minor-faults", NONE),
+    ("syscall/getppid", "context-switches", NONE),
+    ("syscall/getppid", "minor-faults", NONE),
+    ("switch/pipe-proc@same", "context-switches", ROUND_TRIP),
+    ("switch/pipe-thread@same", "context-switches", ROUND_TRIP),
+    ("switch/futex-thread@same", "context-switches", ROUND_TRIP),
+    ("switch/futex-proc@same", "context-switches", ROUND_TRIP),
+    ("switch/sem-thread@same", "context-switches", ROUND_TRIP),
+    ("switch/eventfd-proc@same", "context-switches", ROUND_TRIP),
+    ("switch/unix-proc@same", "context-switches", ROUND_TRIP),
+    ("switch/yield-pair@same", "context-switches", ROUND_TRIP),
+    ("switch/ring/", "context-switches", ONE),
+    ("mem/fault-read", "minor-faults", ONE),
+    ("mem/fault-write", "minor-faults", ONE),
+    ("mem/mmap/4KiB-touched", "minor-faults", ONE),
+    ("mem/mmap/4KiB-untouched", "minor-faults", NONE),
+    ("spawn/fork", "context-switches", Expect::AtLeast(0.95)),
+    ("spawn/fork", "minor-faults", Expect::AtLeast(1.0)),
+];
+
+/// The expectations that apply to result `id`.
+pub fn expected_events(id: &str) -> Vec<(&'static str, Expect)> {
+    EXPECTED_EVENTS
+        .iter()
+        .filter(|(key, _, _)| {
+            id == *key || (key.ends_with('/') && id.starts_with(key)) || {
+                id.strip_prefix(key)
+                    .is_some_and(|rest| rest.starts_with('/'))
+            }
+        })
+        .map(|&(_, e, x)| (e, x))
+        .collect()
+}
+
 /// Every curve the catalogue declares, with the id prefix of its results.
 pub fn curves() -> Vec<(String, Curve)> {
     registry()
@@ -162,6 +241,15 @@ pub fn curves() -> Vec<(String, Curve)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn expectations_match_exact_ids_and_prefixes_only() {
+        assert_eq!(expected_events("spawn/fork").len(), 2);
+        assert!(expected_events("spawn/fork-exec").is_empty());
+        assert_eq!(expected_events("switch/ring/n16-s0k").len(), 1);
+        assert!(expected_events("switch/pipe-proc@cross").is_empty());
+        assert!(ROUND_TRIP.holds(2.05) && !ROUND_TRIP.holds(0.3));
+    }
 
     #[test]
     fn the_ladder_names_results_of_the_default_suite_across_families() {

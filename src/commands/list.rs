@@ -28,6 +28,26 @@ fn list_text() -> String {
                 "  (not in the default suite)"
             }
         ));
+        // The events one operation must cost, checked on every run (exact ids and variants).
+        let mine: Vec<String> = bench::EXPECTED_EVENTS
+            .iter()
+            .filter(|(key, _, _)| {
+                key.trim_end_matches('/') == b.id
+                    || key.strip_prefix(b.id).is_some_and(|r| r.starts_with('@'))
+            })
+            .map(|(key, event, x)| {
+                let at = key.strip_prefix(b.id).unwrap_or("").trim_end_matches('/');
+                let at = if at.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({at})")
+                };
+                format!("{}{at}", x.describe(event))
+            })
+            .collect();
+        if !mine.is_empty() {
+            out.push_str(&format!("{:<28}        expects {}\n", "", mine.join("; ")));
+        }
     }
     out
 }

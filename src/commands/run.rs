@@ -72,6 +72,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub placement: Option<Vec<String>>,
 
+    /// perf events to count per operation (perf's names, e.g. context-switches,minor-faults,
+    /// cycles), or `none` [default: every event oscost knows; those the machine cannot count
+    /// are listed with why].
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub events: Option<Vec<String>>,
+
     /// A label stored with the run.
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
@@ -169,6 +175,7 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
             variants,
             mq_name: default_mq_name(),
             scratch_dir: None,
+            events: resolve_events(args.events.as_deref()).map_err(usage)?,
         },
         timeout,
         wrapper_text: args.under.clone(),
@@ -176,6 +183,27 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         label: args.label.clone(),
         reps,
     })
+}
+
+/// The events `--events` names (every known one by default, none for `none`).
+fn resolve_events(asked: Option<&[String]>) -> Result<Vec<String>, String> {
+    use crate::harness::counters::{EVENTS, find};
+    match asked {
+        None => Ok(EVENTS.iter().map(|e| e.name.to_string()).collect()),
+        Some([none]) if none == "none" => Ok(vec![]),
+        Some(list) => list
+            .iter()
+            .map(|e| {
+                find(e).map(|d| d.name.to_string()).ok_or_else(|| {
+                    let known: Vec<&str> = EVENTS.iter().map(|d| d.name).collect();
+                    format!(
+                        "--events: unknown event '{e}'; known: {}, or none",
+                        known.join(", ")
+                    )
+                })
+            })
+            .collect(),
+    }
 }
 
 /// `switch/pipe-proc@cross` is a result id: the benchmark, at that placement. Returns the

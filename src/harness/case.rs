@@ -256,6 +256,8 @@ pub struct Meter {
     pub mq_name: String,
     /// A private directory for temporary files, removed by the coordinator.
     pub scratch_dir: Option<PathBuf>,
+    /// perf events counted around each case (`harness::counters`); empty: none.
+    pub events: Vec<String>,
 }
 
 impl Meter {

@@ -8,13 +8,16 @@
 //! removed too; oscost accepts that rare risk over leaking objects that live until reboot.
 //!
 //! When the coordinator itself is killed (`kill -9`) there is no one left to snapshot, so the
-//! worker removes its own objects: every SysV object a benchmark holds is entered in `HELD`,
-//! and the worker asks for SIGTERM when its parent dies (`on_parent_death`), whose handler
-//! removes what is held and exits. Only async-signal-safe work happens in the handler: atomic
-//! swaps and the IPC_RMID system calls.
+//! worker removes its own objects. It asks for SIGTERM when its parent dies
+//! (`on_parent_death`); the handler sets `DYING`, and the sampler unwinds out of the benchmark
+//! at the next batch boundary, so each object's owner removes it in `Drop`. A signal delivered
+//! right after `shmget` returns (signals are delivered at system call exit) would otherwise
+//! leak the segment it created. If unwinding has not ended the worker within a second,
+//! SIGALRM removes what `HELD` lists (every SysV object a benchmark holds is entered there)
+//! and exits. Only async-signal-safe work happens in the handlers.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 /// Kinds of SysV object, as `HELD` encodes them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,20 +69,53 @@ fn remove_held() {
     }
 }
 
-extern "C" fn on_signal(sig: libc::c_int) {
-    remove_held();
-    // SAFETY: _exit is async-signal-safe and ends the process at once.
-    unsafe { libc::_exit(128 + sig) };
+/// Set once the worker has been told to go (its parent died): the sampler unwinds at the next
+/// batch boundary, so every object is removed by its owner's `Drop`, even one whose creating
+/// system call had just returned when the signal came (which `HELD` cannot know yet).
+static DYING: AtomicBool = AtomicBool::new(false);
+
+/// What the unwinding carries (no panic message: `resume_unwind` skips the panic hook).
+pub struct ParentGone;
+
+/// Unwind out of the benchmark if the worker has been told to go. Called between batches.
+pub fn unwind_if_dying() {
+    if DYING.load(Ordering::Relaxed) {
+        std::panic::resume_unwind(Box::new(ParentGone));
+    }
 }
 
-/// In the worker: SIGTERM when the parent (the coordinator, or the wrapper it started) dies,
-/// and SIGTERM, SIGINT and SIGHUP remove the held objects before the worker exits.
+extern "C" fn on_signal(sig: libc::c_int) {
+    if DYING.swap(true, Ordering::SeqCst) {
+        // A second signal: no more waiting.
+        remove_held();
+        // SAFETY: _exit is async-signal-safe and ends the process at once.
+        unsafe { libc::_exit(128 + sig) };
+    }
+    // Give the unwinding a second; a benchmark blocked for good is ended by SIGALRM.
+    // SAFETY: alarm is async-signal-safe.
+    unsafe { libc::alarm(1) };
+}
+
+extern "C" fn on_alarm(_: libc::c_int) {
+    remove_held();
+    // SAFETY: _exit is async-signal-safe and ends the process at once.
+    unsafe { libc::_exit(128 + libc::SIGTERM) };
+}
+
+/// In the worker: SIGTERM when the parent (the coordinator, or the wrapper it started) dies.
+/// SIGTERM, SIGINT and SIGHUP make the benchmark unwind at its next batch (its objects removed
+/// by their owners); if that takes over a second, SIGALRM removes the held objects and exits.
 pub fn on_parent_death() {
-    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+    for (sig, handler) in [
+        (libc::SIGTERM, on_signal as extern "C" fn(libc::c_int)),
+        (libc::SIGINT, on_signal),
+        (libc::SIGHUP, on_signal),
+        (libc::SIGALRM, on_alarm),
+    ] {
         // SAFETY: a zeroed sigaction with a handler that only does async-signal-safe work.
         unsafe {
             let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as *const () as usize;
+            sa.sa_sigaction = handler as *const () as usize;
             libc::sigemptyset(&mut sa.sa_mask);
             libc::sigaction(sig, &sa, std::ptr::null_mut());
         }

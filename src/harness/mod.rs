@@ -3,6 +3,7 @@
 
 pub mod case;
 pub mod clock;
+pub mod counters;
 pub mod ipc_guard;
 pub mod noise;
 pub mod os;

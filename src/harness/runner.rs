@@ -29,6 +29,9 @@ pub struct WorkerOptions {
     /// A private directory for temporary files, removed by the coordinator.
     #[serde(default)]
     pub scratch_dir: Option<PathBuf>,
+    /// perf events to count around each case (`--events`); empty: none.
+    #[serde(default)]
+    pub events: Vec<String>,
 }
 
 /// The POSIX message queue name of this run.
@@ -84,6 +87,9 @@ pub struct CaseResult {
     /// Involuntary switches are part of the operation, not a disturbance.
     pub preemption_expected: bool,
     pub error: Option<BenchError>,
+    /// Events per operation (none when counting was off or nothing was sampled).
+    #[serde(default)]
+    pub events: Option<crate::model::Events>,
 }
 
 impl CaseResult {
@@ -103,6 +109,7 @@ impl CaseResult {
             notes: vec![],
             preemption_expected: false,
             error: Some(e),
+            events: None,
         }
     }
 }
@@ -199,6 +206,23 @@ fn run_case(meter: &Meter, b: &Benchmark, mut c: Case, variants: &VariantOptions
     let before = noise::read_proc_stat();
     let outcome = (b.run)(meter, &c);
     let after = noise::read_proc_stat();
+    // A second, untimed pass counts events; read after the case function returns, when its
+    // peers have exited and their counts have joined ours.
+    let events = if meter.events.is_empty() || outcome.is_err() {
+        None
+    } else {
+        super::counters::open(&meter.events);
+        let counted = (b.run)(meter, &c);
+        let events = super::counters::finish();
+        events.map(|mut e| {
+            if let Err(err) = counted {
+                e.per_op.clear();
+                e.unavailable
+                    .insert("all".into(), format!("the counting pass failed: {err}"));
+            }
+            e
+        })
+    };
     if placed.is_some() {
         let _ = placement::pin_current_thread(meter.cpu);
     }
@@ -233,6 +257,7 @@ fn run_case(meter: &Meter, b: &Benchmark, mut c: Case, variants: &VariantOptions
         notes: o.notes,
         preemption_expected: b.preempts,
         error: None,
+        events,
     }
 }
 

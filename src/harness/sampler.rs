@@ -18,6 +18,7 @@
 use std::convert::Infallible;
 
 use super::clock::Clock;
+use super::counters::{self, Phase};
 use super::noise::PreemptionProbe;
 use crate::model::Batch;
 use crate::stats;
@@ -124,6 +125,21 @@ fn infallible<T>(r: Result<T, Infallible>) -> T {
     }
 }
 
+/// Batches of the empty loop timed for the baseline.
+const BASELINE_BATCHES: u64 = 21;
+
+/// How long the untimed counting window after sampling lasts (events per operation are
+/// counted there, see `harness::counters`): at least 2 ms, and at least two batches.
+const COUNTING_NS: f64 = 2e6;
+
+/// Batches (or single operations) of the counting window for batches of `batch_ns` each.
+fn counting_repeats(batch_ns: f64) -> u64 {
+    if !(batch_ns.is_finite() && batch_ns > 0.0) {
+        return 2;
+    }
+    ((COUNTING_NS / batch_ns).ceil() as u64).clamp(2, 100_000)
+}
+
 pub struct Sampler<C: Clock, P: PreemptionProbe> {
     pub clock: C,
     pub probe: P,
@@ -184,6 +200,7 @@ impl<C: Clock, P: PreemptionProbe> Sampler<C, P> {
         op(n)?;
         let t1 = self.clock.now_ns();
         let sw1 = self.probe.involuntary_switches();
+        super::ipc_guard::unwind_if_dying();
         Ok((t1.saturating_sub(t0), sw1 > sw0))
     }
 
@@ -215,7 +232,7 @@ impl<C: Clock, P: PreemptionProbe> Sampler<C, P> {
             baseline(k);
             Ok(())
         };
-        let per_op: Vec<f64> = (0..21)
+        let per_op: Vec<f64> = (0..BASELINE_BATCHES)
             .map(|_| infallible(self.time_batch(&mut base, n)).0 as f64 / n as f64)
             .collect();
         stats::median(&per_op)
@@ -245,6 +262,9 @@ impl<C: Clock, P: PreemptionProbe> Sampler<C, P> {
         // Sized once cold, then again once warm: in a fresh process the first calls fault in
         // code and data, and a batch sized on them would be far too small.
         let n = self.batch_size(op)?;
+        if counters::active() {
+            return self.count_batched(op, baseline, n);
+        }
         let warm_start = self.clock.now_ns();
         while self.clock.now_ns().saturating_sub(warm_start) < self.cfg.warmup_ns {
             self.time_batch(op, n)?;
@@ -275,6 +295,35 @@ impl<C: Clock, P: PreemptionProbe> Sampler<C, P> {
         ))
     }
 
+    /// The counting pass of a batched operation (`harness::counters`): the empty loop and
+    /// about 2 ms of the operation, each counted, untimed; one token sample comes back.
+    fn count_batched<E>(
+        &self,
+        op: &mut Op<'_, E>,
+        baseline: &mut dyn FnMut(u64),
+        n: u64,
+    ) -> Result<(Measurement, StopReason), E> {
+        let (t, _) = self.time_batch(op, n)?;
+        counters::begin();
+        for _ in 0..BASELINE_BATCHES {
+            baseline(n);
+        }
+        counters::end(Phase::Baseline, BASELINE_BATCHES * n);
+        let k = counting_repeats(t as f64);
+        counters::begin();
+        for _ in 0..k {
+            op(n)?;
+            super::ipc_guard::unwind_if_dying();
+        }
+        counters::end(Phase::Sampling, k * n);
+        let batch = Batch {
+            batched: true,
+            size: n,
+        };
+        let m = Measurement::finish(vec![t as f64 / n as f64], vec![t], vec![], batch, 0.0);
+        Ok((m, StopReason::FixedCount))
+    }
+
     /// Time an operation that times itself: `op` performs one operation and returns its
     /// duration in ns as read from the clock (so it can time exactly the part that matters, as
     /// fork-child does through shared memory). One clock read's cost is subtracted.
@@ -282,10 +331,30 @@ impl<C: Clock, P: PreemptionProbe> Sampler<C, P> {
         &self,
         op: &mut dyn FnMut() -> Result<f64, E>,
     ) -> Result<(Measurement, StopReason), E> {
+        if counters::active() {
+            // The counting pass: one operation to size the window (by the wall clock: what
+            // `op` returns may be scaled, per page say), then about 2 ms counted.
+            let t0 = self.clock.now_ns();
+            let t = op()?;
+            let k = counting_repeats(self.clock.now_ns().saturating_sub(t0) as f64);
+            counters::begin();
+            for _ in 0..k {
+                op()?;
+                super::ipc_guard::unwind_if_dying();
+            }
+            counters::end(Phase::Sampling, k);
+            let batch = Batch {
+                batched: false,
+                size: 1,
+            };
+            let m = Measurement::finish(vec![t], vec![t as u64], vec![], batch, 0.0);
+            return Ok((m, StopReason::FixedCount));
+        }
         let warm_start = self.clock.now_ns();
         let mut warm = 0;
         while warm < 3 || self.clock.now_ns().saturating_sub(warm_start) < self.cfg.warmup_ns / 3 {
             op()?;
+            super::ipc_guard::unwind_if_dying();
             warm += 1;
         }
         let base = self.cfg.clock_cost_ns;
@@ -295,6 +364,7 @@ impl<C: Clock, P: PreemptionProbe> Sampler<C, P> {
         let reason = loop {
             let sw0 = self.probe.involuntary_switches();
             let t = op()?;
+            super::ipc_guard::unwind_if_dying();
             if self.probe.involuntary_switches() > sw0 {
                 preempted.push(samples.len());
             }

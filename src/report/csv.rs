@@ -6,7 +6,7 @@ use crate::model::Run;
 
 pub struct Csv;
 
-const HEADER: &str = "id,family,status,reason,unit,count,min,p1,p5,p25,median,p75,p95,p99,max,mean,stddev,mad,ci95_lo,ci95_hi,baseline_ns,batch_size,outliers_mild,outliers_severe,preempted_samples,disturbed";
+const HEADER: &str = "id,family,status,reason,unit,count,min,p1,p5,p25,median,p75,p95,p99,max,mean,stddev,mad,ci95_lo,ci95_hi,baseline_ns,batch_size,outliers_mild,outliers_severe,preempted_samples,disturbed,events_per_op,definition,events_unavailable";
 
 /// RFC 4180 quoting where needed.
 fn field(s: &str) -> String {
@@ -47,6 +47,19 @@ impl Exporter<Run> for Csv {
             row.push(r.outliers.severe.to_string());
             row.push(r.disturbed.preempted_samples.to_string());
             row.push(field(&r.disturbed.flag.join("; ")));
+            let ev = r.events.as_ref();
+            row.push(field(&ev.map_or(String::new(), |e| {
+                let v: Vec<String> = e.per_op.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                v.join(";")
+            })));
+            row.push(match ev.and_then(|e| e.check.as_ref()) {
+                Some(c) if c.met => "met".into(),
+                Some(_) => "not met".into(),
+                None => String::new(),
+            });
+            row.push(field(&ev.map_or(String::new(), |e| {
+                e.unavailable.keys().cloned().collect::<Vec<_>>().join(";")
+            })));
             out.push_str(&row.join(","));
             out.push('\n');
         }

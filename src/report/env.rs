@@ -65,6 +65,12 @@ pub fn render(env: &Env) -> String {
     line("scaling governor", o(&env.scaling_governor));
     line("libc", o(&env.libc_version));
     line(
+        "perf_event_paranoid",
+        env.perf_event_paranoid
+            .map_or("(unknown)".into(), |p| p.to_string()),
+    );
+    line("hardware counters", o(&env.hardware_counters));
+    line(
         "oscost",
         format!("{} ({} build)", env.oscost_version, env.build_profile),
     );

@@ -38,6 +38,10 @@ struct Row {
     count: usize,
     flags: Vec<String>,
     placement: String,
+    /// The family's key events per operation ("2.00 cs").
+    events: String,
+    /// Every counted event per operation, and what could not be counted.
+    events_full: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -119,7 +123,41 @@ fn row(r: &BenchResult) -> Row {
         count,
         flags,
         placement: placement_text(r),
+        events: super::key_events(r),
+        events_full: events_text(r),
     }
+}
+
+/// "context-switches 2.00, minor-faults 0.00; not counted: cycles (not supported: ...)".
+fn events_text(r: &BenchResult) -> String {
+    let Some(ev) = &r.events else {
+        return String::new();
+    };
+    let counted: Vec<String> = ev
+        .per_op
+        .iter()
+        .map(|(k, v)| format!("{k} {}", super::event_number(*v)))
+        .collect();
+    let mut t = counted.join(", ");
+    if let Some(c) = &ev.check {
+        t.push_str(&format!(
+            "; definition: {} ({})",
+            c.expected,
+            if c.met { "met" } else { "NOT met" }
+        ));
+    }
+    if !ev.unavailable.is_empty() {
+        // One reason for all when they share it (no PMU: every hardware event).
+        let reasons: std::collections::BTreeSet<&String> = ev.unavailable.values().collect();
+        let names: Vec<&str> = ev.unavailable.keys().map(String::as_str).collect();
+        let why: Vec<&str> = reasons.iter().map(|s| s.as_str()).collect();
+        t.push_str(&format!(
+            "; not counted: {} ({})",
+            names.join(", "),
+            why.join("; ")
+        ));
+    }
+    t
 }
 
 /// Draw one figure; a figure with nothing to draw is left out of the page.

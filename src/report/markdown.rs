@@ -28,7 +28,7 @@ impl Exporter<Run> for Markdown {
             run.clock.cost_ns
         ));
         out.push_str(&format!("| {} |\n", HEADERS.join(" | ")));
-        out.push_str("|---|--:|--:|--:|--:|--:|---|\n");
+        out.push_str("|---|--:|--:|--:|--:|--:|---|---|\n");
         for r in rows {
             let cells: Vec<String> = r.cells.iter().map(|c| escape(c)).collect();
             out.push_str(&format!("| {} |\n", cells.join(" | ")));
@@ -63,7 +63,7 @@ mod tests {
             table
                 .iter()
                 .filter(|l| !l.starts_with("|--"))
-                .all(|l| l.matches(" | ").count() == 6),
+                .all(|l| l.matches(" | ").count() == 7),
             "{text}"
         );
         assert!(text.contains("1. syscall/getppid: disturbed"));

@@ -35,6 +35,48 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
         .into()
 }
 
+/// The events that matter to a result's family, per operation, compactly: "2.00 cs" for a
+/// switch or a spawn, "1.00 flt" for memory, and cycles and IPC wherever they were counted;
+/// empty when nothing was counted.
+pub fn key_events(r: &crate::model::BenchResult) -> String {
+    let Some(ev) = &r.events else {
+        return String::new();
+    };
+    let keys: &[&str] = match r.family.as_str() {
+        "switch" | "spawn" => &["context-switches"],
+        "mem" => &["minor-faults"],
+        "ipc" | "syscall" => &["context-switches", "minor-faults"],
+        _ => &[],
+    };
+    let mut parts: Vec<String> = keys
+        .iter()
+        .filter_map(|k| {
+            let v = ev.per_op.get(*k)?;
+            let short = crate::harness::counters::find(k).map_or(*k, |d| d.short);
+            Some(format!("{} {short}", event_number(*v)))
+        })
+        .collect();
+    if let Some(c) = ev.per_op.get("cycles") {
+        parts.push(format!("{} cyc", event_number(*c)));
+        if let Some(i) = ev.per_op.get("instructions")
+            && *c > 0.0
+        {
+            parts.push(format!("IPC {:.2}", i / c));
+        }
+    }
+    parts.join(", ")
+}
+
+/// An event count per operation: two decimals when small, whole when large, never "-0.00".
+pub fn event_number(v: f64) -> String {
+    let v = if v.abs() < 0.005 { 0.0 } else { v };
+    if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
 /// Turns a run (or a comparison) into the bytes of one file format.
 pub trait Exporter<T: ?Sized = Run> {
     fn serialize(&self, x: &T) -> anyhow::Result<Vec<u8>>;

@@ -7,19 +7,20 @@ use comfy_table::{Cell, Color};
 use super::format_ns;
 use crate::model::{BenchResult, Run, Status};
 
-pub const HEADERS: [&str; 7] = [
+pub const HEADERS: [&str; 8] = [
     "benchmark",
     "median",
     "95% CI",
     "min",
     "p99",
     "samples",
+    "events/op",
     "flag",
 ];
 
 /// One row's cells, and whether the row deserves attention.
 pub struct Row {
-    pub cells: [String; 7],
+    pub cells: [String; 8],
     pub warn: bool,
 }
 
@@ -83,7 +84,12 @@ pub fn rows(run: &Run) -> (Vec<Row>, Vec<String>) {
             }
             for t in &r.notes {
                 warn = true;
-                flag.push(format!("note [{}]", note(&r.id, t)));
+                let word = if t.starts_with("definition not met") {
+                    "definition not met"
+                } else {
+                    "note"
+                };
+                flag.push(format!("{word} [{}]", note(&r.id, t)));
             }
             Row {
                 cells: cells(r, flag.join(" ")),
@@ -94,7 +100,7 @@ pub fn rows(run: &Run) -> (Vec<Row>, Vec<String>) {
     (rows, notes)
 }
 
-fn cells(r: &BenchResult, flag: String) -> [String; 7] {
+fn cells(r: &BenchResult, flag: String) -> [String; 8] {
     match &r.stats {
         Some(s) => [
             super::printable(&r.id).into_owned(),
@@ -103,6 +109,7 @@ fn cells(r: &BenchResult, flag: String) -> [String; 7] {
             format_ns(s.min),
             format_ns(s.p99),
             s.count.to_string(),
+            super::key_events(r),
             flag,
         ],
         None => [
@@ -112,6 +119,7 @@ fn cells(r: &BenchResult, flag: String) -> [String; 7] {
             "-".into(),
             "-".into(),
             "0".into(),
+            String::new(),
             flag,
         ],
     }
@@ -128,7 +136,7 @@ pub fn render(run: &Run, color: bool) -> String {
             .enumerate()
             .map(|(i, c)| {
                 let cell = Cell::new(c);
-                if color && row.warn && i == 6 {
+                if color && row.warn && i == 7 {
                     cell.fg(Color::Yellow)
                 } else {
                     cell

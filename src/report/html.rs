@@ -375,6 +375,26 @@ fn family_figures<'a>(
             figure: Figure::Bars { title, bars },
         });
     }
+    let cycles: Vec<(f64, f64)> = rs
+        .iter()
+        .filter(|r| ok(r))
+        .filter_map(|r| {
+            let c = *r.events.as_ref()?.per_op.get("cycles")?;
+            Some((r.stats.as_ref()?.median, c))
+        })
+        .collect();
+    if cycles.len() >= 2 {
+        let title = format!("{fam}/: cycles per operation against its time");
+        out.push(Drawn {
+            name: format!("cycles-{fam}"),
+            title: title.clone(),
+            owner: owner.clone(),
+            figure: Figure::CyclesVsTime {
+                title,
+                points: cycles,
+            },
+        });
+    }
     for (prefix, curve) in curves {
         if let Some(figure) = curve_figure(rs, prefix, curve) {
             out.push(Drawn {
@@ -605,6 +625,29 @@ mod tests {
         let first_svg = html.find("<svg").unwrap();
         assert!(html[..first_svg].contains("What this machine costs"));
         assert!(html.contains("spawn/fork  ") && html.contains("1.0x"));
+        // With cycles counted, a family gets cycles against time.
+        let mut counted = testdata::run();
+        let mut second = counted.results[0].clone();
+        second.id = format!("{}-again", second.id);
+        counted.results.push(second);
+        for r in &mut counted.results {
+            r.events = Some(crate::model::Events {
+                per_op: [(
+                    "cycles".to_string(),
+                    3.0 * r.stats.as_ref().map_or(1.0, |s| s.median),
+                )]
+                .into(),
+                ..Default::default()
+            });
+        }
+        let page2 = render_run(&counted, &[], &[], false).unwrap();
+        assert!(
+            page2
+                .files
+                .iter()
+                .any(|(p, _)| p.starts_with("fig/cycles-"))
+        );
+        assert!(!has("fig/cycles-call.svg"), "none without cycles");
         // Details are folded, their figures files loaded only when opened.
         assert!(html.contains("<details") && html.contains("src=\"fig/call-f0-series.svg\""));
         assert!(has("fig/call-f0-series.svg"));

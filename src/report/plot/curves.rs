@@ -102,3 +102,42 @@ pub(super) fn curves<DB: DrawingBackend>(
     }
     legend(&mut chart, SeriesLabelPosition::UpperLeft)
 }
+
+/// Cycles per operation (y) against ns per operation (x), one dot each.
+pub(super) fn scatter<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    points: &[(f64, f64)],
+) -> Res {
+    if points.is_empty() {
+        return Err("no points".into());
+    }
+    let xmax = points.iter().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
+    let (unit, div) = unit_for(xmax.abs().max(1.0));
+    let (x0, x1) = padded(0.0, xmax / div);
+    let ymax = points.iter().map(|p| p.1).fold(f64::NEG_INFINITY, f64::max);
+    let (y0, y1) = padded(0.0, ymax);
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", CAPTION))
+        .margin(12)
+        .x_label_area_size(38)
+        .y_label_area_size(64)
+        .build_cartesian_2d(x0.max(0.0)..x1, y0.max(0.0)..y1)
+        .map_err(e2s)?;
+    axes(
+        &mut chart,
+        &format!("time per operation ({unit})"),
+        "cycles per operation",
+        10,
+        &tick,
+    )?;
+    let c = PALETTE[0];
+    chart
+        .draw_series(
+            points
+                .iter()
+                .map(|&(x, y)| Circle::new((x / div, y), 4, c.filled())),
+        )
+        .map_err(e2s)?;
+    Ok(())
+}

@@ -97,6 +97,12 @@ pub enum Figure<'a> {
         log2_x: bool,
         series: Vec<(String, Vec<Point>)>,
     },
+    /// Cycles per operation against its time (ns), one dot per benchmark: the slope is the
+    /// clock rate, and a dot off the line spent its time waiting, not computing.
+    CyclesVsTime {
+        title: String,
+        points: Vec<(f64, f64)>,
+    },
     /// Slowdown per benchmark (ratio), sorted, CI whiskers, the noise band shaded.
     Slowdown {
         title: String,
@@ -271,6 +277,7 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, f: &Figure) -> Re
             bars,
             threshold,
         } => bar_chart(root, title, bars, Some(*threshold)),
+        Figure::CyclesVsTime { title, points } => curves::scatter(root, title, points),
     }
 }
 

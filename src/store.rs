@@ -37,6 +37,10 @@ pub enum StoreError {
         "cannot save into {path}: {why}; make it and its directory writable, or give --no-save or another --db"
     )]
     ReadOnly { path: PathBuf, why: String },
+    #[error(
+        "--db takes a file path; this oscost has no {0}:// store (a URL would become a directory named '{0}:'); give a path such as ./results.db"
+    )]
+    Url(String),
     #[error("{0} is locked by another process; wait for it, or give --no-save or another --db")]
     Locked(PathBuf),
     #[error(
@@ -80,10 +84,10 @@ impl StoreError {
 /// the current directory: a store that moves with `cd` loses history silently).
 pub fn default_path(explicit: Option<&Path>) -> Result<PathBuf, StoreError> {
     if let Some(p) = explicit {
-        return Ok(p.to_path_buf());
+        return not_a_url(p.to_path_buf());
     }
     if let Some(p) = std::env::var_os("OSCOST_DB").filter(|v| !v.is_empty()) {
-        return Ok(PathBuf::from(p));
+        return not_a_url(PathBuf::from(p));
     }
     let env = |k: &str| {
         std::env::var_os(k)
@@ -101,6 +105,23 @@ pub fn default_path(explicit: Option<&Path>) -> Result<PathBuf, StoreError> {
         })
         .ok_or(StoreError::NoHome)?;
     Ok(base.join("oscost").join("results.db"))
+}
+
+/// A store is a file: `postgres://host/db` would otherwise become a directory named
+/// `postgres:` with a database inside it. Anything shaped like `scheme://` is refused.
+fn not_a_url(p: PathBuf) -> Result<PathBuf, StoreError> {
+    let text = p.to_string_lossy();
+    match text.split_once("://") {
+        Some((scheme, _))
+            if !scheme.is_empty()
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) =>
+        {
+            Err(StoreError::Url(scheme.to_string()))
+        }
+        _ => Ok(p),
+    }
 }
 
 /// How long a save waits for another process's transaction (runs save in milliseconds).
@@ -539,6 +560,22 @@ mod tests {
     fn path_precedence_is_flag_then_env_then_xdg() {
         let p = default_path(Some(Path::new("/x/y.db"))).unwrap();
         assert_eq!(p, PathBuf::from("/x/y.db"));
+    }
+
+    #[test]
+    fn urls_are_refused_not_made_into_directories() {
+        for url in [
+            "postgres://u@h:5432/db",
+            "postgresql://h/db",
+            "sqlite://x.db",
+        ] {
+            let e = default_path(Some(Path::new(url))).unwrap_err();
+            assert!(matches!(e, StoreError::Url(_)) && e.is_usage(), "{e}");
+        }
+        assert!(
+            default_path(Some(Path::new("./a://b"))).is_ok(),
+            "a path, not a URL"
+        );
     }
 
     #[test]

@@ -150,6 +150,12 @@ const CASES: &[Case] = &[
         "not an oscost database",
     ),
     case("run call/f0 --db {o}", 2, "not a regular file"),
+    case(
+        "run call/f0 --db postgres://u@localhost:5432/db",
+        2,
+        "file path",
+    ),
+    case("history --db postgresql://localhost/db", 2, "file path"),
     // ab
     case("ab --b '' call/f0", 2, "--b needs a command"),
     case("ab --a \\'x call/f0", 2, "--a"),
@@ -251,7 +257,6 @@ fn expand(args: &str, fx: &Fixtures, out: &Path) -> Vec<String> {
             a.replace("{f}", &fx.path(""))
                 .replace("{o}", &out.display().to_string())
                 .replace("LONGNAME", &long)
-                .replace("//", "/")
         })
         .collect()
 }

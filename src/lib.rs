@@ -12,6 +12,7 @@ pub mod harness;
 pub mod model;
 pub mod output;
 pub mod report;
+pub mod sample_codec;
 pub mod scheduler;
 pub mod scratch;
 pub mod stats;

@@ -419,9 +419,10 @@ pub fn validate(run: &Run) -> Result<(), String> {
     Ok(())
 }
 
-/// Load a run from JSON text, checking the schema version before anything else so a file of
-/// another version gets that message, not a confusing field error.
-pub fn run_from_json(text: &str, path: &str) -> Result<Run, LoadError> {
+/// Parse a run from JSON text, checking the schema version before anything else so a file of
+/// another version gets that message, not a confusing field error. Not yet validated: the
+/// store fills in the raw samples it keeps apart first.
+pub fn parse_run(text: &str, path: &str) -> Result<Run, LoadError> {
     let value: serde_json::Value =
         serde_json::from_str(text).map_err(|source| LoadError::Parse {
             path: path.into(),
@@ -447,13 +448,23 @@ pub fn run_from_json(text: &str, path: &str) -> Result<Run, LoadError> {
         path: path.into(),
         source,
     })?;
+    if version == Some(1) && !run.notes.iter().any(|n| n == V1_NOTE) {
+        run.notes.push(V1_NOTE.into());
+    }
+    Ok(run)
+}
+
+/// Load a run from JSON text: parsed (`parse_run`), then checked (`validate`).
+pub fn run_from_json(text: &str, path: &str) -> Result<Run, LoadError> {
+    checked(parse_run(text, path)?, path)
+}
+
+/// A parsed run, once checked against what measurements can give.
+pub fn checked(run: Run, path: &str) -> Result<Run, LoadError> {
     validate(&run).map_err(|why| LoadError::Invalid {
         path: path.into(),
         why,
     })?;
-    if version == Some(1) && !run.notes.iter().any(|n| n == V1_NOTE) {
-        run.notes.push(V1_NOTE.into());
-    }
     Ok(run)
 }
 

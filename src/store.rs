@@ -3,10 +3,13 @@
 //! `~/.local/share/oscost/results.db`.
 //!
 //! A run is written in one transaction at its end: SQLite's journal makes that atomic, so a run
-//! killed while saving (even by SIGKILL) leaves the earlier runs intact and no partial run. The
-//! whole run is kept as its JSON (the result model, raw samples included) beside a summary row
-//! per result that `history` queries. The schema is versioned with `PRAGMA user_version`;
-//! `migrate` brings an older database up to date and a newer or foreign one is refused.
+//! killed while saving (even by SIGKILL) leaves the earlier runs intact and no partial run.
+//! Schema 2 keeps a run compactly: its JSON (the result model) without raw samples, deflated,
+//! in `runs.run_z`, and each result's samples in `samples` as picoseconds, delta-varint and
+//! deflated (`sample_codec`: ~2.3 bytes a sample, lossless); a summary row per result serves
+//! `history`. The schema is versioned with `PRAGMA user_version`; `migrate` brings an older
+//! database up to date in place (schema 1 runs rewritten, then VACUUM) and a newer or foreign
+//! one is refused.
 
 use std::path::{Path, PathBuf};
 
@@ -15,7 +18,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use crate::model::{self, HistoryPoint, Run, RunSummary};
 
 /// The schema this oscost writes.
-pub const SCHEMA: i32 = 1;
+pub const SCHEMA: i32 = 2;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -276,9 +279,14 @@ impl Store {
     /// again under the lock: several processes opening a fresh file at once migrate it once.
     fn migrate(&self) -> Result<(), StoreError> {
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        let from = self.version()?;
         let r = self.migrate_locked();
         let end = if r.is_ok() { "COMMIT" } else { "ROLLBACK" };
         self.conn.execute_batch(end)?;
+        if r.is_ok() && from == 1 {
+            // Runs rewritten compactly leave their old pages free: give them back to the disk.
+            let _ = self.conn.execute_batch("VACUUM");
+        }
         r
     }
 
@@ -310,6 +318,35 @@ impl Store {
                  CREATE INDEX results_by_bench ON results(bench, run_id);
                  PRAGMA user_version = 1;",
             )?;
+        }
+        if from < 2 {
+            // Compact runs: the JSON without raw samples, deflated, and each result's samples
+            // as picoseconds, delta-varint and deflated (`sample_codec`). Existing runs are
+            // rewritten in place.
+            self.conn.execute_batch(
+                "ALTER TABLE runs ADD COLUMN run_z BLOB;
+                 CREATE TABLE samples (
+                     run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+                     idx INTEGER NOT NULL,
+                     data BLOB NOT NULL,
+                     PRIMARY KEY (run_id, idx)
+                 );",
+            )?;
+            let old: Vec<(i64, String)> = {
+                let mut q = self.conn.prepare("SELECT id, run_json FROM runs")?;
+                q.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<Result<_, _>>()?
+            };
+            for (id, json) in &old {
+                let run = model::parse_run(json, &format!("stored run {id}")).map_err(|e| {
+                    StoreError::BadRun {
+                        id: *id,
+                        why: e.to_string(),
+                    }
+                })?;
+                write_compact(&self.conn, *id, &run)?;
+            }
+            self.conn.execute_batch("PRAGMA user_version = 2;")?;
         }
         Ok(())
     }
@@ -389,17 +426,41 @@ impl Store {
     }
 
     pub fn load(&self, id: i64) -> Result<Run, StoreError> {
-        let json: String = self
+        let bad = |why: String| StoreError::BadRun { id, why };
+        let name = format!("stored run {id}");
+        if self.version()? < 2 {
+            // A read-only store of the first schema: the whole run is its JSON.
+            let json: String = self
+                .conn
+                .query_row("SELECT run_json FROM runs WHERE id = ?1", [id], |r| {
+                    r.get(0)
+                })
+                .optional()?
+                .ok_or_else(|| StoreError::NoSuchRun(id.to_string()))?;
+            return model::run_from_json(&json, &name).map_err(|e| bad(e.to_string()));
+        }
+        let z: Vec<u8> = self
             .conn
-            .query_row("SELECT run_json FROM runs WHERE id = ?1", [id], |r| {
-                r.get(0)
-            })
+            .query_row("SELECT run_z FROM runs WHERE id = ?1", [id], |r| r.get(0))
             .optional()?
             .ok_or_else(|| StoreError::NoSuchRun(id.to_string()))?;
-        model::run_from_json(&json, &format!("stored run {id}")).map_err(|e| StoreError::BadRun {
-            id,
-            why: e.to_string(),
-        })
+        let mut json = String::new();
+        std::io::Read::read_to_string(&mut flate2::read::DeflateDecoder::new(&z[..]), &mut json)
+            .map_err(|e| bad(e.to_string()))?;
+        let mut run = model::parse_run(&json, &name).map_err(|e| bad(e.to_string()))?;
+        let mut q = self
+            .conn
+            .prepare("SELECT idx, data FROM samples WHERE run_id = ?1")?;
+        let rows = q.query_map([id], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?)))?;
+        for row in rows {
+            let (idx, data) = row?;
+            let r = run
+                .results
+                .get_mut(idx as usize)
+                .ok_or_else(|| bad(format!("samples for result {idx}, which it lacks")))?;
+            r.samples_ns = crate::sample_codec::decode(&data).map_err(bad)?;
+        }
+        model::checked(run, &name).map_err(|e| bad(e.to_string()))
     }
 
     /// One benchmark across every run that has it, oldest first.
@@ -438,13 +499,9 @@ impl Store {
 
 /// Insert one run and its summary rows inside `tx`; returns its id.
 fn insert(tx: &rusqlite::Transaction, run: &Run) -> Result<i64, StoreError> {
-    let json = serde_json::to_string(run).map_err(|e| StoreError::BadRun {
-        id: 0,
-        why: e.to_string(),
-    })?;
     tx.execute(
         "INSERT INTO runs (started_at, label, host, kernel, wrapper, benchmarks, run_json)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, '')",
         params![
             run.started_at,
             run.label,
@@ -452,10 +509,10 @@ fn insert(tx: &rusqlite::Transaction, run: &Run) -> Result<i64, StoreError> {
             run.env.kernel_release,
             run.wrapper,
             run.results.len() as i64,
-            json
         ],
     )?;
     let id = tx.last_insert_rowid();
+    write_compact(tx, id, run)?;
     {
         let mut ins = tx.prepare(
             "INSERT OR REPLACE INTO results
@@ -477,6 +534,36 @@ fn insert(tx: &rusqlite::Transaction, run: &Run) -> Result<i64, StoreError> {
         }
     }
     Ok(id)
+}
+
+/// Store run `id` compactly: its JSON without raw samples, deflated, in `runs.run_z`, and each
+/// result's samples in `samples` (see `sample_codec`).
+fn write_compact(conn: &Connection, id: i64, run: &Run) -> Result<(), StoreError> {
+    let bad = |e: String| StoreError::BadRun { id, why: e };
+    let mut bare = run.clone();
+    for r in &mut bare.results {
+        r.samples_ns = Vec::new();
+    }
+    let json = serde_json::to_vec(&bare).map_err(|e| bad(e.to_string()))?;
+    let mut z = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut z, &json).map_err(|e| bad(e.to_string()))?;
+    let z = z.finish().map_err(|e| bad(e.to_string()))?;
+    conn.execute(
+        "UPDATE runs SET run_json = '', run_z = ?2 WHERE id = ?1",
+        params![id, z],
+    )?;
+    let mut ins =
+        conn.prepare("INSERT OR REPLACE INTO samples (run_id, idx, data) VALUES (?1, ?2, ?3)")?;
+    for (i, r) in run.results.iter().enumerate() {
+        if !r.samples_ns.is_empty() {
+            ins.execute(params![
+                id,
+                i as i64,
+                crate::sample_codec::encode(&r.samples_ns)
+            ])?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -560,6 +647,52 @@ mod tests {
     fn path_precedence_is_flag_then_env_then_xdg() {
         let p = default_path(Some(Path::new("/x/y.db"))).unwrap();
         assert_eq!(p, PathBuf::from("/x/y.db"));
+    }
+
+    #[test]
+    fn a_first_schema_store_is_migrated_in_place_to_compact_samples() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("v1.db");
+        let mut run = testdata::run();
+        // Realistic samples: many, rounded to picoseconds as the analysis rounds them.
+        let samples: Vec<f64> = (0..5000)
+            .map(|i| ((150.0 + (i * 7919 % 97) as f64 * 0.37) * 1000.0).round() / 1000.0)
+            .collect();
+        run.results[0].samples_ns = samples.clone();
+        {
+            let c = Connection::open(&p).unwrap();
+            c.execute_batch(
+                "CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, started_at TEXT NOT NULL,
+                   label TEXT, host TEXT, kernel TEXT, wrapper TEXT, benchmarks INTEGER NOT NULL,
+                   run_json TEXT NOT NULL);
+                 CREATE TABLE results (run_id INTEGER NOT NULL, bench TEXT NOT NULL,
+                   status TEXT NOT NULL, median REAL, ci_lo REAL, ci_hi REAL,
+                   samples INTEGER NOT NULL, disturbed INTEGER NOT NULL,
+                   PRIMARY KEY (run_id, bench));
+                 PRAGMA user_version = 1;",
+            )
+            .unwrap();
+            c.execute(
+                "INSERT INTO runs (started_at, benchmarks, run_json) VALUES ('t', 4, ?1)",
+                [serde_json::to_string(&run).unwrap()],
+            )
+            .unwrap();
+        }
+        let s = Store::open(&p).unwrap();
+        assert_eq!(s.version().unwrap(), SCHEMA);
+        let back = s.load(1).unwrap();
+        assert_eq!(back.results, run.results);
+        // The samples now take a few bytes each, not the ~16 of JSON text.
+        let stored: i64 = s
+            .conn
+            .query_row("SELECT sum(length(data)) FROM samples", [], |r| r.get(0))
+            .unwrap();
+        let per = stored as f64 / samples.len() as f64;
+        assert!(per < 3.0, "{per:.2} bytes a sample");
+        // A new save is compact too and loads back equal.
+        let mut s = s;
+        let id = s.save(&run).unwrap();
+        assert_eq!(s.load(id).unwrap().results, run.results);
     }
 
     #[test]

@@ -69,6 +69,8 @@ fn runs_are_saved_listed_trended_shown_exported_and_compared() {
         trend.contains("across 2 run(s)") && trend.contains("trend"),
         "{trend}"
     );
+    let changes = ok(&with_db(&db, &["history", "syscall/getuid", "--changes"]));
+    assert!(changes.contains("changes: none"), "{changes}");
     usage_error(
         &with_db(&db, &["history", "syscall/getuuid"]),
         "did you mean 'syscall/getuid'",

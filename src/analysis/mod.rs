@@ -13,6 +13,7 @@ use crate::harness::runner::CaseResult;
 use crate::model::{BenchResult, Disturbance, Status, family_of};
 use crate::stats;
 
+pub mod changes;
 mod repetitions;
 
 pub use repetitions::{Judging, RepRun, halfwidth, merge_repetitions, repetition_ci};

@@ -11,6 +11,10 @@ use crate::report;
 pub struct HistoryArgs {
     /// A benchmark id (e.g. syscall/getpid).
     pub bench: Option<String>,
+    /// With a benchmark id: find the runs where its level shifted, with the size of each
+    /// shift and what differed between the runs on either side.
+    #[arg(long, requires = "bench")]
+    pub changes: bool,
     #[command(flatten)]
     pub store: StoreArgs,
 }
@@ -26,7 +30,11 @@ impl HistoryArgs {
                     let known = s.known_benchmarks().map_err(store_err)?;
                     return Err(usage(unknown_benchmark(b, &known)));
                 }
-                report::history::trend(b, &points, color(), terminal_columns())
+                let mut text = report::history::trend(b, &points, color(), terminal_columns());
+                if self.changes {
+                    text.push_str(&changes_text(&s, &points)?);
+                }
+                text
             }
         };
         print_stdout(&text)?;
@@ -61,4 +69,104 @@ fn terminal_columns() -> usize {
     } else {
         80
     }
+}
+
+/// The level shifts of a benchmark's history, each with the run it happened at, its size and
+/// what differed in the environment between the runs on either side.
+fn changes_text(
+    s: &crate::store::Store,
+    points: &[crate::model::HistoryPoint],
+) -> anyhow::Result<String> {
+    use crate::report::format_ns;
+    let series: Vec<f64> = points
+        .iter()
+        .map(|p| p.median.unwrap_or(f64::NAN))
+        .collect();
+    let found = crate::analysis::changes::find_changes(&series);
+    if found.is_empty() {
+        return Ok(format!(
+            "changes: none (no level shift beyond the noise of these {} runs)\n",
+            points.len()
+        ));
+    }
+    let mut out = String::new();
+    for c in found {
+        let at = &points[c.index];
+        let prev = points[..c.index]
+            .iter()
+            .rev()
+            .find(|p| p.median.is_some())
+            .unwrap_or(&points[0]);
+        out.push_str(&format!(
+            "change at run {} ({}): x{:.3} [{:.3}-{:.3}], {} -> {} ({:+})\n",
+            at.run_id,
+            at.started_at,
+            c.ratio,
+            c.ratio_ci[0],
+            c.ratio_ci[1],
+            format_ns(c.before),
+            format_ns(c.after),
+            format_ns(c.after - c.before)
+        ));
+        let (a, b) = (s.load(prev.run_id), s.load(at.run_id));
+        let differs = match (a, b) {
+            (Ok(a), Ok(b)) => env_differences(&a, &b),
+            _ => vec!["(a run could not be read)".into()],
+        };
+        out.push_str(&format!(
+            "  between run {} and run {}: {}\n",
+            prev.run_id,
+            at.run_id,
+            if differs.is_empty() {
+                "nothing oscost records differs".to_string()
+            } else {
+                differs.join("; ")
+            }
+        ));
+    }
+    Ok(out)
+}
+
+/// What differs between two runs' environments, as "kernel a -> b".
+fn env_differences(a: &crate::model::Run, b: &crate::model::Run) -> Vec<String> {
+    let o = |v: &Option<String>| v.clone().unwrap_or_else(|| "?".into());
+    let mut d = Vec::new();
+    let mut cmp = |what: &str, x: String, y: String| {
+        if x != y {
+            d.push(format!("{what} {x} -> {y}"));
+        }
+    };
+    cmp("host", o(&a.env.hostname), o(&b.env.hostname));
+    cmp("kernel", o(&a.env.kernel_release), o(&b.env.kernel_release));
+    cmp(
+        "boot command line",
+        o(&a.env.boot_cmdline),
+        o(&b.env.boot_cmdline),
+    );
+    cmp("CPU", o(&a.env.cpu_model), o(&b.env.cpu_model));
+    cmp(
+        "oscost",
+        a.env.oscost_version.clone(),
+        b.env.oscost_version.clone(),
+    );
+    cmp("wrapper", o(&a.wrapper), o(&b.wrapper));
+    cmp("label", o(&a.label), o(&b.label));
+    let mitigations: Vec<&String> = a
+        .env
+        .vulnerabilities
+        .iter()
+        .filter(|(k, v)| b.env.vulnerabilities.get(*k) != Some(*v))
+        .map(|(k, _)| k)
+        .collect();
+    if !mitigations.is_empty() {
+        d.push(format!(
+            "mitigations of {}",
+            mitigations
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    d
 }

@@ -154,10 +154,8 @@ pub fn check_writable(path: &Path) -> Result<Target, String> {
                 .create_new(true)
                 .open(p)
                 .map_err(cannot)?;
+            // The same directory took the name itself: the temporary file beside it will do.
             std::fs::remove_file(p).map_err(cannot)?;
-            tempfile::NamedTempFile::new_in(parent_dir(p))
-                .map(drop)
-                .map_err(cannot)?;
         }
     }
     Ok(target)

@@ -23,11 +23,7 @@ impl Fixtures {
             .arg(&ok)
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_success(&out);
         let run: serde_json::Value = serde_json::from_slice(&std::fs::read(&ok).unwrap()).unwrap();
         let broken = |name: &str, edit: &dyn Fn(&mut serde_json::Value)| {
             let mut v = run.clone();

@@ -31,11 +31,7 @@ fn outputs_go_through_fifos_devices_symlinks_and_stdout_and_keep_their_type() {
         std::thread::spawn(move || std::fs::read(f).unwrap())
     };
     let out = quick_with(&unique_tag("fifo"), &["--json", fifo.to_str().unwrap()]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let got = reader.join().unwrap();
     assert!(got.starts_with(b"{\"schema_version\""));
     assert!(
@@ -81,11 +77,7 @@ fn outputs_go_through_fifos_devices_symlinks_and_stdout_and_keep_their_type() {
         )
         .unwrap();
         let out = quick_with(&unique_tag("node"), &["--json", node.to_str().unwrap()]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_success(&out);
         assert!(
             std::fs::symlink_metadata(&node)
                 .unwrap()
@@ -413,11 +405,7 @@ fn eight_concurrent_first_uses_of_a_fresh_database_all_succeed() {
         .collect();
     for c in children {
         let out = c.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_success(&out);
     }
     let s = oscost::store::Store::open_existing(&db).unwrap();
     assert_eq!(s.list().unwrap().len(), 8);
@@ -435,11 +423,7 @@ fn a_wrappers_daemon_does_not_outlive_the_run() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     assert_eq!(alive(&tag), Vec::<i32>::new());
 }
 
@@ -456,11 +440,7 @@ fn thread_limits_and_a_tiny_stack_give_reasons_not_panics() {
         .arg("list")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let setpriv = Path::new("/usr/bin/setpriv");
     if !(nix::unistd::geteuid().is_root() && setpriv.exists()) {
         return; // RLIMIT_NPROC does not bind root

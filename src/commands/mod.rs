@@ -101,8 +101,13 @@ pub fn conclude(runs: &[&Run], late: &[String]) -> i32 {
         .map(|r| r.id.as_str())
         .collect();
     if !failed.is_empty() {
-        let mut names: Vec<&str> = failed.clone();
-        names.dedup();
+        // ab's two sides share ids: name each once.
+        let mut names: Vec<&str> = Vec::new();
+        for id in &failed {
+            if !names.contains(id) {
+                names.push(id);
+            }
+        }
         let shown = names.iter().take(6).copied().collect::<Vec<_>>().join(", ");
         let more = if names.len() > 6 { ", ..." } else { "" };
         eprintln!(

@@ -132,6 +132,23 @@ const BASELINE_BATCHES: u64 = 21;
 /// counted there, see `harness::counters`): at least 2 ms, and at least two batches.
 const COUNTING_NS: f64 = 2e6;
 
+/// Run `step` (which performs `ops_per_step` operations and lasts about `step_ns`) for about
+/// `COUNTING_NS` with the counters on, untimed.
+fn counted_window<E>(
+    step_ns: f64,
+    ops_per_step: u64,
+    step: &mut dyn FnMut() -> Result<(), E>,
+) -> Result<(), E> {
+    let k = counting_repeats(step_ns);
+    counters::begin();
+    for _ in 0..k {
+        step()?;
+        super::ipc_guard::unwind_if_dying();
+    }
+    counters::end(Phase::Sampling, k * ops_per_step);
+    Ok(())
+}
+
 /// Batches (or single operations) of the counting window for batches of `batch_ns` each.
 fn counting_repeats(batch_ns: f64) -> u64 {
     if !(batch_ns.is_finite() && batch_ns > 0.0) {
@@ -309,18 +326,31 @@ impl<C: Clock, P: PreemptionProbe> Sampler<C, P> {
             baseline(n);
         }
         counters::end(Phase::Baseline, BASELINE_BATCHES * n);
-        let k = counting_repeats(t as f64);
-        counters::begin();
-        for _ in 0..k {
-            op(n)?;
-            super::ipc_guard::unwind_if_dying();
-        }
-        counters::end(Phase::Sampling, k * n);
+        counted_window(t as f64, n, &mut || op(n))?;
         let batch = Batch {
             batched: true,
             size: n,
         };
         let m = Measurement::finish(vec![t as f64 / n as f64], vec![t], vec![], batch, 0.0);
+        Ok((m, StopReason::FixedCount))
+    }
+
+    /// The counting pass of an operation timed one by one: one operation sizes the window (by
+    /// the wall clock: what `op` returns may be scaled, per page say), then about 2 ms is
+    /// counted; one token sample comes back.
+    fn count_individual<E>(
+        &self,
+        op: &mut dyn FnMut() -> Result<f64, E>,
+    ) -> Result<(Measurement, StopReason), E> {
+        let t0 = self.clock.now_ns();
+        let t = op()?;
+        let wall = self.clock.now_ns().saturating_sub(t0) as f64;
+        counted_window(wall, 1, &mut || op().map(drop))?;
+        let batch = Batch {
+            batched: false,
+            size: 1,
+        };
+        let m = Measurement::finish(vec![t], vec![t as u64], vec![], batch, 0.0);
         Ok((m, StopReason::FixedCount))
     }
 
@@ -332,23 +362,7 @@ impl<C: Clock, P: PreemptionProbe> Sampler<C, P> {
         op: &mut dyn FnMut() -> Result<f64, E>,
     ) -> Result<(Measurement, StopReason), E> {
         if counters::active() {
-            // The counting pass: one operation to size the window (by the wall clock: what
-            // `op` returns may be scaled, per page say), then about 2 ms counted.
-            let t0 = self.clock.now_ns();
-            let t = op()?;
-            let k = counting_repeats(self.clock.now_ns().saturating_sub(t0) as f64);
-            counters::begin();
-            for _ in 0..k {
-                op()?;
-                super::ipc_guard::unwind_if_dying();
-            }
-            counters::end(Phase::Sampling, k);
-            let batch = Batch {
-                batched: false,
-                size: 1,
-            };
-            let m = Measurement::finish(vec![t], vec![t as u64], vec![], batch, 0.0);
-            return Ok((m, StopReason::FixedCount));
+            return self.count_individual(op);
         }
         let warm_start = self.clock.now_ns();
         let mut warm = 0;

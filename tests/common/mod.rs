@@ -124,6 +124,15 @@ impl Drop for BusyCpu {
     }
 }
 
+/// The command succeeded; its stderr is the message when it did not.
+pub fn assert_success(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Run to completion and read the run it wrote, through the typed result model.
 pub fn run_json(tag: &str, args: &[&str]) -> (std::process::Output, Run) {
     let dir = tempfile::tempdir().unwrap();

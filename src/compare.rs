@@ -220,6 +220,31 @@ fn row(id: &str, b: &BenchResult, c: &BenchResult, opts: &Options) -> Option<Row
     })
 }
 
+/// The rows of benchmarks measured on both sides, in their order, computed on every CPU: the
+/// bootstrap is most of a comparison's time, each row is seeded alike whichever thread takes
+/// it, so the answer does not depend on the number of threads.
+fn rows_in_parallel(both: &[(&str, &BenchResult, &BenchResult)], opts: &Options) -> Vec<Row> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let per = both.len().div_ceil(threads.max(1)).max(1);
+    std::thread::scope(|s| {
+        let parts: Vec<_> = both
+            .chunks(per)
+            .map(|part| {
+                s.spawn(move || {
+                    part.iter()
+                        .filter_map(|&(id, b, c)| row(id, b, c, opts))
+                        .collect::<Vec<Row>>()
+                })
+            })
+            .collect();
+        // A row cannot panic short of a bug; if one did, say so rather than lose the rows.
+        parts
+            .into_iter()
+            .flat_map(|h| h.join().expect("a comparison thread panicked"))
+            .collect()
+    })
+}
+
 /// Counts of verdicts and the geometric mean slowdown.
 fn summarize(rows: &[Row]) -> Summary {
     let logs: Vec<f64> = rows
@@ -248,18 +273,15 @@ fn measured(r: Option<&BenchResult>) -> Option<&BenchResult> {
 
 /// Compare `cand` against `base`, benchmark by benchmark (base order first, then what only the
 /// candidate has); what one side lacks is listed with the reason.
-pub fn compare(
-    base: &Run,
-    cand: &Run,
+pub fn compare<'a>(
+    base: &'a Run,
+    cand: &'a Run,
     base_name: &str,
     cand_name: &str,
     opts: &Options,
 ) -> Comparison {
-    let by_id = |run: &Run| -> BTreeMap<String, BenchResult> {
-        run.results
-            .iter()
-            .map(|r| (r.id.clone(), r.clone()))
-            .collect()
+    let by_id = |run: &'a Run| -> BTreeMap<&'a str, &'a BenchResult> {
+        run.results.iter().map(|r| (r.id.as_str(), r)).collect()
     };
     let (bm, cm) = (by_id(base), by_id(cand));
     let mut cmp = Comparison {
@@ -277,12 +299,13 @@ pub fn compare(
         cand.results
             .iter()
             .map(|r| &r.id)
-            .filter(|id| !bm.contains_key(*id)),
+            .filter(|id| !bm.contains_key(id.as_str())),
     );
+    let mut both = Vec::new();
     for id in ids {
-        let (b, c) = (bm.get(id), cm.get(id));
+        let (b, c) = (bm.get(id.as_str()).copied(), cm.get(id.as_str()).copied());
         match (measured(b), measured(c)) {
-            (Some(b), Some(c)) => cmp.rows.extend(row(id, b, c, opts)),
+            (Some(b), Some(c)) => both.push((id.as_str(), b, c)),
             (Some(_), None) => cmp
                 .only_base
                 .push(format!("{id}: {}", why_missing(c, "candidate"))),
@@ -296,6 +319,7 @@ pub fn compare(
             )),
         }
     }
+    cmp.rows = rows_in_parallel(&both, opts);
     cmp.summary = summarize(&cmp.rows);
     cmp
 }

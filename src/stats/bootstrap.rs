@@ -390,7 +390,7 @@ mod tests {
         }
         let s = crate::stats::sorted_copy(&buf);
         let mid = s.len() / 2;
-        if s.len() % 2 == 0 {
+        if s.len().is_multiple_of(2) {
             (s[mid] + s[mid - 1]) / 2.0
         } else {
             s[mid]

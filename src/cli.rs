@@ -71,6 +71,11 @@ pub enum Command {
     /// Run the benchmarks on A and B alternately (A B A B ...) and compare B against A; both
     /// sides are saved; --json/--csv/--markdown write the comparison.
     Ab(AbArgs),
+    /// Copy stored runs into another store (a postgres:// URL or a file): one transaction,
+    /// and a run the target already holds is kept once.
+    Push(crate::commands::copy::PushArgs),
+    /// Copy run files (--json output) into the store.
+    Import(crate::commands::copy::ImportArgs),
     /// lmbench's lat_ctx: a ring of N processes passing a token; prints its xgraph format.
     #[command(
         override_usage = "oscost ctx [-s KB]... [-P PARALLEL] [-W WARMUP_US] [-N REPETITIONS] N..."
@@ -100,6 +105,8 @@ impl Cli {
             Some(Command::Compare(a)) => a.run(),
             Some(Command::Ab(a)) => a.run(),
             Some(Command::Ctx(a)) => a.run(),
+            Some(Command::Push(a)) => a.run(),
+            Some(Command::Import(a)) => a.run(),
             Some(Command::Completions(a)) => a.run(),
             Some(Command::Man(a)) => a.run(),
             Some(Command::Worker { id, config }) => Ok(crate::worker::worker_main(&id, &config)),
@@ -110,8 +117,9 @@ impl Cli {
 /// Where runs are kept.
 #[derive(Debug, Args, Clone, Default)]
 pub struct StoreArgs {
-    /// The results database [default: $OSCOST_DB, else $XDG_DATA_HOME/oscost/results.db].
-    #[arg(long, value_name = "PATH")]
+    /// The results store: a file, or a postgres:// URL [default: $OSCOST_DB, else
+    /// $XDG_DATA_HOME/oscost/results.db].
+    #[arg(long, value_name = "PATH|URL")]
     pub db: Option<PathBuf>,
 }
 

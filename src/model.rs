@@ -85,7 +85,7 @@ pub struct Curve {
 }
 
 /// One invocation of `oscost run`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Run {
     pub schema_version: u32,
     pub tool: Tool,

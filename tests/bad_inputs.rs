@@ -129,29 +129,34 @@ const CASES: &[Case] = &[
     case("run call/f0 --report {f}/a-file", 2, "not a directory"),
     case("run call/f0 --json {o}/x.sock", 2, "socket"),
     case("run call/f0 --db /dev/null", 2, "not a regular file"),
-    case(
-        "run call/f0 --db {f}/foreign.db",
-        2,
-        "not an oscost database",
-    ),
+    case("run call/f0 --db {f}/foreign.db", 2, "not an oscost store"),
     case(
         "run call/f0 --db {f}/foreign-v1.db",
         2,
-        "not an oscost database",
+        "not an oscost store",
     ),
     case("run call/f0 --db {f}/newer.db", 2, "newer oscost"),
-    case(
-        "run call/f0 --db {f}/garbage.db",
-        2,
-        "not an oscost database",
-    ),
+    case("run call/f0 --db {f}/garbage.db", 2, "not an oscost store"),
     case("run call/f0 --db {o}", 2, "not a regular file"),
+    // A PostgreSQL URL is a store; nothing listens there (CI's server is on a Unix socket).
     case(
-        "run call/f0 --db postgres://u@localhost:5432/db",
+        "run call/f0 --db postgres://u@127.0.0.1:9/db",
         2,
-        "file path",
+        "cannot reach the PostgreSQL store",
     ),
-    case("history --db postgresql://localhost/db", 2, "file path"),
+    case(
+        "history --db postgresql://127.0.0.1:9/db",
+        2,
+        "cannot reach the PostgreSQL store",
+    ),
+    case("history --db sqlite://x.db", 2, "file path or a postgres"),
+    case(
+        "push last --to mysql://h/db --db {o}/none.db",
+        2,
+        "no mysql:// store",
+    ),
+    case("push --to {o}/x.db", 2, "RUN"),
+    case("import {o}/missing.json --db {o}/x.db", 2, "missing.json"),
     // ab
     case("ab --b '' call/f0", 2, "--b needs a command"),
     case("ab --a \\'x call/f0", 2, "--a"),
@@ -203,7 +208,7 @@ const CASES: &[Case] = &[
         2,
         "--fail-above",
     ),
-    case("compare 999 1 --db {o}/none.db", 2, "no results database"),
+    case("compare 999 1 --db {o}/none.db", 2, "no results store"),
     case(
         "compare {f}/ok.json {f}/ok.json --json {o}",
         2,
@@ -217,13 +222,13 @@ const CASES: &[Case] = &[
     case(
         "report last -o {o}/r --db {o}/none.db",
         2,
-        "no results database",
+        "no results store",
     ),
     // show, history, export
-    case("show 999 --db {o}/typo/x.db", 2, "no results database"),
-    case("show last --db {f}/garbage.db", 2, "not an oscost database"),
+    case("show 999 --db {o}/typo/x.db", 2, "no results store"),
+    case("show last --db {f}/garbage.db", 2, "not an oscost store"),
     case("show garbage", 2, "neither a file nor a stored run"),
-    case("history --db {o}/typo/x.db", 2, "no results database"),
+    case("history --db {o}/typo/x.db", 2, "no results store"),
     case("history --db /dev/null", 2, "not a regular file"),
     case(
         "export {f}/negative.json --json {o}/x.json",

@@ -226,7 +226,7 @@ fn one_failed_benchmark_among_many_is_exit_1_with_the_rest_printed_exported_and_
     );
     let run = read_run(&json);
     assert_eq!(state(&run, "ipc/pipe-1b"), "ok");
-    let s = oscost::store::Store::open_existing(&db).unwrap();
+    let mut s = oscost::store::Store::open_existing(&file_store(&db)).unwrap();
     assert_eq!(s.list().unwrap().len(), 1);
 }
 
@@ -372,8 +372,8 @@ fn kill_9_of_ab_never_leaves_one_side_without_the_other() {
         let status = child.wait().unwrap();
         completed += usize::from(status.success());
         if db.exists() {
-            let n = oscost::store::Store::open_existing(&db)
-                .map(|s| s.list().unwrap().len())
+            let n = oscost::store::Store::open_existing(&file_store(&db))
+                .map(|mut s| s.list().unwrap().len())
                 .unwrap_or(0);
             assert_eq!(n % 2, 0, "{n} runs after a kill at {t:?}: one side alone");
         }
@@ -407,7 +407,7 @@ fn eight_concurrent_first_uses_of_a_fresh_database_all_succeed() {
         let out = c.wait_with_output().unwrap();
         assert_success(&out);
     }
-    let s = oscost::store::Store::open_existing(&db).unwrap();
+    let mut s = oscost::store::Store::open_existing(&file_store(&db)).unwrap();
     assert_eq!(s.list().unwrap().len(), 8);
 }
 
@@ -472,4 +472,8 @@ fn thread_limits_and_a_tiny_stack_give_reasons_not_panics() {
     );
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(text.contains("RLIMIT_NPROC"), "{text}");
+}
+
+fn file_store(p: &std::path::Path) -> oscost::store::Location {
+    oscost::store::Location::File(p.to_path_buf())
 }

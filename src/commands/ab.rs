@@ -80,7 +80,7 @@ impl AbArgs {
                         "oscost: saved A as run {} and B as run {} in {}",
                         ids[0],
                         ids[1],
-                        s.path().display()
+                        s.shown()
                     );
                     na = format!("A (run {})", ids[0]);
                     nb = format!("B (run {})", ids[1]);

@@ -21,7 +21,7 @@ pub struct HistoryArgs {
 
 impl HistoryArgs {
     pub fn run(self) -> anyhow::Result<i32> {
-        let s = read_store(&self.store)?;
+        let mut s = read_store(&self.store)?;
         let text = match self.bench.as_deref() {
             None => report::history::runs(&s.list().map_err(store_err)?, color()),
             Some(b) => {
@@ -32,7 +32,7 @@ impl HistoryArgs {
                 }
                 let mut text = report::history::trend(b, &points, color(), terminal_columns());
                 if self.changes {
-                    text.push_str(&changes_text(&s, &points)?);
+                    text.push_str(&changes_text(&mut s, &points)?);
                 }
                 text
             }
@@ -74,7 +74,7 @@ fn terminal_columns() -> usize {
 /// The level shifts of a benchmark's history, each with the run it happened at, its size and
 /// what differed in the environment between the runs on either side.
 fn changes_text(
-    s: &crate::store::Store,
+    s: &mut crate::store::Store,
     points: &[crate::model::HistoryPoint],
 ) -> anyhow::Result<String> {
     use crate::report::format_ns;
@@ -108,7 +108,7 @@ fn changes_text(
             format_ns(c.after),
             format_ns(c.after - c.before)
         ));
-        let (a, b) = (s.load(prev.run_id), s.load(at.run_id));
+        let (a, b) = (s.load_bare(prev.run_id), s.load_bare(at.run_id));
         let differs = match (a, b) {
             (Ok(a), Ok(b)) => env_differences(&a, &b),
             _ => vec!["(a run could not be read)".into()],

@@ -4,6 +4,7 @@
 
 pub mod ab;
 pub mod compare;
+pub mod copy;
 pub mod ctx;
 pub mod env;
 pub mod export;
@@ -60,14 +61,14 @@ fn store_err(e: StoreError) -> anyhow::Error {
 
 /// The store to save into: created when missing, and proven writable now (before measuring).
 pub fn open_store(args: &StoreArgs) -> anyhow::Result<Store> {
-    let path = store::default_path(args.db.as_deref()).map_err(store_err)?;
-    Store::open(&path).map_err(store_err)
+    let at = store::locate(args.db.as_deref()).map_err(store_err)?;
+    Store::open(&at).map_err(store_err)
 }
 
 /// The store to read from: it must exist; nothing is created.
 pub fn read_store(args: &StoreArgs) -> anyhow::Result<Store> {
-    let path = store::default_path(args.db.as_deref()).map_err(store_err)?;
-    Store::open_existing(&path).map_err(store_err)
+    let at = store::locate(args.db.as_deref()).map_err(store_err)?;
+    Store::open_existing(&at).map_err(store_err)
 }
 
 /// A check for long writes (a report's files, a save): `Err(Interrupted)` once a signal came.
@@ -140,7 +141,7 @@ pub fn load_run(reference: &str, store: &StoreArgs) -> anyhow::Result<(Run, Stri
         return Ok((run, reference.to_string()));
     }
     if looks_like_run_ref(reference) {
-        let s = read_store(store)?;
+        let mut s = read_store(store)?;
         let id = s.resolve(reference).map_err(store_err)?;
         let run = s.load(id).map_err(store_err)?;
         return Ok((run, format!("run {id}")));

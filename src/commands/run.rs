@@ -116,7 +116,7 @@ impl RunArgs {
         let mut late = Vec::new();
         if let Some(s) = &mut store {
             match s.save_all(&[&result], &|| stop().is_err()) {
-                Ok(ids) => eprintln!("oscost: saved as run {} in {}", ids[0], s.path().display()),
+                Ok(ids) => eprintln!("oscost: saved as run {} in {}", ids[0], s.shown()),
                 Err(StoreError::Interrupted) => stop()?,
                 Err(e) => late.push(format!("the run was not saved: {e}")),
             }

@@ -1,0 +1,114 @@
+//! `oscost push RUN... --to STORE` and `oscost import FILE.json...`: copying runs between
+//! stores (a machine's SQLite file into the fleet's PostgreSQL database, or back) and from
+//! result files. Each copy is one transaction in the target: all of the runs or none, and a
+//! run the target already holds (same content digest) is kept once, so a copy repeated after
+//! an interruption, or the same run pushed by two hosts, never makes two.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::{read_store, stopper, store_err, usage};
+use crate::cli::StoreArgs;
+use crate::model::{self, Run};
+use crate::store::{self, Saved, Store, StoreError};
+
+#[derive(Debug, Args, Clone)]
+pub struct PushArgs {
+    /// Stored runs to copy: ids, `last`, `last~N`, or `all`.
+    #[arg(required = true, value_name = "RUN")]
+    pub runs: Vec<String>,
+    /// The store to copy into: a postgres:// URL or a file path (created when missing).
+    #[arg(long, value_name = "STORE")]
+    pub to: PathBuf,
+    /// The store to copy from.
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct ImportArgs {
+    /// Run files written by `--json` (or `oscost export`).
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// The store to copy into.
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// Copy `runs` into `target` in one transaction and say what became of each.
+fn copy_into(
+    target: &mut Store,
+    runs: &[(String, Run, Option<String>)],
+    verb: &str,
+) -> anyhow::Result<i32> {
+    let interrupted = crate::worker::install_guards()?;
+    let stop = stopper(&interrupted);
+    let with: Vec<(&Run, Option<&str>)> = runs.iter().map(|(_, r, d)| (r, d.as_deref())).collect();
+    let saved = match target.copy_in(&with, &|| stop().is_err()) {
+        Ok(s) => s,
+        Err(StoreError::Interrupted) => {
+            stop()?;
+            return Err(StoreError::Interrupted.into());
+        }
+        Err(e) => return Err(store_err(e)),
+    };
+    let mut fresh = 0;
+    for ((name, _, _), Saved { id, new }) in runs.iter().zip(&saved) {
+        if *new {
+            fresh += 1;
+            println!("{name} -> run {id}");
+        } else {
+            println!("{name} -> run {id} (already there)");
+        }
+    }
+    eprintln!(
+        "oscost: {verb} {} run(s) into {}: {fresh} new, {} already there",
+        runs.len(),
+        target.shown(),
+        runs.len() - fresh
+    );
+    Ok(0)
+}
+
+impl PushArgs {
+    pub fn run(self) -> anyhow::Result<i32> {
+        let to = store::classify(self.to.clone()).map_err(store_err)?;
+        let mut source = read_store(&self.store)?;
+        if to == store::locate(self.store.db.as_deref()).map_err(store_err)? {
+            return Err(usage(
+                "--to names the store the runs come from; give another",
+            ));
+        }
+        let mut ids = Vec::new();
+        for r in &self.runs {
+            if r == "all" {
+                ids.extend(source.list().map_err(store_err)?.iter().map(|s| s.id));
+            } else {
+                ids.push(source.resolve(r).map_err(store_err)?);
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        ids.retain(|id| seen.insert(*id));
+        let mut runs = Vec::new();
+        for id in ids {
+            let (run, digest) = source.load_with_digest(id).map_err(store_err)?;
+            runs.push((format!("run {id}"), run, digest));
+        }
+        drop(source);
+        let mut target = Store::open(&to).map_err(store_err)?;
+        copy_into(&mut target, &runs, "pushed")
+    }
+}
+
+impl ImportArgs {
+    pub fn run(self) -> anyhow::Result<i32> {
+        let mut runs = Vec::new();
+        for f in &self.files {
+            let run = model::load_run_file(f).map_err(|e| usage(e.to_string()))?;
+            runs.push((f.display().to_string(), run, None));
+        }
+        let mut target = super::open_store(&self.store)?;
+        copy_into(&mut target, &runs, "imported")
+    }
+}

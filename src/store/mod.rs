@@ -1,0 +1,483 @@
+//! History: every run kept in a store, one interface over two backends. The embedded default
+//! is an SQLite file (rusqlite, bundled: no server); a fleet shares a PostgreSQL database
+//! (`postgres://` or `postgresql://` URL, as libpq spells them). Where: `--db`, else
+//! `$OSCOST_DB`, else `$XDG_DATA_HOME/oscost/results.db`, else `~/.local/share/oscost/results.db`.
+//!
+//! Both backends keep the same schema (version `SCHEMA`): a run's JSON (the result model)
+//! without raw samples, deflated, in `runs.run_z`; each result's samples in `samples` as
+//! picoseconds, delta-varint and deflated (`sample_codec`, ~2.3 bytes a sample, lossless); a
+//! summary row per result in `results` (what `history` and `matrix` read without loading runs);
+//! and a content digest per run so that copying a run into a store twice keeps one. Encoding
+//! and decoding live here, once; a backend only moves rows, in one transaction per save (a run
+//! killed while saving, even by SIGKILL, leaves no partial run on either backend).
+
+mod pg;
+mod sqlite;
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
+
+use sha2::Digest as _;
+
+use crate::model::{self, HistoryPoint, Run, RunSummary};
+
+/// The schema this oscost writes: 1 runs as JSON text, 2 compact samples, 3 run digests.
+pub const SCHEMA: i32 = 3;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot create {0}: {1}")]
+    Dir(PathBuf, std::io::Error),
+    #[error(
+        "{at} is not an oscost store ({why}); point --db (or OSCOST_DB) at another file, or move this one away"
+    )]
+    NotOurs { at: String, why: String },
+    #[error(
+        "{0} is not a regular file; point --db (or OSCOST_DB) at a file (it is created when missing)"
+    )]
+    NotAFile(PathBuf),
+    #[error(
+        "no results store at {0}; `oscost run` creates it, or point --db (or OSCOST_DB) at one"
+    )]
+    NoStore(String),
+    #[error(
+        "cannot save into {at}: {why}; make it writable for this user, or give --no-save or another --db"
+    )]
+    ReadOnly { at: String, why: String },
+    #[error(
+        "--db takes a file path or a postgres:// URL; this oscost has no {0}:// store (a URL would become a directory named '{0}:'); give a path such as ./results.db"
+    )]
+    Url(String),
+    #[error(
+        "cannot reach the PostgreSQL store {at}: {why}; check the URL, that the server runs and that this user may connect (TLS is not spoken: use a Unix socket, loopback or a tunnel)"
+    )]
+    Unreachable { at: String, why: String },
+    #[error("{0} is locked by another process; wait for it, or give --no-save or another --db")]
+    Locked(String),
+    #[error(
+        "no place for the results database: HOME and XDG_DATA_HOME are unset and this user has no home directory; give --db or set OSCOST_DB"
+    )]
+    NoHome,
+    #[error(
+        "{at} was written by a newer oscost (schema {found}, this one reads {SCHEMA}); upgrade oscost"
+    )]
+    Newer { at: String, found: i32 },
+    #[error("no run '{0}' in the store (`oscost history` lists them)")]
+    NoSuchRun(String),
+    #[error("stored run {id} cannot be read: {why}")]
+    BadRun { id: i64, why: String },
+    #[error("the save was interrupted; nothing was saved")]
+    Interrupted,
+    // Not `#[from]`: that would make the driver's text both this message and its source, and
+    // the error would print it twice.
+    #[error("database error: {0}")]
+    Sql(rusqlite::Error),
+    #[error("PostgreSQL error: {0}")]
+    Pg(String),
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        StoreError::Sql(e)
+    }
+}
+
+impl StoreError {
+    /// Errors that are the user's to fix by pointing elsewhere (exit 2).
+    pub fn is_usage(&self) -> bool {
+        !matches!(
+            self,
+            StoreError::Sql(_)
+                | StoreError::Pg(_)
+                | StoreError::BadRun { .. }
+                | StoreError::Interrupted
+        )
+    }
+}
+
+/// Where a store is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    File(PathBuf),
+    /// A libpq URL, as given.
+    Postgres(String),
+}
+
+impl Location {
+    /// For messages: the path, or the URL with any password hidden.
+    pub fn shown(&self) -> String {
+        match self {
+            Location::File(p) => p.display().to_string(),
+            Location::Postgres(url) => hide_password(url),
+        }
+    }
+}
+
+/// `postgres://user:secret@host/db` as `postgres://user:***@host/db`.
+fn hide_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((user, host)) if user.contains(':') => {
+            let name = user.split_once(':').map_or(user, |(u, _)| u);
+            format!("{scheme}://{name}:***@{host}{tail}")
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// Where the store is, by precedence: the flag, `OSCOST_DB`, `$XDG_DATA_HOME/oscost`,
+/// `$HOME/.local/share/oscost`, then the home directory the password database gives (never
+/// the current directory: a store that moves with `cd` loses history silently).
+pub fn locate(explicit: Option<&Path>) -> Result<Location, StoreError> {
+    if let Some(p) = explicit {
+        return classify(p.to_path_buf());
+    }
+    if let Some(p) = std::env::var_os("OSCOST_DB").filter(|v| !v.is_empty()) {
+        return classify(PathBuf::from(p));
+    }
+    let env = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let base = env("XDG_DATA_HOME")
+        .or_else(|| env("HOME").map(|h| h.join(".local/share")))
+        .or_else(|| {
+            nix::unistd::User::from_uid(nix::unistd::getuid())
+                .ok()
+                .flatten()
+                .map(|u| u.dir.join(".local/share"))
+                .filter(|d| d.is_absolute())
+        })
+        .ok_or(StoreError::NoHome)?;
+    Ok(Location::File(base.join("oscost").join("results.db")))
+}
+
+/// A PostgreSQL URL, or a file path. Anything else shaped like `scheme://` is refused: it
+/// would otherwise become a directory named `scheme:` with a database inside it.
+pub fn classify(p: PathBuf) -> Result<Location, StoreError> {
+    let text = p.to_string_lossy();
+    match text.split_once("://") {
+        Some(("postgres" | "postgresql", _)) => Ok(Location::Postgres(text.into_owned())),
+        Some((scheme, _))
+            if !scheme.is_empty()
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) =>
+        {
+            Err(StoreError::Url(scheme.to_string()))
+        }
+        _ => Ok(Location::File(p)),
+    }
+}
+
+/// One result's summary row, as `results` keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResultRow {
+    pub bench: String,
+    pub status: String,
+    pub median: Option<f64>,
+    pub ci_lo: Option<f64>,
+    pub ci_hi: Option<f64>,
+    pub samples: i64,
+    pub disturbed: bool,
+}
+
+/// A run as rows, ready for any backend.
+pub(crate) struct Encoded {
+    pub started_at: String,
+    pub label: Option<String>,
+    pub host: Option<String>,
+    pub kernel: Option<String>,
+    pub wrapper: Option<String>,
+    pub run_z: Vec<u8>,
+    /// (result index, `sample_codec` blob), results with samples only.
+    pub samples: Vec<(i64, Vec<u8>)>,
+    pub results: Vec<ResultRow>,
+    pub digest: String,
+}
+
+/// A stored run as its backend gives it back.
+pub(crate) enum Fetched {
+    Compact {
+        run_z: Vec<u8>,
+        samples: Vec<(i64, Vec<u8>)>,
+    },
+    /// Schema 1: the whole run as JSON text.
+    Json(String),
+}
+
+/// What a save did with each run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Saved {
+    pub id: i64,
+    /// False when the store already held this run (same digest) and kept the one it had.
+    pub new: bool,
+}
+
+/// What a backend does; `Store` is the one interface over them.
+pub(crate) trait Backend {
+    /// Insert runs in one transaction, asking `stop` just before the commit (a signal came:
+    /// roll back, `Interrupted`). With `skip_known`, a run whose digest is already there is
+    /// not inserted again.
+    fn insert_all(
+        &mut self,
+        runs: &[Encoded],
+        skip_known: bool,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Vec<Saved>, StoreError>;
+    fn list(&mut self) -> Result<Vec<RunSummary>, StoreError>;
+    fn has_run(&mut self, id: i64) -> Result<bool, StoreError>;
+    /// The id `back` runs before the last.
+    fn nth_last(&mut self, back: i64) -> Result<Option<i64>, StoreError>;
+    /// A run's stored form and digest; samples only when asked.
+    fn fetch(
+        &mut self,
+        id: i64,
+        with_samples: bool,
+    ) -> Result<Option<(Fetched, Option<String>)>, StoreError>;
+    fn history(&mut self, bench: &str) -> Result<Vec<HistoryPoint>, StoreError>;
+    /// The summary rows of the given runs.
+    fn result_rows(&mut self, ids: &[i64]) -> Result<Vec<(i64, ResultRow)>, StoreError>;
+    fn known_benchmarks(&mut self) -> Result<Vec<String>, StoreError>;
+}
+
+/// A content digest: SHA-256 of the run's JSON without samples, then every result's samples
+/// as little-endian f64, each result's count first. Two copies of one run agree; two runs
+/// never do (their start times and samples differ).
+pub fn digest(run: &Run) -> String {
+    let mut bare = run.clone();
+    for r in &mut bare.results {
+        r.samples_ns = Vec::new();
+    }
+    let mut h = sha2::Sha256::new();
+    // Serializing the model cannot fail (no maps with non-string keys).
+    h.update(serde_json::to_vec(&bare).unwrap_or_default());
+    for r in &run.results {
+        h.update((r.samples_ns.len() as u64).to_le_bytes());
+        for x in &r.samples_ns {
+            h.update(x.to_le_bytes());
+        }
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A run as rows (see the module doc).
+pub(crate) fn encode(run: &Run, digest_given: Option<&str>) -> Result<Encoded, StoreError> {
+    let bad = |e: String| StoreError::BadRun { id: 0, why: e };
+    let mut bare = run.clone();
+    for r in &mut bare.results {
+        r.samples_ns = Vec::new();
+    }
+    let json = serde_json::to_vec(&bare).map_err(|e| bad(e.to_string()))?;
+    let mut z = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut z, &json).map_err(|e| bad(e.to_string()))?;
+    let run_z = z.finish().map_err(|e| bad(e.to_string()))?;
+    let samples = run
+        .results
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| !r.samples_ns.is_empty())
+        .map(|(i, r)| (i as i64, crate::sample_codec::encode(&r.samples_ns)))
+        .collect();
+    let results = run
+        .results
+        .iter()
+        .map(|r| {
+            let st = r.stats.as_ref();
+            ResultRow {
+                bench: r.id.clone(),
+                status: r.status.word().to_string(),
+                median: st.map(|s| s.median),
+                ci_lo: st.map(|s| s.ci95[0]),
+                ci_hi: st.map(|s| s.ci95[1]),
+                samples: r.samples_ns.len() as i64,
+                disturbed: r.disturbed.is_disturbed(),
+            }
+        })
+        .collect();
+    Ok(Encoded {
+        started_at: run.started_at.clone(),
+        label: run.label.clone(),
+        host: run.env.hostname.clone(),
+        kernel: run.env.kernel_release.clone(),
+        wrapper: run.wrapper.clone(),
+        run_z,
+        samples,
+        results,
+        digest: digest_given.map_or_else(|| digest(run), str::to_string),
+    })
+}
+
+/// A run from its stored form; validated when `whole` (a bare run, fetched without its
+/// samples, has statistics without samples and is not checked).
+pub(crate) fn decode(id: i64, fetched: Fetched, whole: bool) -> Result<Run, StoreError> {
+    let bad = |why: String| StoreError::BadRun { id, why };
+    let name = format!("stored run {id}");
+    let (run_z, samples) = match fetched {
+        Fetched::Json(json) => {
+            return model::run_from_json(&json, &name).map_err(|e| bad(e.to_string()));
+        }
+        Fetched::Compact { run_z, samples } => (run_z, samples),
+    };
+    let mut json = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::DeflateDecoder::new(&run_z[..]),
+        &mut json,
+    )
+    .map_err(|e| bad(e.to_string()))?;
+    let mut run = model::parse_run(&json, &name).map_err(|e| bad(e.to_string()))?;
+    for (idx, data) in samples {
+        let r = run
+            .results
+            .get_mut(idx as usize)
+            .ok_or_else(|| bad(format!("samples for result {idx}, which it lacks")))?;
+        r.samples_ns = crate::sample_codec::decode(&data).map_err(bad)?;
+    }
+    if !whole {
+        return Ok(run);
+    }
+    model::checked(run, &name).map_err(|e| bad(e.to_string()))
+}
+
+pub struct Store {
+    backend: Box<dyn Backend>,
+    location: Location,
+}
+
+impl Store {
+    /// Open for saving, creating the store when missing, migrating it, and proving that a run
+    /// could be written now (so a read-only, locked or foreign store is refused before
+    /// measuring, not after).
+    pub fn open(at: &Location) -> Result<Store, StoreError> {
+        let backend: Box<dyn Backend> = match at {
+            Location::File(p) => Box::new(sqlite::Sqlite::open(p)?),
+            Location::Postgres(url) => Box::new(pg::Pg::open(url, &at.shown(), true)?),
+        };
+        Ok(Store {
+            backend,
+            location: at.clone(),
+        })
+    }
+
+    /// Open an existing store to read; never creates anything.
+    pub fn open_existing(at: &Location) -> Result<Store, StoreError> {
+        let backend: Box<dyn Backend> = match at {
+            Location::File(p) => Box::new(sqlite::Sqlite::open_existing(p)?),
+            Location::Postgres(url) => Box::new(pg::Pg::open(url, &at.shown(), false)?),
+        };
+        Ok(Store {
+            backend,
+            location: at.clone(),
+        })
+    }
+
+    /// The store for messages (a URL's password hidden).
+    pub fn shown(&self) -> String {
+        self.location.shown()
+    }
+
+    /// Save one run (see `save_all`).
+    pub fn save(&mut self, run: &Run) -> Result<i64, StoreError> {
+        Ok(self.save_all(&[run], &|| false)?[0])
+    }
+
+    /// Save runs in one transaction (ab's two sides: never one without the other), giving
+    /// their ids. `stop` is asked just before the commit: when it says so (a signal came), the
+    /// transaction is rolled back and nothing is saved.
+    pub fn save_all(
+        &mut self,
+        runs: &[&Run],
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Vec<i64>, StoreError> {
+        let rows = runs
+            .iter()
+            .map(|r| encode(r, None))
+            .collect::<Result<Vec<_>, _>>()?;
+        let saved = self.backend.insert_all(&rows, false, stop)?;
+        Ok(saved.into_iter().map(|s| s.id).collect())
+    }
+
+    /// Copy runs in (push, import) in one transaction: all or none, and a run the store
+    /// already holds (same digest) is kept once, so a copy repeated after an interruption
+    /// is harmless. `digests` are the source store's, where it has them.
+    pub fn copy_in(
+        &mut self,
+        runs: &[(&Run, Option<&str>)],
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Vec<Saved>, StoreError> {
+        let rows = runs
+            .iter()
+            .map(|(r, d)| encode(r, *d))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.backend.insert_all(&rows, true, stop)
+    }
+
+    pub fn list(&mut self) -> Result<Vec<RunSummary>, StoreError> {
+        self.backend.list()
+    }
+
+    /// A run id from "7", "last" or "last~N" (N runs before the last).
+    pub fn resolve(&mut self, reference: &str) -> Result<i64, StoreError> {
+        let no = || StoreError::NoSuchRun(reference.to_string());
+        if let Ok(id) = reference.parse::<i64>() {
+            return if self.backend.has_run(id)? {
+                Ok(id)
+            } else {
+                Err(no())
+            };
+        }
+        let back: i64 = match reference.strip_prefix("last") {
+            Some("") => 0,
+            Some(rest) => rest
+                .strip_prefix('~')
+                .and_then(|n| n.parse().ok())
+                .ok_or_else(no)?,
+            None => return Err(no()),
+        };
+        self.backend.nth_last(back)?.ok_or_else(no)
+    }
+
+    pub fn load(&mut self, id: i64) -> Result<Run, StoreError> {
+        Ok(self.load_with_digest(id)?.0)
+    }
+
+    /// A run and its stored digest (runs saved before schema 3 had theirs computed then).
+    pub fn load_with_digest(&mut self, id: i64) -> Result<(Run, Option<String>), StoreError> {
+        let (f, d) = self
+            .backend
+            .fetch(id, true)?
+            .ok_or_else(|| StoreError::NoSuchRun(id.to_string()))?;
+        Ok((decode(id, f, true)?, d))
+    }
+
+    /// A run without its raw samples (its environment, statistics and repetitions): what
+    /// needs no samples reads a run in a fraction of the time.
+    pub fn load_bare(&mut self, id: i64) -> Result<Run, StoreError> {
+        let (f, _) = self
+            .backend
+            .fetch(id, false)?
+            .ok_or_else(|| StoreError::NoSuchRun(id.to_string()))?;
+        decode(id, f, false)
+    }
+
+    /// One benchmark across every run that has it, oldest first.
+    pub fn history(&mut self, bench: &str) -> Result<Vec<HistoryPoint>, StoreError> {
+        self.backend.history(bench)
+    }
+
+    /// The summary rows of the given runs, by run.
+    pub fn result_rows(&mut self, ids: &[i64]) -> Result<Vec<(i64, ResultRow)>, StoreError> {
+        self.backend.result_rows(ids)
+    }
+
+    /// Benchmark ids that have any history, for suggestions.
+    pub fn known_benchmarks(&mut self) -> Result<Vec<String>, StoreError> {
+        self.backend.known_benchmarks()
+    }
+}

@@ -1,0 +1,621 @@
+//! The SQLite backend: the embedded default, one file per machine, no server. A save is one
+//! `BEGIN IMMEDIATE` transaction, so SQLite's journal makes it atomic and a run killed while
+//! saving leaves the earlier runs intact and no partial run. The schema's version is
+//! `PRAGMA user_version`; `migrate` brings an older file up to date in place (schema 1 runs
+//! rewritten compactly, then VACUUM; schema 3 digests computed) and a newer or foreign file is
+//! refused.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::{Backend, Encoded, Fetched, ResultRow, SCHEMA, Saved, StoreError};
+use crate::model::{self, HistoryPoint, RunSummary};
+
+/// How long a save waits for another process's transaction (runs save in milliseconds).
+const SAVE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long the check before measuring waits: a lock held longer is someone else's work.
+const PROBE_WAIT: std::time::Duration = std::time::Duration::from_millis(300);
+
+pub struct Sqlite {
+    pub(super) conn: Connection,
+    path: PathBuf,
+}
+
+impl Sqlite {
+    /// Open for saving (see `Store::open`).
+    pub fn open(path: &Path) -> Result<Sqlite, StoreError> {
+        if let Ok(m) = std::fs::metadata(path)
+            && !m.is_file()
+        {
+            return Err(StoreError::NotAFile(path.to_path_buf()));
+        }
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| StoreError::Dir(dir.to_path_buf(), e))?;
+        }
+        let conn = Connection::open(path).map_err(|e| StoreError::NotOurs {
+            at: path.display().to_string(),
+            why: e.to_string(),
+        })?;
+        let store = Sqlite::checked(conn, path)?;
+        store.probe_write()?;
+        Ok(store)
+    }
+
+    /// Open an existing database to read; never creates anything.
+    pub fn open_existing(path: &Path) -> Result<Sqlite, StoreError> {
+        let none = || StoreError::NoStore(path.display().to_string());
+        match std::fs::metadata(path) {
+            Err(_) => return Err(none()),
+            Ok(m) if !m.is_file() => return Err(StoreError::NotAFile(path.to_path_buf())),
+            Ok(_) => {}
+        }
+        let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .map_err(|e| StoreError::NotOurs {
+                at: path.display().to_string(),
+                why: e.to_string(),
+            })?;
+        let store = Sqlite::checked(conn, path)?;
+        if store.version()? == 0 {
+            // Empty (or being created this instant): nothing to read yet.
+            return Err(none());
+        }
+        Ok(store)
+    }
+
+    /// The schema's version; an error means the file is not SQLite.
+    pub(super) fn version(&self) -> Result<i32, StoreError> {
+        self.conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| self.not_ours(e.to_string()))
+    }
+
+    fn table_names(&self) -> Result<Vec<String>, StoreError> {
+        self.conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+            .and_then(|mut q| q.query_map([], |r| r.get(0))?.collect())
+            .map_err(|e| self.not_ours(e.to_string()))
+    }
+
+    fn not_ours(&self, why: String) -> StoreError {
+        StoreError::NotOurs {
+            at: self.path.display().to_string(),
+            why,
+        }
+    }
+
+    /// Check that the file is ours (and not newer), migrating it when the connection can write.
+    fn checked(conn: Connection, path: &Path) -> Result<Sqlite, StoreError> {
+        conn.busy_timeout(SAVE_WAIT)?;
+        let store = Sqlite {
+            conn,
+            path: path.to_path_buf(),
+        };
+        // Version and tables from one snapshot: another process may be migrating this very
+        // file, and its tables without its version would look like someone else's.
+        store
+            .conn
+            .execute_batch("BEGIN")
+            .map_err(|e| store.not_ours(e.to_string()))?;
+        let seen = store.version().and_then(|v| Ok((v, store.table_names()?)));
+        let _ = store.conn.execute_batch("COMMIT");
+        let (version, tables) = seen?;
+        if version > SCHEMA {
+            return Err(StoreError::Newer {
+                at: path.display().to_string(),
+                found: version,
+            });
+        }
+        let ours = ["runs", "results"]
+            .iter()
+            .all(|t| tables.iter().any(|x| x == t));
+        let others = tables.iter().filter(|t| !t.starts_with("sqlite_")).count();
+        if version == 0 && others > 0 {
+            return Err(store.not_ours(format!("it holds {others} table(s) of something else")));
+        }
+        if version >= 1 && !ours {
+            return Err(store.not_ours(format!(
+                "it says schema {version} but has no runs and results tables"
+            )));
+        }
+        if version < SCHEMA && !store.conn.is_readonly(rusqlite::MAIN_DB)? {
+            store.migrate()?;
+        }
+        Ok(store)
+    }
+
+    /// Write a throwaway row and roll it back, waiting only briefly for a lock: this finds a
+    /// read-only file or directory (the journal) and a database another process holds.
+    fn probe_write(&self) -> Result<(), StoreError> {
+        self.conn.busy_timeout(PROBE_WAIT)?;
+        let r = self.conn.execute_batch(
+            "BEGIN IMMEDIATE;
+             INSERT INTO runs (started_at, benchmarks, run_json) VALUES ('probe', 0, '');
+             ROLLBACK;",
+        );
+        if !self.conn.is_autocommit() {
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
+        self.conn.busy_timeout(SAVE_WAIT)?;
+        let at = || self.path.display().to_string();
+        r.map_err(|e| match e.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+                StoreError::Locked(at())
+            }
+            Some(
+                rusqlite::ErrorCode::ReadOnly
+                | rusqlite::ErrorCode::CannotOpen
+                | rusqlite::ErrorCode::PermissionDenied
+                | rusqlite::ErrorCode::SystemIoFailure
+                | rusqlite::ErrorCode::DiskFull,
+            ) => StoreError::ReadOnly {
+                at: at(),
+                why: e.to_string(),
+            },
+            _ => StoreError::Sql(e),
+        })
+    }
+
+    /// Bring the schema up to `SCHEMA` in one immediate transaction that reads the version
+    /// again under the lock: several processes opening a fresh file at once migrate it once.
+    fn migrate(&self) -> Result<(), StoreError> {
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        let from = self.version()?;
+        let r = self.migrate_locked();
+        let end = if r.is_ok() { "COMMIT" } else { "ROLLBACK" };
+        self.conn.execute_batch(end)?;
+        if r.is_ok() && from == 1 {
+            // Runs rewritten compactly leave their old pages free: give them back to the disk.
+            let _ = self.conn.execute_batch("VACUUM");
+        }
+        r
+    }
+
+    fn migrate_locked(&self) -> Result<(), StoreError> {
+        let from = self.version()?;
+        if from < 1 {
+            self.conn.execute_batch(
+                "CREATE TABLE runs (
+                     id INTEGER PRIMARY KEY AUTOINCREMENT,
+                     started_at TEXT NOT NULL,
+                     label TEXT,
+                     host TEXT,
+                     kernel TEXT,
+                     wrapper TEXT,
+                     benchmarks INTEGER NOT NULL,
+                     run_json TEXT NOT NULL
+                 );
+                 CREATE TABLE results (
+                     run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+                     bench TEXT NOT NULL,
+                     status TEXT NOT NULL,
+                     median REAL,
+                     ci_lo REAL,
+                     ci_hi REAL,
+                     samples INTEGER NOT NULL,
+                     disturbed INTEGER NOT NULL,
+                     PRIMARY KEY (run_id, bench)
+                 );
+                 CREATE INDEX results_by_bench ON results(bench, run_id);
+                 PRAGMA user_version = 1;",
+            )?;
+        }
+        if from < 2 {
+            // Compact runs: the JSON without raw samples, deflated, and each result's samples
+            // as picoseconds, delta-varint and deflated (`sample_codec`). Existing runs are
+            // rewritten in place.
+            self.conn.execute_batch(
+                "ALTER TABLE runs ADD COLUMN run_z BLOB;
+                 CREATE TABLE samples (
+                     run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+                     idx INTEGER NOT NULL,
+                     data BLOB NOT NULL,
+                     PRIMARY KEY (run_id, idx)
+                 );",
+            )?;
+            let old: Vec<(i64, String)> = {
+                let mut q = self.conn.prepare("SELECT id, run_json FROM runs")?;
+                q.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<Result<_, _>>()?
+            };
+            for (id, json) in &old {
+                let run = model::parse_run(json, &format!("stored run {id}")).map_err(|e| {
+                    StoreError::BadRun {
+                        id: *id,
+                        why: e.to_string(),
+                    }
+                })?;
+                let e = super::encode(&run, Some(""))?;
+                self.conn.execute(
+                    "UPDATE runs SET run_json = '', run_z = ?2 WHERE id = ?1",
+                    params![id, e.run_z],
+                )?;
+                write_samples(&self.conn, *id, &e)?;
+            }
+            self.conn.execute_batch("PRAGMA user_version = 2;")?;
+        }
+        if from < 3 {
+            // Digests, so that a run copied in twice (push, import) is kept once.
+            self.conn.execute_batch(
+                "ALTER TABLE runs ADD COLUMN digest TEXT;
+                 CREATE INDEX runs_by_digest ON runs(digest);",
+            )?;
+            let ids: Vec<i64> = {
+                let mut q = self.conn.prepare("SELECT id FROM runs")?;
+                q.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?
+            };
+            for id in ids {
+                let f = self.fetch_compact(id, true)?;
+                if let Some(f) = f {
+                    let run = super::decode(id, f, true)?;
+                    self.conn.execute(
+                        "UPDATE runs SET digest = ?2 WHERE id = ?1",
+                        params![id, super::digest(&run)],
+                    )?;
+                }
+            }
+            self.conn.execute_batch("PRAGMA user_version = 3;")?;
+        }
+        Ok(())
+    }
+
+    fn fetch_compact(&self, id: i64, with_samples: bool) -> Result<Option<Fetched>, StoreError> {
+        let z: Option<Option<Vec<u8>>> = self
+            .conn
+            .query_row("SELECT run_z FROM runs WHERE id = ?1", [id], |r| r.get(0))
+            .optional()?;
+        let Some(z) = z else { return Ok(None) };
+        let Some(run_z) = z else {
+            // A read-only store of the first schema: the whole run is its JSON.
+            let json: String =
+                self.conn
+                    .query_row("SELECT run_json FROM runs WHERE id = ?1", [id], |r| {
+                        r.get(0)
+                    })?;
+            return Ok(Some(Fetched::Json(json)));
+        };
+        let mut samples = Vec::new();
+        if with_samples {
+            let mut q = self
+                .conn
+                .prepare("SELECT idx, data FROM samples WHERE run_id = ?1")?;
+            let rows = q.query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            samples = rows.collect::<Result<_, _>>()?;
+        }
+        Ok(Some(Fetched::Compact { run_z, samples }))
+    }
+}
+
+fn write_samples(conn: &Connection, id: i64, e: &Encoded) -> Result<(), StoreError> {
+    let mut ins =
+        conn.prepare("INSERT OR REPLACE INTO samples (run_id, idx, data) VALUES (?1, ?2, ?3)")?;
+    for (idx, data) in &e.samples {
+        ins.execute(params![id, idx, data])?;
+    }
+    Ok(())
+}
+
+/// Insert one run and its rows inside `tx`; returns its id.
+fn insert(tx: &rusqlite::Transaction, e: &Encoded) -> Result<i64, StoreError> {
+    tx.execute(
+        "INSERT INTO runs (started_at, label, host, kernel, wrapper, benchmarks, run_json,
+                           run_z, digest)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, '', ?7, ?8)",
+        params![
+            e.started_at,
+            e.label,
+            e.host,
+            e.kernel,
+            e.wrapper,
+            e.results.len() as i64,
+            e.run_z,
+            e.digest,
+        ],
+    )?;
+    let id = tx.last_insert_rowid();
+    write_samples(tx, id, e)?;
+    let mut ins = tx.prepare(
+        "INSERT OR REPLACE INTO results
+         (run_id, bench, status, median, ci_lo, ci_hi, samples, disturbed)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?;
+    for r in &e.results {
+        ins.execute(params![
+            id,
+            r.bench,
+            r.status,
+            r.median,
+            r.ci_lo,
+            r.ci_hi,
+            r.samples,
+            r.disturbed
+        ])?;
+    }
+    Ok(id)
+}
+
+impl Backend for Sqlite {
+    fn insert_all(
+        &mut self,
+        runs: &[Encoded],
+        skip_known: bool,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Vec<Saved>, StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let mut saved = Vec::new();
+        for e in runs {
+            let known: Option<i64> = if skip_known {
+                tx.query_row(
+                    "SELECT id FROM runs WHERE digest = ?1 ORDER BY id LIMIT 1",
+                    [&e.digest],
+                    |r| r.get(0),
+                )
+                .optional()?
+            } else {
+                None
+            };
+            saved.push(match known {
+                Some(id) => Saved { id, new: false },
+                None => Saved {
+                    id: insert(&tx, e)?,
+                    new: true,
+                },
+            });
+        }
+        if stop() {
+            tx.rollback()?;
+            return Err(StoreError::Interrupted);
+        }
+        tx.commit()?;
+        Ok(saved)
+    }
+
+    fn list(&mut self) -> Result<Vec<RunSummary>, StoreError> {
+        let mut q = self.conn.prepare(
+            "SELECT id, started_at, label, host, kernel, wrapper, benchmarks FROM runs ORDER BY id",
+        )?;
+        let rows = q.query_map([], |r| {
+            Ok(RunSummary {
+                id: r.get(0)?,
+                started_at: r.get(1)?,
+                label: r.get(2)?,
+                host: r.get(3)?,
+                kernel: r.get(4)?,
+                wrapper: r.get(5)?,
+                benchmarks: r.get(6)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn has_run(&mut self, id: i64) -> Result<bool, StoreError> {
+        Ok(self
+            .conn
+            .query_row("SELECT 1 FROM runs WHERE id = ?1", [id], |_| Ok(()))
+            .optional()?
+            .is_some())
+    }
+
+    fn nth_last(&mut self, back: i64) -> Result<Option<i64>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT id FROM runs ORDER BY id DESC LIMIT 1 OFFSET ?1",
+                [back],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
+    fn fetch(
+        &mut self,
+        id: i64,
+        with_samples: bool,
+    ) -> Result<Option<(Fetched, Option<String>)>, StoreError> {
+        let Some(f) = self.fetch_compact(id, with_samples)? else {
+            return Ok(None);
+        };
+        let digest = if self.version()? >= 3 {
+            self.conn
+                .query_row("SELECT digest FROM runs WHERE id = ?1", [id], |r| r.get(0))?
+        } else {
+            None
+        };
+        Ok(Some((f, digest)))
+    }
+
+    fn history(&mut self, bench: &str) -> Result<Vec<HistoryPoint>, StoreError> {
+        let mut q = self.conn.prepare(
+            "SELECT runs.id, runs.started_at, runs.label, runs.wrapper, results.status,
+                    results.median, results.ci_lo, results.ci_hi, results.disturbed
+             FROM results JOIN runs ON runs.id = results.run_id
+             WHERE results.bench = ?1 ORDER BY runs.id",
+        )?;
+        let rows = q.query_map([bench], |r| {
+            Ok(HistoryPoint {
+                run_id: r.get(0)?,
+                started_at: r.get(1)?,
+                label: r.get(2)?,
+                wrapper: r.get(3)?,
+                status: r.get(4)?,
+                median: r.get(5)?,
+                ci_lo: r.get(6)?,
+                ci_hi: r.get(7)?,
+                disturbed: r.get(8)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn result_rows(&mut self, ids: &[i64]) -> Result<Vec<(i64, ResultRow)>, StoreError> {
+        let mut q = self.conn.prepare(
+            "SELECT run_id, bench, status, median, ci_lo, ci_hi, samples, disturbed
+             FROM results WHERE run_id = ?1 ORDER BY rowid",
+        )?;
+        let mut out = Vec::new();
+        for &id in ids {
+            let rows = q.query_map([id], |r| {
+                Ok((
+                    r.get(0)?,
+                    ResultRow {
+                        bench: r.get(1)?,
+                        status: r.get(2)?,
+                        median: r.get(3)?,
+                        ci_lo: r.get(4)?,
+                        ci_hi: r.get(5)?,
+                        samples: r.get(6)?,
+                        disturbed: r.get(7)?,
+                    },
+                ))
+            })?;
+            for row in rows {
+                out.push(row?);
+            }
+        }
+        Ok(out)
+    }
+
+    fn known_benchmarks(&mut self) -> Result<Vec<String>, StoreError> {
+        let mut q = self
+            .conn
+            .prepare("SELECT DISTINCT bench FROM results ORDER BY bench")?;
+        let rows = q.query_map([], |r| r.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Location, Store};
+    use super::*;
+    use crate::model::testdata;
+
+    #[test]
+    fn garbage_foreign_and_newer_databases_are_refused_clearly() {
+        let dir = tempfile::tempdir().unwrap();
+        let junk = dir.path().join("junk.db");
+        std::fs::write(&junk, vec![0x42u8; 8192]).unwrap();
+        let e = Sqlite::open(&junk).err().unwrap();
+        assert!(
+            e.is_usage() && e.to_string().contains("not an oscost store"),
+            "{e}"
+        );
+
+        let e = refused(dir.path(), "CREATE TABLE t (x);");
+        assert!(e.to_string().contains("something else"), "{e}");
+        let e = refused(dir.path(), "PRAGMA user_version = 99;");
+        assert!(e.to_string().contains("newer oscost"), "{e}");
+        // A file that says schema 1 but holds someone else's tables.
+        let e = refused(dir.path(), "CREATE TABLE t (x); PRAGMA user_version = 1;");
+        assert!(e.to_string().contains("no runs and results"), "{e}");
+    }
+
+    /// The error opening a new file made by `sql` gives.
+    fn refused(dir: &Path, sql: &str) -> StoreError {
+        let p = dir.join(format!("{}.db", sql.len()));
+        Connection::open(&p).unwrap().execute_batch(sql).unwrap();
+        Sqlite::open(&p).err().unwrap()
+    }
+
+    #[test]
+    fn a_first_schema_store_is_migrated_in_place_to_compact_samples_and_digests() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("v1.db");
+        let mut run = testdata::run();
+        // Realistic samples: many, rounded to picoseconds as the analysis rounds them.
+        let samples: Vec<f64> = (0..5000)
+            .map(|i| ((150.0 + (i * 7919 % 97) as f64 * 0.37) * 1000.0).round() / 1000.0)
+            .collect();
+        run.results[0].samples_ns = samples.clone();
+        {
+            let c = Connection::open(&p).unwrap();
+            c.execute_batch(
+                "CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, started_at TEXT NOT NULL,
+                   label TEXT, host TEXT, kernel TEXT, wrapper TEXT, benchmarks INTEGER NOT NULL,
+                   run_json TEXT NOT NULL);
+                 CREATE TABLE results (run_id INTEGER NOT NULL, bench TEXT NOT NULL,
+                   status TEXT NOT NULL, median REAL, ci_lo REAL, ci_hi REAL,
+                   samples INTEGER NOT NULL, disturbed INTEGER NOT NULL,
+                   PRIMARY KEY (run_id, bench));
+                 PRAGMA user_version = 1;",
+            )
+            .unwrap();
+            c.execute(
+                "INSERT INTO runs (started_at, benchmarks, run_json) VALUES ('t', 4, ?1)",
+                [serde_json::to_string(&run).unwrap()],
+            )
+            .unwrap();
+        }
+        let s = Sqlite::open(&p).unwrap();
+        assert_eq!(s.version().unwrap(), SCHEMA);
+        // The samples now take a few bytes each, not the ~16 of JSON text.
+        let stored: i64 = s
+            .conn
+            .query_row("SELECT sum(length(data)) FROM samples", [], |r| r.get(0))
+            .unwrap();
+        let per = stored as f64 / samples.len() as f64;
+        assert!(per < 3.0, "{per:.2} bytes a sample");
+        drop(s);
+        let mut s = Store::open(&Location::File(p.clone())).unwrap();
+        let (back, d) = s.load_with_digest(1).unwrap();
+        assert_eq!(back.results, run.results);
+        assert_eq!(d, Some(super::super::digest(&run)));
+        // A new save is compact too and loads back equal.
+        let id = s.save(&run).unwrap();
+        assert_eq!(s.load(id).unwrap().results, run.results);
+    }
+
+    #[test]
+    fn reading_creates_nothing_and_special_files_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("typo/results.db");
+        assert!(matches!(
+            Sqlite::open_existing(&p),
+            Err(StoreError::NoStore(_))
+        ));
+        assert!(!dir.path().join("typo").exists());
+        let e = Sqlite::open(Path::new("/dev/null")).err().unwrap();
+        assert!(matches!(e, StoreError::NotAFile(_)) && e.is_usage());
+        assert!(!Path::new("/dev/null-journal").exists());
+    }
+
+    #[test]
+    fn a_locked_or_read_only_database_is_refused_before_any_work() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("results.db");
+        drop(Sqlite::open(&p).unwrap());
+        let holder = Connection::open(&p).unwrap();
+        holder.execute_batch("BEGIN IMMEDIATE;").unwrap();
+        let t = std::time::Instant::now();
+        let e = Sqlite::open(&p).err().unwrap();
+        assert!(matches!(e, StoreError::Locked(_)), "{e}");
+        assert!(t.elapsed() < std::time::Duration::from_secs(2));
+        holder.execute_batch("ROLLBACK;").unwrap();
+        drop(holder);
+        // Read-only file (root ignores the mode: then the open must simply succeed).
+        std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o444)).unwrap();
+        match Sqlite::open(&p) {
+            Err(e) => assert!(matches!(e, StoreError::ReadOnly { .. }), "{e}"),
+            Ok(_) => assert!(nix::unistd::geteuid().is_root()),
+        }
+        assert!(Sqlite::open_existing(&p).is_ok());
+    }
+
+    #[test]
+    fn concurrent_first_uses_of_a_fresh_file_all_succeed() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = Location::File(dir.path().join("fresh.db"));
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                let at = at.clone();
+                std::thread::spawn(move || Store::open(&at).map(|mut s| s.save(&testdata::run())))
+            })
+            .collect();
+        for h in handles {
+            assert!(h.join().unwrap().unwrap().is_ok());
+        }
+        assert_eq!(Store::open_existing(&at).unwrap().list().unwrap().len(), 8);
+    }
+}

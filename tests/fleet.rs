@@ -1,0 +1,238 @@
+//! The fleet store from the command line: `import` and `push` into PostgreSQL (a server named
+//! by `OSCOST_TEST_PG`; `.ci/run` starts a throwaway one), eight hosts pushing at once, and
+//! pushes killed with SIGKILL at spread moments, which must leave whole runs only. Without a
+//! server these tests pass at once and say so in one line. Copies between SQLite files need no
+//! server and always run.
+
+mod common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::*;
+use oscost::store::{Location, Store};
+
+/// A database of its own on the test server, dropped after; `None` without a server.
+struct Db {
+    admin: String,
+    name: String,
+    url: String,
+}
+
+impl Db {
+    fn fresh(tag: &str) -> Option<Db> {
+        let Some(admin) = std::env::var("OSCOST_TEST_PG")
+            .ok()
+            .filter(|u| !u.is_empty())
+        else {
+            let _ = std::io::stderr().write_all(
+                format!("{tag}: skipped, no PostgreSQL server given (set OSCOST_TEST_PG)\n")
+                    .as_bytes(),
+            );
+            return None;
+        };
+        let name = format!("oscost_fleet_{}_{tag}", std::process::id());
+        let mut c = postgres::Client::connect(&admin, postgres::NoTls).unwrap();
+        c.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
+        let (base, query) = admin
+            .split_once('?')
+            .map_or((admin.as_str(), None), |(b, q)| (b, Some(q)));
+        let (scheme, rest) = base.split_once("://").unwrap();
+        let host = rest.split_once('/').map_or(rest, |(h, _)| h);
+        let url = match query {
+            Some(q) => format!("{scheme}://{host}/{name}?{q}"),
+            None => format!("{scheme}://{host}/{name}"),
+        };
+        Some(Db { admin, name, url })
+    }
+
+    fn store(&self) -> Store {
+        Store::open_existing(&Location::Postgres(self.url.clone())).unwrap()
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        if let Ok(mut c) = postgres::Client::connect(&self.admin, postgres::NoTls) {
+            let _ = c.batch_execute(&format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            ));
+        }
+    }
+}
+
+/// One real run's JSON, measured once per test process.
+fn measured_run() -> serde_json::Value {
+    static RUN: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+    RUN.get_or_init(|| {
+        let _g = measuring();
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("r.json");
+        let out = oscost(&unique_tag("fleet"))
+            .args([
+                "run",
+                "--no-save",
+                "--quick",
+                "call/f0",
+                "syscall/getppid",
+                "--json",
+            ])
+            .arg(&json)
+            .output()
+            .unwrap();
+        assert_success(&out);
+        serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap()
+    })
+    .clone()
+}
+
+/// `n` distinct run files (the measured run under other labels) in `dir`.
+fn run_files(dir: &Path, prefix: &str, n: usize) -> Vec<PathBuf> {
+    let base = measured_run();
+    (0..n)
+        .map(|i| {
+            let mut r = base.clone();
+            r["label"] = serde_json::Value::String(format!("{prefix}-{i}"));
+            let p = dir.join(format!("{prefix}-{i}.json"));
+            std::fs::write(&p, serde_json::to_vec(&r).unwrap()).unwrap();
+            p
+        })
+        .collect()
+}
+
+/// A source SQLite store holding `n` distinct runs, made by `import`.
+fn source_store(dir: &Path, prefix: &str, n: usize) -> PathBuf {
+    let db = dir.join(format!("{prefix}.db"));
+    let out = oscost("import")
+        .arg("import")
+        .args(run_files(dir, prefix, n))
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_success(&out);
+    db
+}
+
+/// Every run in the store loads whole: its results rows are all there and its samples decode.
+fn all_whole(s: &mut Store) -> usize {
+    let list = s.list().unwrap();
+    for r in &list {
+        let run = s.load(r.id).unwrap();
+        assert_eq!(run.results.len() as i64, r.benchmarks, "run {}", r.id);
+        assert_eq!(s.result_rows(&[r.id]).unwrap().len() as i64, r.benchmarks);
+    }
+    list.len()
+}
+
+#[test]
+fn import_then_push_copies_runs_once_between_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source_store(dir.path(), "a", 3);
+    let target = dir.path().join("target.db");
+    for round in 0..2 {
+        let out = oscost("push")
+            .args(["push", "all", "--db"])
+            .arg(&src)
+            .arg("--to")
+            .arg(&target)
+            .output()
+            .unwrap();
+        assert_success(&out);
+        let err = String::from_utf8_lossy(&out.stderr);
+        let expect = if round == 0 {
+            "3 new, 0 already"
+        } else {
+            "0 new, 3 already"
+        };
+        assert!(err.contains(expect), "{err}");
+    }
+    let mut t = Store::open_existing(&Location::File(target)).unwrap();
+    assert_eq!(all_whole(&mut t), 3);
+    // Pushing a store onto itself is refused before anything is done.
+    let out = oscost("push")
+        .args(["push", "last", "--db"])
+        .arg(&src)
+        .arg("--to")
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn eight_hosts_pushing_at_once_leave_every_run_whole() {
+    let Some(db) = Db::fresh("concurrent") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let sources: Vec<PathBuf> = (0..8)
+        .map(|h| source_store(dir.path(), &format!("host{h}"), 25))
+        .collect();
+    let pushes: Vec<std::process::Child> = sources
+        .iter()
+        .map(|src| {
+            oscost("push")
+                .args(["push", "all", "--db"])
+                .arg(src)
+                .args(["--to", &db.url])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for p in pushes {
+        assert_success(&p.wait_with_output().unwrap());
+    }
+    assert_eq!(all_whole(&mut db.store()), 200);
+}
+
+#[test]
+fn a_push_killed_at_any_moment_leaves_no_partial_run() {
+    let Some(db) = Db::fresh("killed") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let src = source_store(dir.path(), "k", 25);
+    // How long a whole push takes here, to spread the kills over it.
+    let t = Instant::now();
+    let probe = Db::fresh("killed_probe").unwrap();
+    assert_success(
+        &oscost("push")
+            .args(["push", "all", "--db"])
+            .arg(&src)
+            .args(["--to", &probe.url])
+            .output()
+            .unwrap(),
+    );
+    let whole = t.elapsed();
+    drop(probe);
+    let mut completed = 0;
+    for k in 0..10u32 {
+        let at = whole.mul_f64(f64::from(k) / 9.0 * 1.1);
+        let mut child = oscost("push")
+            .args(["push", "all", "--db"])
+            .arg(&src)
+            .args(["--to", &db.url])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(at);
+        let _ = child.kill();
+        completed += usize::from(child.wait().unwrap().success());
+        // The server notices the lost connection and rolls back; give it a moment.
+        std::thread::sleep(Duration::from_millis(50));
+        if let Ok(mut s) = Store::open_existing(&Location::Postgres(db.url.clone())) {
+            let n = all_whole(&mut s);
+            assert!(
+                n == 0 || n == 25,
+                "{n} runs after a kill at {at:?}: a push is all or nothing"
+            );
+        }
+    }
+    eprintln!("{completed} of 10 pushes completed before their kill (a push takes {whole:?})");
+}

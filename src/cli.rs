@@ -71,6 +71,9 @@ pub enum Command {
     /// Run the benchmarks on A and B alternately (A B A B ...) and compare B against A; both
     /// sides are saved; --json/--csv/--markdown write the comparison.
     Ab(AbArgs),
+    /// Benchmarks by runs: each cell the change against a base run with its CI and a verdict
+    /// ("~" no change); --report writes a heatmap page.
+    Matrix(crate::commands::matrix::MatrixArgs),
     /// Copy stored runs into another store (a postgres:// URL or a file): one transaction,
     /// and a run the target already holds is kept once.
     Push(crate::commands::copy::PushArgs),
@@ -106,6 +109,7 @@ impl Cli {
             Some(Command::Ab(a)) => a.run(),
             Some(Command::Ctx(a)) => a.run(),
             Some(Command::Push(a)) => a.run(),
+            Some(Command::Matrix(a)) => a.run(),
             Some(Command::Import(a)) => a.run(),
             Some(Command::Completions(a)) => a.run(),
             Some(Command::Man(a)) => a.run(),
@@ -121,6 +125,23 @@ pub struct StoreArgs {
     /// $XDG_DATA_HOME/oscost/results.db].
     #[arg(long, value_name = "PATH|URL")]
     pub db: Option<PathBuf>,
+}
+
+/// Which stored runs a command considers: `last`, `last~N` and `all` count within them, and an
+/// id outside them is refused.
+#[derive(Debug, Args, Clone, Default)]
+pub struct SelectArgs {
+    /// Only runs where this holds (repeatable, all must hold): KEY=VALUE, KEY!=VALUE,
+    /// KEY~TEXT (contains), and for date and id also >=, <=, >, <. Keys: label, host, kernel,
+    /// wrapper, date (prefix of 2026-11-23T00:40:55Z), id.
+    #[arg(long = "where", value_name = "COND")]
+    pub filters: Vec<crate::select::Filter>,
+}
+
+impl SelectArgs {
+    pub fn selection(&self) -> crate::select::Selection {
+        crate::select::Selection(self.filters.clone())
+    }
 }
 
 /// Files a command can write: for a run, the result model (JSON, raw samples included), one

@@ -28,6 +28,8 @@ pub struct CompareCmd {
     pub png: bool,
     #[command(flatten)]
     pub store: StoreArgs,
+    #[command(flatten)]
+    pub select: crate::cli::SelectArgs,
 }
 
 impl CompareCmd {
@@ -37,8 +39,8 @@ impl CompareCmd {
         if let Some(d) = &self.report {
             check_report_dir(d)?;
         }
-        let (b, bn) = load_run(&self.base, &self.store)?;
-        let (c, cn) = load_run(&self.cand, &self.store)?;
+        let (b, bn) = load_run(&self.base, &self.store, &self.select)?;
+        let (c, cn) = load_run(&self.cand, &self.store, &self.select)?;
         let cmp = compare::compare(&b, &c, &bn, &cn, &options(&self.compare));
         if let Some(d) = &self.report {
             let page = report::compare_page::render_comparison(&cmp, self.png)

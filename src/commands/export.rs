@@ -15,6 +15,8 @@ pub struct ExportArgs {
     pub outputs: OutputArgs,
     #[command(flatten)]
     pub store: StoreArgs,
+    #[command(flatten)]
+    pub select: crate::cli::SelectArgs,
 }
 
 impl ExportArgs {
@@ -23,7 +25,7 @@ impl ExportArgs {
         if self.outputs.paths().is_empty() {
             return Err(usage("export needs --json, --csv or --markdown FILE"));
         }
-        let (run, _) = load_run(&self.run, &self.store)?;
+        let (run, _) = load_run(&self.run, &self.store, &self.select)?;
         output::export(&run, &super::exporters::<Run>(&self.outputs))?;
         Ok(0)
     }

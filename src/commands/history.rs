@@ -17,15 +17,26 @@ pub struct HistoryArgs {
     pub changes: bool,
     #[command(flatten)]
     pub store: StoreArgs,
+    #[command(flatten)]
+    pub select: crate::cli::SelectArgs,
 }
 
 impl HistoryArgs {
     pub fn run(self) -> anyhow::Result<i32> {
         let mut s = read_store(&self.store)?;
+        let sel = self.select.selection();
+        let runs = sel.apply(s.list().map_err(store_err)?);
         let text = match self.bench.as_deref() {
-            None => report::history::runs(&s.list().map_err(store_err)?, color()),
+            None => report::history::runs(&runs, color()),
             Some(b) => {
-                let points = s.history(b).map_err(store_err)?;
+                let mut points = s.history(b).map_err(store_err)?;
+                if !sel.is_all() {
+                    let keep: std::collections::HashSet<i64> = runs.iter().map(|r| r.id).collect();
+                    points.retain(|p| keep.contains(&p.run_id));
+                    if points.is_empty() {
+                        return Err(usage(format!("no selected run has '{b}'")));
+                    }
+                }
                 if points.is_empty() {
                     let known = s.known_benchmarks().map_err(store_err)?;
                     return Err(usage(unknown_benchmark(b, &known)));

@@ -10,6 +10,7 @@ pub mod env;
 pub mod export;
 pub mod history;
 pub mod list;
+pub mod matrix;
 pub mod report;
 pub mod run;
 pub mod shell;
@@ -22,7 +23,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::Context;
 
-use crate::cli::{OutputArgs, StoreArgs, usage};
+use crate::cli::{OutputArgs, SelectArgs, StoreArgs, usage};
 use crate::model::{self, Run};
 use crate::report::Exporter;
 use crate::report::csv::Csv;
@@ -134,7 +135,11 @@ fn looks_like_run_ref(s: &str) -> bool {
 }
 
 /// A run from a JSON file or the store, and the name to show for it.
-pub fn load_run(reference: &str, store: &StoreArgs) -> anyhow::Result<(Run, String)> {
+pub fn load_run(
+    reference: &str,
+    store: &StoreArgs,
+    select: &SelectArgs,
+) -> anyhow::Result<(Run, String)> {
     let path = Path::new(reference);
     if path.is_file() {
         let run = model::load_run_file(path).map_err(|e| usage(e.to_string()))?;
@@ -142,7 +147,9 @@ pub fn load_run(reference: &str, store: &StoreArgs) -> anyhow::Result<(Run, Stri
     }
     if looks_like_run_ref(reference) {
         let mut s = read_store(store)?;
-        let id = s.resolve(reference).map_err(store_err)?;
+        let id = s
+            .resolve_in(reference, &select.selection())
+            .map_err(store_err)?;
         let run = s.load(id).map_err(store_err)?;
         return Ok((run, format!("run {id}")));
     }

@@ -20,13 +20,15 @@ pub struct ReportArgs {
     pub png: bool,
     #[command(flatten)]
     pub store: StoreArgs,
+    #[command(flatten)]
+    pub select: crate::cli::SelectArgs,
 }
 
 impl ReportArgs {
     pub fn run(self) -> anyhow::Result<i32> {
         let interrupted = crate::worker::install_guards()?;
         check_report_dir(&self.out)?;
-        let (run, name) = load_run(&self.run, &self.store)?;
+        let (run, name) = load_run(&self.run, &self.store, &self.select)?;
         let page = report::html::render_run(&run, &bench::curves(), bench::LADDER, self.png)
             .map_err(|e| anyhow::anyhow!("cannot render the report: {e}"))?;
         let files = output::write_page(&self.out, &page, &stopper(&interrupted))?;

@@ -11,11 +11,13 @@ pub struct ShowArgs {
     pub run: String,
     #[command(flatten)]
     pub store: StoreArgs,
+    #[command(flatten)]
+    pub select: crate::cli::SelectArgs,
 }
 
 impl ShowArgs {
     pub fn run(self) -> anyhow::Result<i32> {
-        let (run, name) = load_run(&self.run, &self.store)?;
+        let (run, name) = load_run(&self.run, &self.store, &self.select)?;
         eprintln!("oscost: {name}, started {}", run.started_at);
         print_stdout(&crate::report::table::render(&run, color()))?;
         Ok(0)

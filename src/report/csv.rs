@@ -73,6 +73,12 @@ impl Exporter<Comparison> for Csv {
     }
 }
 
+impl Exporter<crate::matrix::Matrix> for Csv {
+    fn serialize(&self, m: &crate::matrix::Matrix) -> anyhow::Result<Vec<u8>> {
+        Ok(crate::matrix::render_csv(m).into_bytes())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -461,6 +461,7 @@ fn figure_files(
 
 const RUN_TEMPLATE: &str = include_str!("../../assets/report.html");
 const COMPARE_TEMPLATE: &str = include_str!("../../assets/compare.html");
+const MATRIX_TEMPLATE: &str = include_str!("../../assets/matrix.html");
 
 /// The page templates (compiled into the binary).
 pub(super) fn env() -> Environment<'static> {
@@ -468,6 +469,8 @@ pub(super) fn env() -> Environment<'static> {
     e.add_template("report.html", RUN_TEMPLATE)
         .expect("valid template");
     e.add_template("compare.html", COMPARE_TEMPLATE)
+        .expect("valid template");
+    e.add_template("matrix.html", MATRIX_TEMPLATE)
         .expect("valid template");
     e
 }

@@ -21,6 +21,12 @@ impl Exporter<Comparison> for Json {
     }
 }
 
+impl Exporter<crate::matrix::Matrix> for Json {
+    fn serialize(&self, m: &crate::matrix::Matrix) -> anyhow::Result<Vec<u8>> {
+        Ok(serde_json::to_vec_pretty(m)?)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -49,6 +49,12 @@ impl Exporter<Comparison> for Markdown {
     }
 }
 
+impl Exporter<crate::matrix::Matrix> for Markdown {
+    fn serialize(&self, m: &crate::matrix::Matrix) -> anyhow::Result<Vec<u8>> {
+        Ok(crate::matrix::render_markdown(m).into_bytes())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,6 +10,7 @@ pub mod history;
 pub mod html;
 pub mod json;
 pub mod markdown;
+pub mod matrix_page;
 pub mod plot;
 pub mod table;
 pub mod xgraph;

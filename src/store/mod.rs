@@ -65,6 +65,10 @@ pub enum StoreError {
     Newer { at: String, found: i32 },
     #[error("no run '{0}' in the store (`oscost history` lists them)")]
     NoSuchRun(String),
+    #[error(
+        "no run '{0}' among the runs --where selects (`oscost history` with the same --where lists them)"
+    )]
+    NotSelected(String),
     #[error("stored run {id} cannot be read: {why}")]
     BadRun { id: i64, why: String },
     #[error("the save was interrupted; nothing was saved")]
@@ -420,6 +424,36 @@ impl Store {
 
     pub fn list(&mut self) -> Result<Vec<RunSummary>, StoreError> {
         self.backend.list()
+    }
+
+    /// A run id from "7", "last" or "last~N" counted within the runs `sel` selects (an id
+    /// outside them is no such run).
+    pub fn resolve_in(
+        &mut self,
+        reference: &str,
+        sel: &crate::select::Selection,
+    ) -> Result<i64, StoreError> {
+        if sel.is_all() {
+            return self.resolve(reference);
+        }
+        let runs = sel.apply(self.list()?);
+        let no = || StoreError::NotSelected(reference.to_string());
+        if let Ok(id) = reference.parse::<i64>() {
+            return runs
+                .iter()
+                .find(|r| r.id == id)
+                .map(|r| r.id)
+                .ok_or_else(no);
+        }
+        let back: usize = match reference.strip_prefix("last") {
+            Some("") => 0,
+            Some(rest) => rest
+                .strip_prefix('~')
+                .and_then(|n| n.parse().ok())
+                .ok_or_else(no)?,
+            None => return Err(no()),
+        };
+        runs.iter().rev().nth(back).map(|r| r.id).ok_or_else(no)
     }
 
     /// A run id from "7", "last" or "last~N" (N runs before the last).

@@ -1,0 +1,107 @@
+//! `oscost matrix [RUN...] [--base RUN] [--where COND]...`: benchmarks by runs, each cell the
+//! change against the base run (see `crate::matrix`); a terminal table, CSV/JSON/Markdown
+//! with --csv/--json/--markdown, and a heatmap page with --report. Reads only the runs'
+//! summary rows and the base run without samples, so it answers at once on a large store.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::{
+    check_outputs, check_report_dir, color, exporters, print_stdout, read_store, stopper,
+    store_err, usage,
+};
+use crate::cli::{OutputArgs, SelectArgs, StoreArgs, parse_percent};
+use crate::{matrix, output, report};
+
+#[derive(Debug, Args, Clone)]
+pub struct MatrixArgs {
+    /// Stored runs, one column each (ids, `last`, `last~N`); none: every run --where selects.
+    #[arg(value_name = "RUN")]
+    pub runs: Vec<String>,
+    /// The run the others are compared against [default: the first column].
+    #[arg(long, value_name = "RUN")]
+    pub base: Option<String>,
+    /// Half-width of the band called "no change", percent.
+    #[arg(long, value_name = "PCT", default_value = "2", value_parser = parse_percent)]
+    pub threshold: f64,
+    #[command(flatten)]
+    pub outputs: OutputArgs,
+    /// Also write the heatmap page into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
+    #[command(flatten)]
+    pub select: SelectArgs,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// More columns than this and the table is unreadable: say so rather than print it.
+const MAX_COLUMNS: usize = 60;
+
+impl MatrixArgs {
+    pub fn run(self) -> anyhow::Result<i32> {
+        let interrupted = crate::worker::install_guards()?;
+        check_outputs(&self.outputs)?;
+        if let Some(d) = &self.report {
+            check_report_dir(d)?;
+        }
+        let mut s = read_store(&self.store)?;
+        let sel = self.select.selection();
+        let selected = sel.apply(s.list().map_err(store_err)?);
+        let mut ids: Vec<i64> = if self.runs.is_empty() {
+            selected.iter().map(|r| r.id).collect()
+        } else {
+            self.runs
+                .iter()
+                .map(|r| s.resolve_in(r, &sel).map_err(store_err))
+                .collect::<anyhow::Result<_>>()?
+        };
+        let base_id = match &self.base {
+            Some(b) => s.resolve_in(b, &sel).map_err(store_err)?,
+            None => *ids.first().ok_or_else(|| {
+                usage("no runs to put in a matrix (none stored, or none --where selects)")
+            })?,
+        };
+        if !ids.contains(&base_id) {
+            ids.insert(0, base_id);
+        }
+        let mut seen = std::collections::HashSet::new();
+        ids.retain(|id| seen.insert(*id));
+        if ids.len() > MAX_COLUMNS {
+            return Err(usage(format!(
+                "{} runs are too many columns (at most {MAX_COLUMNS}); narrow them with --where or name them",
+                ids.len()
+            )));
+        }
+        let all = s.list().map_err(store_err)?;
+        let runs: Vec<_> = ids
+            .iter()
+            .filter_map(|id| all.iter().find(|r| r.id == *id).cloned())
+            .collect();
+        let base = runs.iter().position(|r| r.id == base_id).unwrap_or(0);
+        let order: Vec<String> = s
+            .load_bare(base_id)
+            .map_err(store_err)?
+            .results
+            .into_iter()
+            .map(|r| r.id)
+            .collect();
+        let rows = s.result_rows(&ids).map_err(store_err)?;
+        let m = matrix::build(&runs, &rows, base, &order, self.threshold / 100.0);
+        output::export(&m, &exporters::<matrix::Matrix>(&self.outputs))?;
+        if let Some(d) = &self.report {
+            let page = report::matrix_page::render_matrix(&m)
+                .map_err(|e| anyhow::anyhow!("cannot render the matrix: {e}"))?;
+            output::write_page(d, &page, &stopper(&interrupted))?;
+            eprintln!("oscost: matrix page in {}", d.join("index.html").display());
+        }
+        let table = matrix::render_table(&m, color());
+        if output::any_stdout(&self.outputs.paths()) {
+            eprint!("{table}");
+        } else {
+            print_stdout(&table)?;
+        }
+        Ok(0)
+    }
+}

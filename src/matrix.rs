@@ -1,0 +1,475 @@
+//! Many runs side by side: benchmarks by runs, each cell the slowdown against a base run with
+//! its 95% CI, a verdict, and the addition in ns. LEBench's heatmap of kernels against
+//! operations, with the uncertainty LEBench does not show.
+//!
+//! A cell comes from the two runs' stored statistics (median and hierarchical 95% CI per
+//! result, the `results` rows), not from their samples: a matrix of 20 runs must answer in
+//! well under a second, and 19 bootstrap comparisons would not. The two intervals are
+//! independent (fresh processes, different runs), so their relative half-widths combine in
+//! quadrature on a log scale, each side of the interval from the sides that push it that way:
+//! the slowdown's upper bound from the candidate's upper and the base's lower half-width.
+//! With symmetric normal intervals this is the usual interval of a ratio of independent
+//! estimates; with the runs' asymmetric ones it keeps their shape. `compare` (bootstrap of the
+//! samples) and a matrix cell agree on clear changes and may differ at the edge of the band.
+//! A run without a CI (too few repetitions, or a version 1 run) gives cells without one,
+//! marked "?", never a narrow interval.
+
+use serde::{Deserialize, Serialize};
+
+use crate::compare::{Verdict, verdict};
+use crate::model::RunSummary;
+use crate::store::ResultRow;
+
+/// One run, as a column.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Column {
+    pub run_id: i64,
+    pub started_at: String,
+    pub label: Option<String>,
+    pub host: Option<String>,
+    pub kernel: Option<String>,
+    pub wrapper: Option<String>,
+    /// "run 12", then the values of what differs between the columns.
+    pub title: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cell {
+    pub median_ns: Option<f64>,
+    /// Candidate over base; none for the base itself or a side without a median.
+    pub slowdown: Option<f64>,
+    pub slowdown_ci95: Option<[f64; 2]>,
+    pub addition_ns: Option<f64>,
+    pub addition_ci95: Option<[f64; 2]>,
+    /// None where there is nothing to call (the base, a missing side, no CI).
+    pub verdict: Option<Verdict>,
+    /// Not measured here: the status word ("failed", "skipped", "absent").
+    pub missing: Option<String>,
+    pub disturbed: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    pub bench: String,
+    pub cells: Vec<Cell>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Matrix {
+    /// Index of the base column.
+    pub base: usize,
+    pub columns: Vec<Column>,
+    /// What differs between the columns (host, kernel, label, wrapper), in that order.
+    pub differs: Vec<String>,
+    /// Half-width of the no-change band (0.02 = ±2%).
+    pub threshold: f64,
+    pub rows: Vec<Row>,
+}
+
+/// The columns for `runs`, titled by what differs between them (the start time when nothing
+/// does), and the names of what differs.
+fn columns(runs: &[RunSummary]) -> (Vec<Column>, Vec<String>) {
+    type Get = fn(&RunSummary) -> Option<String>;
+    let keys: [(&str, Get); 4] = [
+        ("host", |r| r.host.clone()),
+        ("kernel", |r| r.kernel.clone()),
+        ("label", |r| r.label.clone()),
+        ("wrapper", |r| r.wrapper.clone()),
+    ];
+    let differs: Vec<(&str, Get)> = keys
+        .into_iter()
+        .filter(|(_, get)| runs.iter().any(|r| get(r) != get(&runs[0])))
+        .collect();
+    let cols = runs
+        .iter()
+        .map(|r| {
+            let mut title = vec![format!("run {}", r.id)];
+            for (name, get) in &differs {
+                let v = get(r).unwrap_or_else(|| "-".into());
+                title.push(if *name == "kernel" || *name == "host" {
+                    v
+                } else {
+                    format!("{name} {v}")
+                });
+            }
+            if differs.is_empty() {
+                title.push(r.started_at.clone());
+            }
+            Column {
+                run_id: r.id,
+                started_at: r.started_at.clone(),
+                label: r.label.clone(),
+                host: r.host.clone(),
+                kernel: r.kernel.clone(),
+                wrapper: r.wrapper.clone(),
+                title,
+            }
+        })
+        .collect();
+    (cols, differs.iter().map(|(n, _)| n.to_string()).collect())
+}
+
+/// The slowdown and addition of `cand` against `base` with intervals from theirs (see the
+/// module doc).
+pub fn cell_against(base: &ResultRow, cand: &ResultRow, threshold: f64) -> Cell {
+    let mut cell = Cell {
+        median_ns: cand.median,
+        slowdown: None,
+        slowdown_ci95: None,
+        addition_ns: None,
+        addition_ci95: None,
+        verdict: None,
+        missing: None,
+        disturbed: base.disturbed || cand.disturbed,
+    };
+    let (Some(b), Some(c)) = (base.median, cand.median) else {
+        return cell;
+    };
+    cell.addition_ns = Some(c - b);
+    if b > 0.0 && c > 0.0 {
+        cell.slowdown = Some(c / b);
+    }
+    let ci = |r: &ResultRow| match (r.ci_lo, r.ci_hi) {
+        (Some(lo), Some(hi)) if lo.is_finite() && hi.is_finite() && lo <= hi => Some((lo, hi)),
+        _ => None,
+    };
+    let (Some((blo, bhi)), Some((clo, chi))) = (ci(base), ci(cand)) else {
+        return cell;
+    };
+    let q = |x: f64, y: f64| (x * x + y * y).sqrt();
+    cell.addition_ci95 = Some([(c - b) - q(c - clo, bhi - b), (c - b) + q(chi - c, b - blo)]);
+    if let Some(r) = cell.slowdown
+        && blo > 0.0
+        && clo > 0.0
+    {
+        let up = q((chi / c).ln(), (b / blo).ln());
+        let down = q((c / clo).ln(), (bhi / b).ln());
+        let interval = [r * (-down).exp(), r * up.exp()];
+        cell.slowdown_ci95 = Some(interval);
+        cell.verdict = Some(verdict(interval, threshold).0);
+    }
+    cell
+}
+
+/// The matrix of `runs` (in column order) against `runs[base]`, from their result rows.
+/// Benchmarks come in `order` first (the base run's order), then any others as found.
+pub fn build(
+    runs: &[RunSummary],
+    rows: &[(i64, ResultRow)],
+    base: usize,
+    order: &[String],
+    threshold: f64,
+) -> Matrix {
+    let (columns, differs) = columns(runs);
+    let mut benches: Vec<String> = order.to_vec();
+    for (_, r) in rows {
+        if !benches.contains(&r.bench) {
+            benches.push(r.bench.clone());
+        }
+    }
+    let find = |run: i64, bench: &str| {
+        rows.iter()
+            .find(|(id, r)| *id == run && r.bench == bench)
+            .map(|(_, r)| r)
+    };
+    let base_id = runs[base].id;
+    let rows_out = benches
+        .iter()
+        .filter(|b| runs.iter().any(|r| find(r.id, b).is_some()))
+        .map(|bench| {
+            let b = find(base_id, bench).filter(|r| r.status == "ok");
+            let cells = runs
+                .iter()
+                .enumerate()
+                .map(|(i, run)| {
+                    let c = find(run.id, bench);
+                    let missing = match c {
+                        None => Some("absent".to_string()),
+                        Some(r) if r.status != "ok" => Some(r.status.clone()),
+                        Some(_) => None,
+                    };
+                    match (b, c, missing) {
+                        (_, _, Some(m)) => Cell {
+                            median_ns: None,
+                            slowdown: None,
+                            slowdown_ci95: None,
+                            addition_ns: None,
+                            addition_ci95: None,
+                            verdict: None,
+                            missing: Some(m),
+                            disturbed: false,
+                        },
+                        (Some(b), Some(c), None) if i != base => cell_against(b, c, threshold),
+                        (_, Some(c), None) => Cell {
+                            median_ns: c.median,
+                            slowdown: None,
+                            slowdown_ci95: None,
+                            addition_ns: None,
+                            addition_ci95: None,
+                            verdict: None,
+                            missing: None,
+                            disturbed: c.disturbed,
+                        },
+                        (_, None, None) => unreachable!("a missing cell has its reason"),
+                    }
+                })
+                .collect();
+            Row {
+                bench: bench.clone(),
+                cells,
+            }
+        })
+        .collect();
+    Matrix {
+        base,
+        columns,
+        differs,
+        threshold,
+        rows: rows_out,
+    }
+}
+
+/// A cell as the terminal shows it: the base's median; a change as its signed percentage with
+/// the CI's half-width in points and the addition; "~" (benchstat's mark) for no change beyond
+/// the band, with the half-width; "?" without a CI; the status word when not measured.
+pub fn cell_text(m: &Matrix, col: usize, c: &Cell) -> String {
+    if let Some(why) = &c.missing {
+        return why.clone();
+    }
+    if col == m.base {
+        return c.median_ns.map_or("-".into(), crate::report::format_ns);
+    }
+    let (Some(r), Some([lo, hi])) = (c.slowdown, c.slowdown_ci95) else {
+        return match c.slowdown {
+            Some(r) => format!("? {:+.1}%", (r - 1.0) * 100.0),
+            None => "?".into(),
+        };
+    };
+    let half = (hi - lo) / 2.0 * 100.0;
+    match c.verdict {
+        Some(Verdict::Slower | Verdict::Faster) => format!(
+            "{:+.1}% ±{half:.1} ({}{})",
+            (r - 1.0) * 100.0,
+            if c.addition_ns.unwrap_or(0.0) >= 0.0 {
+                "+"
+            } else {
+                "-"
+            },
+            crate::report::format_ns(c.addition_ns.unwrap_or(0.0).abs())
+        ),
+        _ => format!("~ ±{half:.1}"),
+    }
+}
+
+/// The matrix as a terminal table with a legend.
+pub fn render_table(m: &Matrix, color: bool) -> String {
+    use comfy_table::{Cell as TCell, CellAlignment, Color};
+    let mut header = vec![TCell::new("benchmark")];
+    for (i, c) in m.columns.iter().enumerate() {
+        let mut title = c.title.join("\n");
+        if i == m.base {
+            title.push_str("\n(base)");
+        }
+        header.push(TCell::new(title));
+    }
+    let mut t = crate::report::plain_table(color, header);
+    for r in &m.rows {
+        let mut line = vec![TCell::new(&r.bench)];
+        for (i, c) in r.cells.iter().enumerate() {
+            let mut cell = TCell::new(cell_text(m, i, c));
+            if color {
+                cell = match c.verdict {
+                    Some(Verdict::Slower) => cell.fg(Color::Red),
+                    Some(Verdict::Faster) => cell.fg(Color::Green),
+                    _ => cell,
+                };
+            }
+            line.push(cell);
+        }
+        t.add_row(line);
+    }
+    for i in 1..=m.columns.len() {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    let base = &m.columns[m.base];
+    format!(
+        "{t}\nbase: run {} (medians shown); other cells: change of the median against it, ±half \
+the 95% CI in percentage points, (the addition); ~ no change beyond ±{:.0}% could be told from \
+noise; ? a run without a CI (too few repetitions).{}\n",
+        base.run_id,
+        m.threshold * 100.0,
+        if m.differs.is_empty() {
+            " The runs differ in nothing recorded: columns are titled by start time.".to_string()
+        } else {
+            format!(" Columns differ in: {}.", m.differs.join(", "))
+        }
+    )
+}
+
+/// The matrix as a Markdown table (the terminal's cells), with the legend under it.
+pub fn render_markdown(m: &Matrix) -> String {
+    let esc = |s: &str| s.replace('|', "\\|");
+    let mut out = String::from("| benchmark |");
+    for (i, c) in m.columns.iter().enumerate() {
+        let base = if i == m.base { " (base)" } else { "" };
+        out.push_str(&format!(" {}{base} |", esc(&c.title.join(", "))));
+    }
+    out.push_str("\n|---|");
+    out.push_str(&"---:|".repeat(m.columns.len()));
+    out.push('\n');
+    for r in &m.rows {
+        out.push_str(&format!("| {} |", esc(&r.bench)));
+        for (i, c) in r.cells.iter().enumerate() {
+            out.push_str(&format!(" {} |", esc(&cell_text(m, i, c))));
+        }
+        out.push('\n');
+    }
+    out.push_str(&format!(
+        "\nBase: run {}. A cell is the change of the median against it, ± half the 95% CI in \
+percentage points, and the addition; ~ no change beyond ±{:.0}%; ? no CI.\n",
+        m.columns[m.base].run_id,
+        m.threshold * 100.0
+    ));
+    out
+}
+
+/// One CSV line per benchmark and run.
+pub fn render_csv(m: &Matrix) -> String {
+    let f = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v}"));
+    let q = |s: &str| {
+        if s.contains([',', '"', '\n']) {
+            format!("\"{}\"", s.replace('"', "\"\""))
+        } else {
+            s.to_string()
+        }
+    };
+    let mut out = String::from(
+        "bench,run_id,column,is_base,median_ns,slowdown,slowdown_lo,slowdown_hi,addition_ns,addition_lo,addition_hi,verdict,missing\n",
+    );
+    for r in &m.rows {
+        for (i, c) in r.cells.iter().enumerate() {
+            let col = &m.columns[i];
+            out.push_str(&format!(
+                "{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                q(&r.bench),
+                col.run_id,
+                q(&col.title.join(" / ")),
+                i == m.base,
+                f(c.median_ns),
+                f(c.slowdown),
+                f(c.slowdown_ci95.map(|x| x[0])),
+                f(c.slowdown_ci95.map(|x| x[1])),
+                f(c.addition_ns),
+                f(c.addition_ci95.map(|x| x[0])),
+                f(c.addition_ci95.map(|x| x[1])),
+                c.verdict.map_or("", |v| v.word()),
+                c.missing.as_deref().unwrap_or("")
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(id: i64, kernel: &str, label: Option<&str>) -> RunSummary {
+        RunSummary {
+            id,
+            started_at: format!("2026-11-{id:02}T00:00:00Z"),
+            label: label.map(Into::into),
+            host: Some("box".into()),
+            kernel: Some(kernel.into()),
+            wrapper: None,
+            benchmarks: 2,
+        }
+    }
+
+    fn row(bench: &str, median: f64, lo: f64, hi: f64) -> ResultRow {
+        ResultRow {
+            bench: bench.into(),
+            status: "ok".into(),
+            median: Some(median),
+            ci_lo: Some(lo),
+            ci_hi: Some(hi),
+            samples: 100,
+            disturbed: false,
+        }
+    }
+
+    #[test]
+    fn a_cell_combines_the_two_intervals_in_quadrature_on_a_log_scale() {
+        // Both ±1% (symmetric on the log scale): the ratio's half-width is √2 %.
+        let e = 0.01f64.ln_1p();
+        let b = row("x", 100.0, 100.0 / e.exp(), 100.0 * e.exp());
+        let c = row("x", 110.0, 110.0 / e.exp(), 110.0 * e.exp());
+        let cell = cell_against(&b, &c, 0.02);
+        let [lo, hi] = cell.slowdown_ci95.unwrap();
+        let k = (2f64.sqrt() * e).exp();
+        assert!((lo - 1.1 / k).abs() < 1e-12 && (hi - 1.1 * k).abs() < 1e-12);
+        assert_eq!(cell.verdict, Some(Verdict::Slower));
+        assert_eq!(cell.addition_ns, Some(10.0));
+        let [alo, ahi] = cell.addition_ci95.unwrap();
+        assert!(alo < 10.0 && ahi > 10.0);
+        // Within the band: no change; wider intervals: no change either.
+        let same = cell_against(&b, &row("x", 100.5, 99.5, 101.5), 0.02);
+        assert_eq!(same.verdict, Some(Verdict::NoChange));
+        let vague = cell_against(&b, &row("x", 110.0, 80.0, 140.0), 0.02);
+        assert_eq!(vague.verdict, Some(Verdict::NoChange));
+        // No interval on one side: no verdict, never a narrow one.
+        let mut none = row("x", 120.0, 0.0, 0.0);
+        (none.ci_lo, none.ci_hi) = (None, None);
+        let cell = cell_against(&b, &none, 0.02);
+        assert_eq!((cell.verdict, cell.slowdown_ci95), (None, None));
+        assert_eq!(cell.slowdown, Some(1.2));
+    }
+
+    #[test]
+    fn columns_are_titled_by_what_differs_and_missing_results_say_why() {
+        let runs = [
+            summary(1, "6.1.0", None),
+            summary(2, "6.18.44", None),
+            summary(3, "6.18.44", Some("tracer")),
+        ];
+        let rows = vec![
+            (1, row("a", 100.0, 99.0, 101.0)),
+            (1, row("b", 10.0, 9.9, 10.1)),
+            (2, row("a", 150.0, 148.0, 152.0)),
+            (2, row("b", 10.0, 9.9, 10.1)),
+            (3, row("a", 60.0, 59.0, 61.0)),
+            (
+                3,
+                ResultRow {
+                    status: "failed".into(),
+                    median: None,
+                    ..row("b", 0.0, 0.0, 0.0)
+                },
+            ),
+        ];
+        let m = build(&runs, &rows, 0, &["b".into(), "a".into()], 0.02);
+        assert_eq!(m.differs, vec!["kernel", "label"]);
+        assert_eq!(m.columns[2].title, vec!["run 3", "6.18.44", "label tracer"]);
+        assert_eq!(m.columns[0].title, vec!["run 1", "6.1.0", "label -"]);
+        assert_eq!(
+            m.rows.iter().map(|r| r.bench.as_str()).collect::<Vec<_>>(),
+            ["b", "a"]
+        );
+        let a = &m.rows[1];
+        assert_eq!(a.cells[1].verdict, Some(Verdict::Slower));
+        assert_eq!(a.cells[2].verdict, Some(Verdict::Faster));
+        assert_eq!(m.rows[0].cells[1].verdict, Some(Verdict::NoChange));
+        assert_eq!(m.rows[0].cells[2].missing.as_deref(), Some("failed"));
+        let text = render_table(&m, false);
+        assert!(text.contains("+50.0%") && text.contains("-40.0%"), "{text}");
+        assert!(text.contains("~ ±") && text.contains("failed"), "{text}");
+        let csv = render_csv(&m);
+        assert_eq!(csv.lines().count(), 1 + 2 * 3);
+        assert!(
+            csv.contains("a,2,run 2 / 6.18.44 / label -,false,150,1.5,"),
+            "{csv}"
+        );
+    }
+}

@@ -1,0 +1,205 @@
+//! Selecting stored runs by what they were: `--where KEY OP VALUE`, repeated (all must hold).
+//! Keys: `label`, `host`, `kernel`, `wrapper`, `date` (the start, `2026-11-23T00:40:55Z`) and
+//! `id`. Operators: `=` and `!=` (exact), `~` (contains), and for `date` and `id` also `>=`,
+//! `<=`, `>`, `<`. A date is compared on as many characters as given, so `date=2026-11` is
+//! that month and `date<=2026-11-01` includes that day. A missing label or wrapper is the
+//! empty string (`label=` selects runs without one). Selection works on the runs' summary rows,
+//! so it costs one query whatever the size of the store.
+
+use std::cmp::Ordering;
+
+use crate::model::RunSummary;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Key {
+    Label,
+    Host,
+    Kernel,
+    Wrapper,
+    Date,
+    Id,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Eq,
+    Ne,
+    Contains,
+    Ge,
+    Le,
+    Gt,
+    Lt,
+}
+
+/// One `--where` condition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Filter {
+    key: Key,
+    op: Op,
+    value: String,
+}
+
+const KEYS: &str = "label, host, kernel, wrapper, date, id";
+
+impl std::str::FromStr for Filter {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Filter, String> {
+        // Two-character operators first, so `>=` is not read as `>` then `=value`.
+        let ops = [
+            ("!=", Op::Ne),
+            (">=", Op::Ge),
+            ("<=", Op::Le),
+            ("~", Op::Contains),
+            ("=", Op::Eq),
+            (">", Op::Gt),
+            ("<", Op::Lt),
+        ];
+        let (at, text, op) = ops
+            .iter()
+            .filter_map(|(t, op)| s.find(t).map(|i| (i, *t, *op)))
+            .min_by_key(|(i, t, _)| (*i, std::cmp::Reverse(t.len())))
+            .ok_or_else(|| {
+                format!("'{s}' is not a condition; give KEY=VALUE, KEY~TEXT, KEY!=VALUE or date>=DAY (keys: {KEYS})")
+            })?;
+        let name = s[..at].trim();
+        let key = match name {
+            "label" => Key::Label,
+            "host" => Key::Host,
+            "kernel" => Key::Kernel,
+            "wrapper" => Key::Wrapper,
+            "date" => Key::Date,
+            "id" => Key::Id,
+            _ => return Err(format!("'{name}' is not a key of a run (keys: {KEYS})")),
+        };
+        let value = s[at + text.len()..].trim().to_string();
+        let ordered = matches!(op, Op::Ge | Op::Le | Op::Gt | Op::Lt);
+        if ordered && !matches!(key, Key::Date | Key::Id) {
+            return Err(format!("'{text}' compares dates and ids only, not {name}"));
+        }
+        if key == Key::Id && value.parse::<i64>().is_err() {
+            return Err(format!("id takes a run number, not '{value}'"));
+        }
+        Ok(Filter { key, op, value })
+    }
+}
+
+impl Filter {
+    pub fn matches(&self, r: &RunSummary) -> bool {
+        let text = |v: &Option<String>| v.clone().unwrap_or_default();
+        let order = match self.key {
+            Key::Id => r.id.cmp(&self.value.parse::<i64>().unwrap_or(i64::MIN)),
+            Key::Date => {
+                let n = self.value.len().min(r.started_at.len());
+                r.started_at[..n].cmp(self.value.as_str())
+            }
+            _ => {
+                let have = match self.key {
+                    Key::Label => text(&r.label),
+                    Key::Host => text(&r.host),
+                    Key::Kernel => text(&r.kernel),
+                    _ => text(&r.wrapper),
+                };
+                if self.op == Op::Contains {
+                    return have.contains(&self.value);
+                }
+                have.as_str().cmp(self.value.as_str())
+            }
+        };
+        match self.op {
+            Op::Eq => order == Ordering::Equal,
+            Op::Ne => order != Ordering::Equal,
+            Op::Ge => order != Ordering::Less,
+            Op::Le => order != Ordering::Greater,
+            Op::Gt => order == Ordering::Greater,
+            Op::Lt => order == Ordering::Less,
+            // Dates and ids: contains on their text.
+            Op::Contains => match self.key {
+                Key::Id => r.id.to_string().contains(&self.value),
+                _ => r.started_at.contains(&self.value),
+            },
+        }
+    }
+}
+
+/// All of the conditions (none: every run).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selection(pub Vec<Filter>);
+
+impl Selection {
+    pub fn is_all(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn matches(&self, r: &RunSummary) -> bool {
+        self.0.iter().all(|f| f.matches(r))
+    }
+
+    /// The runs that match, in their order.
+    pub fn apply(&self, runs: Vec<RunSummary>) -> Vec<RunSummary> {
+        runs.into_iter().filter(|r| self.matches(r)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(id: i64, date: &str, label: Option<&str>, host: &str, kernel: &str) -> RunSummary {
+        RunSummary {
+            id,
+            started_at: date.into(),
+            label: label.map(Into::into),
+            host: Some(host.into()),
+            kernel: Some(kernel.into()),
+            wrapper: None,
+            benchmarks: 3,
+        }
+    }
+
+    fn ids(conds: &[&str], runs: &[RunSummary]) -> Vec<i64> {
+        let sel = Selection(conds.iter().map(|c| c.parse().unwrap()).collect());
+        sel.apply(runs.to_vec()).iter().map(|r| r.id).collect()
+    }
+
+    #[test]
+    fn conditions_select_by_label_host_kernel_date_and_id() {
+        let runs = [
+            run(1, "2026-10-31T23:00:00Z", None, "a", "6.1.0-13"),
+            run(2, "2026-11-01T08:00:00Z", Some("nightly"), "a", "6.1.0-13"),
+            run(3, "2026-11-01T09:00:00Z", Some("nightly"), "b", "6.18.44"),
+            run(4, "2026-11-02T09:00:00Z", Some("tracer"), "b", "6.18.44"),
+        ];
+        assert_eq!(ids(&[], &runs), vec![1, 2, 3, 4]);
+        assert_eq!(ids(&["host=a"], &runs), vec![1, 2]);
+        assert_eq!(ids(&["kernel~6.1."], &runs), vec![1, 2]);
+        assert_eq!(ids(&["kernel~6.1", "host=b"], &runs), vec![3, 4]);
+        assert_eq!(ids(&["label="], &runs), vec![1]);
+        assert_eq!(ids(&["label!=nightly"], &runs), vec![1, 4]);
+        assert_eq!(ids(&["date=2026-11-01"], &runs), vec![2, 3]);
+        assert_eq!(ids(&["date<=2026-11-01"], &runs), vec![1, 2, 3]);
+        assert_eq!(ids(&["date>2026-11-01"], &runs), vec![4]);
+        assert_eq!(ids(&["date>=2026-11"], &runs), vec![2, 3, 4]);
+        assert_eq!(ids(&["id>=2", "id<4"], &runs), vec![2, 3]);
+    }
+
+    #[test]
+    fn bad_conditions_say_what_is_allowed() {
+        for (bad, says) in [
+            ("host", "not a condition"),
+            ("color=red", "not a key"),
+            ("host>=a", "dates and ids only"),
+            ("id=x", "run number"),
+        ] {
+            let e = bad.parse::<Filter>().unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        // `!=` is not `!` then `=`, `>=` is not `>` then `=`.
+        assert_eq!(
+            "host!=a".parse::<Filter>().unwrap().op,
+            Op::Ne,
+            "two-character operators win"
+        );
+        assert_eq!("date>=2026".parse::<Filter>().unwrap().value, "2026");
+    }
+}

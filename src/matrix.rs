@@ -54,6 +54,23 @@ pub struct Row {
     pub cells: Vec<Cell>,
 }
 
+/// A level shift along the columns (in their order, oldest first when selected by `--where`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ColumnChange {
+    pub bench: String,
+    /// The first column of the new level.
+    pub column: usize,
+    pub run_id: i64,
+    /// The column before it (the last of the old level with a median).
+    pub previous_run_id: i64,
+    pub before_ns: f64,
+    pub after_ns: f64,
+    pub ratio: f64,
+    pub ratio_ci95: [f64; 2],
+    /// What differs between the two runs' environments (filled in by the command).
+    pub differs: Vec<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Matrix {
     /// Index of the base column.
@@ -64,6 +81,9 @@ pub struct Matrix {
     /// Half-width of the no-change band (0.02 = ±2%).
     pub threshold: f64,
     pub rows: Vec<Row>,
+    /// Level shifts along the columns, per benchmark (`history --changes`'s method); searched
+    /// only with at least `2 * MIN_SEGMENT` columns.
+    pub changes: Vec<ColumnChange>,
 }
 
 /// The columns for `runs`, titled by what differs between them (the start time when nothing
@@ -220,13 +240,81 @@ pub fn build(
             }
         })
         .collect();
-    Matrix {
+    let mut m = Matrix {
         base,
         columns,
         differs,
         threshold,
         rows: rows_out,
+        changes: vec![],
+    };
+    m.changes = column_changes(&m);
+    m
+}
+
+/// The level shifts of every benchmark's medians along the columns.
+fn column_changes(m: &Matrix) -> Vec<ColumnChange> {
+    use crate::analysis::changes::{MIN_SEGMENT, find_changes};
+    if m.columns.len() < 2 * MIN_SEGMENT {
+        return vec![];
     }
+    let mut out = Vec::new();
+    for r in &m.rows {
+        let series: Vec<f64> = r
+            .cells
+            .iter()
+            .map(|c| c.median_ns.unwrap_or(f64::NAN))
+            .collect();
+        for c in find_changes(&series) {
+            let previous = (0..c.index)
+                .rev()
+                .find(|&i| series[i].is_finite())
+                .unwrap_or(0);
+            out.push(ColumnChange {
+                bench: r.bench.clone(),
+                column: c.index,
+                run_id: m.columns[c.index].run_id,
+                previous_run_id: m.columns[previous].run_id,
+                before_ns: c.before,
+                after_ns: c.after,
+                ratio: c.ratio,
+                ratio_ci95: c.ratio_ci,
+                differs: vec![],
+            });
+        }
+    }
+    out
+}
+
+/// The change points as lines of text ("" when there are none to say).
+pub fn changes_text(m: &Matrix) -> String {
+    use crate::report::format_ns;
+    if m.columns.len() < 2 * crate::analysis::changes::MIN_SEGMENT {
+        return String::new();
+    }
+    if m.changes.is_empty() {
+        return "change points along the columns: none beyond the noise\n".into();
+    }
+    let mut out = String::from("change points along the columns:\n");
+    for c in &m.changes {
+        out.push_str(&format!(
+            "  {} at run {}: x{:.3} [{:.3}-{:.3}], {} -> {}; since run {}: {}\n",
+            c.bench,
+            c.run_id,
+            c.ratio,
+            c.ratio_ci95[0],
+            c.ratio_ci95[1],
+            format_ns(c.before_ns),
+            format_ns(c.after_ns),
+            c.previous_run_id,
+            if c.differs.is_empty() {
+                "nothing oscost records differs".to_string()
+            } else {
+                c.differs.join("; ")
+            }
+        ));
+    }
+    out
 }
 
 /// A cell as the terminal shows it: the base's median; a change as its signed percentage with
@@ -295,9 +383,10 @@ pub fn render_table(m: &Matrix, color: bool) -> String {
     }
     let base = &m.columns[m.base];
     format!(
-        "{t}\nbase: run {} (medians shown); other cells: change of the median against it, ±half \
+        "{t}\n{}base: run {} (medians shown); other cells: change of the median against it, ±half \
 the 95% CI in percentage points, (the addition); ~ no change beyond ±{:.0}% could be told from \
 noise; ? a run without a CI (too few repetitions).{}\n",
+        changes_text(m),
         base.run_id,
         m.threshold * 100.0,
         if m.differs.is_empty() {
@@ -428,6 +517,40 @@ mod tests {
     }
 
     #[test]
+    fn a_level_shift_along_the_columns_is_found_at_its_run() {
+        // 12 runs, the kernel changes at run 7 and getpid gets 10% slower with it.
+        let runs: Vec<RunSummary> = (1..=12)
+            .map(|i| summary(i, if i < 7 { "6.1.0" } else { "6.18.44" }, None))
+            .collect();
+        let noise = [
+            0.0, 0.8, -0.6, 0.3, -0.9, 0.5, -0.2, 0.7, -0.4, 0.1, -0.7, 0.6,
+        ];
+        let rows: Vec<(i64, ResultRow)> = runs
+            .iter()
+            .zip(noise)
+            .flat_map(|(r, e)| {
+                let level = if r.id < 7 { 100.0 } else { 110.0 };
+                [
+                    (
+                        r.id,
+                        row("syscall/getpid", level + e, level - 2.0, level + 2.0),
+                    ),
+                    (r.id, row("call/f0", 1.0 + e / 100.0, 0.98, 1.02)),
+                ]
+            })
+            .collect();
+        let m = build(&runs, &rows, 0, &[], 0.02);
+        assert_eq!(m.changes.len(), 1, "{:?}", m.changes);
+        let c = &m.changes[0];
+        assert_eq!(
+            (c.bench.as_str(), c.run_id, c.previous_run_id),
+            ("syscall/getpid", 7, 6)
+        );
+        assert!((c.ratio - 1.1).abs() < 0.02 && c.ratio_ci95[0] > 1.0);
+        assert!(render_table(&m, false).contains("syscall/getpid at run 7: x1."));
+    }
+
+    #[test]
     fn columns_are_titled_by_what_differs_and_missing_results_say_why() {
         let runs = [
             summary(1, "6.1.0", None),
@@ -467,6 +590,7 @@ mod tests {
         assert!(text.contains("~ ±") && text.contains("failed"), "{text}");
         let csv = render_csv(&m);
         assert_eq!(csv.lines().count(), 1 + 2 * 3);
+        assert!(m.changes.is_empty(), "three columns are too few to look");
         assert!(
             csv.contains("a,2,run 2 / 6.18.44 / label -,false,150,1.5,"),
             "{csv}"

@@ -236,3 +236,89 @@ fn a_push_killed_at_any_moment_leaves_no_partial_run() {
     }
     eprintln!("{completed} of 10 pushes completed before their kill (a push takes {whole:?})");
 }
+
+#[test]
+fn matrix_and_selection_read_the_store_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = source_store(dir.path(), "m", 3);
+    let run = |args: &[&str]| {
+        oscost("matrix")
+            .args(args)
+            .arg("--db")
+            .arg(&db)
+            .output()
+            .unwrap()
+    };
+    // Every run, the first as base: one CSV line per benchmark and run, JSON that parses.
+    let csv = dir.path().join("m.csv");
+    let json = dir.path().join("m.json");
+    let out = run(&[
+        "matrix",
+        "--csv",
+        csv.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+        "--report",
+        dir.path().join("page").to_str().unwrap(),
+    ]);
+    assert_success(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("(base)") && text.contains("label m-2"),
+        "{text}"
+    );
+    let m: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let benches = m["rows"].as_array().unwrap().len();
+    assert_eq!(m["columns"].as_array().unwrap().len(), 3);
+    assert_eq!(m["differs"], serde_json::json!(["label"]));
+    let lines = std::fs::read_to_string(&csv).unwrap().lines().count();
+    assert_eq!(lines, 1 + 3 * benches);
+    let page = std::fs::read_to_string(dir.path().join("page/index.html")).unwrap();
+    assert_eq!(page.matches("class=\"cell").count(), 3 * benches);
+    // Equal runs (the same samples under other labels): nothing is called changed.
+    assert!(
+        !text.contains('%') || text.matches("~ ±").count() == 2 * benches,
+        "{text}"
+    );
+    // A selection and a base inside it; `last` counts within the selection.
+    let out = run(&[
+        "matrix",
+        "--where",
+        "label~m-",
+        "--where",
+        "label!=m-0",
+        "--base",
+        "last",
+    ]);
+    assert_success(&out);
+    let m2 = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !m2.contains("label m-0") && m2.contains("label m-1"),
+        "{m2}"
+    );
+    for bad in [
+        vec!["matrix", "--where", "label=nope"],
+        vec!["matrix", "--where", "colour=red"],
+        vec!["matrix", "--base", "999"],
+        vec!["history", "--where", "date>=x", "--where", "id=q"],
+    ] {
+        let out = run(&bad.iter().map(|s| &**s).collect::<Vec<_>>());
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr).lines().count(),
+            1,
+            "{bad:?}"
+        );
+    }
+    let out = oscost("history")
+        .args(["history", "--where", "label=m-1", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let listing = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        listing.contains("m-1") && !listing.contains("m-2"),
+        "{listing}"
+    );
+}

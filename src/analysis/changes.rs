@@ -134,6 +134,50 @@ pub fn find_changes(series: &[f64]) -> Vec<Change> {
         .collect()
 }
 
+/// What differs between two runs' environments, as "kernel a -> b".
+pub fn env_differences(a: &crate::model::Run, b: &crate::model::Run) -> Vec<String> {
+    let o = |v: &Option<String>| v.clone().unwrap_or_else(|| "?".into());
+    let mut d = Vec::new();
+    let mut cmp = |what: &str, x: String, y: String| {
+        if x != y {
+            d.push(format!("{what} {x} -> {y}"));
+        }
+    };
+    cmp("host", o(&a.env.hostname), o(&b.env.hostname));
+    cmp("kernel", o(&a.env.kernel_release), o(&b.env.kernel_release));
+    cmp(
+        "boot command line",
+        o(&a.env.boot_cmdline),
+        o(&b.env.boot_cmdline),
+    );
+    cmp("CPU", o(&a.env.cpu_model), o(&b.env.cpu_model));
+    cmp(
+        "oscost",
+        a.env.oscost_version.clone(),
+        b.env.oscost_version.clone(),
+    );
+    cmp("wrapper", o(&a.wrapper), o(&b.wrapper));
+    cmp("label", o(&a.label), o(&b.label));
+    let mitigations: Vec<&String> = a
+        .env
+        .vulnerabilities
+        .iter()
+        .filter(|(k, v)| b.env.vulnerabilities.get(*k) != Some(*v))
+        .map(|(k, _)| k)
+        .collect();
+    if !mitigations.is_empty() {
+        d.push(format!(
+            "mitigations of {}",
+            mitigations
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    d
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

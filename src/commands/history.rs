@@ -121,7 +121,7 @@ fn changes_text(
         ));
         let (a, b) = (s.load_bare(prev.run_id), s.load_bare(at.run_id));
         let differs = match (a, b) {
-            (Ok(a), Ok(b)) => env_differences(&a, &b),
+            (Ok(a), Ok(b)) => crate::analysis::changes::env_differences(&a, &b),
             _ => vec!["(a run could not be read)".into()],
         };
         out.push_str(&format!(
@@ -136,48 +136,4 @@ fn changes_text(
         ));
     }
     Ok(out)
-}
-
-/// What differs between two runs' environments, as "kernel a -> b".
-fn env_differences(a: &crate::model::Run, b: &crate::model::Run) -> Vec<String> {
-    let o = |v: &Option<String>| v.clone().unwrap_or_else(|| "?".into());
-    let mut d = Vec::new();
-    let mut cmp = |what: &str, x: String, y: String| {
-        if x != y {
-            d.push(format!("{what} {x} -> {y}"));
-        }
-    };
-    cmp("host", o(&a.env.hostname), o(&b.env.hostname));
-    cmp("kernel", o(&a.env.kernel_release), o(&b.env.kernel_release));
-    cmp(
-        "boot command line",
-        o(&a.env.boot_cmdline),
-        o(&b.env.boot_cmdline),
-    );
-    cmp("CPU", o(&a.env.cpu_model), o(&b.env.cpu_model));
-    cmp(
-        "oscost",
-        a.env.oscost_version.clone(),
-        b.env.oscost_version.clone(),
-    );
-    cmp("wrapper", o(&a.wrapper), o(&b.wrapper));
-    cmp("label", o(&a.label), o(&b.label));
-    let mitigations: Vec<&String> = a
-        .env
-        .vulnerabilities
-        .iter()
-        .filter(|(k, v)| b.env.vulnerabilities.get(*k) != Some(*v))
-        .map(|(k, _)| k)
-        .collect();
-    if !mitigations.is_empty() {
-        d.push(format!(
-            "mitigations of {}",
-            mitigations
-                .iter()
-                .map(|s| s.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    d
 }

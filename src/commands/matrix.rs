@@ -88,7 +88,21 @@ impl MatrixArgs {
             .map(|r| r.id)
             .collect();
         let rows = s.result_rows(&ids).map_err(store_err)?;
-        let m = matrix::build(&runs, &rows, base, &order, self.threshold / 100.0);
+        let mut m = matrix::build(&runs, &rows, base, &order, self.threshold / 100.0);
+        // What differed where a level shifted: the two runs' environments, each read once.
+        let mut bare = std::collections::HashMap::new();
+        for c in &mut m.changes {
+            for id in [c.previous_run_id, c.run_id] {
+                if !bare.contains_key(&id) {
+                    bare.insert(id, s.load_bare(id).ok());
+                }
+            }
+            if let (Some(Some(a)), Some(Some(b))) =
+                (bare.get(&c.previous_run_id), bare.get(&c.run_id))
+            {
+                c.differs = crate::analysis::changes::env_differences(a, b);
+            }
+        }
         output::export(&m, &exporters::<matrix::Matrix>(&self.outputs))?;
         if let Some(d) = &self.report {
             let page = report::matrix_page::render_matrix(&m)

@@ -15,6 +15,8 @@ use crate::matrix::{Cell, Matrix, cell_text};
 #[derive(Debug, Serialize)]
 struct HeatCell {
     text: String,
+    /// A level shift along the columns starts here.
+    shift: bool,
     bg: String,
     fg: String,
     tip: String,
@@ -127,7 +129,17 @@ pub fn render_matrix(m: &Matrix) -> Result<Page, String> {
                     } else {
                         colours(c)
                     };
+                    let shift = m
+                        .changes
+                        .iter()
+                        .any(|x| x.column == i && x.bench == r.bench);
+                    let tip = if shift {
+                        format!("{tip}; a level shift along the runs starts here")
+                    } else {
+                        tip
+                    };
                     HeatCell {
+                        shift,
                         text: cell_text(m, i, c)
                             .split(" (")
                             .next()
@@ -151,6 +163,8 @@ pub fn render_matrix(m: &Matrix) -> Result<Page, String> {
                 differs => m.differs.clone(),
                 threshold => format!("{:.0}%", m.threshold * 100.0),
                 rows => Serde(&rows),
+                changes => crate::matrix::changes_text(m).lines().skip(1).map(|l| l.trim().to_string()).collect::<Vec<_>>(),
+                looked => m.columns.len() >= 2 * crate::analysis::changes::MIN_SEGMENT,
                 numbers => Serde(&numbers),
             })
         })

@@ -93,9 +93,7 @@ impl MatrixArgs {
         let mut bare = std::collections::HashMap::new();
         for c in &mut m.changes {
             for id in [c.previous_run_id, c.run_id] {
-                if !bare.contains_key(&id) {
-                    bare.insert(id, s.load_bare(id).ok());
-                }
+                bare.entry(id).or_insert_with(|| s.load_bare(id).ok());
             }
             if let (Some(Some(a)), Some(Some(b))) =
                 (bare.get(&c.previous_run_id), bare.get(&c.run_id))

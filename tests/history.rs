@@ -225,10 +225,10 @@ fn corrupt_foreign_and_other_version_inputs_are_refused_with_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let junk = dir.path().join("junk.db");
     std::fs::write(&junk, vec![0x5au8; 4096]).unwrap();
-    usage_error(&with_db(&junk, &["history"]), "not an oscost database");
+    usage_error(&with_db(&junk, &["history"]), "not an oscost store");
     usage_error(
         &with_db(&junk, &["run", "--quick", "syscall/getuid"]),
-        "not an oscost database",
+        "not an oscost store",
     );
 
     let newer = dir.path().join("newer.json");

@@ -152,7 +152,7 @@ fn unusable_databases_and_outputs_are_refused_before_measuring() {
         .unwrap();
     refused_fast(
         &["run", "call/f0", "--db", foreign.to_str().unwrap()],
-        "not an oscost database",
+        "not an oscost store",
     );
     let long = dir.path().join("y".repeat(300));
     refused_fast(

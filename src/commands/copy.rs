@@ -15,7 +15,7 @@ use crate::store::{self, Saved, Store, StoreError};
 
 #[derive(Debug, Args, Clone)]
 pub struct PushArgs {
-    /// Stored runs to copy: ids, `last`, `last~N`, or `all`.
+    /// Stored runs to copy: ids, `last`, `last~N`, or `all` (of the runs --where selects).
     #[arg(required = true, value_name = "RUN")]
     pub runs: Vec<String>,
     /// The store to copy into: a postgres:// URL or a file path (created when missing).
@@ -24,6 +24,8 @@ pub struct PushArgs {
     /// The store to copy from.
     #[command(flatten)]
     pub store: StoreArgs,
+    #[command(flatten)]
+    pub select: crate::cli::SelectArgs,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -80,13 +82,20 @@ impl PushArgs {
                 "--to names the store the runs come from; give another",
             ));
         }
+        let sel = self.select.selection();
         let mut ids = Vec::new();
         for r in &self.runs {
             if r == "all" {
-                ids.extend(source.list().map_err(store_err)?.iter().map(|s| s.id));
+                let runs = sel.apply(source.list().map_err(store_err)?);
+                ids.extend(runs.iter().map(|s| s.id));
             } else {
-                ids.push(source.resolve(r).map_err(store_err)?);
+                ids.push(source.resolve_in(r, &sel).map_err(store_err)?);
             }
+        }
+        if ids.is_empty() {
+            return Err(usage(
+                "no runs to push (none stored, or none --where selects)",
+            ));
         }
         let mut seen = std::collections::HashSet::new();
         ids.retain(|id| seen.insert(*id));

@@ -129,19 +129,26 @@ fn columns(runs: &[RunSummary]) -> (Vec<Column>, Vec<String>) {
     (cols, differs.iter().map(|(n, _)| n.to_string()).collect())
 }
 
+impl Cell {
+    /// A cell with only a median (the base column) or nothing (`missing` says why).
+    fn bare(median_ns: Option<f64>, missing: Option<String>, disturbed: bool) -> Cell {
+        Cell {
+            median_ns,
+            slowdown: None,
+            slowdown_ci95: None,
+            addition_ns: None,
+            addition_ci95: None,
+            verdict: None,
+            missing,
+            disturbed,
+        }
+    }
+}
+
 /// The slowdown and addition of `cand` against `base` with intervals from theirs (see the
 /// module doc).
 pub fn cell_against(base: &ResultRow, cand: &ResultRow, threshold: f64) -> Cell {
-    let mut cell = Cell {
-        median_ns: cand.median,
-        slowdown: None,
-        slowdown_ci95: None,
-        addition_ns: None,
-        addition_ci95: None,
-        verdict: None,
-        missing: None,
-        disturbed: base.disturbed || cand.disturbed,
-    };
+    let mut cell = Cell::bare(cand.median, None, base.disturbed || cand.disturbed);
     let (Some(b), Some(c)) = (base.median, cand.median) else {
         return cell;
     };
@@ -209,27 +216,9 @@ pub fn build(
                         Some(_) => None,
                     };
                     match (b, c, missing) {
-                        (_, _, Some(m)) => Cell {
-                            median_ns: None,
-                            slowdown: None,
-                            slowdown_ci95: None,
-                            addition_ns: None,
-                            addition_ci95: None,
-                            verdict: None,
-                            missing: Some(m),
-                            disturbed: false,
-                        },
+                        (_, _, Some(m)) => Cell::bare(None, Some(m), false),
                         (Some(b), Some(c), None) if i != base => cell_against(b, c, threshold),
-                        (_, Some(c), None) => Cell {
-                            median_ns: c.median,
-                            slowdown: None,
-                            slowdown_ci95: None,
-                            addition_ns: None,
-                            addition_ci95: None,
-                            verdict: None,
-                            missing: None,
-                            disturbed: c.disturbed,
-                        },
+                        (_, Some(c), None) => Cell::bare(c.median, None, c.disturbed),
                         (_, None, None) => unreachable!("a missing cell has its reason"),
                     }
                 })

@@ -359,21 +359,19 @@ impl Store {
     /// could be written now (so a read-only, locked or foreign store is refused before
     /// measuring, not after).
     pub fn open(at: &Location) -> Result<Store, StoreError> {
-        let backend: Box<dyn Backend> = match at {
-            Location::File(p) => Box::new(sqlite::Sqlite::open(p)?),
-            Location::Postgres(url) => Box::new(pg::Pg::open(url, &at.shown(), true)?),
-        };
-        Ok(Store {
-            backend,
-            location: at.clone(),
-        })
+        Store::opened(at, true)
     }
 
     /// Open an existing store to read; never creates anything.
     pub fn open_existing(at: &Location) -> Result<Store, StoreError> {
+        Store::opened(at, false)
+    }
+
+    fn opened(at: &Location, to_save: bool) -> Result<Store, StoreError> {
         let backend: Box<dyn Backend> = match at {
+            Location::File(p) if to_save => Box::new(sqlite::Sqlite::open(p)?),
             Location::File(p) => Box::new(sqlite::Sqlite::open_existing(p)?),
-            Location::Postgres(url) => Box::new(pg::Pg::open(url, &at.shown(), false)?),
+            Location::Postgres(url) => Box::new(pg::Pg::open(url, &at.shown(), to_save)?),
         };
         Ok(Store {
             backend,

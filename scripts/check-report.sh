@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Look at the report as a person would: render the run page and the comparison page in headless
+# Look at the report as a person would: render the run, comparison and matrix pages in headless
 # Chromium at 1280 and 390 px wide, and check that every figure loads, nothing sticks out of
 # the page or a section, figure text is at least 11 px at 1280 px, and the run page weighs
 # under 1 MB. Prints one line per page and width; exits 1 on any problem, 0 with a message
@@ -37,6 +37,9 @@ t0=$(date +%s.%N)
 "$oscost" report "$run" -o "$tmp/run" >/dev/null 2>&1
 t1=$(date +%s.%N)
 "$oscost" compare "$base" "$run" --report "$tmp/cmp" >/dev/null 2>&1 || true
+# The matrix page: both runs imported into a store of their own.
+"$oscost" import "$base" "$run" --db "$tmp/m.db" >/dev/null 2>&1 || true
+"$oscost" matrix --db "$tmp/m.db" --report "$tmp/mtx" >/dev/null 2>&1 || true
 bytes=$(stat -c %s "$tmp/run/index.html")
 status=0
 awk -v b="$bytes" -v a="$t0" -v z="$t1" 'BEGIN {
@@ -83,7 +86,7 @@ f.addEventListener("load", async () => {
 });
 </script></body></html>'
 
-for page in run cmp; do
+for page in run cmp mtx; do
   echo "$harness" > "$tmp/$page/check.html"
   for width in 1280 390; do
     window=$(( width > 500 ? width : 500 ))
@@ -107,8 +110,8 @@ r = json.loads(html.unescape(m.group(1)))
 bad, px, n = list(r["problems"]), r["minTextPx"], r["figures"]
 if width >= 1280 and px < 11:
     bad.append(f"figure text {px:.1f} px")
-print(f"{page} page at {width} px: {n} figures, smallest figure text {px:.1f} px: "
-      + ("ok" if not bad else "FAIL " + "; ".join(bad[:5])))
+figs = f"{n} figures, smallest figure text {px:.1f} px" if n else "no figures (a table page)"
+print(f"{page} page at {width} px: {figs}: " + ("ok" if not bad else "FAIL " + "; ".join(bad[:5])))
 sys.exit(1 if bad else 0)
 ' "$page" "$width" || status=1
   done

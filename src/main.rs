@@ -80,7 +80,7 @@ fn clap_error(e: clap::Error) -> i32 {
 /// Say what went wrong in one line and give the exit status it means.
 fn exit_status(e: &anyhow::Error) -> i32 {
     if let Some(i) = e.downcast_ref::<Interrupted>() {
-        eprintln!("oscost: {e}; every benchmark process was stopped, nothing was saved");
+        eprintln!("oscost: {e}; nothing was saved and no process oscost started is left");
         128 + i.0
     } else if e.downcast_ref::<UsageError>().is_some() {
         eprintln!("oscost: {}", printable(&e.to_string()));

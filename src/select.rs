@@ -37,6 +37,14 @@ pub struct Filter {
     key: Key,
     op: Op,
     value: String,
+    /// As the user wrote it, for messages and pages.
+    text: String,
+}
+
+impl std::fmt::Display for Filter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
 }
 
 const KEYS: &str = "label, host, kernel, wrapper, date, id";
@@ -80,7 +88,12 @@ impl std::str::FromStr for Filter {
         if key == Key::Id && value.parse::<i64>().is_err() {
             return Err(format!("id takes a run number, not '{value}'"));
         }
-        Ok(Filter { key, op, value })
+        Ok(Filter {
+            key,
+            op,
+            value,
+            text: s.to_string(),
+        })
     }
 }
 

@@ -315,6 +315,21 @@ fn matrix_and_selection_read_the_store_from_the_command_line() {
             "{bad:?}"
         );
     }
+    // The history page of one benchmark over the three runs.
+    let page_dir = dir.path().join("hist");
+    let out = oscost("history")
+        .args(["history", "call/f0", "--report"])
+        .arg(&page_dir)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let page = std::fs::read_to_string(page_dir.join("index.html")).unwrap();
+    assert!(
+        page.contains("f0 across 3 runs") && page.contains("<svg"),
+        "{page}"
+    );
     let out = oscost("history")
         .args(["history", "--where", "label=m-1", "--db"])
         .arg(&db)

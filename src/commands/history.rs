@@ -5,7 +5,7 @@ use clap::Args;
 
 use super::{color, print_stdout, read_store, store_err};
 use crate::cli::{StoreArgs, usage};
-use crate::report;
+use crate::{output, report};
 
 #[derive(Debug, Args, Clone)]
 pub struct HistoryArgs {
@@ -15,6 +15,10 @@ pub struct HistoryArgs {
     /// shift and what differed between the runs on either side.
     #[arg(long, requires = "bench")]
     pub changes: bool,
+    /// With a benchmark id: also write its history page (medians with CIs across runs, the
+    /// levels between change points, every run) into this directory.
+    #[arg(long, value_name = "DIR", requires = "bench")]
+    pub report: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub store: StoreArgs,
     #[command(flatten)]
@@ -23,6 +27,9 @@ pub struct HistoryArgs {
 
 impl HistoryArgs {
     pub fn run(self) -> anyhow::Result<i32> {
+        if let Some(d) = &self.report {
+            super::check_report_dir(d)?;
+        }
         let mut s = read_store(&self.store)?;
         let sel = self.select.selection();
         let runs = sel.apply(s.list().map_err(store_err)?);
@@ -42,8 +49,43 @@ impl HistoryArgs {
                     return Err(usage(unknown_benchmark(b, &known)));
                 }
                 let mut text = report::history::trend(b, &points, color(), terminal_columns());
-                if self.changes {
-                    text.push_str(&changes_text(&mut s, &points)?);
+                if self.changes || self.report.is_some() {
+                    let (found, lines) = level_shifts(&mut s, &points);
+                    if self.changes {
+                        if lines.is_empty() {
+                            text.push_str(&format!(
+                                "changes: none (no level shift beyond the noise of these {} runs)\n",
+                                points.len()
+                            ));
+                        }
+                        for (what, why) in &lines {
+                            text.push_str(&format!("{what}\n  {why}\n"));
+                        }
+                    }
+                    if let Some(dir) = &self.report {
+                        let joined: Vec<String> =
+                            lines.iter().map(|(w, y)| format!("{w}; {y}")).collect();
+                        let shown: Vec<String> = self
+                            .select
+                            .filters
+                            .iter()
+                            .map(ToString::to_string)
+                            .collect();
+                        let page = report::history_page::render_history(
+                            b,
+                            &points,
+                            &found,
+                            &joined,
+                            &shown.join(", "),
+                        )
+                        .map_err(|e| anyhow::anyhow!("cannot render the history page: {e}"))?;
+                        let interrupted = crate::worker::install_guards()?;
+                        output::write_page(dir, &page, &super::stopper(&interrupted))?;
+                        eprintln!(
+                            "oscost: history page in {}",
+                            dir.join("index.html").display()
+                        );
+                    }
                 }
                 text
             }
@@ -82,34 +124,28 @@ fn terminal_columns() -> usize {
     }
 }
 
-/// The level shifts of a benchmark's history, each with the run it happened at, its size and
-/// what differed in the environment between the runs on either side.
-fn changes_text(
+/// The level shifts of a benchmark's history, each with the run it happened at, its size, and
+/// what differed in the environment between the runs on either side (as two lines of text).
+fn level_shifts(
     s: &mut crate::store::Store,
     points: &[crate::model::HistoryPoint],
-) -> anyhow::Result<String> {
+) -> (Vec<crate::analysis::changes::Change>, Vec<(String, String)>) {
     use crate::report::format_ns;
     let series: Vec<f64> = points
         .iter()
         .map(|p| p.median.unwrap_or(f64::NAN))
         .collect();
     let found = crate::analysis::changes::find_changes(&series);
-    if found.is_empty() {
-        return Ok(format!(
-            "changes: none (no level shift beyond the noise of these {} runs)\n",
-            points.len()
-        ));
-    }
-    let mut out = String::new();
-    for c in found {
+    let mut lines = Vec::new();
+    for c in &found {
         let at = &points[c.index];
         let prev = points[..c.index]
             .iter()
             .rev()
             .find(|p| p.median.is_some())
             .unwrap_or(&points[0]);
-        out.push_str(&format!(
-            "change at run {} ({}): x{:.3} [{:.3}-{:.3}], {} -> {} ({:+})\n",
+        let what = format!(
+            "change at run {} ({}): x{:.3} [{:.3}-{:.3}], {} -> {} ({:+})",
             at.run_id,
             at.started_at,
             c.ratio,
@@ -118,14 +154,13 @@ fn changes_text(
             format_ns(c.before),
             format_ns(c.after),
             format_ns(c.after - c.before)
-        ));
-        let (a, b) = (s.load_bare(prev.run_id), s.load_bare(at.run_id));
-        let differs = match (a, b) {
+        );
+        let differs = match (s.load_bare(prev.run_id), s.load_bare(at.run_id)) {
             (Ok(a), Ok(b)) => crate::analysis::changes::env_differences(&a, &b),
             _ => vec!["(a run could not be read)".into()],
         };
-        out.push_str(&format!(
-            "  between run {} and run {}: {}\n",
+        let why = format!(
+            "between run {} and run {}: {}",
             prev.run_id,
             at.run_id,
             if differs.is_empty() {
@@ -133,7 +168,8 @@ fn changes_text(
             } else {
                 differs.join("; ")
             }
-        ));
+        );
+        lines.push((what, why));
     }
-    Ok(out)
+    (found, lines)
 }

@@ -462,6 +462,7 @@ fn figure_files(
 const RUN_TEMPLATE: &str = include_str!("../../assets/report.html");
 const COMPARE_TEMPLATE: &str = include_str!("../../assets/compare.html");
 const MATRIX_TEMPLATE: &str = include_str!("../../assets/matrix.html");
+const HISTORY_TEMPLATE: &str = include_str!("../../assets/history.html");
 const PAGE_BASE_CSS: &str = include_str!("../../assets/page-base.css");
 
 /// The page templates (compiled into the binary).
@@ -472,6 +473,8 @@ pub(super) fn env() -> Environment<'static> {
     e.add_template("compare.html", COMPARE_TEMPLATE)
         .expect("valid template");
     e.add_template("matrix.html", MATRIX_TEMPLATE)
+        .expect("valid template");
+    e.add_template("history.html", HISTORY_TEMPLATE)
         .expect("valid template");
     e.add_template("page-base.css", PAGE_BASE_CSS)
         .expect("valid template");

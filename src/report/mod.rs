@@ -7,6 +7,7 @@ pub mod comparison;
 pub mod csv;
 pub mod env;
 pub mod history;
+pub mod history_page;
 pub mod html;
 pub mod json;
 pub mod markdown;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Look at the report as a person would: render the run, comparison and matrix pages in headless
-# Chromium at 1280 and 390 px wide, and check that every figure loads, nothing sticks out of
+# Look at the report as a person would: render the run, comparison, matrix and history pages in
+# headless Chromium at 1280 and 390 px wide, and check that every figure loads, nothing sticks out of
 # the page or a section, figure text is at least 11 px at 1280 px, and the run page weighs
 # under 1 MB. Prints one line per page and width; exits 1 on any problem, 0 with a message
 # when no Chromium is installed (apt-get install chromium).
@@ -40,6 +40,7 @@ t1=$(date +%s.%N)
 # The matrix page: both runs imported into a store of their own.
 "$oscost" import "$base" "$run" --db "$tmp/m.db" >/dev/null 2>&1 || true
 "$oscost" matrix --db "$tmp/m.db" --report "$tmp/mtx" >/dev/null 2>&1 || true
+"$oscost" history syscall/getpid --db "$tmp/m.db" --report "$tmp/hist" >/dev/null 2>&1 || true
 bytes=$(stat -c %s "$tmp/run/index.html")
 status=0
 awk -v b="$bytes" -v a="$t0" -v z="$t1" 'BEGIN {
@@ -86,7 +87,7 @@ f.addEventListener("load", async () => {
 });
 </script></body></html>'
 
-for page in run cmp mtx; do
+for page in run cmp mtx hist; do
   echo "$harness" > "$tmp/$page/check.html"
   for width in 1280 390; do
     window=$(( width > 500 ? width : 500 ))

@@ -226,7 +226,7 @@ fn run_with_report_writes_both() {
 /// The run and comparison pages in a real browser (headless Chromium, when installed): every
 /// figure loads, nothing overflows, figure text at least 11 px at 1280 px wide; the matrix page too.
 #[test]
-#[ignore = "slow: two measured runs and six browser renders; .ci/run runs it"]
+#[ignore = "slow: two measured runs and eight browser renders; .ci/run runs it"]
 fn report_pages_pass_the_browser_check() {
     let has_browser = ["chromium", "chromium-browser", "google-chrome"]
         .iter()
@@ -255,6 +255,6 @@ fn report_pages_pass_the_browser_check() {
         "{text}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    // Three pages (run, comparison, matrix) at two widths.
-    assert_eq!(text.matches(": ok").count(), 6, "{text}");
+    // Four pages (run, comparison, matrix, history) at two widths.
+    assert_eq!(text.matches(": ok").count(), 8, "{text}");
 }

@@ -197,22 +197,38 @@ fn a_push_killed_at_any_moment_leaves_no_partial_run() {
     };
     let dir = tempfile::tempdir().unwrap();
     let src = source_store(dir.path(), "k", 25);
-    // How long a whole push takes here, to spread the kills over it.
+    // How long a whole push into the (then emptied) store takes here, to spread the kills
+    // over it: the first push also creates the schema, so it is not the one timed.
+    let push = || {
+        assert_success(
+            &oscost("push")
+                .args(["push", "all", "--db"])
+                .arg(&src)
+                .args(["--to", &db.url])
+                .output()
+                .unwrap(),
+        )
+    };
+    let empty = || {
+        let mut c = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
+        c.batch_execute("TRUNCATE oscost.runs CASCADE").unwrap();
+    };
+    push();
+    empty();
     let t = Instant::now();
-    let probe = Db::fresh("killed_probe").unwrap();
-    assert_success(
-        &oscost("push")
-            .args(["push", "all", "--db"])
-            .arg(&src)
-            .args(["--to", &probe.url])
-            .output()
-            .unwrap(),
-    );
+    push();
     let whole = t.elapsed();
-    drop(probe);
+    empty();
     let mut completed = 0;
-    for k in 0..10u32 {
-        let at = whole.mul_f64(f64::from(k) / 9.0 * 1.1);
+    // Ten random moments over the time a whole push takes (the seed is printed, so a
+    // failure can be replayed).
+    let seed: u64 = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64);
+    eprintln!("kill moments seeded with {seed}");
+    let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(seed);
+    for _ in 0..10 {
+        let at = whole.mul_f64(rand::RngExt::random_range(&mut rng, 0.0..1.0));
         let mut child = oscost("push")
             .args(["push", "all", "--db"])
             .arg(&src)
@@ -232,6 +248,9 @@ fn a_push_killed_at_any_moment_leaves_no_partial_run() {
                 n == 0 || n == 25,
                 "{n} runs after a kill at {at:?}: a push is all or nothing"
             );
+            // Empty again, so that the next push inserts everything (one that found its runs
+            // already there would finish too early to be caught mid-transaction).
+            empty();
         }
     }
     eprintln!("{completed} of 10 pushes completed before their kill (a push takes {whole:?})");

@@ -189,16 +189,17 @@ pub fn build(
 ) -> Matrix {
     let (columns, differs) = columns(runs);
     let mut benches: Vec<String> = order.to_vec();
+    let mut known: std::collections::HashSet<&str> = order.iter().map(String::as_str).collect();
     for (_, r) in rows {
-        if !benches.contains(&r.bench) {
+        if known.insert(&r.bench) {
             benches.push(r.bench.clone());
         }
     }
-    let find = |run: i64, bench: &str| {
-        rows.iter()
-            .find(|(id, r)| *id == run && r.bench == bench)
-            .map(|(_, r)| r)
-    };
+    let by_cell: std::collections::HashMap<(i64, &str), &ResultRow> = rows
+        .iter()
+        .map(|(id, r)| ((*id, r.bench.as_str()), r))
+        .collect();
+    let find = |run: i64, bench: &str| by_cell.get(&(run, bench)).copied();
     let base_id = runs[base].id;
     let rows_out = benches
         .iter()
@@ -243,8 +244,7 @@ pub fn build(
 
 /// The level shifts of every benchmark's medians along the columns.
 fn column_changes(m: &Matrix) -> Vec<ColumnChange> {
-    use crate::analysis::changes::{MIN_SEGMENT, find_changes};
-    if m.columns.len() < 2 * MIN_SEGMENT {
+    if !looked_for_changes(m) {
         return vec![];
     }
     let mut out = Vec::new();
@@ -254,16 +254,12 @@ fn column_changes(m: &Matrix) -> Vec<ColumnChange> {
             .iter()
             .map(|c| c.median_ns.unwrap_or(f64::NAN))
             .collect();
-        for c in find_changes(&series) {
-            let previous = (0..c.index)
-                .rev()
-                .find(|&i| series[i].is_finite())
-                .unwrap_or(0);
+        for c in crate::analysis::changes::find_changes(&series) {
             out.push(ColumnChange {
                 bench: r.bench.clone(),
                 column: c.index,
                 run_id: m.columns[c.index].run_id,
-                previous_run_id: m.columns[previous].run_id,
+                previous_run_id: m.columns[c.previous].run_id,
                 before_ns: c.before,
                 after_ns: c.after,
                 ratio: c.ratio,
@@ -275,33 +271,40 @@ fn column_changes(m: &Matrix) -> Vec<ColumnChange> {
     out
 }
 
-/// The change points as lines of text ("" when there are none to say).
+/// Whether the columns are enough to look for change points along them.
+pub fn looked_for_changes(m: &Matrix) -> bool {
+    m.columns.len() >= 2 * crate::analysis::changes::MIN_SEGMENT
+}
+
+/// One line per change point: the benchmark, where, how much, and what differed.
+pub fn change_lines(m: &Matrix) -> Vec<String> {
+    use crate::report::{differences_words, shift_words};
+    m.changes
+        .iter()
+        .map(|c| {
+            format!(
+                "{} at run {}: {}; since run {}: {}",
+                c.bench,
+                c.run_id,
+                shift_words(c.ratio, c.ratio_ci95, c.before_ns, c.after_ns),
+                c.previous_run_id,
+                differences_words(&c.differs)
+            )
+        })
+        .collect()
+}
+
+/// The change points as lines of text ("" when there were too few columns to look).
 pub fn changes_text(m: &Matrix) -> String {
-    use crate::report::format_ns;
-    if m.columns.len() < 2 * crate::analysis::changes::MIN_SEGMENT {
+    if !looked_for_changes(m) {
         return String::new();
     }
     if m.changes.is_empty() {
         return "change points along the columns: none beyond the noise\n".into();
     }
     let mut out = String::from("change points along the columns:\n");
-    for c in &m.changes {
-        out.push_str(&format!(
-            "  {} at run {}: x{:.3} [{:.3}-{:.3}], {} -> {}; since run {}: {}\n",
-            c.bench,
-            c.run_id,
-            c.ratio,
-            c.ratio_ci95[0],
-            c.ratio_ci95[1],
-            format_ns(c.before_ns),
-            format_ns(c.after_ns),
-            c.previous_run_id,
-            if c.differs.is_empty() {
-                "nothing oscost records differs".to_string()
-            } else {
-                c.differs.join("; ")
-            }
-        ));
+    for line in change_lines(m) {
+        out.push_str(&format!("  {line}\n"));
     }
     out
 }
@@ -310,6 +313,17 @@ pub fn changes_text(m: &Matrix) -> String {
 /// the CI's half-width in points and the addition; "~" (benchstat's mark) for no change beyond
 /// the band, with the half-width; "?" without a CI; the status word when not measured.
 pub fn cell_text(m: &Matrix, col: usize, c: &Cell) -> String {
+    let text = change_text(m, col, c);
+    match (c.verdict, c.addition_ns) {
+        (Some(Verdict::Slower | Verdict::Faster), Some(add)) if col != m.base => {
+            format!("{text} ({})", crate::report::signed_ns(add))
+        }
+        _ => text,
+    }
+}
+
+/// `cell_text` without the addition (what a heatmap cell has room for).
+pub fn change_text(m: &Matrix, col: usize, c: &Cell) -> String {
     if let Some(why) = &c.missing {
         return why.clone();
     }
@@ -324,16 +338,9 @@ pub fn cell_text(m: &Matrix, col: usize, c: &Cell) -> String {
     };
     let half = (hi - lo) / 2.0 * 100.0;
     match c.verdict {
-        Some(Verdict::Slower | Verdict::Faster) => format!(
-            "{:+.1}% ±{half:.1} ({}{})",
-            (r - 1.0) * 100.0,
-            if c.addition_ns.unwrap_or(0.0) >= 0.0 {
-                "+"
-            } else {
-                "-"
-            },
-            crate::report::format_ns(c.addition_ns.unwrap_or(0.0).abs())
-        ),
+        Some(Verdict::Slower | Verdict::Faster) => {
+            format!("{:+.1}% ±{half:.1}", (r - 1.0) * 100.0)
+        }
         _ => format!("~ ±{half:.1}"),
     }
 }

@@ -99,7 +99,6 @@ impl std::str::FromStr for Filter {
 
 impl Filter {
     pub fn matches(&self, r: &RunSummary) -> bool {
-        let text = |v: &Option<String>| v.clone().unwrap_or_default();
         let order = match self.key {
             Key::Id => r.id.cmp(&self.value.parse::<i64>().unwrap_or(i64::MIN)),
             Key::Date => {
@@ -108,15 +107,16 @@ impl Filter {
             }
             _ => {
                 let have = match self.key {
-                    Key::Label => text(&r.label),
-                    Key::Host => text(&r.host),
-                    Key::Kernel => text(&r.kernel),
-                    _ => text(&r.wrapper),
+                    Key::Label => &r.label,
+                    Key::Host => &r.host,
+                    Key::Kernel => &r.kernel,
+                    _ => &r.wrapper,
                 };
+                let have = have.as_deref().unwrap_or("");
                 if self.op == Op::Contains {
-                    return have.contains(&self.value);
+                    return have.contains(self.value.as_str());
                 }
-                have.as_str().cmp(self.value.as_str())
+                have.cmp(self.value.as_str())
             }
         };
         match self.op {

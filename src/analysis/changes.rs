@@ -23,6 +23,8 @@ pub const THRESHOLD: f64 = 6.0;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Change {
     pub index: usize,
+    /// The last run of the old level (gaps, runs without a median, are skipped).
+    pub previous: usize,
     pub before: f64,
     pub after: f64,
     pub ratio: f64,
@@ -125,6 +127,7 @@ pub fn find_changes(series: &[f64]) -> Vec<Change> {
             let (mb, ma) = (stats::median(before), stats::median(after));
             Change {
                 index: kept[c],
+                previous: kept[c - 1],
                 before: mb,
                 after: ma,
                 ratio: ma / mb,

@@ -83,13 +83,13 @@ impl PushArgs {
             ));
         }
         let sel = self.select.selection();
+        let selected = sel.apply(source.list().map_err(store_err)?);
         let mut ids = Vec::new();
         for r in &self.runs {
             if r == "all" {
-                let runs = sel.apply(source.list().map_err(store_err)?);
-                ids.extend(runs.iter().map(|s| s.id));
+                ids.extend(selected.iter().map(|s| s.id));
             } else {
-                ids.push(source.resolve_in(r, &sel).map_err(store_err)?);
+                ids.push(store::resolve_among(r, &selected, !sel.is_all()).map_err(store_err)?);
             }
         }
         if ids.is_empty() {

@@ -139,20 +139,12 @@ fn level_shifts(
     let mut lines = Vec::new();
     for c in &found {
         let at = &points[c.index];
-        let prev = points[..c.index]
-            .iter()
-            .rev()
-            .find(|p| p.median.is_some())
-            .unwrap_or(&points[0]);
+        let prev = &points[c.previous];
         let what = format!(
-            "change at run {} ({}): x{:.3} [{:.3}-{:.3}], {} -> {} ({:+})",
+            "change at run {} ({}): {} ({})",
             at.run_id,
             at.started_at,
-            c.ratio,
-            c.ratio_ci[0],
-            c.ratio_ci[1],
-            format_ns(c.before),
-            format_ns(c.after),
+            report::shift_words(c.ratio, c.ratio_ci, c.before, c.after),
             format_ns(c.after - c.before)
         );
         let differs = match (s.load_bare(prev.run_id), s.load_bare(at.run_id)) {
@@ -163,11 +155,7 @@ fn level_shifts(
             "between run {} and run {}: {}",
             prev.run_id,
             at.run_id,
-            if differs.is_empty() {
-                "nothing oscost records differs".to_string()
-            } else {
-                differs.join("; ")
-            }
+            report::differences_words(&differs)
         );
         lines.push((what, why));
     }

@@ -12,7 +12,7 @@ use super::{
     store_err, usage,
 };
 use crate::cli::{OutputArgs, SelectArgs, StoreArgs, parse_percent};
-use crate::{matrix, output, report};
+use crate::{matrix, output, report, store};
 
 #[derive(Debug, Args, Clone)]
 pub struct MatrixArgs {
@@ -48,17 +48,21 @@ impl MatrixArgs {
         }
         let mut s = read_store(&self.store)?;
         let sel = self.select.selection();
-        let selected = sel.apply(s.list().map_err(store_err)?);
+        // One listing serves the selection, every reference and the columns.
+        let all = s.list().map_err(store_err)?;
+        let selected = sel.apply(all.clone());
+        let resolve =
+            |r: &str| store::resolve_among(r, &selected, !sel.is_all()).map_err(store_err);
         let mut ids: Vec<i64> = if self.runs.is_empty() {
             selected.iter().map(|r| r.id).collect()
         } else {
             self.runs
                 .iter()
-                .map(|r| s.resolve_in(r, &sel).map_err(store_err))
+                .map(|r| resolve(r))
                 .collect::<anyhow::Result<_>>()?
         };
         let base_id = match &self.base {
-            Some(b) => s.resolve_in(b, &sel).map_err(store_err)?,
+            Some(b) => resolve(b)?,
             None => *ids.first().ok_or_else(|| {
                 usage("no runs to put in a matrix (none stored, or none --where selects)")
             })?,
@@ -74,7 +78,6 @@ impl MatrixArgs {
                 ids.len()
             )));
         }
-        let all = s.list().map_err(store_err)?;
         let runs: Vec<_> = ids
             .iter()
             .filter_map(|id| all.iter().find(|r| r.id == *id).cloned())

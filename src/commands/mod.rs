@@ -126,14 +126,6 @@ fn check_outputs(outputs: &OutputArgs) -> anyhow::Result<()> {
     crate::output::check_outputs(&outputs.paths()).map_err(usage)
 }
 
-/// True for "7", "last", "last~2".
-fn looks_like_run_ref(s: &str) -> bool {
-    s.parse::<i64>().is_ok()
-        || s == "last"
-        || s.strip_prefix("last~")
-            .is_some_and(|n| n.parse::<u32>().is_ok())
-}
-
 /// A run from a JSON file or the store, and the name to show for it.
 pub fn load_run(
     reference: &str,
@@ -145,7 +137,7 @@ pub fn load_run(
         let run = model::load_run_file(path).map_err(|e| usage(e.to_string()))?;
         return Ok((run, reference.to_string()));
     }
-    if looks_like_run_ref(reference) {
+    if store::RunRef::parse(reference).is_some() {
         let mut s = read_store(store)?;
         let id = s
             .resolve_in(reference, &select.selection())

@@ -5,7 +5,7 @@ use minijinja::context;
 use minijinja::value::Serde;
 use serde::Serialize;
 
-use super::html::{FigureOut, Page, env};
+use super::html::{FigureOut, Page, render};
 use super::plot::{self, Bar, Figure};
 use super::{comparison, format_ns};
 use crate::compare::Comparison;
@@ -71,11 +71,7 @@ pub fn render_comparison(cmp: &Comparison, png: bool) -> Result<Page, String> {
             cand: format_ns(r.cand_median_ns),
             slowdown: format!("x{:.3}", r.slowdown),
             ci: format!("{:.3} – {:.3}", r.slowdown_ci95[0], r.slowdown_ci95[1]),
-            addition: format!(
-                "{}{}",
-                if r.addition_ns >= 0.0 { "+" } else { "-" },
-                format_ns(r.addition_ns.abs())
-            ),
+            addition: super::signed_ns(r.addition_ns),
             p: if r.p_value < 0.001 {
                 "<0.001".into()
             } else {
@@ -94,10 +90,9 @@ pub fn render_comparison(cmp: &Comparison, png: bool) -> Result<Page, String> {
             class: r.verdict.word().replace(' ', "-"),
         })
         .collect();
-    let html = env()
-        .get_template("compare.html")
-        .map_err(|e| e.to_string())?
-        .render(context! {
+    let html = render(
+        "compare.html",
+        context! {
             base => Serde(&cmp.base), cand => Serde(&cmp.cand),
             figure => Serde(figs.first()),
             rows => Serde(table),
@@ -106,8 +101,8 @@ pub fn render_comparison(cmp: &Comparison, png: bool) -> Result<Page, String> {
             only_base => Serde(&cmp.only_base), only_cand => Serde(&cmp.only_cand),
             unmeasured => Serde(&cmp.unmeasured),
             inconclusive => cmp.summary.inconclusive > 0,
-        })
-        .map_err(|e| e.to_string())?;
+        },
+    )?;
     let mut files: Vec<(String, Vec<u8>)> = figs
         .iter()
         .map(|f| (format!("fig/{}.svg", f.name), f.svg.clone().into_bytes()))

@@ -5,7 +5,7 @@
 
 use comfy_table::{Cell, CellAlignment, Color};
 
-use super::format_ns;
+use super::{format_ns, signed_ns};
 use crate::compare::{Comparison, Row, Verdict};
 
 const HEADERS: [&str; 8] = [
@@ -18,14 +18,6 @@ const HEADERS: [&str; 8] = [
     "p",
     "verdict",
 ];
-
-fn signed_ns(ns: f64) -> String {
-    if ns >= 0.0 {
-        format!("+{}", format_ns(ns))
-    } else {
-        format!("-{}", format_ns(-ns))
-    }
-}
 
 fn cells(r: &Row) -> [String; 8] {
     [

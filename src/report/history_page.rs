@@ -7,7 +7,7 @@ use minijinja::value::Serde;
 use serde::Serialize;
 
 use super::format_ns;
-use super::html::{Page, env};
+use super::html::{Page, render};
 use super::plot::{self, Figure, Point};
 use crate::analysis::changes::Change;
 use crate::model::HistoryPoint;
@@ -109,10 +109,9 @@ pub fn render_history(
         Some(f) => Some(plot::svg(&f)?),
         None => None,
     };
-    let html = env()
-        .get_template("history.html")
-        .and_then(|t| {
-            t.render(context! {
+    let html = render(
+        "history.html",
+        context! {
                 bench => bench,
                 rows => Serde(&rows),
                 changes => change_lines.to_vec(),
@@ -120,9 +119,8 @@ pub fn render_history(
                 first => points.first().map(|p| p.started_at.clone()),
                 last => points.last().map(|p| p.started_at.clone()),
                 selection => selection,
-            })
-        })
-        .map_err(|e| e.to_string())?;
+        },
+    )?;
     Ok(Page {
         html,
         files: vec![],

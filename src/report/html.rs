@@ -464,6 +464,7 @@ const COMPARE_TEMPLATE: &str = include_str!("../../assets/compare.html");
 const MATRIX_TEMPLATE: &str = include_str!("../../assets/matrix.html");
 const HISTORY_TEMPLATE: &str = include_str!("../../assets/history.html");
 const PAGE_BASE_CSS: &str = include_str!("../../assets/page-base.css");
+const PAGE_TABLES_CSS: &str = include_str!("../../assets/page-tables.css");
 
 /// The page templates (compiled into the binary).
 pub(super) fn env() -> Environment<'static> {
@@ -478,7 +479,17 @@ pub(super) fn env() -> Environment<'static> {
         .expect("valid template");
     e.add_template("page-base.css", PAGE_BASE_CSS)
         .expect("valid template");
+    e.add_template("page-tables.css", PAGE_TABLES_CSS)
+        .expect("valid template");
     e
+}
+
+/// Render one of the page templates with `ctx`.
+pub(super) fn render(template: &str, ctx: minijinja::Value) -> Result<String, String> {
+    env()
+        .get_template(template)
+        .and_then(|t| t.render(ctx))
+        .map_err(|e| e.to_string())
 }
 
 /// Environment facts for the page, in order.
@@ -578,10 +589,9 @@ pub fn render_run(
         })
         .collect();
     let [ok_n, skipped, failed, disturbed] = counts(run);
-    let html = env()
-        .get_template("report.html")
-        .map_err(|e| e.to_string())?
-        .render(context! {
+    let html = render(
+        "report.html",
+        context! {
             run => context! {
                 started_at => &run.started_at, label => &run.label, wrapper => &run.wrapper,
                 version => &run.tool.version,
@@ -594,8 +604,8 @@ pub fn render_run(
             ok => ok_n, skipped => skipped, failed => failed, disturbed => disturbed,
             total => run.results.len(),
             phase_legend => super::table::PHASE_LEGEND,
-        })
-        .map_err(|e| e.to_string())?;
+        },
+    )?;
     let svgs: Vec<FigureOut> = figs.into_iter().map(|(_, f)| f).collect();
     Ok(Page {
         html,

@@ -7,10 +7,10 @@ use minijinja::context;
 use minijinja::value::Serde;
 use serde::Serialize;
 
-use super::format_ns;
-use super::html::{Page, env};
+use super::html::{Page, render};
+use super::{format_ns, signed_ns};
 use crate::compare::Verdict;
-use crate::matrix::{Cell, Matrix, cell_text};
+use crate::matrix::{Cell, Matrix, change_text};
 
 #[derive(Debug, Serialize)]
 struct HeatCell {
@@ -65,15 +65,6 @@ pub fn colours(c: &Cell) -> (String, String) {
 
 fn interval(ci: Option<[f64; 2]>, f: impl Fn(f64) -> String) -> String {
     ci.map_or("-".into(), |[lo, hi]| format!("[{}, {}]", f(lo), f(hi)))
-}
-
-fn signed_ns(x: f64) -> String {
-    let s = format_ns(x.abs());
-    if x < 0.0 {
-        format!("-{s}")
-    } else {
-        format!("+{s}")
-    }
 }
 
 /// The matrix's page (no figure files: the heatmap is the table itself).
@@ -140,11 +131,7 @@ pub fn render_matrix(m: &Matrix) -> Result<Page, String> {
                     };
                     HeatCell {
                         shift,
-                        text: cell_text(m, i, c)
-                            .split(" (")
-                            .next()
-                            .unwrap_or_default()
-                            .to_string(),
+                        text: change_text(m, i, c),
                         bg,
                         fg,
                         tip,
@@ -153,22 +140,20 @@ pub fn render_matrix(m: &Matrix) -> Result<Page, String> {
                 .collect(),
         })
         .collect();
-    let html = env()
-        .get_template("matrix.html")
-        .and_then(|t| {
-            t.render(context! {
+    let html = render(
+        "matrix.html",
+        context! {
                 columns => m.columns.iter().map(|c| context! { title => c.title.clone() }).collect::<Vec<_>>(),
                 base => m.base,
                 base_id => m.columns[m.base].run_id,
                 differs => m.differs.clone(),
                 threshold => format!("{:.0}%", m.threshold * 100.0),
                 rows => Serde(&rows),
-                changes => crate::matrix::changes_text(m).lines().skip(1).map(|l| l.trim().to_string()).collect::<Vec<_>>(),
-                looked => m.columns.len() >= 2 * crate::analysis::changes::MIN_SEGMENT,
+                changes => crate::matrix::change_lines(m),
+                looked => crate::matrix::looked_for_changes(m),
                 numbers => Serde(&numbers),
-            })
-        })
-        .map_err(|e| e.to_string())?;
+        },
+    )?;
     Ok(Page {
         html,
         files: vec![],

@@ -101,6 +101,36 @@ pub fn plain_table<T: Into<comfy_table::Row>>(color: bool, headers: T) -> comfy_
     t
 }
 
+/// A time with its sign always shown: "+19.2 ns", "-1.05 us".
+pub fn signed_ns(ns: f64) -> String {
+    if ns >= 0.0 {
+        format!("+{}", format_ns(ns))
+    } else {
+        format!("-{}", format_ns(-ns))
+    }
+}
+
+/// A level shift in words, as `history --changes` and `matrix` print it:
+/// "x1.052 [1.031-1.074], 219 ns -> 230 ns".
+pub fn shift_words(ratio: f64, ci: [f64; 2], before: f64, after: f64) -> String {
+    format!(
+        "x{ratio:.3} [{:.3}-{:.3}], {} -> {}",
+        ci[0],
+        ci[1],
+        format_ns(before),
+        format_ns(after)
+    )
+}
+
+/// What differed between two runs' environments, in words.
+pub fn differences_words(differs: &[String]) -> String {
+    if differs.is_empty() {
+        "nothing oscost records differs".to_string()
+    } else {
+        differs.join("; ")
+    }
+}
+
 /// Scale nanoseconds to ns/us/ms/s with three significant digits.
 pub fn format_ns(ns: f64) -> String {
     if !ns.is_finite() {

@@ -251,17 +251,27 @@ pub(crate) trait Backend {
     fn known_benchmarks(&mut self) -> Result<Vec<String>, StoreError>;
 }
 
-/// A content digest: SHA-256 of the run's JSON without samples, then every result's samples
-/// as little-endian f64, each result's count first. Two copies of one run agree; two runs
-/// never do (their start times and samples differ).
-pub fn digest(run: &Run) -> String {
+/// The run's JSON without raw samples: what `run_z` keeps deflated and the digest hashes.
+fn bare_json(run: &Run) -> Result<Vec<u8>, serde_json::Error> {
     let mut bare = run.clone();
     for r in &mut bare.results {
         r.samples_ns = Vec::new();
     }
-    let mut h = sha2::Sha256::new();
+    serde_json::to_vec(&bare)
+}
+
+/// A content digest: SHA-256 of the run's JSON without samples, then every result's samples
+/// as little-endian f64, each result's count first. Two copies of one run agree; two runs
+/// never do (their start times and samples differ).
+pub fn digest(run: &Run) -> String {
     // Serializing the model cannot fail (no maps with non-string keys).
-    h.update(serde_json::to_vec(&bare).unwrap_or_default());
+    digest_of(&bare_json(run).unwrap_or_default(), run)
+}
+
+/// `digest`, given the bare JSON already made.
+fn digest_of(bare_json: &[u8], run: &Run) -> String {
+    let mut h = sha2::Sha256::new();
+    h.update(bare_json);
     for r in &run.results {
         h.update((r.samples_ns.len() as u64).to_le_bytes());
         for x in &r.samples_ns {
@@ -274,11 +284,7 @@ pub fn digest(run: &Run) -> String {
 /// A run as rows (see the module doc).
 pub(crate) fn encode(run: &Run, digest_given: Option<&str>) -> Result<Encoded, StoreError> {
     let bad = |e: String| StoreError::BadRun { id: 0, why: e };
-    let mut bare = run.clone();
-    for r in &mut bare.results {
-        r.samples_ns = Vec::new();
-    }
-    let json = serde_json::to_vec(&bare).map_err(|e| bad(e.to_string()))?;
+    let json = bare_json(run).map_err(|e| bad(e.to_string()))?;
     let mut z = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
     std::io::Write::write_all(&mut z, &json).map_err(|e| bad(e.to_string()))?;
     let run_z = z.finish().map_err(|e| bad(e.to_string()))?;
@@ -314,7 +320,7 @@ pub(crate) fn encode(run: &Run, digest_given: Option<&str>) -> Result<Encoded, S
         run_z,
         samples,
         results,
-        digest: digest_given.map_or_else(|| digest(run), str::to_string),
+        digest: digest_given.map_or_else(|| digest_of(&json, run), str::to_string),
     })
 }
 
@@ -347,6 +353,49 @@ pub(crate) fn decode(id: i64, fetched: Fetched, whole: bool) -> Result<Run, Stor
         return Ok(run);
     }
     model::checked(run, &name).map_err(|e| bad(e.to_string()))
+}
+
+/// How a stored run is named on the command line: its id, `last`, or `last~N`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunRef {
+    Id(i64),
+    /// N runs before the last (`last` is 0).
+    Back(u64),
+}
+
+impl RunRef {
+    pub fn parse(reference: &str) -> Option<RunRef> {
+        if let Ok(id) = reference.parse::<i64>() {
+            return Some(RunRef::Id(id));
+        }
+        match reference.strip_prefix("last")? {
+            "" => Some(RunRef::Back(0)),
+            rest => rest.strip_prefix('~')?.parse().ok().map(RunRef::Back),
+        }
+    }
+}
+
+/// A run id from a reference, counted within `runs` (oldest first); with a selection in
+/// force (`selected`), a run outside them is "not selected", else "no such run".
+pub fn resolve_among(
+    reference: &str,
+    runs: &[RunSummary],
+    selected: bool,
+) -> Result<i64, StoreError> {
+    let found = match RunRef::parse(reference) {
+        Some(RunRef::Id(id)) => runs.iter().find(|r| r.id == id),
+        Some(RunRef::Back(n)) => usize::try_from(n)
+            .ok()
+            .and_then(|n| runs.iter().rev().nth(n)),
+        None => None,
+    };
+    found.map(|r| r.id).ok_or_else(|| {
+        if selected {
+            StoreError::NotSelected(reference.to_string())
+        } else {
+            StoreError::NoSuchRun(reference.to_string())
+        }
+    })
 }
 
 pub struct Store {
@@ -434,45 +483,17 @@ impl Store {
         if sel.is_all() {
             return self.resolve(reference);
         }
-        let runs = sel.apply(self.list()?);
-        let no = || StoreError::NotSelected(reference.to_string());
-        if let Ok(id) = reference.parse::<i64>() {
-            return runs
-                .iter()
-                .find(|r| r.id == id)
-                .map(|r| r.id)
-                .ok_or_else(no);
-        }
-        let back: usize = match reference.strip_prefix("last") {
-            Some("") => 0,
-            Some(rest) => rest
-                .strip_prefix('~')
-                .and_then(|n| n.parse().ok())
-                .ok_or_else(no)?,
-            None => return Err(no()),
-        };
-        runs.iter().rev().nth(back).map(|r| r.id).ok_or_else(no)
+        resolve_among(reference, &sel.apply(self.list()?), true)
     }
 
     /// A run id from "7", "last" or "last~N" (N runs before the last).
     pub fn resolve(&mut self, reference: &str) -> Result<i64, StoreError> {
-        let no = || StoreError::NoSuchRun(reference.to_string());
-        if let Ok(id) = reference.parse::<i64>() {
-            return if self.backend.has_run(id)? {
-                Ok(id)
-            } else {
-                Err(no())
-            };
-        }
-        let back: i64 = match reference.strip_prefix("last") {
-            Some("") => 0,
-            Some(rest) => rest
-                .strip_prefix('~')
-                .and_then(|n| n.parse().ok())
-                .ok_or_else(no)?,
-            None => return Err(no()),
+        let found = match RunRef::parse(reference) {
+            Some(RunRef::Id(id)) => self.backend.has_run(id)?.then_some(id),
+            Some(RunRef::Back(n)) => self.backend.nth_last(n as i64)?,
+            None => None,
         };
-        self.backend.nth_last(back)?.ok_or_else(no)
+        found.ok_or_else(|| StoreError::NoSuchRun(reference.to_string()))
     }
 
     pub fn load(&mut self, id: i64) -> Result<Run, StoreError> {

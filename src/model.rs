@@ -136,6 +136,8 @@ pub struct Repetition {
     pub started_ms: f64,
     /// Worker start-up before its first sample (exec, pinning, setup, warm-up), ms.
     pub startup_ms: f64,
+    /// Its samples during which another task preempted the measuring thread (0 where the
+    /// operation itself hands the CPU over, as in the result's `disturbed`).
     pub preempted: usize,
     /// How far its level sat from the others, percent, when that is more than its own spread
     /// and the others' explain (a phase of the machine, or this process's layout).

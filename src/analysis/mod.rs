@@ -424,6 +424,36 @@ mod tests {
     }
 
     #[test]
+    fn a_departing_repetition_cites_preemptions_only_where_they_are_not_the_operation() {
+        let j = Judging {
+            resamples: 200,
+            max_samples: 2000,
+        };
+        let levels = [10.0, 10.0, 10.0, 10.0, 10.0, 13.0];
+        for expected in [false, true] {
+            let reps: Vec<RepRun> = levels
+                .iter()
+                .enumerate()
+                .map(|(k, &l)| {
+                    let mut r = rep(k, l);
+                    r.case.preemption_expected = expected;
+                    r.case.measurement.as_mut().unwrap().preempted = (0..150).collect();
+                    r
+                })
+                .collect();
+            let r = merge_repetitions(reps, &[0], j, 0.01, "budget");
+            let note = r.notes.iter().find(|n| n.contains("repetition 6")).unwrap();
+            assert_eq!(r.repetitions[5].departs_pct.map(f64::round), Some(30.0));
+            if expected {
+                assert!(!note.contains("preempted"), "{note}");
+                assert!(r.repetitions.iter().all(|x| x.preempted == 0));
+            } else {
+                assert!(note.contains("150 of 200 samples preempted"), "{note}");
+            }
+        }
+    }
+
+    #[test]
     fn a_cost_at_or_below_the_baseline_is_never_reported_without_a_note() {
         let r = analyze(case(vec![-0.2, -0.1, 0.0, -0.05]), &[0, 1]);
         assert!(r.stats.as_ref().unwrap().median <= 0.0);

@@ -111,15 +111,16 @@ pub fn merge_repetitions(
             median_ns: stats::median(&r.samples_ns[start..start + len]),
             started_ms: rep.started_ms,
             startup_ms: rep.startup_ms,
-            preempted: rep
-                .case
-                .measurement
-                .as_ref()
-                .map_or(0, |m| m.preempted.len()),
+            // As in the result's disturbance: where the operation itself hands the CPU over
+            // (pipe ping-pong on one CPU), an involuntary switch is the operation, not noise.
+            preempted: match &rep.case.measurement {
+                Some(m) if !rep.case.preemption_expected => m.preempted.len(),
+                _ => 0,
+            },
             departs_pct: None,
         })
         .collect();
-    name_departures(&mut r);
+    name_departures(&mut r, ok[0].case.preemption_expected);
     attach_uncertainty(&mut r, &spans, j, target, stopped);
     r
 }
@@ -191,9 +192,18 @@ fn merge_events(cases: &[&CaseResult]) -> Option<crate::model::Events> {
 /// Mark repetitions whose median departs from the others' by more than their spread and its
 /// own explain: beyond 3 robust standard deviations of the repetitions' medians, beyond twice
 /// its own within-repetition half-width, and by at least 2%.
-fn name_departures(r: &mut BenchResult) {
+///
+/// When the repetitions sat at two levels instead (`two_levels`), that is said once instead:
+/// against a two-level machine every repetition of the smaller group "departs", and a list of
+/// them would hide what happened.
+fn name_departures(r: &mut BenchResult, preemption_expected: bool) {
     let meds: Vec<f64> = r.repetitions.iter().map(|x| x.median_ns).collect();
     if meds.len() < 3 {
+        return;
+    }
+    if let Some(levels) = two_levels(&meds) {
+        let note = levels.describe(&mut r.repetitions, preemption_expected);
+        r.notes.push(note);
         return;
     }
     let center = stats::median(&meds);
@@ -211,18 +221,111 @@ fn name_departures(r: &mut BenchResult) {
         {
             let pct = 100.0 * off / center;
             rep.departs_pct = Some(pct);
+            // Preemptions are cited only where they could explain the departure: a benchmark
+            // whose operation hands the CPU over counts none (see `Repetition::preempted`).
+            let preempted = if !preemption_expected {
+                format!(" ({} of {} samples preempted)", rep.preempted, rep.samples)
+            } else {
+                String::new()
+            };
             said.push(format!(
-                "repetition {} (at {:.0} ms) sat {pct:+.1}% from the others ({} of {} samples preempted)",
+                "repetition {} (at {:.0} ms) sat {pct:+.1}% from the others{preempted}",
                 k + 1,
                 rep.started_ms,
-                rep.preempted,
-                rep.samples
             ));
         }
     }
     if !said.is_empty() {
         r.notes
             .push(format!("kept, not removed: {}", said.join("; ")));
+    }
+}
+
+/// Repetitions split into two groups by one clear gap in their medians.
+#[derive(Debug, Clone, PartialEq)]
+struct TwoLevels {
+    /// Indices of the repetitions in the lower group, and its median level.
+    low: Vec<usize>,
+    low_level: f64,
+    high: Vec<usize>,
+    high_level: f64,
+}
+
+/// The gap between two levels must be at least this (relative to the lower one)...
+const LEVEL_GAP: f64 = 0.10;
+/// ...and this many times every other gap between neighbouring medians.
+const LEVEL_GAP_DOMINANCE: f64 = 3.0;
+
+/// Two levels in the repetitions' medians: sorted, the largest relative gap between neighbours
+/// is at least 10% and at least 3x every other gap, with at least two repetitions on each side.
+/// A host that moves between two speeds for hundreds of ms at a time (seen here: getpid at 156
+/// or 220 ns, fork at 136 or 205 us, for whole repetitions) gives exactly this; a benchmark that
+/// is merely noisy spreads its medians without one dominant gap.
+fn two_levels(meds: &[f64]) -> Option<TwoLevels> {
+    let mut order: Vec<usize> = (0..meds.len()).collect();
+    order.sort_by(|&a, &b| meds[a].total_cmp(&meds[b]));
+    if meds.len() < 4 || meds[order[0]] <= 0.0 {
+        return None;
+    }
+    let gaps: Vec<f64> = order
+        .windows(2)
+        .map(|w| meds[w[1]] / meds[w[0]] - 1.0)
+        .collect();
+    let (cut, &gap) = gaps.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1))?;
+    let others = gaps
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i != cut)
+        .map(|(_, &g)| g)
+        .fold(0.0, f64::max);
+    let (lower, upper) = order.split_at(cut + 1);
+    if gap < LEVEL_GAP || gap < LEVEL_GAP_DOMINANCE * others || lower.len() < 2 || upper.len() < 2 {
+        return None;
+    }
+    let level = |idx: &[usize]| stats::median(&idx.iter().map(|&i| meds[i]).collect::<Vec<_>>());
+    let (mut low, mut high) = (lower.to_vec(), upper.to_vec());
+    low.sort_unstable();
+    high.sort_unstable();
+    Some(TwoLevels {
+        low_level: level(&low),
+        high_level: level(&high),
+        low,
+        high,
+    })
+}
+
+impl TwoLevels {
+    /// Mark the smaller group's repetitions (the slower on a tie) as departing from the larger
+    /// group's level, and say what happened in one note.
+    fn describe(&self, reps: &mut [Repetition], preemption_expected: bool) -> String {
+        let ((few, few_level), (many, many_level)) = if self.low.len() < self.high.len() {
+            ((&self.low, self.low_level), (&self.high, self.high_level))
+        } else {
+            ((&self.high, self.high_level), (&self.low, self.low_level))
+        };
+        for &i in few {
+            reps[i].departs_pct = Some(100.0 * (reps[i].median_ns / many_level - 1.0));
+        }
+        let numbers: Vec<String> = few.iter().map(|&i| (i + 1).to_string()).collect();
+        let evidence = if preemption_expected {
+            String::new()
+        } else {
+            let (pre, n) = few.iter().fold((0, 0), |(p, n), &i| {
+                (p + reps[i].preempted, n + reps[i].samples)
+            });
+            format!(" ({pre} of {n} of their samples preempted)")
+        };
+        format!(
+            "two levels, not one: repetition{} {} at {}{evidence}, the other {} at {} (x{:.2}): \
+             the machine changed speed between repetitions; kept, not removed: the median follows \
+             the larger group and the CI spans both",
+            if few.len() == 1 { "" } else { "s" },
+            numbers.join(", "),
+            stats::units::format_ns(few_level),
+            many.len(),
+            stats::units::format_ns(many_level),
+            self.high_level / self.low_level,
+        )
     }
 }
 
@@ -268,4 +371,72 @@ fn attach_uncertainty(
         stopped: stopped.to_string(),
         within_stream_ci95: within,
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_levels_are_found_only_where_one_gap_dominates() {
+        // getpid on a host that moved between two speeds (a run measured here).
+        let host = [
+            156.0, 232.0, 224.0, 157.0, 156.0, 157.0, 156.0, 156.0, 201.0, 218.0,
+        ];
+        let t = two_levels(&host).unwrap();
+        assert_eq!(t.low, vec![0, 3, 4, 5, 6, 7]);
+        assert_eq!(t.high, vec![1, 2, 8, 9]);
+        assert_eq!((t.low_level, t.high_level), (156.0, 221.0));
+        // fork on the same host: noisy, but no gap stands out (largest 14.5%, next 9.2%).
+        let noisy = [
+            199385.0, 199093.0, 177904.0, 152788.0, 174924.0, 187362.0, 143195.0, 178641.0,
+            194546.0, 217278.0,
+        ];
+        assert_eq!(two_levels(&noisy), None);
+        // One repetition apart is a departure, not a level; a small gap is not a level.
+        assert_eq!(two_levels(&[10.0, 10.0, 10.1, 10.0, 10.0, 13.0]), None);
+        assert_eq!(two_levels(&[10.0, 10.0, 10.1, 10.8, 10.8, 10.9]), None);
+        assert_eq!(two_levels(&[10.0, 10.0, 13.0]), None);
+    }
+
+    #[test]
+    fn two_levels_are_said_once_and_the_smaller_group_departs() {
+        let meds = [10.0, 13.0, 10.0, 13.0, 10.0, 13.0, 13.0];
+        let mut reps: Vec<Repetition> = meds
+            .iter()
+            .enumerate()
+            .map(|(k, &m)| Repetition {
+                start: 100 * k,
+                samples: 100,
+                median_ns: m,
+                started_ms: 50.0 * k as f64,
+                startup_ms: 5.0,
+                preempted: 1,
+                departs_pct: None,
+            })
+            .collect();
+        let t = two_levels(&meds).unwrap();
+        let note = t.describe(&mut reps, false);
+        assert_eq!(
+            note,
+            "two levels, not one: repetitions 1, 3, 5 at 10.0 ns (3 of 300 of their samples \
+             preempted), the other 4 at 13.0 ns (x1.30): the machine changed speed between \
+             repetitions; kept, not removed: the median follows the larger group and the CI spans \
+             both"
+        );
+        let departs: Vec<Option<i64>> = reps
+            .iter()
+            .map(|r| r.departs_pct.map(|p| p.round() as i64))
+            .collect();
+        assert_eq!(
+            departs,
+            vec![Some(-23), None, Some(-23), None, Some(-23), None, None]
+        );
+        // On a tie the slower group is the one named.
+        let tie = [10.0, 13.0, 10.0, 13.0];
+        let mut reps4 = reps[..4].to_vec();
+        reps4.iter_mut().for_each(|r| r.departs_pct = None);
+        let note = two_levels(&tie).unwrap().describe(&mut reps4, true);
+        assert!(note.starts_with("two levels, not one: repetitions 2, 4 at 13.0 ns, the other 2"));
+    }
 }

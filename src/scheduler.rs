@@ -162,6 +162,7 @@ impl Session {
         label: Option<String>,
         results: Vec<BenchResult>,
     ) -> Run {
+        let notes = analysis::machine_speed_note(&results).into_iter().collect();
         Run {
             schema_version: SCHEMA_VERSION,
             tool: Tool::this(),
@@ -172,7 +173,7 @@ impl Session {
             clock: self.clock,
             results,
             schedule: None,
-            notes: vec![],
+            notes,
         }
     }
 }

@@ -16,7 +16,9 @@ use crate::stats;
 pub mod changes;
 mod repetitions;
 
-pub use repetitions::{Judging, RepRun, halfwidth, merge_repetitions, repetition_ci};
+pub use repetitions::{
+    Judging, RepRun, halfwidth, machine_speed_note, merge_repetitions, repetition_ci,
+};
 
 /// Thresholds above which a benchmark is called disturbed.
 #[derive(Debug, Clone, Copy)]

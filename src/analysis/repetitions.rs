@@ -329,6 +329,46 @@ impl TwoLevels {
     }
 }
 
+/// The run's note when the machine itself changed speed: at least two results, and at least a
+/// quarter of those with enough repetitions to tell, sat at two levels. One result at two
+/// levels is its own note; several at once are the machine, and a reader comparing this run with
+/// another needs to know before reading any one number.
+pub fn machine_speed_note(results: &[BenchResult]) -> Option<String> {
+    let judged: Vec<(&BenchResult, Option<TwoLevels>)> = results
+        .iter()
+        .filter(|r| r.repetitions.len() >= 4)
+        .map(|r| {
+            let meds: Vec<f64> = r.repetitions.iter().map(|x| x.median_ns).collect();
+            (r, two_levels(&meds))
+        })
+        .collect();
+    let split: Vec<(&BenchResult, TwoLevels)> = judged
+        .iter()
+        .filter_map(|(r, t)| t.clone().map(|t| (*r, t)))
+        .collect();
+    if split.len() < 2 || 4 * split.len() < judged.len() {
+        return None;
+    }
+    let ratios: Vec<f64> = split
+        .iter()
+        .map(|(_, t)| t.high_level / t.low_level)
+        .collect();
+    let (lo, hi) = ratios
+        .iter()
+        .fold((f64::INFINITY, 0.0_f64), |(a, b), &x| (a.min(x), b.max(x)));
+    let (example, t) = &split[0];
+    Some(format!(
+        "the machine changed speed during this run: the repetitions of {} of {} results sat at two \
+         levels, x{lo:.2}-x{hi:.2} apart ({}: {} and {}); each CI includes both levels, but a run \
+         that sits mostly at one of them can differ from this one by that much",
+        split.len(),
+        judged.len(),
+        example.id,
+        stats::units::format_ns(t.low_level),
+        stats::units::format_ns(t.high_level),
+    ))
+}
+
 /// Replace the one-stream CI with the repetitions' CI and say how it was found.
 fn attach_uncertainty(
     r: &mut BenchResult,
@@ -438,5 +478,50 @@ mod tests {
         reps4.iter_mut().for_each(|r| r.departs_pct = None);
         let note = two_levels(&tie).unwrap().describe(&mut reps4, true);
         assert!(note.starts_with("two levels, not one: repetitions 2, 4 at 13.0 ns, the other 2"));
+    }
+
+    #[test]
+    fn the_run_says_the_machine_changed_speed_when_several_results_split() {
+        let with_levels = |id: &str, meds: &[f64]| {
+            let mut r = crate::model::testdata::result(id, vec![1.0; 4]);
+            r.repetitions = meds
+                .iter()
+                .map(|&m| Repetition {
+                    start: 0,
+                    samples: 1,
+                    median_ns: m,
+                    started_ms: 0.0,
+                    startup_ms: 0.0,
+                    preempted: 0,
+                    departs_pct: None,
+                })
+                .collect();
+            r
+        };
+        let split = [156.0, 222.0, 156.0, 221.0, 223.0, 157.0];
+        let flat = [100.0, 101.0, 99.0, 100.5, 100.0, 99.5];
+        let mut results = vec![
+            with_levels("syscall/getpid", &split),
+            with_levels(
+                "switch/pipe-proc@same",
+                &[6000.0, 6050.0, 8100.0, 8200.0, 6010.0],
+            ),
+            with_levels("mem/fault-write", &flat),
+        ];
+        assert_eq!(
+            machine_speed_note(&results).unwrap(),
+            "the machine changed speed during this run: the repetitions of 2 of 3 results sat at \
+             two levels, x1.36-x1.42 apart (syscall/getpid: 156 ns and 222 ns); each CI includes \
+             both levels, but a run that sits mostly at one of them can differ from this one by \
+             that much"
+        );
+        // One result at two levels is that result's note, not the machine's; nor is one of five.
+        results.remove(1);
+        assert_eq!(machine_speed_note(&results), None);
+        let mut five = vec![with_levels("a/b", &split), with_levels("a/c", &split)];
+        five.extend((0..7).map(|i| with_levels(&format!("f/{i}"), &flat)));
+        assert_eq!(machine_speed_note(&five), None, "2 of 9");
+        five.truncate(8);
+        assert!(machine_speed_note(&five).is_some(), "2 of 8");
     }
 }

@@ -594,7 +594,7 @@ pub fn render_run(
         context! {
             run => context! {
                 started_at => &run.started_at, label => &run.label, wrapper => &run.wrapper,
-                version => &run.tool.version,
+                version => &run.tool.version, notes => &run.notes,
             },
             env => Serde(env_rows(run)),
             vulnerabilities => Serde(&run.env.vulnerabilities),
@@ -620,7 +620,8 @@ mod tests {
 
     #[test]
     fn run_page_has_every_result_its_environment_and_figures() {
-        let run = testdata::run();
+        let mut run = testdata::run();
+        run.notes = vec!["the machine changed speed during this run".into()];
         let page = render_run(
             &run,
             &[],
@@ -638,6 +639,7 @@ mod tests {
         assert!(html.contains("no rdtscp"), "the skip reason is shown");
         assert!(html.contains("disturbed: other CPU busy 97%"));
         assert!(html.contains("definition of call/f0"));
+        assert!(html.contains("⚠ the machine changed speed during this run"));
         let has = |f: &str| page.files.iter().any(|(p, _)| p == f);
         assert!(has("fig/clock.svg") && has("fig/family-call.svg") && has("fig/ladder.svg"));
         // The ladder is the page's first figure, its rungs as multiples of the null syscall.

@@ -39,6 +39,10 @@ impl Exporter<Run> for Markdown {
                 out.push_str(&format!("{}. {}\n", i + 1, escape(n)));
             }
         }
+        // The run's own notes (the machine changed speed, an old schema) after the results'.
+        for n in &run.notes {
+            out.push_str(&format!("\nNote: {}\n", escape(n)));
+        }
         Ok(out.into_bytes())
     }
 }
@@ -62,7 +66,9 @@ mod tests {
 
     #[test]
     fn is_a_table_with_one_line_per_result_and_notes() {
-        let text = String::from_utf8(Markdown.serialize(&testdata::run()).unwrap()).unwrap();
+        let mut run = testdata::run();
+        run.notes = vec!["the machine changed speed".into()];
+        let text = String::from_utf8(Markdown.serialize(&run).unwrap()).unwrap();
         let table: Vec<&str> = text.lines().filter(|l| l.starts_with('|')).collect();
         assert_eq!(table.len(), 2 + 4);
         assert!(
@@ -74,5 +80,6 @@ mod tests {
         );
         assert!(text.contains("1. syscall/getppid: disturbed"));
         assert!(text.contains("Label: test"));
+        assert!(text.ends_with("\nNote: the machine changed speed\n"));
     }
 }

@@ -108,6 +108,10 @@ pub struct Side {
     pub label: Option<String>,
     pub wrapper: Option<String>,
     pub kernel: Option<String>,
+    /// The run's own notes (the machine changed speed during it; an old schema): a reader
+    /// weighing a difference needs them beside it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl Side {
@@ -118,6 +122,7 @@ impl Side {
             label: run.label.clone(),
             wrapper: run.wrapper.clone(),
             kernel: run.env.kernel_release.clone(),
+            notes: run.notes.clone(),
         }
     }
 }

@@ -112,3 +112,26 @@ pub fn render_comparison(cmp: &Comparison, png: bool) -> Result<Page, String> {
     }
     Ok(Page { html, files })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::{Options, compare};
+    use crate::model::testdata;
+
+    #[test]
+    fn the_page_has_both_sides_every_row_and_the_runs_notes() {
+        let base = testdata::run();
+        let mut cand = testdata::run();
+        cand.notes = vec!["the machine changed speed during this run".into()];
+        let c = compare(&base, &cand, "run 1", "run 2", &Options::default());
+        let html = render_comparison(&c, false).unwrap().html;
+        let html = html.replace("&#x2f;", "/");
+        assert!(html.contains("<h1>run 2 against run 1</h1>"), "{html}");
+        for r in &c.rows {
+            assert!(html.contains(&format!("<td class=\"id\">{}</td>", r.id)));
+        }
+        assert!(html.contains("⚠ candidate: the machine changed speed during this run"));
+        assert!(!html.contains("⚠ base:"));
+    }
+}

@@ -119,6 +119,11 @@ fn tail(c: &Comparison) -> String {
             }
         }
     }
+    for (name, side) in [("base", &c.base), ("candidate", &c.cand)] {
+        for n in &side.notes {
+            out.push_str(&format!("note ({name}): {}\n", super::printable(n)));
+        }
+    }
     out
 }
 
@@ -222,6 +227,7 @@ mod tests {
             r.stats = crate::stats::summarize(&r.samples_ns);
         }
         cand.wrapper = Some("strace -f".into());
+        cand.notes = vec!["the machine changed speed during this run".into()];
         let c = compare(&base, &cand, "run 1", "run 2", &Options::default());
         let text = render(&c, false);
         assert!(text.contains("candidate: run 2"), "{text}");
@@ -232,6 +238,7 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("measured in neither:\n  timer/rdtscp"));
+        assert!(text.ends_with("note (candidate): the machine changed speed during this run\n"));
         let md = markdown(&c);
         assert!(md.contains("| call/f0 |"));
         assert!(md.contains("geometric mean slowdown x3.800"));

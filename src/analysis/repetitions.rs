@@ -317,8 +317,9 @@ impl TwoLevels {
         };
         format!(
             "two levels, not one: repetition{} {} at {}{evidence}, the other {} at {} (x{:.2}): \
-             the machine changed speed between repetitions; kept, not removed: the median follows \
-             the larger group and the CI spans both",
+             whole repetitions ran at one level or the other (the machine changing speed, or \
+             processes laid out differently); kept, not removed: the median follows the larger \
+             group and the CI spans both",
             if few.len() == 1 { "" } else { "s" },
             numbers.join(", "),
             stats::units::format_ns(few_level),
@@ -330,9 +331,10 @@ impl TwoLevels {
 }
 
 /// The run's note when the machine itself changed speed: at least two results, and at least a
-/// quarter of those with enough repetitions to tell, sat at two levels. One result at two
-/// levels is its own note; several at once are the machine, and a reader comparing this run with
-/// another needs to know before reading any one number.
+/// quarter of those with enough repetitions to tell, sat at two levels, and two of them switched
+/// together (their lower-level repetitions are at least half the same rounds). One result at
+/// two levels is its own note and may be its processes' layout; several switching in the same
+/// rounds are the machine, and a reader comparing this run with another needs to know.
 pub fn machine_speed_note(results: &[BenchResult]) -> Option<String> {
     let judged: Vec<(&BenchResult, Option<TwoLevels>)> = results
         .iter()
@@ -349,6 +351,19 @@ pub fn machine_speed_note(results: &[BenchResult]) -> Option<String> {
     if split.len() < 2 || 4 * split.len() < judged.len() {
         return None;
     }
+    // Repetition k of every benchmark ran in round k, so shared indices are shared times.
+    let (a, b, shared) = split.iter().enumerate().find_map(|(i, (a, ta))| {
+        split[i + 1..].iter().find_map(|(b, tb)| {
+            let shared: Vec<usize> = ta
+                .low
+                .iter()
+                .copied()
+                .filter(|k| tb.low.contains(k))
+                .collect();
+            let union = ta.low.len() + tb.low.len() - shared.len();
+            (2 * shared.len() >= union).then_some((*a, *b, shared))
+        })
+    })?;
     let ratios: Vec<f64> = split
         .iter()
         .map(|(_, t)| t.high_level / t.low_level)
@@ -356,16 +371,18 @@ pub fn machine_speed_note(results: &[BenchResult]) -> Option<String> {
     let (lo, hi) = ratios
         .iter()
         .fold((f64::INFINITY, 0.0_f64), |(a, b), &x| (a.min(x), b.max(x)));
-    let (example, t) = &split[0];
+    let rounds: Vec<String> = shared.iter().map(|k| (k + 1).to_string()).collect();
     Some(format!(
         "the machine changed speed during this run: the repetitions of {} of {} results sat at two \
-         levels, x{lo:.2}-x{hi:.2} apart ({}: {} and {}); each CI includes both levels, but a run \
-         that sits mostly at one of them can differ from this one by that much",
+         levels, x{lo:.2}-x{hi:.2} apart, and switched together ({} and {} both sat at their lower \
+         level in repetition{} {}); each CI includes both levels, but a run that sits mostly at one \
+         of them can differ from this one by that much",
         split.len(),
         judged.len(),
-        example.id,
-        stats::units::format_ns(t.low_level),
-        stats::units::format_ns(t.high_level),
+        a.id,
+        b.id,
+        if rounds.len() == 1 { "" } else { "s" },
+        rounds.join(", "),
     ))
 }
 
@@ -460,9 +477,9 @@ mod tests {
         assert_eq!(
             note,
             "two levels, not one: repetitions 1, 3, 5 at 10.0 ns (3 of 300 of their samples \
-             preempted), the other 4 at 13.0 ns (x1.30): the machine changed speed between \
-             repetitions; kept, not removed: the median follows the larger group and the CI spans \
-             both"
+             preempted), the other 4 at 13.0 ns (x1.30): whole repetitions ran at one level or the \
+             other (the machine changing speed, or processes laid out differently); kept, not \
+             removed: the median follows the larger group and the CI spans both"
         );
         let departs: Vec<Option<i64>> = reps
             .iter()
@@ -500,21 +517,26 @@ mod tests {
         };
         let split = [156.0, 222.0, 156.0, 221.0, 223.0, 157.0];
         let flat = [100.0, 101.0, 99.0, 100.5, 100.0, 99.5];
+        // Lower in repetitions 1, 3, 5 where getpid was lower in 1, 3, 6: 2 of 4 rounds shared.
+        let pipe = [6000.0, 8100.0, 6050.0, 8200.0, 6010.0, 8150.0];
         let mut results = vec![
             with_levels("syscall/getpid", &split),
-            with_levels(
-                "switch/pipe-proc@same",
-                &[6000.0, 6050.0, 8100.0, 8200.0, 6010.0],
-            ),
+            with_levels("switch/pipe-proc@same", &pipe),
             with_levels("mem/fault-write", &flat),
         ];
         assert_eq!(
             machine_speed_note(&results).unwrap(),
             "the machine changed speed during this run: the repetitions of 2 of 3 results sat at \
-             two levels, x1.36-x1.42 apart (syscall/getpid: 156 ns and 222 ns); each CI includes \
-             both levels, but a run that sits mostly at one of them can differ from this one by \
-             that much"
+             two levels, x1.36-x1.42 apart, and switched together (syscall/getpid and \
+             switch/pipe-proc@same both sat at their lower level in repetitions 1, 3); each CI \
+             includes both levels, but a run that sits mostly at one of them can differ from this \
+             one by that much"
         );
+        // Split at different times: each result's own note, not the machine's.
+        let apart = [8100.0, 6000.0, 8200.0, 6050.0, 8150.0, 8120.0];
+        results[1] = with_levels("switch/pipe-proc@same", &apart);
+        assert_eq!(machine_speed_note(&results), None);
+        results[1] = with_levels("switch/pipe-proc@same", &pipe);
         // One result at two levels is that result's note, not the machine's; nor is one of five.
         results.remove(1);
         assert_eq!(machine_speed_note(&results), None);

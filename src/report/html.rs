@@ -603,7 +603,12 @@ pub fn render_run(
             families => Serde(families),
             ok => ok_n, skipped => skipped, failed => failed, disturbed => disturbed,
             total => run.results.len(),
-            phase_legend => super::table::PHASE_LEGEND,
+            // Only runs of schema 1 carry phase flags; the legend is noise on any other page.
+            phase_legend => if run.results.iter().any(|r| r.disturbed.phase_shift_pct.is_some()) {
+                super::table::PHASE_LEGEND
+            } else {
+                ""
+            },
         },
     )?;
     let svgs: Vec<FigureOut> = figs.into_iter().map(|(_, f)| f).collect();
@@ -640,6 +645,10 @@ mod tests {
         assert!(html.contains("disturbed: other CPU busy 97%"));
         assert!(html.contains("definition of call/f0"));
         assert!(html.contains("⚠ the machine changed speed during this run"));
+        assert!(
+            !html.contains("phase +X%@Y%"),
+            "no phase flags, no legend for them"
+        );
         let has = |f: &str| page.files.iter().any(|(p, _)| p == f);
         assert!(has("fig/clock.svg") && has("fig/family-call.svg") && has("fig/ladder.svg"));
         // The ladder is the page's first figure, its rungs as multiples of the null syscall.

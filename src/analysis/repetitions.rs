@@ -221,13 +221,8 @@ fn name_departures(r: &mut BenchResult, preemption_expected: bool) {
         {
             let pct = 100.0 * off / center;
             rep.departs_pct = Some(pct);
-            // Preemptions are cited only where they could explain the departure: a benchmark
-            // whose operation hands the CPU over counts none (see `Repetition::preempted`).
-            let preempted = if !preemption_expected {
-                format!(" ({} of {} samples preempted)", rep.preempted, rep.samples)
-            } else {
-                String::new()
-            };
+            let preempted =
+                preempted_words(rep.preempted, rep.samples, "samples", preemption_expected);
             said.push(format!(
                 "repetition {} (at {:.0} ms) sat {pct:+.1}% from the others{preempted}",
                 k + 1,
@@ -238,6 +233,17 @@ fn name_departures(r: &mut BenchResult, preemption_expected: bool) {
     if !said.is_empty() {
         r.notes
             .push(format!("kept, not removed: {}", said.join("; ")));
+    }
+}
+
+/// What the preemption guard saw, as " (3 of 900 samples preempted)". Cited only where it
+/// could explain a level: a benchmark whose operation hands the CPU over counts none (see
+/// `Repetition::preempted`), so nothing is said there.
+fn preempted_words(preempted: usize, samples: usize, what: &str, expected: bool) -> String {
+    if expected {
+        String::new()
+    } else {
+        format!(" ({preempted} of {samples} {what} preempted)")
     }
 }
 
@@ -307,14 +313,10 @@ impl TwoLevels {
             reps[i].departs_pct = Some(100.0 * (reps[i].median_ns / many_level - 1.0));
         }
         let numbers: Vec<String> = few.iter().map(|&i| (i + 1).to_string()).collect();
-        let evidence = if preemption_expected {
-            String::new()
-        } else {
-            let (pre, n) = few.iter().fold((0, 0), |(p, n), &i| {
-                (p + reps[i].preempted, n + reps[i].samples)
-            });
-            format!(" ({pre} of {n} of their samples preempted)")
-        };
+        let (pre, n) = few.iter().fold((0, 0), |(p, n), &i| {
+            (p + reps[i].preempted, n + reps[i].samples)
+        });
+        let evidence = preempted_words(pre, n, "of their samples", preemption_expected);
         format!(
             "two levels, not one: repetition{} {} at {}{evidence}, the other {} at {} (x{:.2}): \
              whole repetitions ran at one level or the other (the machine changing speed, or \

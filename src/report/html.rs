@@ -603,12 +603,7 @@ pub fn render_run(
             families => Serde(families),
             ok => ok_n, skipped => skipped, failed => failed, disturbed => disturbed,
             total => run.results.len(),
-            // Only runs of schema 1 carry phase flags; the legend is noise on any other page.
-            phase_legend => if run.results.iter().any(|r| r.disturbed.phase_shift_pct.is_some()) {
-                super::table::PHASE_LEGEND
-            } else {
-                ""
-            },
+            phase_legend => super::table::phase_legend(run).unwrap_or_default(),
         },
     )?;
     let svgs: Vec<FigureOut> = figs.into_iter().map(|(_, f)| f).collect();

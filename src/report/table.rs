@@ -158,15 +158,19 @@ pub fn render(run: &Run, color: bool) -> String {
     for n in &run.notes {
         out.push_str(&format!("note: {}\n", super::printable(n)));
     }
-    if run
-        .results
-        .iter()
-        .any(|r| r.disturbed.phase_shift_pct.is_some())
-    {
-        out.push_str(PHASE_LEGEND);
+    if let Some(legend) = phase_legend(run) {
+        out.push_str(legend);
         out.push('\n');
     }
     out
+}
+
+/// The legend of phase flags, for a run that has any (only runs of schema 1 do).
+pub fn phase_legend(run: &Run) -> Option<&'static str> {
+    run.results
+        .iter()
+        .any(|r| r.disturbed.phase_shift_pct.is_some())
+        .then_some(PHASE_LEGEND)
 }
 
 /// What a `phase +X%@Y%` flag means (on runs of schema_version 1, which looked for phases within

@@ -29,6 +29,20 @@ pub fn oscost(tag: &str) -> Command {
     c.env(TAG_VAR, tag)
         .env("NO_COLOR", "1")
         .env("OSCOST_DB", db);
+    // A shell without job control starts background jobs with SIGINT ignored, and an ignored
+    // disposition survives exec: a SIGINT sent before oscost installs its handlers would then
+    // be lost instead of fatal. The tests signal oscost as a terminal would, so every child
+    // starts with the default dispositions whatever launched the tests.
+    use std::os::unix::process::CommandExt;
+    // SAFETY: between fork and exec only async-signal-safe calls (signal) are made.
+    unsafe {
+        c.pre_exec(|| {
+            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
     c
 }
 

@@ -10,9 +10,11 @@
 # same CPU, and the spread of its 8 results is printed. When the witness itself moves by more
 # than a few percent between runs, no honest 3%-wide CI can hold the other runs' medians, and
 # the verdict says the quiet-host thresholds cannot be judged on this host. Without perf the
-# witness is skipped (and said).
+# witness is skipped (and said). It also counts the runs in which oscost itself noted that the
+# machine changed speed (repetitions that ran one after another agreed in level).
 #
-# usage: scripts/check-ci.sh [RUNS] [IDS...]   (env: OSCOST=path to the binary, CPU=n)
+# usage: scripts/check-ci.sh [RUNS] [IDS...]
+#   env: OSCOST=path to the binary, CPU=n, KEEP=DIR keeps each run's JSON and the witness there
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-8}
@@ -22,7 +24,11 @@ ids=("$@")
 oscost=${OSCOST:-target/release/oscost}
 [ -x "$oscost" ] || cargo build --release --quiet
 command -v python3 >/dev/null || { echo "python3 is needed to read the runs" >&2; exit 2; }
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+if [ -n "${KEEP:-}" ]; then
+  mkdir -p "$KEEP"; tmp=$KEEP; rm -f "$tmp/witness"
+else
+  tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fi
 cpu=${CPU:-$(( $(nproc) - 1 ))}
 witness() { # ns per getppid from perf, pinned like oscost; nothing without perf
   command -v perf >/dev/null || return 0
@@ -41,9 +47,11 @@ done
 python3 - "$tmp" "$runs" <<'PY'
 import json, os, sys, statistics as st
 tmp, runs = sys.argv[1], int(sys.argv[2])
-by_id = {}
+by_id = {}; moved = 0
 for r in range(1, runs + 1):
-    for x in json.load(open(f"{tmp}/run{r}.json"))["results"]:
+    run = json.load(open(f"{tmp}/run{r}.json"))
+    moved += any(n.startswith("the machine changed speed") for n in run.get("notes", []))
+    for x in run["results"]:
         if x["status"]["state"] == "ok" and x["stats"]:
             by_id.setdefault(x["id"], []).append((x["stats"]["median"], x["stats"]["ci95"]))
 def pairs(v):
@@ -76,6 +84,8 @@ if len(w) >= 2:
     print(f"host witness: perf bench syscall basic beside each run, {len(w)} results "
           f"{min(w):.0f}-{max(w):.0f} ns/op, spread {spread:.2f}% "
           f"({'quiet' if quiet else 'not quiet: the host itself moved between runs'})")
+print(f"oscost itself: the machine changed speed during {moved} of {runs} runs "
+      "(its repetitions agreed with their neighbours in time; see the run note)")
 verdict = lambda ok: "met" if ok else "NOT met"
 caveat = {None: " (no witness: whether the host was quiet is not known)", True: "",
           False: " (the host was not quiet: these thresholds cannot be judged here)"}[quiet]

@@ -14,11 +14,11 @@ use crate::model::{BenchResult, Disturbance, Status, family_of};
 use crate::stats;
 
 pub mod changes;
+mod machine_speed;
 mod repetitions;
 
-pub use repetitions::{
-    Judging, RepRun, halfwidth, machine_speed_note, merge_repetitions, repetition_ci,
-};
+pub use machine_speed::{SpeedChange, machine_speed_note, speed_change};
+pub use repetitions::{Judging, RepRun, halfwidth, merge_repetitions, repetition_ci};
 
 /// Thresholds above which a benchmark is called disturbed.
 #[derive(Debug, Clone, Copy)]

@@ -249,7 +249,7 @@ fn preempted_words(preempted: usize, samples: usize, what: &str, expected: bool)
 
 /// Repetitions split into two groups by one clear gap in their medians.
 #[derive(Debug, Clone, PartialEq)]
-struct TwoLevels {
+pub(super) struct TwoLevels {
     /// Indices of the repetitions in the lower group, and its median level.
     low: Vec<usize>,
     low_level: f64,
@@ -267,7 +267,7 @@ const LEVEL_GAP_DOMINANCE: f64 = 3.0;
 /// A host that moves between two speeds for hundreds of ms at a time (seen here: getpid at 156
 /// or 220 ns, fork at 136 or 205 us, for whole repetitions) gives exactly this; a benchmark that
 /// is merely noisy spreads its medians without one dominant gap.
-fn two_levels(meds: &[f64]) -> Option<TwoLevels> {
+pub(super) fn two_levels(meds: &[f64]) -> Option<TwoLevels> {
     let mut order: Vec<usize> = (0..meds.len()).collect();
     order.sort_by(|&a, &b| meds[a].total_cmp(&meds[b]));
     if meds.len() < 4 || meds[order[0]] <= 0.0 {
@@ -330,62 +330,6 @@ impl TwoLevels {
             self.high_level / self.low_level,
         )
     }
-}
-
-/// The run's note when the machine itself changed speed: at least two results, and at least a
-/// quarter of those with enough repetitions to tell, sat at two levels, and two of them switched
-/// together (their lower-level repetitions are at least half the same rounds). One result at
-/// two levels is its own note and may be its processes' layout; several switching in the same
-/// rounds are the machine, and a reader comparing this run with another needs to know.
-pub fn machine_speed_note(results: &[BenchResult]) -> Option<String> {
-    let judged: Vec<(&BenchResult, Option<TwoLevels>)> = results
-        .iter()
-        .filter(|r| r.repetitions.len() >= 4)
-        .map(|r| {
-            let meds: Vec<f64> = r.repetitions.iter().map(|x| x.median_ns).collect();
-            (r, two_levels(&meds))
-        })
-        .collect();
-    let split: Vec<(&BenchResult, TwoLevels)> = judged
-        .iter()
-        .filter_map(|(r, t)| t.clone().map(|t| (*r, t)))
-        .collect();
-    if split.len() < 2 || 4 * split.len() < judged.len() {
-        return None;
-    }
-    // Repetition k of every benchmark ran in round k, so shared indices are shared times.
-    let (a, b, shared) = split.iter().enumerate().find_map(|(i, (a, ta))| {
-        split[i + 1..].iter().find_map(|(b, tb)| {
-            let shared: Vec<usize> = ta
-                .low
-                .iter()
-                .copied()
-                .filter(|k| tb.low.contains(k))
-                .collect();
-            let union = ta.low.len() + tb.low.len() - shared.len();
-            (2 * shared.len() >= union).then_some((*a, *b, shared))
-        })
-    })?;
-    let ratios: Vec<f64> = split
-        .iter()
-        .map(|(_, t)| t.high_level / t.low_level)
-        .collect();
-    let (lo, hi) = ratios
-        .iter()
-        .fold((f64::INFINITY, 0.0_f64), |(a, b), &x| (a.min(x), b.max(x)));
-    let rounds: Vec<String> = shared.iter().map(|k| (k + 1).to_string()).collect();
-    Some(format!(
-        "the machine changed speed during this run: the repetitions of {} of {} results sat at two \
-         levels, x{lo:.2}-x{hi:.2} apart, and switched together ({} and {} both sat at their lower \
-         level in repetition{} {}); each CI includes both levels, but a run that sits mostly at one \
-         of them can differ from this one by that much",
-        split.len(),
-        judged.len(),
-        a.id,
-        b.id,
-        if rounds.len() == 1 { "" } else { "s" },
-        rounds.join(", "),
-    ))
 }
 
 /// Replace the one-stream CI with the repetitions' CI and say how it was found.
@@ -497,55 +441,5 @@ mod tests {
         reps4.iter_mut().for_each(|r| r.departs_pct = None);
         let note = two_levels(&tie).unwrap().describe(&mut reps4, true);
         assert!(note.starts_with("two levels, not one: repetitions 2, 4 at 13.0 ns, the other 2"));
-    }
-
-    #[test]
-    fn the_run_says_the_machine_changed_speed_when_several_results_split() {
-        let with_levels = |id: &str, meds: &[f64]| {
-            let mut r = crate::model::testdata::result(id, vec![1.0; 4]);
-            r.repetitions = meds
-                .iter()
-                .map(|&m| Repetition {
-                    start: 0,
-                    samples: 1,
-                    median_ns: m,
-                    started_ms: 0.0,
-                    startup_ms: 0.0,
-                    preempted: 0,
-                    departs_pct: None,
-                })
-                .collect();
-            r
-        };
-        let split = [156.0, 222.0, 156.0, 221.0, 223.0, 157.0];
-        let flat = [100.0, 101.0, 99.0, 100.5, 100.0, 99.5];
-        // Lower in repetitions 1, 3, 5 where getpid was lower in 1, 3, 6: 2 of 4 rounds shared.
-        let pipe = [6000.0, 8100.0, 6050.0, 8200.0, 6010.0, 8150.0];
-        let mut results = vec![
-            with_levels("syscall/getpid", &split),
-            with_levels("switch/pipe-proc@same", &pipe),
-            with_levels("mem/fault-write", &flat),
-        ];
-        assert_eq!(
-            machine_speed_note(&results).unwrap(),
-            "the machine changed speed during this run: the repetitions of 2 of 3 results sat at \
-             two levels, x1.36-x1.42 apart, and switched together (syscall/getpid and \
-             switch/pipe-proc@same both sat at their lower level in repetitions 1, 3); each CI \
-             includes both levels, but a run that sits mostly at one of them can differ from this \
-             one by that much"
-        );
-        // Split at different times: each result's own note, not the machine's.
-        let apart = [8100.0, 6000.0, 8200.0, 6050.0, 8150.0, 8120.0];
-        results[1] = with_levels("switch/pipe-proc@same", &apart);
-        assert_eq!(machine_speed_note(&results), None);
-        results[1] = with_levels("switch/pipe-proc@same", &pipe);
-        // One result at two levels is that result's note, not the machine's; nor is one of five.
-        results.remove(1);
-        assert_eq!(machine_speed_note(&results), None);
-        let mut five = vec![with_levels("a/b", &split), with_levels("a/c", &split)];
-        five.extend((0..7).map(|i| with_levels(&format!("f/{i}"), &flat)));
-        assert_eq!(machine_speed_note(&five), None, "2 of 9");
-        five.truncate(8);
-        assert!(machine_speed_note(&five).is_some(), "2 of 8");
     }
 }

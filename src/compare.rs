@@ -84,6 +84,67 @@ pub struct Summary {
     pub no_change: usize,
     /// Of `no_change`, those whose CI is wider than the noise band.
     pub inconclusive: usize,
+    /// The changes were about one factor over a wide range of costs (a machine's speed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub one_factor: Option<OneFactor>,
+}
+
+/// The changed benchmarks, all one way and with base costs at least 10x apart, moved by about
+/// one factor (their log slowdowns within 2x of each other), and so by very different amounts.
+/// That is what a machine running at another speed does (a host, a clock, virtualization); a
+/// cost added to each operation (a hook, a mitigation) adds about one amount instead, which
+/// over costs 10x apart is factors 10x apart. Two runs measured apart on a host that changed
+/// speed between them show it too, and `ab` is the way to tell such drift from a change.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OneFactor {
+    pub changed: usize,
+    pub verdict: Verdict,
+    /// Smallest and largest base median, slowdown and addition among them.
+    pub base_ns: [f64; 2],
+    pub slowdown: [f64; 2],
+    pub addition_ns: [f64; 2],
+}
+
+/// At least this many changed benchmarks, all one way...
+const ONE_FACTOR_MIN_CHANGED: usize = 3;
+/// ...over base costs at least this far apart...
+const ONE_FACTOR_MIN_BASE_SPAN: f64 = 10.0;
+/// ...whose log slowdowns are within this of each other.
+const ONE_FACTOR_AGREEMENT: f64 = 2.0;
+
+fn one_factor(rows: &[Row]) -> Option<OneFactor> {
+    let changed: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.verdict != Verdict::NoChange)
+        .collect();
+    let verdict = changed.first()?.verdict;
+    if changed.len() < ONE_FACTOR_MIN_CHANGED || changed.iter().any(|r| r.verdict != verdict) {
+        return None;
+    }
+    let range = |f: &dyn Fn(&Row) -> f64| {
+        changed
+            .iter()
+            .map(|r| f(r))
+            .fold([f64::INFINITY, f64::NEG_INFINITY], |[lo, hi], x| {
+                [lo.min(x), hi.max(x)]
+            })
+    };
+    let base_ns = range(&|r| r.base_median_ns);
+    let excess = range(&|r| r.slowdown.ln().abs());
+    let spread = |[lo, hi]: [f64; 2]| hi / lo;
+    if !(base_ns[0] > 0.0 && excess[0] > 0.0)
+        || spread(base_ns) < ONE_FACTOR_MIN_BASE_SPAN
+        || spread(excess) > ONE_FACTOR_AGREEMENT
+    {
+        return None;
+    }
+    Some(OneFactor {
+        changed: changed.len(),
+        verdict,
+        base_ns,
+        slowdown: range(&|r| r.slowdown),
+        addition_ns: range(&|r| r.addition_ns),
+    })
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -98,6 +159,10 @@ pub struct Comparison {
     /// Measured in neither run.
     pub unmeasured: Vec<String>,
     pub summary: Summary,
+    /// The two sides' repetitions alternated in one session (`ab`), so the machine's drift
+    /// fell on both alike; false for two runs measured apart.
+    #[serde(default)]
+    pub alternated: bool,
 }
 
 /// What identifies a side in the output.
@@ -268,6 +333,7 @@ fn summarize(rows: &[Row]) -> Summary {
             .iter()
             .filter(|r| r.verdict == Verdict::NoChange && !r.within_band)
             .count(),
+        one_factor: one_factor(rows),
     }
 }
 
@@ -298,6 +364,7 @@ pub fn compare<'a>(
         only_cand: vec![],
         unmeasured: vec![],
         summary: Summary::default(),
+        alternated: false,
     };
     let mut ids: Vec<&String> = base.results.iter().map(|r| &r.id).collect();
     ids.extend(
@@ -465,6 +532,78 @@ mod tests {
         );
         let cmp = compare(&rb, &rc, "a", "b", &Options::default());
         assert_eq!(cmp.rows[0].verdict, Verdict::NoChange, "{:?}", cmp.rows[0]);
+    }
+
+    /// A row changed by `ratio` on a base of `base` ns, called as the ratio says.
+    fn changed(id: &str, base: f64, ratio: f64) -> Row {
+        let verdict = match ratio {
+            r if r > 1.02 => Verdict::Slower,
+            r if r < 0.98 => Verdict::Faster,
+            _ => Verdict::NoChange,
+        };
+        Row {
+            id: id.into(),
+            base_median_ns: base,
+            cand_median_ns: base * ratio,
+            slowdown: ratio,
+            slowdown_ci95: [ratio * 0.99, ratio * 1.01],
+            addition_ns: base * (ratio - 1.0),
+            addition_ci95: [base * (ratio - 1.0) - 1.0, base * (ratio - 1.0) + 1.0],
+            p_value: 0.001,
+            verdict,
+            within_band: true,
+            disturbed: false,
+        }
+    }
+
+    #[test]
+    fn changes_by_one_factor_over_a_wide_range_of_costs_are_said() {
+        // Two runs of one build 19 s apart on a host that moved between two speeds.
+        let machine = [
+            changed("syscall/getpid", 138.0, 1.356),
+            changed("spawn/fork", 107_000.0, 1.390),
+            changed("switch/pipe-proc@same", 5_200.0, 1.318),
+            changed("mem/fault-write", 1_330.0, 1.279),
+            changed("call/f0", 1.08, 1.001),
+        ];
+        let f = one_factor(&machine).unwrap();
+        assert_eq!((f.changed, f.verdict), (4, Verdict::Slower));
+        assert_eq!(f.base_ns, [138.0, 107_000.0]);
+        assert_eq!(f.slowdown, [1.279, 1.390]);
+        assert_eq!(f.addition_ns[0].round(), 49.0);
+        assert_eq!(f.addition_ns[1].round(), 41_730.0);
+        // Faster by one factor is said as such.
+        let faster: Vec<Row> = machine
+            .iter()
+            .map(|r| changed(&r.id, r.base_median_ns, 1.0 / r.slowdown))
+            .collect();
+        assert_eq!(one_factor(&faster).unwrap().verdict, Verdict::Faster);
+    }
+
+    #[test]
+    fn one_factor_is_not_claimed_where_the_changes_cannot_show_it() {
+        // 43 ns added to each system call: about one amount, factors 10x apart.
+        let hook = [
+            changed("syscall/getpid", 138.0, 181.0 / 138.0),
+            changed("syscall/read-devzero", 263.0, 306.0 / 263.0),
+            changed("mem/read-file/4KiB", 612.0, 655.0 / 612.0),
+            changed("x/one-entry", 1_380.0, 1_423.0 / 1_380.0),
+        ];
+        assert_eq!(one_factor(&hook), None, "one amount, not one factor");
+        let close_costs = [
+            changed("syscall/getpid", 138.0, 1.30),
+            changed("syscall/getppid", 150.0, 1.28),
+            changed("syscall/read-devzero", 263.0, 1.29),
+        ];
+        assert_eq!(one_factor(&close_costs), None, "bases under 10x apart");
+        let two = [changed("a/b", 100.0, 1.3), changed("a/c", 1e5, 1.3)];
+        assert_eq!(one_factor(&two), None, "two are not a pattern");
+        let both_ways = [
+            changed("syscall/getpid", 138.0, 1.30),
+            changed("spawn/fork", 107_000.0, 1.0 / 1.30),
+            changed("mem/fault-write", 1_330.0, 1.30),
+        ];
+        assert_eq!(one_factor(&both_ways), None, "some slower, some faster");
     }
 
     #[test]

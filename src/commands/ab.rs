@@ -89,7 +89,8 @@ impl AbArgs {
                 Err(e) => late.push(format!("the runs were not saved: {e}")),
             }
         }
-        let cmp = compare::compare(&ra, &rb, &na, &nb, &options(&self.compare));
+        let mut cmp = compare::compare(&ra, &rb, &na, &nb, &options(&self.compare));
+        cmp.alternated = true;
         let verdict = finish(&cmp, &self.compare, &outputs)?;
         Ok(verdict.max(conclude(&[&ra, &rb], &late)))
     }

@@ -98,6 +98,7 @@ pub fn render_comparison(cmp: &Comparison, png: bool) -> Result<Page, String> {
             rows => Serde(table),
             headlines => Serde(comparison::headlines(cmp, 8)),
             summary => comparison::summary_line(cmp),
+            one_factor => comparison::one_factor_line(cmp),
             only_base => Serde(&cmp.only_base), only_cand => Serde(&cmp.only_cand),
             unmeasured => Serde(&cmp.unmeasured),
             inconclusive => cmp.summary.inconclusive > 0,
@@ -133,5 +134,14 @@ mod tests {
         }
         assert!(html.contains("⚠ candidate: the machine changed speed during this run"));
         assert!(!html.contains("⚠ base:"));
+        assert!(!html.contains("moved by about one factor"), "nothing changed");
+        // Everything 3.8x slower: the one-factor line follows the summary.
+        for r in &mut cand.results {
+            r.samples_ns.iter_mut().for_each(|x| *x *= 3.8);
+            r.stats = crate::stats::summarize(&r.samples_ns);
+        }
+        let c = compare(&base, &cand, "run 1", "run 2", &Options::default());
+        let html = render_comparison(&c, false).unwrap().html;
+        assert!(html.contains("<p>the 3 slower moved by about one factor (x3.80-x3.80)"));
     }
 }

@@ -105,6 +105,40 @@ pub fn summary_line(c: &Comparison) -> String {
     )
 }
 
+/// The changed benchmarks moved by about one factor over a wide range of costs, in words.
+pub fn one_factor_line(c: &Comparison) -> Option<String> {
+    let f = c.summary.one_factor.as_ref()?;
+    let [lo, hi] = f.slowdown;
+    let factors = if lo >= 1.0 {
+        format!("x{lo:.2}-x{hi:.2}")
+    } else {
+        format!("x{:.2}-x{:.2} faster", 1.0 / hi, 1.0 / lo)
+    };
+    let [small, large] = f.addition_ns;
+    let (a, b) = if small >= 0.0 {
+        (small, large)
+    } else {
+        (large, small)
+    };
+    let apart = if c.alternated {
+        "A and B alternated, so the machine's drift fell on both alike"
+    } else {
+        "two runs measured apart cannot tell a change from the machine's drift between them: \
+         `oscost ab` alternates the two"
+    };
+    Some(format!(
+        "the {} {} moved by about one factor ({factors}) over bases from {} to {}, so by very \
+         different amounts ({} to {}): as a machine running at another speed does (a host, a \
+         clock, virtualization), not as a cost added to each operation; {apart}",
+        f.changed,
+        f.verdict.word(),
+        format_ns(f.base_ns[0]),
+        format_ns(f.base_ns[1]),
+        signed_ns(a),
+        signed_ns(b),
+    ))
+}
+
 fn tail(c: &Comparison) -> String {
     let mut out = String::new();
     for (title, list) in [
@@ -156,6 +190,9 @@ pub fn render(c: &Comparison, color: bool) -> String {
     }
     out.push_str(&summary_line(c));
     out.push('\n');
+    if let Some(p) = one_factor_line(c) {
+        out.push_str(&format!("{p}\n"));
+    }
     if c.summary.inconclusive > 0 {
         out.push_str(&format!("{}\n", INCONCLUSIVE));
     }
@@ -205,6 +242,9 @@ pub fn markdown(c: &Comparison) -> String {
         out.push_str(&format!("- {h}\n"));
     }
     out.push_str(&format!("\n{}\n", summary_line(c)));
+    if let Some(p) = one_factor_line(c) {
+        out.push_str(&format!("\n{p}\n"));
+    }
     let t = tail(c);
     if !t.is_empty() {
         out.push_str(&format!("\n```\n{t}```\n"));
@@ -242,5 +282,26 @@ mod tests {
         let md = markdown(&c);
         assert!(md.contains("| call/f0 |"));
         assert!(md.contains("geometric mean slowdown x3.800"));
+        // Everything 3.8x over costs from ns to us: one factor, said with what it cannot tell.
+        let line = one_factor_line(&c).unwrap();
+        assert!(
+            line.starts_with(
+                "the 3 slower moved by about one factor (x3.80-x3.80) over bases from 1.50 ns to \
+                 155 us, so by very different amounts (+4.20 ns to +434 us): as a machine"
+            ),
+            "{line}"
+        );
+        assert!(line.ends_with("`oscost ab` alternates the two"), "{line}");
+        assert!(text.contains(&format!("\n{line}\n")));
+        assert!(md.contains(&format!("\n{line}\n")));
+        let alternated = Comparison {
+            alternated: true,
+            ..c.clone()
+        };
+        assert!(
+            one_factor_line(&alternated)
+                .unwrap()
+                .ends_with("A and B alternated, so the machine's drift fell on both alike")
+        );
     }
 }

@@ -19,7 +19,7 @@ use crate::model::BenchResult;
 use crate::stats;
 
 /// Fewer worker repetitions than this cannot show a change of speed.
-const MIN_POINTS: usize = 8;
+pub const MIN_POINTS: usize = 8;
 /// Shuffles for the permutation test; fixed seed, so a run's note is reproducible.
 const SHUFFLES: usize = 2000;
 const SEED: u64 = 0x5eed_0f75;
@@ -52,9 +52,9 @@ impl SpeedChange {
     }
 }
 
-/// Each worker repetition's start and level (log of its median over its result's median; the
-/// median of that over its cases), in time order.
-fn levels_in_time(results: &[BenchResult]) -> Vec<(f64, f64)> {
+/// Each worker repetition's start (ms since the run started) and level (log of its median over
+/// its result's median; the median of that over its cases), in time order.
+pub fn levels_in_time(results: &[BenchResult]) -> Vec<(f64, f64)> {
     let mut by_worker: Vec<(f64, Vec<f64>)> = Vec::new();
     for r in results.iter().filter(|r| r.repetitions.len() >= 2) {
         let meds: Vec<f64> = r.repetitions.iter().map(|x| x.median_ns).collect();
@@ -95,6 +95,18 @@ fn neighbour_correlation(v: &[f64]) -> f64 {
         / spread
 }
 
+/// The series' moving median over 5 neighbours, at the middle one's time: the machine's speed
+/// at a moment, with one repetition's own variation damped.
+pub fn smoothed(series: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    series
+        .windows(SMOOTHING)
+        .map(|w| {
+            let levels: Vec<f64> = w.iter().map(|p| p.1).collect();
+            (w[SMOOTHING / 2].0, stats::median(&levels))
+        })
+        .collect()
+}
+
 /// The test, on a run's results (`None` with fewer than 8 worker repetitions, or none at all:
 /// a run of schema version 1).
 pub fn speed_change(results: &[BenchResult]) -> Option<SpeedChange> {
@@ -112,13 +124,7 @@ pub fn speed_change(results: &[BenchResult]) -> Option<SpeedChange> {
             neighbour_correlation(&shuffled) >= correlation
         })
         .count();
-    let smoothed: Vec<(f64, f64)> = series
-        .windows(SMOOTHING)
-        .map(|w| {
-            let levels: Vec<f64> = w.iter().map(|p| p.1).collect();
-            (w[SMOOTHING / 2].0, stats::median(&levels))
-        })
-        .collect();
+    let smoothed = smoothed(&series);
     let fastest = smoothed.iter().min_by(|a, b| a.1.total_cmp(&b.1))?;
     let slowest = smoothed.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
     Some(SpeedChange {

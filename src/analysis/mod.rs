@@ -17,7 +17,10 @@ pub mod changes;
 mod machine_speed;
 mod repetitions;
 
-pub use machine_speed::{SpeedChange, machine_speed_note, speed_change};
+pub use machine_speed::{
+    MIN_POINTS as SPEED_MIN_POINTS, SpeedChange, levels_in_time, machine_speed_note, smoothed,
+    speed_change,
+};
 pub use repetitions::{Judging, RepRun, halfwidth, merge_repetitions, repetition_ci};
 
 /// Thresholds above which a benchmark is called disturbed.

@@ -134,7 +134,10 @@ mod tests {
         }
         assert!(html.contains("⚠ candidate: the machine changed speed during this run"));
         assert!(!html.contains("⚠ base:"));
-        assert!(!html.contains("moved by about one factor"), "nothing changed");
+        assert!(
+            !html.contains("moved by about one factor"),
+            "nothing changed"
+        );
         // Everything 3.8x slower: the one-factor line follows the summary.
         for r in &mut cand.results {
             r.samples_ns.iter_mut().for_each(|x| *x *= 3.8);

@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use super::format_ns;
 use super::plot::{self, Bar, Figure, Point};
+use crate::analysis;
 use crate::model::{BenchResult, Curve, Run, Status};
 
 /// A figure ready for the page: its file stem, title and SVG text.
@@ -292,6 +293,8 @@ fn curve_figure(results: &[&BenchResult], prefix: &str, curve: &Curve) -> Option
 enum Owner {
     Ladder,
     Page,
+    /// The machine's speed over the run, beside the run's notes.
+    Speed,
     Family(String),
     Result(String),
 }
@@ -348,6 +351,28 @@ fn clock_figure(run: &Run) -> Drawn<'_> {
         owner: Owner::Page,
         figure: Figure::Bars { title, bars },
     }
+}
+
+/// The machine's speed over the run, from its worker repetitions' levels in time order (none
+/// for a run too short to show it, or one of schema version 1).
+fn speed_figure<'a>(run: &Run) -> Option<Drawn<'a>> {
+    let series = analysis::levels_in_time(&run.results);
+    if series.len() < analysis::SPEED_MIN_POINTS {
+        return None;
+    }
+    let percent = |&(t, level): &(f64, f64)| (t / 1e3, 100.0 * (level.exp() - 1.0));
+    let title =
+        "The machine's speed over the run: each repetition against its result's median".to_string();
+    Some(Drawn {
+        name: "speed".into(),
+        title: title.clone(),
+        owner: Owner::Speed,
+        figure: Figure::MachineSpeed {
+            title,
+            points: series.iter().map(percent).collect(),
+            smoothed: analysis::smoothed(&series).iter().map(percent).collect(),
+        },
+    })
 }
 
 /// A family's figures: its bar chart (results on a declared curve left out) and its curves.
@@ -412,6 +437,7 @@ fn family_figures<'a>(
 fn figures<'a>(run: &'a Run, curves: &[(String, Curve)], ladder: &[&str]) -> Vec<Drawn<'a>> {
     let mut out: Vec<Drawn> = ladder_figure(run, ladder).into_iter().collect();
     out.push(clock_figure(run));
+    out.extend(speed_figure(run));
     for (fam, rs) in families(run) {
         out.extend(family_figures(&fam, &rs, curves));
         for r in rs.iter().filter(|r| ok(r)) {
@@ -599,6 +625,7 @@ pub fn render_run(
             env => Serde(env_rows(run)),
             vulnerabilities => Serde(&run.env.vulnerabilities),
             clock => Serde(owned_by(Owner::Page).first()),
+            speed => Serde(owned_by(Owner::Speed).first()),
             ladder => Serde(owned_by(Owner::Ladder).first()),
             families => Serde(families),
             ok => ok_n, skipped => skipped, failed => failed, disturbed => disturbed,
@@ -678,5 +705,52 @@ mod tests {
         assert!(has("fig/call-f0-series.svg"));
         assert!(!has("fig/clock.png"), "PNG only when asked for");
         assert!(!html.contains("<script src"), "self-contained");
+        assert!(
+            !html.contains("speed over the run"),
+            "no repetitions, no speed figure"
+        );
+    }
+
+    #[test]
+    fn a_run_with_repetitions_shows_the_machines_speed_over_time() {
+        let mut run = testdata::run();
+        // Ten repetitions of one benchmark, the fourth to sixth 30% slower.
+        let meds = [
+            100.0, 101.0, 99.0, 130.0, 131.0, 129.0, 100.0, 100.5, 99.5, 100.0,
+        ];
+        run.results[0].repetitions = meds
+            .iter()
+            .enumerate()
+            .map(|(k, &m)| crate::model::Repetition {
+                start: 0,
+                samples: 1,
+                median_ns: m,
+                started_ms: 250.0 * k as f64,
+                startup_ms: 8.0,
+                preempted: 0,
+                departs_pct: None,
+            })
+            .collect();
+        let drawn = speed_figure(&run).unwrap();
+        let Figure::MachineSpeed {
+            points, smoothed, ..
+        } = &drawn.figure
+        else {
+            panic!("not the speed figure");
+        };
+        // In seconds and percent from the result's median (100.25).
+        assert_eq!(points.len(), 10);
+        assert_eq!(points[3].0, 0.75);
+        assert!((points[3].1 - 100.0 * (130.0 / 100.25 - 1.0)).abs() < 1e-9);
+        assert_eq!(smoothed.len(), 6, "a median of 5 at each inner repetition");
+        let page = render_run(&run, &[], &[], false).unwrap();
+        assert!(
+            page.html
+                .contains("speed over the run: each repetition against")
+        );
+        assert!(page.html.contains("Each dot is one repetition"));
+        // Seven repetitions cannot show it.
+        run.results[0].repetitions.truncate(7);
+        assert!(speed_figure(&run).is_none());
     }
 }

@@ -4,7 +4,9 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{CAPTION, LEGEND_ROOM, PALETTE, Point, Res, axes, e2s, legend, padded, tick, unit_for};
+use super::{
+    CAPTION, GREY_, LEGEND_ROOM, PALETTE, Point, Res, axes, e2s, legend, padded, tick, unit_for,
+};
 
 /// The x range of the drawn (transformed) x values: whole powers of two on a log2 axis.
 fn x_range(xs: &[f64], log2_x: bool) -> (f64, f64) {
@@ -140,4 +142,70 @@ pub(super) fn scatter<DB: DrawingBackend>(
         )
         .map_err(e2s)?;
     Ok(())
+}
+
+/// Levels (percent from each result's median, y) against the time they were measured (s, x):
+/// a dot per worker repetition, the moving median as a line, zero as a rule.
+pub(super) fn speed<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    points: &[(f64, f64)],
+    smoothed: &[(f64, f64)],
+) -> Res {
+    if points.is_empty() {
+        return Err("no points".into());
+    }
+    let range = |f: &dyn Fn(&(f64, f64)) -> f64| {
+        points
+            .iter()
+            .map(f)
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+                (a.min(v), b.max(v))
+            })
+    };
+    let (xa, xb) = range(&|p| p.0);
+    let (ya, yb) = range(&|p| p.1);
+    let (x0, x1) = padded(xa.min(0.0), xb);
+    let (y0, y1) = padded(ya.min(0.0), yb.max(0.0));
+    let y1 = y1 + (y1 - y0) * LEGEND_ROOM;
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", CAPTION))
+        .margin(12)
+        .x_label_area_size(38)
+        .y_label_area_size(64)
+        .build_cartesian_2d(x0..x1, y0..y1)
+        .map_err(e2s)?;
+    axes(
+        &mut chart,
+        "time since the run started (s)",
+        "level against its result's median (%)",
+        10,
+        &tick,
+    )?;
+    chart
+        .draw_series(LineSeries::new(
+            [(x0, 0.0), (x1, 0.0)],
+            GREY_.stroke_width(1),
+        ))
+        .map_err(e2s)?;
+    let dot = PALETTE[0];
+    chart
+        .draw_series(
+            points
+                .iter()
+                .map(|&p| Circle::new(p, 3, dot.mix(0.6).filled())),
+        )
+        .map_err(e2s)?
+        .label("one repetition (a fresh worker)")
+        .legend(move |(x, y)| Circle::new((x + 8, y), 3, dot.filled()));
+    let line = PALETTE[1];
+    chart
+        .draw_series(LineSeries::new(
+            smoothed.iter().copied(),
+            line.stroke_width(2),
+        ))
+        .map_err(e2s)?
+        .label("median of 5 neighbours")
+        .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], line.stroke_width(2)));
+    legend(&mut chart, SeriesLabelPosition::UpperRight)
 }

@@ -103,6 +103,13 @@ pub enum Figure<'a> {
         title: String,
         points: Vec<(f64, f64)>,
     },
+    /// The machine's speed over a run: each worker repetition's level (percent from its
+    /// result's median) at its start time (s), and their moving median as a line.
+    MachineSpeed {
+        title: String,
+        points: Vec<(f64, f64)>,
+        smoothed: Vec<(f64, f64)>,
+    },
     /// Slowdown per benchmark (ratio), sorted, CI whiskers, the noise band shaded.
     Slowdown {
         title: String,
@@ -278,6 +285,11 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, f: &Figure) -> Re
             threshold,
         } => bar_chart(root, title, bars, Some(*threshold)),
         Figure::CyclesVsTime { title, points } => curves::scatter(root, title, points),
+        Figure::MachineSpeed {
+            title,
+            points,
+            smoothed,
+        } => curves::speed(root, title, points, smoothed),
     }
 }
 

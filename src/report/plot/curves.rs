@@ -1,7 +1,11 @@
 //! Curves: cost against a parameter (the ring's processes on a log2 axis, fork against
-//! resident memory), one line per series with its CI as a band.
+//! resident memory), one line per series with its CI as a band; and two scatters: cycles against
+//! time per operation, and the machine's speed over a run.
+
+use std::ops::Range;
 
 use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use super::{
@@ -33,6 +37,22 @@ fn x_label(v: &f64, log2_x: bool) -> String {
     } else {
         String::new()
     }
+}
+
+/// A titled chart with linear axes and the room the axis labels need.
+fn cartesian<'a, DB: DrawingBackend>(
+    root: &'a DrawingArea<DB, Shift>,
+    title: &str,
+    x: Range<f64>,
+    y: Range<f64>,
+) -> Result<ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>, String> {
+    ChartBuilder::on(root)
+        .caption(title, ("sans-serif", CAPTION))
+        .margin(12)
+        .x_label_area_size(38)
+        .y_label_area_size(64)
+        .build_cartesian_2d(x, y)
+        .map_err(e2s)
 }
 
 pub(super) fn curves<DB: DrawingBackend>(
@@ -68,13 +88,7 @@ pub(super) fn curves<DB: DrawingBackend>(
     } else {
         10
     };
-    let mut chart = ChartBuilder::on(root)
-        .caption(title, ("sans-serif", CAPTION))
-        .margin(12)
-        .x_label_area_size(38)
-        .y_label_area_size(64)
-        .build_cartesian_2d(x0..x1, y0..y1)
-        .map_err(e2s)?;
+    let mut chart = cartesian(root, title, x0..x1, y0..y1)?;
     let y_desc = format!("{y_desc} ({unit})");
     axes(&mut chart, x_desc, &y_desc, n_x_labels, &|v| {
         x_label(v, log2_x)
@@ -119,13 +133,7 @@ pub(super) fn scatter<DB: DrawingBackend>(
     let (x0, x1) = padded(0.0, xmax / div);
     let ymax = points.iter().map(|p| p.1).fold(f64::NEG_INFINITY, f64::max);
     let (y0, y1) = padded(0.0, ymax);
-    let mut chart = ChartBuilder::on(root)
-        .caption(title, ("sans-serif", CAPTION))
-        .margin(12)
-        .x_label_area_size(38)
-        .y_label_area_size(64)
-        .build_cartesian_2d(x0.max(0.0)..x1, y0.max(0.0)..y1)
-        .map_err(e2s)?;
+    let mut chart = cartesian(root, title, x0.max(0.0)..x1, y0.max(0.0)..y1)?;
     axes(
         &mut chart,
         &format!("time per operation ({unit})"),
@@ -168,13 +176,7 @@ pub(super) fn speed<DB: DrawingBackend>(
     let (x0, x1) = padded(xa.min(0.0), xb);
     let (y0, y1) = padded(ya.min(0.0), yb.max(0.0));
     let y1 = y1 + (y1 - y0) * LEGEND_ROOM;
-    let mut chart = ChartBuilder::on(root)
-        .caption(title, ("sans-serif", CAPTION))
-        .margin(12)
-        .x_label_area_size(38)
-        .y_label_area_size(64)
-        .build_cartesian_2d(x0..x1, y0..y1)
-        .map_err(e2s)?;
+    let mut chart = cartesian(root, title, x0..x1, y0..y1)?;
     axes(
         &mut chart,
         "time since the run started (s)",

@@ -459,6 +459,42 @@ mod tests {
     }
 
     #[test]
+    fn a_long_list_of_departures_names_the_first_few_and_counts_the_rest() {
+        let j = Judging {
+            resamples: 200,
+            max_samples: 4000,
+        };
+        // 20 repetitions at one level, then 8 climbing away from it (no one gap: not two levels).
+        let levels: Vec<f64> = (0..20)
+            .map(|_| 10.0)
+            .chain((0..8).map(|i| 11.0 + 0.5 * i as f64))
+            .collect();
+        let reps: Vec<RepRun> = levels.iter().enumerate().map(|(k, &l)| rep(k, l)).collect();
+        let r = merge_repetitions(reps, &[0], j, 0.01, "budget");
+        let note = r.notes.iter().find(|n| n.starts_with("kept")).unwrap();
+        assert!(
+            note.contains("repetition 21 (at 2000 ms) sat +10.0% from the others"),
+            "{note}"
+        );
+        assert!(note.contains("repetition 25 (at 2400 ms)"), "{note}");
+        assert!(!note.contains("repetition 26"), "{note}");
+        assert!(
+            note.ends_with(
+                "; and 3 more of the 28 repetitions, from +34.9% to +44.9% (each marked \
+                 `departs_pct` in the JSON)"
+            ),
+            "{note}"
+        );
+        assert_eq!(
+            r.repetitions
+                .iter()
+                .filter(|x| x.departs_pct.is_some())
+                .count(),
+            8
+        );
+    }
+
+    #[test]
     fn a_cost_at_or_below_the_baseline_is_never_reported_without_a_note() {
         let r = analyze(case(vec![-0.2, -0.1, 0.0, -0.05]), &[0, 1]);
         assert!(r.stats.as_ref().unwrap().median <= 0.0);

@@ -210,6 +210,7 @@ fn name_departures(r: &mut BenchResult, preemption_expected: bool) {
     let spread =
         1.4826 * stats::median(&meds.iter().map(|m| (m - center).abs()).collect::<Vec<_>>());
     let mut said = Vec::new();
+    let mut departed = Vec::new();
     for (k, rep) in r.repetitions.iter_mut().enumerate() {
         let own = stats::summarize(&r.samples_ns[rep.start..rep.start + rep.samples])
             .map_or(0.0, |s| (s.ci95[1] - s.ci95[0]) / 2.0);
@@ -221,6 +222,7 @@ fn name_departures(r: &mut BenchResult, preemption_expected: bool) {
         {
             let pct = 100.0 * off / center;
             rep.departs_pct = Some(pct);
+            departed.push(pct);
             let preempted =
                 preempted_words(rep.preempted, rep.samples, "samples", preemption_expected);
             said.push(format!(
@@ -230,11 +232,31 @@ fn name_departures(r: &mut BenchResult, preemption_expected: bool) {
             ));
         }
     }
+    if said.len() > MAX_DEPARTURES_NAMED {
+        // A long run on a restless machine can have a hundred; the first few say when it
+        // began, the count and range say how much, and every one is marked in the result.
+        let rest = &departed[MAX_DEPARTURES_NAMED..];
+        let (lo, hi) = rest
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &p| {
+                (a.min(p), b.max(p))
+            });
+        said.truncate(MAX_DEPARTURES_NAMED);
+        said.push(format!(
+            "and {} more of the {} repetitions, from {lo:+.1}% to {hi:+.1}% (each marked \
+             `departs_pct` in the JSON)",
+            rest.len(),
+            r.repetitions.len(),
+        ));
+    }
     if !said.is_empty() {
         r.notes
             .push(format!("kept, not removed: {}", said.join("; ")));
     }
 }
+
+/// A departure note names at most this many repetitions, then counts the rest.
+const MAX_DEPARTURES_NAMED: usize = 5;
 
 /// What the preemption guard saw, as " (3 of 900 samples preempted)". Cited only where it
 /// could explain a level: a benchmark whose operation hands the CPU over counts none (see

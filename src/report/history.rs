@@ -42,6 +42,14 @@ pub fn runs(list: &[RunSummary], color: bool) -> String {
     format!("{t}\n")
 }
 
+/// Whether two runs' CIs of a benchmark overlap (false when either has none).
+fn cis_overlap(a: &HistoryPoint, b: &HistoryPoint) -> bool {
+    match (a.ci_lo, a.ci_hi, b.ci_lo, b.ci_hi) {
+        (Some(a_lo), Some(a_hi), Some(b_lo), Some(b_hi)) => a_lo <= b_hi && b_lo <= a_hi,
+        _ => false,
+    }
+}
+
 /// Eight-level bars of `values` between their min and max.
 pub fn sparkline(values: &[f64]) -> String {
     const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
@@ -104,14 +112,23 @@ pub fn trend(bench: &str, points: &[HistoryPoint], color: bool, columns: usize) 
             "flag",
         ],
     );
-    let mut prev: Option<f64> = None;
+    let mut prev: Option<&HistoryPoint> = None;
+    let mut said_noise = false;
     for p in points {
         let o = |v: &Option<String>| {
             v.as_deref()
                 .map_or("-".into(), |s| super::printable(s).into_owned())
         };
-        let change = match (prev, p.median) {
-            (Some(a), Some(b)) if a != 0.0 => format!("{:+.1}%", (b / a - 1.0) * 100.0),
+        let change = match (prev.and_then(|q| q.median), p.median) {
+            (Some(a), Some(b)) if a != 0.0 => {
+                let pct = format!("{:+.1}%", (b / a - 1.0) * 100.0);
+                if prev.is_some_and(|q| cis_overlap(q, p)) {
+                    said_noise = true;
+                    format!("~ {pct}")
+                } else {
+                    pct
+                }
+            }
             _ => "-".into(),
         };
         t.add_row(vec![
@@ -134,7 +151,7 @@ pub fn trend(bench: &str, points: &[HistoryPoint], color: bool, columns: usize) 
             },
         ]);
         if p.median.is_some() {
-            prev = p.median;
+            prev = Some(p);
         }
     }
     let medians: Vec<f64> = points
@@ -143,6 +160,12 @@ pub fn trend(bench: &str, points: &[HistoryPoint], color: bool, columns: usize) 
         .collect();
     let measured: Vec<f64> = medians.iter().copied().filter(|m| m.is_finite()).collect();
     let mut out = format!("{bench} across {} run(s)\n{t}\n", points.len());
+    if said_noise {
+        out.push_str(
+            "~ the two runs' 95% CIs overlap: the change cannot be told from noise (as benchstat \
+             marks it)\n",
+        );
+    }
     // "trend " and the latest-vs-first sentence take about 50 columns.
     let room = columns.saturating_sub(50).max(10);
     let line = fit(&medians, room);
@@ -212,8 +235,30 @@ mod tests {
             false,
             80,
         );
-        assert!(text.contains("+50.0%"), "{text}");
+        assert!(
+            text.contains("+50.0%") && !text.contains("~ +50.0%"),
+            "{text}"
+        );
         assert!(text.contains("failed"));
         assert!(text.contains("latest 150 ns vs first 100 ns: +50.0%"));
+        assert!(!text.contains("cannot be told from noise"), "{text}");
+        // Overlapping CIs: the change is marked as noise, and the mark explained once.
+        let wide = |id, m: f64| HistoryPoint {
+            ci_lo: Some(m * 0.8),
+            ci_hi: Some(m * 1.2),
+            ..p(id, Some(m), "ok")
+        };
+        let text = trend(
+            "syscall/getpid",
+            &[wide(1, 100.0), wide(2, 110.0), wide(3, 200.0)],
+            false,
+            80,
+        );
+        assert!(text.contains("~ +10.0%"), "{text}");
+        assert!(
+            text.contains(" +81.8%") && !text.contains("~ +81.8%"),
+            "{text}"
+        );
+        assert!(text.contains("\n~ the two runs' 95% CIs overlap"), "{text}");
     }
 }

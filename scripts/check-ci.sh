@@ -11,10 +11,13 @@
 # than a few percent between runs, no honest 3%-wide CI can hold the other runs' medians, and
 # the verdict says the quiet-host thresholds cannot be judged on this host. Without perf the
 # witness is skipped (and said). It also counts the runs in which oscost itself noted that the
-# machine changed speed (repetitions that ran one after another agreed in level).
+# machine changed speed (repetitions that ran one after another agreed in level), and prints
+# each run's level across all benchmarks beside the witness's: whole runs moving together is the
+# machine at another speed for that run.
 #
 # usage: scripts/check-ci.sh [RUNS] [IDS...]
 #   env: OSCOST=path to the binary, CPU=n, KEEP=DIR keeps each run's JSON and the witness there
+#   (and with REPORT_ONLY=1 reads them again without measuring)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-8}
@@ -25,7 +28,7 @@ oscost=${OSCOST:-target/release/oscost}
 [ -x "$oscost" ] || cargo build --release --quiet
 command -v python3 >/dev/null || { echo "python3 is needed to read the runs" >&2; exit 2; }
 if [ -n "${KEEP:-}" ]; then
-  mkdir -p "$KEEP"; tmp=$KEEP; rm -f "$tmp/witness"
+  mkdir -p "$KEEP"; tmp=$KEEP; [ -n "${REPORT_ONLY:-}" ] || rm -f "$tmp/witness"
 else
   tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fi
@@ -36,7 +39,10 @@ witness() { # ns per getppid from perf, pinned like oscost; nothing without perf
     | awk '/usecs\/op/ {print $1 * 1000}'
 }
 command -v perf >/dev/null || echo "perf not found: no host witness (apt-get install linux-perf)" >&2
+# REPORT_ONLY=1 with KEEP=DIR reads a kept batch again instead of measuring.
+[ -n "${REPORT_ONLY:-}" ] && [ -n "${KEEP:-}" ] && skip_runs=1 || skip_runs=
 for r in $(seq 1 "$runs"); do
+  [ -n "$skip_runs" ] && break
   t0=$(date +%s.%N)
   "$oscost" run --no-save --cpu "$cpu" --json "$tmp/run$r.json" "${ids[@]}" >/dev/null 2>"$tmp/err$r" \
     || { cat "$tmp/err$r" >&2; exit 1; }
@@ -45,15 +51,17 @@ for r in $(seq 1 "$runs"); do
   echo "run $r: $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}') s" >&2
 done
 python3 - "$tmp" "$runs" <<'PY'
-import json, os, sys, statistics as st
+import json, math, os, sys, statistics as st
 tmp, runs = sys.argv[1], int(sys.argv[2])
-by_id = {}; moved = 0
+by_id = {}; moved = 0; per_run = []
 for r in range(1, runs + 1):
     run = json.load(open(f"{tmp}/run{r}.json"))
     moved += any(n.startswith("the machine changed speed") for n in run.get("notes", []))
+    per_run.append({})
     for x in run["results"]:
         if x["status"]["state"] == "ok" and x["stats"]:
             by_id.setdefault(x["id"], []).append((x["stats"]["median"], x["stats"]["ci95"]))
+            per_run[-1][x["id"]] = x["stats"]["median"]
 def pairs(v):
     holds = overlap = n = 0
     for i, (mi, (lo, hi)) in enumerate(v):
@@ -76,7 +84,20 @@ for id_, v in by_id.items():
 width = st.median(widths) if widths else float('nan')
 holds, overlap = 100 * tot[0] / max(tot[2], 1), 100 * tot[1] / max(tot[2], 1)
 print(f"{'overall':28} {'':4} {'':8} {width:8.2f}% {holds:6.1f}% {overlap:7.1f}%")
+# Whole runs moving together: each run's medians against the batch's median of each benchmark,
+# as a geometric mean over the benchmarks. A run whose every benchmark sat high or low is the
+# machine at another speed for that run, which no CI inside the run can know.
+middle = {i: st.median([m for m, _ in v]) for i, v in by_id.items()}
+levels = []
+for r in per_run:
+    logs = [math.log(m / middle[i]) for i, m in r.items() if m > 0 and middle[i] > 0]
+    levels.append(f"{100 * (math.exp(sum(logs) / len(logs)) - 1):+.0f}%" if logs else "-")
+print(f"{'each run against the batch (geometric mean over the benchmarks):':65} " + " ".join(levels))
 w = [float(x) for x in open(f"{tmp}/witness").read().split()] if os.path.exists(f"{tmp}/witness") else []
+if w:
+    mw = st.median(w)
+    print(f"{'the witness in the same runs:':65} "
+          + " ".join(f"{100 * (x / mw - 1):+.0f}%" for x in w))
 quiet = None
 if len(w) >= 2:
     spread = 100 * (max(w) / min(w) - 1)

@@ -152,6 +152,17 @@ pub(super) fn scatter<DB: DrawingBackend>(
     Ok(())
 }
 
+/// The y range of the speed figure: the 1st to 99th percentile of the dots, widened to hold the
+/// whole smoothed line.
+fn robust_range(points: &[(f64, f64)], smoothed: &[(f64, f64)]) -> (f64, f64) {
+    let mut ys: Vec<f64> = points.iter().map(|p| p.1).collect();
+    ys.sort_by(f64::total_cmp);
+    let at = |q: f64| ys[((ys.len() - 1) as f64 * q).round() as usize];
+    smoothed
+        .iter()
+        .fold((at(0.01), at(0.99)), |(a, b), p| (a.min(p.1), b.max(p.1)))
+}
+
 /// Levels (percent from each result's median, y) against the time they were measured (s, x):
 /// a dot per worker repetition, the moving median as a line, zero as a rule.
 pub(super) fn speed<DB: DrawingBackend>(
@@ -172,9 +183,13 @@ pub(super) fn speed<DB: DrawingBackend>(
             })
     };
     let (xa, xb) = range(&|p| p.0);
-    let (ya, yb) = range(&|p| p.1);
+    // The y axis spans the middle 98% of the dots and the whole line: one repetition far out
+    // (a fork at +90%) would otherwise squash the band where the story is. Dots beyond it are
+    // drawn hollow at the edge.
+    let (ya, yb) = robust_range(points, smoothed);
     let (x0, x1) = padded(xa.min(0.0), xb);
     let (y0, y1) = padded(ya.min(0.0), yb.max(0.0));
+    let top = y1;
     let y1 = y1 + (y1 - y0) * LEGEND_ROOM;
     let mut chart = cartesian(root, title, x0..x1, y0..y1)?;
     axes(
@@ -191,15 +206,25 @@ pub(super) fn speed<DB: DrawingBackend>(
         ))
         .map_err(e2s)?;
     let dot = PALETTE[0];
+    let on_axis = |p: &&(f64, f64)| (y0..=top).contains(&p.1);
+    let inside = points.iter().filter(on_axis);
+    let beyond: Vec<&(f64, f64)> = points.iter().filter(|p| !on_axis(p)).collect();
     chart
-        .draw_series(
-            points
-                .iter()
-                .map(|&p| Circle::new(p, 3, dot.mix(0.6).filled())),
-        )
+        .draw_series(inside.map(|&p| Circle::new(p, 3, dot.mix(0.6).filled())))
         .map_err(e2s)?
         .label("one repetition (a fresh worker)")
         .legend(move |(x, y)| Circle::new((x + 8, y), 3, dot.filled()));
+    if !beyond.is_empty() {
+        chart
+            .draw_series(
+                beyond
+                    .iter()
+                    .map(|&&(x, y)| Circle::new((x, y.clamp(y0, top)), 4, dot.stroke_width(1))),
+            )
+            .map_err(e2s)?
+            .label("beyond the axis, drawn at its edge")
+            .legend(move |(x, y)| Circle::new((x + 8, y), 4, dot.stroke_width(1)));
+    }
     let line = PALETTE[1];
     chart
         .draw_series(LineSeries::new(
@@ -210,4 +235,22 @@ pub(super) fn speed<DB: DrawingBackend>(
         .label("median of 5 neighbours")
         .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], line.stroke_width(2)));
     legend(&mut chart, SeriesLabelPosition::UpperRight)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_speed_axis_leaves_out_a_lone_far_repetition_but_never_the_line() {
+        let mut points: Vec<(f64, f64)> = (0..100)
+            .map(|i| (i as f64, (i % 21) as f64 - 10.0))
+            .collect();
+        points.push((100.0, 93.0));
+        assert_eq!(robust_range(&points, &[]), (-10.0, 10.0));
+        assert_eq!(
+            robust_range(&points, &[(5.0, -30.0), (6.0, 12.0)]),
+            (-30.0, 12.0)
+        );
+    }
 }

@@ -122,12 +122,8 @@ fn one_factor(rows: &[Row]) -> Option<OneFactor> {
         return None;
     }
     let range = |f: &dyn Fn(&Row) -> f64| {
-        changed
-            .iter()
-            .map(|r| f(r))
-            .fold([f64::INFINITY, f64::NEG_INFINITY], |[lo, hi], x| {
-                [lo.min(x), hi.max(x)]
-            })
+        let (lo, hi) = crate::stats::extent(changed.iter().map(|r| f(r)));
+        [lo, hi]
     };
     let base_ns = range(&|r| r.base_median_ns);
     let excess = range(&|r| r.slowdown.ln().abs());
@@ -616,11 +612,7 @@ mod tests {
             .map(|(&start, samples)| crate::model::Repetition {
                 start,
                 samples,
-                median_ns: 0.0,
-                started_ms: 0.0,
-                startup_ms: 0.0,
-                preempted: 0,
-                departs_pct: None,
+                ..testdata::repetition(0.0, 0.0)
             })
             .collect();
         let rounds = rounds_of(&r, 100);

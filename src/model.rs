@@ -539,6 +539,29 @@ pub mod testdata {
         }
     }
 
+    /// A repetition at `median_ns` that started at `started_ms`, one sample, nothing preempted.
+    pub fn repetition(median_ns: f64, started_ms: f64) -> Repetition {
+        Repetition {
+            start: 0,
+            samples: 1,
+            median_ns,
+            started_ms,
+            startup_ms: 0.0,
+            preempted: 0,
+            departs_pct: None,
+        }
+    }
+
+    /// `run()` with every sample, and so every statistic, `factor` times larger.
+    pub fn run_scaled(factor: f64) -> Run {
+        let mut run = self::run();
+        for r in &mut run.results {
+            r.samples_ns.iter_mut().for_each(|x| *x *= factor);
+            r.stats = stats::summarize(&r.samples_ns);
+        }
+        run
+    }
+
     pub fn run() -> Run {
         let mut disturbed = result("syscall/getppid", vec![200.0, 210.0, 190.0, 205.0]);
         disturbed.disturbed.flag = vec!["other CPU busy 97%".into()];

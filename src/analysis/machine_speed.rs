@@ -14,7 +14,9 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 
-use super::repetitions::two_levels;
+use std::collections::BTreeMap;
+
+use super::repetitions::{repetition_medians, two_levels};
 use crate::model::BenchResult;
 use crate::stats;
 
@@ -55,27 +57,23 @@ impl SpeedChange {
 /// Each worker repetition's start (ms since the run started) and level (log of its median over
 /// its result's median; the median of that over its cases), in time order.
 pub fn levels_in_time(results: &[BenchResult]) -> Vec<(f64, f64)> {
-    let mut by_worker: Vec<(f64, Vec<f64>)> = Vec::new();
+    // The cases of one worker repetition carry its start time, copied, so equal bits.
+    let mut by_worker: BTreeMap<u64, (f64, Vec<f64>)> = BTreeMap::new();
     for r in results.iter().filter(|r| r.repetitions.len() >= 2) {
-        let meds: Vec<f64> = r.repetitions.iter().map(|x| x.median_ns).collect();
-        let middle = stats::median(&meds);
+        let middle = stats::median(&repetition_medians(r));
         if middle.is_nan() || middle <= 0.0 {
             continue;
         }
         for rep in r.repetitions.iter().filter(|x| x.median_ns > 0.0) {
-            let level = (rep.median_ns / middle).ln();
-            // The cases of one worker repetition carry its start time, copied, so equal bits.
-            match by_worker
-                .iter_mut()
-                .find(|(t, _)| t.to_bits() == rep.started_ms.to_bits())
-            {
-                Some((_, levels)) => levels.push(level),
-                None => by_worker.push((rep.started_ms, vec![level])),
-            }
+            by_worker
+                .entry(rep.started_ms.to_bits())
+                .or_insert_with(|| (rep.started_ms, Vec::new()))
+                .1
+                .push((rep.median_ns / middle).ln());
         }
     }
     let mut series: Vec<(f64, f64)> = by_worker
-        .into_iter()
+        .into_values()
         .map(|(t, levels)| (t, stats::median(&levels)))
         .collect();
     series.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -144,10 +142,7 @@ pub fn machine_speed_note(results: &[BenchResult]) -> Option<String> {
     let split = results
         .iter()
         .filter(|r| r.repetitions.len() >= 4)
-        .filter(|r| {
-            let meds: Vec<f64> = r.repetitions.iter().map(|x| x.median_ns).collect();
-            two_levels(&meds).is_some()
-        })
+        .filter(|r| two_levels(&repetition_medians(r)).is_some())
         .count();
     let p = if change.p_value < 0.001 {
         "p < 0.001".to_string()
@@ -176,23 +171,15 @@ pub fn machine_speed_note(results: &[BenchResult]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Repetition;
+    use crate::model::testdata;
 
     /// A result whose repetition k started at `starts[k]` with median `meds[k]`.
     fn result(id: &str, starts: &[f64], meds: &[f64]) -> BenchResult {
-        let mut r = crate::model::testdata::result(id, vec![1.0; 4]);
+        let mut r = testdata::result(id, vec![1.0; 4]);
         r.repetitions = starts
             .iter()
             .zip(meds)
-            .map(|(&t, &m)| Repetition {
-                start: 0,
-                samples: 1,
-                median_ns: m,
-                started_ms: t,
-                startup_ms: 0.0,
-                preempted: 0,
-                departs_pct: None,
-            })
+            .map(|(&t, &m)| testdata::repetition(m, t))
             .collect();
         r
     }

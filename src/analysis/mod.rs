@@ -18,8 +18,7 @@ mod machine_speed;
 mod repetitions;
 
 pub use machine_speed::{
-    MIN_POINTS as SPEED_MIN_POINTS, SpeedChange, levels_in_time, machine_speed_note, smoothed,
-    speed_change,
+    MIN_POINTS as SPEED_MIN_POINTS, levels_in_time, machine_speed_note, smoothed,
 };
 pub use repetitions::{Judging, RepRun, halfwidth, merge_repetitions, repetition_ci};
 

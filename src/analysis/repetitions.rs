@@ -189,6 +189,11 @@ fn merge_events(cases: &[&CaseResult]) -> Option<crate::model::Events> {
     Some(out)
 }
 
+/// The medians of a result's repetitions, in order.
+pub(super) fn repetition_medians(r: &BenchResult) -> Vec<f64> {
+    r.repetitions.iter().map(|x| x.median_ns).collect()
+}
+
 /// Mark repetitions whose median departs from the others' by more than their spread and its
 /// own explain: beyond 3 robust standard deviations of the repetitions' medians, beyond twice
 /// its own within-repetition half-width, and by at least 2%.
@@ -197,7 +202,7 @@ fn merge_events(cases: &[&CaseResult]) -> Option<crate::model::Events> {
 /// against a two-level machine every repetition of the smaller group "departs", and a list of
 /// them would hide what happened.
 fn name_departures(r: &mut BenchResult, preemption_expected: bool) {
-    let meds: Vec<f64> = r.repetitions.iter().map(|x| x.median_ns).collect();
+    let meds = repetition_medians(r);
     if meds.len() < 3 {
         return;
     }
@@ -236,11 +241,7 @@ fn name_departures(r: &mut BenchResult, preemption_expected: bool) {
         // A long run on a restless machine can have a hundred; the first few say when it
         // began, the count and range say how much, and every one is marked in the result.
         let rest = &departed[MAX_DEPARTURES_NAMED..];
-        let (lo, hi) = rest
-            .iter()
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &p| {
-                (a.min(p), b.max(p))
-            });
+        let (lo, hi) = stats::extent(rest.iter().copied());
         said.truncate(MAX_DEPARTURES_NAMED);
         said.push(format!(
             "and {} more of the {} repetitions, from {lo:+.1}% to {hi:+.1}% (each marked \
@@ -433,11 +434,8 @@ mod tests {
             .map(|(k, &m)| Repetition {
                 start: 100 * k,
                 samples: 100,
-                median_ns: m,
-                started_ms: 50.0 * k as f64,
-                startup_ms: 5.0,
                 preempted: 1,
-                departs_pct: None,
+                ..crate::model::testdata::repetition(m, 50.0 * k as f64)
             })
             .collect();
         let t = two_levels(&meds).unwrap();

@@ -139,11 +139,13 @@ mod tests {
             "nothing changed"
         );
         // Everything 3.8x slower: the one-factor line follows the summary.
-        for r in &mut cand.results {
-            r.samples_ns.iter_mut().for_each(|x| *x *= 3.8);
-            r.stats = crate::stats::summarize(&r.samples_ns);
-        }
-        let c = compare(&base, &cand, "run 1", "run 2", &Options::default());
+        let c = compare(
+            &base,
+            &testdata::run_scaled(3.8),
+            "run 1",
+            "run 2",
+            &Options::default(),
+        );
         let html = render_comparison(&c, false).unwrap().html;
         assert!(html.contains("<p>the 3 slower moved by about one factor (x3.80-x3.80)"));
     }

@@ -261,11 +261,7 @@ mod tests {
     #[test]
     fn says_what_changed_in_a_sentence_and_a_table() {
         let base = testdata::run();
-        let mut cand = testdata::run();
-        for r in &mut cand.results {
-            r.samples_ns.iter_mut().for_each(|x| *x *= 3.8);
-            r.stats = crate::stats::summarize(&r.samples_ns);
-        }
+        let mut cand = testdata::run_scaled(3.8);
         cand.wrapper = Some("strace -f".into());
         cand.notes = vec!["the machine changed speed during this run".into()];
         let c = compare(&base, &cand, "run 1", "run 2", &Options::default());

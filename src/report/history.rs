@@ -54,11 +54,7 @@ fn cis_overlap(a: &HistoryPoint, b: &HistoryPoint) -> bool {
 pub fn sparkline(values: &[f64]) -> String {
     const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
     let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
-    let (lo, hi) = finite
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
-            (a.min(v), b.max(v))
-        });
+    let (lo, hi) = crate::stats::extent(finite.iter().copied());
     values
         .iter()
         .map(|&v| {

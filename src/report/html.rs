@@ -721,15 +721,7 @@ mod tests {
         run.results[0].repetitions = meds
             .iter()
             .enumerate()
-            .map(|(k, &m)| crate::model::Repetition {
-                start: 0,
-                samples: 1,
-                median_ns: m,
-                started_ms: 250.0 * k as f64,
-                startup_ms: 8.0,
-                preempted: 0,
-                departs_pct: None,
-            })
+            .map(|(k, &m)| testdata::repetition(m, 250.0 * k as f64))
             .collect();
         let drawn = speed_figure(&run).unwrap();
         let Figure::MachineSpeed {

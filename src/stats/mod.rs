@@ -78,6 +78,15 @@ pub fn sorted_copy(samples: &[f64]) -> Vec<f64> {
     v
 }
 
+/// The smallest and largest of `values` ((inf, -inf) when there are none); NaNs are skipped.
+pub fn extent(values: impl IntoIterator<Item = f64>) -> (f64, f64) {
+    values
+        .into_iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        })
+}
+
 /// Median of any slice (empty gives NaN).
 pub fn median(samples: &[f64]) -> f64 {
     if samples.is_empty() {

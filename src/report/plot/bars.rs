@@ -15,14 +15,12 @@ type BarChart<'a, DB> = ChartContext<'a, DB, Cartesian2d<LogCoord<f64>, RangedCo
 
 /// The x range of the bars (whiskers and the band included), widened for breathing room.
 fn log_range(bars: &[Bar], div: f64, band: Option<f64>) -> (f64, f64) {
-    let (mut x0, mut x1) = bars
-        .iter()
-        .flat_map(|b| [b.value, b.lo, b.hi])
-        .map(|v| v / div)
-        .filter(|v| v.is_finite() && *v > 0.0)
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
-            (a.min(v), b.max(v))
-        });
+    let (mut x0, mut x1) = crate::stats::extent(
+        bars.iter()
+            .flat_map(|b| [b.value, b.lo, b.hi])
+            .map(|v| v / div)
+            .filter(|v| v.is_finite() && *v > 0.0),
+    );
     if let Some(t) = band {
         x0 = x0.min(1.0 - t);
         x1 = x1.max(1.0 + t);

@@ -8,17 +8,15 @@ use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
+use crate::stats::{extent, quantile_sorted, sorted_copy};
+
 use super::{
     CAPTION, GREY_, LEGEND_ROOM, PALETTE, Point, Res, axes, e2s, legend, padded, tick, unit_for,
 };
 
 /// The x range of the drawn (transformed) x values: whole powers of two on a log2 axis.
 fn x_range(xs: &[f64], log2_x: bool) -> (f64, f64) {
-    let (xa, xb) = xs
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
-            (a.min(v), b.max(v))
-        });
+    let (xa, xb) = extent(xs.iter().copied());
     if log2_x {
         (xa.floor() - 0.3, xb.ceil() + 0.3)
     } else {
@@ -155,12 +153,12 @@ pub(super) fn scatter<DB: DrawingBackend>(
 /// The y range of the speed figure: the 1st to 99th percentile of the dots, widened to hold the
 /// whole smoothed line.
 fn robust_range(points: &[(f64, f64)], smoothed: &[(f64, f64)]) -> (f64, f64) {
-    let mut ys: Vec<f64> = points.iter().map(|p| p.1).collect();
-    ys.sort_by(f64::total_cmp);
-    let at = |q: f64| ys[((ys.len() - 1) as f64 * q).round() as usize];
-    smoothed
-        .iter()
-        .fold((at(0.01), at(0.99)), |(a, b), p| (a.min(p.1), b.max(p.1)))
+    let ys = sorted_copy(&points.iter().map(|p| p.1).collect::<Vec<_>>());
+    let (lo, hi) = extent(smoothed.iter().map(|p| p.1));
+    (
+        quantile_sorted(&ys, 0.01).min(lo),
+        quantile_sorted(&ys, 0.99).max(hi),
+    )
 }
 
 /// Levels (percent from each result's median, y) against the time they were measured (s, x):
@@ -174,15 +172,7 @@ pub(super) fn speed<DB: DrawingBackend>(
     if points.is_empty() {
         return Err("no points".into());
     }
-    let range = |f: &dyn Fn(&(f64, f64)) -> f64| {
-        points
-            .iter()
-            .map(f)
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
-                (a.min(v), b.max(v))
-            })
-    };
-    let (xa, xb) = range(&|p| p.0);
+    let (xa, xb) = extent(points.iter().map(|p| p.0));
     // The y axis spans the middle 98% of the dots and the whole line: one repetition far out
     // (a fork at +90%) would otherwise squash the band where the story is. Dots beyond it are
     // drawn hollow at the edge.

@@ -313,11 +313,7 @@ pub fn envelope(samples: &[f64]) -> Envelope {
     let mut hi = Vec::with_capacity(buckets);
     for (k, chunk) in samples.chunks(per).enumerate() {
         let x = (k * per + chunk.len() / 2) as f64;
-        let (a, b) = chunk
-            .iter()
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
-                (a.min(v), b.max(v))
-            });
+        let (a, b) = crate::stats::extent(chunk.iter().copied());
         lo.push((x, a));
         hi.push((x, b));
     }

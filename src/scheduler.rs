@@ -256,8 +256,11 @@ const STOP_JUDGING: Judging = Judging {
     resamples: 300,
     max_samples: 2000,
 };
-const FINAL_RESAMPLES: usize = 1000;
-const FINAL_MAX_SAMPLES: usize = 4000;
+/// The final interval's effort (public so `examples/replay_ci.rs` recomputes it exactly).
+pub const FINAL_JUDGING: Judging = Judging {
+    resamples: 1000,
+    max_samples: 4000,
+};
 
 /// Sampling time of a repetition's cases: the last sample's end.
 fn sampling_ns(cases: &[CaseResult]) -> u64 {
@@ -359,10 +362,7 @@ impl Session {
 
     /// Every case's repetitions as one result each, with the derived values of its benchmark.
     fn results(&self, plan: &Plan, tracks: Vec<Track>) -> Vec<BenchResult> {
-        let judging = Judging {
-            resamples: FINAL_RESAMPLES,
-            max_samples: FINAL_MAX_SAMPLES,
-        };
+        let judging = FINAL_JUDGING;
         let mut out = Vec::new();
         for t in tracks {
             let stopped = t.stopped.unwrap_or("budget");

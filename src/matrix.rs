@@ -173,7 +173,7 @@ pub fn cell_against(base: &ResultRow, cand: &ResultRow, threshold: f64) -> Cell 
         let down = q((c / clo).ln(), (bhi / b).ln());
         let interval = [r * (-down).exp(), r * up.exp()];
         cell.slowdown_ci95 = Some(interval);
-        cell.verdict = Some(verdict(interval, threshold).0);
+        cell.verdict = Some(verdict(interval, r, threshold).0);
     }
     cell
 }

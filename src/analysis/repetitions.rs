@@ -279,10 +279,43 @@ pub(super) struct TwoLevels {
     high_level: f64,
 }
 
-/// Two levels in the repetitions' medians (`stats::level_split`), with each group's level.
+/// The gap between two levels must be at least this (relative to the lower one)...
+const LEVEL_GAP: f64 = 0.04;
+/// ...and this many times every other gap between neighbouring medians.
+const LEVEL_GAP_DOMINANCE: f64 = 3.0;
+
+/// Two levels in the repetitions' medians: sorted, the largest relative gap between neighbours
+/// is at least 4% and at least 3x every other gap, with at least two repetitions on each side.
+/// A host that moves between two speeds for hundreds of ms at a time (seen here: getpid at 156
+/// or 220 ns, fork at 136 or 205 us, for whole repetitions) gives exactly this; a benchmark that
+/// is merely noisy spreads its medians without one dominant gap. The floor was 10% until a
+/// quieter host (2026-11-24) switched getpid between 137 and 149 ns, 0.3% apart within each
+/// group, and the 8.7% split was listed as four "departing" repetitions.
 pub(super) fn two_levels(meds: &[f64]) -> Option<TwoLevels> {
-    let (low, high) = stats::level_split(meds)?;
+    let mut order: Vec<usize> = (0..meds.len()).collect();
+    order.sort_by(|&a, &b| meds[a].total_cmp(&meds[b]));
+    if meds.len() < 4 || meds[order[0]] <= 0.0 {
+        return None;
+    }
+    let gaps: Vec<f64> = order
+        .windows(2)
+        .map(|w| meds[w[1]] / meds[w[0]] - 1.0)
+        .collect();
+    let (cut, &gap) = gaps.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1))?;
+    let others = gaps
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i != cut)
+        .map(|(_, &g)| g)
+        .fold(0.0, f64::max);
+    let (lower, upper) = order.split_at(cut + 1);
+    if gap < LEVEL_GAP || gap < LEVEL_GAP_DOMINANCE * others || lower.len() < 2 || upper.len() < 2 {
+        return None;
+    }
     let level = |idx: &[usize]| stats::median(&idx.iter().map(|&i| meds[i]).collect::<Vec<_>>());
+    let (mut low, mut high) = (lower.to_vec(), upper.to_vec());
+    low.sort_unstable();
+    high.sort_unstable();
     Some(TwoLevels {
         low_level: level(&low),
         high_level: level(&high),
@@ -390,12 +423,12 @@ mod tests {
         // One repetition apart is a departure, not a level; a small gap is not a level.
         assert_eq!(two_levels(&[10.0, 10.0, 10.1, 10.0, 10.0, 13.0]), None);
         assert_eq!(two_levels(&[10.0, 10.0, 10.1, 10.3, 10.3, 10.4]), None);
-        // Fresh processes on one of two layouts (getpid on a quiet host, 2026-11-24): an 8.7%
-        // gap between two tight groups is two levels.
-        let layouts = [
+        // getpid on a host switching between 137 and 149 ns (2026-11-24): an 8.7% gap
+        // between two tight groups is two levels.
+        let switching = [
             149.9, 137.6, 137.3, 137.3, 137.5, 149.4, 149.7, 149.6, 149.4, 149.4,
         ];
-        let t = two_levels(&layouts).unwrap();
+        let t = two_levels(&switching).unwrap();
         assert_eq!(t.low, vec![1, 2, 3, 4]);
         assert_eq!(two_levels(&[10.0, 10.0, 13.0]), None);
     }

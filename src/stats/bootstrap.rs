@@ -324,9 +324,9 @@ pub fn repetition_t_interval(reps: &Rounds, point: f64) -> Option<[f64; 2]> {
 /// Why robust: one repetition of ten slowed 35% by a burst of load (named in a note, as it
 /// should be) moves the median of all samples by a fraction of a percent, yet its square in a
 /// plain standard deviation made pipe-proc 16.5% and fault-write 20-26% wide on a quiet host
-/// (2026-11-24). Why not always: fresh processes can land on one of two layouts (getpid at 137
-/// or 149 ns there), and the median of all samples follows whichever holds more than half of
-/// them. So the outlying repetitions are set aside only when a sign test says they are fewer
+/// (2026-11-24). Why not always: repetitions can sit at one of two levels (getpid at 137 or
+/// 149 ns there, as the host switched for hundreds of ms at a time), and the median of all
+/// samples follows whichever level holds more than half of them. So the outlying repetitions are set aside only when a sign test says they are fewer
 /// than half of all processes (P(Binomial(R, 1/2) <= k) < 2.5%): 1 of 10 is set aside, 1 of 5
 /// or 2 of 10 are not, and then the interval spans the other level. Replayed on that day's
 /// check-ci batches: docs/design-notes.md, "Repetitions and the CI".
@@ -454,8 +454,8 @@ mod tests {
         ten[3] = 130.0;
         let robust = crate::stats::robust_sd(&ten);
         assert!(robust < 2.5 && repetition_spread(&ten) == robust, "{ten:?}");
-        // 1 of 5 (getpid, one process of five at the other layout) or 2 of 10: they could be
-        // half of all processes, so their distance counts in full.
+        // 1 of 5 (getpid, one repetition of five at the other level) or 2 of 10: they could be
+        // half of all repetitions, so their distance counts in full.
         let five = [137.5, 137.5, 137.5, 148.3, 137.5];
         let sd = crate::stats::mean_stddev(&five).1;
         assert_eq!(repetition_spread(&five), sd);

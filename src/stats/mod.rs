@@ -127,48 +127,6 @@ pub fn robust_sd(values: &[f64]) -> f64 {
         )
 }
 
-/// The gap between two levels must be at least this (relative to the lower one)...
-const LEVEL_GAP: f64 = 0.04;
-/// ...and this many times every other gap between neighbouring values.
-const LEVEL_GAP_DOMINANCE: f64 = 3.0;
-
-/// Values that sit at two levels: sorted, the largest relative gap between neighbours is at
-/// least 4% and at least 3x every other gap, with at least two values on each side. Returns the
-/// indices of the lower and the upper group, each in index order.
-///
-/// A host that moves between two speeds for hundreds of ms at a time (seen here: getpid at 156
-/// or 220 ns, fork at 136 or 205 us, for whole repetitions) gives this, and so do fresh
-/// processes that land on one of two layouts (getpid at 137 or 149 ns, 0.3% apart within each
-/// group, on a quiet host of 2026-11-24); a benchmark that is merely noisy spreads its values
-/// without one dominant gap. The floor was 10% until that host: its 8.7% split was listed as
-/// four "departing" repetitions instead.
-pub fn level_split(values: &[f64]) -> Option<(Vec<usize>, Vec<usize>)> {
-    let mut order: Vec<usize> = (0..values.len()).collect();
-    order.sort_by(|&a, &b| values[a].total_cmp(&values[b]));
-    if values.len() < 4 || values[order[0]] <= 0.0 {
-        return None;
-    }
-    let gaps: Vec<f64> = order
-        .windows(2)
-        .map(|w| values[w[1]] / values[w[0]] - 1.0)
-        .collect();
-    let (cut, &gap) = gaps.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1))?;
-    let others = gaps
-        .iter()
-        .enumerate()
-        .filter(|&(i, _)| i != cut)
-        .map(|(_, &g)| g)
-        .fold(0.0, f64::max);
-    let (lower, upper) = order.split_at(cut + 1);
-    if gap < LEVEL_GAP || gap < LEVEL_GAP_DOMINANCE * others || lower.len() < 2 || upper.len() < 2 {
-        return None;
-    }
-    let (mut low, mut high) = (lower.to_vec(), upper.to_vec());
-    low.sort_unstable();
-    high.sort_unstable();
-    Some((low, high))
-}
-
 /// 0-based ranks (lo, hi) into sorted data such that [x(lo), x(hi)] covers the median with
 /// probability of at least `level`, from the Binomial(n, 1/2) distribution of the number of
 /// samples below the median. For n < 6 no such interval exists at 95%; the full range is

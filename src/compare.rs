@@ -3,8 +3,8 @@
 //! hierarchical bootstrap over the repetitions, a p-value from that same resampling, and a
 //! verdict. A change is called when the CI of the ratio excludes 1 and the ratio lies beyond
 //! the noise threshold (`verdict` says why not the whole CI, as criterion.rs asks); otherwise
-//! the verdict is "no change", with `within_band` false (shown as `*`) when the CI is wider than the band, so a
-//! smaller change cannot be ruled out.
+//! the verdict is "no change", with `within_band` false (shown as `*`) when the CI is wider
+//! than the band, so a smaller change cannot be ruled out.
 //!
 //! Pure: no I/O. The block bootstrap (`stats::bootstrap`) uses a seeded generator, so a
 //! comparison is reproducible.

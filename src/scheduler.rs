@@ -362,7 +362,6 @@ impl Session {
 
     /// Every case's repetitions as one result each, with the derived values of its benchmark.
     fn results(&self, plan: &Plan, tracks: Vec<Track>) -> Vec<BenchResult> {
-        let judging = FINAL_JUDGING;
         let mut out = Vec::new();
         for t in tracks {
             let stopped = t.stopped.unwrap_or("budget");
@@ -373,7 +372,7 @@ impl Session {
                     analysis::merge_repetitions(
                         reps,
                         &self.opts.allowed,
-                        judging,
+                        FINAL_JUDGING,
                         plan.reps.precision,
                         stopped,
                     )

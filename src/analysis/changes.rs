@@ -37,9 +37,7 @@ fn scale(x: &[f64]) -> f64 {
     if d.is_empty() {
         return 0.0;
     }
-    let m = stats::median(&d);
-    let mad = stats::median(&d.iter().map(|v| (v - m).abs()).collect::<Vec<_>>());
-    1.4826 * mad / std::f64::consts::SQRT_2
+    stats::robust_sd(&d) / std::f64::consts::SQRT_2
 }
 
 /// The best split of `x` and its score. Values are first clipped to the segment's median ±

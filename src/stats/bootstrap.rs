@@ -275,7 +275,7 @@ pub fn hierarchical_median_ci(
 
 /// The bootstrap half of `hierarchical_median_ci`: the percentile interval of resampled
 /// medians, its distances from `point` expanded for the number of repetitions.
-pub fn expanded_bootstrap_ci(
+fn expanded_bootstrap_ci(
     reps: &Rounds,
     point: f64,
     resamples: usize,
@@ -326,14 +326,15 @@ pub fn repetition_t_interval(reps: &Rounds, point: f64) -> Option<[f64; 2]> {
 /// plain standard deviation made pipe-proc 16.5% and fault-write 20-26% wide on a quiet host
 /// (2026-11-24). Why not always: repetitions can sit at one of two levels (getpid at 137 or
 /// 149 ns there, as the host switched for hundreds of ms at a time), and the median of all
-/// samples follows whichever level holds more than half of them. So the outlying repetitions are set aside only when a sign test says they are fewer
-/// than half of all processes (P(Binomial(R, 1/2) <= k) < 2.5%): 1 of 10 is set aside, 1 of 5
-/// or 2 of 10 are not, and then the interval spans the other level. Replayed on that day's
-/// check-ci batches: docs/design-notes.md, "Repetitions and the CI".
+/// samples follows whichever level holds more than half of them. So the outlying repetitions
+/// are set aside only when a sign test says they are fewer than half of all repetitions
+/// (P(Binomial(R, 1/2) <= k) < 2.5%): 1 of 10 is set aside, 1 of 5 or 2 of 10 are not, and
+/// then the interval spans the other level. Replayed on that day's check-ci batches:
+/// docs/design-notes.md, "Repetitions and the CI".
 pub fn repetition_spread(medians: &[f64]) -> f64 {
     use statrs::distribution::{Binomial, DiscreteCDF};
-    let robust = super::robust_sd(medians);
     let center = super::median(medians);
+    let robust = 1.4826 * super::mad_of(medians, center);
     let outlying = medians
         .iter()
         .filter(|&&m| (m - center).abs() > 3.0 * robust)

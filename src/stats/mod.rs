@@ -117,14 +117,7 @@ pub fn mean_stddev(samples: &[f64]) -> (f64, f64) {
 /// A standard deviation estimated robustly: 1.4826 x the median absolute deviation from the
 /// median (equal to the standard deviation for normal data; one wild value moves it little).
 pub fn robust_sd(values: &[f64]) -> f64 {
-    let center = median(values);
-    1.4826
-        * median(
-            &values
-                .iter()
-                .map(|v| (v - center).abs())
-                .collect::<Vec<_>>(),
-        )
+    1.4826 * mad_of(values, median(values))
 }
 
 /// 0-based ranks (lo, hi) into sorted data such that [x(lo), x(hi)] covers the median with
@@ -161,9 +154,9 @@ pub fn median_ci_ranks(n: usize, level: f64) -> (usize, usize) {
     (lo, hi)
 }
 
-/// Median absolute deviation of sorted data around `med`.
-fn mad_of(sorted: &[f64], med: f64) -> f64 {
-    let dev: Vec<f64> = sorted.iter().map(|x| (x - med).abs()).collect();
+/// Median absolute deviation of `values` (in any order) from `med`, unscaled.
+fn mad_of(values: &[f64], med: f64) -> f64 {
+    let dev: Vec<f64> = values.iter().map(|x| (x - med).abs()).collect();
     median(&dev)
 }
 

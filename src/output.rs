@@ -35,6 +35,9 @@ pub enum Target {
     Special(PathBuf),
 }
 
+/// The longest file name, in bytes.
+const NAME_MAX: usize = 255;
+
 /// Symlinks followed before giving up (the kernel's own limit).
 const MAX_LINKS: usize = 40;
 
@@ -161,13 +164,57 @@ pub fn check_writable(path: &Path) -> Result<Target, String> {
     Ok(target)
 }
 
+/// A file an output must never replace, and what it is ("the results store").
+pub struct Kept<'a> {
+    pub path: PathBuf,
+    pub what: &'a str,
+}
+
+/// The files of an SQLite database at `db`: the file, its rollback journal and its WAL files.
+/// An export over any of them loses the store (or its last commits).
+pub fn store_files(db: &Path) -> Vec<Kept<'static>> {
+    let mut v = vec![Kept {
+        path: db.to_path_buf(),
+        what: "the results store",
+    }];
+    for suffix in ["-journal", "-wal", "-shm"] {
+        let mut name = db.as_os_str().to_owned();
+        name.push(suffix);
+        v.push(Kept {
+            path: PathBuf::from(name),
+            what: "a journal of the results store",
+        });
+    }
+    v
+}
+
 /// Check, before any work, a command's output paths: each writable, none the same file as
 /// another (however spelled), at most one on standard output.
 pub fn check_outputs(paths: &[&PathBuf]) -> Result<(), String> {
+    check_outputs_keeping(paths, &[])
+}
+
+/// `check_outputs`, and none of the outputs is one of `kept` (the store, its journals, a run
+/// file the command reads), however either is spelled: through a symlink, `d/../s.db`, or a
+/// name that does not exist yet.
+pub fn check_outputs_keeping(paths: &[&PathBuf], kept: &[Kept]) -> Result<(), String> {
+    let kept_ids: Vec<(String, &Kept)> = kept
+        .iter()
+        .filter_map(|k| Some((identity(&resolve(&k.path).ok()?)?, k)))
+        .filter(|(id, _)| id != "-")
+        .collect();
     let mut seen: Vec<(String, &PathBuf)> = Vec::new();
     for p in paths {
         let target = check_writable(p)?;
         if let Some(id) = identity(&target) {
+            if let Some((_, k)) = kept_ids.iter().find(|(i, _)| *i == id) {
+                return Err(format!(
+                    "{} is {} ({}); writing there would replace it: give the output another name",
+                    p.display(),
+                    k.what,
+                    k.path.display()
+                ));
+            }
             if let Some((_, first)) = seen.iter().find(|(i, _)| *i == id) {
                 return Err(format!(
                     "{} and {} are the same file; give each output its own",
@@ -238,6 +285,31 @@ fn replace(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
 /// existing directory above it does (it is made when the report is written, not now, so a
 /// refusal later leaves nothing).
 pub fn check_report_dir(dir: &Path) -> Result<(), String> {
+    // A name the file system cannot hold is found now, not after measuring (NAME_MAX is 255
+    // bytes on every Linux file system oscost meets; the kernel refuses longer ones anyway).
+    if let Some(c) = dir.components().find(|c| c.as_os_str().len() > NAME_MAX) {
+        return Err(format!(
+            "{}: the name '{}...' is longer than {NAME_MAX} bytes; give a shorter one",
+            dir.display(),
+            c.as_os_str()
+                .to_string_lossy()
+                .chars()
+                .take(20)
+                .collect::<String>()
+        ));
+    }
+    // What the page writes inside: its figures under fig/, and index.html.
+    for (name, want_dir) in [("fig", true), ("index.html", false)] {
+        if let Ok(m) = std::fs::metadata(dir.join(name))
+            && m.is_dir() != want_dir
+        {
+            let what = if want_dir { "a directory" } else { "a file" };
+            return Err(format!(
+                "{} exists and is not {what}, which the report needs there; remove it or give another directory",
+                dir.join(name).display()
+            ));
+        }
+    }
     let mut probe = dir.to_path_buf();
     loop {
         match std::fs::metadata(&probe) {

@@ -59,7 +59,7 @@ impl AbArgs {
         let outputs = self.run.outputs.clone();
         let mut plan_args = self.run.clone();
         plan_args.outputs = OutputArgs::default();
-        check_outputs(&outputs)?;
+        check_outputs(&outputs, Some(&self.run.store), &[])?;
         let plan = plan(&plan_args)?;
         let mut store = if self.run.no_save {
             None

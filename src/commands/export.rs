@@ -21,7 +21,7 @@ pub struct ExportArgs {
 
 impl ExportArgs {
     pub fn run(self) -> anyhow::Result<i32> {
-        check_outputs(&self.outputs)?;
+        check_outputs(&self.outputs, Some(&self.store), &[])?;
         if self.outputs.paths().is_empty() {
             return Err(usage("export needs --json, --csv or --markdown FILE"));
         }

@@ -42,7 +42,7 @@ const MAX_COLUMNS: usize = 60;
 impl MatrixArgs {
     pub fn run(self) -> anyhow::Result<i32> {
         let interrupted = crate::worker::install_guards()?;
-        check_outputs(&self.outputs)?;
+        check_outputs(&self.outputs, Some(&self.store), &[])?;
         if let Some(d) = &self.report {
             check_report_dir(d)?;
         }

@@ -121,9 +121,30 @@ pub fn conclude(runs: &[&Run], late: &[String]) -> i32 {
     i32::from(!failed.is_empty() || !late.is_empty())
 }
 
-/// Check, before any work, a command's output paths (a usage error when one cannot be written).
-fn check_outputs(outputs: &OutputArgs) -> anyhow::Result<()> {
-    crate::output::check_outputs(&outputs.paths()).map_err(usage)
+/// Check, before any work, a command's output paths (a usage error when one cannot be written),
+/// and that none of them is the store `store` names (its file or journals) or one of the run
+/// files `inputs` the command reads: an export there would replace what it came from.
+fn check_outputs(
+    outputs: &OutputArgs,
+    store: Option<&StoreArgs>,
+    inputs: &[&str],
+) -> anyhow::Result<()> {
+    use crate::output::{Kept, store_files};
+    let mut kept = Vec::new();
+    // Where the store is cannot be told (a bad --db): opening it says why, later.
+    if let Some(Ok(store::Location::File(db))) = store.map(|s| store::locate(s.db.as_deref())) {
+        kept.extend(store_files(&db));
+    }
+    kept.extend(
+        inputs
+            .iter()
+            .filter(|i| Path::new(i).is_file())
+            .map(|i| Kept {
+                path: PathBuf::from(i),
+                what: "a run file this command reads",
+            }),
+    );
+    crate::output::check_outputs_keeping(&outputs.paths(), &kept).map_err(usage)
 }
 
 /// A run from a JSON file or the store, and the name to show for it.

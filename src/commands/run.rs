@@ -148,7 +148,7 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
     let benchmarks = bench::select(&ids).map_err(usage)?;
     let allowed = placement::allowed_cpus();
     let cpu = resolve_cpu(args.cpu, &allowed).map_err(usage)?;
-    check_outputs(&args.outputs)?;
+    check_outputs(&args.outputs, Some(&args.store), &[])?;
     let wrapper = args
         .under
         .as_deref()

@@ -361,3 +361,51 @@ fn matrix_and_selection_read_the_store_from_the_command_line() {
         "{listing}"
     );
 }
+
+/// `run --json r.json --db A; import r.json --db B; push last --db A --to B` keeps one run in
+/// B: the run's identity survives the JSON round trip (SQLite, and PostgreSQL when given).
+#[test]
+fn a_run_exported_imported_and_pushed_is_kept_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("A.db");
+    let json = dir.path().join("r.json");
+    {
+        let _g = measuring();
+        let out = oscost(&unique_tag("identity"))
+            .args([
+                "run",
+                "--samples",
+                "200",
+                "call/f0",
+                "syscall/getppid",
+                "--db",
+            ])
+            .arg(&a)
+            .arg("--json")
+            .arg(&json)
+            .output()
+            .unwrap();
+        assert_success(&out);
+    }
+    let pg = Db::fresh("identity");
+    let mut targets = vec![dir.path().join("B.db").display().to_string()];
+    targets.extend(pg.as_ref().map(|d| d.url.clone()));
+    for b in targets {
+        let out = oscost("import")
+            .arg("import")
+            .arg(&json)
+            .args(["--db", &b])
+            .output()
+            .unwrap();
+        assert_success(&out);
+        let out = oscost("push")
+            .args(["push", "last", "--db"])
+            .arg(&a)
+            .args(["--to", &b])
+            .output()
+            .unwrap();
+        assert_success(&out);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("0 new, 1 already"), "{b}: {err}");
+    }
+}

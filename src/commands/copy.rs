@@ -1,7 +1,7 @@
 //! `oscost push RUN... --to STORE` and `oscost import FILE.json...`: copying runs between
 //! stores (a machine's SQLite file into the fleet's PostgreSQL database, or back) and from
 //! result files. Each copy is one transaction in the target: all of the runs or none, and a
-//! run the target already holds (same content digest) is kept once, so a copy repeated after
+//! run the target already holds (same identity: `store::digest`) is kept once, so a copy repeated after
 //! an interruption, or the same run pushed by two hosts, never makes two.
 
 use std::path::PathBuf;
@@ -39,14 +39,10 @@ pub struct ImportArgs {
 }
 
 /// Copy `runs` into `target` in one transaction and say what became of each.
-fn copy_into(
-    target: &mut Store,
-    runs: &[(String, Run, Option<String>)],
-    verb: &str,
-) -> anyhow::Result<i32> {
+fn copy_into(target: &mut Store, runs: &[(String, Run)], verb: &str) -> anyhow::Result<i32> {
     let interrupted = crate::worker::install_guards()?;
     let stop = stopper(&interrupted);
-    let with: Vec<(&Run, Option<&str>)> = runs.iter().map(|(_, r, d)| (r, d.as_deref())).collect();
+    let with: Vec<&Run> = runs.iter().map(|(_, r)| r).collect();
     let saved = match target.copy_in(&with, &|| stop().is_err()) {
         Ok(s) => s,
         Err(StoreError::Interrupted) => {
@@ -56,7 +52,7 @@ fn copy_into(
         Err(e) => return Err(store_err(e)),
     };
     let mut fresh = 0;
-    for ((name, _, _), Saved { id, new }) in runs.iter().zip(&saved) {
+    for ((name, _), Saved { id, new }) in runs.iter().zip(&saved) {
         if *new {
             fresh += 1;
             println!("{name} -> run {id}");
@@ -101,8 +97,8 @@ impl PushArgs {
         ids.retain(|id| seen.insert(*id));
         let mut runs = Vec::new();
         for id in ids {
-            let (run, digest) = source.load_with_digest(id).map_err(store_err)?;
-            runs.push((format!("run {id}"), run, digest));
+            let run = source.load(id).map_err(store_err)?;
+            runs.push((format!("run {id}"), run));
         }
         drop(source);
         let mut target = Store::open(&to).map_err(store_err)?;
@@ -115,7 +111,7 @@ impl ImportArgs {
         let mut runs = Vec::new();
         for f in &self.files {
             let run = model::load_run_file(f).map_err(|e| usage(e.to_string()))?;
-            runs.push((f.display().to_string(), run, None));
+            runs.push((f.display().to_string(), run));
         }
         let mut target = super::open_store(&self.store)?;
         copy_into(&mut target, &runs, "imported")

@@ -22,8 +22,9 @@ use sha2::Digest as _;
 
 use crate::model::{self, HistoryPoint, Run, RunSummary};
 
-/// The schema this oscost writes: 1 runs as JSON text, 2 compact samples, 3 run digests.
-pub const SCHEMA: i32 = 3;
+/// The schema this oscost writes: 1 runs as JSON text, 2 compact samples, 3 run digests,
+/// 4 run identities that survive a JSON round trip (`digest`; recomputed for every run).
+pub const SCHEMA: i32 = 4;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -260,29 +261,49 @@ fn bare_json(run: &Run) -> Result<Vec<u8>, serde_json::Error> {
     serde_json::to_vec(&bare)
 }
 
-/// A content digest: SHA-256 of the run's JSON without samples, then every result's samples
-/// as little-endian f64, each result's count first. Two copies of one run agree; two runs
-/// never do (their start times and samples differ).
+/// A run's identity: SHA-256 over what makes one measurement that measurement and nothing
+/// else: when it started, its label, host, kernel and wrapper, and each result's id, status and
+/// samples as whole picoseconds (the unit the store keeps them in). Two copies of one run
+/// agree however they travelled: a JSON round trip may bring a float back one ULP away, a
+/// newer oscost may add fields to the model or recompute statistics, and none of that changes
+/// the identity; two runs never agree (their start times and samples differ).
 pub fn digest(run: &Run) -> String {
-    // Serializing the model cannot fail (no maps with non-string keys).
-    digest_of(&bare_json(run).unwrap_or_default(), run)
-}
-
-/// `digest`, given the bare JSON already made.
-fn digest_of(bare_json: &[u8], run: &Run) -> String {
     let mut h = sha2::Sha256::new();
-    h.update(bare_json);
+    h.update(b"oscost run identity 2\0");
+    let mut text = |s: Option<&str>| match s {
+        // Length-prefixed, so that no two field sequences hash alike.
+        Some(s) => {
+            h.update((s.len() as u64 + 1).to_le_bytes());
+            h.update(s.as_bytes());
+        }
+        None => h.update(0u64.to_le_bytes()),
+    };
+    text(Some(&run.started_at));
+    text(run.label.as_deref());
+    text(run.env.hostname.as_deref());
+    text(run.env.kernel_release.as_deref());
+    text(run.wrapper.as_deref());
+    h.update((run.results.len() as u64).to_le_bytes());
     for r in &run.results {
+        for s in [r.id.as_str(), r.status.word()] {
+            h.update((s.len() as u64).to_le_bytes());
+            h.update(s.as_bytes());
+        }
         h.update((r.samples_ns.len() as u64).to_le_bytes());
         for x in &r.samples_ns {
-            h.update(x.to_le_bytes());
+            h.update(picoseconds(*x).to_le_bytes());
         }
     }
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// A sample as whole picoseconds (saturating; NaN as 0): what a round trip cannot move.
+fn picoseconds(ns: f64) -> i64 {
+    (ns * 1000.0).round() as i64
+}
+
 /// A run as rows (see the module doc).
-pub(crate) fn encode(run: &Run, digest_given: Option<&str>) -> Result<Encoded, StoreError> {
+pub(crate) fn encode(run: &Run) -> Result<Encoded, StoreError> {
     let bad = |e: String| StoreError::BadRun { id: 0, why: e };
     let json = bare_json(run).map_err(|e| bad(e.to_string()))?;
     let mut z = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
@@ -320,7 +341,7 @@ pub(crate) fn encode(run: &Run, digest_given: Option<&str>) -> Result<Encoded, S
         run_z,
         samples,
         results,
-        digest: digest_given.map_or_else(|| digest_of(&json, run), str::to_string),
+        digest: digest(run),
     })
 }
 
@@ -448,23 +469,23 @@ impl Store {
     ) -> Result<Vec<i64>, StoreError> {
         let rows = runs
             .iter()
-            .map(|r| encode(r, None))
+            .map(|r| encode(r))
             .collect::<Result<Vec<_>, _>>()?;
         let saved = self.backend.insert_all(&rows, false, stop)?;
         Ok(saved.into_iter().map(|s| s.id).collect())
     }
 
     /// Copy runs in (push, import) in one transaction: all or none, and a run the store
-    /// already holds (same digest) is kept once, so a copy repeated after an interruption
-    /// is harmless. `digests` are the source store's, where it has them.
+    /// already holds (same identity, `digest`) is kept once, so a copy repeated after an
+    /// interruption is harmless.
     pub fn copy_in(
         &mut self,
-        runs: &[(&Run, Option<&str>)],
+        runs: &[&Run],
         stop: &dyn Fn() -> bool,
     ) -> Result<Vec<Saved>, StoreError> {
         let rows = runs
             .iter()
-            .map(|(r, d)| encode(r, *d))
+            .map(|r| encode(r))
             .collect::<Result<Vec<_>, _>>()?;
         self.backend.insert_all(&rows, true, stop)
     }

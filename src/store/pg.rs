@@ -16,7 +16,7 @@ use crate::model::{HistoryPoint, RunSummary};
 /// The advisory lock key under which the schema is created or migrated ("oscost" in ASCII).
 const SCHEMA_LOCK: i64 = 0x6f73_636f_7374;
 
-/// Schema 3 (the SQLite file's after its migrations), in PostgreSQL's types.
+/// The schema (the SQLite file's after its migrations), in PostgreSQL's types.
 const CREATE: &str = "
     CREATE TABLE oscost.runs (
         id BIGSERIAL PRIMARY KEY,
@@ -146,6 +146,10 @@ impl Pg {
                 tx.execute("INSERT INTO oscost.schema_version VALUES ($1)", &[&SCHEMA])?;
             }
             // Versions before 3 never existed here; later migrations go here, step by step.
+            if found.is_some_and(|v| v < 4) {
+                recompute_identities(&mut tx)?;
+                tx.execute("UPDATE oscost.schema_version SET version = 4", &[])?;
+            }
             Ok(())
         })();
         match r {
@@ -193,6 +197,48 @@ impl Pg {
             why: why.into(),
         })
     }
+}
+
+/// Schema 4: every run's identity computed anew (schema 3's digests did not survive a JSON
+/// round trip). A run that cannot be read keeps the digest it had, and is named.
+fn recompute_identities(tx: &mut postgres::Transaction) -> Result<(), postgres::Error> {
+    let ids: Vec<i64> = tx
+        .query("SELECT id FROM oscost.runs ORDER BY id", &[])?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    for id in ids {
+        let row = tx.query_one(
+            "SELECT run_z, run_json FROM oscost.runs WHERE id = $1",
+            &[&id],
+        )?;
+        let fetched = match row.get::<_, Option<Vec<u8>>>(0) {
+            None => Fetched::Json(row.get(1)),
+            Some(run_z) => {
+                let samples = tx
+                    .query(
+                        "SELECT idx, data FROM oscost.samples WHERE run_id = $1",
+                        &[&id],
+                    )?
+                    .iter()
+                    .map(|r| (i64::from(r.get::<_, i32>(0)), r.get(1)))
+                    .collect();
+                Fetched::Compact { run_z, samples }
+            }
+        };
+        match super::decode(id, fetched, false) {
+            Ok(run) => {
+                tx.execute(
+                    "UPDATE oscost.runs SET digest = $2 WHERE id = $1",
+                    &[&id, &super::digest(&run)],
+                )?;
+            }
+            Err(e) => eprintln!(
+                "oscost: stored run {id} was kept as it was while migrating the store ({e}); the other runs were migrated"
+            ),
+        }
+    }
+    Ok(())
 }
 
 /// A failed write: the user's to fix when the server is read-only or the user may not write.

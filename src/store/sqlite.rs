@@ -2,7 +2,8 @@
 //! `BEGIN IMMEDIATE` transaction, so SQLite's journal makes it atomic and a run killed while
 //! saving leaves the earlier runs intact and no partial run. The schema's version is
 //! `PRAGMA user_version`; `migrate` brings an older file up to date in place (schema 1 runs
-//! rewritten compactly, then VACUUM; schema 3 digests computed) and a newer or foreign file is
+//! rewritten compactly, then VACUUM; schema 4 identities computed; a run that cannot be read is kept as it was and
+//! named) and a newer or foreign file is
 //! refused.
 
 use std::path::{Path, PathBuf};
@@ -219,13 +220,13 @@ impl Sqlite {
                     .collect::<Result<_, _>>()?
             };
             for (id, json) in &old {
-                let run = model::parse_run(json, &format!("stored run {id}")).map_err(|e| {
-                    StoreError::BadRun {
-                        id: *id,
-                        why: e.to_string(),
-                    }
-                })?;
-                let e = super::encode(&run, Some(""))?;
+                let Ok(run) = model::parse_run(json, &format!("stored run {id}")) else {
+                    // Kept as it is (read as JSON, as before) rather than blocking every
+                    // other run's migration; said once, here.
+                    skipped(*id, "it cannot be read as a run");
+                    continue;
+                };
+                let e = super::encode(&run)?;
                 self.conn.execute(
                     "UPDATE runs SET run_json = '', run_z = ?2 WHERE id = ?1",
                     params![id, e.run_z],
@@ -235,26 +236,35 @@ impl Sqlite {
             self.conn.execute_batch("PRAGMA user_version = 2;")?;
         }
         if from < 3 {
-            // Digests, so that a run copied in twice (push, import) is kept once.
             self.conn.execute_batch(
                 "ALTER TABLE runs ADD COLUMN digest TEXT;
                  CREATE INDEX runs_by_digest ON runs(digest);",
             )?;
+            self.conn.execute_batch("PRAGMA user_version = 3;")?;
+        }
+        if from < 4 {
+            // Identities, so that a run copied in twice (push, import) is kept once: computed
+            // anew for every run (schema 3's digests did not survive a JSON round trip).
             let ids: Vec<i64> = {
                 let mut q = self.conn.prepare("SELECT id FROM runs")?;
                 q.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?
             };
             for id in ids {
-                let f = self.fetch_compact(id, true)?;
-                if let Some(f) = f {
-                    let run = super::decode(id, f, true)?;
-                    self.conn.execute(
-                        "UPDATE runs SET digest = ?2 WHERE id = ?1",
-                        params![id, super::digest(&run)],
-                    )?;
+                let run = self
+                    .fetch_compact(id, true)?
+                    .map(|f| super::decode(id, f, false));
+                match run {
+                    Some(Ok(run)) => {
+                        self.conn.execute(
+                            "UPDATE runs SET digest = ?2 WHERE id = ?1",
+                            params![id, super::digest(&run)],
+                        )?;
+                    }
+                    Some(Err(e)) => skipped(id, &e.to_string()),
+                    None => {}
                 }
             }
-            self.conn.execute_batch("PRAGMA user_version = 3;")?;
+            self.conn.execute_batch("PRAGMA user_version = 4;")?;
         }
         Ok(())
     }
@@ -284,6 +294,13 @@ impl Sqlite {
         }
         Ok(Some(Fetched::Compact { run_z, samples }))
     }
+}
+
+/// A run a migration could not bring along: kept as it was, and said.
+fn skipped(id: i64, why: &str) {
+    eprintln!(
+        "oscost: stored run {id} was kept as it was while migrating the store ({why}); the other runs were migrated"
+    );
 }
 
 fn write_samples(conn: &Connection, id: i64, e: &Encoded) -> Result<(), StoreError> {
@@ -565,6 +582,43 @@ mod tests {
         // A new save is compact too and loads back equal.
         let id = s.save(&run).unwrap();
         assert_eq!(s.load(id).unwrap().results, run.results);
+    }
+
+    #[test]
+    fn schema_3_identities_are_recomputed_and_an_unreadable_run_is_kept_not_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("v3.db");
+        let run = testdata::run();
+        {
+            let mut s = Store::open(&Location::File(p.clone())).unwrap();
+            s.save(&run).unwrap();
+            s.save(&run).unwrap();
+        }
+        {
+            let c = Connection::open(&p).unwrap();
+            c.execute_batch(
+                "UPDATE runs SET digest = 'schema-3'; UPDATE runs SET run_z = x'00' WHERE id = 2;
+                 PRAGMA user_version = 3;",
+            )
+            .unwrap();
+        }
+        let s = Sqlite::open(&p).unwrap();
+        assert_eq!(s.version().unwrap(), SCHEMA);
+        let digests: Vec<String> = s
+            .conn
+            .prepare("SELECT digest FROM runs ORDER BY id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(digests, vec![super::super::digest(&run), "schema-3".into()]);
+        drop(s);
+        // The unreadable run is still there, still refused with its id, and the other loads.
+        let mut s = Store::open_existing(&Location::File(p)).unwrap();
+        assert_eq!(s.list().unwrap().len(), 2);
+        assert!(s.load(1).is_ok());
+        assert!(matches!(s.load(2), Err(StoreError::BadRun { id: 2, .. })));
     }
 
     #[test]

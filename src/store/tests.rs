@@ -166,9 +166,7 @@ fn runs_saved_together_are_saved_together_or_not_at_all(f: &Fresh) {
     let e = s.save_all(&[&run, &run], &|| true).unwrap_err();
     assert!(matches!(e, StoreError::Interrupted));
     assert!(s.list().unwrap().is_empty());
-    let e = s
-        .copy_in(&[(&run, None), (&labelled("x"), None)], &|| true)
-        .unwrap_err();
+    let e = s.copy_in(&[&run, &labelled("x")], &|| true).unwrap_err();
     assert!(matches!(e, StoreError::Interrupted));
     assert!(s.list().unwrap().is_empty());
     // A measured run is saved even when an equal one is there (only copies are kept once).
@@ -180,11 +178,22 @@ fn runs_saved_together_are_saved_together_or_not_at_all(f: &Fresh) {
 fn a_run_copied_in_twice_is_kept_once(f: &Fresh) {
     let mut s = Store::open(&f.at).unwrap();
     let (a, b) = (labelled("a"), labelled("b"));
-    let first = s.copy_in(&[(&a, None), (&b, None)], &|| false).unwrap();
+    let first = s.copy_in(&[&a, &b], &|| false).unwrap();
     assert!(first.iter().all(|x| x.new));
-    // Again, and with a digest carried from another store: nothing new.
+    // Again, one of them after a trip through JSON text that moved its floats by one ULP
+    // (as a parser without exact float reading does): nothing new.
     let d = digest(&a);
-    let again = s.copy_in(&[(&b, None), (&a, Some(&d))], &|| false).unwrap();
+    let mut a_moved = a.clone();
+    for r in &mut a_moved.results {
+        for x in &mut r.samples_ns {
+            *x = f64::from_bits(x.to_bits() + 1);
+        }
+        if let Some(st) = &mut r.stats {
+            st.median = f64::from_bits(st.median.to_bits() + 1);
+        }
+    }
+    assert_ne!(a_moved, a);
+    let again = s.copy_in(&[&b, &a_moved], &|| false).unwrap();
     assert_eq!(
         again,
         vec![
@@ -213,7 +222,7 @@ fn concurrent_copies_lose_nothing(f: &Fresh) {
             std::thread::spawn(move || {
                 let mut s = Store::open(&at).unwrap();
                 let runs: Vec<Run> = (0..25).map(|i| labelled(&format!("{w}-{i}"))).collect();
-                let with: Vec<(&Run, Option<&str>)> = runs.iter().map(|r| (r, None)).collect();
+                let with: Vec<&Run> = runs.iter().collect();
                 s.copy_in(&with, &|| false).unwrap()
             })
         })

@@ -101,6 +101,10 @@ fn measure(id: &str, opts: WorkerOptions) -> Vec<CaseResult> {
         let why = BenchError::Failed(e);
         return vec![CaseResult::failed(b.id.into(), b.id, b.definition, why)];
     }
+    // The ipc/ family's objects live and die in a namespace of the worker's own.
+    let namespace =
+        b.id.starts_with("ipc/")
+            .then(crate::harness::ipc_guard::private_namespace);
     let meter = Meter {
         sampler: Sampler::new(Monotonic, Rusage, opts.sampler.into()),
         cpu: opts.cpu,
@@ -109,7 +113,17 @@ fn measure(id: &str, opts: WorkerOptions) -> Vec<CaseResult> {
         scratch_dir: opts.scratch_dir,
         events: events_override().unwrap_or(opts.events),
     };
-    runner::run_cases(&meter, b, &opts.variants)
+    let mut cases = runner::run_cases(&meter, b, &opts.variants);
+    if let Some(ns) = namespace {
+        let said = match ns {
+            Ok(()) => "its own".to_string(),
+            Err(why) => format!("the coordinator's ({why}); objects removed by the worker"),
+        };
+        for c in &mut cases {
+            c.params.insert("ipc_namespace".into(), said.clone().into());
+        }
+    }
+    cases
 }
 
 /// `OSCOST_EVENTS=none` (or a list) in a worker's environment overrides `--events`: a wrapper
@@ -158,17 +172,12 @@ impl Coordinator {
     /// hang or garbage from the worker becomes a failed case; only an interrupt is an error.
     pub fn run(&self, b: &Benchmark, opts: &WorkerOptions) -> Result<Vec<CaseResult>, Interrupted> {
         self.check_interrupted()?;
-        let ipc_before = crate::harness::ipc_guard::snapshot();
-        let started = crate::harness::ipc_guard::now_secs();
         let cases = self.run_worker(b, opts);
-        // Whatever happened to the worker, nothing it made in the kernel stays behind.
-        let removed = crate::harness::ipc_guard::clean(&ipc_before, started, &opts.mq_name);
-        if !removed.is_empty() {
-            eprintln!(
-                "oscost: removed what {} left behind: {}",
-                b.id,
-                removed.join(", ")
-            );
+        // SysV objects die with the worker's own IPC namespace (`ipc_guard`); only the run's
+        // POSIX queue name, oscost's own, is unlinked here in case a worker without a
+        // namespace was killed holding it.
+        if let Some(removed) = crate::harness::ipc_guard::unlink_queue(&opts.mq_name) {
+            eprintln!("oscost: removed what {} left behind: {removed}", b.id);
         }
         cases
     }
@@ -186,6 +195,13 @@ impl Coordinator {
         };
         let watched = self.watch(&mut worker);
         if !matches!(watched, Ok(None)) {
+            // SIGTERM first: a worker without an IPC namespace of its own removes its objects
+            // as it goes (see `ipc_guard`); SIGKILL for whatever is still there after that.
+            let _ = killpg(worker.pgid, Signal::SIGTERM);
+            let grace = Instant::now() + Duration::from_millis(300);
+            while Instant::now() < grace && matches!(worker.child.try_wait(), Ok(None)) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
             let _ = killpg(worker.pgid, Signal::SIGKILL);
         }
         let status = worker.child.wait();

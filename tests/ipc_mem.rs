@@ -104,3 +104,81 @@ fn too_few_descriptors_fail_with_the_limit_named_and_the_run_goes_on() {
     assert_eq!(state(&run, "mem/select/10"), "ok");
     assert_eq!(state(&run, "ipc/pipe-1b"), "ok");
 }
+
+/// Another program of the same user (as root: any root program) making private SysV objects
+/// while `ipc/` runs keeps every one of them: oscost's workers make theirs in an IPC namespace
+/// of their own and oscost removes nothing it did not make.
+#[test]
+fn another_programs_private_objects_survive_an_ipc_run() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let _g = measuring();
+    let stop = Arc::new(AtomicBool::new(false));
+    let maker = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let mut made: Vec<(char, i32)> = Vec::new();
+            while !stop.load(Ordering::SeqCst) {
+                // SAFETY: plain SysV calls creating private objects this test removes after.
+                unsafe {
+                    made.push((
+                        'm',
+                        libc::msgget(libc::IPC_PRIVATE, libc::IPC_CREAT | 0o600),
+                    ));
+                    made.push((
+                        's',
+                        libc::shmget(libc::IPC_PRIVATE, 4096, libc::IPC_CREAT | 0o600),
+                    ));
+                    made.push((
+                        'e',
+                        libc::semget(libc::IPC_PRIVATE, 1, libc::IPC_CREAT | 0o600),
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            made
+        })
+    };
+    let (_, run) = run_json(&unique_tag("ipcns"), &["--quick", "ipc/"]);
+    stop.store(true, Ordering::SeqCst);
+    let made = maker.join().unwrap();
+    // SAFETY: IPC_STAT into zeroed buffers, then IPC_RMID of the objects this test made.
+    let gone: Vec<(char, i32)> = made
+        .iter()
+        .filter(|(_, id)| *id >= 0)
+        .filter(|(k, id)| unsafe {
+            let alive = match k {
+                'm' => {
+                    let mut ds: libc::msqid_ds = std::mem::zeroed();
+                    libc::msgctl(*id, libc::IPC_STAT, &mut ds) == 0
+                }
+                's' => {
+                    let mut ds: libc::shmid_ds = std::mem::zeroed();
+                    libc::shmctl(*id, libc::IPC_STAT, &mut ds) == 0
+                }
+                _ => libc::semctl(*id, 0, libc::IPC_STAT, &mut [0u8; 256]) == 0,
+            };
+            match k {
+                'm' => libc::msgctl(*id, libc::IPC_RMID, std::ptr::null_mut()),
+                's' => libc::shmctl(*id, libc::IPC_RMID, std::ptr::null_mut()),
+                _ => libc::semctl(*id, 0, libc::IPC_RMID),
+            };
+            !alive
+        })
+        .copied()
+        .collect();
+    assert!(
+        made.len() >= 30,
+        "the other program made only {}",
+        made.len()
+    );
+    assert!(
+        gone.is_empty(),
+        "oscost removed {} of {}: {gone:?}",
+        gone.len(),
+        made.len()
+    );
+    for r in run.results.iter().filter(|r| r.id.starts_with("ipc/")) {
+        assert_eq!(r.status, Status::Ok, "{}", r.id);
+    }
+}

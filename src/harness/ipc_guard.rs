@@ -1,22 +1,20 @@
-//! What a worker may leave behind in the kernel's IPC namespaces, and its removal. Benchmarks
-//! remove their objects themselves; this is for a worker that was killed (timeout, interrupt,
-//! crash) between creating an object and removing it. The coordinator snapshots the SysV
-//! object ids before a worker starts and afterwards removes every new object that is
-//! IPC_PRIVATE (key 0), created by this user, since the worker started. It also unlinks the
-//! run's POSIX queue name. `/proc/sysvipc` gives no creator pid for queues and semaphores, so
-//! a private object another program of the same user created in that same window would be
-//! removed too; oscost accepts that rare risk over leaking objects that live until reboot.
+//! What a worker makes in the kernel's IPC namespaces, and how none of it outlives the worker
+//! without oscost ever removing an object that is not its own. Workers of the ipc/ family run
+//! in an IPC namespace of their own (`private_namespace`), so the kernel destroys their SysV
+//! objects and POSIX queues when they exit, even after SIGKILL; the coordinator removes no
+//! SysV object at all (it once removed every new private object of its user created while a
+//! worker ran, which took other programs' objects too).
 //!
-//! When the coordinator itself is killed (`kill -9`) there is no one left to snapshot, so the
-//! worker removes its own objects. It asks for SIGTERM when its parent dies
-//! (`on_parent_death`); the handler sets `DYING`, and the sampler unwinds out of the benchmark
-//! at the next batch boundary, so each object's owner removes it in `Drop`. A signal delivered
-//! right after `shmget` returns (signals are delivered at system call exit) would otherwise
-//! leak the segment it created. If unwinding has not ended the worker within a second,
-//! SIGALRM removes what `HELD` lists (every SysV object a benchmark holds is entered there)
-//! and exits. Only async-signal-safe work happens in the handlers.
+//! Where no namespace can be had, each benchmark removes its objects itself, and so does a
+//! worker that is told to go: it asks for SIGTERM when its parent dies (`on_parent_death`) and
+//! the coordinator stops a worker with SIGTERM before SIGKILL; the handler sets `DYING`, and
+//! the sampler unwinds out of the benchmark at the next batch boundary, so each object's owner
+//! removes it in `Drop`. A signal delivered right after `shmget` returns (signals are delivered
+//! at system call exit) would otherwise leak the segment it created. If unwinding has not
+//! ended the worker within a second, SIGALRM removes what `HELD` lists (every SysV object a
+//! benchmark holds is entered there) and exits. Only async-signal-safe work happens in the
+//! handlers.
 
-use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 /// Kinds of SysV object, as `HELD` encodes them.
@@ -124,109 +122,44 @@ pub fn on_parent_death() {
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0) };
 }
 
-/// SysV object ids present at some moment.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Snapshot {
-    pub msg: HashSet<i64>,
-    pub shm: HashSet<i64>,
-    pub sem: HashSet<i64>,
-}
-
-/// One row of /proc/sysvipc/{msg,shm,sem}.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Object {
-    pub key: i64,
-    pub id: i64,
-    pub cuid: u32,
-    pub ctime: i64,
-}
-
-/// Columns of key, id, cuid and ctime in each table.
-fn columns(kind: &str) -> (usize, usize, usize, usize) {
-    match kind {
-        "msg" => (0, 1, 9, 13),
-        "shm" => (0, 1, 9, 13),
-        _ => (0, 1, 6, 9), // sem
+/// In the worker, before any benchmark of the ipc/ family makes an object: an IPC namespace of
+/// its own (`unshare(CLONE_NEWIPC)`; without the privilege, inside a user namespace of its own
+/// that maps this user to itself). Every SysV object and POSIX queue the worker and its
+/// children make then lives in that namespace, which nothing else can see, and the kernel
+/// destroys them all when the last of those processes exits, however it exits (SIGKILL too).
+/// So the coordinator never has to guess which objects are oscost's: it removes none.
+///
+/// Returns why no namespace could be had (user namespaces disabled, a seccomp wrapper that
+/// refuses `unshare`); the worker then makes its objects in the namespace it was started in
+/// and removes them itself (each owner's `Drop`, and `HELD` from the signal handlers).
+pub fn private_namespace() -> Result<(), String> {
+    use nix::sched::{CloneFlags, unshare};
+    match unshare(CloneFlags::CLONE_NEWIPC) {
+        Ok(()) => return Ok(()),
+        Err(nix::errno::Errno::EPERM) => {}
+        Err(e) => return Err(format!("unshare(CLONE_NEWIPC): {e}")),
     }
+    let (uid, gid) = (nix::unistd::geteuid(), nix::unistd::getegid());
+    unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWIPC)
+        .map_err(|e| format!("unshare(CLONE_NEWUSER | CLONE_NEWIPC): {e}"))?;
+    // This user is itself inside (else it would be the overflow user, 65534): files made in
+    // the scratch directory keep their owner, and perf counters still see their own process.
+    let write = |file: &str, text: String| {
+        std::fs::write(format!("/proc/self/{file}"), text)
+            .map_err(|e| format!("/proc/self/{file}: {e}"))
+    };
+    write("setgroups", "deny".into())?;
+    write("uid_map", format!("{uid} {uid} 1"))?;
+    write("gid_map", format!("{gid} {gid} 1"))
 }
 
-pub fn parse(kind: &str, text: &str) -> Vec<Object> {
-    let (k, i, u, c) = columns(kind);
-    text.lines()
-        .skip(1)
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            Some(Object {
-                key: f.get(k)?.parse().ok()?,
-                id: f.get(i)?.parse().ok()?,
-                cuid: f.get(u)?.parse().ok()?,
-                ctime: f.get(c)?.parse().ok()?,
-            })
-        })
-        .collect()
-}
-
-fn read(kind: &str) -> Vec<Object> {
-    std::fs::read_to_string(format!("/proc/sysvipc/{kind}"))
-        .map(|t| parse(kind, &t))
-        .unwrap_or_default()
-}
-
-pub fn snapshot() -> Snapshot {
-    let ids = |k| read(k).into_iter().map(|o| o.id).collect();
-    Snapshot {
-        msg: ids("msg"),
-        shm: ids("shm"),
-        sem: ids("sem"),
-    }
-}
-
-/// Objects in `now` that a worker started at `since` (seconds) could have made.
-pub fn leftovers(before: &HashSet<i64>, now: &[Object], uid: u32, since: i64) -> Vec<i64> {
-    now.iter()
-        .filter(|o| !before.contains(&o.id) && o.key == 0 && o.cuid == uid && o.ctime >= since - 1)
-        .map(|o| o.id)
-        .collect()
-}
-
-/// Remove what the worker left; returns a description of each removed object.
-pub fn clean(before: &Snapshot, since: i64, mq_name: &str) -> Vec<String> {
-    // SAFETY: plain syscalls on ids read from /proc, and a name we own.
-    let uid = unsafe { libc::geteuid() };
-    let mut removed = Vec::new();
-    for id in leftovers(&before.msg, &read("msg"), uid, since) {
-        // SAFETY: an integer id and a null buffer, as IPC_RMID takes.
-        if unsafe { libc::msgctl(id as i32, libc::IPC_RMID, std::ptr::null_mut()) } == 0 {
-            removed.push(format!("message queue {id}"));
-        }
-    }
-    for id in leftovers(&before.shm, &read("shm"), uid, since) {
-        // SAFETY: as above.
-        if unsafe { libc::shmctl(id as i32, libc::IPC_RMID, std::ptr::null_mut()) } == 0 {
-            removed.push(format!("shared memory segment {id}"));
-        }
-    }
-    for id in leftovers(&before.sem, &read("sem"), uid, since) {
-        // SAFETY: an integer id, as IPC_RMID takes.
-        if unsafe { libc::semctl(id as i32, 0, libc::IPC_RMID) } == 0 {
-            removed.push(format!("semaphore set {id}"));
-        }
-    }
-    if let Ok(name) = std::ffi::CString::new(mq_name)
-        // SAFETY: a NUL-terminated name that lives through the call.
-        && unsafe { libc::mq_unlink(name.as_ptr()) } == 0
-    {
-        removed.push(format!("POSIX queue {mq_name}"));
-    }
-    removed
-}
-
-/// Seconds since the epoch, as /proc/sysvipc reports times.
-pub fn now_secs() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
+/// Unlink the run's POSIX queue name in the coordinator's namespace, in case a worker that
+/// could not have a namespace of its own was killed holding it. The name is oscost's own
+/// (`default_mq_name`: the coordinator's pid in it), so nothing else's is touched.
+pub fn unlink_queue(mq_name: &str) -> Option<String> {
+    let name = std::ffi::CString::new(mq_name).ok()?;
+    // SAFETY: a NUL-terminated name that lives through the call.
+    (unsafe { libc::mq_unlink(name.as_ptr()) } == 0).then(|| format!("POSIX queue {mq_name}"))
 }
 
 #[cfg(test)]
@@ -250,46 +183,5 @@ mod tests {
         assert!(stat < 0);
         drop(held);
         assert!(HELD.iter().all(|s| s.load(Ordering::SeqCst) == 0));
-    }
-
-    const MSG: &str = "       key      msqid perms      cbytes       qnum lspid lrpid   uid   gid  cuid  cgid      stime      rtime      ctime\n\
-             0          3   600           0          0     0     0     0     0     0     0          0          0 1700000100\n\
-             0          4   600           0          0     0     0  1000  1000  1000  1000          0          0 1700000100\n\
-         12345          5   600           0          0     0     0     0     0     0     0          0          0 1700000100\n\
-             0          1   600           0          0     0     0     0     0     0     0          0          0 1600000000\n";
-
-    #[test]
-    fn only_new_private_own_recent_objects_are_leftovers() {
-        let objs = parse("msg", MSG);
-        assert_eq!(objs.len(), 4);
-        assert_eq!(
-            objs[0],
-            Object {
-                key: 0,
-                id: 3,
-                cuid: 0,
-                ctime: 1_700_000_100
-            }
-        );
-        let before: HashSet<i64> = [1].into_iter().collect();
-        // id 3: ours, private, new. id 4: another user. id 5: has a key. id 1: was there.
-        assert_eq!(leftovers(&before, &objs, 0, 1_700_000_000), vec![3]);
-        // Created before the worker started: not its doing.
-        assert!(leftovers(&HashSet::new(), &objs, 0, 1_700_000_200).is_empty());
-    }
-
-    #[test]
-    fn sem_columns_differ() {
-        let t = "       key      semid perms      nsems   uid   gid  cuid  cgid      otime      ctime\n\
-                 0          7   600          1     0     0     0     0          0 1700000100\n";
-        assert_eq!(
-            parse("sem", t),
-            vec![Object {
-                key: 0,
-                id: 7,
-                cuid: 0,
-                ctime: 1_700_000_100
-            }]
-        );
     }
 }

@@ -66,7 +66,7 @@ fn main() -> anyhow::Result<()> {
         }
         batch.push(run);
         if batch.len() == 25 || i + 1 == n {
-            let with: Vec<_> = batch.iter().map(|r| (r, None)).collect();
+            let with: Vec<_> = batch.iter().collect();
             dst.copy_in(&with, &|| false)?;
             batch.clear();
             eprint!("\r{} of {n}", i + 1);

@@ -392,8 +392,28 @@ const MAX_NS: f64 = 1e12;
 /// result called ok has some sample above zero (all zero or negative gives ratios and
 /// "faster" verdicts that mean nothing).
 pub fn validate(run: &Run) -> Result<(), String> {
+    if chrono::DateTime::parse_from_rfc3339(&run.started_at).is_err() {
+        return Err(format!(
+            "started_at {:?} is not a time (oscost writes 2026-11-24T00:00:00Z)",
+            run.started_at.chars().take(40).collect::<String>()
+        ));
+    }
+    // A NUL in any text (a label, a host name) is refused by PostgreSQL on every later push,
+    // and no measurement writes one.
+    if serde_json::to_string(run).is_ok_and(|j| j.contains("\\u0000")) {
+        return Err("a text field holds a NUL character".into());
+    }
     for r in &run.results {
         let id = &r.id;
+        if !id.contains('/')
+            || id.len() > 200
+            || id.chars().any(|c| c.is_control() || c.is_whitespace())
+        {
+            return Err(format!(
+                "{:?} is not a benchmark id (family/name)",
+                id.chars().take(60).collect::<String>()
+            ));
+        }
         if let Some(x) = r
             .samples_ns
             .iter()

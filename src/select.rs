@@ -85,6 +85,9 @@ impl std::str::FromStr for Filter {
         if ordered && !matches!(key, Key::Date | Key::Id) {
             return Err(format!("'{text}' compares dates and ids only, not {name}"));
         }
+        if key == Key::Date && op != Op::Contains {
+            check_date(&value)?;
+        }
         if key == Key::Id && value.parse::<i64>().is_err() {
             return Err(format!("id takes a run number, not '{value}'"));
         }
@@ -97,13 +100,47 @@ impl std::str::FromStr for Filter {
     }
 }
 
+/// A date to compare with: a prefix of `2026-11-23T00:40:55Z` that names a real time, so that
+/// `date>=banana` and `date=2026-13-45` are refused rather than silently selecting nothing (or
+/// everything).
+fn check_date(value: &str) -> Result<(), String> {
+    const SHAPE: &str = "0000-00-00T00:00:00Z";
+    let bad = || {
+        format!(
+            "'{value}' is not a date; give a prefix of YYYY-MM-DDTHH:MM:SSZ, e.g. 2026-11 or 2026-11-24"
+        )
+    };
+    if value.is_empty() || value.len() > SHAPE.len() {
+        return Err(bad());
+    }
+    let shaped = value.chars().zip(SHAPE.chars()).all(|(c, s)| match s {
+        '0' => c.is_ascii_digit(),
+        _ => c == s,
+    });
+    if !shaped || !value.is_ascii() {
+        return Err(bad());
+    }
+    // Fill what was not given with the earliest valid value, then ask chrono.
+    let full = format!("{value}{}", &"0000-01-01T00:00:00Z"[value.len()..]);
+    chrono::NaiveDateTime::parse_from_str(&full, "%Y-%m-%dT%H:%M:%SZ")
+        .map(drop)
+        .map_err(|_| bad())?;
+    // A prefix cut inside a field (`2026-1`) would compare as text to the wrong months.
+    if !matches!(value.len(), 4 | 7 | 10 | 13 | 16 | 19 | 20) {
+        return Err(bad());
+    }
+    Ok(())
+}
+
 impl Filter {
     pub fn matches(&self, r: &RunSummary) -> bool {
         let order = match self.key {
             Key::Id => r.id.cmp(&self.value.parse::<i64>().unwrap_or(i64::MIN)),
             Key::Date => {
-                let n = self.value.len().min(r.started_at.len());
-                r.started_at[..n].cmp(self.value.as_str())
+                // Bytes, not chars: a stored start time is ASCII, but nothing may panic on
+                // one that is not.
+                let have = r.started_at.as_bytes();
+                have[..self.value.len().min(have.len())].cmp(self.value.as_bytes())
             }
             _ => {
                 let have = match self.key {
@@ -194,6 +231,12 @@ mod tests {
         assert_eq!(ids(&["date>2026-11-01"], &runs), vec![4]);
         assert_eq!(ids(&["date>=2026-11"], &runs), vec![2, 3, 4]);
         assert_eq!(ids(&["id>=2", "id<4"], &runs), vec![2, 3]);
+        assert_eq!(ids(&["date=2026-11-01T08:00:00Z"], &runs), vec![2]);
+        // A stored start time that is not ASCII is compared byte by byte, never sliced
+        // inside a character.
+        let odd = [run(5, "é2026-11-24T00:00:00Z", None, "a", "6.1")];
+        assert!(ids(&["date=2026-11"], &odd).is_empty());
+        assert_eq!(ids(&["date>=2026"], &odd), vec![5]);
     }
 
     #[test]
@@ -203,6 +246,11 @@ mod tests {
             ("color=red", "not a key"),
             ("host>=a", "dates and ids only"),
             ("id=x", "run number"),
+            ("date>=banana", "not a date"),
+            ("date=2026-13-45", "not a date"),
+            ("date=2026-02-30", "not a date"),
+            ("date<2026-1", "not a date"),
+            ("date=é2026", "not a date"),
         ] {
             let e = bad.parse::<Filter>().unwrap_err();
             assert!(e.contains(says), "{bad}: {e}");

@@ -44,6 +44,20 @@ impl Fixtures {
         broken("empty-samples.json", &|r| {
             r["samples_ns"] = serde_json::json!([])
         });
+        let whole = |name: &str, edit: &dyn Fn(&mut serde_json::Value)| {
+            let mut v = run.clone();
+            edit(&mut v);
+            std::fs::write(dir.path().join(name), serde_json::to_vec(&v).unwrap()).unwrap();
+        };
+        whole("odd-date.json", &|v| {
+            v["started_at"] = serde_json::json!("\u{e9}2026-11-24T00:00:00Z")
+        });
+        whole("nul-label.json", &|v| {
+            v["label"] = serde_json::json!("a\u{0}b")
+        });
+        whole("bad-id.json", &|v| {
+            v["results"][0]["id"] = serde_json::json!("no slash\u{1b}[2J")
+        });
         let mut v = run.clone();
         v["schema_version"] = serde_json::json!(99);
         std::fs::write(dir.path().join("v99.json"), serde_json::to_vec(&v).unwrap()).unwrap();
@@ -157,6 +171,15 @@ const CASES: &[Case] = &[
     ),
     case("push --to {o}/x.db", 2, "RUN"),
     case("import {o}/missing.json --db {o}/x.db", 2, "missing.json"),
+    case("import {f}/odd-date.json --db {o}/x.db", 2, "not a time"),
+    case("import {f}/nul-label.json --db {o}/x.db", 2, "NUL"),
+    case(
+        "import {f}/bad-id.json --db {o}/x.db",
+        2,
+        "not a benchmark id",
+    ),
+    case("history --where date>=banana", 2, "not a date"),
+    case("history --where date=2026-13-45", 2, "not a date"),
     // ab
     case("ab --b '' call/f0", 2, "--b needs a command"),
     case("ab --a \\'x call/f0", 2, "--a"),

@@ -409,3 +409,180 @@ fn a_run_exported_imported_and_pushed_is_kept_once() {
         assert!(err.contains("0 new, 1 already"), "{b}: {err}");
     }
 }
+
+/// Runs `oscost run --quick syscall/` into `url` (about 2 s of measuring), calling `during`
+/// once the store was opened and measuring is under way.
+fn measure_into(url: &str, env: &[(&str, &str)], during: impl FnOnce()) -> std::process::Output {
+    let _g = measuring();
+    let mut cmd = oscost(&unique_tag("pgsave"));
+    cmd.args(["run", "--quick", "syscall/", "--db", url]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(600));
+    during();
+    child.wait_with_output().unwrap()
+}
+
+fn admin_sql(db: &Db, sql: &str) {
+    let mut c = postgres::Client::connect(&db.admin, postgres::NoTls).unwrap();
+    c.batch_execute(sql).unwrap();
+}
+
+/// The connection opened before measuring is gone when the run is saved (the server ended
+/// it; an idle_session_timeout shorter than the run): the run is saved over a new one.
+#[test]
+fn a_run_is_saved_when_its_first_connection_was_lost_while_measuring() {
+    let Some(db) = Db::fresh("lost") else { return };
+    let terminate = format!(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{}' AND pid <> pg_backend_pid()",
+        db.name
+    );
+    let out = measure_into(&db.url, &[], || admin_sql(&db, &terminate));
+    assert_success(&out);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("saved as run"));
+    admin_sql(
+        &db,
+        &format!(
+            "ALTER DATABASE {} SET idle_session_timeout = '300ms'",
+            db.name
+        ),
+    );
+    let out = measure_into(&db.url, &[], || {});
+    assert_success(&out);
+    assert_eq!(all_whole(&mut db.store()), 2);
+}
+
+/// A role that may insert but not update saves (no ON CONFLICT DO UPDATE); a role that may not
+/// insert is refused before measuring.
+#[test]
+fn a_least_privileged_role_saves_and_one_without_insert_is_refused_first() {
+    let Some(db) = Db::fresh("roles") else { return };
+    drop(Store::open(&Location::Postgres(db.url.clone())).unwrap());
+    let role = format!("{}_w", db.name);
+    admin_sql(
+        &db,
+        &format!(
+            "DROP ROLE IF EXISTS {role}; CREATE ROLE {role} LOGIN;
+             GRANT CONNECT ON DATABASE {db} TO {role};",
+            db = db.name
+        ),
+    );
+    let mut c = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
+    c.batch_execute(&format!(
+        "GRANT USAGE ON SCHEMA oscost TO {role};
+         GRANT SELECT ON ALL TABLES IN SCHEMA oscost TO {role};
+         GRANT USAGE ON SEQUENCE oscost.runs_id_seq TO {role};"
+    ))
+    .unwrap();
+    let as_role = db.url.replacen("oscost@", &format!("{role}@"), 1);
+    let out = oscost("noinsert")
+        .args(["run", "--samples", "40", "call/f0", "--db", &as_role])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("lacks a right"));
+    c.batch_execute(&format!(
+        "GRANT INSERT ON ALL TABLES IN SCHEMA oscost TO {role};"
+    ))
+    .unwrap();
+    let out = oscost("insertonly")
+        .args(["run", "--samples", "40", "call/f0", "--db", &as_role])
+        .output()
+        .unwrap();
+    assert_success(&out);
+    assert_eq!(all_whole(&mut db.store()), 1);
+    drop(c);
+    admin_sql(&db, &format!("DROP OWNED BY {role} CASCADE"));
+    let _ = std::panic::catch_unwind(|| admin_sql(&db, &format!("DROP ROLE IF EXISTS {role}")));
+}
+
+/// A run the store cannot take after measuring (the server stopped taking connections) is
+/// kept as a run file; the message names it and `import` brings it in once the store is back.
+#[test]
+fn a_run_that_cannot_be_saved_is_kept_where_import_finds_it() {
+    let Some(db) = Db::fresh("keep") else { return };
+    let home = tempfile::tempdir().unwrap();
+    let data = home.path().display().to_string();
+    let out = measure_into(&db.url, &[("XDG_DATA_HOME", &data)], || {
+        admin_sql(
+            &db,
+            &format!(
+                "ALTER DATABASE {n} ALLOW_CONNECTIONS false;
+                 SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{n}';",
+                n = db.name
+            ),
+        )
+    });
+    admin_sql(
+        &db,
+        &format!("ALTER DATABASE {} ALLOW_CONNECTIONS true", db.name),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let kept: Vec<PathBuf> = std::fs::read_dir(home.path().join("oscost/unsaved"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(kept.len(), 1, "{err}");
+    assert!(err.contains(&kept[0].display().to_string()), "{err}");
+    let out = oscost("import")
+        .arg("import")
+        .arg(&kept[0])
+        .args(["--db", &db.url])
+        .output()
+        .unwrap();
+    assert_success(&out);
+    assert_eq!(all_whole(&mut db.store()), 1);
+}
+
+/// Pushes of the same runs in opposite orders, at once, many times: none fails (no deadlock
+/// reaches the user) and every run is there once.
+#[test]
+fn pushes_of_the_same_runs_in_opposite_orders_all_succeed() {
+    let Some(db) = Db::fresh("orders") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let src = source_store(dir.path(), "o", 6);
+    for round in 0..4 {
+        let pushes: Vec<_> = [
+            ["1", "2", "3", "4", "5", "6"],
+            ["6", "5", "4", "3", "2", "1"],
+        ]
+        .into_iter()
+        .map(|ids| {
+            oscost("push")
+                .arg("push")
+                .args(ids)
+                .arg("--db")
+                .arg(&src)
+                .args(["--to", &db.url])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+        for p in pushes {
+            let out = p.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "round {round}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+    assert_eq!(all_whole(&mut db.store()), 6);
+}

@@ -34,10 +34,14 @@ pub struct AbArgs {
 /// One side: its wrapper split like a shell, and the text to show.
 fn side(flag: &str, cmd: Option<&str>) -> anyhow::Result<AbSide> {
     Ok(match cmd {
-        Some(c) => AbSide {
-            wrapper: split_command(flag, c).map_err(|e| usage(e.0))?,
-            text: Some(c.to_string()),
-        },
+        Some(c) => {
+            let wrapper = split_command(flag, c).map_err(|e| usage(e.0))?;
+            super::check_program(flag, &wrapper)?;
+            AbSide {
+                wrapper,
+                text: Some(c.to_string()),
+            }
+        }
         None => AbSide {
             wrapper: vec![],
             text: None,
@@ -86,7 +90,7 @@ impl AbArgs {
                     nb = format!("B (run {})", ids[1]);
                 }
                 Err(StoreError::Interrupted) => stop()?,
-                Err(e) => late.push(format!("the runs were not saved: {e}")),
+                Err(e) => late.push(super::keep_unsaved(&[&ra, &rb], &e, &s.shown())),
             }
         }
         let mut cmp = compare::compare(&ra, &rb, &na, &nb, &options(&self.compare));

@@ -32,8 +32,18 @@ impl HistoryArgs {
         }
         let mut s = read_store(&self.store)?;
         let sel = self.select.selection();
-        let runs = sel.apply(s.list().map_err(store_err)?);
+        let all = s.list().map_err(store_err)?;
+        let stored = all.len();
+        let runs = sel.apply(all);
         let text = match self.bench.as_deref() {
+            None if runs.is_empty() && stored > 0 => {
+                let conds: Vec<String> =
+                    self.select.filters.iter().map(|f| f.to_string()).collect();
+                format!(
+                    "none of the {stored} stored runs has {}\n",
+                    crate::report::printable(&conds.join(" and "))
+                )
+            }
             None => report::history::runs(&runs, color()),
             Some(b) => {
                 let mut points = s.history(b).map_err(store_err)?;

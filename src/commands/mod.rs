@@ -90,6 +90,87 @@ pub fn print_table(run: &Run, outputs: &OutputArgs) -> anyhow::Result<()> {
     }
 }
 
+/// A measured run the store would not take is never lost: each run is written as a run file
+/// that `oscost import` reads, in `$XDG_DATA_HOME/oscost/unsaved/` (else the current
+/// directory, else the temporary directory), and the returned line says where and how to
+/// import it.
+pub fn keep_unsaved(runs: &[&Run], why: &StoreError, store: &str) -> String {
+    let dirs: Vec<PathBuf> = [
+        store::data_dir().ok().map(|d| d.join("unsaved")),
+        Some(PathBuf::from(".")),
+        Some(std::env::temp_dir()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let mut kept = Vec::new();
+    for run in runs {
+        let name = format!(
+            "run-{}-{}.json",
+            run.started_at
+                .replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "-"),
+            std::process::id()
+        );
+        let Ok(bytes) = Json.serialize(*run) else {
+            continue;
+        };
+        let written = dirs.iter().find_map(|d| {
+            std::fs::create_dir_all(d).ok()?;
+            let p = d.join(&name);
+            // A name of our own, never an existing file.
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&p)
+                .ok()?;
+            f.write_all(&bytes).and_then(|_| f.sync_all()).ok()?;
+            Some(p)
+        });
+        if let Some(p) = written {
+            kept.push(p.display().to_string());
+        }
+    }
+    let what = if runs.len() == 1 {
+        "the run was"
+    } else {
+        "the runs were"
+    };
+    if kept.len() < runs.len() {
+        return format!(
+            "{what} not saved in {store}: {why}; and could not be written anywhere to keep"
+        );
+    }
+    format!(
+        "{what} not saved in {store}: {why}; kept in {}: `oscost import {} --db {store}` once the store takes it",
+        kept.join(" and "),
+        kept.join(" ")
+    )
+}
+
+/// Check, before measuring, that a wrapper's program can be started: an absolute or relative
+/// path must name an executable file, a bare name must be found in PATH.
+pub fn check_program(flag: &str, argv: &[String]) -> anyhow::Result<()> {
+    use nix::unistd::{AccessFlags, access};
+    let Some(prog) = argv.first() else {
+        return Ok(());
+    };
+    let runnable = |p: &Path| p.is_file() && access(p, AccessFlags::X_OK).is_ok();
+    let found = if prog.contains('/') {
+        runnable(Path::new(prog))
+    } else {
+        std::env::var_os("PATH")
+            .is_some_and(|path| std::env::split_paths(&path).any(|d| runnable(&d.join(prog))))
+    };
+    if found {
+        Ok(())
+    } else {
+        Err(usage(format!(
+            "{flag}: '{}' is not a program that can be run here (not found, or not executable)",
+            crate::report::printable(prog)
+        )))
+    }
+}
+
 /// The exit status of a measuring command once everything is written: 1, with one line each,
 /// when a benchmark failed or something after measuring (`late`) could not be done; else 0.
 pub fn conclude(runs: &[&Run], late: &[String]) -> i32 {

@@ -118,7 +118,7 @@ impl RunArgs {
             match s.save_all(&[&result], &|| stop().is_err()) {
                 Ok(ids) => eprintln!("oscost: saved as run {} in {}", ids[0], s.shown()),
                 Err(StoreError::Interrupted) => stop()?,
-                Err(e) => late.push(format!("the run was not saved: {e}")),
+                Err(e) => late.push(super::keep_unsaved(&[&result], &e, &s.shown())),
             }
         }
         if let Err(e) = output::export(&result, &exports) {
@@ -155,6 +155,9 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
         .map(|c| split_command("--under", c))
         .transpose()
         .map_err(|e| usage(e.0))?;
+    if let Some(w) = &wrapper {
+        super::check_program("--under", w)?;
+    }
     let avail = mem_available_mib();
     let fork_sizes_mib = resolve_fork_sizes(args.fork_sizes.as_deref(), avail).map_err(usage)?;
     let placements = resolve_placements(args.placement.as_deref(), &id_places).map_err(usage)?;

@@ -145,6 +145,12 @@ pub fn locate(explicit: Option<&Path>) -> Result<Location, StoreError> {
     if let Some(p) = std::env::var_os("OSCOST_DB").filter(|v| !v.is_empty()) {
         return classify(PathBuf::from(p));
     }
+    Ok(Location::File(data_dir()?.join("results.db")))
+}
+
+/// oscost's data directory: `$XDG_DATA_HOME/oscost`, else `$HOME/.local/share/oscost`, else
+/// under the home directory the password database gives.
+pub fn data_dir() -> Result<PathBuf, StoreError> {
     let env = |k: &str| {
         std::env::var_os(k)
             .filter(|v| !v.is_empty())
@@ -160,7 +166,7 @@ pub fn locate(explicit: Option<&Path>) -> Result<Location, StoreError> {
                 .filter(|d| d.is_absolute())
         })
         .ok_or(StoreError::NoHome)?;
-    Ok(Location::File(base.join("oscost").join("results.db")))
+    Ok(base.join("oscost"))
 }
 
 /// A PostgreSQL URL, or a file path. Anything else shaped like `scheme://` is refused: it
@@ -511,7 +517,11 @@ impl Store {
     pub fn resolve(&mut self, reference: &str) -> Result<i64, StoreError> {
         let found = match RunRef::parse(reference) {
             Some(RunRef::Id(id)) => self.backend.has_run(id)?.then_some(id),
-            Some(RunRef::Back(n)) => self.backend.nth_last(n as i64)?,
+            // Beyond i64 no store reaches back that far (and `as` would wrap to -1: the last).
+            Some(RunRef::Back(n)) => match i64::try_from(n) {
+                Ok(n) => self.backend.nth_last(n)?,
+                Err(_) => None,
+            },
             None => None,
         };
         found.ok_or_else(|| StoreError::NoSuchRun(reference.to_string()))

@@ -56,19 +56,82 @@ const CREATE: &str = "
 
 pub struct Pg {
     client: Client,
+    /// The URL as given, to connect again: a run measured for minutes may find its first
+    /// connection closed (idle_session_timeout, a server restart, a dropped link).
+    url: String,
     at: String,
+}
+
+/// How long connecting may take, when the URL says nothing (`connect_timeout`): libpq would
+/// wait forever on a server that accepts the connection and never answers.
+const CONNECT_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// How long a statement waits for a lock another session holds before giving up (a table
+/// locked by a migration, a dump, a forgotten transaction): said, not waited out forever.
+const LOCK_WAIT: &str = "30s";
+
+/// Connect, bounded by the URL's `connect_timeout` or `CONNECT_WAIT` as a whole: the driver's
+/// own timeout covers the socket's connect only, not a server that never answers the startup.
+fn connect(url: &str, at: &str) -> Result<Client, StoreError> {
+    let unreachable = |why: String| StoreError::Unreachable {
+        at: at.to_string(),
+        why,
+    };
+    let mut config: postgres::Config = url.parse().map_err(|e| unreachable(pg_text(&e)))?;
+    let wait = config
+        .get_connect_timeout()
+        .copied()
+        .unwrap_or(CONNECT_WAIT);
+    config.connect_timeout(wait);
+    config.keepalives(true);
+    config.options(&format!("-c lock_timeout={LOCK_WAIT}"));
+    let (tx, rx) = std::sync::mpsc::channel();
+    // A thread of its own, so that the wait is ours to bound; one that never returns is left
+    // behind as the command ends with the error.
+    std::thread::spawn(move || {
+        let _ = tx.send(config.connect(NoTls));
+    });
+    match rx.recv_timeout(wait + std::time::Duration::from_millis(500)) {
+        Ok(Ok(client)) => Ok(client),
+        Ok(Err(e)) => Err(unreachable(pg_text(&e))),
+        Err(_) => Err(unreachable(format!(
+            "no answer within {} s (connect_timeout in the URL sets this)",
+            wait.as_secs()
+        ))),
+    }
+}
+
+/// Whether a failed statement lost the connection (then connecting again and retrying is
+/// safe: the transaction was never committed, or a commit that did land is found by its
+/// identity on the retry).
+fn connection_lost(e: &postgres::Error, client: &Client) -> bool {
+    client.is_closed()
+        || e.is_closed()
+        || e.code().is_some_and(|c| {
+            c.code().starts_with("08")
+                || *c == SqlState::ADMIN_SHUTDOWN
+                || *c == SqlState::CRASH_SHUTDOWN
+                || *c == SqlState::CANNOT_CONNECT_NOW
+                || *c == SqlState::IDLE_SESSION_TIMEOUT
+        })
+}
+
+/// Whether the server gave up on this transaction for another's sake (a deadlock, a
+/// serialization failure): trying again is what it asks for.
+fn contention(e: &postgres::Error) -> bool {
+    e.code().is_some_and(|c| {
+        *c == SqlState::T_R_DEADLOCK_DETECTED || *c == SqlState::T_R_SERIALIZATION_FAILURE
+    })
 }
 
 impl Pg {
     /// Connect; with `create`, make the schema when missing, migrate it, and prove a run could
     /// be written now. Without, the store must exist and nothing is created.
     pub fn open(url: &str, at: &str, create: bool) -> Result<Pg, StoreError> {
-        let client = Client::connect(url, NoTls).map_err(|e| StoreError::Unreachable {
-            at: at.to_string(),
-            why: pg_text(&e),
-        })?;
+        let client = connect(url, at)?;
         let mut pg = Pg {
             client,
+            url: url.to_string(),
             at: at.to_string(),
         };
         let version = pg.version()?;
@@ -96,8 +159,9 @@ impl Pg {
         let c = &mut self.client;
         let has_schema = c
             .query_opt(
-                "SELECT 1 FROM information_schema.tables
-                 WHERE table_schema = 'oscost' AND table_name = 'schema_version'",
+                // pg_tables lists tables whatever this user's rights on them.
+                "SELECT 1 FROM pg_catalog.pg_tables
+                 WHERE schemaname = 'oscost' AND tablename = 'schema_version'",
                 &[],
             )
             .map_err(|e| StoreError::Pg(pg_text(&e)))?
@@ -105,16 +169,38 @@ impl Pg {
         if !has_schema {
             return Ok(None);
         }
-        let row = c
-            .query_opt("SELECT version FROM oscost.schema_version", &[])
+        let rows = c
+            .query("SELECT version FROM oscost.schema_version", &[])
             .map_err(|e| StoreError::Pg(pg_text(&e)))?;
-        match row {
-            Some(r) => Ok(Some(r.get(0))),
-            None => Err(StoreError::NotOurs {
-                at: self.at.clone(),
-                why: "its oscost schema has no version".into(),
-            }),
+        let not_ours = |why: String| StoreError::NotOurs {
+            at: self.at.clone(),
+            why,
+        };
+        let version: i32 = match rows.as_slice() {
+            [r] => r.get(0),
+            [] => return Err(not_ours("its oscost schema has no version".into())),
+            more => {
+                return Err(not_ours(format!(
+                    "its oscost.schema_version has {} rows, not one",
+                    more.len()
+                )));
+            }
+        };
+        let tables: i64 = c
+            .query_one(
+                "SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = 'oscost'
+                 AND tablename IN ('runs', 'results', 'samples')",
+                &[],
+            )
+            .map_err(|e| StoreError::Pg(pg_text(&e)))?
+            .get(0);
+        if tables < 3 {
+            return Err(not_ours(format!(
+                "it says schema {version} but lacks {} of the runs, results and samples tables",
+                3 - tables
+            )));
         }
+        Ok(Some(version))
     }
 
     /// Create or bring the schema up to `SCHEMA`, under the advisory lock, reading the
@@ -177,8 +263,12 @@ impl Pg {
         let row = self
             .client
             .query_one(
+                // Every right a save uses: INSERT into each table, the id sequence, SELECT
+                // on runs (RETURNING id, and finding a run already there), the schema.
                 "SELECT current_setting('transaction_read_only') = 'on',
-                        has_table_privilege('oscost.runs', 'INSERT')
+                        has_schema_privilege('oscost', 'USAGE')
+                        AND has_table_privilege('oscost.runs', 'INSERT')
+                        AND has_table_privilege('oscost.runs', 'SELECT')
                         AND has_table_privilege('oscost.results', 'INSERT')
                         AND has_table_privilege('oscost.samples', 'INSERT')
                         AND has_sequence_privilege('oscost.runs_id_seq', 'USAGE')",
@@ -188,7 +278,7 @@ impl Pg {
         let why = if row.get::<_, bool>(0) {
             "the server is read-only (a standby?)"
         } else if !row.get::<_, bool>(1) {
-            "this user may not insert into the oscost tables"
+            "this user lacks a right a save needs (USAGE on schema oscost, INSERT on runs, results and samples, SELECT on runs, USAGE on oscost.runs_id_seq)"
         } else {
             return Ok(());
         };
@@ -299,9 +389,7 @@ fn insert(tx: &mut postgres::Transaction, e: &Encoded) -> Result<i64, postgres::
         "INSERT INTO oscost.results
          (run_id, bench, status, median, ci_lo, ci_hi, samples, disturbed)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-         ON CONFLICT (run_id, bench) DO UPDATE SET status = EXCLUDED.status,
-             median = EXCLUDED.median, ci_lo = EXCLUDED.ci_lo, ci_hi = EXCLUDED.ci_hi,
-             samples = EXCLUDED.samples, disturbed = EXCLUDED.disturbed",
+         ON CONFLICT (run_id, bench) DO NOTHING",
     )?;
     for r in &e.results {
         tx.execute(
@@ -319,6 +407,56 @@ fn insert(tx: &mut postgres::Transaction, e: &Encoded) -> Result<i64, postgres::
         )?;
     }
     Ok(id)
+}
+
+/// One try at saving `runs` in one transaction (`None`: `stop` said to roll back). Copies of
+/// the same runs by several hosts at once take their identities' locks first, in one order,
+/// so two copies in opposite orders wait for each other instead of deadlocking.
+fn try_insert_all(
+    client: &mut Client,
+    runs: &[Encoded],
+    skip_known: bool,
+    stop: &dyn Fn() -> bool,
+) -> Result<Option<Vec<Saved>>, postgres::Error> {
+    let mut tx = client.transaction()?;
+    if skip_known {
+        let mut digests: Vec<&str> = runs.iter().map(|e| e.digest.as_str()).collect();
+        digests.sort_unstable();
+        digests.dedup();
+        for d in digests {
+            // The second of two hosts copying one run waits for the first's commit, then
+            // finds it.
+            tx.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+                &[&d],
+            )?;
+        }
+    }
+    let mut saved = Vec::new();
+    for e in runs {
+        let known = if skip_known {
+            tx.query_opt(
+                "SELECT id FROM oscost.runs WHERE digest = $1 ORDER BY id LIMIT 1",
+                &[&e.digest],
+            )?
+            .map(|r| r.get::<_, i64>(0))
+        } else {
+            None
+        };
+        saved.push(match known {
+            Some(id) => Saved { id, new: false },
+            None => Saved {
+                id: insert(&mut tx, e)?,
+                new: true,
+            },
+        });
+    }
+    if stop() {
+        tx.rollback()?;
+        return Ok(None);
+    }
+    tx.commit()?;
+    Ok(Some(saved))
 }
 
 fn row_of(r: &postgres::Row, from: usize) -> ResultRow {
@@ -340,45 +478,29 @@ impl Backend for Pg {
         skip_known: bool,
         stop: &dyn Fn() -> bool,
     ) -> Result<Vec<Saved>, StoreError> {
-        let client = &mut self.client;
-        let r: Result<Option<Vec<Saved>>, postgres::Error> = (|| {
-            let mut tx = client.transaction()?;
-            let mut saved = Vec::new();
-            for e in runs {
-                let mut known = None;
-                if skip_known {
-                    // Two hosts copying the same run at once: the second waits for the first's
-                    // commit and then finds it.
-                    tx.execute(
-                        "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
-                        &[&e.digest],
-                    )?;
-                    known = tx
-                        .query_opt(
-                            "SELECT id FROM oscost.runs WHERE digest = $1 ORDER BY id LIMIT 1",
-                            &[&e.digest],
-                        )?
-                        .map(|r| r.get::<_, i64>(0));
+        if self.client.is_closed() {
+            self.client = connect(&self.url, &self.at)?;
+        }
+        let mut skip_known = skip_known;
+        let mut reconnected = false;
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match try_insert_all(&mut self.client, runs, skip_known, stop) {
+                Ok(Some(saved)) => return Ok(saved),
+                Ok(None) => return Err(StoreError::Interrupted),
+                Err(e) if !reconnected && connection_lost(&e, &self.client) => {
+                    // Once: a fresh connection, and the runs found by identity if the lost
+                    // commit did land.
+                    self.client = connect(&self.url, &self.at)?;
+                    reconnected = true;
+                    skip_known = true;
                 }
-                saved.push(match known {
-                    Some(id) => Saved { id, new: false },
-                    None => Saved {
-                        id: insert(&mut tx, e)?,
-                        new: true,
-                    },
-                });
+                Err(e) if contention(&e) && tries < 5 => {
+                    std::thread::sleep(std::time::Duration::from_millis(20 * tries));
+                }
+                Err(e) => return Err(write_err(&self.at, e)),
             }
-            if stop() {
-                tx.rollback()?;
-                return Ok(None);
-            }
-            tx.commit()?;
-            Ok(Some(saved))
-        })();
-        match r {
-            Ok(Some(saved)) => Ok(saved),
-            Ok(None) => Err(StoreError::Interrupted),
-            Err(e) => Err(write_err(&self.at, e)),
         }
     }
 

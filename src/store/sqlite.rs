@@ -68,20 +68,31 @@ impl Sqlite {
     pub(super) fn version(&self) -> Result<i32, StoreError> {
         self.conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .map_err(|e| self.not_ours(e.to_string()))
+            .map_err(|e| self.unreadable(e))
     }
 
     fn table_names(&self) -> Result<Vec<String>, StoreError> {
         self.conn
             .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
             .and_then(|mut q| q.query_map([], |r| r.get(0))?.collect())
-            .map_err(|e| self.not_ours(e.to_string()))
+            .map_err(|e| self.unreadable(e))
     }
 
     fn not_ours(&self, why: String) -> StoreError {
         StoreError::NotOurs {
             at: self.path.display().to_string(),
             why,
+        }
+    }
+
+    /// An error reading the file: locked by another process (named when /proc says who), or
+    /// not an oscost store.
+    fn unreadable(&self, e: rusqlite::Error) -> StoreError {
+        match e.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+                StoreError::Locked(locked_by(&self.path))
+            }
+            _ => self.not_ours(e.to_string()),
         }
     }
 
@@ -97,7 +108,7 @@ impl Sqlite {
         store
             .conn
             .execute_batch("BEGIN")
-            .map_err(|e| store.not_ours(e.to_string()))?;
+            .map_err(|e| store.unreadable(e))?;
         let seen = store.version().and_then(|v| Ok((v, store.table_names()?)));
         let _ = store.conn.execute_batch("COMMIT");
         let (version, tables) = seen?;
@@ -141,7 +152,7 @@ impl Sqlite {
         let at = || self.path.display().to_string();
         r.map_err(|e| match e.sqlite_error_code() {
             Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
-                StoreError::Locked(at())
+                StoreError::Locked(locked_by(&self.path))
             }
             Some(
                 rusqlite::ErrorCode::ReadOnly
@@ -270,10 +281,16 @@ impl Sqlite {
     }
 
     fn fetch_compact(&self, id: i64, with_samples: bool) -> Result<Option<Fetched>, StoreError> {
-        let z: Option<Option<Vec<u8>>> = self
-            .conn
-            .query_row("SELECT run_z FROM runs WHERE id = ?1", [id], |r| r.get(0))
-            .optional()?;
+        let z: Option<Option<Vec<u8>>> = if self.version()? < 2 {
+            // A first-schema store opened read-only (never migrated): no run_z column.
+            self.conn
+                .query_row("SELECT NULL FROM runs WHERE id = ?1", [id], |r| r.get(0))
+                .optional()?
+        } else {
+            self.conn
+                .query_row("SELECT run_z FROM runs WHERE id = ?1", [id], |r| r.get(0))
+                .optional()?
+        };
         let Some(z) = z else { return Ok(None) };
         let Some(run_z) = z else {
             // A read-only store of the first schema: the whole run is its JSON.
@@ -293,6 +310,38 @@ impl Sqlite {
             samples = rows.collect::<Result<_, _>>()?;
         }
         Ok(Some(Fetched::Compact { run_z, samples }))
+    }
+}
+
+/// The store for a "locked" message: its path, and the other processes that have it open
+/// (from /proc; those of other users are seen only by root).
+fn locked_by(path: &Path) -> String {
+    let me = std::process::id().to_string();
+    let Ok(want) = std::fs::canonicalize(path) else {
+        return path.display().to_string();
+    };
+    let mut holders = Vec::new();
+    for p in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let pid = p.file_name().to_string_lossy().into_owned();
+        if !pid.bytes().all(|b| b.is_ascii_digit()) || pid == me {
+            continue;
+        }
+        let holds = std::fs::read_dir(p.path().join("fd"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|t| t == want));
+        if holds {
+            let comm = std::fs::read_to_string(p.path().join("comm")).unwrap_or_default();
+            holders.push(format!(
+                "pid {pid} ({})",
+                crate::report::printable(comm.trim())
+            ));
+        }
+    }
+    match holders.len() {
+        0 => path.display().to_string(),
+        _ => format!("{} (held by {})", path.display(), holders.join(", ")),
     }
 }
 

@@ -17,6 +17,7 @@ pub mod sample_codec;
 pub mod scheduler;
 pub mod scratch;
 pub mod select;
+pub mod signals;
 pub mod stats;
 pub mod store;
 pub mod worker;

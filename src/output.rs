@@ -273,12 +273,18 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 /// A temporary file beside `path` with `bytes` and `mode`, renamed over it.
 fn replace(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
     let mut tmp = tempfile::NamedTempFile::new_in(parent_dir(path))?;
-    tmp.write_all(bytes)?;
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(mode))?;
-    tmp.as_file().sync_data()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    let tmp_path = tmp.path().to_path_buf();
+    crate::signals::track_temp(tmp_path.clone());
+    let r = (|| {
+        tmp.write_all(bytes)?;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(mode))?;
+        tmp.as_file().sync_data()?;
+        tmp.persist(path).map_err(|e| e.error)?;
+        Ok(())
+    })();
+    crate::signals::untrack_temp(&tmp_path);
+    r
 }
 
 /// A directory a report can be written into: it exists and accepts files, or the nearest

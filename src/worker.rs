@@ -139,18 +139,6 @@ fn events_override() -> Option<Vec<String>> {
 
 // ---------------------------------------------------------------- coordinator side
 
-/// Install SIGINT/SIGTERM/SIGHUP handlers that record the signal number in the returned flag
-/// (0 = none), and make this process a child subreaper.
-pub fn install_guards() -> std::io::Result<Arc<AtomicUsize>> {
-    let flag = Arc::new(AtomicUsize::new(0));
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        signal_hook::flag::register_usize(sig, Arc::clone(&flag), sig as usize)?;
-    }
-    // SAFETY: prctl with integer arguments only.
-    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
-    Ok(flag)
-}
-
 /// Runs benchmarks in workers, one at a time.
 pub struct Coordinator {
     pub exe: PathBuf,

@@ -586,3 +586,36 @@ fn pushes_of_the_same_runs_in_opposite_orders_all_succeed() {
     }
     assert_eq!(all_whole(&mut db.store()), 6);
 }
+
+/// A table another session holds locked: `history` waits (bounded by lock_timeout), and a
+/// Ctrl-C ends it within a second.
+#[test]
+fn a_locked_table_wait_ends_on_ctrl_c() {
+    let Some(db) = Db::fresh("locked") else {
+        return;
+    };
+    drop(Store::open(&Location::Postgres(db.url.clone())).unwrap());
+    let mut holder = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
+    let mut tx = holder.transaction().unwrap();
+    tx.batch_execute("LOCK TABLE oscost.runs IN ACCESS EXCLUSIVE MODE")
+        .unwrap();
+    let child = oscost("locked")
+        .args(["history", "--db", &db.url])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    let t = Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    let code = out.status.code().or(out.status.signal().map(|s| 128 + s));
+    assert_eq!(code, Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    tx.rollback().unwrap();
+}

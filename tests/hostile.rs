@@ -137,3 +137,71 @@ fn a_report_directory_that_cannot_hold_the_page_is_refused_before_measuring() {
         b"not a directory"
     );
 }
+
+/// Start `cmd`, wait `after`, send SIGINT, and give how long it took to end and how it ended.
+fn interrupt_after(
+    mut cmd: std::process::Command,
+    after: std::time::Duration,
+) -> (std::time::Duration, Option<i32>, String) {
+    let child = cmd
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(after);
+    let t = std::time::Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    // Killed by the signal or exited 128+N: the shell shows both as 130.
+    let code = out.status.code().or(out.status.signal().map(|s| 128 + s));
+    (t.elapsed(), code, stderr(&out))
+}
+
+#[test]
+fn every_wait_ends_within_a_second_of_ctrl_c() {
+    let dir = tempfile::tempdir().unwrap();
+    // A "server" that accepts connections and never says a word.
+    let mute = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!(
+        "postgresql://u@127.0.0.1:{}/db",
+        mute.local_addr().unwrap().port()
+    );
+    let fifo = dir.path().join("fifo.json");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let mut cases: Vec<(&str, std::process::Command, u64)> = Vec::new();
+    let mut c = oscost(&unique_tag("mute"));
+    c.args(["history", "--db", &url]);
+    cases.push(("history against a mute server", c, 500));
+    let mut c = oscost(&unique_tag("mute"));
+    c.args(["run", "--samples", "40", "call/f0", "--db", &url]);
+    cases.push(("run against a mute server", c, 500));
+    let mut c = oscost(&unique_tag("fifo"));
+    c.args(["run", "--samples", "40", "call/f0", "--no-save", "--json"])
+        .arg(&fifo);
+    cases.push(("run --json FIFO with no reader", c, 1500));
+    for (what, cmd, after) in cases {
+        let (took, code, err) = interrupt_after(cmd, std::time::Duration::from_millis(after));
+        assert_eq!(code, Some(130), "{what}: {err}");
+        assert!(took.as_secs_f64() < 1.0, "{what}: took {took:?}");
+    }
+    // Nothing was left beside the FIFO (no temporary file).
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    // Without a signal, the wait is bounded by the URL's connect_timeout.
+    let t = std::time::Instant::now();
+    let out = oscost(&unique_tag("mute"))
+        .args(["history", "--db", &format!("{url}?connect_timeout=1")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no answer within 1 s"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(t.elapsed().as_secs_f64() < 3.0);
+}

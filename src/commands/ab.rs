@@ -51,7 +51,7 @@ fn side(flag: &str, cmd: Option<&str>) -> anyhow::Result<AbSide> {
 
 impl AbArgs {
     pub fn run(self) -> anyhow::Result<i32> {
-        let interrupted = crate::worker::install_guards()?;
+        let interrupted = crate::signals::guard_processes()?;
         if self.run.under.is_some() {
             return Err(usage("ab takes its wrappers as --a and --b, not --under"));
         }

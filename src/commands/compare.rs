@@ -34,7 +34,7 @@ pub struct CompareCmd {
 
 impl CompareCmd {
     pub fn run(self) -> anyhow::Result<i32> {
-        let interrupted = crate::worker::install_guards()?;
+        let interrupted = crate::signals::on_interrupt()?;
         check_outputs(&self.outputs, Some(&self.store), &[&self.base, &self.cand])?;
         if let Some(d) = &self.report {
             check_report_dir(d)?;

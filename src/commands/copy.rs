@@ -40,7 +40,7 @@ pub struct ImportArgs {
 
 /// Copy `runs` into `target` in one transaction and say what became of each.
 fn copy_into(target: &mut Store, runs: &[(String, Run)], verb: &str) -> anyhow::Result<i32> {
-    let interrupted = crate::worker::install_guards()?;
+    let interrupted = crate::signals::on_interrupt()?;
     let stop = stopper(&interrupted);
     let with: Vec<&Run> = runs.iter().map(|(_, r)| r).collect();
     let saved = match target.copy_in(&with, &|| stop().is_err()) {

@@ -42,7 +42,7 @@ pub struct CtxArgs {
 
 impl CtxArgs {
     pub fn run(self) -> anyhow::Result<i32> {
-        let interrupted = crate::worker::install_guards()?;
+        let interrupted = crate::signals::guard_processes()?;
         if let Some(p) = &self.json {
             output::check_writable(p).map_err(usage)?;
         }

@@ -21,6 +21,7 @@ pub struct ExportArgs {
 
 impl ExportArgs {
     pub fn run(self) -> anyhow::Result<i32> {
+        let _interrupted = crate::signals::on_interrupt()?;
         check_outputs(&self.outputs, Some(&self.store), &[])?;
         if self.outputs.paths().is_empty() {
             return Err(usage("export needs --json, --csv or --markdown FILE"));

@@ -27,6 +27,7 @@ pub struct HistoryArgs {
 
 impl HistoryArgs {
     pub fn run(self) -> anyhow::Result<i32> {
+        let interrupted = crate::signals::on_interrupt()?;
         if let Some(d) = &self.report {
             super::check_report_dir(d)?;
         }
@@ -89,7 +90,6 @@ impl HistoryArgs {
                             &shown.join(", "),
                         )
                         .map_err(|e| anyhow::anyhow!("cannot render the history page: {e}"))?;
-                        let interrupted = crate::worker::install_guards()?;
                         output::write_page(dir, &page, &super::stopper(&interrupted))?;
                         eprintln!(
                             "oscost: history page in {}",

@@ -41,7 +41,7 @@ const MAX_COLUMNS: usize = 60;
 
 impl MatrixArgs {
     pub fn run(self) -> anyhow::Result<i32> {
-        let interrupted = crate::worker::install_guards()?;
+        let interrupted = crate::signals::on_interrupt()?;
         check_outputs(&self.outputs, Some(&self.store), &[])?;
         if let Some(d) = &self.report {
             check_report_dir(d)?;

@@ -26,7 +26,7 @@ pub struct ReportArgs {
 
 impl ReportArgs {
     pub fn run(self) -> anyhow::Result<i32> {
-        let interrupted = crate::worker::install_guards()?;
+        let interrupted = crate::signals::on_interrupt()?;
         check_report_dir(&self.out)?;
         let (run, name) = load_run(&self.run, &self.store, &self.select)?;
         let page = report::html::render_run(&run, &bench::curves(), bench::LADDER, self.png)

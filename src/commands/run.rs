@@ -99,7 +99,7 @@ impl RunArgs {
     /// refused before measuring (exit 2); after measuring, one step failing does not stop the
     /// others (exit 1, naming it); a signal before the save commits discards the run (128+N).
     pub fn run(self) -> anyhow::Result<i32> {
-        let interrupted = crate::worker::install_guards()?;
+        let interrupted = crate::signals::guard_processes()?;
         let plan = plan(&self)?;
         let exports = super::exporters::<Run>(&self.outputs);
         if let Some(d) = &self.report {

@@ -1,0 +1,77 @@
+//! Stopping on SIGINT, SIGTERM and SIGHUP. A handler only records the signal (the returned
+//! flag); the command checks it where stopping is safe (between repetitions, before a save
+//! commits, between a report's files) and leaves nothing behind. Some waits cannot check a
+//! flag: a PostgreSQL server that accepts a connection and never answers, a table another
+//! session locked, an output FIFO with no reader. A watchdog thread ends those: once a signal
+//! has come and the command has not finished within `GRACE`, it removes the temporary files
+//! oscost was writing (`track_temp`) and exits 128+N. Nothing it cuts short is half-kept: a
+//! store transaction that never committed is rolled back by SQLite's journal or the server,
+//! and workers die with their coordinator (parent-death signals).
+//!
+//! Only commands that start processes become child subreapers (`guard_processes`), so that a
+//! benchmark's grandchildren are theirs to reap.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How long a command has to stop by itself after a signal before the watchdog ends it.
+const GRACE: Duration = Duration::from_millis(700);
+
+/// Temporary files being written now (an atomic replace in progress).
+static TEMPS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// A temporary file oscost is writing: removed by the watchdog if the process is ended.
+pub fn track_temp(path: PathBuf) {
+    if let Ok(mut t) = TEMPS.lock() {
+        t.push(path);
+    }
+}
+
+/// The temporary file is gone (renamed into place, or removed).
+pub fn untrack_temp(path: &std::path::Path) {
+    if let Ok(mut t) = TEMPS.lock() {
+        t.retain(|p| p != path);
+    }
+}
+
+/// Record SIGINT, SIGTERM and SIGHUP in the returned flag (0 = none), and start the watchdog.
+pub fn on_interrupt() -> std::io::Result<Arc<AtomicUsize>> {
+    let flag = Arc::new(AtomicUsize::new(0));
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        signal_hook::flag::register_usize(sig, Arc::clone(&flag), sig as usize)?;
+    }
+    let watched = Arc::clone(&flag);
+    std::thread::Builder::new()
+        .name("oscost-watchdog".into())
+        .spawn(move || watchdog(&watched))?;
+    Ok(flag)
+}
+
+/// `on_interrupt`, and make this process a child subreaper: for commands that start workers.
+pub fn guard_processes() -> std::io::Result<Arc<AtomicUsize>> {
+    let flag = on_interrupt()?;
+    // SAFETY: prctl with integer arguments only.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    Ok(flag)
+}
+
+fn watchdog(flag: &AtomicUsize) {
+    let sig = loop {
+        std::thread::sleep(Duration::from_millis(20));
+        match flag.load(Ordering::SeqCst) {
+            0 => continue,
+            s => break s,
+        }
+    };
+    std::thread::sleep(GRACE);
+    if let Ok(t) = TEMPS.lock() {
+        for p in t.iter() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+    eprintln!("oscost: stopped by signal {sig} while waiting; nothing more was written");
+    // SAFETY: _exit ends the process at once; nothing needs to run after the files above.
+    unsafe { libc::_exit(128 + sig as i32) };
+}

@@ -105,7 +105,9 @@ fn columns(runs: &[RunSummary]) -> (Vec<Column>, Vec<String>) {
         .map(|r| {
             let mut title = vec![format!("run {}", r.id)];
             for (name, get) in &differs {
-                let v = get(r).unwrap_or_else(|| "-".into());
+                // Shown in terminals and files: a label's escape sequences are not obeyed.
+                let v = get(r)
+                    .map_or_else(|| "-".into(), |v| crate::report::printable(&v).into_owned());
                 title.push(if *name == "kernel" || *name == "host" {
                     v
                 } else {
@@ -113,7 +115,7 @@ fn columns(runs: &[RunSummary]) -> (Vec<Column>, Vec<String>) {
                 });
             }
             if differs.is_empty() {
-                title.push(r.started_at.clone());
+                title.push(crate::report::printable(&r.started_at).into_owned());
             }
             Column {
                 run_id: r.id,
@@ -358,7 +360,7 @@ pub fn render_table(m: &Matrix, color: bool) -> String {
     }
     let mut t = crate::report::plain_table(color, header);
     for r in &m.rows {
-        let mut line = vec![TCell::new(&r.bench)];
+        let mut line = vec![TCell::new(crate::report::printable(&r.bench))];
         for (i, c) in r.cells.iter().enumerate() {
             let mut cell = TCell::new(cell_text(m, i, c));
             if color {
@@ -382,7 +384,7 @@ pub fn render_table(m: &Matrix, color: bool) -> String {
         "{t}\n{}base: run {} (medians shown); other cells: change of the median against it, ±half \
 the 95% CI in percentage points, (the addition); ~ no change beyond ±{:.0}% could be told from \
 noise; ? a run without a CI (too few repetitions).{}\n",
-        changes_text(m),
+        crate::report::printable(&changes_text(m)),
         base.run_id,
         m.threshold * 100.0,
         if m.differs.is_empty() {
@@ -395,7 +397,7 @@ noise; ? a run without a CI (too few repetitions).{}\n",
 
 /// The matrix as a Markdown table (the terminal's cells), with the legend under it.
 pub fn render_markdown(m: &Matrix) -> String {
-    let esc = |s: &str| s.replace('|', "\\|");
+    let esc = |s: &str| crate::report::printable(s).replace('|', "\\|");
     let mut out = String::from("| benchmark |");
     for (i, c) in m.columns.iter().enumerate() {
         let base = if i == m.base { " (base)" } else { "" };

@@ -205,3 +205,58 @@ fn every_wait_ends_within_a_second_of_ctrl_c() {
     );
     assert!(t.elapsed().as_secs_f64() < 3.0);
 }
+
+/// Labels with terminal escapes and bidirectional overrides are shown escaped by every view
+/// that prints them: matrix (terminal and Markdown), export --markdown -, history.
+#[test]
+fn labels_cannot_drive_the_terminal() {
+    let f = StoreFixture::new();
+    let evil = "L\u{1b}]0;pwned\u{7}\u{202e}txt.exe";
+    let out = f.oscost(&["run", "--samples", "40", "call/f0", "--label", evil], &[]);
+    assert_success(&out);
+    for args in [
+        vec!["matrix"],
+        vec!["matrix", "--markdown", "-"],
+        vec!["export", "last", "--markdown", "-"],
+        vec!["history"],
+        vec!["show", "last"],
+        vec!["compare", "1", "2"],
+    ] {
+        let out = f.oscost(&args, &[]);
+        assert_success(&out);
+        let all = [out.stdout.clone(), out.stderr.clone()].concat();
+        let text = String::from_utf8_lossy(&all);
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{7}') && !text.contains('\u{202e}'),
+            "{args:?} printed a raw control character: {text:?}"
+        );
+        if args[0] != "show" && args[0] != "compare" {
+            assert!(text.contains("pwned"), "{args:?} lost the label: {text}");
+        }
+    }
+}
+
+/// A password in the store's URL (either spelling) is never printed: not in an error, not in
+/// "saved as run N in ...".
+#[test]
+fn passwords_in_store_urls_are_never_printed() {
+    let mute = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = mute.local_addr().unwrap().port();
+    drop(mute);
+    for url in [
+        format!("postgresql://alice:s3cr3t-a@127.0.0.1:{port}/db"),
+        format!("postgresql://alice@127.0.0.1:{port}/db?password=s3cr3t-b"),
+        format!("postgresql://alice@127.0.0.1:{port}/db&password=s3cr3t-c"),
+    ] {
+        for args in [vec!["history"], vec!["run", "--samples", "40", "call/f0"]] {
+            let out = oscost(&unique_tag("pw"))
+                .args(&args)
+                .args(["--db", &url])
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&[out.stdout, out.stderr].concat()).to_string();
+            assert!(!text.contains("s3cr3t"), "{args:?} {url}: {text}");
+            assert!(text.contains("alice"), "{text}");
+        }
+    }
+}

@@ -7,24 +7,26 @@ use crate::model::Run;
 
 pub struct Markdown;
 
+/// A cell or line of text: no control characters or bidirectional overrides (the file is read
+/// in terminals too: `export --markdown -`), and `|` kept out of the table's structure.
 fn escape(s: &str) -> String {
-    s.replace('|', "\\|")
+    super::printable(s).replace('|', "\\|")
 }
 
 impl Exporter<Run> for Markdown {
     fn serialize(&self, run: &Run) -> anyhow::Result<Vec<u8>> {
         let (rows, notes) = rows(run);
-        let mut out = format!("# oscost run {}\n\n", run.started_at);
+        let mut out = format!("# oscost run {}\n\n", escape(&run.started_at));
         if let Some(l) = &run.label {
             out.push_str(&format!("Label: {}\n\n", escape(l)));
         }
         if let Some(w) = &run.wrapper {
-            out.push_str(&format!("Under: `{w}`\n\n"));
+            out.push_str(&format!("Under: `{}`\n\n", escape(w)));
         }
         out.push_str(&format!(
             "Kernel {}, CPU {}; clock CLOCK_MONOTONIC, {:.1} ns per read.\n\n",
-            run.env.kernel_release.as_deref().unwrap_or("?"),
-            run.env.cpu_model.as_deref().unwrap_or("?"),
+            escape(run.env.kernel_release.as_deref().unwrap_or("?")),
+            escape(run.env.cpu_model.as_deref().unwrap_or("?")),
             run.clock.cost_ns
         ));
         out.push_str(&format!("| {} |\n", HEADERS.join(" | ")));

@@ -114,25 +114,71 @@ impl Location {
     pub fn shown(&self) -> String {
         match self {
             Location::File(p) => p.display().to_string(),
-            Location::Postgres(url) => hide_password(url),
+            Location::Postgres(url) => scrub_passwords(&hide_password(url), url),
         }
     }
 }
 
-/// `postgres://user:secret@host/db` as `postgres://user:***@host/db`.
-fn hide_password(url: &str) -> String {
+/// A URL for messages: `postgres://user:secret@host/db` as `postgres://user:***@host/db`, and
+/// `?password=secret` (or `sslpassword=`) as `?password=***`.
+pub fn hide_password(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_string();
     };
     let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(authority_end);
-    match authority.rsplit_once('@') {
+    let authority = match authority.rsplit_once('@') {
         Some((user, host)) if user.contains(':') => {
             let name = user.split_once(':').map_or(user, |(u, _)| u);
-            format!("{scheme}://{name}:***@{host}{tail}")
+            format!("{name}:***@{host}")
         }
-        _ => url.to_string(),
+        _ => authority.to_string(),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let params: Vec<String> = query
+                .split('&')
+                .map(|kv| match kv.split_once('=') {
+                    Some((k, _))
+                        if k.eq_ignore_ascii_case("password")
+                            || k.eq_ignore_ascii_case("sslpassword") =>
+                    {
+                        format!("{k}=***")
+                    }
+                    _ => kv.to_string(),
+                })
+                .collect();
+            format!("{path}?{}", params.join("&"))
+        }
+        None => tail.to_string(),
+    };
+    format!("{scheme}://{authority}{tail}")
+}
+
+/// `text` with every password that `url` carries (`user:pw@`, `password=pw`) replaced by
+/// `***`.
+pub fn scrub_passwords(text: &str, url: &str) -> String {
+    let mut secrets: Vec<String> = Vec::new();
+    if let Some((_, rest)) = url.split_once("://") {
+        let authority = &rest[..rest.find(['/', '?']).unwrap_or(rest.len())];
+        if let Some((user, _)) = authority.rsplit_once('@')
+            && let Some((_, pw)) = user.split_once(':')
+        {
+            secrets.push(pw.to_string());
+        }
     }
+    for kv in url.split(['?', '&']) {
+        if let Some((k, v)) = kv.split_once('=')
+            && (k.eq_ignore_ascii_case("password") || k.eq_ignore_ascii_case("sslpassword"))
+        {
+            secrets.push(v.to_string());
+        }
+    }
+    let mut out = text.to_string();
+    for s in secrets.iter().filter(|s| !s.is_empty()) {
+        out = out.replace(s.as_str(), "***");
+    }
+    out
 }
 
 /// Where the store is, by precedence: the flag, `OSCOST_DB`, `$XDG_DATA_HOME/oscost`,

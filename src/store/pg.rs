@@ -73,9 +73,11 @@ const LOCK_WAIT: &str = "30s";
 /// Connect, bounded by the URL's `connect_timeout` or `CONNECT_WAIT` as a whole: the driver's
 /// own timeout covers the socket's connect only, not a server that never answers the startup.
 fn connect(url: &str, at: &str) -> Result<Client, StoreError> {
+    // The server may echo part of the URL back (a database name that swallowed a
+    // `&password=` meant as a parameter): no password reaches a message.
     let unreachable = |why: String| StoreError::Unreachable {
         at: at.to_string(),
-        why,
+        why: super::scrub_passwords(&why, url),
     };
     let mut config: postgres::Config = url.parse().map_err(|e| unreachable(pg_text(&e)))?;
     let wait = config

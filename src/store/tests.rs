@@ -293,6 +293,18 @@ fn passwords_are_never_shown() {
     );
     let plain = Location::Postgres("postgres://me@db/fleet".into());
     assert_eq!(plain.shown(), "postgres://me@db/fleet");
+    let query = "postgresql://me@db/fleet?connect_timeout=3&password=s3cret&PassWord=two";
+    assert_eq!(
+        Location::Postgres(query.into()).shown(),
+        "postgresql://me@db/fleet?connect_timeout=3&password=***&PassWord=***"
+    );
+    assert_eq!(
+        scrub_passwords(
+            "database \"fleet&password=s3cret\" does not exist",
+            "postgresql://me:two@db/fleet&password=s3cret"
+        ),
+        "database \"fleet&password=***\" does not exist"
+    );
     assert_eq!(
         with_database("postgresql://u@%2Ftmp%2Fx/a?x=1", "b"),
         "postgresql://u@%2Ftmp%2Fx/b?x=1"

@@ -29,9 +29,112 @@ pub struct ManArgs {}
 impl ManArgs {
     /// The page in roff: `oscost man | man -l -`, or save it as oscost.1 on $MANPATH.
     pub fn run(self) -> anyhow::Result<i32> {
-        let mut out = Vec::new();
-        clap_mangen::Man::new(Cli::command()).render(&mut out)?;
-        print_stdout(&String::from_utf8_lossy(&out))?;
+        print_stdout(&man_page()?)?;
         Ok(0)
+    }
+}
+
+/// What the clap definition cannot say: how `--where` reads, the exit statuses, the
+/// environment. Kept in step with the README's sections of the same names.
+const MORE: &str = r#".SH SELECTING RUNS
+\fB\-\-where\fR \fICOND\fR selects stored runs for \fBhistory\fR, \fBcompare\fR, \fBreport\fR, \fBshow\fR, \fBexport\fR, \fBmatrix\fR and \fBpush\fR; it may be repeated, and all conditions must hold.
+A condition is \fIKEY\fR=\fIVALUE\fR, \fIKEY\fR!=\fIVALUE\fR or \fIKEY\fR~\fITEXT\fR (contains), for the keys \fBlabel\fR, \fBhost\fR, \fBkernel\fR, \fBwrapper\fR, \fBdate\fR and \fBid\fR; \fBdate\fR and \fBid\fR also take >=, <=, > and <.
+A date is a prefix of 2026\-11\-24T00:40:55Z and is compared on the characters given: \fBdate=2026\-11\fR is that month.
+\fBlast\fR and \fBlast~N\fR count within the selection.
+.SH EXIT STATUS
+.TP
+0
+every benchmark measured (or skipped with a reason).
+.TP
+1
+a benchmark failed, an output could not be written after measuring, a run could not be saved (it is then kept as a run file, and the message says where), or \fB\-\-fail\-above\fR was breached.
+.TP
+2
+a usage error, found before measuring: a bad argument, an output that cannot be written or that is the store itself, a store that is read\-only, locked, someone else's or unreachable.
+.TP
+128+N
+stopped by signal N; nothing is left behind.
+.SH ENVIRONMENT
+.TP
+OSCOST_DB
+the store when \fB\-\-db\fR is not given: a file, or a postgresql:// URL.
+.TP
+XDG_DATA_HOME
+where the default store (oscost/results.db) and runs that could not be saved (oscost/unsaved/) are kept.
+.TP
+PGPASSWORD, PGPASSFILE, PGSSLMODE, PGSSLROOTCERT
+as libpq reads them, for a PostgreSQL store.
+.TP
+NO_COLOR
+no colour in tables.
+"#;
+
+/// One page for the whole command line: the top level, then every command with its synopsis
+/// and options (clap_mangen alone writes a page that points at oscost-run(1) and others that
+/// do not exist), then `MORE`.
+fn man_page() -> anyhow::Result<String> {
+    let cmd = Cli::command();
+    let man = clap_mangen::Man::new(cmd.clone());
+    let mut out = Vec::new();
+    man.render_title(&mut out)?;
+    man.render_name_section(&mut out)?;
+    man.render_synopsis_section(&mut out)?;
+    man.render_description_section(&mut out)?;
+    man.render_options_section(&mut out)?;
+    let mut text = String::from_utf8(out)?;
+    text.push_str(".SH COMMANDS\n");
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let name = format!("oscost {}", sub.get_name());
+        let sub = sub.clone().bin_name(name.clone());
+        let man = clap_mangen::Man::new(sub.clone());
+        text.push_str(&format!(".SS {name}\n"));
+        if let Some(about) = sub.get_long_about().or(sub.get_about()) {
+            text.push_str(&format!("{}\n.PP\n", roff_text(&about.to_string())));
+        }
+        let mut synopsis = Vec::new();
+        man.render_synopsis_section(&mut synopsis)?;
+        let synopsis = String::from_utf8(synopsis)?;
+        text.push_str(&synopsis.replace(".SH SYNOPSIS\n", ".PP\n"));
+        let mut options = Vec::new();
+        man.render_options_section(&mut options)?;
+        let options = String::from_utf8(options)?;
+        text.push_str(&options.replace(".SH OPTIONS\n", ""));
+    }
+    text.push_str(MORE);
+    Ok(text)
+}
+
+/// Text for a roff paragraph: a leading dot or quote would be read as a request.
+fn roff_text(s: &str) -> String {
+    s.lines()
+        .map(|l| {
+            let l = l.replace('\\', "\\e").replace('-', "\\-");
+            if l.starts_with(['.', '\'']) {
+                format!("\\&{l}")
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_man_page_names_no_page_that_does_not_exist_and_documents_where() {
+        let page = super::man_page().unwrap();
+        assert!(
+            !page.contains("oscost\\-run(1)") && !page.contains("(1)\n"),
+            "{page}"
+        );
+        assert!(page.contains(".SS oscost matrix"));
+        assert_eq!(
+            page.matches(".SH OPTIONS").count(),
+            1,
+            "one OPTIONS section"
+        );
+        assert!(page.contains("SELECTING RUNS") && page.contains("\\-\\-where"));
+        assert!(page.contains("EXIT STATUS"));
     }
 }

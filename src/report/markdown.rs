@@ -45,6 +45,9 @@ impl Exporter<Run> for Markdown {
         for n in &run.notes {
             out.push_str(&format!("\nNote: {}\n", escape(n)));
         }
+        if let Some(line) = super::table::uncounted(run) {
+            out.push_str(&format!("\n{}\n", escape(&line)));
+        }
         Ok(out.into_bytes())
     }
 }

@@ -158,11 +158,41 @@ pub fn render(run: &Run, color: bool) -> String {
     for n in &run.notes {
         out.push_str(&format!("note: {}\n", super::printable(n)));
     }
+    if let Some(line) = uncounted(run) {
+        out.push_str(&format!("{}\n", super::printable(&line)));
+    }
     if let Some(legend) = phase_legend(run) {
         out.push_str(legend);
         out.push('\n');
     }
     out
+}
+
+/// The events that could not be counted, each once with why ("events not counted: cycles (no
+/// hardware counter here)"), or `None` when every event asked for was counted.
+pub fn uncounted(run: &Run) -> Option<String> {
+    let mut why: std::collections::BTreeMap<&str, &str> = std::collections::BTreeMap::new();
+    for r in &run.results {
+        for (name, reason) in r.events.iter().flat_map(|e| &e.unavailable) {
+            why.entry(name.as_str()).or_insert(reason.as_str());
+        }
+    }
+    if why.is_empty() {
+        return None;
+    }
+    // Grouped by reason: without a PMU every hardware event has the same one.
+    let mut by_reason: Vec<(&str, Vec<&str>)> = Vec::new();
+    for (name, reason) in why {
+        match by_reason.iter_mut().find(|(r, _)| *r == reason) {
+            Some((_, names)) => names.push(name),
+            None => by_reason.push((reason, vec![name])),
+        }
+    }
+    let list: Vec<String> = by_reason
+        .iter()
+        .map(|(r, names)| format!("{} ({r})", names.join(", ")))
+        .collect();
+    Some(format!("events not counted: {}", list.join("; ")))
 }
 
 /// The legend of phase flags, for a run that has any (only runs of schema 1 do).
@@ -194,5 +224,29 @@ mod tests {
         assert!(text.contains("skipped [2]"));
         assert!(text.contains("[2] timer/rdtscp: no rdtscp"));
         assert!(!text.contains('\u{1b}'), "no escape codes without color");
+        assert!(!text.contains("events not counted"));
+    }
+
+    #[test]
+    fn events_that_could_not_be_counted_are_listed_once_by_reason() {
+        let mut run = testdata::run();
+        let no_pmu = "not supported: no hardware counters here";
+        for (i, r) in run.results.iter_mut().take(2).enumerate() {
+            let mut e = crate::model::Events::default();
+            e.unavailable.insert("cycles".into(), no_pmu.into());
+            e.unavailable.insert("instructions".into(), no_pmu.into());
+            if i == 1 {
+                e.unavailable
+                    .insert("context-switches".into(), "not permitted".into());
+            }
+            r.events = Some(e);
+        }
+        let text = render(&run, false);
+        assert!(
+            text.contains(&format!(
+                "events not counted: context-switches (not permitted); cycles, instructions ({no_pmu})"
+            )),
+            "{text}"
+        );
     }
 }

@@ -619,3 +619,164 @@ fn a_locked_table_wait_ends_on_ctrl_c() {
     assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
     tx.rollback().unwrap();
 }
+
+/// The fleet's store over TLS, as libpq users spell it: `.ci/run`'s throwaway server listens
+/// on localhost with TLS only (`OSCOST_TEST_PG_TLS`, its CA in `OSCOST_TEST_PG_CA`); the role
+/// `pwuser` needs the password `pw-secret` there.
+#[test]
+fn the_fleet_store_is_reached_over_tls_with_libpq_settings() {
+    let (Some(tls_url), Some(ca)) = (
+        std::env::var("OSCOST_TEST_PG_TLS")
+            .ok()
+            .filter(|v| !v.is_empty()),
+        std::env::var("OSCOST_TEST_PG_CA")
+            .ok()
+            .filter(|v| !v.is_empty()),
+    ) else {
+        let _ = std::io::stderr().write_all(
+            b"tls: skipped, no TLS server given (set OSCOST_TEST_PG_TLS and OSCOST_TEST_PG_CA)\n",
+        );
+        return;
+    };
+    let Some(db) = Db::fresh("tls") else { return };
+    let base = tls_url.rsplit_once('/').unwrap().0.to_string();
+    let url = format!("{base}/{}", db.name);
+    let try_db = |url: &str, env: &[(&str, &str)]| {
+        let mut c = oscost("tls");
+        c.args(["run", "--samples", "40", "call/f0", "--db", url]);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let out = c.output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let ok = |(code, err): (Option<i32>, String), what: &str| {
+        assert_eq!(code, Some(0), "{what}: {err}");
+    };
+    let refused = |(code, err): (Option<i32>, String), what: &str, says: &str| {
+        assert_eq!(code, Some(2), "{what}: {err}");
+        assert!(err.contains(says), "{what}: {err}");
+    };
+    ok(try_db(&format!("{url}?sslmode=require"), &[]), "require");
+    ok(
+        try_db(&format!("{url}?sslmode=verify-full&sslrootcert={ca}"), &[]),
+        "verify-full",
+    );
+    ok(
+        try_db(
+            &url,
+            &[("PGSSLMODE", "verify-full"), ("PGSSLROOTCERT", &ca)],
+        ),
+        "PGSSLMODE",
+    );
+    // The server takes no plain TCP connection: disable (from the URL or PGSSLMODE) fails.
+    refused(
+        try_db(&format!("{url}?sslmode=disable"), &[]),
+        "disable",
+        "no encryption",
+    );
+    refused(
+        try_db(&url, &[("PGSSLMODE", "disable")]),
+        "PGSSLMODE",
+        "no encryption",
+    );
+    // The certificate names localhost, not 127.0.0.1: verify-full refuses, verify-ca does not.
+    let by_ip = url.replacen("@localhost:", "@127.0.0.1:", 1);
+    refused(
+        try_db(
+            &format!("{by_ip}?sslmode=verify-full&sslrootcert={ca}"),
+            &[],
+        ),
+        "name",
+        "not valid for name",
+    );
+    ok(
+        try_db(&format!("{by_ip}?sslmode=verify-ca&sslrootcert={ca}"), &[]),
+        "verify-ca",
+    );
+    // A root that did not sign the server's certificate: refused.
+    let other = tempfile::tempdir().unwrap();
+    let wrong = other.path().join("wrong.crt");
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args(["-subj", "/CN=someone else", "-keyout"])
+        .arg(other.path().join("k"))
+        .arg("-out")
+        .arg(&wrong)
+        .output()
+        .unwrap();
+    assert!(made.status.success());
+    refused(
+        try_db(
+            &format!("{url}?sslmode=verify-full&sslrootcert={}", wrong.display()),
+            &[],
+        ),
+        "wrong root",
+        "UnknownIssuer",
+    );
+    // A password from PGPASSWORD, then from a pgpass file (ignored unless private).
+    let pw_url = format!("{}?sslmode=require", url.replacen("oscost@", "pwuser@", 1));
+    admin_sql(&db, &format!("GRANT ALL ON DATABASE {} TO pwuser", db.name));
+    let mut c = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
+    c.batch_execute(
+        "GRANT USAGE ON SCHEMA oscost TO pwuser; GRANT SELECT, INSERT ON ALL TABLES IN SCHEMA oscost TO pwuser;
+         GRANT USAGE ON ALL SEQUENCES IN SCHEMA oscost TO pwuser;",
+    )
+    .unwrap();
+    refused(try_db(&pw_url, &[]), "no password", "password");
+    ok(
+        try_db(&pw_url, &[("PGPASSWORD", "pw-secret")]),
+        "PGPASSWORD",
+    );
+    let pass = other.path().join("pgpass");
+    std::fs::write(&pass, "localhost:*:*:pwuser:pw-secret\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&pass, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let passfile = pass.display().to_string();
+    refused(
+        try_db(&pw_url, &[("PGPASSFILE", &passfile)]),
+        "open pgpass",
+        "password",
+    );
+    std::fs::set_permissions(&pass, std::fs::Permissions::from_mode(0o600)).unwrap();
+    ok(try_db(&pw_url, &[("PGPASSFILE", &passfile)]), "pgpass");
+    assert_eq!(all_whole(&mut db.store()), 6);
+    drop(c);
+    admin_sql(
+        &db,
+        &format!("REVOKE ALL ON DATABASE {} FROM pwuser", db.name),
+    );
+}
+
+/// Odd stores are refused as usage errors (exit 2), each saying what is wrong.
+#[test]
+fn odd_postgresql_stores_are_refused_with_exit_2() {
+    let Some(db) = Db::fresh("odd") else { return };
+    drop(Store::open(&Location::Postgres(db.url.clone())).unwrap());
+    let mut c = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
+    let history = || {
+        let out = oscost("odd")
+            .args(["history", "--db", &db.url])
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    c.batch_execute("INSERT INTO oscost.schema_version VALUES (4)")
+        .unwrap();
+    let (code, err) = history();
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("2 rows"), "{err}");
+    c.batch_execute("DELETE FROM oscost.schema_version; INSERT INTO oscost.schema_version VALUES (4); DROP TABLE oscost.samples")
+        .unwrap();
+    let (code, err) = history();
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("lacks 1 of the runs"), "{err}");
+}

@@ -12,6 +12,7 @@
 //! killed while saving, even by SIGKILL, leaves no partial run on either backend).
 
 mod pg;
+mod pg_connect;
 mod sqlite;
 #[cfg(test)]
 mod tests;
@@ -51,7 +52,7 @@ pub enum StoreError {
     )]
     Url(String),
     #[error(
-        "cannot reach the PostgreSQL store {at}: {why}; check the URL, that the server runs and that this user may connect (TLS is not spoken: use a Unix socket, loopback or a tunnel)"
+        "cannot reach the PostgreSQL store {at}: {why}; check the URL, that the server runs and that this user may connect (sslmode, sslrootcert, PGPASSWORD and ~/.pgpass are read as libpq reads them)"
     )]
     Unreachable { at: String, why: String },
     #[error("{0} is locked by another process; wait for it, or give --no-save or another --db")]

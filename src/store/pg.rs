@@ -1,5 +1,5 @@
 //! The PostgreSQL backend: one database shared by a fleet (`postgres://` or `postgresql://`
-//! URL, as libpq accepts them; TLS is not spoken, so use a Unix socket, loopback or a tunnel).
+//! URL, as libpq accepts them; TLS and libpq's environment in `pg_connect`).
 //! Its tables live in their own schema, `oscost`, so that the database may hold anything else.
 //! The schema's version is the one row of `oscost.schema_version`; creating and migrating run
 //! under a transaction-scoped advisory lock, so hosts that first use a fresh database at once
@@ -79,19 +79,28 @@ fn connect(url: &str, at: &str) -> Result<Client, StoreError> {
         at: at.to_string(),
         why: super::scrub_passwords(&why, url),
     };
-    let mut config: postgres::Config = url.parse().map_err(|e| unreachable(pg_text(&e)))?;
+    let super::pg_connect::Target { mut config, tls } =
+        super::pg_connect::target(url).map_err(unreachable)?;
     let wait = config
         .get_connect_timeout()
         .copied()
         .unwrap_or(CONNECT_WAIT);
     config.connect_timeout(wait);
     config.keepalives(true);
-    config.options(&format!("-c lock_timeout={LOCK_WAIT}"));
+    // Added to what the URL's `options` asks for, which still wins where both set one.
+    let options = format!(
+        "-c lock_timeout={LOCK_WAIT} {}",
+        config.get_options().unwrap_or_default()
+    );
+    config.options(options.trim_end());
     let (tx, rx) = std::sync::mpsc::channel();
     // A thread of its own, so that the wait is ours to bound; one that never returns is left
     // behind as the command ends with the error.
     std::thread::spawn(move || {
-        let _ = tx.send(config.connect(NoTls));
+        let _ = tx.send(match tls {
+            Some(tls) => config.connect(tokio_postgres_rustls::MakeRustlsConnect::new(tls)),
+            None => config.connect(NoTls),
+        });
     });
     match rx.recv_timeout(wait + std::time::Duration::from_millis(500)) {
         Ok(Ok(client)) => Ok(client),
@@ -196,7 +205,8 @@ impl Pg {
             )
             .map_err(|e| StoreError::Pg(pg_text(&e)))?
             .get(0);
-        if tables < 3 {
+        // A newer oscost's tables are its own business (the caller says "newer").
+        if tables < 3 && version <= SCHEMA {
             return Err(not_ours(format!(
                 "it says schema {version} but lacks {} of the runs, results and samples tables",
                 3 - tables

@@ -43,9 +43,11 @@ pub fn on_interrupt() -> std::io::Result<Arc<AtomicUsize>> {
         signal_hook::flag::register_usize(sig, Arc::clone(&flag), sig as usize)?;
     }
     let watched = Arc::clone(&flag);
-    std::thread::Builder::new()
+    // Best effort: where no thread can be had (RLIMIT_NPROC reached), the command still runs
+    // and stops at its own checks; only a wait that cannot poll the flag is then not cut.
+    let _ = std::thread::Builder::new()
         .name("oscost-watchdog".into())
-        .spawn(move || watchdog(&watched))?;
+        .spawn(move || watchdog(&watched));
     Ok(flag)
 }
 

@@ -237,7 +237,12 @@ impl Coordinator {
         }
         let mut child = cmd.spawn().map_err(|e| {
             let what = self.wrapper.first().map_or("the worker", |s| s.as_str());
-            format!("cannot start {what}: {e}")
+            let limit = if e.raw_os_error() == Some(libc::EAGAIN) {
+                " (RLIMIT_NPROC, kernel.threads-max or pids.max reached)"
+            } else {
+                ""
+            };
+            format!("cannot start {what}: {e}{limit}")
         })?;
         drop(res_w);
         let err_pipe = child

@@ -109,12 +109,20 @@ fn outputs_go_through_fifos_devices_symlinks_and_stdout_and_keep_their_type() {
 #[test]
 fn a_wrapper_that_cannot_measure_is_a_failure_not_a_success() {
     let _g = measuring();
-    for under in ["/nonexistent/prog", "true"] {
-        let out = quick_with(&unique_tag("under"), &["--under", under]);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "--under {under}: {err}");
-        assert!(err.contains("results failed"), "{err}");
-    }
+    // A wrapper that exits without running the worker: every result failed, exit 1.
+    let out = quick_with(&unique_tag("under"), &["--under", "true"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "--under true: {err}");
+    assert!(err.contains("results failed"), "{err}");
+    // One that is not a program at all is found before measuring (exit 2, nothing saved).
+    let out = quick_with(&unique_tag("under"), &["--under", "/nonexistent/prog"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "--under /nonexistent/prog: {err}"
+    );
+    assert!(err.contains("not a program"), "{err}");
 }
 
 /// Exit 2 within half a second, before any measuring.
@@ -449,7 +457,9 @@ fn thread_limits_and_a_tiny_stack_give_reasons_not_panics() {
     let out = std::process::Command::new(setpriv)
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(prlimit)
-        .arg("--nproc=3")
+        // The command's own thread, its watchdog and the worker: the benchmark's threads are
+        // the ones that hit the limit.
+        .arg("--nproc=4")
         .arg(bin())
         .args([
             "run",

@@ -9,7 +9,7 @@ pub struct Json;
 
 impl Exporter<Run> for Json {
     fn serialize(&self, run: &Run) -> anyhow::Result<Vec<u8>> {
-        let mut v = serde_json::to_vec(run)?;
+        let mut v = terminal_safe(serde_json::to_vec(run)?);
         v.push(b'\n');
         Ok(v)
     }
@@ -17,14 +17,38 @@ impl Exporter<Run> for Json {
 
 impl Exporter<Comparison> for Json {
     fn serialize(&self, cmp: &Comparison) -> anyhow::Result<Vec<u8>> {
-        Ok(serde_json::to_vec_pretty(cmp)?)
+        Ok(terminal_safe(serde_json::to_vec_pretty(cmp)?))
     }
 }
 
 impl Exporter<crate::matrix::Matrix> for Json {
     fn serialize(&self, m: &crate::matrix::Matrix) -> anyhow::Result<Vec<u8>> {
-        Ok(serde_json::to_vec_pretty(m)?)
+        Ok(terminal_safe(serde_json::to_vec_pretty(m)?))
     }
+}
+
+/// JSON that a terminal may show (`--json -`): serde_json escapes control characters already;
+/// bidirectional overrides and marks are valid in a JSON string and would reorder what the
+/// terminal shows, so they are written as `\uXXXX` too. Lossless: a JSON reader gets the same
+/// string back. They can only occur inside strings, so the replacement keeps the JSON valid.
+fn terminal_safe(json: Vec<u8>) -> Vec<u8> {
+    let text = match String::from_utf8(json) {
+        Ok(t) => t,
+        // serde_json writes UTF-8; anything else is passed on as it is.
+        Err(e) => return e.into_bytes(),
+    };
+    if !text.chars().any(crate::report::is_spoofing) {
+        return text.into_bytes();
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if crate::report::is_spoofing(c) {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out.into_bytes()
 }
 
 #[cfg(test)]
@@ -32,6 +56,16 @@ mod tests {
     use super::*;
     use crate::model::testdata;
     use crate::model::{SCHEMA_VERSION, run_from_json};
+
+    #[test]
+    fn bidirectional_overrides_are_escaped_losslessly() {
+        let mut run = testdata::run();
+        run.label = Some("a\u{202e}b\u{1b}".into());
+        let text = String::from_utf8(Json.serialize(&run).unwrap()).unwrap();
+        assert!(!text.contains('\u{202e}') && !text.contains('\u{1b}'));
+        assert!(text.contains("a\\u202eb\\u001b"), "{text}");
+        assert_eq!(run_from_json(&text, "x").unwrap().label, run.label);
+    }
 
     #[test]
     fn round_trips_and_carries_schema_version_and_samples() {

@@ -20,7 +20,7 @@ use crate::model::Run;
 
 /// Characters that reorder or hide text (bidirectional overrides and isolates, direction
 /// marks): U+202E makes `exe.txt` read as `txt.exe`.
-fn is_spoofing(c: char) -> bool {
+pub fn is_spoofing(c: char) -> bool {
     matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
 }
 

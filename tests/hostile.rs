@@ -260,3 +260,37 @@ fn passwords_in_store_urls_are_never_printed() {
         }
     }
 }
+
+/// References and selections that name nothing say so, never wrapping to another run.
+#[test]
+fn references_beyond_the_store_and_empty_selections_say_so() {
+    let f = StoreFixture::new();
+    for back in ["last~18446744073709551615", "last~1"] {
+        let out = f.oscost(&["show", back], &[]);
+        assert_eq!(out.status.code(), Some(2), "{back}: {}", stderr(&out));
+        assert!(stderr(&out).contains("no run"), "{back}: {}", stderr(&out));
+    }
+    let out = f.oscost(&["history", "--where", "label=nomatch"], &[]);
+    assert_success(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("none of the 1 stored runs has label=nomatch"),
+        "{text}"
+    );
+}
+
+/// A report whose index.html is a FIFO nobody reads: the page waits, and Ctrl-C ends it.
+#[test]
+fn a_report_blocked_on_a_fifo_ends_on_ctrl_c() {
+    let f = StoreFixture::new();
+    let rep = f.dir.path().join("rep");
+    std::fs::create_dir(&rep).unwrap();
+    nix::unistd::mkfifo(&rep.join("index.html"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let mut cmd = oscost(&unique_tag("fifo"));
+    cmd.args(["matrix", "--db", &f.db(), "--report"]).arg(&rep);
+    let (took, code, err) = interrupt_after(cmd, std::time::Duration::from_millis(800));
+    assert_eq!(code, Some(130), "{err}");
+    assert!(took.as_secs_f64() < 1.0, "took {took:?}");
+    let index = std::fs::symlink_metadata(rep.join("index.html")).unwrap();
+    assert!(std::os::unix::fs::FileTypeExt::is_fifo(&index.file_type()));
+}

@@ -16,6 +16,7 @@ use crate::stats;
 pub mod changes;
 mod machine_speed;
 mod repetitions;
+pub mod run_to_run;
 
 pub use machine_speed::{
     MIN_POINTS as SPEED_MIN_POINTS, levels_in_time, machine_speed_note, smoothed,

@@ -671,6 +671,56 @@ mod tests {
     }
 
     #[test]
+    fn a_first_schema_store_is_read_without_migrating_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("v1.db");
+        let run = testdata::run();
+        {
+            let c = Connection::open(&p).unwrap();
+            c.execute_batch(
+                "CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, started_at TEXT NOT NULL,
+                   label TEXT, host TEXT, kernel TEXT, wrapper TEXT, benchmarks INTEGER NOT NULL,
+                   run_json TEXT NOT NULL);
+                 CREATE TABLE results (run_id INTEGER NOT NULL, bench TEXT NOT NULL,
+                   status TEXT NOT NULL, median REAL, ci_lo REAL, ci_hi REAL,
+                   samples INTEGER NOT NULL, disturbed INTEGER NOT NULL,
+                   PRIMARY KEY (run_id, bench));
+                 PRAGMA user_version = 1;",
+            )
+            .unwrap();
+            c.execute(
+                "INSERT INTO runs (started_at, benchmarks, run_json) VALUES ('t', 4, ?1)",
+                [serde_json::to_string(&run).unwrap()],
+            )
+            .unwrap();
+        }
+        // As on read-only media: opened to read, never migrated, and every run reads.
+        let mut s = Store::open_existing(&Location::File(p.clone())).unwrap();
+        assert_eq!(s.load(1).unwrap().results, run.results);
+        assert_eq!(s.load_bare(1).unwrap().started_at, run.started_at);
+        drop(s);
+        let version: i32 = Connection::open(&p)
+            .unwrap()
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, 1);
+    }
+
+    #[test]
+    #[ignore = "slow: waits out the 10 s a reader gives a writer's lock"]
+    fn a_store_locked_while_reading_is_said_to_be_locked() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("locked.db");
+        drop(Store::open(&Location::File(p.clone())).unwrap());
+        let holder = Connection::open(&p).unwrap();
+        holder.execute_batch("BEGIN EXCLUSIVE;").unwrap();
+        let e = Store::open_existing(&Location::File(p)).err().unwrap();
+        assert!(matches!(e, StoreError::Locked(_)), "{e}");
+        assert!(e.to_string().contains("locked by another process"), "{e}");
+        holder.execute_batch("ROLLBACK;").unwrap();
+    }
+
+    #[test]
     fn reading_creates_nothing_and_special_files_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("typo/results.db");

@@ -1,0 +1,164 @@
+//! How far runs of one benchmark in one environment scatter beyond what their own CIs say:
+//! the run-to-run term that a comparison of runs measured apart (two kernels, two nights)
+//! must add to the runs' own intervals, or it reads the host's drift as change.
+//!
+//! A random-effects model on the log scale: run i's log-median is `y_i = mu + b_i + e_i`,
+//! `e_i` its own estimation error (standard error `s_i`, read back from its 95% CI) and `b_i`
+//! the run's level, spread `tau`. The estimate is robust to one odd run: the spread of the
+//! `y_i` is 1.4826 x their median absolute deviation, and `tau^2` is what remains of its
+//! square after the typical `s_i^2` (at least 0). Fewer than `MIN_RUNS` runs give no
+//! estimate: a comparison then says the spread is unknown rather than guess.
+
+/// Runs of one environment needed before a run-to-run spread is stated.
+pub const MIN_RUNS: usize = 3;
+
+/// The between-run spread of one benchmark in one environment.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spread {
+    /// Standard deviation of a run's level on the log scale (0.02: runs scatter about 2%).
+    pub tau: f64,
+    /// How many runs it was estimated from.
+    pub runs: usize,
+}
+
+impl Spread {
+    /// The spread as a percentage of the level (`run to run ±x%`): the half-width of the
+    /// 95% interval one run's level falls in.
+    pub fn percent(&self) -> f64 {
+        ((1.96 * self.tau).exp() - 1.0) * 100.0
+    }
+}
+
+/// One run's result: its median and 95% CI (all positive).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunLevel {
+    pub median: f64,
+    pub ci95: [f64; 2],
+}
+
+impl RunLevel {
+    /// The standard error of the log-median, read back from the CI (`None` without a usable
+    /// one).
+    pub fn log_se(&self) -> Option<f64> {
+        let [lo, hi] = self.ci95;
+        (lo > 0.0 && hi >= lo && self.median > 0.0).then(|| (hi / lo).ln() / (2.0 * 1.96))
+    }
+}
+
+/// The spread of `runs` (one benchmark, one environment), or `None` with fewer than
+/// `MIN_RUNS` usable runs.
+pub fn estimate(runs: &[RunLevel]) -> Option<Spread> {
+    let usable: Vec<(f64, f64)> = runs
+        .iter()
+        .filter_map(|r| Some((r.median.ln(), r.log_se()?)))
+        .filter(|(y, s)| y.is_finite() && s.is_finite())
+        .collect();
+    if usable.len() < MIN_RUNS {
+        return None;
+    }
+    let ys: Vec<f64> = usable.iter().map(|(y, _)| *y).collect();
+    let spread = 1.4826 * mad(&ys);
+    let own = median(&usable.iter().map(|(_, s)| s * s).collect::<Vec<_>>());
+    let tau2 = (spread * spread - own).max(0.0);
+    Some(Spread {
+        tau: tau2.sqrt(),
+        runs: usable.len(),
+    })
+}
+
+/// The 95% interval of `cand / base` for two runs measured apart: their own standard errors
+/// and the run-to-run term of each side's environment, combined in quadrature on the log
+/// scale. `tau` is the term to use for both sides (see `pooled`).
+pub fn ratio_interval(base: &RunLevel, cand: &RunLevel, tau: f64) -> Option<[f64; 2]> {
+    let (sb, sc) = (base.log_se()?, cand.log_se()?);
+    let r = cand.median / base.median;
+    let half = 1.96 * (sb * sb + sc * sc + 2.0 * tau * tau).sqrt();
+    Some([r * (-half).exp(), r * half.exp()])
+}
+
+/// The run-to-run term for a comparison of a run of environment A with one of B: the larger
+/// of the two where both are known; the known one where only one is (the other environment
+/// is assumed to scatter alike, which a comparison says); `None` where neither is.
+pub fn pooled(a: Option<Spread>, b: Option<Spread>) -> Option<Spread> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(if x.tau >= y.tau { x } else { y }),
+        (x, y) => x.or(y),
+    }
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    }
+}
+
+fn mad(v: &[f64]) -> f64 {
+    let m = median(v);
+    median(&v.iter().map(|x| (x - m).abs()).collect::<Vec<_>>())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn level(median: f64, half_pct: f64) -> RunLevel {
+        let f = 1.0 + half_pct / 100.0;
+        RunLevel {
+            median,
+            ci95: [median / f, median * f],
+        }
+    }
+
+    #[test]
+    fn runs_that_agree_within_their_own_cis_have_no_spread_beyond_them() {
+        let runs: Vec<RunLevel> = [100.0, 100.2, 99.9, 100.1]
+            .iter()
+            .map(|&m| level(m, 1.0))
+            .collect();
+        let s = estimate(&runs).unwrap();
+        assert_eq!(s.runs, 4);
+        assert!(s.tau < 1e-9, "{s:?}");
+    }
+
+    #[test]
+    fn runs_at_different_levels_give_their_spread_and_one_odd_run_barely_moves_it() {
+        // Levels scattered about 3%, each with a 0.5% CI: tau is about their spread.
+        let levels = [100.0, 103.0, 97.0, 101.0, 99.0, 104.0, 96.0, 102.0];
+        let runs: Vec<RunLevel> = levels.iter().map(|&m| level(m, 0.5)).collect();
+        let s = estimate(&runs).unwrap();
+        assert!(s.tau > 0.015 && s.tau < 0.045, "{s:?}");
+        let mut odd = runs.clone();
+        odd.push(level(300.0, 0.5));
+        let t = estimate(&odd).unwrap();
+        assert!((t.tau - s.tau).abs() < 0.01, "{s:?} then {t:?}");
+        assert!(s.percent() > 3.0 && s.percent() < 9.0, "{}", s.percent());
+    }
+
+    #[test]
+    fn too_few_runs_or_no_cis_give_no_estimate() {
+        assert!(estimate(&[level(1.0, 1.0), level(1.1, 1.0)]).is_none());
+        let no_ci = RunLevel {
+            median: 1.0,
+            ci95: [f64::NAN, f64::NAN],
+        };
+        assert!(estimate(&[no_ci, no_ci, level(1.0, 1.0)]).is_none());
+    }
+
+    #[test]
+    fn the_interval_of_runs_measured_apart_widens_by_the_run_to_run_term() {
+        let (b, c) = (level(100.0, 1.0), level(104.0, 1.0));
+        let own = ratio_interval(&b, &c, 0.0).unwrap();
+        assert!(own[0] > 1.0, "own CIs alone call +4%: {own:?}");
+        let apart = ratio_interval(&b, &c, 0.03).unwrap();
+        assert!(apart[0] < 1.0 && apart[1] > 1.08, "{apart:?}");
+        let spread = |tau| Some(Spread { tau, runs: 5 });
+        assert_eq!(pooled(spread(0.01), spread(0.02)), spread(0.02));
+        assert_eq!(pooled(None, spread(0.02)), spread(0.02));
+        assert_eq!(pooled(None, None), None);
+    }
+}

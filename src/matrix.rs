@@ -16,6 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::run_to_run::{self, RunLevel, Spread};
 use crate::compare::{Verdict, verdict};
 use crate::model::RunSummary;
 use crate::store::ResultRow;
@@ -46,12 +47,32 @@ pub struct Cell {
     /// Not measured here: the status word ("failed", "skipped", "absent").
     pub missing: Option<String>,
     pub disturbed: bool,
+    /// The run-to-run spread added to the two runs' own CIs (they were measured apart), as
+    /// `run to run ±x%` says it, with the runs it was learned from; `None` where no
+    /// environment of the two had enough runs (then no change is called).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_to_run: Option<RunToRun>,
 }
+
+/// The run-to-run term a cell used.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RunToRun {
+    /// Half-width of the 95% interval of one run's level, percent.
+    pub percent: f64,
+    pub runs: usize,
+}
+
+/// What the matrix knows of runs measured apart: for a benchmark and a run, the run-to-run
+/// spread of that run's environment in the store (`None`: fewer than 3 runs there).
+pub type SpreadOf<'a> = &'a dyn Fn(&str, i64) -> Option<Spread>;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     pub bench: String,
     pub cells: Vec<Cell>,
+    /// The base run's environment's run-to-run spread for this benchmark, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_to_run: Option<RunToRun>,
 }
 
 /// A level shift along the columns (in their order, oldest first when selected by `--where`).
@@ -143,12 +164,13 @@ impl Cell {
             verdict: None,
             missing,
             disturbed,
+            run_to_run: None,
         }
     }
 }
 
 /// The slowdown and addition of `cand` against `base` with intervals from theirs (see the
-/// module doc).
+/// module doc), for runs measured together (no run-to-run term).
 pub fn cell_against(base: &ResultRow, cand: &ResultRow, threshold: f64) -> Cell {
     let mut cell = Cell::bare(cand.median, None, base.disturbed || cand.disturbed);
     let (Some(b), Some(c)) = (base.median, cand.median) else {
@@ -158,11 +180,7 @@ pub fn cell_against(base: &ResultRow, cand: &ResultRow, threshold: f64) -> Cell 
     if b > 0.0 && c > 0.0 {
         cell.slowdown = Some(c / b);
     }
-    let ci = |r: &ResultRow| match (r.ci_lo, r.ci_hi) {
-        (Some(lo), Some(hi)) if lo.is_finite() && hi.is_finite() && lo <= hi => Some((lo, hi)),
-        _ => None,
-    };
-    let (Some((blo, bhi)), Some((clo, chi))) = (ci(base), ci(cand)) else {
+    let (Some((blo, bhi)), Some((clo, chi))) = (row_ci(base), row_ci(cand)) else {
         return cell;
     };
     let q = |x: f64, y: f64| (x * x + y * y).sqrt();
@@ -180,6 +198,54 @@ pub fn cell_against(base: &ResultRow, cand: &ResultRow, threshold: f64) -> Cell 
     cell
 }
 
+/// A result row's CI, when it has a usable one.
+fn row_ci(r: &ResultRow) -> Option<(f64, f64)> {
+    match (r.ci_lo, r.ci_hi) {
+        (Some(lo), Some(hi)) if lo.is_finite() && hi.is_finite() && lo <= hi => Some((lo, hi)),
+        _ => None,
+    }
+}
+
+/// `cell_against` for runs measured apart: the run-to-run spread `spread` (see
+/// `run_to_run::pooled`) is added to both runs' own standard errors. Without one, the cell
+/// keeps its own-CI interval for reading but calls nothing: the host's drift between the runs
+/// is unknown.
+pub fn cell_apart(
+    base: &ResultRow,
+    cand: &ResultRow,
+    threshold: f64,
+    spread: Option<Spread>,
+) -> Cell {
+    let mut cell = cell_against(base, cand, threshold);
+    let level = |r: &ResultRow| {
+        let (lo, hi) = row_ci(r)?;
+        Some(RunLevel {
+            median: r.median?,
+            ci95: [lo, hi],
+        })
+    };
+    let (Some(b), Some(c), Some(r)) = (level(base), level(cand), cell.slowdown) else {
+        return cell;
+    };
+    let Some(spread) = spread else {
+        cell.verdict = None;
+        return cell;
+    };
+    if let Some(interval) = run_to_run::ratio_interval(&b, &c, spread.tau) {
+        cell.slowdown_ci95 = Some(interval);
+        cell.addition_ci95 = Some([
+            b.median * (interval[0] - 1.0),
+            b.median * (interval[1] - 1.0),
+        ]);
+        cell.verdict = Some(verdict(interval, r, threshold).0);
+        cell.run_to_run = Some(RunToRun {
+            percent: spread.percent(),
+            runs: spread.runs,
+        });
+    }
+    cell
+}
+
 /// The matrix of `runs` (in column order) against `runs[base]`, from their result rows.
 /// Benchmarks come in `order` first (the base run's order), then any others as found.
 pub fn build(
@@ -188,6 +254,7 @@ pub fn build(
     base: usize,
     order: &[String],
     threshold: f64,
+    apart: Option<SpreadOf>,
 ) -> Matrix {
     let (columns, differs) = columns(runs);
     let mut benches: Vec<String> = order.to_vec();
@@ -220,7 +287,16 @@ pub fn build(
                     };
                     match (b, c, missing) {
                         (_, _, Some(m)) => Cell::bare(None, Some(m), false),
-                        (Some(b), Some(c), None) if i != base => cell_against(b, c, threshold),
+                        (Some(b), Some(c), None) if i != base => match apart {
+                            Some(spread_of) => {
+                                let spread = run_to_run::pooled(
+                                    spread_of(bench, base_id),
+                                    spread_of(bench, run.id),
+                                );
+                                cell_apart(b, c, threshold, spread)
+                            }
+                            None => cell_against(b, c, threshold),
+                        },
                         (_, Some(c), None) => Cell::bare(c.median, None, c.disturbed),
                         (_, None, None) => unreachable!("a missing cell has its reason"),
                     }
@@ -229,6 +305,12 @@ pub fn build(
             Row {
                 bench: bench.clone(),
                 cells,
+                run_to_run: apart
+                    .and_then(|spread_of| spread_of(bench, base_id))
+                    .map(|s| RunToRun {
+                        percent: s.percent(),
+                        runs: s.runs,
+                    }),
             }
         })
         .collect();
@@ -358,6 +440,10 @@ pub fn render_table(m: &Matrix, color: bool) -> String {
         }
         header.push(TCell::new(title));
     }
+    let learned = m.rows.iter().any(|r| r.run_to_run.is_some());
+    if learned {
+        header.push(TCell::new("run to run\n(base's)"));
+    }
     let mut t = crate::report::plain_table(color, header);
     for r in &m.rows {
         let mut line = vec![TCell::new(crate::report::printable(&r.bench))];
@@ -372,6 +458,11 @@ pub fn render_table(m: &Matrix, color: bool) -> String {
             }
             line.push(cell);
         }
+        if learned {
+            line.push(TCell::new(r.run_to_run.map_or("?".into(), |x| {
+                format!("±{:.1}% ({})", x.percent, x.runs)
+            })));
+        }
         t.add_row(line);
     }
     for i in 1..=m.columns.len() {
@@ -383,7 +474,11 @@ pub fn render_table(m: &Matrix, color: bool) -> String {
     format!(
         "{t}\n{}base: run {} (medians shown); other cells: change of the median against it, ±half \
 the 95% CI in percentage points, (the addition); ~ no change beyond ±{:.0}% could be told from \
-noise; ? a run without a CI (too few repetitions).{}\n",
+noise; ? no change called: a run without a CI, or runs measured apart with no run-to-run \
+spread known for either environment (fewer than 3 stored runs of the same host, kernel and \
+wrapper: run more, or use `oscost ab` if the change can be wrapped). Runs measured apart: \
+each interval adds the run-to-run spread learned from the store (the last column: the \
+base's environment, from that many runs).{}\n",
         crate::report::printable(&changes_text(m)),
         base.run_id,
         m.threshold * 100.0,
@@ -475,6 +570,39 @@ mod tests {
         }
     }
 
+    #[test]
+    fn runs_measured_apart_add_the_run_to_run_spread_or_call_nothing() {
+        let base = row("a", 100.0, 99.5, 100.5);
+        let drifted = row("a", 104.0, 103.5, 104.5);
+        let sandboxed = row("a", 150.0, 149.0, 151.0);
+        // Own CIs alone call a 4% drift of the host.
+        assert_eq!(
+            cell_against(&base, &drifted, 0.02).verdict,
+            Some(Verdict::Slower)
+        );
+        // With a 3% run-to-run spread (tau) it is no change; the sandbox still is one.
+        let spread = Some(Spread { tau: 0.03, runs: 6 });
+        let c = cell_apart(&base, &drifted, 0.02, spread);
+        assert_eq!(c.verdict, Some(Verdict::NoChange), "{c:?}");
+        assert_eq!(c.run_to_run.map(|r| r.runs), Some(6));
+        assert_eq!(
+            cell_apart(&base, &sandboxed, 0.02, spread).verdict,
+            Some(Verdict::Slower)
+        );
+        // No history of either environment: nothing is called, the ratio is still shown.
+        let c = cell_apart(&base, &sandboxed, 0.02, None);
+        assert_eq!(c.verdict, None);
+        assert_eq!(c.slowdown, Some(1.5));
+        // Through build: the spread of the base's environment goes on the row too.
+        let runs = [summary(1, "6.1", None), summary(2, "6.1", None)];
+        let rows = [(1, base.clone()), (2, drifted.clone())];
+        let spread_of = |_: &str, _: i64| spread;
+        let m = build(&runs, &rows, 0, &[], 0.02, Some(&spread_of));
+        assert_eq!(m.rows[0].cells[1].verdict, Some(Verdict::NoChange));
+        assert!(m.rows[0].run_to_run.is_some_and(|r| r.percent > 5.0));
+        assert!(render_table(&m, false).contains("run to run"));
+    }
+
     fn row(bench: &str, median: f64, lo: f64, hi: f64) -> ResultRow {
         ResultRow {
             bench: bench.into(),
@@ -537,7 +665,7 @@ mod tests {
                 ]
             })
             .collect();
-        let m = build(&runs, &rows, 0, &[], 0.02);
+        let m = build(&runs, &rows, 0, &[], 0.02, None);
         assert_eq!(m.changes.len(), 1, "{:?}", m.changes);
         let c = &m.changes[0];
         assert_eq!(
@@ -570,7 +698,7 @@ mod tests {
                 },
             ),
         ];
-        let m = build(&runs, &rows, 0, &["b".into(), "a".into()], 0.02);
+        let m = build(&runs, &rows, 0, &["b".into(), "a".into()], 0.02, None);
         assert_eq!(m.differs, vec!["kernel", "label"]);
         assert_eq!(m.columns[2].title, vec!["run 3", "6.18.44", "label tracer"]);
         assert_eq!(m.columns[0].title, vec!["run 1", "6.1.0", "label -"]);

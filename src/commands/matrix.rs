@@ -5,12 +5,15 @@
 
 use std::path::PathBuf;
 
+use std::collections::HashMap;
+
 use clap::Args;
 
 use super::{
     check_outputs, check_report_dir, color, exporters, print_stdout, read_store, stopper,
     store_err, usage,
 };
+use crate::analysis::run_to_run::{self, RunLevel, Spread};
 use crate::cli::{OutputArgs, SelectArgs, StoreArgs, parse_percent};
 use crate::{matrix, output, report, store};
 
@@ -91,7 +94,24 @@ impl MatrixArgs {
             .map(|r| r.id)
             .collect();
         let rows = s.result_rows(&ids).map_err(store_err)?;
-        let mut m = matrix::build(&runs, &rows, base, &order, self.threshold / 100.0);
+        let spreads = run_to_run_spreads(&mut s, &all, &rows)?;
+        let env_of: HashMap<i64, Environment> =
+            all.iter().map(|r| (r.id, environment(r))).collect();
+        let spread_of = |bench: &str, run: i64| {
+            let env = env_of.get(&run)?;
+            spreads
+                .get(&(bench.to_string(), env.clone()))
+                .copied()
+                .flatten()
+        };
+        let mut m = matrix::build(
+            &runs,
+            &rows,
+            base,
+            &order,
+            self.threshold / 100.0,
+            Some(&spread_of),
+        );
         // What differed where a level shifted: the two runs' environments, each read once.
         let mut bare = std::collections::HashMap::new();
         for c in &mut m.changes {
@@ -119,4 +139,48 @@ impl MatrixArgs {
         }
         Ok(0)
     }
+}
+
+/// What runs must share for their scatter to be one environment's: host, kernel and wrapper
+/// (the store's summary rows; a kernel's boot parameters and oscost's own version are not
+/// told apart here, which can only widen the spread learned).
+type Environment = (Option<String>, Option<String>, Option<String>);
+
+fn environment(r: &crate::model::RunSummary) -> Environment {
+    (r.host.clone(), r.kernel.clone(), r.wrapper.clone())
+}
+
+/// The run-to-run spread of every benchmark of `rows` in every environment of the store,
+/// learned from all of its stored runs (one query a benchmark).
+fn run_to_run_spreads(
+    s: &mut crate::store::Store,
+    all: &[crate::model::RunSummary],
+    rows: &[(i64, crate::store::ResultRow)],
+) -> anyhow::Result<HashMap<(String, Environment), Option<Spread>>> {
+    let env_of: HashMap<i64, Environment> = all.iter().map(|r| (r.id, environment(r))).collect();
+    let mut benches: Vec<&str> = rows.iter().map(|(_, r)| r.bench.as_str()).collect();
+    benches.sort_unstable();
+    benches.dedup();
+    let mut out = HashMap::new();
+    for bench in benches {
+        let mut groups: HashMap<Environment, Vec<RunLevel>> = HashMap::new();
+        for p in s.history(bench).map_err(store_err)? {
+            let (Some(median), Some(lo), Some(hi)) = (p.median, p.ci_lo, p.ci_hi) else {
+                continue;
+            };
+            if p.status != "ok" {
+                continue;
+            }
+            if let Some(env) = env_of.get(&p.run_id) {
+                groups.entry(env.clone()).or_default().push(RunLevel {
+                    median,
+                    ci95: [lo, hi],
+                });
+            }
+        }
+        for (env, levels) in groups {
+            out.insert((bench.to_string(), env), run_to_run::estimate(&levels));
+        }
+    }
+    Ok(out)
 }

@@ -177,6 +177,7 @@ mod tests {
             verdict: Some(Verdict::Slower),
             missing: None,
             disturbed: false,
+            run_to_run: None,
         };
         let (slow, _) = colours(&c);
         c.slowdown = Some(2.5);
@@ -212,7 +213,14 @@ mod tests {
             samples: 10,
             disturbed: false,
         };
-        let m = crate::matrix::build(&runs, &[(1, row(100.0)), (2, row(150.0))], 0, &[], 0.02);
+        let m = crate::matrix::build(
+            &runs,
+            &[(1, row(100.0)), (2, row(150.0))],
+            0,
+            &[],
+            0.02,
+            None,
+        );
         let page = render_matrix(&m).unwrap();
         assert!(page.html.contains("+50.0%"), "{}", page.html);
         assert_eq!(page.html.matches("class=\"cell\"").count(), 2);

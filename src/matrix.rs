@@ -589,6 +589,11 @@ mod tests {
             cell_apart(&base, &sandboxed, 0.02, spread).verdict,
             Some(Verdict::Slower)
         );
+        // A spread of zero gives exactly the interval of runs measured together.
+        let zero = cell_apart(&base, &drifted, 0.02, Some(Spread { tau: 0.0, runs: 3 }));
+        let together = cell_against(&base, &drifted, 0.02);
+        let (a, b) = (zero.slowdown_ci95.unwrap(), together.slowdown_ci95.unwrap());
+        assert!((a[0] - b[0]).abs() < 1e-12 && (a[1] - b[1]).abs() < 1e-12);
         // No history of either environment: nothing is called, the ratio is still shown.
         let c = cell_apart(&base, &sandboxed, 0.02, None);
         assert_eq!(c.verdict, None);

@@ -66,14 +66,22 @@ pub fn estimate(runs: &[RunLevel]) -> Option<Spread> {
     })
 }
 
-/// The 95% interval of `cand / base` for two runs measured apart: their own standard errors
-/// and the run-to-run term of each side's environment, combined in quadrature on the log
-/// scale. `tau` is the term to use for both sides (see `pooled`).
+/// The 95% interval of `cand / base` for two runs measured apart: the runs' own intervals and
+/// the run-to-run term of each side, combined in quadrature on the log scale. The runs' own
+/// intervals keep their shape (the upper bound from the candidate's upper and the base's lower
+/// half-width, as a matrix cell of runs measured together), so the result is never narrower
+/// than theirs. `tau` is the term to use for both sides (see `pooled`).
 pub fn ratio_interval(base: &RunLevel, cand: &RunLevel, tau: f64) -> Option<[f64; 2]> {
-    let (sb, sc) = (base.log_se()?, cand.log_se()?);
-    let r = cand.median / base.median;
-    let half = 1.96 * (sb * sb + sc * sc + 2.0 * tau * tau).sqrt();
-    Some([r * (-half).exp(), r * half.exp()])
+    base.log_se()?;
+    cand.log_se()?;
+    let (b, c) = (base.median, cand.median);
+    let [blo, bhi] = base.ci95;
+    let [clo, chi] = cand.ci95;
+    let drift = 2.0 * (1.96 * tau).powi(2);
+    let up = ((chi / c).ln().powi(2) + (b / blo).ln().powi(2) + drift).sqrt();
+    let down = ((c / clo).ln().powi(2) + (bhi / b).ln().powi(2) + drift).sqrt();
+    let r = c / b;
+    Some([r * (-down).exp(), r * up.exp()])
 }
 
 /// The run-to-run term for a comparison of a run of environment A with one of B: the larger

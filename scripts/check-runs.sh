@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Runs measured apart, checked: K plain runs saved into a fresh store with a pause between,
+# and a run under N permissive seccomp filters (scripts/ref/seccomp-layers.c: a known small
+# slowdown of every system call) measured in the middle of them. Then:
+#   - the A/A false-call rate of `oscost matrix` over the plain runs (nothing may be called);
+#   - what the matrix calls in the sandboxed column (every null syscall must be slower);
+#   - the coverage of the run-to-run interval: how often one plain run's interval (its own
+#     CI widened by the run-to-run spread learned from the store) holds another's median;
+#   - beside each run, a witness that is not oscost (`perf bench syscall basic`, pinned alike)
+#     saying how much the host itself moved.
+#
+#   scripts/check-runs.sh [K]        (default 6; PAUSE=15 seconds, LAYERS=2, IDS=...)
+#   KEEP=DIR scripts/check-runs.sh   keeps the store and the witness lines in DIR
+#
+# Needs a release build (cargo build --release), a C compiler, and python3 for the tally.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+K=${1:-6}
+PAUSE=${PAUSE:-15}
+LAYERS=${LAYERS:-2}
+IDS=${IDS:-"syscall/ spawn/fork switch/pipe-proc@same mem/fault-write timer/monotonic"}
+bin=$PWD/target/release/oscost
+[ -x "$bin" ] || { echo "build first: cargo build --release" >&2; exit 2; }
+work=${KEEP:-$(mktemp -d /tmp/oscost-check-runs.XXXXXX)}
+mkdir -p "$work"
+[ -n "${KEEP:-}" ] || trap 'rm -rf "$work"' EXIT
+cc -O2 -o "$work/seccomp-layers" scripts/ref/seccomp-layers.c
+store=$work/runs.db
+rm -f "$store"
+cpu=$(( $(nproc) - 1 ))
+
+witness() {
+  if command -v perf >/dev/null 2>&1; then
+    taskset -c "$cpu" perf bench syscall basic -l 2000000 2>/dev/null \
+      | awk '/usecs\/op/ {printf "%.1f", $1 * 1000}'
+  else
+    printf "-"
+  fi
+}
+
+half=$(( (K + 1) / 2 ))
+for i in $(seq 1 "$K"); do
+  w=$(witness)
+  echo "plain run $i: witness ${w} ns/op (perf bench syscall basic)" | tee -a "$work/witness.txt"
+  # shellcheck disable=SC2086
+  "$bin" run $IDS --db "$store" --label plain >/dev/null 2>"$work/run-$i.err"
+  sleep "$PAUSE"
+  if [ "$i" = "$half" ]; then
+    w=$(witness)
+    echo "seccomp run: witness ${w} ns/op" | tee -a "$work/witness.txt"
+    # shellcheck disable=SC2086
+    "$bin" run $IDS --db "$store" --label seccomp \
+      --under "$work/seccomp-layers $LAYERS --" >/dev/null 2>"$work/run-seccomp.err"
+    sleep "$PAUSE"
+  fi
+done
+
+"$bin" matrix --db "$store" --where label=plain --json "$work/aa.json" >"$work/aa.txt"
+"$bin" matrix --db "$store" --json "$work/all.json" >"$work/all.txt"
+
+python3 - "$work" "$store" <<'PY'
+import json, math, sqlite3, sys, itertools
+work, store = sys.argv[1], sys.argv[2]
+aa = json.load(open(f"{work}/aa.json"))
+called = total = 0
+for r in aa["rows"]:
+    for i, c in enumerate(r["cells"]):
+        if i == aa["base"] or c.get("missing"):
+            continue
+        total += 1
+        called += c.get("verdict") in ("Slower", "Faster", "slower", "faster")
+print(f"A/A (plain against the first plain run): {called} of {total} cells called "
+      f"({100.0 * called / max(total, 1):.1f}%); target at most 5%")
+allm = json.load(open(f"{work}/all.json"))
+col = next(i for i, c in enumerate(allm["columns"]) if c.get("label") == "seccomp")
+print(f"sandboxed column (run {allm['columns'][col]['run_id']}, {sys.argv[0]}):")
+for r in allm["rows"]:
+    c = r["cells"][col]
+    if r["bench"].startswith("syscall/") or r["bench"].startswith("switch/pipe-proc"):
+        add = c.get("addition_ns")
+        print(f"  {r['bench']:28s} verdict {str(c.get('verdict')):9s} "
+              f"x{(c.get('slowdown') or float('nan')):.3f}  {'+%.0f ns' % add if add is not None else ''}")
+# Coverage of the run-to-run interval over pairs of plain runs.
+db = sqlite3.connect(store)
+rows = db.execute("""SELECT results.bench, runs.id, median, ci_lo, ci_hi FROM results
+                     JOIN runs ON runs.id = results.run_id
+                     WHERE runs.label = 'plain' AND status = 'ok'""").fetchall()
+tau = {r["bench"]: math.log(1 + r["run_to_run"]["percent"] / 100) / 1.96
+       for r in aa["rows"] if r.get("run_to_run")}
+by = {}
+for b, rid, m, lo, hi in rows:
+    by.setdefault(b, []).append((rid, m, lo, hi))
+held = pairs = own_held = 0
+for b, runs in by.items():
+    if b not in tau:
+        continue
+    for (i, mi, lo, hi), (j, mj, _, _) in itertools.permutations(runs, 2):
+        # The run's own interval, each side widened by the run-to-run term in quadrature.
+        drift = (1.96 * tau[b]) ** 2
+        low = mi * math.exp(-math.sqrt(math.log(mi / lo) ** 2 + drift))
+        high = mi * math.exp(math.sqrt(math.log(hi / mi) ** 2 + drift))
+        pairs += 1
+        held += low <= mj <= high
+        own_held += lo <= mj <= hi
+spread = sorted(round(100 * (math.exp(1.96 * t) - 1), 1) for t in tau.values())
+print(f"run-to-run spread learned (±%, per benchmark): {spread}")
+print(f"run-to-run interval holds another plain run's median in {held} of {pairs} pairs "
+      f"({100.0 * held / max(pairs, 1):.1f}%; target at least 75%); the run's own CI alone: "
+      f"{100.0 * own_held / max(pairs, 1):.1f}%")
+PY
+echo "witness lines: $work/witness.txt; matrices: $work/aa.txt, $work/all.txt"

@@ -234,6 +234,11 @@ pub struct Disturbance {
     /// How much slower the slow phase was than the rest, percent.
     #[serde(default)]
     pub phase_shift_pct: Option<f64>,
+    /// Share of the measuring thread's time it spent runnable but waiting for its CPU, percent
+    /// (schedstat); `None` where the kernel keeps no schedstat, or the operation hands its CPU
+    /// over (a same-CPU ping-pong).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_wait_pct: Option<f64>,
     /// Human-readable reasons; empty when undisturbed.
     pub flag: Vec<String>,
 }

@@ -165,14 +165,42 @@ fn judge_noise(
         preempted
     };
     let th = Thresholds::default();
-    assess(
+    let (mut d, notes) = assess(
         &raw.cpu_before,
         &raw.cpu_after,
         cpus,
         preempted,
         samples,
         th,
-    )
+    );
+    if let Some(w) = &raw.cpu_wait
+        && !raw.preemption_expected
+    {
+        d.cpu_wait_pct = Some(100.0 * w.share());
+        if let Some(flag) = cpu_wait_flag(w) {
+            d.flag.push(flag);
+        }
+    }
+    (d, notes)
+}
+
+/// The flag of a measuring thread that waited for its own CPU: the median of short batches
+/// barely moves when another task shares the CPU, but every operation's throughput halves,
+/// so it is said, with what was runnable there.
+pub fn cpu_wait_flag(w: &crate::harness::runner::CpuWait) -> Option<String> {
+    let share = w.share();
+    if share <= crate::harness::runner::CPU_WAIT_SHARE {
+        return None;
+    }
+    let beside = if w.beside.is_empty() {
+        String::new()
+    } else {
+        format!("; runnable there: {}", w.beside.join(", "))
+    };
+    Some(format!(
+        "waited {:.0}% of its time for its CPU (another task shared it{beside})",
+        share * 100.0
+    ))
 }
 
 /// Statistics, outliers, disturbance and notes for one measured case.
@@ -373,6 +401,7 @@ mod tests {
             preemption_expected: false,
             error: None,
             events: None,
+            cpu_wait: None,
         }
     }
 

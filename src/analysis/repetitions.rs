@@ -163,7 +163,28 @@ fn concatenate(ok: &[&RepRun]) -> (CaseResult, Vec<(usize, usize)>) {
         }
     }
     merged.events = merge_events(&cases);
+    merged.cpu_wait = merge_waits(&cases);
     (merged, spans)
+}
+
+/// The repetitions' CPU waits summed (each its own timed pass), with every task seen beside.
+fn merge_waits(cases: &[&CaseResult]) -> Option<crate::harness::runner::CpuWait> {
+    let waits: Vec<&crate::harness::runner::CpuWait> =
+        cases.iter().filter_map(|c| c.cpu_wait.as_ref()).collect();
+    if waits.is_empty() {
+        return None;
+    }
+    let mut out = crate::harness::runner::CpuWait::default();
+    for w in waits {
+        out.run_ns += w.run_ns;
+        out.wait_ns += w.wait_ns;
+        for b in &w.beside {
+            if !out.beside.contains(b) && out.beside.len() < 4 {
+                out.beside.push(b.clone());
+            }
+        }
+    }
+    Some(out)
 }
 
 /// The repetitions' events per operation, averaged (each repetition counted its own window);

@@ -147,8 +147,18 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
     let (ids, id_places) = split_placements(&args.ids);
     let benchmarks = bench::select(&ids).map_err(usage)?;
     let allowed = placement::allowed_cpus();
-    let cpu = resolve_cpu(args.cpu, &allowed).map_err(usage)?;
+    let mut cpu = resolve_cpu(args.cpu, &allowed).map_err(usage)?;
     check_outputs(&args.outputs, Some(&args.store), &[])?;
+    if args.cpu.is_none() && allowed.len() > 1 {
+        // A look at the CPUs before measuring: the default one may be where the user pinned
+        // other work (`taskset -c 1`). Named CPUs are taken as given.
+        let busy = placement::busy_now(&allowed, Duration::from_millis(100));
+        let (chosen, said) = placement::choose_idle(cpu, &busy);
+        if let Some(line) = said {
+            eprintln!("oscost: {line}");
+        }
+        cpu = chosen;
+    }
     let wrapper = args
         .under
         .as_deref()

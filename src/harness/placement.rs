@@ -140,6 +140,59 @@ pub fn default_cpu(allowed: &[usize]) -> Option<usize> {
     allowed.last().copied()
 }
 
+/// A CPU busier than this (percent, over a short look before measuring) is not chosen by
+/// default when another is free.
+pub const BUSY_PCT: f64 = 50.0;
+
+/// The measuring CPU when the user named none: `default`, unless it is busy (another task
+/// runs there: pinned work, `taskset -c 1`) and another allowed CPU is not; then the least
+/// busy, the last of equals. `busy` is each allowed CPU's busy share, percent. Returns the CPU
+/// and, when it is not the default, or every CPU is busy, a line saying so.
+pub fn choose_idle(default: usize, busy: &[(usize, f64)]) -> (usize, Option<String>) {
+    let of = |cpu: usize| busy.iter().find(|(c, _)| *c == cpu).map(|(_, b)| *b);
+    let Some(here) = of(default) else {
+        return (default, None);
+    };
+    if here <= BUSY_PCT {
+        return (default, None);
+    }
+    let best = busy
+        .iter()
+        .filter(|(c, _)| *c != default)
+        .min_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
+    match best {
+        Some(&(c, b)) if b <= BUSY_PCT => (
+            c,
+            Some(format!(
+                "CPU {default} was {here:.0}% busy with other work before measuring: measuring on CPU {c} ({b:.0}% busy; --cpu {default} to insist)"
+            )),
+        ),
+        _ => (
+            default,
+            Some(format!(
+                "every allowed CPU was busy with other work before measuring (CPU {default}: {here:.0}%); results will say where the measuring thread waited for its CPU"
+            )),
+        ),
+    }
+}
+
+/// Each of `cpus`' busy share (percent) over `window`, from /proc/stat.
+pub fn busy_now(cpus: &[usize], window: std::time::Duration) -> Vec<(usize, f64)> {
+    let a = super::noise::read_proc_stat();
+    std::thread::sleep(window);
+    let z = super::noise::read_proc_stat();
+    cpus.iter()
+        .filter_map(|&c| {
+            let (Some(Some(x)), Some(Some(y))) = (a.get(c), z.get(c)) else {
+                return None;
+            };
+            let total = y.total().saturating_sub(x.total());
+            let busy = (y.busy + y.steal).saturating_sub(x.busy + x.steal);
+            (total > 0).then(|| (c, 100.0 * busy as f64 / total as f64))
+        })
+        .collect()
+}
+
 /// A kernel CPU list ("0-1", "0,2,4-5") as CPU numbers.
 pub fn parse_cpu_list(text: &str) -> Vec<usize> {
     let mut v = Vec::new();
@@ -209,5 +262,20 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    #[test]
+    fn a_busy_default_cpu_gives_way_to_an_idle_one_unless_all_are_busy() {
+        assert_eq!(choose_idle(1, &[(0, 3.0), (1, 10.0)]), (1, None));
+        let (cpu, said) = choose_idle(1, &[(0, 3.0), (1, 99.0)]);
+        assert_eq!(cpu, 0);
+        assert!(said.unwrap().contains("CPU 1 was 99% busy"));
+        let (cpu, said) = choose_idle(3, &[(0, 90.0), (1, 5.0), (2, 5.0), (3, 95.0)]);
+        assert_eq!(cpu, 2, "the last of equals");
+        assert!(said.is_some());
+        let (cpu, said) = choose_idle(1, &[(0, 80.0), (1, 99.0)]);
+        assert_eq!(cpu, 1);
+        assert!(said.unwrap().contains("every allowed CPU was busy"));
+        assert_eq!(choose_idle(1, &[]), (1, None));
     }
 }

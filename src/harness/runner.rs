@@ -90,7 +90,38 @@ pub struct CaseResult {
     /// Events per operation (none when counting was off or nothing was sampled).
     #[serde(default)]
     pub events: Option<crate::model::Events>,
+    /// How long the measuring thread ran and waited, runnable, for its CPU during the timed
+    /// pass, and what else was runnable there when it waited much.
+    #[serde(default)]
+    pub cpu_wait: Option<CpuWait>,
 }
+
+/// The measuring thread's wait for its own CPU over a timed pass.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuWait {
+    pub run_ns: u64,
+    pub wait_ns: u64,
+    /// Tasks of other programs runnable on the measuring CPU, "name (pid N)".
+    pub beside: Vec<String>,
+}
+
+impl CpuWait {
+    /// The share of the thread's time on or waiting for the CPU that it waited.
+    pub fn share(&self) -> f64 {
+        let all = self.run_ns + self.wait_ns;
+        if all == 0 {
+            0.0
+        } else {
+            self.wait_ns as f64 / all as f64
+        }
+    }
+}
+
+/// A wait share above which the case names what else was runnable on its CPU (and the
+/// analysis flags it). A task spinning on the CPU makes it ~50%; with none, a whole `--quick`
+/// suite on a 2-vCPU VM waited at most 8% (a kernel writeback worker, 20 ms passes), most
+/// results under 3%.
+pub const CPU_WAIT_SHARE: f64 = 0.10;
 
 impl CaseResult {
     /// A case with no numbers, only the reason.
@@ -109,6 +140,7 @@ impl CaseResult {
             notes: vec![],
             preemption_expected: false,
             error: Some(e),
+            cpu_wait: None,
             events: None,
         }
     }
@@ -204,8 +236,26 @@ fn run_case(meter: &Meter, b: &Benchmark, mut c: Case, variants: &VariantOptions
         Err(e) => return fail(e, c.params),
     };
     let before = noise::read_proc_stat();
+    let sched_before = noise::thread_schedstat();
     let outcome = (b.run)(meter, &c);
+    let sched_after = noise::thread_schedstat();
     let after = noise::read_proc_stat();
+    let cpu_wait = match (sched_before, sched_after) {
+        (Some(a), Some(z)) => {
+            let mut w = CpuWait {
+                run_ns: z.run_ns.saturating_sub(a.run_ns),
+                wait_ns: z.wait_ns.saturating_sub(a.wait_ns),
+                beside: vec![],
+            };
+            if w.share() > CPU_WAIT_SHARE {
+                // SAFETY: getpgrp takes no arguments and cannot fail.
+                let own = unsafe { libc::getpgrp() };
+                w.beside = noise::runnable_on(meter.cpu, own, 4);
+            }
+            Some(w)
+        }
+        _ => None,
+    };
     // A second, untimed pass counts events; read after the case function returns, when its
     // peers have exited and their counts have joined ours.
     let events = if meter.events.is_empty() || outcome.is_err() {
@@ -258,6 +308,7 @@ fn run_case(meter: &Meter, b: &Benchmark, mut c: Case, variants: &VariantOptions
         preemption_expected: b.preempts,
         error: None,
         events,
+        cpu_wait,
     }
 }
 

@@ -1,0 +1,77 @@
+//! The measuring CPU shared with another task: every result it touched is flagged, naming the
+//! task; nothing is flagged without one; and a default CPU found busy before measuring gives
+//! way to an idle one.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn a_task_spinning_on_the_measuring_cpu_is_flagged_and_named_on_every_result() {
+    let cpus = allowed_cpus();
+    if cpus.len() < 2 {
+        eprintln!("contention: skipped, one allowed CPU (the spinner would starve the test)");
+        return;
+    }
+    let cpu = *cpus.last().unwrap();
+    let _g = measuring();
+    let cpu_arg = cpu.to_string();
+    let args = [
+        "--samples",
+        "400",
+        "--cpu",
+        &cpu_arg,
+        "syscall/getppid",
+        "call/f0",
+        "timer/monotonic",
+    ];
+    let (_, quiet) = run_json(&unique_tag("quiet"), &args);
+    for r in &quiet.results {
+        assert!(
+            !r.disturbed.flag.iter().any(|f| f.contains("waited")),
+            "{}: flagged with no competitor: {:?}",
+            r.id,
+            r.disturbed.flag
+        );
+    }
+    let busy = BusyCpu::on(cpu);
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let (_, shared) = run_json(&unique_tag("shared"), &args);
+    drop(busy);
+    let me = format!("(pid {})", std::process::id());
+    for r in &shared.results {
+        let flag = r.disturbed.flag.join("; ");
+        assert!(flag.contains("waited"), "{}: not flagged: {flag}", r.id);
+        assert!(
+            flag.contains(&me),
+            "{}: the spinner is not named: {flag}",
+            r.id
+        );
+        assert!(
+            r.disturbed.cpu_wait_pct.is_some_and(|p| p > 10.0),
+            "{}",
+            r.id
+        );
+    }
+}
+
+#[test]
+fn a_busy_default_cpu_gives_way_to_an_idle_one() {
+    let cpus = allowed_cpus();
+    if cpus.len() < 2 {
+        eprintln!("contention: skipped, one allowed CPU");
+        return;
+    }
+    let last = *cpus.last().unwrap();
+    let _g = measuring();
+    let busy = BusyCpu::on(last);
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let (out, run) = run_json(&unique_tag("moved"), &["--samples", "40", "call/f0"]);
+    drop(busy);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("CPU {last} was")), "{err}");
+    match &run.results[0].placement {
+        oscost::model::Placement::Pinned { cpu } => assert_ne!(*cpu, last, "{err}"),
+        other => panic!("{other:?}"),
+    }
+}

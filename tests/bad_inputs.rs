@@ -180,7 +180,23 @@ const CASES: &[Case] = &[
     ),
     case("history --where date>=banana", 2, "not a date"),
     case("history --where date=2026-13-45", 2, "not a date"),
+    // run --runs
+    case(
+        "run --runs 2 --no-save call/f0",
+        2,
+        "--runs saves every run",
+    ),
+    case(
+        "run --runs 2 call/f0 --json {o}/x.json",
+        2,
+        "--runs writes no files",
+    ),
+    case("run --runs 0 call/f0", 2, "--runs"),
+    case("run --runs 101 call/f0", 2, "--runs"),
+    case("run --pause 3 call/f0", 2, "--runs"),
     // ab
+    case("ab --runs 2 call/f0", 2, "--runs is for"),
+    case("ab --b /nonexistent/wrapper call/f0", 2, "not a program"),
     case("ab --b '' call/f0", 2, "--b needs a command"),
     case("ab --a \\'x call/f0", 2, "--a"),
     case("ab --under true call/f0", 2, "--a and --b"),

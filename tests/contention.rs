@@ -75,3 +75,41 @@ fn a_busy_default_cpu_gives_way_to_an_idle_one() {
         other => panic!("{other:?}"),
     }
 }
+
+/// `run --runs N`: N runs measured apart, each saved, and the series' run-to-run spread.
+#[test]
+fn a_series_saves_every_run_and_says_its_run_to_run_spread() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("series.db");
+    let _g = measuring();
+    let out = oscost(&unique_tag("series"))
+        .args([
+            "run",
+            "--runs",
+            "3",
+            "--pause",
+            "0.1",
+            "--samples",
+            "100",
+            "call/f0",
+        ])
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("call/f0") && text.contains("(3 runs)"),
+        "{text}"
+    );
+    let mut s = oscost::store::Store::open_existing(&oscost::store::Location::File(db)).unwrap();
+    let list = s.list().unwrap();
+    assert_eq!(list.len(), 3);
+    let last = s.load(list[2].id).unwrap();
+    assert!(
+        last.notes
+            .iter()
+            .any(|n| n.contains("run 3 of a series of 3"))
+    );
+}

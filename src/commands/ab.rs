@@ -52,6 +52,11 @@ fn side(flag: &str, cmd: Option<&str>) -> anyhow::Result<AbSide> {
 impl AbArgs {
     pub fn run(self) -> anyhow::Result<i32> {
         let interrupted = crate::signals::guard_processes()?;
+        if self.run.runs > 1 {
+            return Err(usage(
+                "ab interleaves its two sides in one run; --runs is for `oscost run`",
+            ));
+        }
         if self.run.under.is_some() {
             return Err(usage("ab takes its wrappers as --a and --b, not --under"));
         }

@@ -86,6 +86,17 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub report: Option<PathBuf>,
 
+    /// Measure N independent runs, each saved as a run of its own, with --pause between
+    /// them: the history a comparison of runs measured apart needs (then the run-to-run
+    /// spread of each benchmark is printed).
+    #[arg(long, value_name = "N", default_value = "1",
+          value_parser = clap::value_parser!(u64).range(1..=100))]
+    pub runs: u64,
+
+    /// Seconds between the runs of --runs [default: 10].
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds, requires = "runs")]
+    pub pause: Option<f64>,
+
     /// Do not save the run to the results database.
     #[arg(long)]
     pub no_save: bool,
@@ -100,6 +111,9 @@ impl RunArgs {
     /// others (exit 1, naming it); a signal before the save commits discards the run (128+N).
     pub fn run(self) -> anyhow::Result<i32> {
         let interrupted = crate::signals::guard_processes()?;
+        if self.runs > 1 {
+            return self.series(&interrupted);
+        }
         let plan = plan(&self)?;
         let exports = super::exporters::<Run>(&self.outputs);
         if let Some(d) = &self.report {
@@ -138,6 +152,99 @@ impl RunArgs {
         }
         Ok(conclude(&[&result], &late))
     }
+}
+
+impl RunArgs {
+    /// `--runs N`: N runs measured apart, each a fresh plan (so a busy CPU is looked for
+    /// anew), each saved on its own as soon as it ends (an interrupted series keeps the runs
+    /// it finished); then each benchmark's run-to-run spread over the series.
+    fn series(self, interrupted: &Arc<std::sync::atomic::AtomicUsize>) -> anyhow::Result<i32> {
+        if self.no_save {
+            return Err(usage(
+                "--runs saves every run (that is its point); drop --no-save, or use --runs 1",
+            ));
+        }
+        if !self.outputs.paths().is_empty() || self.report.is_some() {
+            return Err(usage(
+                "--runs writes no files: each run is saved in the store; `oscost export ID` or `oscost matrix` them after",
+            ));
+        }
+        let pause = Duration::from_secs_f64(self.pause.unwrap_or(10.0));
+        let mut store = open_store(&self.store)?;
+        let stop = stopper(interrupted);
+        let n = self.runs as usize;
+        let mut runs = Vec::new();
+        for i in 0..n {
+            let plan = plan(&self)?;
+            let mut result = scheduler::execute(&plan, Arc::clone(interrupted))?;
+            stop()?;
+            result.notes.push(format!(
+                "run {} of a series of {n} measured apart (--runs)",
+                i + 1
+            ));
+            match store.save_all(&[&result], &|| stop().is_err()) {
+                Ok(ids) => eprintln!(
+                    "oscost: run {} of {n} saved as run {} in {}",
+                    i + 1,
+                    ids[0],
+                    store.shown()
+                ),
+                Err(StoreError::Interrupted) => stop()?,
+                Err(e) => {
+                    let line = super::keep_unsaved(&[&result], &e, &store.shown());
+                    return Ok(conclude(&[&result], &[line]));
+                }
+            }
+            runs.push(result);
+            if i + 1 < n {
+                // The pause is a wait like any other: a signal ends it at once.
+                let until = std::time::Instant::now() + pause;
+                while std::time::Instant::now() < until {
+                    stop()?;
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+        }
+        super::print_stdout(&series_table(&runs))?;
+        Ok(conclude(&runs.iter().collect::<Vec<_>>(), &[]))
+    }
+}
+
+/// Each benchmark's medians over a series and its run-to-run spread beyond the runs' own CIs.
+fn series_table(runs: &[Run]) -> String {
+    use crate::analysis::run_to_run::{RunLevel, estimate};
+    let Some(first) = runs.first() else {
+        return String::new();
+    };
+    let mut t = crate::report::plain_table(false, vec!["benchmark", "medians", "run to run"]);
+    for r in &first.results {
+        let levels: Vec<RunLevel> = runs
+            .iter()
+            .filter_map(|run| run.results.iter().find(|x| x.id == r.id))
+            .filter_map(|x| {
+                let s = x.stats.as_ref()?;
+                Some(RunLevel {
+                    median: s.median,
+                    ci95: s.ci95,
+                })
+            })
+            .collect();
+        let medians: Vec<String> = levels
+            .iter()
+            .map(|l| crate::report::format_ns(l.median))
+            .collect();
+        let spread = estimate(&levels).map_or("?".into(), |s| {
+            format!("±{:.1}% ({} runs)", s.percent(), s.runs)
+        });
+        t.add_row(vec![
+            crate::report::printable(&r.id).into_owned(),
+            medians.join(" "),
+            spread,
+        ]);
+    }
+    format!(
+        "{t}\nrun to run: the half-width of the interval one run's level falls in beyond its own CI (0 where the runs' own CIs already cover their scatter); comparisons of runs measured apart add it\n"
+    )
 }
 
 /// Validate arguments into a plan. Every error here is a usage error (exit 2). The

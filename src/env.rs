@@ -89,6 +89,97 @@ fn smt_siblings(cpus: &[usize]) -> Vec<String> {
     groups
 }
 
+/// The memory machinery that can move fork and fault costs between runs, as this kernel
+/// shows it (absent entries: not there, or not readable).
+fn memory_state() -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    let mut put = |k: &str, v: Option<String>| {
+        if let Some(v) = v {
+            m.insert(k.to_string(), v);
+        }
+    };
+    put(
+        "free page reporting",
+        read_trim("/sys/module/page_reporting/parameters/page_reporting_order")
+            .map(|o| format!("on, order {o} (free blocks of 2^{o} pages handed back to the host)")),
+    );
+    for driver in ["virtio_balloon", "virtio_mem"] {
+        let bound: Vec<String> = fs::read_dir(format!("/sys/bus/virtio/drivers/{driver}"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("virtio"))
+            .collect();
+        put(
+            &driver.replace('_', "-"),
+            fs::metadata(format!("/sys/bus/virtio/drivers/{driver}"))
+                .is_ok()
+                .then(|| {
+                    if bound.is_empty() {
+                        "driver loaded, no device".to_string()
+                    } else {
+                        format!("device {}", bound.join(", "))
+                    }
+                }),
+        );
+    }
+    put(
+        "ksm",
+        read_trim("/sys/kernel/mm/ksm/run").map(|r| {
+            let sharing = read_trim("/sys/kernel/mm/ksm/pages_sharing").unwrap_or("?".into());
+            match r.as_str() {
+                "0" => "off".to_string(),
+                "1" => format!("merging ({sharing} pages shared)"),
+                _ => format!("run={r} ({sharing} pages shared)"),
+            }
+        }),
+    );
+    let kdamonds = fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.starts_with("kdamond"))
+        })
+        .count();
+    put(
+        "damon",
+        fs::metadata("/sys/kernel/mm/damon")
+            .is_ok()
+            .then(|| format!("{kdamonds} kdamond thread(s) running")),
+    );
+    put(
+        "zswap",
+        read_trim("/sys/module/zswap/parameters/enabled")
+            .map(|e| if e == "Y" { "on".into() } else { "off".into() }),
+    );
+    put(
+        "swap",
+        fs::read_to_string("/proc/swaps").ok().map(|t| {
+            let kib: u64 = t
+                .lines()
+                .skip(1)
+                .filter_map(|l| l.split_whitespace().nth(2)?.parse::<u64>().ok())
+                .sum();
+            if kib == 0 {
+                "none".to_string()
+            } else {
+                format!("{} MiB", kib / 1024)
+            }
+        }),
+    );
+    put(
+        "khugepaged",
+        read_trim("/sys/kernel/mm/transparent_hugepage/khugepaged/pages_collapsed").map(|c| {
+            let scans = read_trim("/sys/kernel/mm/transparent_hugepage/khugepaged/full_scans")
+                .unwrap_or("?".into());
+            format!("{c} pages collapsed in {scans} full scans since boot")
+        }),
+    );
+    m
+}
+
 /// Describe this machine. `clock` is the run's calibrated clock, when there is one.
 pub fn collect(clock: Option<ClockInfo>) -> Env {
     let uts = nix::sys::utsname::uname().ok();
@@ -140,6 +231,7 @@ pub fn collect(clock: Option<ClockInfo>) -> Env {
             Ok(()) => "available".into(),
             Err(why) => why,
         }),
+        memory: memory_state(),
         oscost_version: env!("CARGO_PKG_VERSION").to_string(),
         build_profile: if cfg!(debug_assertions) {
             "debug"
@@ -167,6 +259,7 @@ mod tests {
         assert!(costs.contains_key("clock_gettime syscall (no vDSO)"));
         assert!(e.kernel_release.is_some());
         assert!(!e.allowed_cpus.is_empty());
+        assert!(e.memory.contains_key("swap"), "{:?}", e.memory);
     }
 
     #[test]

@@ -55,6 +55,10 @@ pub struct Env {
     /// "available", or why hardware counters (cycles, instructions, cache misses) are not.
     #[serde(default)]
     pub hardware_counters: Option<String>,
+    /// What in a guest can move memory costs between runs: free page reporting, virtio
+    /// balloon and virtio-mem, KSM, DAMON, zswap, swap, khugepaged (fact -> state).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub memory: BTreeMap<String, String>,
     pub oscost_version: String,
     /// "release" or "debug": a debug build's loops are not the release build's.
     pub build_profile: String,

@@ -50,6 +50,9 @@ pub fn render(env: &Env) -> String {
             ),
         );
     }
+    for (k, v) in &env.memory {
+        line(&format!("memory: {k}"), v.clone());
+    }
     line("thp enabled", o(&env.thp_enabled));
     line("thp defrag", o(&env.thp_defrag));
     line(

@@ -1,4 +1,4 @@
-//! Two runs -> what changed (DESIGN §4). Per benchmark in both: the base and candidate medians,
+//! Two runs -> what changed (docs/ARCHITECTURE.md §2). Per benchmark in both: the base and candidate medians,
 //! the slowdown (ratio of medians) and the addition (difference) each with a 95% CI from a
 //! hierarchical bootstrap over the repetitions, a p-value from that same resampling, and a
 //! verdict. A change is called when the CI of the ratio excludes 1 and the ratio lies beyond

@@ -1,5 +1,5 @@
 //! The result model: the serde types every output (table, JSON, CSV, Markdown, the store) is a
-//! view of. This is the contract of DESIGN §4; `SCHEMA_VERSION` changes when a field's meaning
+//! view of. This is the contract (docs/ARCHITECTURE.md §1); `SCHEMA_VERSION` changes when a field's meaning
 //! does, and the loader refuses files of another version.
 
 use std::collections::BTreeMap;

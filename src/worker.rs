@@ -1,4 +1,4 @@
-//! Coordinator and worker (DESIGN §5). Every benchmark runs in a worker: this same binary
+//! Coordinator and worker (docs/ARCHITECTURE.md §4). Every benchmark runs in a worker: this same binary
 //! started as `oscost __worker ID CONFIG`, in a process group of its own, optionally under a
 //! wrapper command (`--under`). The worker writes one JSON line per result to fd 3 (not stdout,
 //! so a wrapper's or a benchmark's output can never corrupt the stream) and exits.

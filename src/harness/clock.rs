@@ -1,7 +1,7 @@
 //! Clock sources and their calibration. Every sample in oscost is a difference of two reads of
 //! a `Clock`; the real one is `CLOCK_MONOTONIC` through the vDSO. At the start of a run its cost
 //! (what one read adds to a measurement) and its resolution (the smallest step it shows) are
-//! measured, recorded in the run, and used to size batches (DESIGN §3.1-3.2).
+//! measured, recorded in the run, and used to size batches (docs/ARCHITECTURE.md §2).
 
 use crate::model::{ClockInfo, ClockSource};
 use crate::stats;

@@ -1,5 +1,5 @@
 //! The measurement machinery every benchmark uses: clocks, the sampler, CPU placement and the
-//! noise guards (DESIGN §3).
+//! noise guards (docs/ARCHITECTURE.md §2).
 
 pub mod case;
 pub mod clock;

@@ -1,6 +1,6 @@
 //! CPU affinity: which CPUs this process may use, pinning the calling thread to one, and where
 //! the two parties of a ping-pong run (`Place`). Single-thread benchmarks are pinned by default
-//! so migrations and the other CPU's caches stay out of the number (DESIGN §3.5-3.6).
+//! so migrations and the other CPU's caches stay out of the number (docs/ARCHITECTURE.md §2).
 
 use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
 use nix::unistd::Pid;

@@ -1,4 +1,4 @@
-//! The sampler: turns an operation into per-operation samples (DESIGN §3.2-3.4).
+//! The sampler: turns an operation into per-operation samples (docs/ARCHITECTURE.md §2).
 //!
 //! Cheap operations are timed in batches: n operations between two clock reads, n chosen so a
 //! batch lasts `target_batch_ns` (2000 clock reads, so the clock's own cost and resolution are

@@ -1,4 +1,4 @@
-//! JSON export: the result model itself (DESIGN §4), raw samples included. Compact rather than
+//! JSON export: the result model itself (docs/ARCHITECTURE.md §1), raw samples included. Compact rather than
 //! pretty: a full suite holds over a million samples, and one per line would double the file.
 
 use super::Exporter;

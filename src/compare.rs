@@ -73,6 +73,14 @@ pub struct Row {
     pub within_band: bool,
     /// Either side was flagged disturbed.
     pub disturbed: bool,
+    /// Runs measured apart: the run-to-run spread added to the interval (see `apart`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_to_run: Option<crate::analysis::run_to_run::RunToRun>,
+    /// Runs measured apart with no run-to-run spread known for either environment: nothing is
+    /// called (the verdict is "no change", the CI the runs' own, which cannot see the host's
+    /// drift between them).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub apart_unknown: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -84,6 +92,9 @@ pub struct Summary {
     pub no_change: usize,
     /// Of `no_change`, those whose CI is wider than the noise band.
     pub inconclusive: usize,
+    /// Not judged: runs measured apart with no run-to-run spread known (not in `no_change`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub apart_unknown: usize,
     /// The changes were about one factor over a wide range of costs (a machine's speed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub one_factor: Option<OneFactor>,
@@ -290,6 +301,8 @@ fn row(id: &str, b: &BenchResult, c: &BenchResult, opts: &Options) -> Option<Row
         verdict,
         within_band,
         disturbed: b.disturbed.is_disturbed() || c.disturbed.is_disturbed(),
+        run_to_run: None,
+        apart_unknown: false,
     })
 }
 
@@ -325,7 +338,11 @@ fn summarize(rows: &[Row]) -> Summary {
         .filter(|r| r.slowdown.is_finite() && r.slowdown > 0.0)
         .map(|r| r.slowdown.ln())
         .collect();
-    let count = |v: Verdict| rows.iter().filter(|r| r.verdict == v).count();
+    let count = |v: Verdict| {
+        rows.iter()
+            .filter(|r| r.verdict == v && !r.apart_unknown)
+            .count()
+    };
     Summary {
         geomean_slowdown: (!logs.is_empty())
             .then(|| (logs.iter().sum::<f64>() / logs.len() as f64).exp()),
@@ -334,10 +351,15 @@ fn summarize(rows: &[Row]) -> Summary {
         no_change: count(Verdict::NoChange),
         inconclusive: rows
             .iter()
-            .filter(|r| r.verdict == Verdict::NoChange && !r.within_band)
+            .filter(|r| r.verdict == Verdict::NoChange && !r.within_band && !r.apart_unknown)
             .count(),
+        apart_unknown: rows.iter().filter(|r| r.apart_unknown).count(),
         one_factor: one_factor(rows),
     }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// A result with numbers to compare.
@@ -400,6 +422,40 @@ pub fn compare<'a>(
 }
 
 /// Benchmarks slower than `pct` percent beyond doubt (the CI's lower end), for --fail-above.
+/// Treat the two runs as measured apart (two kernels, two nights): each row's interval is
+/// widened by the run-to-run spread `spread_of` gives for its benchmark (learned from the
+/// store) and judged again; a row with none known calls nothing (`apart_unknown`).
+pub fn apart(
+    cmp: &mut Comparison,
+    spread_of: &dyn Fn(&str) -> Option<crate::analysis::run_to_run::Spread>,
+) {
+    for r in &mut cmp.rows {
+        match spread_of(&r.id) {
+            Some(s) => {
+                let ci = crate::analysis::run_to_run::widen(r.slowdown, r.slowdown_ci95, s.tau);
+                r.slowdown_ci95 = ci;
+                r.addition_ci95 = [
+                    r.base_median_ns * (ci[0] - 1.0),
+                    r.base_median_ns * (ci[1] - 1.0),
+                ];
+                (r.verdict, r.within_band) = verdict(ci, r.slowdown, cmp.threshold);
+                r.run_to_run = Some(s.into());
+            }
+            None => {
+                r.verdict = Verdict::NoChange;
+                r.within_band = false;
+                r.apart_unknown = true;
+            }
+        }
+    }
+    cmp.summary = summarize(&cmp.rows);
+}
+
+/// The rows that could not be judged: measured apart, run-to-run spread unknown.
+pub fn unknown_apart(cmp: &Comparison) -> Vec<&Row> {
+    cmp.rows.iter().filter(|r| r.apart_unknown).collect()
+}
+
 pub fn regressions(cmp: &Comparison, pct: f64) -> Vec<&Row> {
     cmp.rows
         .iter()
@@ -566,6 +622,8 @@ mod tests {
             verdict,
             within_band: true,
             disturbed: false,
+            run_to_run: None,
+            apart_unknown: false,
         }
     }
 
@@ -636,5 +694,36 @@ mod tests {
         assert_eq!(rounds.len(), 2);
         assert_eq!(rounds[0].concat(), vec![1.0, 2.0, 3.0]);
         assert_eq!(rounds[1].concat(), vec![4.0, 5.0]);
+    }
+
+    #[test]
+    fn runs_measured_apart_are_judged_with_their_spread_or_not_at_all() {
+        let base = run_with(
+            "call/f0",
+            (0..400).map(|i| 100.0 + (i % 7) as f64 * 0.1).collect(),
+        );
+        let cand = run_with(
+            "call/f0",
+            (0..400).map(|i| 104.0 + (i % 7) as f64 * 0.1).collect(),
+        );
+        let together = compare(&base, &cand, "a", "b", &Options::default());
+        assert_eq!(
+            together.rows[0].verdict,
+            Verdict::Slower,
+            "{:?}",
+            together.rows[0]
+        );
+        let mut wide = together.clone();
+        let spread = crate::analysis::run_to_run::Spread { tau: 0.05, runs: 4 };
+        apart(&mut wide, &|_| Some(spread));
+        assert_eq!(wide.rows[0].verdict, Verdict::NoChange);
+        assert!(wide.rows[0].slowdown_ci95[0] < together.rows[0].slowdown_ci95[0]);
+        assert_eq!(wide.rows[0].run_to_run.map(|r| r.runs), Some(4));
+        let mut unknown = together.clone();
+        apart(&mut unknown, &|_| None);
+        assert!(unknown.rows[0].apart_unknown);
+        assert_eq!(unknown.summary.apart_unknown, 1);
+        assert_eq!((unknown.summary.slower, unknown.summary.no_change), (0, 0));
+        assert_eq!(unknown_apart(&unknown).len(), 1);
     }
 }

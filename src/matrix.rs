@@ -54,13 +54,7 @@ pub struct Cell {
     pub run_to_run: Option<RunToRun>,
 }
 
-/// The run-to-run term a cell used.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct RunToRun {
-    /// Half-width of the 95% interval of one run's level, percent.
-    pub percent: f64,
-    pub runs: usize,
-}
+pub use crate::analysis::run_to_run::RunToRun;
 
 /// What the matrix knows of runs measured apart: for a benchmark and a run, the run-to-run
 /// spread of that run's environment in the store (`None`: fewer than 3 runs there).

@@ -113,3 +113,60 @@ fn a_series_saves_every_run_and_says_its_run_to_run_spread() {
             .any(|n| n.contains("run 3 of a series of 3"))
     );
 }
+
+/// `compare` of two runs measured apart: with no history of their environment it calls
+/// nothing and says why (and a --fail-above gate refuses to pass); with three or more stored
+/// runs of it, it judges with the run-to-run spread added; `--together` judges on the runs'
+/// own CIs.
+#[test]
+fn compare_of_runs_measured_apart_needs_their_run_to_run_spread() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("apart.db");
+    let run = |n: &str| {
+        oscost(&unique_tag("apart"))
+            .args([
+                "run",
+                "--samples",
+                "200",
+                "call/f0",
+                "syscall/getppid",
+                "--db",
+            ])
+            .arg(&db)
+            .arg("--label")
+            .arg(n)
+            .output()
+            .unwrap()
+    };
+    let cmp = |extra: &[&str]| {
+        oscost(&unique_tag("apart"))
+            .args(["compare", "1", "2", "--db"])
+            .arg(&db)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let _g = measuring();
+    for n in ["a", "b"] {
+        assert_success(&run(n));
+    }
+    let out = cmp(&[]);
+    assert_success(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("? (apart)") && text.contains("2 not judged"),
+        "{text}"
+    );
+    let gate = cmp(&["--fail-above", "50"]);
+    assert_eq!(gate.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&gate.stderr).contains("cannot tell"));
+    let together = String::from_utf8_lossy(&cmp(&["--together"]).stdout).to_string();
+    assert!(!together.contains("? (apart)"), "{together}");
+    assert_success(&run("c"));
+    let text = String::from_utf8_lossy(&cmp(&[]).stdout).to_string();
+    assert!(!text.contains("? (apart)"), "{text}");
+    assert!(
+        text.contains("measured apart: each interval adds"),
+        "{text}"
+    );
+}

@@ -105,7 +105,14 @@ fn runs_are_saved_listed_trended_shown_exported_and_compared() {
     let md = dir.path().join("cmp.md");
     let text = ok(&with_db(
         &db,
-        &["compare", a, b, "--markdown", md.to_str().unwrap()],
+        &[
+            "compare",
+            a,
+            b,
+            "--together",
+            "--markdown",
+            md.to_str().unwrap(),
+        ],
     ));
     assert!(text.contains("syscall/getuid: x4.00 slower"), "{text}");
     assert!(
@@ -113,7 +120,7 @@ fn runs_are_saved_listed_trended_shown_exported_and_compared() {
             .unwrap()
             .contains("| syscall/getuid |")
     );
-    let gated = with_db(&db, &["compare", a, b, "--fail-above", "50"]);
+    let gated = with_db(&db, &["compare", a, b, "--together", "--fail-above", "50"]);
     assert_eq!(
         gated.status.code(),
         Some(1),
@@ -123,7 +130,7 @@ fn runs_are_saved_listed_trended_shown_exported_and_compared() {
     );
     assert!(String::from_utf8_lossy(&gated.stderr).contains("slower by more than 50%"));
     assert_eq!(
-        with_db(&db, &["compare", a, b, "--fail-above", "400"])
+        with_db(&db, &["compare", a, b, "--together", "--fail-above", "400"])
             .status
             .code(),
         Some(0)

@@ -29,6 +29,36 @@ impl Spread {
     }
 }
 
+/// The run-to-run term a comparison used, as it says it.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RunToRun {
+    /// Half-width of the 95% interval of one run's level, percent.
+    pub percent: f64,
+    pub runs: usize,
+}
+
+impl From<Spread> for RunToRun {
+    fn from(s: Spread) -> RunToRun {
+        RunToRun {
+            percent: s.percent(),
+            runs: s.runs,
+        }
+    }
+}
+
+/// A ratio's interval (`point`, `[lo, hi]`, from two runs' own variation) widened by the
+/// run-to-run term of two runs measured apart: each side in quadrature, 1.96 tau per run.
+pub fn widen(point: f64, ci: [f64; 2], tau: f64) -> [f64; 2] {
+    let drift = 2.0 * (1.96 * tau).powi(2);
+    let [lo, hi] = ci;
+    if !(point > 0.0 && lo > 0.0 && hi > 0.0) {
+        return ci;
+    }
+    let down = ((point / lo).ln().max(0.0).powi(2) + drift).sqrt();
+    let up = ((hi / point).ln().max(0.0).powi(2) + drift).sqrt();
+    [point * (-down).exp(), point * up.exp()]
+}
+
 /// One run's result: its median and 95% CI (all positive).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RunLevel {

@@ -26,6 +26,11 @@ pub struct CompareCmd {
     /// With --report, also draw the figures as PNG.
     #[arg(long, requires = "report")]
     pub png: bool,
+    /// The two runs' repetitions were interleaved (as `ab` does): judge on their own CIs.
+    /// Without it, two runs are taken as measured apart: the run-to-run spread learned from
+    /// the store is added, and without one nothing is called.
+    #[arg(long)]
+    pub together: bool,
     #[command(flatten)]
     pub store: StoreArgs,
     #[command(flatten)]
@@ -41,7 +46,16 @@ impl CompareCmd {
         }
         let (b, bn) = load_run(&self.base, &self.store, &self.select)?;
         let (c, cn) = load_run(&self.cand, &self.store, &self.select)?;
-        let cmp = compare::compare(&b, &c, &bn, &cn, &options(&self.compare));
+        let mut cmp = compare::compare(&b, &c, &bn, &cn, &options(&self.compare));
+        if !self.together {
+            let spreads = super::matrix::spreads_of_runs(&self.store, &[&b, &c])?;
+            compare::apart(&mut cmp, &|bench| {
+                crate::analysis::run_to_run::pooled(
+                    spreads.get(&(bench.to_string(), 0)).copied().flatten(),
+                    spreads.get(&(bench.to_string(), 1)).copied().flatten(),
+                )
+            });
+        }
         if let Some(d) = &self.report {
             let page = report::compare_page::render_comparison(&cmp, self.png)
                 .map_err(|e| anyhow::anyhow!("cannot render the comparison: {e}"))?;
@@ -80,6 +94,15 @@ pub(super) fn finish(
         return Ok(1);
     }
     if let Some(pct) = args.fail_above {
+        let unknown = compare::unknown_apart(cmp);
+        if !unknown.is_empty() {
+            // A gate that cannot tell must not pass silently.
+            eprintln!(
+                "oscost: cannot tell whether {} benchmark(s) regressed by more than {pct}%: the runs were measured apart and no run-to-run spread is known (give --together if their repetitions were interleaved, or store 3 runs of each environment)",
+                unknown.len()
+            );
+            return Ok(1);
+        }
         let bad = compare::regressions(cmp, pct);
         if !bad.is_empty() {
             let ids: Vec<&str> = bad.iter().map(|r| r.id.as_str()).collect();

@@ -184,3 +184,41 @@ fn run_to_run_spreads(
     }
     Ok(out)
 }
+
+/// For `compare`: each benchmark's run-to-run spread in the environment of each of `runs`
+/// (keyed by benchmark and the run's index), learned from the store when there is one; no
+/// store, or one that cannot be read, gives none.
+pub fn spreads_of_runs(
+    store: &StoreArgs,
+    runs: &[&crate::model::Run],
+) -> anyhow::Result<HashMap<(String, usize), Option<Spread>>> {
+    let mut out = HashMap::new();
+    let Ok(mut s) = read_store(store) else {
+        return Ok(out);
+    };
+    let all = s.list().map_err(store_err)?;
+    let env_of: HashMap<i64, Environment> = all.iter().map(|r| (r.id, environment(r))).collect();
+    for (i, run) in runs.iter().enumerate() {
+        let env: Environment = (
+            run.env.hostname.clone(),
+            run.env.kernel_release.clone(),
+            run.wrapper.clone(),
+        );
+        for r in &run.results {
+            let mut levels = Vec::new();
+            for p in s.history(&r.id).map_err(store_err)? {
+                if p.status != "ok" || env_of.get(&p.run_id) != Some(&env) {
+                    continue;
+                }
+                if let (Some(median), Some(lo), Some(hi)) = (p.median, p.ci_lo, p.ci_hi) {
+                    levels.push(RunLevel {
+                        median,
+                        ci95: [lo, hi],
+                    });
+                }
+            }
+            out.insert((r.id.clone(), i), run_to_run::estimate(&levels));
+        }
+    }
+    Ok(out)
+}

@@ -34,8 +34,12 @@ fn cells(r: &Row) -> [String; 8] {
         },
         format!(
             "{}{}{}",
-            r.verdict.word(),
-            if r.verdict == Verdict::NoChange && !r.within_band {
+            if r.apart_unknown {
+                "? (apart)"
+            } else {
+                r.verdict.word()
+            },
+            if r.verdict == Verdict::NoChange && !r.within_band && !r.apart_unknown {
                 "*"
             } else {
                 ""
@@ -90,16 +94,46 @@ pub fn headlines(c: &Comparison, most: usize) -> Vec<String> {
         .collect()
 }
 
+/// What a comparison of runs measured apart could and could not judge, in words (none for
+/// `ab`, whose sides alternated).
+pub fn apart_line(c: &Comparison) -> Option<String> {
+    if c.alternated {
+        return None;
+    }
+    let unknown = crate::compare::unknown_apart(c).len();
+    let learned: Vec<_> = c.rows.iter().filter_map(|r| r.run_to_run).collect();
+    if unknown > 0 {
+        return Some(format!(
+            "measured apart: {unknown} of {} benchmark(s) cannot be judged (? (apart)): no run-to-run spread is known here (fewer than 3 stored runs of either run's host, kernel and wrapper), and the runs' own CIs cannot see the host's drift between them; run `oscost run --runs 3` in each environment, use `oscost ab` if the change can be wrapped, or give --together if these runs' repetitions were interleaved",
+            c.rows.len()
+        ));
+    }
+    if learned.is_empty() {
+        return None;
+    }
+    let (lo, hi) = crate::stats::extent(learned.iter().map(|r| r.percent));
+    Some(format!(
+        "measured apart: each interval adds the run-to-run spread learned from the store (±{lo:.1}% to ±{hi:.1}%, from {} to {} runs)",
+        learned.iter().map(|r| r.runs).min().unwrap_or(0),
+        learned.iter().map(|r| r.runs).max().unwrap_or(0)
+    ))
+}
+
 pub fn summary_line(c: &Comparison) -> String {
     let s = &c.summary;
     format!(
-        "{} compared: {} slower, {} faster, {} no change ({} of them inconclusive: CI wider than the ±{:.1}% noise band); geometric mean slowdown {}",
+        "{} compared: {} slower, {} faster, {} no change ({} of them inconclusive: CI wider than the ±{:.1}% noise band){}; geometric mean slowdown {}",
         c.rows.len(),
         s.slower,
         s.faster,
         s.no_change,
         s.inconclusive,
         c.threshold * 100.0,
+        if s.apart_unknown > 0 {
+            format!(", {} not judged (measured apart)", s.apart_unknown)
+        } else {
+            String::new()
+        },
         s.geomean_slowdown
             .map_or("-".into(), |g| format!("x{g:.3}"))
     )
@@ -190,6 +224,9 @@ pub fn render(c: &Comparison, color: bool) -> String {
     }
     out.push_str(&summary_line(c));
     out.push('\n');
+    if let Some(a) = apart_line(c) {
+        out.push_str(&format!("{a}\n"));
+    }
     if let Some(p) = one_factor_line(c) {
         out.push_str(&format!("{p}\n"));
     }
@@ -242,6 +279,9 @@ pub fn markdown(c: &Comparison) -> String {
         out.push_str(&format!("- {h}\n"));
     }
     out.push_str(&format!("\n{}\n", summary_line(c)));
+    if let Some(a) = apart_line(c) {
+        out.push_str(&format!("\n{a}\n"));
+    }
     if let Some(p) = one_factor_line(c) {
         out.push_str(&format!("\n{p}\n"));
     }

@@ -599,24 +599,11 @@ fn a_locked_table_wait_ends_on_ctrl_c() {
     let mut tx = holder.transaction().unwrap();
     tx.batch_execute("LOCK TABLE oscost.runs IN ACCESS EXCLUSIVE MODE")
         .unwrap();
-    let child = oscost("locked")
-        .args(["history", "--db", &db.url])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
-    let t = Instant::now();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let out = child.wait_with_output().unwrap();
-    use std::os::unix::process::ExitStatusExt;
-    let code = out.status.code().or(out.status.signal().map(|s| 128 + s));
-    assert_eq!(code, Some(130), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    let mut cmd = oscost("locked");
+    cmd.args(["history", "--db", &db.url]);
+    let (took, code, err) = interrupt_after(cmd, Duration::from_millis(700));
+    assert_eq!(code, Some(130), "{err}");
+    assert!(took < Duration::from_secs(1), "{took:?}");
     tx.rollback().unwrap();
 }
 

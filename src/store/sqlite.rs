@@ -585,6 +585,27 @@ mod tests {
         Sqlite::open(&p).err().unwrap()
     }
 
+    /// A store of the first schema at `p` holding `run` as JSON text.
+    fn first_schema_store(p: &Path, run: &crate::model::Run) {
+        let c = Connection::open(p).unwrap();
+        c.execute_batch(
+            "CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, started_at TEXT NOT NULL,
+               label TEXT, host TEXT, kernel TEXT, wrapper TEXT, benchmarks INTEGER NOT NULL,
+               run_json TEXT NOT NULL);
+             CREATE TABLE results (run_id INTEGER NOT NULL, bench TEXT NOT NULL,
+               status TEXT NOT NULL, median REAL, ci_lo REAL, ci_hi REAL,
+               samples INTEGER NOT NULL, disturbed INTEGER NOT NULL,
+               PRIMARY KEY (run_id, bench));
+             PRAGMA user_version = 1;",
+        )
+        .unwrap();
+        c.execute(
+            "INSERT INTO runs (started_at, benchmarks, run_json) VALUES ('t', 4, ?1)",
+            [serde_json::to_string(run).unwrap()],
+        )
+        .unwrap();
+    }
+
     #[test]
     fn a_first_schema_store_is_migrated_in_place_to_compact_samples_and_digests() {
         let dir = tempfile::tempdir().unwrap();
@@ -595,25 +616,7 @@ mod tests {
             .map(|i| ((150.0 + (i * 7919 % 97) as f64 * 0.37) * 1000.0).round() / 1000.0)
             .collect();
         run.results[0].samples_ns = samples.clone();
-        {
-            let c = Connection::open(&p).unwrap();
-            c.execute_batch(
-                "CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, started_at TEXT NOT NULL,
-                   label TEXT, host TEXT, kernel TEXT, wrapper TEXT, benchmarks INTEGER NOT NULL,
-                   run_json TEXT NOT NULL);
-                 CREATE TABLE results (run_id INTEGER NOT NULL, bench TEXT NOT NULL,
-                   status TEXT NOT NULL, median REAL, ci_lo REAL, ci_hi REAL,
-                   samples INTEGER NOT NULL, disturbed INTEGER NOT NULL,
-                   PRIMARY KEY (run_id, bench));
-                 PRAGMA user_version = 1;",
-            )
-            .unwrap();
-            c.execute(
-                "INSERT INTO runs (started_at, benchmarks, run_json) VALUES ('t', 4, ?1)",
-                [serde_json::to_string(&run).unwrap()],
-            )
-            .unwrap();
-        }
+        first_schema_store(&p, &run);
         let s = Sqlite::open(&p).unwrap();
         assert_eq!(s.version().unwrap(), SCHEMA);
         // The samples now take a few bytes each, not the ~16 of JSON text.
@@ -675,25 +678,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("v1.db");
         let run = testdata::run();
-        {
-            let c = Connection::open(&p).unwrap();
-            c.execute_batch(
-                "CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, started_at TEXT NOT NULL,
-                   label TEXT, host TEXT, kernel TEXT, wrapper TEXT, benchmarks INTEGER NOT NULL,
-                   run_json TEXT NOT NULL);
-                 CREATE TABLE results (run_id INTEGER NOT NULL, bench TEXT NOT NULL,
-                   status TEXT NOT NULL, median REAL, ci_lo REAL, ci_hi REAL,
-                   samples INTEGER NOT NULL, disturbed INTEGER NOT NULL,
-                   PRIMARY KEY (run_id, bench));
-                 PRAGMA user_version = 1;",
-            )
-            .unwrap();
-            c.execute(
-                "INSERT INTO runs (started_at, benchmarks, run_json) VALUES ('t', 4, ?1)",
-                [serde_json::to_string(&run).unwrap()],
-            )
-            .unwrap();
-        }
+        first_schema_store(&p, &run);
         // As on read-only media: opened to read, never migrated, and every run reads.
         let mut s = Store::open_existing(&Location::File(p.clone())).unwrap();
         assert_eq!(s.load(1).unwrap().results, run.results);

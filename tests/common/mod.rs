@@ -280,3 +280,31 @@ pub fn assert_failed_with(run: &Run, id: &str, why: &str) {
         "{id}: reason '{reason}' lacks '{why}'"
     );
 }
+
+/// Start `cmd`, wait `after`, send SIGINT, and give how long it took to end and how it ended.
+pub fn interrupt_after(
+    mut cmd: std::process::Command,
+    after: std::time::Duration,
+) -> (std::time::Duration, Option<i32>, String) {
+    let child = cmd
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(after);
+    let t = std::time::Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    // Killed by the signal or exited 128+N: the shell shows both as 130.
+    let code = out.status.code().or(out.status.signal().map(|s| 128 + s));
+    (
+        t.elapsed(),
+        code,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}

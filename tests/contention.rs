@@ -10,7 +10,10 @@ use common::*;
 fn a_task_spinning_on_the_measuring_cpu_is_flagged_and_named_on_every_result() {
     let cpus = allowed_cpus();
     if cpus.len() < 2 {
-        eprintln!("contention: skipped, one allowed CPU (the spinner would starve the test)");
+        skip(
+            "contention",
+            "one allowed CPU (the spinner would starve the test)",
+        );
         return;
     }
     let cpu = *cpus.last().unwrap();
@@ -59,7 +62,7 @@ fn a_task_spinning_on_the_measuring_cpu_is_flagged_and_named_on_every_result() {
 fn a_busy_default_cpu_gives_way_to_an_idle_one() {
     let cpus = allowed_cpus();
     if cpus.len() < 2 {
-        eprintln!("contention: skipped, one allowed CPU");
+        skip("contention", "one allowed CPU");
         return;
     }
     let last = *cpus.last().unwrap();

@@ -27,7 +27,10 @@ fn counted_events_match_the_definitions() {
         // perf_event_open refused (a container, paranoid sysctl): every event says why.
         assert!(!getpid.unavailable.is_empty());
         assert!(getpid.unavailable.values().all(|w| !w.is_empty()));
-        eprintln!("events not countable here: {:?}", getpid.unavailable);
+        skip(
+            "events",
+            &format!("events not countable here: {:?}", getpid.unavailable),
+        );
         return;
     }
     let per_op = |id: &str, ev: &str| events(id).per_op[ev];

@@ -140,7 +140,10 @@ fn runs_are_saved_listed_trended_shown_exported_and_compared() {
 #[test]
 fn ab_under_strace_is_slower_by_more_than_twice() {
     if !Path::new("/usr/bin/strace").exists() {
-        eprintln!("no strace: skipped");
+        skip(
+            "ab_under_strace_is_slower_by_more_than_twice",
+            "no /usr/bin/strace",
+        );
         return;
     }
     let _g = measuring();

@@ -83,7 +83,10 @@ fn interrupted_ipc_runs_leave_nothing_behind() {
 #[test]
 fn too_few_descriptors_fail_with_the_limit_named_and_the_run_goes_on() {
     if !std::path::Path::new("/usr/bin/prlimit").exists() {
-        eprintln!("no prlimit: skipped");
+        skip(
+            "too_few_descriptors_fail_with_the_limit_named_and_the_run_goes_on",
+            "no /usr/bin/prlimit",
+        );
         return;
     }
     let _g = measuring();

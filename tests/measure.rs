@@ -105,7 +105,10 @@ fn fixed_sample_count_is_honoured() {
 fn a_busy_other_cpu_is_flagged_when_a_sibling_and_named_when_a_separate_core() {
     let cpus = allowed_cpus();
     if cpus.len() < 2 {
-        eprintln!("one CPU only: nothing to load beside the benchmark");
+        skip(
+            "a_busy_other_cpu_is_flagged_when_a_sibling_and_named_when_a_separate_core",
+            "one allowed CPU: nothing to load beside the benchmark",
+        );
         return;
     }
     let _g = measuring();

@@ -237,7 +237,10 @@ fn report_pages_pass_the_browser_check() {
                 .is_ok_and(|o| o.status.success())
         });
     if !has_browser {
-        eprintln!("no Chromium installed: browser check skipped (apt-get install chromium)");
+        skip(
+            "browser check",
+            "no Chromium installed (apt-get install chromium)",
+        );
         return;
     }
     let _g = measuring();

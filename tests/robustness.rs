@@ -201,7 +201,7 @@ fn unusable_databases_and_outputs_are_refused_before_measuring() {
 #[test]
 fn one_failed_benchmark_among_many_is_exit_1_with_the_rest_printed_exported_and_saved() {
     if !Path::new("/usr/bin/prlimit").exists() {
-        eprintln!("no prlimit: skipped");
+        skip("one_failed_benchmark_among_many", "no /usr/bin/prlimit");
         return;
     }
     let _g = measuring();
@@ -439,7 +439,10 @@ fn a_wrappers_daemon_does_not_outlive_the_run() {
 fn thread_limits_and_a_tiny_stack_give_reasons_not_panics() {
     let prlimit = Path::new("/usr/bin/prlimit");
     if !prlimit.exists() {
-        eprintln!("no prlimit: skipped");
+        skip(
+            "thread_limits_and_a_tiny_stack_give_reasons_not_panics",
+            "no /usr/bin/prlimit",
+        );
         return;
     }
     let out = std::process::Command::new(prlimit)
@@ -451,7 +454,11 @@ fn thread_limits_and_a_tiny_stack_give_reasons_not_panics() {
     assert_success(&out);
     let setpriv = Path::new("/usr/bin/setpriv");
     if !(nix::unistd::geteuid().is_root() && setpriv.exists()) {
-        return; // RLIMIT_NPROC does not bind root
+        skip(
+            "thread_limits (RLIMIT_NPROC part)",
+            "needs root and setpriv to run as nobody (RLIMIT_NPROC does not bind root)",
+        );
+        return;
     }
     let _g = measuring();
     let out = std::process::Command::new(setpriv)

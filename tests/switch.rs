@@ -11,7 +11,10 @@ use common::*;
 #[test]
 fn cross_cpu_ping_pong_costs_more_than_same_cpu() {
     if allowed_cpus().len() < 2 {
-        eprintln!("one CPU: no cross placement");
+        skip(
+            "cross_cpu_ping_pong_costs_more_than_same_cpu",
+            "one allowed CPU: no cross placement",
+        );
         return;
     }
     let _g = measuring();

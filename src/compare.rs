@@ -451,6 +451,11 @@ pub fn apart(
     cmp.summary = summarize(&cmp.rows);
 }
 
+/// The summary again after the rows were made elsewhere (groups of runs).
+pub fn resummarize(cmp: &mut Comparison) {
+    cmp.summary = summarize(&cmp.rows);
+}
+
 /// The rows that could not be judged: measured apart, run-to-run spread unknown.
 pub fn unknown_apart(cmp: &Comparison) -> Vec<&Row> {
     cmp.rows.iter().filter(|r| r.apart_unknown).collect()

@@ -173,3 +173,108 @@ fn compare_of_runs_measured_apart_needs_their_run_to_run_spread() {
         "{text}"
     );
 }
+
+/// `compare --base COND --candidate COND`: groups of stored runs measured apart, compared on
+/// their runs' levels: a group 1.5x slower is called, two halves of one group are not.
+#[test]
+fn groups_of_runs_are_compared_as_groups() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("groups.db");
+    let first = dir.path().join("first.json");
+    {
+        let _g = measuring();
+        let out = oscost(&unique_tag("groups"))
+            .args([
+                "run",
+                "--samples",
+                "200",
+                "call/f0",
+                "syscall/getppid",
+                "--no-save",
+            ])
+            .arg("--json")
+            .arg(&first)
+            .output()
+            .unwrap();
+        assert_success(&out);
+    }
+    let base = read_run(&first);
+    // Runs of two "kernels": a at the level measured (+-0.5%), b at 1.5x; each its own start.
+    let scaled = |i: usize, label: &str, f: f64| {
+        let mut run = base.clone();
+        run.label = Some(label.into());
+        run.started_at = format!("2026-11-24T10:00:{i:02}Z");
+        for r in &mut run.results {
+            let ci = r.stats.as_ref().map(|s| s.ci95);
+            r.samples_ns
+                .iter_mut()
+                .for_each(|x| *x = (*x * f * 1000.0).round() / 1000.0);
+            r.stats = oscost::stats::summarize(&r.samples_ns);
+            if let (Some(s), Some([lo, hi])) = (r.stats.as_mut(), ci) {
+                s.ci95 = [lo * f, hi * f];
+            }
+        }
+        let p = dir.path().join(format!("{label}{i}.json"));
+        std::fs::write(&p, serde_json::to_vec(&run).unwrap()).unwrap();
+        p
+    };
+    let files = [
+        scaled(1, "a", 1.0),
+        scaled(2, "a", 1.005),
+        scaled(3, "a", 0.995),
+        scaled(4, "a", 1.002),
+        scaled(5, "b", 1.5),
+        scaled(6, "b", 1.51),
+        scaled(7, "b", 1.49),
+    ];
+    let out = oscost("import")
+        .arg("import")
+        .args(&files)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let cmp = |args: &[&str]| {
+        let out = oscost("groups")
+            .arg("compare")
+            .args(args)
+            .arg("--db")
+            .arg(&db)
+            .output()
+            .unwrap();
+        assert_success(&out);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let text = cmp(&["--base", "label=a", "--candidate", "label=b"]);
+    assert!(
+        text.contains("(4 runs") && text.contains("(3 runs"),
+        "{text}"
+    );
+    assert!(text.contains("2 compared: 2 slower"), "{text}");
+    let text = cmp(&[
+        "--base",
+        "label=a",
+        "--base",
+        "id<=2",
+        "--candidate",
+        "label=a",
+        "--candidate",
+        "id>=3",
+    ]);
+    assert!(text.contains("0 slower, 0 faster"), "{text}");
+    // A group of one run, and groups that share runs, are refused.
+    for args in [
+        vec!["--base", "id=1", "--candidate", "label=b"],
+        vec!["--base", "label=a", "--candidate", "id<=5"],
+    ] {
+        let out = oscost("groups")
+            .arg("compare")
+            .args(&args)
+            .arg("--db")
+            .arg(&db)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+}

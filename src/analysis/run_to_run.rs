@@ -200,3 +200,104 @@ mod tests {
         assert_eq!(pooled(None, None), None);
     }
 }
+
+/// Two groups of runs measured apart (a kernel's runs against another's), one benchmark:
+/// each run one level (its log-median), the groups compared by Welch's t interval on those
+/// levels, so the scatter between runs is in the interval by construction. A group's variance
+/// is at least its runs' typical own variance (three runs that agree by chance must not claim
+/// more precision than each run had).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GroupDifference {
+    /// Geometric means of the groups' medians.
+    pub base: f64,
+    pub cand: f64,
+    /// cand / base, with its 95% interval.
+    pub ratio: f64,
+    pub ratio_ci95: [f64; 2],
+    /// Two-sided p-value of Welch's t test on the log levels.
+    pub p: f64,
+}
+
+pub fn group_difference(base: &[RunLevel], cand: &[RunLevel]) -> Option<GroupDifference> {
+    use statrs::distribution::{ContinuousCDF, StudentsT};
+    let moments = |g: &[RunLevel]| -> Option<(f64, f64, f64)> {
+        let ys: Vec<f64> = g
+            .iter()
+            .filter(|r| r.median > 0.0)
+            .map(|r| r.median.ln())
+            .collect();
+        let n = ys.len() as f64;
+        if ys.len() < 2 {
+            return None;
+        }
+        let mean = ys.iter().sum::<f64>() / n;
+        let var = ys.iter().map(|y| (y - mean).powi(2)).sum::<f64>() / (n - 1.0);
+        let own: Vec<f64> = g.iter().filter_map(|r| r.log_se()).map(|s| s * s).collect();
+        let floor = if own.is_empty() { 0.0 } else { median(&own) };
+        Some((mean, var.max(floor), n))
+    };
+    let (mb, vb, nb) = moments(base)?;
+    let (mc, vc, nc) = moments(cand)?;
+    let (qb, qc) = (vb / nb, vc / nc);
+    let se = (qb + qc).sqrt();
+    let diff = mc - mb;
+    let (half, p) = if se > 0.0 {
+        // Welch-Satterthwaite degrees of freedom.
+        let df = (qb + qc).powi(2) / (qb * qb / (nb - 1.0) + qc * qc / (nc - 1.0));
+        let t = StudentsT::new(0.0, 1.0, df.max(1.0)).ok()?;
+        let q = t.inverse_cdf(0.975);
+        (q * se, 2.0 * (1.0 - t.cdf((diff / se).abs())))
+    } else {
+        (0.0, if diff == 0.0 { 1.0 } else { 0.0 })
+    };
+    Some(GroupDifference {
+        base: mb.exp(),
+        cand: mc.exp(),
+        ratio: diff.exp(),
+        ratio_ci95: [(diff - half).exp(), (diff + half).exp()],
+        p,
+    })
+}
+
+#[cfg(test)]
+mod group_tests {
+    use super::*;
+
+    fn levels(medians: &[f64]) -> Vec<RunLevel> {
+        medians
+            .iter()
+            .map(|&m| RunLevel {
+                median: m,
+                ci95: [m * 0.995, m * 1.005],
+            })
+            .collect()
+    }
+
+    #[test]
+    fn groups_that_differ_by_more_than_their_scatter_are_told_apart() {
+        let plain = levels(&[150.0, 153.0, 148.0]);
+        let filtered = levels(&[212.0, 216.0, 209.0]);
+        let d = group_difference(&plain, &filtered).unwrap();
+        assert!((d.ratio - 212.3 / 150.3).abs() < 0.01, "{d:?}");
+        assert!(d.ratio_ci95[0] > 1.3 && d.ratio_ci95[1] < 1.5, "{d:?}");
+        assert!(d.p < 0.001);
+        // The same runs split in two: the interval holds 1.
+        let all = levels(&[150.0, 153.0, 148.0, 151.0, 149.0, 154.0]);
+        let same = group_difference(&all[..3], &all[3..]).unwrap();
+        assert!(
+            same.ratio_ci95[0] < 1.0 && same.ratio_ci95[1] > 1.0,
+            "{same:?}"
+        );
+        // A single run is no group.
+        assert!(group_difference(&plain[..1], &filtered).is_none());
+    }
+
+    #[test]
+    fn runs_agreeing_by_chance_claim_no_more_than_their_own_precision() {
+        let a = levels(&[100.0, 100.0, 100.0]);
+        let b = levels(&[100.4, 100.4, 100.4]);
+        let d = group_difference(&a, &b).unwrap();
+        // Each run's own CI is ±0.5%: the difference of 0.4% is not beyond doubt.
+        assert!(d.ratio_ci95[0] < 1.0, "{d:?}");
+    }
+}

@@ -13,9 +13,20 @@ use crate::{output, report};
 #[derive(Debug, Args, Clone)]
 pub struct CompareCmd {
     /// The base: a JSON file, a stored run id, `last` or `last~N`.
-    pub base: String,
+    #[arg(required_unless_present = "base_group")]
+    pub base: Option<String>,
     /// The candidate, in the same forms.
-    pub cand: String,
+    #[arg(required_unless_present = "base_group")]
+    pub cand: Option<String>,
+    /// A group of stored runs as the base, selected like --where (repeatable, all must hold),
+    /// e.g. --base 'kernel~6.1': the runs' levels are compared as groups (Welch's t on their
+    /// log-medians), so the scatter between runs measured apart is in the interval.
+    #[arg(long = "base", value_name = "COND", requires = "cand_group",
+          conflicts_with_all = ["base", "cand"])]
+    pub base_group: Vec<crate::select::Filter>,
+    /// The candidate group, in the same form (e.g. --candidate 'kernel~6.6').
+    #[arg(long = "candidate", value_name = "COND", requires = "base_group")]
+    pub cand_group: Vec<crate::select::Filter>,
     #[command(flatten)]
     pub compare: CompareArgs,
     #[command(flatten)]
@@ -40,12 +51,21 @@ pub struct CompareCmd {
 impl CompareCmd {
     pub fn run(self) -> anyhow::Result<i32> {
         let interrupted = crate::signals::on_interrupt()?;
-        check_outputs(&self.outputs, Some(&self.store), &[&self.base, &self.cand])?;
+        let inputs: Vec<&str> = [&self.base, &self.cand]
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+            .collect();
+        check_outputs(&self.outputs, Some(&self.store), &inputs)?;
         if let Some(d) = &self.report {
             check_report_dir(d)?;
         }
-        let (b, bn) = load_run(&self.base, &self.store, &self.select)?;
-        let (c, cn) = load_run(&self.cand, &self.store, &self.select)?;
+        let (Some(base), Some(cand)) = (&self.base, &self.cand) else {
+            let cmp = self.groups()?;
+            return finish(&cmp, &self.compare, &self.outputs);
+        };
+        let (b, bn) = load_run(base, &self.store, &self.select)?;
+        let (c, cn) = load_run(cand, &self.store, &self.select)?;
         let mut cmp = compare::compare(&b, &c, &bn, &cn, &options(&self.compare));
         if !self.together {
             let spreads = super::matrix::spreads_of_runs(&self.store, &[&b, &c])?;
@@ -66,6 +86,126 @@ impl CompareCmd {
             );
         }
         finish(&cmp, &self.compare, &self.outputs)
+    }
+}
+
+impl CompareCmd {
+    /// `--base COND... --candidate COND...`: two groups of stored runs, each benchmark compared
+    /// on the runs' levels (`run_to_run::group_difference`), from the stored summary rows.
+    fn groups(&self) -> anyhow::Result<Comparison> {
+        use crate::analysis::run_to_run::{RunLevel, group_difference};
+        use crate::select::Selection;
+        let mut s = super::read_store(&self.store)?;
+        let all = self
+            .select
+            .selection()
+            .apply(s.list().map_err(super::store_err)?);
+        let pick = |conds: &[crate::select::Filter], which: &str| {
+            let runs = Selection(conds.to_vec()).apply(all.clone());
+            if runs.len() < 2 {
+                return Err(super::usage(format!(
+                    "the {which} group has {} run(s); a group needs at least 2 (`oscost run --runs 3` measures a series)",
+                    runs.len()
+                )));
+            }
+            Ok(runs)
+        };
+        let (bg, cg) = (
+            pick(&self.base_group, "base")?,
+            pick(&self.cand_group, "candidate")?,
+        );
+        let ids = |g: &[crate::model::RunSummary]| g.iter().map(|r| r.id).collect::<Vec<_>>();
+        let (bids, cids) = (ids(&bg), ids(&cg));
+        if bids.iter().any(|id| cids.contains(id)) {
+            return Err(super::usage(
+                "the two groups share runs; give conditions that select different runs",
+            ));
+        }
+        let rows = s
+            .result_rows(&[bids.clone(), cids.clone()].concat())
+            .map_err(super::store_err)?;
+        let levels = |group: &[i64], bench: &str| -> Vec<RunLevel> {
+            rows.iter()
+                .filter(|(id, r)| group.contains(id) && r.bench == bench && r.status == "ok")
+                .filter_map(|(_, r)| {
+                    Some(RunLevel {
+                        median: r.median?,
+                        ci95: [r.ci_lo?, r.ci_hi?],
+                    })
+                })
+                .collect()
+        };
+        let mut benches: Vec<&str> = Vec::new();
+        for (_, r) in &rows {
+            if !benches.contains(&r.bench.as_str()) {
+                benches.push(&r.bench);
+            }
+        }
+        let threshold = self.compare.threshold / 100.0;
+        let side = |g: &[crate::model::RunSummary], conds: &[crate::select::Filter]| {
+            let words: Vec<String> = conds.iter().map(ToString::to_string).collect();
+            compare::Side {
+                name: format!("{} ({} runs: {})", words.join(" and "), g.len(), {
+                    let v: Vec<String> = g.iter().map(|r| r.id.to_string()).collect();
+                    v.join(", ")
+                }),
+                started_at: g.first().map(|r| r.started_at.clone()).unwrap_or_default(),
+                label: None,
+                wrapper: None,
+                kernel: None,
+                notes: vec![],
+            }
+        };
+        let mut cmp = Comparison {
+            base: side(&bg, &self.base_group),
+            cand: side(&cg, &self.cand_group),
+            threshold,
+            rows: vec![],
+            only_base: vec![],
+            only_cand: vec![],
+            unmeasured: vec![],
+            summary: compare::Summary::default(),
+            alternated: false,
+        };
+        for bench in benches {
+            let (lb, lc) = (levels(&bids, bench), levels(&cids, bench));
+            let Some(d) = group_difference(&lb, &lc) else {
+                let why = format!(
+                    "{bench}: measured in {} and {} of the runs",
+                    lb.len(),
+                    lc.len()
+                );
+                if lb.len() >= 2 {
+                    cmp.only_base.push(why);
+                } else if lc.len() >= 2 {
+                    cmp.only_cand.push(why);
+                } else {
+                    cmp.unmeasured.push(why);
+                }
+                continue;
+            };
+            let (verdict, within_band) = compare::verdict(d.ratio_ci95, d.ratio, threshold);
+            cmp.rows.push(compare::Row {
+                id: bench.to_string(),
+                base_median_ns: d.base,
+                cand_median_ns: d.cand,
+                slowdown: d.ratio,
+                slowdown_ci95: d.ratio_ci95,
+                addition_ns: d.cand - d.base,
+                addition_ci95: [
+                    d.base * (d.ratio_ci95[0] - 1.0),
+                    d.base * (d.ratio_ci95[1] - 1.0),
+                ],
+                p_value: d.p,
+                verdict,
+                within_band,
+                disturbed: false,
+                run_to_run: None,
+                apart_unknown: false,
+            });
+        }
+        compare::resummarize(&mut cmp);
+        Ok(cmp)
     }
 }
 

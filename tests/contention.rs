@@ -72,6 +72,14 @@ fn a_busy_default_cpu_gives_way_to_an_idle_one() {
     let (out, run) = run_json(&unique_tag("moved"), &["--samples", "40", "call/f0"]);
     drop(busy);
     let err = String::from_utf8_lossy(&out.stderr);
+    if err.contains("every allowed CPU was busy") {
+        // The other CPU was busy too (the host's own load): nothing to move to.
+        skip(
+            "a_busy_default_cpu_gives_way_to_an_idle_one",
+            "every CPU was busy",
+        );
+        return;
+    }
     assert!(err.contains(&format!("CPU {last} was")), "{err}");
     match &run.results[0].placement {
         oscost::model::Placement::Pinned { cpu } => assert_ne!(*cpu, last, "{err}"),

@@ -189,7 +189,9 @@ fn judge_noise(
 /// so it is said, with what was runnable there.
 pub fn cpu_wait_flag(w: &crate::harness::runner::CpuWait) -> Option<String> {
     let share = w.share();
-    if share <= crate::harness::runner::CPU_WAIT_SHARE {
+    if share <= crate::harness::runner::CPU_WAIT_SHARE
+        || w.wait_ns < crate::harness::runner::CPU_WAIT_MIN_NS
+    {
         return None;
     }
     let beside = if w.beside.is_empty() {
@@ -633,5 +635,25 @@ cpu1 85 0 5 70 0 0 0 10 0 0\n";
         assert_eq!(d.flag, vec!["6 of 100 samples preempted".to_string()]);
         let (d, _) = assess(&a, &a, on(&[0, 1], &[], &[]), 0, 100, th);
         assert_eq!(d.other_cpu_busy_pct, None);
+    }
+
+    #[test]
+    fn a_wait_for_the_cpu_is_flagged_only_when_large_in_share_and_in_time() {
+        use crate::harness::runner::CpuWait;
+        let w = |run_ms: u64, wait_ms: u64| CpuWait {
+            run_ns: run_ms * 1_000_000,
+            wait_ns: wait_ms * 1_000_000,
+            beside: vec!["spin (pid 7)".into()],
+        };
+        let flag = cpu_wait_flag(&w(60, 60)).unwrap();
+        assert!(
+            flag.contains("waited 50%") && flag.contains("spin (pid 7)"),
+            "{flag}"
+        );
+        assert!(
+            cpu_wait_flag(&w(5, 1)).is_none(),
+            "a short blip in a short pass"
+        );
+        assert!(cpu_wait_flag(&w(600, 30)).is_none(), "5% of the time");
     }
 }

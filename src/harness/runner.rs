@@ -123,6 +123,11 @@ impl CpuWait {
 /// results under 3%.
 pub const CPU_WAIT_SHARE: f64 = 0.10;
 
+/// ...and the least waiting, summed over a result's repetitions, that is flagged: one short
+/// blip (a writeback worker for a millisecond) in a pass of a few milliseconds is a large
+/// share and no contention; a task sharing the CPU makes tens of milliseconds.
+pub const CPU_WAIT_MIN_NS: u64 = 5_000_000;
+
 impl CaseResult {
     /// A case with no numbers, only the reason.
     pub fn failed(id: String, bench: &str, definition: &str, e: BenchError) -> CaseResult {

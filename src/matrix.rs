@@ -16,7 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::run_to_run::{self, RunLevel, Spread};
+use crate::analysis::run_to_run::{self, Spread};
 use crate::compare::{Verdict, verdict};
 use crate::model::RunSummary;
 use crate::store::ResultRow;
@@ -211,32 +211,21 @@ pub fn cell_apart(
     spread: Option<Spread>,
 ) -> Cell {
     let mut cell = cell_against(base, cand, threshold);
-    let level = |r: &ResultRow| {
-        let (lo, hi) = row_ci(r)?;
-        Some(RunLevel {
-            median: r.median?,
-            ci95: [lo, hi],
-        })
-    };
-    let (Some(b), Some(c), Some(r)) = (level(base), level(cand), cell.slowdown) else {
+    let (Some(r), Some(together)) = (cell.slowdown, cell.slowdown_ci95) else {
         return cell;
     };
     let Some(spread) = spread else {
         cell.verdict = None;
         return cell;
     };
-    if let Some(interval) = run_to_run::ratio_interval(&b, &c, spread.tau) {
-        cell.slowdown_ci95 = Some(interval);
-        cell.addition_ci95 = Some([
-            b.median * (interval[0] - 1.0),
-            b.median * (interval[1] - 1.0),
-        ]);
-        cell.verdict = Some(verdict(interval, r, threshold).0);
-        cell.run_to_run = Some(RunToRun {
-            percent: spread.percent(),
-            runs: spread.runs,
-        });
-    }
+    // The together-interval's sides are the two runs' own in quadrature; the drift between
+    // runs joins them there.
+    let interval = run_to_run::widen(r, together, spread.tau);
+    let b = base.median.unwrap_or(f64::NAN);
+    cell.slowdown_ci95 = Some(interval);
+    cell.addition_ci95 = Some([b * (interval[0] - 1.0), b * (interval[1] - 1.0)]);
+    cell.verdict = Some(verdict(interval, r, threshold).0);
+    cell.run_to_run = Some(spread.into());
     cell
 }
 

@@ -96,24 +96,6 @@ pub fn estimate(runs: &[RunLevel]) -> Option<Spread> {
     })
 }
 
-/// The 95% interval of `cand / base` for two runs measured apart: the runs' own intervals and
-/// the run-to-run term of each side, combined in quadrature on the log scale. The runs' own
-/// intervals keep their shape (the upper bound from the candidate's upper and the base's lower
-/// half-width, as a matrix cell of runs measured together), so the result is never narrower
-/// than theirs. `tau` is the term to use for both sides (see `pooled`).
-pub fn ratio_interval(base: &RunLevel, cand: &RunLevel, tau: f64) -> Option<[f64; 2]> {
-    base.log_se()?;
-    cand.log_se()?;
-    let (b, c) = (base.median, cand.median);
-    let [blo, bhi] = base.ci95;
-    let [clo, chi] = cand.ci95;
-    let drift = 2.0 * (1.96 * tau).powi(2);
-    let up = ((chi / c).ln().powi(2) + (b / blo).ln().powi(2) + drift).sqrt();
-    let down = ((c / clo).ln().powi(2) + (bhi / b).ln().powi(2) + drift).sqrt();
-    let r = c / b;
-    Some([r * (-down).exp(), r * up.exp()])
-}
-
 /// The run-to-run term for a comparison of a run of environment A with one of B: the larger
 /// of the two where both are known; the known one where only one is (the other environment
 /// is assumed to scatter alike, which a comparison says); `None` where neither is.
@@ -190,9 +172,16 @@ mod tests {
     #[test]
     fn the_interval_of_runs_measured_apart_widens_by_the_run_to_run_term() {
         let (b, c) = (level(100.0, 1.0), level(104.0, 1.0));
-        let own = ratio_interval(&b, &c, 0.0).unwrap();
+        // The interval of the two runs measured together: their own sides in quadrature.
+        let r = c.median / b.median;
+        let side = |x: f64, y: f64| (x.ln().powi(2) + y.ln().powi(2)).sqrt();
+        let together = [
+            r / side(c.median / c.ci95[0], b.ci95[1] / b.median).exp(),
+            r * side(c.ci95[1] / c.median, b.median / b.ci95[0]).exp(),
+        ];
+        let own = widen(r, together, 0.0);
         assert!(own[0] > 1.0, "own CIs alone call +4%: {own:?}");
-        let apart = ratio_interval(&b, &c, 0.03).unwrap();
+        let apart = widen(r, together, 0.03);
         assert!(apart[0] < 1.0 && apart[1] > 1.08, "{apart:?}");
         let spread = |tau| Some(Spread { tau, runs: 5 });
         assert_eq!(pooled(spread(0.01), spread(0.02)), spread(0.02));

@@ -94,7 +94,7 @@ impl MatrixArgs {
             .map(|r| r.id)
             .collect();
         let rows = s.result_rows(&ids).map_err(store_err)?;
-        let spreads = run_to_run_spreads(&mut s, &all, &rows)?;
+        let spreads = run_to_run_spreads(&mut s, &all, rows.iter().map(|(_, r)| r.bench.as_str()))?;
         let env_of: HashMap<i64, Environment> =
             all.iter().map(|r| (r.id, environment(r))).collect();
         let spread_of = |bench: &str, run: i64| {
@@ -152,13 +152,13 @@ fn environment(r: &crate::model::RunSummary) -> Environment {
 
 /// The run-to-run spread of every benchmark of `rows` in every environment of the store,
 /// learned from all of its stored runs (one query a benchmark).
-fn run_to_run_spreads(
+fn run_to_run_spreads<'a>(
     s: &mut crate::store::Store,
     all: &[crate::model::RunSummary],
-    rows: &[(i64, crate::store::ResultRow)],
+    benches: impl Iterator<Item = &'a str>,
 ) -> anyhow::Result<HashMap<(String, Environment), Option<Spread>>> {
     let env_of: HashMap<i64, Environment> = all.iter().map(|r| (r.id, environment(r))).collect();
-    let mut benches: Vec<&str> = rows.iter().map(|(_, r)| r.bench.as_str()).collect();
+    let mut benches: Vec<&str> = benches.collect();
     benches.sort_unstable();
     benches.dedup();
     let mut out = HashMap::new();
@@ -197,7 +197,10 @@ pub fn spreads_of_runs(
         return Ok(out);
     };
     let all = s.list().map_err(store_err)?;
-    let env_of: HashMap<i64, Environment> = all.iter().map(|r| (r.id, environment(r))).collect();
+    let benches = runs
+        .iter()
+        .flat_map(|r| r.results.iter().map(|x| x.id.as_str()));
+    let by_env = run_to_run_spreads(&mut s, &all, benches)?;
     for (i, run) in runs.iter().enumerate() {
         let env: Environment = (
             run.env.hostname.clone(),
@@ -205,19 +208,8 @@ pub fn spreads_of_runs(
             run.wrapper.clone(),
         );
         for r in &run.results {
-            let mut levels = Vec::new();
-            for p in s.history(&r.id).map_err(store_err)? {
-                if p.status != "ok" || env_of.get(&p.run_id) != Some(&env) {
-                    continue;
-                }
-                if let (Some(median), Some(lo), Some(hi)) = (p.median, p.ci_lo, p.ci_hi) {
-                    levels.push(RunLevel {
-                        median,
-                        ci95: [lo, hi],
-                    });
-                }
-            }
-            out.insert((r.id.clone(), i), run_to_run::estimate(&levels));
+            let spread = by_env.get(&(r.id.clone(), env.clone())).copied().flatten();
+            out.insert((r.id.clone(), i), spread);
         }
     }
     Ok(out)

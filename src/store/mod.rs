@@ -115,45 +115,10 @@ impl Location {
     pub fn shown(&self) -> String {
         match self {
             Location::File(p) => p.display().to_string(),
-            Location::Postgres(url) => scrub_passwords(&hide_password(url), url),
+            // Its own passwords found and masked: `user:***@`, `password=***`.
+            Location::Postgres(url) => scrub_passwords(url, url),
         }
     }
-}
-
-/// A URL for messages: `postgres://user:secret@host/db` as `postgres://user:***@host/db`, and
-/// `?password=secret` (or `sslpassword=`) as `?password=***`.
-pub fn hide_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    let authority = match authority.rsplit_once('@') {
-        Some((user, host)) if user.contains(':') => {
-            let name = user.split_once(':').map_or(user, |(u, _)| u);
-            format!("{name}:***@{host}")
-        }
-        _ => authority.to_string(),
-    };
-    let tail = match tail.split_once('?') {
-        Some((path, query)) => {
-            let params: Vec<String> = query
-                .split('&')
-                .map(|kv| match kv.split_once('=') {
-                    Some((k, _))
-                        if k.eq_ignore_ascii_case("password")
-                            || k.eq_ignore_ascii_case("sslpassword") =>
-                    {
-                        format!("{k}=***")
-                    }
-                    _ => kv.to_string(),
-                })
-                .collect();
-            format!("{path}?{}", params.join("&"))
-        }
-        None => tail.to_string(),
-    };
-    format!("{scheme}://{authority}{tail}")
 }
 
 /// `text` with every password that `url` carries (`user:pw@`, `password=pw`) replaced by

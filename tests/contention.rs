@@ -188,25 +188,17 @@ fn compare_of_runs_measured_apart_needs_their_run_to_run_spread() {
 fn groups_of_runs_are_compared_as_groups() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("groups.db");
-    let first = dir.path().join("first.json");
-    {
+    let base = {
         let _g = measuring();
-        let out = oscost(&unique_tag("groups"))
-            .args([
-                "run",
-                "--samples",
-                "200",
-                "call/f0",
-                "syscall/getppid",
-                "--no-save",
-            ])
-            .arg("--json")
-            .arg(&first)
-            .output()
-            .unwrap();
-        assert_success(&out);
-    }
-    let base = read_run(&first);
+        let args = [
+            "--samples",
+            "200",
+            "call/f0",
+            "syscall/getppid",
+            "--no-save",
+        ];
+        run_json(&unique_tag("groups"), &args).1
+    };
     // Runs of two "kernels": a at the level measured (+-0.5%), b at 1.5x; each its own start.
     let scaled = |i: usize, label: &str, f: f64| {
         let mut run = base.clone();

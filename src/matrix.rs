@@ -14,6 +14,8 @@
 //! A run without a CI (too few repetitions, or a version 1 run) gives cells without one,
 //! marked "?", never a narrow interval.
 
+mod groups;
+
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::run_to_run::{self, Spread};
@@ -32,6 +34,9 @@ pub struct Column {
     pub wrapper: Option<String>,
     /// "run 12", then the values of what differs between the columns.
     pub title: Vec<String>,
+    /// With `--by`, the runs of the column's group (`run_id` is the first).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -55,6 +60,7 @@ pub struct Cell {
 }
 
 pub use crate::analysis::run_to_run::RunToRun;
+pub use groups::{Group, build_groups};
 
 /// What the matrix knows of runs measured apart: for a benchmark and a run, the run-to-run
 /// spread of that run's environment in the store (`None`: fewer than 3 runs there).
@@ -99,6 +105,9 @@ pub struct Matrix {
     /// Level shifts along the columns, per benchmark (`history --changes`'s method); searched
     /// only with at least `2 * MIN_SEGMENT` columns.
     pub changes: Vec<ColumnChange>,
+    /// With `--by KEY`: the key whose values the columns are (each a group of runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 /// The columns for `runs`, titled by what differs between them (the start time when nothing
@@ -140,6 +149,7 @@ fn columns(runs: &[RunSummary]) -> (Vec<Column>, Vec<String>) {
                 kernel: r.kernel.clone(),
                 wrapper: r.wrapper.clone(),
                 title,
+                runs: vec![],
             }
         })
         .collect();
@@ -304,6 +314,7 @@ pub fn build(
         threshold,
         rows: rows_out,
         changes: vec![],
+        by: None,
     };
     m.changes = column_changes(&m);
     m
@@ -343,203 +354,10 @@ pub fn looked_for_changes(m: &Matrix) -> bool {
     m.columns.len() >= 2 * crate::analysis::changes::MIN_SEGMENT
 }
 
-/// One line per change point: the benchmark, where, how much, and what differed.
-pub fn change_lines(m: &Matrix) -> Vec<String> {
-    use crate::report::{differences_words, shift_words};
-    m.changes
-        .iter()
-        .map(|c| {
-            format!(
-                "{} at run {}: {}; since run {}: {}",
-                c.bench,
-                c.run_id,
-                shift_words(c.ratio, c.ratio_ci95, c.before_ns, c.after_ns),
-                c.previous_run_id,
-                differences_words(&c.differs)
-            )
-        })
-        .collect()
-}
-
-/// The change points as lines of text ("" when there were too few columns to look).
-pub fn changes_text(m: &Matrix) -> String {
-    if !looked_for_changes(m) {
-        return String::new();
-    }
-    if m.changes.is_empty() {
-        return "change points along the columns: none beyond the noise\n".into();
-    }
-    let mut out = String::from("change points along the columns:\n");
-    for line in change_lines(m) {
-        out.push_str(&format!("  {line}\n"));
-    }
-    out
-}
-
-/// A cell as the terminal shows it: the base's median; a change as its signed percentage with
-/// the CI's half-width in points and the addition; "~" (benchstat's mark) for no change beyond
-/// the band, with the half-width; "?" without a CI; the status word when not measured.
-pub fn cell_text(m: &Matrix, col: usize, c: &Cell) -> String {
-    let text = change_text(m, col, c);
-    match (c.verdict, c.addition_ns) {
-        (Some(Verdict::Slower | Verdict::Faster), Some(add)) if col != m.base => {
-            format!("{text} ({})", crate::report::signed_ns(add))
-        }
-        _ => text,
-    }
-}
-
-/// `cell_text` without the addition (what a heatmap cell has room for).
-pub fn change_text(m: &Matrix, col: usize, c: &Cell) -> String {
-    if let Some(why) = &c.missing {
-        return why.clone();
-    }
-    if col == m.base {
-        return c.median_ns.map_or("-".into(), crate::report::format_ns);
-    }
-    let (Some(r), Some([lo, hi])) = (c.slowdown, c.slowdown_ci95) else {
-        return match c.slowdown {
-            Some(r) => format!("? {:+.1}%", (r - 1.0) * 100.0),
-            None => "?".into(),
-        };
-    };
-    let half = (hi - lo) / 2.0 * 100.0;
-    match c.verdict {
-        Some(Verdict::Slower | Verdict::Faster) => {
-            format!("{:+.1}% ±{half:.1}", (r - 1.0) * 100.0)
-        }
-        _ => format!("~ ±{half:.1}"),
-    }
-}
-
-/// The matrix as a terminal table with a legend.
-pub fn render_table(m: &Matrix, color: bool) -> String {
-    use comfy_table::{Cell as TCell, CellAlignment, Color};
-    let mut header = vec![TCell::new("benchmark")];
-    for (i, c) in m.columns.iter().enumerate() {
-        let mut title = c.title.join("\n");
-        if i == m.base {
-            title.push_str("\n(base)");
-        }
-        header.push(TCell::new(title));
-    }
-    let learned = m.rows.iter().any(|r| r.run_to_run.is_some());
-    if learned {
-        header.push(TCell::new("run to run\n(base's)"));
-    }
-    let mut t = crate::report::plain_table(color, header);
-    for r in &m.rows {
-        let mut line = vec![TCell::new(crate::report::printable(&r.bench))];
-        for (i, c) in r.cells.iter().enumerate() {
-            let mut cell = TCell::new(cell_text(m, i, c));
-            if color {
-                cell = match c.verdict {
-                    Some(Verdict::Slower) => cell.fg(Color::Red),
-                    Some(Verdict::Faster) => cell.fg(Color::Green),
-                    _ => cell,
-                };
-            }
-            line.push(cell);
-        }
-        if learned {
-            line.push(TCell::new(r.run_to_run.map_or("?".into(), |x| {
-                format!("±{:.1}% ({})", x.percent, x.runs)
-            })));
-        }
-        t.add_row(line);
-    }
-    for i in 1..=m.columns.len() {
-        if let Some(c) = t.column_mut(i) {
-            c.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    let base = &m.columns[m.base];
-    format!(
-        "{t}\n{}base: run {} (medians shown); other cells: change of the median against it, ±half \
-the 95% CI in percentage points, (the addition); ~ no change beyond ±{:.0}% could be told from \
-noise; ? no change called: a run without a CI, or runs measured apart with no run-to-run \
-spread known for either environment (fewer than 3 stored runs of the same host, kernel and \
-wrapper: run more, or use `oscost ab` if the change can be wrapped). Runs measured apart: \
-each interval adds the run-to-run spread learned from the store (the last column: the \
-base's environment, from that many runs).{}\n",
-        crate::report::printable(&changes_text(m)),
-        base.run_id,
-        m.threshold * 100.0,
-        if m.differs.is_empty() {
-            " The runs differ in nothing recorded: columns are titled by start time.".to_string()
-        } else {
-            format!(" Columns differ in: {}.", m.differs.join(", "))
-        }
-    )
-}
-
-/// The matrix as a Markdown table (the terminal's cells), with the legend under it.
-pub fn render_markdown(m: &Matrix) -> String {
-    let esc = |s: &str| crate::report::printable(s).replace('|', "\\|");
-    let mut out = String::from("| benchmark |");
-    for (i, c) in m.columns.iter().enumerate() {
-        let base = if i == m.base { " (base)" } else { "" };
-        out.push_str(&format!(" {}{base} |", esc(&c.title.join(", "))));
-    }
-    out.push_str("\n|---|");
-    out.push_str(&"---:|".repeat(m.columns.len()));
-    out.push('\n');
-    for r in &m.rows {
-        out.push_str(&format!("| {} |", esc(&r.bench)));
-        for (i, c) in r.cells.iter().enumerate() {
-            out.push_str(&format!(" {} |", esc(&cell_text(m, i, c))));
-        }
-        out.push('\n');
-    }
-    out.push_str(&format!(
-        "\nBase: run {}. A cell is the change of the median against it, ± half the 95% CI in \
-percentage points, and the addition; ~ no change beyond ±{:.0}%; ? no CI.\n",
-        m.columns[m.base].run_id,
-        m.threshold * 100.0
-    ));
-    out
-}
-
-/// One CSV line per benchmark and run.
-pub fn render_csv(m: &Matrix) -> String {
-    let f = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v}"));
-    let q = |s: &str| {
-        if s.contains([',', '"', '\n']) {
-            format!("\"{}\"", s.replace('"', "\"\""))
-        } else {
-            s.to_string()
-        }
-    };
-    let mut out = String::from(
-        "bench,run_id,column,is_base,median_ns,slowdown,slowdown_lo,slowdown_hi,addition_ns,addition_lo,addition_hi,verdict,missing\n",
-    );
-    for r in &m.rows {
-        for (i, c) in r.cells.iter().enumerate() {
-            let col = &m.columns[i];
-            out.push_str(&format!(
-                "{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-                q(&r.bench),
-                col.run_id,
-                q(&col.title.join(" / ")),
-                i == m.base,
-                f(c.median_ns),
-                f(c.slowdown),
-                f(c.slowdown_ci95.map(|x| x[0])),
-                f(c.slowdown_ci95.map(|x| x[1])),
-                f(c.addition_ns),
-                f(c.addition_ci95.map(|x| x[0])),
-                f(c.addition_ci95.map(|x| x[1])),
-                c.verdict.map_or("", |v| v.word()),
-                c.missing.as_deref().unwrap_or("")
-            ));
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::matrix_views::{render_csv, render_table};
 
     fn summary(id: i64, kernel: &str, label: Option<&str>) -> RunSummary {
         RunSummary {

@@ -191,6 +191,75 @@ impl Selection {
     }
 }
 
+/// What `--by KEY` groups runs by (`matrix --by kernel`, `history BENCH --by host`): runs
+/// with the same value form one group, compared as a group against the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupKey {
+    Label,
+    Host,
+    Kernel,
+    Wrapper,
+    /// The day the run started (`2026-11-24`): two nights compared.
+    Day,
+}
+
+impl std::str::FromStr for GroupKey {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<GroupKey, String> {
+        Ok(match s.trim() {
+            "label" => GroupKey::Label,
+            "host" => GroupKey::Host,
+            "kernel" => GroupKey::Kernel,
+            "wrapper" => GroupKey::Wrapper,
+            "day" | "date" => GroupKey::Day,
+            other => {
+                return Err(format!(
+                    "'{other}' is not something runs are grouped by (keys: label, host, kernel, wrapper, day)"
+                ));
+            }
+        })
+    }
+}
+
+impl GroupKey {
+    pub fn name(self) -> &'static str {
+        match self {
+            GroupKey::Label => "label",
+            GroupKey::Host => "host",
+            GroupKey::Kernel => "kernel",
+            GroupKey::Wrapper => "wrapper",
+            GroupKey::Day => "day",
+        }
+    }
+
+    /// The run's value of the key; a missing label, host, kernel or wrapper is "" (its own
+    /// group, shown as "none").
+    pub fn value_of(self, r: &RunSummary) -> String {
+        let v = match self {
+            GroupKey::Label => &r.label,
+            GroupKey::Host => &r.host,
+            GroupKey::Kernel => &r.kernel,
+            GroupKey::Wrapper => &r.wrapper,
+            GroupKey::Day => return r.started_at.chars().take(10).collect(),
+        };
+        v.clone().unwrap_or_default()
+    }
+
+    /// `runs` split by the key's value, groups in the order their first run comes.
+    pub fn split(self, runs: &[RunSummary]) -> Vec<(String, Vec<RunSummary>)> {
+        let mut groups: Vec<(String, Vec<RunSummary>)> = Vec::new();
+        for r in runs {
+            let v = self.value_of(r);
+            match groups.iter_mut().find(|(k, _)| *k == v) {
+                Some((_, g)) => g.push(r.clone()),
+                None => groups.push((v, vec![r.clone()])),
+            }
+        }
+        groups
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -210,6 +279,43 @@ mod tests {
     fn ids(conds: &[&str], runs: &[RunSummary]) -> Vec<i64> {
         let sel = Selection(conds.iter().map(|c| c.parse().unwrap()).collect());
         sel.apply(runs.to_vec()).iter().map(|r| r.id).collect()
+    }
+
+    #[test]
+    fn runs_split_by_a_key_in_the_order_of_their_first_run() {
+        let runs = vec![
+            run(1, "2026-11-23T22:00:00Z", None, "a", "6.6"),
+            run(2, "2026-11-23T23:00:00Z", Some("x"), "a", "6.1"),
+            run(3, "2026-11-24T01:00:00Z", None, "b", "6.6"),
+        ];
+        let by = |k: &str| -> Vec<(String, Vec<i64>)> {
+            k.parse::<GroupKey>()
+                .unwrap()
+                .split(&runs)
+                .into_iter()
+                .map(|(v, g)| (v, g.iter().map(|r| r.id).collect()))
+                .collect()
+        };
+        assert_eq!(
+            by("kernel"),
+            [("6.6".into(), vec![1, 3]), ("6.1".into(), vec![2])]
+        );
+        assert_eq!(
+            by("host"),
+            [("a".into(), vec![1, 2]), ("b".into(), vec![3])]
+        );
+        assert_eq!(
+            by("label"),
+            [(String::new(), vec![1, 3]), ("x".into(), vec![2])]
+        );
+        assert_eq!(
+            by("day"),
+            [
+                ("2026-11-23".into(), vec![1, 2]),
+                ("2026-11-24".into(), vec![3])
+            ]
+        );
+        assert!("colour".parse::<GroupKey>().unwrap_err().contains("kernel"));
     }
 
     #[test]

@@ -277,4 +277,40 @@ fn groups_of_runs_are_compared_as_groups() {
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
     }
+    // The same groups as a matrix's columns and in a benchmark's history.
+    let store_cmd = |args: &[&str]| {
+        let out = oscost("groups")
+            .args(args)
+            .arg("--db")
+            .arg(&db)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (code, json) = {
+        let path = dir.path().join("m.json");
+        let (code, _) = store_cmd(&["matrix", "--by", "label", "--json", path.to_str().unwrap()]);
+        (code, std::fs::read_to_string(path).unwrap())
+    };
+    assert_eq!(code, Some(0));
+    let m: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(m["by"], "label");
+    assert_eq!(m["columns"][0]["runs"], serde_json::json!([1, 2, 3, 4]));
+    for row in m["rows"].as_array().unwrap() {
+        assert_eq!(row["cells"][1]["verdict"], "slower", "{row}");
+        let ratio = row["cells"][1]["slowdown"].as_f64().unwrap();
+        assert!((ratio - 1.5).abs() < 0.02, "{row}");
+    }
+    let (code, text) = store_cmd(&["matrix", "--by", "label", "--base", "b"]);
+    assert_eq!(code, Some(0));
+    assert!(text.contains("base: label b (runs 5, 6, 7)"), "{text}");
+    let (code, _) = store_cmd(&["matrix", "--by", "label", "--base", "c"]);
+    assert_eq!(code, Some(2), "a base value no run has is a usage error");
+    let (code, text) = store_cmd(&["history", "syscall/getppid", "--by", "label"]);
+    assert_eq!(code, Some(0));
+    assert!(text.contains("by label: groups of runs"), "{text}");
+    assert!(text.contains("4 of 4") && text.contains("slower"), "{text}");
 }

@@ -207,24 +207,37 @@ pub struct GroupDifference {
     pub p: f64,
 }
 
+/// A group's runs on the log scale: mean of the log-medians, their variance (at least the
+/// runs' typical own variance), and how many; `None` with fewer than 2 runs.
+fn moments(g: &[RunLevel]) -> Option<(f64, f64, f64)> {
+    let ys: Vec<f64> = g
+        .iter()
+        .filter(|r| r.median > 0.0)
+        .map(|r| r.median.ln())
+        .collect();
+    let n = ys.len() as f64;
+    if ys.len() < 2 {
+        return None;
+    }
+    let mean = ys.iter().sum::<f64>() / n;
+    let var = ys.iter().map(|y| (y - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    let own: Vec<f64> = g.iter().filter_map(|r| r.log_se()).map(|s| s * s).collect();
+    let floor = if own.is_empty() { 0.0 } else { median(&own) };
+    Some((mean, var.max(floor), n))
+}
+
+/// A group's level (geometric mean of its runs' medians) with the 95% t interval its runs'
+/// scatter gives; `None` with fewer than 2 runs.
+pub fn group_level(g: &[RunLevel]) -> Option<(f64, [f64; 2])> {
+    use statrs::distribution::{ContinuousCDF, StudentsT};
+    let (mean, var, n) = moments(g)?;
+    let q = StudentsT::new(0.0, 1.0, n - 1.0).ok()?.inverse_cdf(0.975);
+    let half = q * (var / n).sqrt();
+    Some((mean.exp(), [(mean - half).exp(), (mean + half).exp()]))
+}
+
 pub fn group_difference(base: &[RunLevel], cand: &[RunLevel]) -> Option<GroupDifference> {
     use statrs::distribution::{ContinuousCDF, StudentsT};
-    let moments = |g: &[RunLevel]| -> Option<(f64, f64, f64)> {
-        let ys: Vec<f64> = g
-            .iter()
-            .filter(|r| r.median > 0.0)
-            .map(|r| r.median.ln())
-            .collect();
-        let n = ys.len() as f64;
-        if ys.len() < 2 {
-            return None;
-        }
-        let mean = ys.iter().sum::<f64>() / n;
-        let var = ys.iter().map(|y| (y - mean).powi(2)).sum::<f64>() / (n - 1.0);
-        let own: Vec<f64> = g.iter().filter_map(|r| r.log_se()).map(|s| s * s).collect();
-        let floor = if own.is_empty() { 0.0 } else { median(&own) };
-        Some((mean, var.max(floor), n))
-    };
     let (mb, vb, nb) = moments(base)?;
     let (mc, vc, nc) = moments(cand)?;
     let (qb, qc) = (vb / nb, vc / nc);
@@ -279,6 +292,11 @@ mod group_tests {
         );
         // A single run is no group.
         assert!(group_difference(&plain[..1], &filtered).is_none());
+        assert!(group_level(&plain[..1]).is_none());
+        let (level, [lo, hi]) = group_level(&plain).unwrap();
+        assert!((level - (150.0f64 * 153.0 * 148.0).cbrt()).abs() < 1e-9);
+        // t(2) = 4.303: three runs give a wide interval, and it holds every run's level.
+        assert!(lo < 148.0 && hi > 153.0 && hi < 160.0, "{lo} {hi}");
     }
 
     #[test]

@@ -19,6 +19,11 @@ pub struct HistoryArgs {
     /// levels between change points, every run) into this directory.
     #[arg(long, value_name = "DIR", requires = "bench")]
     pub report: Option<std::path::PathBuf>,
+    /// With a benchmark id: also judge its runs as groups sharing one value of KEY (label,
+    /// host, kernel, wrapper or day): each group's level with the interval its runs' scatter
+    /// gives, and its change against the first group.
+    #[arg(long, value_name = "KEY", requires = "bench")]
+    pub by: Option<crate::select::GroupKey>,
     #[command(flatten)]
     pub store: StoreArgs,
     #[command(flatten)]
@@ -60,6 +65,10 @@ impl HistoryArgs {
                     return Err(usage(unknown_benchmark(b, &known)));
                 }
                 let mut text = report::history::trend(b, &points, color(), terminal_columns());
+                if let Some(key) = self.by {
+                    text.push('\n');
+                    text.push_str(&by_groups(b, key, &runs, &points));
+                }
                 if self.changes || self.report.is_some() {
                     let (found, lines) = level_shifts(&mut s, &points);
                     if self.changes {
@@ -104,6 +113,32 @@ impl HistoryArgs {
         Ok(0)
     }
 }
+
+/// `--by KEY`: the benchmark's points split by the key's value of their runs.
+fn by_groups(
+    bench: &str,
+    key: crate::select::GroupKey,
+    runs: &[crate::model::RunSummary],
+    points: &[crate::model::HistoryPoint],
+) -> String {
+    let groups: Vec<(String, Vec<crate::model::HistoryPoint>)> = key
+        .split(runs)
+        .into_iter()
+        .map(|(value, rs)| {
+            let ps = points
+                .iter()
+                .filter(|p| rs.iter().any(|r| r.id == p.run_id))
+                .cloned()
+                .collect();
+            (value, ps)
+        })
+        .filter(|(_, ps): &(String, Vec<_>)| !ps.is_empty())
+        .collect();
+    report::history::groups(bench, key.name(), &groups, DEFAULT_THRESHOLD, color())
+}
+
+/// The no-change band of `history --by`, as `compare` and `matrix` default it.
+const DEFAULT_THRESHOLD: f64 = 0.02;
 
 /// Why `b` has no history, with the nearest stored id when one is close.
 fn unknown_benchmark(b: &str, known: &[String]) -> String {

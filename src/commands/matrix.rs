@@ -22,9 +22,15 @@ pub struct MatrixArgs {
     /// Stored runs, one column each (ids, `last`, `last~N`); none: every run --where selects.
     #[arg(value_name = "RUN")]
     pub runs: Vec<String>,
-    /// The run the others are compared against [default: the first column].
+    /// The run the others are compared against [default: the first column]; with --by, the
+    /// value of KEY whose group is the base.
     #[arg(long, value_name = "RUN")]
     pub base: Option<String>,
+    /// Columns are groups: the runs sharing one value of KEY (label, host, kernel, wrapper or
+    /// day), each group compared with the base group by how its runs scatter, as runs measured
+    /// apart must be (e.g. `--by kernel`: each kernel's runs against the first kernel's).
+    #[arg(long, value_name = "KEY")]
+    pub by: Option<crate::select::GroupKey>,
     /// Half-width of the band called "no change", percent.
     #[arg(long, value_name = "PCT", default_value = "2", value_parser = parse_percent)]
     pub threshold: f64,
@@ -54,6 +60,10 @@ impl MatrixArgs {
         // One listing serves the selection, every reference and the columns.
         let all = s.list().map_err(store_err)?;
         let selected = sel.apply(all.clone());
+        if let Some(key) = self.by {
+            let m = self.groups(&mut s, key, &selected)?;
+            return self.show(&m, &interrupted);
+        }
         let resolve =
             |r: &str| store::resolve_among(r, &selected, !sel.is_all()).map_err(store_err);
         let mut ids: Vec<i64> = if self.runs.is_empty() {
@@ -124,20 +134,102 @@ impl MatrixArgs {
                 c.differs = crate::analysis::changes::env_differences(a, b);
             }
         }
-        output::export(&m, &exporters::<matrix::Matrix>(&self.outputs))?;
+        self.show(&m, &interrupted)
+    }
+
+    /// Write the matrix's files and page, and print its table.
+    fn show(
+        &self,
+        m: &matrix::Matrix,
+        interrupted: &std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    ) -> anyhow::Result<i32> {
+        output::export(m, &exporters::<matrix::Matrix>(&self.outputs))?;
         if let Some(d) = &self.report {
-            let page = report::matrix_page::render_matrix(&m)
+            let page = report::matrix_page::render_matrix(m)
                 .map_err(|e| anyhow::anyhow!("cannot render the matrix: {e}"))?;
-            output::write_page(d, &page, &stopper(&interrupted))?;
+            output::write_page(d, &page, &stopper(interrupted))?;
             eprintln!("oscost: matrix page in {}", d.join("index.html").display());
         }
-        let table = matrix::render_table(&m, color());
+        let table = report::matrix_views::render_table(m, color());
         if output::any_stdout(&self.outputs.paths()) {
             eprint!("{table}");
         } else {
             print_stdout(&table)?;
         }
         Ok(0)
+    }
+}
+
+impl MatrixArgs {
+    /// `--by KEY`: the selected (or named) runs split by the key's value, each group a column.
+    fn groups(
+        &self,
+        s: &mut crate::store::Store,
+        key: crate::select::GroupKey,
+        selected: &[crate::model::RunSummary],
+    ) -> anyhow::Result<matrix::Matrix> {
+        let runs: Vec<crate::model::RunSummary> = if self.runs.is_empty() {
+            selected.to_vec()
+        } else {
+            let mut ids = Vec::new();
+            for r in &self.runs {
+                ids.push(store::resolve_among(r, selected, true).map_err(store_err)?);
+            }
+            selected
+                .iter()
+                .filter(|r| ids.contains(&r.id))
+                .cloned()
+                .collect()
+        };
+        let groups: Vec<matrix::Group> = key
+            .split(&runs)
+            .into_iter()
+            .map(|(value, runs)| matrix::Group { value, runs })
+            .collect();
+        if groups.is_empty() {
+            return Err(usage(
+                "no runs to put in a matrix (none stored, or none --where selects)",
+            ));
+        }
+        if groups.len() > MAX_COLUMNS {
+            return Err(usage(format!(
+                "{} groups are too many columns (at most {MAX_COLUMNS}); narrow them with --where",
+                groups.len()
+            )));
+        }
+        let base = match &self.base {
+            None => 0,
+            Some(v) => groups.iter().position(|g| g.value == *v).ok_or_else(|| {
+                let values: Vec<String> = groups
+                    .iter()
+                    .map(|g| format!("'{}'", report::printable(&g.value)))
+                    .collect();
+                usage(format!(
+                    "no selected run has {} '{}'; with --by {} the base is one of: {}",
+                    key.name(),
+                    report::printable(v),
+                    key.name(),
+                    values.join(", ")
+                ))
+            })?,
+        };
+        let ids: Vec<i64> = runs.iter().map(|r| r.id).collect();
+        let order: Vec<String> = s
+            .load_bare(groups[base].runs[0].id)
+            .map_err(store_err)?
+            .results
+            .into_iter()
+            .map(|r| r.id)
+            .collect();
+        let rows = s.result_rows(&ids).map_err(store_err)?;
+        Ok(matrix::build_groups(
+            key,
+            &groups,
+            &rows,
+            base,
+            &order,
+            self.threshold / 100.0,
+        ))
     }
 }
 

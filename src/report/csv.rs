@@ -75,7 +75,7 @@ impl Exporter<Comparison> for Csv {
 
 impl Exporter<crate::matrix::Matrix> for Csv {
     fn serialize(&self, m: &crate::matrix::Matrix) -> anyhow::Result<Vec<u8>> {
-        Ok(crate::matrix::render_csv(m).into_bytes())
+        Ok(crate::report::matrix_views::render_csv(m).into_bytes())
     }
 }
 

@@ -95,61 +95,7 @@ pub fn trend(bench: &str, points: &[HistoryPoint], color: bool, columns: usize) 
     if points.is_empty() {
         return format!("no stored run has {bench}\n");
     }
-    let mut t = table(
-        color,
-        vec![
-            "run",
-            "started",
-            "label",
-            "wrapper",
-            "median",
-            "95% CI",
-            "vs previous",
-            "flag",
-        ],
-    );
-    let mut prev: Option<&HistoryPoint> = None;
-    let mut said_noise = false;
-    for p in points {
-        let o = |v: &Option<String>| {
-            v.as_deref()
-                .map_or("-".into(), |s| super::printable(s).into_owned())
-        };
-        let change = match (prev.and_then(|q| q.median), p.median) {
-            (Some(a), Some(b)) if a != 0.0 => {
-                let pct = format!("{:+.1}%", (b / a - 1.0) * 100.0);
-                if prev.is_some_and(|q| cis_overlap(q, p)) {
-                    said_noise = true;
-                    format!("~ {pct}")
-                } else {
-                    pct
-                }
-            }
-            _ => "-".into(),
-        };
-        t.add_row(vec![
-            p.run_id.to_string(),
-            p.started_at.clone(),
-            o(&p.label),
-            o(&p.wrapper),
-            p.median.map_or("-".into(), format_ns),
-            match (p.ci_lo, p.ci_hi) {
-                (Some(a), Some(b)) => format!("{}..{}", format_ns(a), format_ns(b)),
-                _ => "-".into(),
-            },
-            change,
-            if p.status != "ok" {
-                p.status.clone()
-            } else if p.disturbed {
-                "disturbed".into()
-            } else {
-                String::new()
-            },
-        ]);
-        if p.median.is_some() {
-            prev = Some(p);
-        }
-    }
+    let (t, said_noise) = trend_table(points, color);
     let medians: Vec<f64> = points
         .iter()
         .map(|p| p.median.unwrap_or(f64::NAN))
@@ -185,6 +131,144 @@ pub fn trend(bench: &str, points: &[HistoryPoint], color: bool, columns: usize) 
     }
     out.push('\n');
     out
+}
+
+/// One row per run, and whether a change was marked as within the two runs' noise.
+fn trend_table(points: &[HistoryPoint], color: bool) -> (comfy_table::Table, bool) {
+    let mut t = table(
+        color,
+        vec![
+            "run",
+            "started",
+            "label",
+            "wrapper",
+            "median",
+            "95% CI",
+            "vs previous",
+            "flag",
+        ],
+    );
+    let mut prev: Option<&HistoryPoint> = None;
+    let mut said_noise = false;
+    let o = |v: &Option<String>| {
+        v.as_deref()
+            .map_or("-".into(), |s| super::printable(s).into_owned())
+    };
+    for p in points {
+        let change = match (prev.and_then(|q| q.median), p.median) {
+            (Some(a), Some(b)) if a != 0.0 => {
+                let pct = format!("{:+.1}%", (b / a - 1.0) * 100.0);
+                if prev.is_some_and(|q| cis_overlap(q, p)) {
+                    said_noise = true;
+                    format!("~ {pct}")
+                } else {
+                    pct
+                }
+            }
+            _ => "-".into(),
+        };
+        let flag = if p.status != "ok" {
+            p.status.clone()
+        } else if p.disturbed {
+            "disturbed".into()
+        } else {
+            String::new()
+        };
+        t.add_row(vec![
+            p.run_id.to_string(),
+            p.started_at.clone(),
+            o(&p.label),
+            o(&p.wrapper),
+            p.median.map_or("-".into(), format_ns),
+            ci_text(p.ci_lo, p.ci_hi),
+            change,
+            flag,
+        ]);
+        if p.median.is_some() {
+            prev = Some(p);
+        }
+    }
+    (t, said_noise)
+}
+
+fn ci_text(lo: Option<f64>, hi: Option<f64>) -> String {
+    match (lo, hi) {
+        (Some(a), Some(b)) => format!("{}..{}", format_ns(a), format_ns(b)),
+        _ => "-".into(),
+    }
+}
+
+/// One benchmark's history as groups of runs (`history ID --by KEY`): each group's level (the
+/// geometric mean of its runs' medians) with the 95% interval its runs' scatter gives, the
+/// spread between its runs beyond their own CIs, and its change against the first group,
+/// judged as `matrix --by` judges it (`threshold`: the no-change band, 0.02 = ±2%).
+pub fn groups(
+    bench: &str,
+    key: &str,
+    groups: &[(String, Vec<HistoryPoint>)],
+    threshold: f64,
+    color: bool,
+) -> String {
+    use crate::analysis::run_to_run::{RunLevel, estimate, group_difference, group_level};
+    let levels = |ps: &[HistoryPoint]| -> Vec<RunLevel> {
+        ps.iter()
+            .filter(|p| p.status == "ok")
+            .filter_map(|p| {
+                Some(RunLevel {
+                    median: p.median.filter(|m| *m > 0.0)?,
+                    ci95: [p.ci_lo?, p.ci_hi?],
+                })
+            })
+            .collect()
+    };
+    let name = |v: &str| {
+        if v.is_empty() {
+            "none".to_string()
+        } else {
+            super::printable(v).into_owned()
+        }
+    };
+    let base_name = groups.first().map_or(String::new(), |(v, _)| name(v));
+    let against = format!("against {key} {base_name}");
+    let mut t = table(
+        color,
+        vec![key, "runs", "level", "95% CI", "run to run", &against],
+    );
+    let base = groups.first().map(|(_, ps)| levels(ps)).unwrap_or_default();
+    for (i, (value, ps)) in groups.iter().enumerate() {
+        let lv = levels(ps);
+        let level = group_level(&lv);
+        let change = match (i, group_difference(&base, &lv)) {
+            (0, _) => "base".to_string(),
+            (_, Some(d)) => {
+                let (v, _) = crate::compare::verdict(d.ratio_ci95, d.ratio, threshold);
+                let pct = |r: f64| (r - 1.0) * 100.0;
+                format!(
+                    "{:+.1}% [{:+.1}, {:+.1}] {}",
+                    pct(d.ratio),
+                    pct(d.ratio_ci95[0]),
+                    pct(d.ratio_ci95[1]),
+                    v.word()
+                )
+            }
+            (_, None) => "? (a group needs 2 runs with a CI)".into(),
+        };
+        t.add_row(vec![
+            name(value),
+            format!("{} of {}", lv.len(), ps.len()),
+            level.map_or("-".into(), |(l, _)| format_ns(l)),
+            level.map_or("-".into(), |(_, [lo, hi])| ci_text(Some(lo), Some(hi))),
+            estimate(&lv).map_or("?".into(), |s| format!("±{:.1}% ({})", s.percent(), s.runs)),
+            change,
+        ]);
+    }
+    format!(
+        "{bench} by {key}: groups of runs measured apart\n{t}\nlevel: geometric mean of the \
+group's runs' medians; 95% CI: from how its runs scatter (t on their log-medians, never narrower \
+than one run's own CI); run to run: that scatter beyond the runs' own CIs (3 runs needed); a \
+change is called when its CI excludes x1 and it lies beyond ±{:.0}%.\n",
+        threshold * 100.0
+    )
 }
 
 #[cfg(test)]

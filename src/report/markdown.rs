@@ -60,7 +60,7 @@ impl Exporter<Comparison> for Markdown {
 
 impl Exporter<crate::matrix::Matrix> for Markdown {
     fn serialize(&self, m: &crate::matrix::Matrix) -> anyhow::Result<Vec<u8>> {
-        Ok(crate::matrix::render_markdown(m).into_bytes())
+        Ok(crate::report::matrix_views::render_markdown(m).into_bytes())
     }
 }
 

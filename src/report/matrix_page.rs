@@ -8,9 +8,10 @@ use minijinja::value::Serde;
 use serde::Serialize;
 
 use super::html::{Page, render};
+use super::matrix_views::change_text;
 use super::{format_ns, signed_ns};
 use crate::compare::Verdict;
-use crate::matrix::{Cell, Matrix, change_text};
+use crate::matrix::{Cell, Matrix};
 
 #[derive(Debug, Serialize)]
 struct HeatCell {
@@ -145,11 +146,12 @@ pub fn render_matrix(m: &Matrix) -> Result<Page, String> {
         context! {
                 columns => m.columns.iter().map(|c| context! { title => c.title.clone() }).collect::<Vec<_>>(),
                 base => m.base,
-                base_id => m.columns[m.base].run_id,
+                base_words => crate::report::matrix_views::base_words(m),
+                by => m.by.clone(),
                 differs => m.differs.clone(),
                 threshold => format!("{:.0}%", m.threshold * 100.0),
                 rows => Serde(&rows),
-                changes => crate::matrix::change_lines(m),
+                changes => crate::report::matrix_views::change_lines(m),
                 looked => crate::matrix::looked_for_changes(m),
                 numbers => Serde(&numbers),
         },

@@ -12,6 +12,7 @@ pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod matrix_page;
+pub mod matrix_views;
 pub mod plot;
 pub mod table;
 pub mod xgraph;

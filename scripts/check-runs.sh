@@ -7,7 +7,8 @@
 #   - the coverage of the run-to-run interval: how often one plain run's interval (its own
 #     CI widened by the run-to-run spread learned from the store) holds another's median;
 #   - beside each run, a witness that is not oscost (`perf bench syscall basic`, pinned alike)
-#     saying how much the host itself moved.
+#     saying how much the host itself moved;
+#   - the in-run speed witness judged on these runs (scripts/check-witness.py).
 #
 #   scripts/check-runs.sh [K]        (default 6; PAUSE=15 seconds, LAYERS=2, IDS=...)
 #   KEEP=DIR scripts/check-runs.sh   keeps the store and the witness lines in DIR
@@ -108,4 +109,9 @@ print(f"run-to-run interval holds another plain run's median in {held} of {pairs
       f"({100.0 * held / max(pairs, 1):.1f}%; target at least 75%); the run's own CI alone: "
       f"{100.0 * own_held / max(pairs, 1):.1f}%")
 PY
+# The in-run speed witness judged on the same runs (replay): does it explain their drift?
+"$bin" history --db "$store" | awk 'NR > 2 && $1 ~ /^[0-9]+$/ {print $1}' | while read -r id; do
+  "$bin" export "$id" --db "$store" --json "$work/run-$id.json" 2>/dev/null
+done
+python3 scripts/check-witness.py "$work"/run-*.json || true
 echo "witness lines: $work/witness.txt; matrices: $work/aa.txt, $work/all.txt"

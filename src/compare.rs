@@ -184,6 +184,13 @@ pub struct Side {
     /// weighing a difference needs them beside it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The run's speed witness, ns per loop (`analysis::witness`); none for a group or a run
+    /// made before witnesses were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub witness_ns: Option<f64>,
+    /// How many workers timed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub witness_workers: Option<usize>,
 }
 
 impl Side {
@@ -195,6 +202,8 @@ impl Side {
             wrapper: run.wrapper.clone(),
             kernel: run.env.kernel_release.clone(),
             notes: run.notes.clone(),
+            witness_ns: crate::analysis::witness::run_witness(run).map(|w| w.ns),
+            witness_workers: crate::analysis::witness::run_witness(run).map(|w| w.workers),
         }
     }
 }

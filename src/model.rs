@@ -147,6 +147,15 @@ pub struct Repetition {
     /// and the others' explain (a phase of the machine, or this process's layout).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub departs_pct: Option<f64>,
+    /// The speed witness its worker timed around its cases (`harness::witness`): ns per loop
+    /// of fixed user-space work, the machine's speed at that moment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub witness_ns: Option<f64>,
+    /// Memory activity counted while its worker ran (`harness::memory`: reclaim, compaction,
+    /// swapping, migration, khugepaged, balloon; only counters that moved), for the benchmarks
+    /// whose cost it moves.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub memory_events: BTreeMap<String, u64>,
 }
 
 /// Where `stats.ci95` comes from and how sure it is.
@@ -578,6 +587,8 @@ pub mod testdata {
             startup_ms: 0.0,
             preempted: 0,
             departs_pct: None,
+            witness_ns: None,
+            memory_events: BTreeMap::new(),
         }
     }
 

@@ -113,7 +113,21 @@ fn measure(id: &str, opts: WorkerOptions) -> Vec<CaseResult> {
         scratch_dir: opts.scratch_dir,
         events: events_override().unwrap_or(opts.events),
     };
+    let memory = crate::harness::memory::watched(b.id)
+        .then(crate::harness::memory::snapshot)
+        .flatten();
+    let mut witness = crate::harness::witness::timings();
     let mut cases = runner::run_cases(&meter, b, &opts.variants);
+    witness.extend(crate::harness::witness::timings());
+    let witness_ns = crate::harness::witness::witness_ns(&witness);
+    let memory_events = match (memory, crate::harness::memory::snapshot()) {
+        (Some(before), Some(after)) => crate::harness::memory::delta(&before, &after),
+        _ => Default::default(),
+    };
+    for c in &mut cases {
+        c.witness_ns = witness_ns;
+        c.memory_events = memory_events.clone();
+    }
     if let Some(ns) = namespace {
         let said = match ns {
             Ok(()) => "its own".to_string(),

@@ -17,6 +17,7 @@ pub mod changes;
 mod machine_speed;
 mod repetitions;
 pub mod run_to_run;
+pub mod witness;
 
 pub use machine_speed::{
     MIN_POINTS as SPEED_MIN_POINTS, levels_in_time, machine_speed_note, smoothed,
@@ -403,6 +404,8 @@ mod tests {
             preemption_expected: false,
             error: None,
             events: None,
+            witness_ns: None,
+            memory_events: Default::default(),
             cpu_wait: None,
         }
     }

@@ -118,11 +118,65 @@ pub fn merge_repetitions(
                 _ => 0,
             },
             departs_pct: None,
+            witness_ns: rep.case.witness_ns,
+            memory_events: rep.case.memory_events.clone(),
         })
         .collect();
     name_departures(&mut r, ok[0].case.preemption_expected);
+    if let Some(note) = memory_note(&r) {
+        r.notes.push(note);
+    }
     attach_uncertainty(&mut r, &spans, j, target, stopped);
     r
+}
+
+/// What memory activity counted during some repetitions (`harness::memory`) did to their
+/// level: those repetitions' median level against the others', with the counts summed.
+/// `None` when no repetition saw any.
+pub fn memory_note(r: &BenchResult) -> Option<String> {
+    let (busy, quiet): (Vec<&Repetition>, Vec<&Repetition>) = r
+        .repetitions
+        .iter()
+        .partition(|rep| !rep.memory_events.is_empty());
+    if busy.is_empty() {
+        return None;
+    }
+    let mut total = std::collections::BTreeMap::new();
+    for rep in &busy {
+        for (k, v) in &rep.memory_events {
+            *total.entry(k.clone()).or_insert(0u64) += v;
+        }
+    }
+    let level = |reps: &[&Repetition]| {
+        let m: Vec<f64> = reps.iter().map(|x| x.median_ns).collect();
+        stats::median(&m)
+    };
+    let which: Vec<String> = r
+        .repetitions
+        .iter()
+        .enumerate()
+        .filter(|(_, rep)| !rep.memory_events.is_empty())
+        .map(|(k, _)| (k + 1).to_string())
+        .collect();
+    let against = if quiet.is_empty() {
+        "every repetition saw it: no quiet repetition to set them against".to_string()
+    } else {
+        let (b, q) = (level(&busy), level(&quiet));
+        format!(
+            "their level {} against {} in the other {} (x{:.2})",
+            stats::units::format_ns(b),
+            stats::units::format_ns(q),
+            quiet.len(),
+            b / q
+        )
+    };
+    Some(format!(
+        "memory activity during repetition{} {} of {} ({}): {against}",
+        if busy.len() == 1 { "" } else { "s" },
+        which.join(", "),
+        r.repetitions.len(),
+        crate::harness::memory::words(&total)
+    ))
 }
 
 /// All repetitions' samples as one measured case (samples, preemptions and CPU time summed;
@@ -452,6 +506,31 @@ mod tests {
         let t = two_levels(&switching).unwrap();
         assert_eq!(t.low, vec![1, 2, 3, 4]);
         assert_eq!(two_levels(&[10.0, 10.0, 13.0]), None);
+    }
+
+    #[test]
+    fn memory_activity_is_said_with_its_counts_and_the_level_it_went_with() {
+        let mut r = crate::model::testdata::result("spawn/fork", vec![1.0]);
+        r.repetitions = [100.0, 102.0, 131.0, 99.0, 128.0]
+            .iter()
+            .enumerate()
+            .map(|(k, &m)| crate::model::testdata::repetition(m, 50.0 * k as f64))
+            .collect();
+        assert_eq!(memory_note(&r), None, "nothing counted, nothing said");
+        for k in [2, 4] {
+            r.repetitions[k]
+                .memory_events
+                .insert("pgscan_kswapd".into(), 2048);
+        }
+        r.repetitions[4]
+            .memory_events
+            .insert("compact_stall".into(), 1);
+        let note = memory_note(&r).unwrap();
+        assert_eq!(
+            note,
+            "memory activity during repetitions 3, 5 of 5 (4096 pages scanned by kswapd, 1 \
+             compaction stalls): their level 130 ns against 100 ns in the other 3 (x1.29)"
+        );
     }
 
     #[test]

@@ -154,6 +154,8 @@ impl CompareCmd {
                 wrapper: None,
                 kernel: None,
                 notes: vec![],
+                witness_ns: None,
+                witness_workers: None,
             }
         };
         let mut cmp = Comparison {

@@ -94,6 +94,12 @@ pub struct CaseResult {
     /// pass, and what else was runnable there when it waited much.
     #[serde(default)]
     pub cpu_wait: Option<CpuWait>,
+    /// The speed witness of the worker that measured it (`harness::witness`), ns per loop.
+    #[serde(default)]
+    pub witness_ns: Option<f64>,
+    /// Memory activity beside the worker's cases (`harness::memory`: counters that moved).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub memory_events: BTreeMap<String, u64>,
 }
 
 /// The measuring thread's wait for its own CPU over a timed pass.
@@ -147,6 +153,8 @@ impl CaseResult {
             error: Some(e),
             cpu_wait: None,
             events: None,
+            witness_ns: None,
+            memory_events: BTreeMap::new(),
         }
     }
 }
@@ -314,6 +322,8 @@ fn run_case(meter: &Meter, b: &Benchmark, mut c: Case, variants: &VariantOptions
         error: None,
         events,
         cpu_wait,
+        witness_ns: None,
+        memory_events: BTreeMap::new(),
     }
 }
 

@@ -173,6 +173,18 @@ pub fn one_factor_line(c: &Comparison) -> Option<String> {
     ))
 }
 
+/// What the two sides' speed witnesses say, when both have one.
+pub fn witness_words(c: &Comparison) -> Option<String> {
+    use crate::analysis::witness::{RunWitness, shift_words};
+    let side = |s: &crate::compare::Side| {
+        Some(RunWitness {
+            ns: s.witness_ns?,
+            workers: s.witness_workers?,
+        })
+    };
+    Some(shift_words(side(&c.base)?, side(&c.cand)?))
+}
+
 fn tail(c: &Comparison) -> String {
     let mut out = String::new();
     for (title, list) in [
@@ -186,6 +198,9 @@ fn tail(c: &Comparison) -> String {
                 out.push_str(&format!("  {l}\n"));
             }
         }
+    }
+    if let Some(words) = witness_words(c) {
+        out.push_str(&format!("{words}\n"));
     }
     for (name, side) in [("base", &c.base), ("candidate", &c.cand)] {
         for n in &side.notes {

@@ -161,6 +161,14 @@ pub fn render(run: &Run, color: bool) -> String {
     if let Some(line) = uncounted(run) {
         out.push_str(&format!("{}\n", super::printable(&line)));
     }
+    if let Some(w) = crate::analysis::witness::run_witness(run) {
+        out.push_str(&format!(
+            "speed witness: {} a loop of fixed user-space work (median of {} workers; compare \
+runs' witnesses to see whether the machine itself ran at another speed)\n",
+            super::format_ns(w.ns),
+            w.workers
+        ));
+    }
     if let Some(legend) = phase_legend(run) {
         out.push_str(legend);
         out.push('\n');

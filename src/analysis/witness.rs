@@ -1,0 +1,94 @@
+//! A run's speed witness (see `harness::witness`): the median over its workers of the fixed
+//! user-space loop each timed around its cases, and what two runs' witnesses say about a
+//! difference between them. Cases of one benchmark share a worker, so one worker counts once.
+
+use crate::model::Run;
+
+/// A run's witness: ns per loop (median over its workers) and how many workers timed it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunWitness {
+    pub ns: f64,
+    pub workers: usize,
+}
+
+/// The run's witness, `None` for runs made before it was kept (or with no repetitions).
+pub fn run_witness(run: &Run) -> Option<RunWitness> {
+    let mut seen: Vec<(u64, u64)> = Vec::new();
+    let mut values = Vec::new();
+    for r in &run.results {
+        for rep in &r.repetitions {
+            let Some(w) = rep.witness_ns else { continue };
+            // One worker's cases carry its start and witness, copied: equal bits.
+            let key = (rep.started_ms.to_bits(), w.to_bits());
+            if !seen.contains(&key) {
+                seen.push(key);
+                values.push(w);
+            }
+        }
+    }
+    (!values.is_empty()).then(|| RunWitness {
+        ns: crate::stats::median(&values),
+        workers: values.len(),
+    })
+}
+
+/// The sentence a comparison of two runs says about their witnesses: how much slower or
+/// faster the machine ran plain user code in the candidate, and what that does and does not
+/// explain.
+pub fn shift_words(base: RunWitness, cand: RunWitness) -> String {
+    let ratio = cand.ns / base.ns;
+    let how = if (ratio - 1.0).abs() < 0.005 {
+        "at the same speed".to_string()
+    } else {
+        format!(
+            "{:.1}% {}",
+            (ratio - 1.0).abs() * 100.0,
+            if ratio > 1.0 { "slower" } else { "faster" }
+        )
+    };
+    format!(
+        "speed witness (a fixed user-space loop timed by every worker): the machine ran user code \
+{how} in the candidate ({:.0} against {:.0} ns a loop, medians of {} and {} workers); a \
+difference of that size in user-bound benchmarks may be the machine, not the system (it sees \
+the core's clock and sharing, not the kernel's costs)",
+        cand.ns, base.ns, cand.workers, base.workers
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::testdata;
+
+    #[test]
+    fn one_worker_counts_once_and_the_shift_is_said() {
+        let mut run = testdata::run();
+        run.results = vec![testdata::result("a/x", vec![1.0])];
+        let rep = |ms: f64, w: f64| crate::model::Repetition {
+            witness_ns: Some(w),
+            ..testdata::repetition(1.0, ms)
+        };
+        run.results[0].repetitions = vec![rep(0.0, 100.0), rep(10.0, 104.0), rep(20.0, 102.0)];
+        // A second case of the first worker: same start, same witness.
+        let mut second = run.results[0].clone();
+        second.repetitions.truncate(1);
+        run.results.push(second);
+        let w = run_witness(&run).unwrap();
+        assert_eq!((w.ns, w.workers), (102.0, 3));
+        let base = RunWitness {
+            ns: 100.0,
+            workers: 9,
+        };
+        let text = shift_words(
+            base,
+            RunWitness {
+                ns: 105.0,
+                workers: 8,
+            },
+        );
+        assert!(text.contains("5.0% slower in the candidate"), "{text}");
+        assert!(shift_words(base, base).contains("at the same speed"));
+        run.results.iter_mut().for_each(|r| r.repetitions.clear());
+        assert_eq!(run_witness(&run), None);
+    }
+}

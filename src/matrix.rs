@@ -368,6 +368,7 @@ mod tests {
             kernel: Some(kernel.into()),
             wrapper: None,
             benchmarks: 2,
+            env_key: None,
         }
     }
 

@@ -527,6 +527,9 @@ pub struct RunSummary {
     pub kernel: Option<String>,
     pub wrapper: Option<String>,
     pub benchmarks: i64,
+    /// The rest of its environment, hashed (`store::env_key`); `None` for a store opened
+    /// read-only before schema 5.
+    pub env_key: Option<String>,
 }
 
 /// One benchmark in one run, for trends.

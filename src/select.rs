@@ -273,6 +273,7 @@ mod tests {
             kernel: Some(kernel.into()),
             wrapper: None,
             benchmarks: 3,
+            env_key: None,
         }
     }
 

@@ -233,13 +233,23 @@ impl MatrixArgs {
     }
 }
 
-/// What runs must share for their scatter to be one environment's: host, kernel and wrapper
-/// (the store's summary rows; a kernel's boot parameters and oscost's own version are not
-/// told apart here, which can only widen the spread learned).
-type Environment = (Option<String>, Option<String>, Option<String>);
+/// What runs must share for their scatter to be one environment's: host, kernel, wrapper and
+/// the rest of the environment as `store::env_key` hashes it (CPU model, mitigations, THP,
+/// boot parameters, oscost's version and build), all from the store's summary rows.
+type Environment = (
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
 
 fn environment(r: &crate::model::RunSummary) -> Environment {
-    (r.host.clone(), r.kernel.clone(), r.wrapper.clone())
+    (
+        r.host.clone(),
+        r.kernel.clone(),
+        r.wrapper.clone(),
+        r.env_key.clone(),
+    )
 }
 
 /// The run-to-run spread of every benchmark of `rows` in every environment of the store,
@@ -298,6 +308,7 @@ pub fn spreads_of_runs(
             run.env.hostname.clone(),
             run.env.kernel_release.clone(),
             run.wrapper.clone(),
+            Some(crate::store::env_key(run)),
         );
         for r in &run.results {
             let spread = by_env.get(&(r.id.clone(), env.clone())).copied().flatten();

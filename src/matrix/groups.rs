@@ -167,6 +167,7 @@ mod tests {
             kernel: Some(kernel.into()),
             wrapper: None,
             benchmarks: 1,
+            env_key: None,
         }
     }
 

@@ -104,7 +104,7 @@ pub fn apart_line(c: &Comparison) -> Option<String> {
     let learned: Vec<_> = c.rows.iter().filter_map(|r| r.run_to_run).collect();
     if unknown > 0 {
         return Some(format!(
-            "measured apart: {unknown} of {} benchmark(s) cannot be judged (? (apart)): no run-to-run spread is known here (fewer than 3 stored runs of either run's host, kernel and wrapper), and the runs' own CIs cannot see the host's drift between them; run `oscost run --runs 3` in each environment, use `oscost ab` if the change can be wrapped, or give --together if these runs' repetitions were interleaved",
+            "measured apart: {unknown} of {} benchmark(s) cannot be judged (? (apart)): no run-to-run spread is known here (fewer than 3 stored runs of either run's environment: host, kernel, wrapper, CPU, mitigations, THP, boot parameters and oscost version), and the runs' own CIs cannot see the host's drift between them; run `oscost run --runs 3` in each environment, use `oscost ab` if the change can be wrapped, or give --together if these runs' repetitions were interleaved",
             c.rows.len()
         ));
     }

@@ -204,6 +204,7 @@ mod tests {
                 kernel: None,
                 wrapper: None,
                 benchmarks: 1,
+                env_key: None,
             })
             .collect();
         let row = |m: f64| ResultRow {

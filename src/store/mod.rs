@@ -25,7 +25,7 @@ use crate::model::{self, HistoryPoint, Run, RunSummary};
 
 /// The schema this oscost writes: 1 runs as JSON text, 2 compact samples, 3 run digests,
 /// 4 run identities that survive a JSON round trip (`digest`; recomputed for every run).
-pub const SCHEMA: i32 = 4;
+pub const SCHEMA: i32 = 5;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -223,6 +223,7 @@ pub(crate) struct Encoded {
     pub samples: Vec<(i64, Vec<u8>)>,
     pub results: Vec<ResultRow>,
     pub digest: String,
+    pub env_key: String,
 }
 
 /// A stored run as its backend gives it back.
@@ -315,6 +316,44 @@ pub fn digest(run: &Run) -> String {
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// What a run's environment is beyond its host, kernel and wrapper (schema 5's `env_key`): the
+/// CPU model, the mitigations, transparent huge pages, the kernel's boot parameters and
+/// oscost's own version and build (its measuring code), hashed to 16 hex digits. Runs that
+/// share it, and their host, kernel and wrapper, are one environment: their scatter is the
+/// run-to-run spread a comparison of runs measured apart learns.
+pub fn env_key(run: &Run) -> String {
+    let mut h = sha2::Sha256::new();
+    h.update(b"oscost environment 1\0");
+    let e = &run.env;
+    let vulnerabilities: Vec<String> = e
+        .vulnerabilities
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let fields = [
+        e.cpu_model.clone(),
+        Some(vulnerabilities.join("\n")),
+        e.thp_enabled.clone(),
+        e.thp_defrag.clone(),
+        e.boot_cmdline.clone(),
+        Some(format!("{} {}", run.tool.version, e.build_profile)),
+    ];
+    for f in &fields {
+        match f {
+            Some(s) => {
+                h.update((s.len() as u64 + 1).to_le_bytes());
+                h.update(s.as_bytes());
+            }
+            None => h.update(0u64.to_le_bytes()),
+        }
+    }
+    h.finalize()
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// A sample as whole picoseconds (saturating; NaN as 0): what a round trip cannot move.
 fn picoseconds(ns: f64) -> i64 {
     (ns * 1000.0).round() as i64
@@ -360,6 +399,7 @@ pub(crate) fn encode(run: &Run) -> Result<Encoded, StoreError> {
         samples,
         results,
         digest: digest(run),
+        env_key: env_key(run),
     })
 }
 

@@ -28,7 +28,8 @@ const CREATE: &str = "
         benchmarks BIGINT NOT NULL,
         run_json TEXT NOT NULL DEFAULT '',
         run_z BYTEA,
-        digest TEXT
+        digest TEXT,
+        env_key TEXT
     );
     CREATE INDEX runs_by_digest ON oscost.runs(digest);
     CREATE TABLE oscost.results (
@@ -60,6 +61,8 @@ pub struct Pg {
     /// connection closed (idle_session_timeout, a server restart, a dropped link).
     url: String,
     at: String,
+    /// Whether the runs table has schema 5's env_key (a store read, not migrated, may not).
+    has_env_key: bool,
 }
 
 /// How long connecting may take, when the URL says nothing (`connect_timeout`): libpq would
@@ -144,6 +147,7 @@ impl Pg {
             client,
             url: url.to_string(),
             at: at.to_string(),
+            has_env_key: true,
         };
         let version = pg.version()?;
         match version {
@@ -161,6 +165,7 @@ impl Pg {
         if create {
             pg.probe_write()?;
         }
+        pg.has_env_key = create || version.is_some_and(|v| v >= 5);
         Ok(pg)
     }
 
@@ -248,6 +253,11 @@ impl Pg {
                 recompute_identities(&mut tx)?;
                 tx.execute("UPDATE oscost.schema_version SET version = 4", &[])?;
             }
+            if found.is_some_and(|v| v < 5) {
+                tx.batch_execute("ALTER TABLE oscost.runs ADD COLUMN IF NOT EXISTS env_key TEXT")?;
+                recompute_identities(&mut tx)?;
+                tx.execute("UPDATE oscost.schema_version SET version = 5", &[])?;
+            }
             Ok(())
         })();
         match r {
@@ -302,7 +312,8 @@ impl Pg {
 }
 
 /// Schema 4: every run's identity computed anew (schema 3's digests did not survive a JSON
-/// round trip). A run that cannot be read keeps the digest it had, and is named.
+/// round trip); schema 5: with its environment key. A run that cannot be read keeps what it
+/// had, and is named.
 fn recompute_identities(tx: &mut postgres::Transaction) -> Result<(), postgres::Error> {
     let ids: Vec<i64> = tx
         .query("SELECT id FROM oscost.runs ORDER BY id", &[])?
@@ -331,8 +342,8 @@ fn recompute_identities(tx: &mut postgres::Transaction) -> Result<(), postgres::
         match super::decode(id, fetched, false) {
             Ok(run) => {
                 tx.execute(
-                    "UPDATE oscost.runs SET digest = $2 WHERE id = $1",
-                    &[&id, &super::digest(&run)],
+                    "UPDATE oscost.runs SET digest = $2, env_key = $3 WHERE id = $1",
+                    &[&id, &super::digest(&run), &super::env_key(&run)],
                 )?;
             }
             Err(e) => eprintln!(
@@ -379,8 +390,8 @@ fn insert(tx: &mut postgres::Transaction, e: &Encoded) -> Result<i64, postgres::
     let id: i64 = tx
         .query_one(
             "INSERT INTO oscost.runs (started_at, label, host, kernel, wrapper, benchmarks,
-                                      run_z, digest)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+                                      run_z, digest, env_key)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
             &[
                 &e.started_at,
                 &e.label,
@@ -390,6 +401,7 @@ fn insert(tx: &mut postgres::Transaction, e: &Encoded) -> Result<i64, postgres::
                 &(e.results.len() as i64),
                 &e.run_z,
                 &e.digest,
+                &e.env_key,
             ],
         )?
         .get(0);
@@ -520,8 +532,15 @@ impl Backend for Pg {
         let rows = self
             .client
             .query(
-                "SELECT id, started_at, label, host, kernel, wrapper, benchmarks
-                 FROM oscost.runs ORDER BY id",
+                &format!(
+                    "SELECT id, started_at, label, host, kernel, wrapper, benchmarks, {}
+                     FROM oscost.runs ORDER BY id",
+                    if self.has_env_key {
+                        "env_key"
+                    } else {
+                        "NULL::text"
+                    }
+                ),
                 &[],
             )
             .map_err(|e| StoreError::Pg(pg_text(&e)))?;
@@ -535,6 +554,7 @@ impl Backend for Pg {
                 kernel: r.get(4),
                 wrapper: r.get(5),
                 benchmarks: r.get(6),
+                env_key: r.get(7),
             })
             .collect())
     }

@@ -277,6 +277,39 @@ impl Sqlite {
             }
             self.conn.execute_batch("PRAGMA user_version = 4;")?;
         }
+        if from < 5 {
+            // Each run's environment key (`store::env_key`), so that the run-to-run spread is
+            // learned from runs of one environment only.
+            let has: bool = self.conn.query_row(
+                "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'env_key'",
+                [],
+                |r| r.get::<_, i64>(0).map(|n| n > 0),
+            )?;
+            if !has {
+                self.conn
+                    .execute_batch("ALTER TABLE runs ADD COLUMN env_key TEXT;")?;
+            }
+            let ids: Vec<i64> = {
+                let mut q = self.conn.prepare("SELECT id FROM runs")?;
+                q.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?
+            };
+            for id in ids {
+                match self
+                    .fetch_compact(id, false)?
+                    .map(|f| super::decode(id, f, false))
+                {
+                    Some(Ok(run)) => {
+                        self.conn.execute(
+                            "UPDATE runs SET env_key = ?2 WHERE id = ?1",
+                            params![id, super::env_key(&run)],
+                        )?;
+                    }
+                    Some(Err(e)) => skipped(id, &e.to_string()),
+                    None => {}
+                }
+            }
+            self.conn.execute_batch("PRAGMA user_version = 5;")?;
+        }
         Ok(())
     }
 
@@ -365,8 +398,8 @@ fn write_samples(conn: &Connection, id: i64, e: &Encoded) -> Result<(), StoreErr
 fn insert(tx: &rusqlite::Transaction, e: &Encoded) -> Result<i64, StoreError> {
     tx.execute(
         "INSERT INTO runs (started_at, label, host, kernel, wrapper, benchmarks, run_json,
-                           run_z, digest)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, '', ?7, ?8)",
+                           run_z, digest, env_key)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, '', ?7, ?8, ?9)",
         params![
             e.started_at,
             e.label,
@@ -376,6 +409,7 @@ fn insert(tx: &rusqlite::Transaction, e: &Encoded) -> Result<i64, StoreError> {
             e.results.len() as i64,
             e.run_z,
             e.digest,
+            e.env_key,
         ],
     )?;
     let id = tx.last_insert_rowid();
@@ -439,9 +473,16 @@ impl Backend for Sqlite {
     }
 
     fn list(&mut self) -> Result<Vec<RunSummary>, StoreError> {
-        let mut q = self.conn.prepare(
-            "SELECT id, started_at, label, host, kernel, wrapper, benchmarks FROM runs ORDER BY id",
-        )?;
+        // A store opened read-only before schema 5 has no env_key column.
+        let env_key = if self.version()? >= 5 {
+            "env_key"
+        } else {
+            "NULL"
+        };
+        let mut q = self.conn.prepare(&format!(
+            "SELECT id, started_at, label, host, kernel, wrapper, benchmarks, {env_key}
+             FROM runs ORDER BY id"
+        ))?;
         let rows = q.query_map([], |r| {
             Ok(RunSummary {
                 id: r.get(0)?,
@@ -451,6 +492,7 @@ impl Backend for Sqlite {
                 kernel: r.get(4)?,
                 wrapper: r.get(5)?,
                 benchmarks: r.get(6)?,
+                env_key: r.get(7)?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -649,7 +691,7 @@ mod tests {
         {
             let c = Connection::open(&p).unwrap();
             c.execute_batch(
-                "UPDATE runs SET digest = 'schema-3'; UPDATE runs SET run_z = x'00' WHERE id = 2;
+                "UPDATE runs SET digest = 'schema-3', env_key = NULL; UPDATE runs SET run_z = x'00' WHERE id = 2;
                  PRAGMA user_version = 3;",
             )
             .unwrap();
@@ -665,6 +707,16 @@ mod tests {
             .collect::<Result<_, _>>()
             .unwrap();
         assert_eq!(digests, vec![super::super::digest(&run), "schema-3".into()]);
+        // Schema 5's environment key, filled in for the run that can be read.
+        let keys: Vec<Option<String>> = s
+            .conn
+            .prepare("SELECT env_key FROM runs ORDER BY id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(keys[0], Some(super::super::env_key(&run)));
         drop(s);
         // The unreadable run is still there, still refused with its id, and the other loads.
         let mut s = Store::open_existing(&Location::File(p)).unwrap();

@@ -122,6 +122,12 @@ fn saves_lists_loads_and_resolves(f: &Fresh) {
     assert_eq!(list[1].label.as_deref(), Some("second"));
     assert_eq!(list[0].benchmarks, run.results.len() as i64);
     assert_eq!(list[0].host, run.env.hostname);
+    // The environment key: the same for runs of one environment, another when THP differs.
+    assert_eq!(list[0].env_key, Some(env_key(&run)));
+    assert_eq!(list[0].env_key, list[1].env_key);
+    let mut thp = run.clone();
+    thp.env.thp_enabled = Some("always [madvise] never".into());
+    assert_ne!(Some(env_key(&thp)), list[0].env_key);
     assert_eq!(s.resolve("last").unwrap(), b);
     assert_eq!(s.resolve("last~1").unwrap(), a);
     assert_eq!(s.resolve(&a.to_string()).unwrap(), a);

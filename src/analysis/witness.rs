@@ -37,21 +37,23 @@ pub fn run_witness(run: &Run) -> Option<RunWitness> {
 /// explain.
 pub fn shift_words(base: RunWitness, cand: RunWitness) -> String {
     let ratio = cand.ns / base.ns;
-    let how = if (ratio - 1.0).abs() < 0.005 {
-        "at the same speed".to_string()
-    } else {
-        format!(
-            "{:.1}% {}",
-            (ratio - 1.0).abs() * 100.0,
-            if ratio > 1.0 { "slower" } else { "faster" }
-        )
-    };
-    format!(
-        "speed witness (a fixed user-space loop timed by every worker): the machine ran user code \
-{how} in the candidate ({:.0} against {:.0} ns a loop, medians of {} and {} workers); a \
-difference of that size in user-bound benchmarks may be the machine, not the system (it sees \
-the core's clock and sharing, not the kernel's costs)",
+    let what = format!(
+        "speed witness (a fixed user-space loop timed by every worker): {:.0} against {:.0} ns a \
+loop in the candidate, medians of {} and {} workers",
         cand.ns, base.ns, cand.workers, base.workers
+    );
+    if (ratio - 1.0).abs() < 0.005 {
+        return format!(
+            "{what}: the machine ran user code at the same speed, so a change of its clock or of \
+what shares its core does not explain a difference (it does not see the kernel's costs)"
+        );
+    }
+    format!(
+        "{what}: the machine ran user code {:.1}% {} in the candidate; a difference of that size \
+in user-bound benchmarks may be the machine, not the system (it sees the core's clock and \
+sharing, not the kernel's costs)",
+        (ratio - 1.0).abs() * 100.0,
+        if ratio > 1.0 { "slower" } else { "faster" }
     )
 }
 
@@ -87,7 +89,7 @@ mod tests {
             },
         );
         assert!(text.contains("5.0% slower in the candidate"), "{text}");
-        assert!(shift_words(base, base).contains("at the same speed"));
+        assert!(shift_words(base, base).contains("at the same speed, so"));
         run.results.iter_mut().for_each(|r| r.repetitions.clear());
         assert_eq!(run_witness(&run), None);
     }

@@ -7,8 +7,8 @@
 //! than the band, so a smaller change cannot be ruled out.
 //!
 //! Pure: no I/O. The block bootstrap (`stats::bootstrap`) uses a seeded generator, so a
-//! comparison is reproducible.
-//! Also here: merging the rounds of one side of `ab` into one result per benchmark.
+//! comparison is reproducible. Runs measured apart get the run-to-run spread (`apart`); groups
+//! of runs are compared in `commands/compare.rs` through `analysis::run_to_run`.
 
 use std::collections::BTreeMap;
 
@@ -156,8 +156,8 @@ fn one_factor(rows: &[Row]) -> Option<OneFactor> {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
-    pub base: Side,
-    pub cand: Side,
+    pub base: ComparedSide,
+    pub cand: ComparedSide,
     pub threshold: f64,
     pub rows: Vec<Row>,
     /// Measured in one run only (or not measured in the other), with why.
@@ -174,7 +174,7 @@ pub struct Comparison {
 
 /// What identifies a side in the output.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Side {
+pub struct ComparedSide {
     pub name: String,
     pub started_at: String,
     pub label: Option<String>,
@@ -193,9 +193,9 @@ pub struct Side {
     pub witness_workers: Option<usize>,
 }
 
-impl Side {
-    pub fn of(run: &Run, name: &str) -> Side {
-        Side {
+impl ComparedSide {
+    pub fn of(run: &Run, name: &str) -> ComparedSide {
+        ComparedSide {
             name: name.to_string(),
             started_at: run.started_at.clone(),
             label: run.label.clone(),
@@ -390,8 +390,8 @@ pub fn compare<'a>(
     };
     let (bm, cm) = (by_id(base), by_id(cand));
     let mut cmp = Comparison {
-        base: Side::of(base, base_name),
-        cand: Side::of(cand, cand_name),
+        base: ComparedSide::of(base, base_name),
+        cand: ComparedSide::of(cand, cand_name),
         threshold: opts.threshold,
         rows: vec![],
         only_base: vec![],

@@ -20,4 +20,5 @@ pub mod select;
 pub mod signals;
 pub mod stats;
 pub mod store;
+pub mod text;
 pub mod worker;

@@ -5,7 +5,9 @@
 
 use clap::Parser;
 
-use oscost::cli::{Cli, UsageError, printable};
+use oscost::cli::Cli;
+use oscost::commands::args::UsageError;
+use oscost::text::printable;
 use oscost::worker::Interrupted;
 
 /// The stack the command runs on, whatever RLIMIT_STACK gives the main thread (under

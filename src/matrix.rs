@@ -20,8 +20,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::analysis::run_to_run::{self, Spread};
 use crate::compare::{Verdict, verdict};
+use crate::model::ResultRow;
 use crate::model::RunSummary;
-use crate::store::ResultRow;
 
 /// One run, as a column.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -130,8 +130,8 @@ fn columns(runs: &[RunSummary]) -> (Vec<Column>, Vec<String>) {
             let mut title = vec![format!("run {}", r.id)];
             for (name, get) in &differs {
                 // Shown in terminals and files: a label's escape sequences are not obeyed.
-                let v = get(r)
-                    .map_or_else(|| "-".into(), |v| crate::report::printable(&v).into_owned());
+                let v =
+                    get(r).map_or_else(|| "-".into(), |v| crate::text::printable(&v).into_owned());
                 title.push(if *name == "kernel" || *name == "host" {
                     v
                 } else {
@@ -139,7 +139,7 @@ fn columns(runs: &[RunSummary]) -> (Vec<Column>, Vec<String>) {
                 });
             }
             if differs.is_empty() {
-                title.push(crate::report::printable(&r.started_at).into_owned());
+                title.push(crate::text::printable(&r.started_at).into_owned());
             }
             Column {
                 run_id: r.id,

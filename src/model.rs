@@ -517,6 +517,18 @@ pub fn load_run_file(path: &std::path::Path) -> Result<Run, LoadError> {
     run_from_json(&text, &p)
 }
 
+/// One result's summary row, as `results` keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResultRow {
+    pub bench: String,
+    pub status: String,
+    pub median: Option<f64>,
+    pub ci_lo: Option<f64>,
+    pub ci_hi: Option<f64>,
+    pub samples: i64,
+    pub disturbed: bool,
+}
+
 /// One line of `oscost history`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunSummary {

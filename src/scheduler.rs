@@ -195,7 +195,7 @@ fn progress(len: usize) -> indicatif::ProgressBar {
 }
 
 /// One side being measured: its coordinator (wrapper) and every benchmark's repetitions.
-struct Side<'a> {
+struct MeasuredSide<'a> {
     coord: &'a Coordinator,
     tracks: Vec<Track>,
 }
@@ -295,7 +295,7 @@ impl Session {
     fn rounds(
         &self,
         plan: &Plan,
-        sides: &mut [Side],
+        sides: &mut [MeasuredSide],
         bar: &indicatif::ProgressBar,
     ) -> Result<Vec<Vec<String>>, Interrupted> {
         let mut order = Vec::new();
@@ -335,7 +335,7 @@ impl Session {
     }
 
     /// After `done` repetitions of benchmark `i` on every side: stop it when it may.
-    fn judge(&self, plan: &Plan, sides: &mut [Side], i: usize, done: usize) {
+    fn judge(&self, plan: &Plan, sides: &mut [MeasuredSide], i: usize, done: usize) {
         let reps = &plan.reps;
         let stop = if sides.iter().all(|s| s.tracks[i].nothing_to_repeat()) {
             Some("not measured")
@@ -417,7 +417,7 @@ pub fn execute(plan: &Plan, interrupted: Arc<AtomicUsize>) -> anyhow::Result<Run
             .unwrap_or_default()
     );
     let bar = progress(plan.benchmarks.len() * plan.reps.min);
-    let mut sides = [Side {
+    let mut sides = [MeasuredSide {
         coord: &coord,
         tracks: plan.benchmarks.iter().map(|b| Track::new(b)).collect(),
     }];
@@ -470,11 +470,11 @@ pub fn execute_ab(
     let bar = progress(plan.benchmarks.len() * plan.reps.min * 2);
     let tracks = || plan.benchmarks.iter().map(|b| Track::new(b)).collect();
     let mut sides = [
-        Side {
+        MeasuredSide {
             coord: &ca,
             tracks: tracks(),
         },
-        Side {
+        MeasuredSide {
             coord: &cb,
             tracks: tracks(),
         },

@@ -10,7 +10,7 @@
 //! coordinator before exec, SIGTERM set by the worker itself, whose handler removes the SysV
 //! objects it holds), and its peers ask for SIGKILL, so even a `kill -9` of the coordinator
 //! leaves no benchmark running; what is left on disk (the run's scratch directory) is
-//! reclaimed by the next run (`scheduler::reclaim`). Children that left the worker's process
+//! reclaimed by the next run (`scratch::reclaim`, called as a run starts). Children that left the worker's process
 //! group (a wrapper's daemon after setsid) are reparented to the coordinator, the subreaper,
 //! and killed with the group.
 

@@ -7,8 +7,8 @@ use super::compare::{finish, options};
 use super::run::{RunArgs, plan};
 use std::sync::Arc;
 
+use super::args::{CompareArgs, OutputArgs, split_command, usage};
 use super::{check_outputs, conclude, open_store, stopper};
-use crate::cli::{CompareArgs, OutputArgs, split_command, usage};
 use crate::compare;
 use crate::scheduler::{self, AbSide};
 use crate::store::StoreError;

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::args::{CompareArgs, OutputArgs, StoreArgs};
 use super::{check_outputs, check_report_dir, color, load_run, print_stdout, stopper};
-use crate::cli::{CompareArgs, OutputArgs, StoreArgs};
 use crate::compare::{self, Comparison};
 use crate::{output, report};
 
@@ -45,7 +45,7 @@ pub struct CompareCmd {
     #[command(flatten)]
     pub store: StoreArgs,
     #[command(flatten)]
-    pub select: crate::cli::SelectArgs,
+    pub select: super::args::SelectArgs,
 }
 
 impl CompareCmd {
@@ -144,7 +144,7 @@ impl CompareCmd {
         let threshold = self.compare.threshold / 100.0;
         let side = |g: &[crate::model::RunSummary], conds: &[crate::select::Filter]| {
             let words: Vec<String> = conds.iter().map(ToString::to_string).collect();
-            compare::Side {
+            compare::ComparedSide {
                 name: format!("{} ({} runs: {})", words.join(" and "), g.len(), {
                     let v: Vec<String> = g.iter().map(|r| r.id.to_string()).collect();
                     v.join(", ")

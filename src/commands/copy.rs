@@ -8,8 +8,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::args::StoreArgs;
 use super::{read_store, stopper, store_err, usage};
-use crate::cli::StoreArgs;
 use crate::model::{self, Run};
 use crate::store::{self, Saved, Store, StoreError};
 
@@ -25,7 +25,7 @@ pub struct PushArgs {
     #[command(flatten)]
     pub store: StoreArgs,
     #[command(flatten)]
-    pub select: crate::cli::SelectArgs,
+    pub select: super::args::SelectArgs,
 }
 
 #[derive(Debug, Args, Clone)]

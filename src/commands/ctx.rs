@@ -5,11 +5,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser};
+use clap::Args;
 
+use super::args::usage;
 use super::print_stdout;
 use super::run::plan;
-use crate::cli::{Cli, Command, usage};
 use crate::harness::case::RingOptions;
 use crate::scheduler::{self, Plan, repetition_plan};
 use crate::{output, report};
@@ -65,10 +65,11 @@ impl CtxArgs {
 
     /// `run switch/ring --no-save` with lat_ctx's points, the repetitions sized for them.
     fn plan(&self, max: u64) -> anyhow::Result<Plan> {
-        let parsed = Cli::try_parse_from(["oscost", "run", "switch/ring", "--no-save"])?;
-        let Some(Command::Run(mut args)) = parsed.command else {
-            unreachable!("a fixed command line")
-        };
+        // `run`'s own defaults, as its definition gives them (not a made-up `Default`).
+        use clap::{Args as _, FromArgMatches as _};
+        let matches = super::run::RunArgs::augment_args(clap::Command::new("run"))
+            .try_get_matches_from(["run", "switch/ring", "--no-save"])?;
+        let mut args = super::run::RunArgs::from_arg_matches(&matches)?;
         args.samples = self.repetitions;
         let mut plan = plan(&args)?;
         let ring = RingOptions {

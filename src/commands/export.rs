@@ -2,8 +2,8 @@
 
 use clap::Args;
 
+use super::args::{OutputArgs, StoreArgs, usage};
 use super::{check_outputs, load_run};
-use crate::cli::{OutputArgs, StoreArgs, usage};
 use crate::model::Run;
 use crate::output;
 
@@ -16,7 +16,7 @@ pub struct ExportArgs {
     #[command(flatten)]
     pub store: StoreArgs,
     #[command(flatten)]
-    pub select: crate::cli::SelectArgs,
+    pub select: super::args::SelectArgs,
 }
 
 impl ExportArgs {

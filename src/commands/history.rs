@@ -3,8 +3,8 @@
 
 use clap::Args;
 
+use super::args::{StoreArgs, usage};
 use super::{color, print_stdout, read_store, store_err};
-use crate::cli::{StoreArgs, usage};
 use crate::{output, report};
 
 #[derive(Debug, Args, Clone)]
@@ -27,7 +27,7 @@ pub struct HistoryArgs {
     #[command(flatten)]
     pub store: StoreArgs,
     #[command(flatten)]
-    pub select: crate::cli::SelectArgs,
+    pub select: super::args::SelectArgs,
 }
 
 impl HistoryArgs {
@@ -47,7 +47,7 @@ impl HistoryArgs {
                     self.select.filters.iter().map(|f| f.to_string()).collect();
                 format!(
                     "none of the {stored} stored runs has {}\n",
-                    crate::report::printable(&conds.join(" and "))
+                    crate::text::printable(&conds.join(" and "))
                 )
             }
             None => report::history::runs(&runs, color()),

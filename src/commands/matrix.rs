@@ -9,12 +9,12 @@ use std::collections::HashMap;
 
 use clap::Args;
 
+use super::args::{OutputArgs, SelectArgs, StoreArgs, parse_percent};
 use super::{
     check_outputs, check_report_dir, color, exporters, print_stdout, read_store, stopper,
     store_err, usage,
 };
 use crate::analysis::run_to_run::{self, RunLevel, Spread};
-use crate::cli::{OutputArgs, SelectArgs, StoreArgs, parse_percent};
 use crate::{matrix, output, report, store};
 
 #[derive(Debug, Args, Clone)]

@@ -3,6 +3,7 @@
 //! prints; this file holds what several of them share (the store, loading a run, stdout).
 
 pub mod ab;
+pub mod args;
 pub mod compare;
 pub mod copy;
 pub mod ctx;
@@ -23,7 +24,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::Context;
 
-use crate::cli::{OutputArgs, SelectArgs, StoreArgs, usage};
 use crate::model::{self, Run};
 use crate::report::Exporter;
 use crate::report::csv::Csv;
@@ -31,6 +31,7 @@ use crate::report::json::Json;
 use crate::report::markdown::Markdown;
 use crate::store::{self, Store, StoreError};
 use crate::worker::Interrupted;
+use args::{OutputArgs, SelectArgs, StoreArgs, usage};
 
 /// Whether to color: a terminal and no NO_COLOR (https://no-color.org: any non-empty value).
 pub fn use_color(stream_is_tty: bool) -> bool {
@@ -166,7 +167,7 @@ pub fn check_program(flag: &str, argv: &[String]) -> anyhow::Result<()> {
     } else {
         Err(usage(format!(
             "{flag}: '{}' is not a program that can be run here (not found, or not executable)",
-            crate::report::printable(prog)
+            crate::text::printable(prog)
         )))
     }
 }

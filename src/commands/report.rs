@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::args::StoreArgs;
 use super::{check_report_dir, load_run, stopper};
-use crate::cli::StoreArgs;
 use crate::{bench, output, report};
 
 #[derive(Debug, Args, Clone)]
@@ -21,7 +21,7 @@ pub struct ReportArgs {
     #[command(flatten)]
     pub store: StoreArgs,
     #[command(flatten)]
-    pub select: crate::cli::SelectArgs,
+    pub select: super::args::SelectArgs,
 }
 
 impl ReportArgs {

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use clap::Args;
 
+use super::args::{OutputArgs, StoreArgs, parse_percent, parse_seconds, parse_size_mib};
+use super::args::{split_command, usage};
 use super::{check_outputs, check_report_dir, conclude, open_store, print_table, stopper};
 use crate::bench;
-use crate::cli::{OutputArgs, StoreArgs, parse_percent, parse_seconds, parse_size_mib};
-use crate::cli::{split_command, usage};
 use crate::harness::case::{Benchmark, RingOptions, VariantOptions, default_fork_sizes};
 use crate::harness::placement::{self, Place};
 use crate::harness::runner;
@@ -237,7 +237,7 @@ fn series_table(runs: &[Run]) -> String {
             format!("±{:.1}% ({} runs)", s.percent(), s.runs)
         });
         t.add_row(vec![
-            crate::report::printable(&r.id).into_owned(),
+            crate::text::printable(&r.id).into_owned(),
             medians.join(" "),
             spread,
         ]);

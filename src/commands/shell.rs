@@ -1,10 +1,9 @@
 //! `oscost completions SHELL` and `oscost man`: the command line described for the shell and
 //! for man(1), generated from the same clap definition that parses it (so they cannot drift).
 
-use clap::{Args, CommandFactory};
+use clap::Args;
 
 use super::print_stdout;
-use crate::cli::Cli;
 
 #[derive(Debug, Args, Clone)]
 pub struct CompletionsArgs {
@@ -15,9 +14,10 @@ pub struct CompletionsArgs {
 }
 
 impl CompletionsArgs {
-    pub fn run(self) -> anyhow::Result<i32> {
+    /// `cli`: the whole command line's definition (`cli.rs` hands it down).
+    pub fn run(self, mut cli: clap::Command) -> anyhow::Result<i32> {
         let mut out = Vec::new();
-        clap_complete::generate(self.shell, &mut Cli::command(), "oscost", &mut out);
+        clap_complete::generate(self.shell, &mut cli, "oscost", &mut out);
         print_stdout(&String::from_utf8_lossy(&out))?;
         Ok(0)
     }
@@ -28,8 +28,8 @@ pub struct ManArgs {}
 
 impl ManArgs {
     /// The page in roff: `oscost man | man -l -`, or save it as oscost.1 on $MANPATH.
-    pub fn run(self) -> anyhow::Result<i32> {
-        print_stdout(&man_page()?)?;
+    pub fn run(self, cli: clap::Command) -> anyhow::Result<i32> {
+        print_stdout(&man_page(cli)?)?;
         Ok(0)
     }
 }
@@ -72,8 +72,7 @@ no colour in tables.
 /// One page for the whole command line: the top level, then every command with its synopsis
 /// and options (clap_mangen alone writes a page that points at oscost-run(1) and others that
 /// do not exist), then `MORE`.
-fn man_page() -> anyhow::Result<String> {
-    let cmd = Cli::command();
+fn man_page(cmd: clap::Command) -> anyhow::Result<String> {
     let man = clap_mangen::Man::new(cmd.clone());
     let mut out = Vec::new();
     man.render_title(&mut out)?;
@@ -123,7 +122,8 @@ fn roff_text(s: &str) -> String {
 mod tests {
     #[test]
     fn the_man_page_names_no_page_that_does_not_exist_and_documents_where() {
-        let page = super::man_page().unwrap();
+        use clap::CommandFactory;
+        let page = super::man_page(crate::cli::Cli::command()).unwrap();
         assert!(
             !page.contains("oscost\\-run(1)") && !page.contains("(1)\n"),
             "{page}"

@@ -2,8 +2,8 @@
 
 use clap::Args;
 
+use super::args::StoreArgs;
 use super::{color, load_run, print_stdout};
-use crate::cli::StoreArgs;
 
 #[derive(Debug, Args, Clone)]
 pub struct ShowArgs {
@@ -12,7 +12,7 @@ pub struct ShowArgs {
     #[command(flatten)]
     pub store: StoreArgs,
     #[command(flatten)]
-    pub select: crate::cli::SelectArgs,
+    pub select: super::args::SelectArgs,
 }
 
 impl ShowArgs {

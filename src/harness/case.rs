@@ -20,22 +20,7 @@ use super::placement::{Parties, Place};
 use super::sampler::{Measurement, Sampler, SamplerConfig};
 use crate::model::Curve;
 
-/// A benchmark could not produce a number.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
-pub enum BenchError {
-    /// Not applicable here (not this OS, no such instruction, no permission): said, never faked.
-    #[error("skipped: {0}")]
-    Skipped(String),
-    /// It should have run and did not.
-    #[error("failed: {0}")]
-    Failed(String),
-}
-
-impl BenchError {
-    pub fn failed(what: &str, e: impl std::fmt::Display) -> BenchError {
-        BenchError::Failed(format!("{what}: {e}"))
-    }
-}
+pub use super::error::BenchError;
 
 /// A parameter value of a fixed variant.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -4,6 +4,7 @@
 pub mod case;
 pub mod clock;
 pub mod counters;
+pub mod error;
 pub mod ipc_guard;
 pub mod memory;
 pub mod noise;

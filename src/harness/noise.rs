@@ -163,7 +163,7 @@ pub fn runnable_on(cpu: usize, own_pgid: i32, limit: usize) -> Vec<String> {
                 continue;
             };
             if st.state == 'R' && st.cpu == cpu && st.pgid != own_pgid {
-                let name = format!("{} (pid {pid})", crate::report::printable(&st.comm));
+                let name = format!("{} (pid {pid})", crate::text::printable(&st.comm));
                 if !out.contains(&name) {
                     out.push(name);
                 }

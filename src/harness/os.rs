@@ -10,7 +10,7 @@ use std::ffi::c_void;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::case::BenchError;
+use super::error::BenchError;
 use super::placement;
 
 /// The calling thread's last OS error.

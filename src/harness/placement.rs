@@ -6,7 +6,7 @@ use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 
-use super::case::BenchError;
+use super::error::BenchError;
 use crate::model::Placement;
 
 /// Where the two parties of a ping-pong run.

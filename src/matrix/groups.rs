@@ -8,9 +8,9 @@
 use super::{Cell, Column, Matrix, Row, RunToRun};
 use crate::analysis::run_to_run::{self, RunLevel};
 use crate::compare::verdict;
+use crate::model::ResultRow;
 use crate::model::RunSummary;
 use crate::select::GroupKey;
-use crate::store::ResultRow;
 
 /// One column: the key's value and its runs, in column order.
 pub struct Group {
@@ -33,7 +33,7 @@ fn column(key: GroupKey, g: &Group) -> Column {
     let value = if g.value.is_empty() {
         "none".to_string()
     } else {
-        crate::report::printable(&g.value).into_owned()
+        crate::text::printable(&g.value).into_owned()
     };
     let n = g.runs.len();
     Column {

@@ -50,7 +50,7 @@ fn cells(r: &Row) -> [String; 8] {
 }
 
 fn side_line(c: &Comparison) -> String {
-    let side = |s: &crate::compare::Side| {
+    let side = |s: &crate::compare::ComparedSide| {
         let mut t = format!("{} ({})", s.name, s.started_at);
         if let Some(l) = &s.label {
             t.push_str(&format!(", label '{l}'"));
@@ -176,7 +176,7 @@ pub fn one_factor_line(c: &Comparison) -> Option<String> {
 /// What the two sides' speed witnesses say, when both have one.
 pub fn witness_words(c: &Comparison) -> Option<String> {
     use crate::analysis::witness::{RunWitness, shift_words};
-    let side = |s: &crate::compare::Side| {
+    let side = |s: &crate::compare::ComparedSide| {
         Some(RunWitness {
             ns: s.witness_ns?,
             workers: s.witness_workers?,

@@ -50,8 +50,13 @@ pub fn blocks(samples: &[f64], batch: u64, max: usize) -> Vec<Vec<f64>> {
     out
 }
 
-/// Rounds (clusters of blocks) of one side of a comparison.
-pub type Rounds = Vec<Vec<Vec<f64>>>;
+/// A block: consecutive samples of one repetition (about 50 ms of them), resampled whole.
+pub type Block = Vec<f64>;
+/// A round: one repetition (one fresh process) cut into blocks.
+pub type Round = Vec<Block>;
+/// Every round of one side of a comparison: the two levels the hierarchical bootstrap
+/// resamples (rounds, then blocks within each).
+pub type Rounds = Vec<Round>;
 
 /// Two-stage resampling of a side's medians: rounds with replacement, then blocks within each
 /// chosen round, and the median of everything drawn.

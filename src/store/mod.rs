@@ -199,17 +199,7 @@ pub fn classify(p: PathBuf) -> Result<Location, StoreError> {
     }
 }
 
-/// One result's summary row, as `results` keeps it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ResultRow {
-    pub bench: String,
-    pub status: String,
-    pub median: Option<f64>,
-    pub ci_lo: Option<f64>,
-    pub ci_hi: Option<f64>,
-    pub samples: i64,
-    pub disturbed: bool,
-}
+pub use crate::model::ResultRow;
 
 /// A run as rows, ready for any backend.
 pub(crate) struct Encoded {

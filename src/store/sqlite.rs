@@ -368,7 +368,7 @@ fn locked_by(path: &Path) -> String {
             let comm = std::fs::read_to_string(p.path().join("comm")).unwrap_or_default();
             holders.push(format!(
                 "pid {pid} ({})",
-                crate::report::printable(comm.trim())
+                crate::text::printable(comm.trim())
             ));
         }
     }

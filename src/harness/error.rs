@@ -1,0 +1,22 @@
+//! Why a benchmark gave no number: skipped (not applicable here, said, never faked) or failed.
+//! Its own file because the lowest harness modules (`os`, `placement`) raise it and the case
+//! model (`case`) carries it; none of them needs the others for it.
+
+use serde::{Deserialize, Serialize};
+
+/// A benchmark could not produce a number.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+pub enum BenchError {
+    /// Not applicable here (not this OS, no such instruction, no permission): said, never faked.
+    #[error("skipped: {0}")]
+    Skipped(String),
+    /// It should have run and did not.
+    #[error("failed: {0}")]
+    Failed(String),
+}
+
+impl BenchError {
+    pub fn failed(what: &str, e: impl std::fmt::Display) -> BenchError {
+        BenchError::Failed(format!("{what}: {e}"))
+    }
+}

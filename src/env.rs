@@ -135,6 +135,12 @@ fn memory_state() -> BTreeMap<String, String> {
             }
         }),
     );
+    reclaim_state(&mut put);
+    m
+}
+
+/// The reclaim side of `memory_state`: DAMON, zswap, swap and khugepaged.
+fn reclaim_state(put: &mut impl FnMut(&str, Option<String>)) {
     let kdamonds = fs::read_dir("/proc")
         .into_iter()
         .flatten()
@@ -177,7 +183,6 @@ fn memory_state() -> BTreeMap<String, String> {
             format!("{c} pages collapsed in {scans} full scans since boot")
         }),
     );
-    m
 }
 
 /// Describe this machine. `clock` is the run's calibrated clock, when there is one.

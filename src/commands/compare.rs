@@ -93,7 +93,7 @@ impl CompareCmd {
     /// `--base COND... --candidate COND...`: two groups of stored runs, each benchmark compared
     /// on the runs' levels (`run_to_run::group_difference`), from the stored summary rows.
     fn groups(&self) -> anyhow::Result<Comparison> {
-        use crate::analysis::run_to_run::{RunLevel, group_difference};
+        use crate::analysis::run_to_run::RunLevel;
         use crate::select::Selection;
         let mut s = super::read_store(&self.store)?;
         let all = self
@@ -142,25 +142,9 @@ impl CompareCmd {
             }
         }
         let threshold = self.compare.threshold / 100.0;
-        let side = |g: &[crate::model::RunSummary], conds: &[crate::select::Filter]| {
-            let words: Vec<String> = conds.iter().map(ToString::to_string).collect();
-            compare::ComparedSide {
-                name: format!("{} ({} runs: {})", words.join(" and "), g.len(), {
-                    let v: Vec<String> = g.iter().map(|r| r.id.to_string()).collect();
-                    v.join(", ")
-                }),
-                started_at: g.first().map(|r| r.started_at.clone()).unwrap_or_default(),
-                label: None,
-                wrapper: None,
-                kernel: None,
-                notes: vec![],
-                witness_ns: None,
-                witness_workers: None,
-            }
-        };
         let mut cmp = Comparison {
-            base: side(&bg, &self.base_group),
-            cand: side(&cg, &self.cand_group),
+            base: group_side(&bg, &self.base_group),
+            cand: group_side(&cg, &self.cand_group),
             threshold,
             rows: vec![],
             only_base: vec![],
@@ -170,45 +154,83 @@ impl CompareCmd {
             alternated: false,
         };
         for bench in benches {
-            let (lb, lc) = (levels(&bids, bench), levels(&cids, bench));
-            let Some(d) = group_difference(&lb, &lc) else {
-                let why = format!(
-                    "{bench}: measured in {} and {} of the runs",
-                    lb.len(),
-                    lc.len()
-                );
-                if lb.len() >= 2 {
-                    cmp.only_base.push(why);
-                } else if lc.len() >= 2 {
-                    cmp.only_cand.push(why);
-                } else {
-                    cmp.unmeasured.push(why);
-                }
-                continue;
-            };
-            let (verdict, within_band) = compare::verdict(d.ratio_ci95, d.ratio, threshold);
-            cmp.rows.push(compare::Row {
-                id: bench.to_string(),
-                base_median_ns: d.base,
-                cand_median_ns: d.cand,
-                slowdown: d.ratio,
-                slowdown_ci95: d.ratio_ci95,
-                addition_ns: d.cand - d.base,
-                addition_ci95: [
-                    d.base * (d.ratio_ci95[0] - 1.0),
-                    d.base * (d.ratio_ci95[1] - 1.0),
-                ],
-                p_value: d.p,
-                verdict,
-                within_band,
-                disturbed: false,
-                run_to_run: None,
-                apart_unknown: false,
-            });
+            group_row(
+                &mut cmp,
+                bench,
+                &levels(&bids, bench),
+                &levels(&cids, bench),
+            );
         }
         compare::resummarize(&mut cmp);
         Ok(cmp)
     }
+}
+
+/// One group as a side of the comparison: its conditions, its runs.
+fn group_side(
+    g: &[crate::model::RunSummary],
+    conds: &[crate::select::Filter],
+) -> compare::ComparedSide {
+    let words: Vec<String> = conds.iter().map(ToString::to_string).collect();
+    let ids: Vec<String> = g.iter().map(|r| r.id.to_string()).collect();
+    compare::ComparedSide {
+        name: format!(
+            "{} ({} runs: {})",
+            words.join(" and "),
+            g.len(),
+            ids.join(", ")
+        ),
+        started_at: g.first().map(|r| r.started_at.clone()).unwrap_or_default(),
+        label: None,
+        wrapper: None,
+        kernel: None,
+        notes: vec![],
+        witness_ns: None,
+        witness_workers: None,
+    }
+}
+
+/// One benchmark's row of a group comparison, or why it has none.
+fn group_row(
+    cmp: &mut Comparison,
+    bench: &str,
+    lb: &[crate::analysis::run_to_run::RunLevel],
+    lc: &[crate::analysis::run_to_run::RunLevel],
+) {
+    let Some(d) = crate::analysis::run_to_run::group_difference(lb, lc) else {
+        let why = format!(
+            "{bench}: measured in {} and {} of the runs",
+            lb.len(),
+            lc.len()
+        );
+        if lb.len() >= 2 {
+            cmp.only_base.push(why);
+        } else if lc.len() >= 2 {
+            cmp.only_cand.push(why);
+        } else {
+            cmp.unmeasured.push(why);
+        }
+        return;
+    };
+    let (verdict, within_band) = compare::verdict(d.ratio_ci95, d.ratio, cmp.threshold);
+    cmp.rows.push(compare::Row {
+        id: bench.to_string(),
+        base_median_ns: d.base,
+        cand_median_ns: d.cand,
+        slowdown: d.ratio,
+        slowdown_ci95: d.ratio_ci95,
+        addition_ns: d.cand - d.base,
+        addition_ci95: [
+            d.base * (d.ratio_ci95[0] - 1.0),
+            d.base * (d.ratio_ci95[1] - 1.0),
+        ],
+        p_value: d.p,
+        verdict,
+        within_band,
+        disturbed: false,
+        run_to_run: None,
+        apart_unknown: false,
+    });
 }
 
 pub(super) fn options(args: &CompareArgs) -> compare::Options {

@@ -51,66 +51,76 @@ impl HistoryArgs {
                 )
             }
             None => report::history::runs(&runs, color()),
-            Some(b) => {
-                let mut points = s.history(b).map_err(store_err)?;
-                if !sel.is_all() {
-                    let keep: std::collections::HashSet<i64> = runs.iter().map(|r| r.id).collect();
-                    points.retain(|p| keep.contains(&p.run_id));
-                    if points.is_empty() {
-                        return Err(usage(format!("no selected run has '{b}'")));
-                    }
-                }
-                if points.is_empty() {
-                    let known = s.known_benchmarks().map_err(store_err)?;
-                    return Err(usage(unknown_benchmark(b, &known)));
-                }
-                let mut text = report::history::trend(b, &points, color(), terminal_columns());
-                if let Some(key) = self.by {
-                    text.push('\n');
-                    text.push_str(&by_groups(b, key, &runs, &points));
-                }
-                if self.changes || self.report.is_some() {
-                    let (found, lines) = level_shifts(&mut s, &points);
-                    if self.changes {
-                        if lines.is_empty() {
-                            text.push_str(&format!(
-                                "changes: none (no level shift beyond the noise of these {} runs)\n",
-                                points.len()
-                            ));
-                        }
-                        for (what, why) in &lines {
-                            text.push_str(&format!("{what}\n  {why}\n"));
-                        }
-                    }
-                    if let Some(dir) = &self.report {
-                        let joined: Vec<String> =
-                            lines.iter().map(|(w, y)| format!("{w}; {y}")).collect();
-                        let shown: Vec<String> = self
-                            .select
-                            .filters
-                            .iter()
-                            .map(ToString::to_string)
-                            .collect();
-                        let page = report::history_page::render_history(
-                            b,
-                            &points,
-                            &found,
-                            &joined,
-                            &shown.join(", "),
-                        )
-                        .map_err(|e| anyhow::anyhow!("cannot render the history page: {e}"))?;
-                        output::write_page(dir, &page, &super::stopper(&interrupted))?;
-                        eprintln!(
-                            "oscost: history page in {}",
-                            dir.join("index.html").display()
-                        );
-                    }
-                }
-                text
-            }
+            Some(b) => self.bench_history(&mut s, b, &runs, &interrupted)?,
         };
         print_stdout(&text)?;
         Ok(0)
+    }
+
+    /// One benchmark across the selected runs: its trend, and with --by, --changes and
+    /// --report, its groups, level shifts and page.
+    fn bench_history(
+        &self,
+        s: &mut crate::store::Store,
+        b: &str,
+        runs: &[crate::model::RunSummary],
+        interrupted: &std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    ) -> anyhow::Result<String> {
+        let sel = self.select.selection();
+        let mut points = s.history(b).map_err(store_err)?;
+        if !sel.is_all() {
+            let keep: std::collections::HashSet<i64> = runs.iter().map(|r| r.id).collect();
+            points.retain(|p| keep.contains(&p.run_id));
+            if points.is_empty() {
+                return Err(usage(format!("no selected run has '{b}'")));
+            }
+        }
+        if points.is_empty() {
+            let known = s.known_benchmarks().map_err(store_err)?;
+            return Err(usage(unknown_benchmark(b, &known)));
+        }
+        let mut text = report::history::trend(b, &points, color(), terminal_columns());
+        if let Some(key) = self.by {
+            text.push('\n');
+            text.push_str(&by_groups(b, key, runs, &points));
+        }
+        if self.changes || self.report.is_some() {
+            let (found, lines) = level_shifts(s, &points);
+            if self.changes {
+                if lines.is_empty() {
+                    text.push_str(&format!(
+                        "changes: none (no level shift beyond the noise of these {} runs)\n",
+                        points.len()
+                    ));
+                }
+                for (what, why) in &lines {
+                    text.push_str(&format!("{what}\n  {why}\n"));
+                }
+            }
+            if let Some(dir) = &self.report {
+                let joined: Vec<String> = lines.iter().map(|(w, y)| format!("{w}; {y}")).collect();
+                let shown: Vec<String> = self
+                    .select
+                    .filters
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect();
+                let page = report::history_page::render_history(
+                    b,
+                    &points,
+                    &found,
+                    &joined,
+                    &shown.join(", "),
+                )
+                .map_err(|e| anyhow::anyhow!("cannot render the history page: {e}"))?;
+                output::write_page(dir, &page, &super::stopper(interrupted))?;
+                eprintln!(
+                    "oscost: history page in {}",
+                    dir.join("index.html").display()
+                );
+            }
+        }
+        Ok(text)
     }
 }
 

@@ -64,33 +64,7 @@ impl MatrixArgs {
             let m = self.groups(&mut s, key, &selected)?;
             return self.show(&m, &interrupted);
         }
-        let resolve =
-            |r: &str| store::resolve_among(r, &selected, !sel.is_all()).map_err(store_err);
-        let mut ids: Vec<i64> = if self.runs.is_empty() {
-            selected.iter().map(|r| r.id).collect()
-        } else {
-            self.runs
-                .iter()
-                .map(|r| resolve(r))
-                .collect::<anyhow::Result<_>>()?
-        };
-        let base_id = match &self.base {
-            Some(b) => resolve(b)?,
-            None => *ids.first().ok_or_else(|| {
-                usage("no runs to put in a matrix (none stored, or none --where selects)")
-            })?,
-        };
-        if !ids.contains(&base_id) {
-            ids.insert(0, base_id);
-        }
-        let mut seen = std::collections::HashSet::new();
-        ids.retain(|id| seen.insert(*id));
-        if ids.len() > MAX_COLUMNS {
-            return Err(usage(format!(
-                "{} runs are too many columns (at most {MAX_COLUMNS}); narrow them with --where or name them",
-                ids.len()
-            )));
-        }
+        let (ids, base_id) = self.column_ids(&selected, !sel.is_all())?;
         let runs: Vec<_> = ids
             .iter()
             .filter_map(|id| all.iter().find(|r| r.id == *id).cloned())
@@ -122,18 +96,7 @@ impl MatrixArgs {
             self.threshold / 100.0,
             Some(&spread_of),
         );
-        // What differed where a level shifted: the two runs' environments, each read once.
-        let mut bare = std::collections::HashMap::new();
-        for c in &mut m.changes {
-            for id in [c.previous_run_id, c.run_id] {
-                bare.entry(id).or_insert_with(|| s.load_bare(id).ok());
-            }
-            if let (Some(Some(a)), Some(Some(b))) =
-                (bare.get(&c.previous_run_id), bare.get(&c.run_id))
-            {
-                c.differs = crate::analysis::changes::env_differences(a, b);
-            }
-        }
+        name_differences(&mut s, &mut m);
         self.show(&m, &interrupted)
     }
 
@@ -161,6 +124,42 @@ impl MatrixArgs {
 }
 
 impl MatrixArgs {
+    /// The runs to put in columns (named, or every one selected) with the base first when it
+    /// was not among them, each once; and the base's id.
+    fn column_ids(
+        &self,
+        selected: &[crate::model::RunSummary],
+        within: bool,
+    ) -> anyhow::Result<(Vec<i64>, i64)> {
+        let resolve = |r: &str| store::resolve_among(r, selected, within).map_err(store_err);
+        let mut ids: Vec<i64> = if self.runs.is_empty() {
+            selected.iter().map(|r| r.id).collect()
+        } else {
+            self.runs
+                .iter()
+                .map(|r| resolve(r))
+                .collect::<anyhow::Result<_>>()?
+        };
+        let base_id = match &self.base {
+            Some(b) => resolve(b)?,
+            None => *ids.first().ok_or_else(|| {
+                usage("no runs to put in a matrix (none stored, or none --where selects)")
+            })?,
+        };
+        if !ids.contains(&base_id) {
+            ids.insert(0, base_id);
+        }
+        let mut seen = std::collections::HashSet::new();
+        ids.retain(|id| seen.insert(*id));
+        if ids.len() > MAX_COLUMNS {
+            return Err(usage(format!(
+                "{} runs are too many columns (at most {MAX_COLUMNS}); narrow them with --where or name them",
+                ids.len()
+            )));
+        }
+        Ok((ids, base_id))
+    }
+
     /// `--by KEY`: the selected (or named) runs split by the key's value, each group a column.
     fn groups(
         &self,
@@ -230,6 +229,21 @@ impl MatrixArgs {
             &order,
             self.threshold / 100.0,
         ))
+    }
+}
+
+/// What differed where a level shifted along the columns: the two runs' environments, each
+/// read once.
+fn name_differences(s: &mut crate::store::Store, m: &mut matrix::Matrix) {
+    let mut bare = std::collections::HashMap::new();
+    for c in &mut m.changes {
+        for id in [c.previous_run_id, c.run_id] {
+            bare.entry(id).or_insert_with(|| s.load_bare(id).ok());
+        }
+        if let (Some(Some(a)), Some(Some(b))) = (bare.get(&c.previous_run_id), bare.get(&c.run_id))
+        {
+            c.differs = crate::analysis::changes::env_differences(a, b);
+        }
     }
 }
 

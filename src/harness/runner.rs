@@ -237,6 +237,46 @@ pub fn run_cases(meter: &Meter, b: &Benchmark, variants: &VariantOptions) -> Vec
 
 /// Measure one case. Placement: for a ping-pong, the master goes where the placement says and
 /// comes back to the measuring CPU afterwards.
+/// The measuring thread's run and wait over a timed pass, from its schedstat before and after,
+/// with what else was runnable on its CPU when it waited much.
+fn cpu_wait(
+    cpu: usize,
+    before: Option<noise::SchedStat>,
+    after: Option<noise::SchedStat>,
+) -> Option<CpuWait> {
+    let (a, z) = (before?, after?);
+    let mut w = CpuWait {
+        run_ns: z.run_ns.saturating_sub(a.run_ns),
+        wait_ns: z.wait_ns.saturating_sub(a.wait_ns),
+        beside: vec![],
+    };
+    if w.share() > CPU_WAIT_SHARE {
+        // SAFETY: getpgrp takes no arguments and cannot fail.
+        let own = unsafe { libc::getpgrp() };
+        w.beside = noise::runnable_on(cpu, own, 4);
+    }
+    Some(w)
+}
+
+/// A second, untimed pass of the case that counts events; read after the case function
+/// returns, when its peers have exited and their counts have joined ours.
+fn count_events(meter: &Meter, b: &Benchmark, c: &Case) -> Option<crate::model::Events> {
+    if meter.events.is_empty() {
+        return None;
+    }
+    super::counters::open(&meter.events);
+    let counted = (b.run)(meter, c);
+    let events = super::counters::finish();
+    events.map(|mut e| {
+        if let Err(err) = counted {
+            e.per_op.clear();
+            e.unavailable
+                .insert("all".into(), format!("the counting pass failed: {err}"));
+        }
+        e
+    })
+}
+
 fn run_case(meter: &Meter, b: &Benchmark, mut c: Case, variants: &VariantOptions) -> CaseResult {
     let id = format!("{}{}", b.id, c.suffix);
     let fail = |e: BenchError, params: BTreeMap<String, serde_json::Value>| {
@@ -253,38 +293,13 @@ fn run_case(meter: &Meter, b: &Benchmark, mut c: Case, variants: &VariantOptions
     let outcome = (b.run)(meter, &c);
     let sched_after = noise::thread_schedstat();
     let after = noise::read_proc_stat();
-    let cpu_wait = match (sched_before, sched_after) {
-        (Some(a), Some(z)) => {
-            let mut w = CpuWait {
-                run_ns: z.run_ns.saturating_sub(a.run_ns),
-                wait_ns: z.wait_ns.saturating_sub(a.wait_ns),
-                beside: vec![],
-            };
-            if w.share() > CPU_WAIT_SHARE {
-                // SAFETY: getpgrp takes no arguments and cannot fail.
-                let own = unsafe { libc::getpgrp() };
-                w.beside = noise::runnable_on(meter.cpu, own, 4);
-            }
-            Some(w)
-        }
-        _ => None,
-    };
+    let cpu_wait = cpu_wait(meter.cpu, sched_before, sched_after);
     // A second, untimed pass counts events; read after the case function returns, when its
     // peers have exited and their counts have joined ours.
-    let events = if meter.events.is_empty() || outcome.is_err() {
+    let events = if outcome.is_err() {
         None
     } else {
-        super::counters::open(&meter.events);
-        let counted = (b.run)(meter, &c);
-        let events = super::counters::finish();
-        events.map(|mut e| {
-            if let Err(err) = counted {
-                e.per_op.clear();
-                e.unavailable
-                    .insert("all".into(), format!("the counting pass failed: {err}"));
-            }
-            e
-        })
+        count_events(meter, b, &c)
     };
     if placed.is_some() {
         let _ = placement::pin_current_thread(meter.cpu);

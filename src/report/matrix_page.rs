@@ -69,8 +69,73 @@ fn interval(ci: Option<[f64; 2]>, f: impl Fn(f64) -> String) -> String {
 }
 
 /// The matrix's page (no figure files: the heatmap is the table itself).
-pub fn render_matrix(m: &Matrix) -> Result<Page, String> {
+/// One cell of the heatmap (column `i` of row `r`), and its line in the table of numbers.
+fn heat_cell(
+    m: &Matrix,
+    r: &crate::matrix::Row,
+    i: usize,
+    c: &Cell,
+    numbers: &mut Vec<Number>,
+) -> HeatCell {
     let ratio = |x: f64| format!("{x:.3}");
+    let col = &m.columns[i];
+    let verdict = match (&c.missing, i == m.base, c.verdict) {
+        (Some(why), _, _) => why.clone(),
+        (None, true, _) => "base".into(),
+        (None, false, Some(v)) => v.word().into(),
+        (None, false, None) => "no CI".into(),
+    };
+    let n = Number {
+        bench: r.bench.clone(),
+        run: col.title.join(", "),
+        median: c.median_ns.map_or("-".into(), format_ns),
+        slowdown: c.slowdown.map_or("-".into(), ratio),
+        slowdown_ci: interval(c.slowdown_ci95, ratio),
+        addition: c.addition_ns.map_or("-".into(), signed_ns),
+        addition_ci: interval(c.addition_ci95, signed_ns),
+        class: verdict.replace(' ', "-"),
+        verdict,
+    };
+    let tip = if i == m.base {
+        format!("{} on {} (base): median {}", r.bench, n.run, n.median)
+    } else {
+        format!(
+            "{} on {}: median {}, slowdown {} {}, addition {} {}: {}",
+            r.bench,
+            n.run,
+            n.median,
+            n.slowdown,
+            n.slowdown_ci,
+            n.addition,
+            n.addition_ci,
+            n.verdict
+        )
+    };
+    numbers.push(n);
+    let (bg, fg) = if i == m.base {
+        ("#ffffff".into(), "#1d2327".into())
+    } else {
+        colours(c)
+    };
+    let shift = m
+        .changes
+        .iter()
+        .any(|x| x.column == i && x.bench == r.bench);
+    let tip = if shift {
+        format!("{tip}; a level shift along the runs starts here")
+    } else {
+        tip
+    };
+    HeatCell {
+        shift,
+        text: change_text(m, i, c),
+        bg,
+        fg,
+        tip,
+    }
+}
+
+pub fn render_matrix(m: &Matrix) -> Result<Page, String> {
     let mut numbers = Vec::new();
     let rows: Vec<HeatRow> = m
         .rows
@@ -81,63 +146,7 @@ pub fn render_matrix(m: &Matrix) -> Result<Page, String> {
                 .cells
                 .iter()
                 .enumerate()
-                .map(|(i, c)| {
-                    let col = &m.columns[i];
-                    let verdict = match (&c.missing, i == m.base, c.verdict) {
-                        (Some(why), _, _) => why.clone(),
-                        (None, true, _) => "base".into(),
-                        (None, false, Some(v)) => v.word().into(),
-                        (None, false, None) => "no CI".into(),
-                    };
-                    let n = Number {
-                        bench: r.bench.clone(),
-                        run: col.title.join(", "),
-                        median: c.median_ns.map_or("-".into(), format_ns),
-                        slowdown: c.slowdown.map_or("-".into(), ratio),
-                        slowdown_ci: interval(c.slowdown_ci95, ratio),
-                        addition: c.addition_ns.map_or("-".into(), signed_ns),
-                        addition_ci: interval(c.addition_ci95, signed_ns),
-                        class: verdict.replace(' ', "-"),
-                        verdict,
-                    };
-                    let tip = if i == m.base {
-                        format!("{} on {} (base): median {}", r.bench, n.run, n.median)
-                    } else {
-                        format!(
-                            "{} on {}: median {}, slowdown {} {}, addition {} {}: {}",
-                            r.bench,
-                            n.run,
-                            n.median,
-                            n.slowdown,
-                            n.slowdown_ci,
-                            n.addition,
-                            n.addition_ci,
-                            n.verdict
-                        )
-                    };
-                    numbers.push(n);
-                    let (bg, fg) = if i == m.base {
-                        ("#ffffff".into(), "#1d2327".into())
-                    } else {
-                        colours(c)
-                    };
-                    let shift = m
-                        .changes
-                        .iter()
-                        .any(|x| x.column == i && x.bench == r.bench);
-                    let tip = if shift {
-                        format!("{tip}; a level shift along the runs starts here")
-                    } else {
-                        tip
-                    };
-                    HeatCell {
-                        shift,
-                        text: change_text(m, i, c),
-                        bg,
-                        fg,
-                        tip,
-                    }
-                })
+                .map(|(i, c)| heat_cell(m, r, i, c, &mut numbers))
                 .collect(),
         })
         .collect();

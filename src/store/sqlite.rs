@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{Backend, Encoded, Fetched, ResultRow, SCHEMA, Saved, StoreError};
-use crate::model::{self, HistoryPoint, RunSummary};
+use crate::model::{HistoryPoint, RunSummary};
 
 /// How long a save waits for another process's transaction (runs save in milliseconds).
 const SAVE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -22,6 +22,8 @@ pub struct Sqlite {
     pub(super) conn: Connection,
     path: PathBuf,
 }
+
+mod migrate;
 
 impl Sqlite {
     /// Open for saving (see `Store::open`).
@@ -166,151 +168,6 @@ impl Sqlite {
             },
             _ => StoreError::Sql(e),
         })
-    }
-
-    /// Bring the schema up to `SCHEMA` in one immediate transaction that reads the version
-    /// again under the lock: several processes opening a fresh file at once migrate it once.
-    fn migrate(&self) -> Result<(), StoreError> {
-        self.conn.execute_batch("BEGIN IMMEDIATE")?;
-        let from = self.version()?;
-        let r = self.migrate_locked();
-        let end = if r.is_ok() { "COMMIT" } else { "ROLLBACK" };
-        self.conn.execute_batch(end)?;
-        if r.is_ok() && from == 1 {
-            // Runs rewritten compactly leave their old pages free: give them back to the disk.
-            let _ = self.conn.execute_batch("VACUUM");
-        }
-        r
-    }
-
-    fn migrate_locked(&self) -> Result<(), StoreError> {
-        let from = self.version()?;
-        if from < 1 {
-            self.conn.execute_batch(
-                "CREATE TABLE runs (
-                     id INTEGER PRIMARY KEY AUTOINCREMENT,
-                     started_at TEXT NOT NULL,
-                     label TEXT,
-                     host TEXT,
-                     kernel TEXT,
-                     wrapper TEXT,
-                     benchmarks INTEGER NOT NULL,
-                     run_json TEXT NOT NULL
-                 );
-                 CREATE TABLE results (
-                     run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-                     bench TEXT NOT NULL,
-                     status TEXT NOT NULL,
-                     median REAL,
-                     ci_lo REAL,
-                     ci_hi REAL,
-                     samples INTEGER NOT NULL,
-                     disturbed INTEGER NOT NULL,
-                     PRIMARY KEY (run_id, bench)
-                 );
-                 CREATE INDEX results_by_bench ON results(bench, run_id);
-                 PRAGMA user_version = 1;",
-            )?;
-        }
-        if from < 2 {
-            // Compact runs: the JSON without raw samples, deflated, and each result's samples
-            // as picoseconds, delta-varint and deflated (`sample_codec`). Existing runs are
-            // rewritten in place.
-            self.conn.execute_batch(
-                "ALTER TABLE runs ADD COLUMN run_z BLOB;
-                 CREATE TABLE samples (
-                     run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-                     idx INTEGER NOT NULL,
-                     data BLOB NOT NULL,
-                     PRIMARY KEY (run_id, idx)
-                 );",
-            )?;
-            let old: Vec<(i64, String)> = {
-                let mut q = self.conn.prepare("SELECT id, run_json FROM runs")?;
-                q.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-                    .collect::<Result<_, _>>()?
-            };
-            for (id, json) in &old {
-                let Ok(run) = model::parse_run(json, &format!("stored run {id}")) else {
-                    // Kept as it is (read as JSON, as before) rather than blocking every
-                    // other run's migration; said once, here.
-                    skipped(*id, "it cannot be read as a run");
-                    continue;
-                };
-                let e = super::encode(&run)?;
-                self.conn.execute(
-                    "UPDATE runs SET run_json = '', run_z = ?2 WHERE id = ?1",
-                    params![id, e.run_z],
-                )?;
-                write_samples(&self.conn, *id, &e)?;
-            }
-            self.conn.execute_batch("PRAGMA user_version = 2;")?;
-        }
-        if from < 3 {
-            self.conn.execute_batch(
-                "ALTER TABLE runs ADD COLUMN digest TEXT;
-                 CREATE INDEX runs_by_digest ON runs(digest);",
-            )?;
-            self.conn.execute_batch("PRAGMA user_version = 3;")?;
-        }
-        if from < 4 {
-            // Identities, so that a run copied in twice (push, import) is kept once: computed
-            // anew for every run (schema 3's digests did not survive a JSON round trip).
-            let ids: Vec<i64> = {
-                let mut q = self.conn.prepare("SELECT id FROM runs")?;
-                q.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?
-            };
-            for id in ids {
-                let run = self
-                    .fetch_compact(id, true)?
-                    .map(|f| super::decode(id, f, false));
-                match run {
-                    Some(Ok(run)) => {
-                        self.conn.execute(
-                            "UPDATE runs SET digest = ?2 WHERE id = ?1",
-                            params![id, super::digest(&run)],
-                        )?;
-                    }
-                    Some(Err(e)) => skipped(id, &e.to_string()),
-                    None => {}
-                }
-            }
-            self.conn.execute_batch("PRAGMA user_version = 4;")?;
-        }
-        if from < 5 {
-            // Each run's environment key (`store::env_key`), so that the run-to-run spread is
-            // learned from runs of one environment only.
-            let has: bool = self.conn.query_row(
-                "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'env_key'",
-                [],
-                |r| r.get::<_, i64>(0).map(|n| n > 0),
-            )?;
-            if !has {
-                self.conn
-                    .execute_batch("ALTER TABLE runs ADD COLUMN env_key TEXT;")?;
-            }
-            let ids: Vec<i64> = {
-                let mut q = self.conn.prepare("SELECT id FROM runs")?;
-                q.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?
-            };
-            for id in ids {
-                match self
-                    .fetch_compact(id, false)?
-                    .map(|f| super::decode(id, f, false))
-                {
-                    Some(Ok(run)) => {
-                        self.conn.execute(
-                            "UPDATE runs SET env_key = ?2 WHERE id = ?1",
-                            params![id, super::env_key(&run)],
-                        )?;
-                    }
-                    Some(Err(e)) => skipped(id, &e.to_string()),
-                    None => {}
-                }
-            }
-            self.conn.execute_batch("PRAGMA user_version = 5;")?;
-        }
-        Ok(())
     }
 
     fn fetch_compact(&self, id: i64, with_samples: bool) -> Result<Option<Fetched>, StoreError> {

@@ -194,9 +194,22 @@ fn progress(len: usize) -> indicatif::ProgressBar {
     bar
 }
 
-/// One side being measured: its coordinator (wrapper) and every benchmark's repetitions.
+/// What measures one repetition of one benchmark: in a run, a worker process started by the
+/// coordinator (under a side's wrapper); in tests, a fake, so that rounds, interleaving, the
+/// stop rule and interrupts are checked without starting a process.
+pub trait Repeater {
+    fn repeat(&self, b: &Benchmark, opts: &WorkerOptions) -> Result<Vec<CaseResult>, Interrupted>;
+}
+
+impl Repeater for Coordinator {
+    fn repeat(&self, b: &Benchmark, opts: &WorkerOptions) -> Result<Vec<CaseResult>, Interrupted> {
+        self.run(b, opts)
+    }
+}
+
+/// One side being measured: what measures it (its wrapper) and every benchmark's repetitions.
 struct MeasuredSide<'a> {
-    coord: &'a Coordinator,
+    coord: &'a dyn Repeater,
     tracks: Vec<Track>,
 }
 
@@ -271,95 +284,97 @@ fn sampling_ns(cases: &[CaseResult]) -> u64 {
         .sum()
 }
 
-impl Session {
-    /// The sampler settings of repetition `k` (0-based): fixed counts are shared out over
-    /// the minimum repetitions.
-    fn rep_options(&self, plan: &Plan, k: usize) -> WorkerOptions {
-        let mut o = self.opts.clone();
-        // Events are counted in the first repetition only: a counting pass re-runs the case
-        // (see `harness::counters`), and what one operation costs in events does not drift
-        // between processes as its time does.
-        if k > 0 {
-            o.events.clear();
-        }
-        if let Some(total) = plan.reps.fixed_total {
-            let r = plan.reps.min;
-            o.sampler.fixed_samples = Some(total / r + usize::from(k < total % r));
-        }
-        o
+/// The worker options of repetition `k` (0-based) from the session's: fixed counts are
+/// shared out over the minimum repetitions.
+fn rep_options(opts: &WorkerOptions, plan: &Plan, k: usize) -> WorkerOptions {
+    let mut o = opts.clone();
+    // Events are counted in the first repetition only: a counting pass re-runs the case
+    // (see `harness::counters`), and what one operation costs in events does not drift
+    // between processes as its time does.
+    if k > 0 {
+        o.events.clear();
     }
+    if let Some(total) = plan.reps.fixed_total {
+        let r = plan.reps.min;
+        o.sampler.fixed_samples = Some(total / r + usize::from(k < total % r));
+    }
+    o
+}
 
-    /// Run round after round: each round one repetition (a fresh worker) of every benchmark
-    /// still sampling, side by side for `ab`. A benchmark stops once every case's CI is within
-    /// the precision (after the minimum repetitions), or at its maximum.
-    fn rounds(
-        &self,
-        plan: &Plan,
-        sides: &mut [MeasuredSide],
-        bar: &indicatif::ProgressBar,
-    ) -> Result<Vec<Vec<String>>, Interrupted> {
-        let mut order = Vec::new();
-        for k in 0..plan.reps.max {
-            let active: Vec<usize> = (0..plan.benchmarks.len())
-                .filter(|&i| sides.iter().any(|s| s.tracks[i].stopped.is_none()))
-                .collect();
-            if active.is_empty() {
-                break;
-            }
-            let opts = self.rep_options(plan, k);
-            let mut round = Vec::new();
-            for &i in &active {
-                for side in sides.iter_mut() {
-                    let b = side.tracks[i].bench;
-                    bar.set_message(format!("{} (repetition {})", b.id, k + 1));
-                    let t0 = self.started.elapsed();
-                    let cases = side.coord.run(b, &opts)?;
-                    let wall = self.started.elapsed().saturating_sub(t0);
-                    let startup_ms =
-                        (wall.as_nanos() as f64 - sampling_ns(&cases) as f64).max(0.0) / 1e6;
-                    for case in cases {
-                        side.tracks[i].add(RepRun {
-                            case,
-                            started_ms: t0.as_secs_f64() * 1e3,
-                            startup_ms,
-                        });
-                    }
-                    bar.inc(1);
+/// Run round after round: each round one repetition (a fresh worker) of every benchmark still
+/// sampling, side by side for `ab` (A then B for each benchmark). A benchmark stops once every
+/// case's CI is within the precision (after the minimum repetitions), or at its maximum.
+/// Times are taken from `started`; `opts` are the session's worker options.
+fn run_rounds(
+    plan: &Plan,
+    opts: &WorkerOptions,
+    started: std::time::Instant,
+    sides: &mut [MeasuredSide],
+    bar: &indicatif::ProgressBar,
+) -> Result<Vec<Vec<String>>, Interrupted> {
+    let mut order = Vec::new();
+    for k in 0..plan.reps.max {
+        let active: Vec<usize> = (0..plan.benchmarks.len())
+            .filter(|&i| sides.iter().any(|s| s.tracks[i].stopped.is_none()))
+            .collect();
+        if active.is_empty() {
+            break;
+        }
+        let opts = rep_options(opts, plan, k);
+        let mut round = Vec::new();
+        for &i in &active {
+            for side in sides.iter_mut() {
+                let b = side.tracks[i].bench;
+                bar.set_message(format!("{} (repetition {})", b.id, k + 1));
+                let t0 = started.elapsed();
+                let cases = side.coord.repeat(b, &opts)?;
+                let wall = started.elapsed().saturating_sub(t0);
+                let startup_ms =
+                    (wall.as_nanos() as f64 - sampling_ns(&cases) as f64).max(0.0) / 1e6;
+                for case in cases {
+                    side.tracks[i].add(RepRun {
+                        case,
+                        started_ms: t0.as_secs_f64() * 1e3,
+                        startup_ms,
+                    });
                 }
-                round.push(plan.benchmarks[i].id.to_string());
-                self.judge(plan, sides, i, k + 1);
+                bar.inc(1);
             }
-            order.push(round);
+            round.push(plan.benchmarks[i].id.to_string());
+            judge(plan, sides, i, k + 1);
         }
-        Ok(order)
+        order.push(round);
     }
+    Ok(order)
+}
 
-    /// After `done` repetitions of benchmark `i` on every side: stop it when it may.
-    fn judge(&self, plan: &Plan, sides: &mut [MeasuredSide], i: usize, done: usize) {
-        let reps = &plan.reps;
-        let stop = if sides.iter().all(|s| s.tracks[i].nothing_to_repeat()) {
-            Some("not measured")
-        } else if done < reps.min {
-            None
-        } else if reps.fixed_total.is_some() {
-            Some("fixed")
-        } else if sides
-            .iter()
-            .all(|s| s.tracks[i].precise_enough(reps.precision))
-        {
-            Some("precision")
-        } else if done >= reps.max {
-            Some("budget")
-        } else {
-            None
-        };
-        if let Some(why) = stop {
-            for s in sides.iter_mut() {
-                s.tracks[i].stopped = Some(why);
-            }
+/// After `done` repetitions of benchmark `i` on every side: stop it when it may.
+fn judge(plan: &Plan, sides: &mut [MeasuredSide], i: usize, done: usize) {
+    let reps = &plan.reps;
+    let stop = if sides.iter().all(|s| s.tracks[i].nothing_to_repeat()) {
+        Some("not measured")
+    } else if done < reps.min {
+        None
+    } else if reps.fixed_total.is_some() {
+        Some("fixed")
+    } else if sides
+        .iter()
+        .all(|s| s.tracks[i].precise_enough(reps.precision))
+    {
+        Some("precision")
+    } else if done >= reps.max {
+        Some("budget")
+    } else {
+        None
+    };
+    if let Some(why) = stop {
+        for s in sides.iter_mut() {
+            s.tracks[i].stopped = Some(why);
         }
     }
+}
 
+impl Session {
     /// Every case's repetitions as one result each, with the derived values of its benchmark.
     fn results(&self, plan: &Plan, tracks: Vec<Track>) -> Vec<BenchResult> {
         let mut out = Vec::new();
@@ -399,6 +414,26 @@ impl Session {
     }
 }
 
+/// The rounds of every side (one for a run, A and B for `ab`), with a progress bar: the order
+/// of the rounds and each side's tracks.
+fn measure_sides(
+    plan: &Plan,
+    s: &Session,
+    repeaters: &[&dyn Repeater],
+) -> Result<(Vec<Vec<String>>, Vec<Vec<Track>>), Interrupted> {
+    let bar = progress(plan.benchmarks.len() * plan.reps.min * repeaters.len());
+    let mut sides: Vec<MeasuredSide> = repeaters
+        .iter()
+        .map(|&coord| MeasuredSide {
+            coord,
+            tracks: plan.benchmarks.iter().map(|b| Track::new(b)).collect(),
+        })
+        .collect();
+    let order = run_rounds(plan, &s.opts, s.started, &mut sides, &bar);
+    bar.finish_and_clear();
+    Ok((order?, sides.into_iter().map(|x| x.tracks).collect()))
+}
+
 /// Run the plan. `Err(Interrupted)` (inside anyhow) when a signal stopped it.
 pub fn execute(plan: &Plan, interrupted: Arc<AtomicUsize>) -> anyhow::Result<Run> {
     let s = session(plan)?;
@@ -416,18 +451,9 @@ pub fn execute(plan: &Plan, interrupted: Arc<AtomicUsize>) -> anyhow::Result<Run
             .map(|w| format!(", under `{w}`"))
             .unwrap_or_default()
     );
-    let bar = progress(plan.benchmarks.len() * plan.reps.min);
-    let mut sides = [MeasuredSide {
-        coord: &coord,
-        tracks: plan.benchmarks.iter().map(|b| Track::new(b)).collect(),
-    }];
-    let order = s
-        .rounds(plan, &mut sides, &bar)
-        .inspect_err(|_| bar.finish_and_clear())?;
-    bar.finish_and_clear();
+    let (order, mut tracks) = measure_sides(plan, &s, &[&coord])?;
     coord.check_interrupted()?;
-    let [side] = sides;
-    let results = s.results(plan, side.tracks);
+    let results = s.results(plan, tracks.remove(0));
     let mut run = s.run_model(plan, plan.wrapper_text.clone(), None, results);
     run.schedule = Some(s.schedule(plan, order, &run.results));
     Ok(run)
@@ -467,24 +493,9 @@ pub fn execute_ab(
         plan.reps.max,
         s.opts.cpu
     );
-    let bar = progress(plan.benchmarks.len() * plan.reps.min * 2);
-    let tracks = || plan.benchmarks.iter().map(|b| Track::new(b)).collect();
-    let mut sides = [
-        MeasuredSide {
-            coord: &ca,
-            tracks: tracks(),
-        },
-        MeasuredSide {
-            coord: &cb,
-            tracks: tracks(),
-        },
-    ];
-    let order = s
-        .rounds(plan, &mut sides, &bar)
-        .inspect_err(|_| bar.finish_and_clear())?;
-    bar.finish_and_clear();
+    let (order, mut tracks) = measure_sides(plan, &s, &[&ca, &cb])?;
     ca.check_interrupted()?;
-    let [sa, sb] = sides;
+    let (sb_tracks, sa_tracks) = (tracks.pop().expect("two sides"), tracks.remove(0));
     // The user's --label leads; the side says which of the pair a stored run is.
     let label = |side: &str, x: &AbSide| {
         Some(match &plan.label {
@@ -494,8 +505,8 @@ pub fn execute_ab(
     };
     let mut runs = Vec::new();
     for (side, tracks, text, l) in [
-        (a, sa.tracks, a.text.clone(), "A"),
-        (b, sb.tracks, b.text.clone(), "B"),
+        (a, sa_tracks, a.text.clone(), "A"),
+        (b, sb_tracks, b.text.clone(), "B"),
     ] {
         let results = s.results(plan, tracks);
         let mut run = s.run_model(plan, text, label(l, side), results);
@@ -510,6 +521,235 @@ pub fn execute_ab(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::RefCell;
+
+    use crate::harness::case::BenchError;
+    use crate::harness::runner::SamplerConfigWire;
+    use crate::harness::sampler::Measurement;
+
+    /// A worker that never starts: each call logs "SIDE id", and returns 200 samples around a
+    /// level that depends on the benchmark and how many repetitions of it came before.
+    struct Fake<'a> {
+        side: &'static str,
+        log: &'a RefCell<Vec<String>>,
+        /// The k-th repetition of a benchmark sits at `levels(id)[k % len]`; empty: skipped.
+        levels: fn(&str) -> Vec<f64>,
+        /// The call (counted over every side) that a signal interrupts.
+        interrupt_at: Option<usize>,
+        /// What each call was given: (events asked for, fixed sample count).
+        given: RefCell<Vec<(bool, Option<usize>)>>,
+    }
+
+    impl Repeater for Fake<'_> {
+        fn repeat(
+            &self,
+            b: &Benchmark,
+            opts: &WorkerOptions,
+        ) -> Result<Vec<CaseResult>, Interrupted> {
+            if Some(self.log.borrow().len()) == self.interrupt_at {
+                return Err(Interrupted(libc::SIGINT));
+            }
+            let k = self
+                .log
+                .borrow()
+                .iter()
+                .filter(|l| **l == format!("{} {}", self.side, b.id))
+                .count();
+            self.log
+                .borrow_mut()
+                .push(format!("{} {}", self.side, b.id));
+            self.given
+                .borrow_mut()
+                .push((!opts.events.is_empty(), opts.sampler.fixed_samples));
+            let levels = (self.levels)(b.id);
+            let mut case = CaseResult::failed(
+                b.id.to_string(),
+                b.id,
+                b.definition,
+                BenchError::Skipped("not here".into()),
+            );
+            if levels.is_empty() {
+                return Ok(vec![case]);
+            }
+            let level = levels[k % levels.len()];
+            let samples: Vec<f64> = (0..200)
+                .map(|j| level * (1.0 + 0.001 * ((j % 7) as f64 - 3.0)))
+                .collect();
+            case.error = None;
+            case.measurement = Some(Measurement {
+                ends_ns: (1..=200).map(|j| j * 100_000).collect(),
+                samples_ns: samples,
+                preempted: vec![],
+                batch: crate::model::Batch {
+                    batched: true,
+                    size: 100,
+                },
+                baseline_ns: 0.0,
+            });
+            Ok(vec![case])
+        }
+    }
+
+    fn fake<'a>(
+        side: &'static str,
+        log: &'a RefCell<Vec<String>>,
+        levels: fn(&str) -> Vec<f64>,
+    ) -> Fake<'a> {
+        Fake {
+            side,
+            log,
+            levels,
+            interrupt_at: None,
+            given: RefCell::new(vec![]),
+        }
+    }
+
+    fn plan(ids: &[&str], fixed_total: Option<usize>) -> Plan {
+        Plan {
+            benchmarks: ids
+                .iter()
+                .map(|id| crate::bench::find(id).unwrap())
+                .collect(),
+            opts: WorkerOptions {
+                sampler: SamplerConfigWire {
+                    precision: 0.01,
+                    budget_ns: 20_000_000,
+                    min_time_ns: 20_000_000,
+                    warmup_ns: 0,
+                    fixed_samples: None,
+                    target_batch_ns: 50_000,
+                    clock_cost_ns: 25.0,
+                },
+                cpu: 0,
+                allowed: vec![0],
+                variants: Default::default(),
+                mq_name: String::new(),
+                scratch_dir: None,
+                events: vec!["context-switches".into()],
+            },
+            timeout: Duration::from_secs(1),
+            wrapper: None,
+            wrapper_text: None,
+            label: None,
+            reps: Repetitions {
+                min: 5,
+                max: 10,
+                rep_ns: 20_000_000,
+                precision: 0.01,
+                fixed_total,
+            },
+        }
+    }
+
+    /// The rounds of `repeaters` over `plan`: the order, and each side's benchmarks' stop
+    /// reasons and repetition counts.
+    type Outcome = Result<(Vec<Vec<String>>, Vec<Vec<(Option<&'static str>, usize)>>), Interrupted>;
+
+    fn rounds_of(plan: &Plan, repeaters: &[&dyn Repeater]) -> Outcome {
+        let mut sides: Vec<MeasuredSide> = repeaters
+            .iter()
+            .map(|&coord| MeasuredSide {
+                coord,
+                tracks: plan.benchmarks.iter().map(|b| Track::new(b)).collect(),
+            })
+            .collect();
+        let bar = indicatif::ProgressBar::hidden();
+        let order = run_rounds(
+            plan,
+            &plan.opts,
+            std::time::Instant::now(),
+            &mut sides,
+            &bar,
+        )?;
+        let stops = sides
+            .iter()
+            .map(|s| {
+                s.tracks
+                    .iter()
+                    .map(|t| (t.stopped, t.cases.first().map_or(0, |(_, r)| r.len())))
+                    .collect()
+            })
+            .collect();
+        Ok((order, stops))
+    }
+
+    fn steady(_: &str) -> Vec<f64> {
+        vec![100.0]
+    }
+
+    #[test]
+    fn ab_sides_alternate_within_each_round_and_steady_benchmarks_stop_at_the_minimum() {
+        let log = RefCell::new(vec![]);
+        let (a, b) = (fake("A", &log, steady), fake("B", &log, steady));
+        let plan = plan(&["call/f0", "syscall/getppid"], None);
+        let (order, stops) = rounds_of(&plan, &[&a, &b]).unwrap();
+        assert_eq!(order.len(), 5);
+        assert!(order.iter().all(|r| r == &["call/f0", "syscall/getppid"]));
+        assert_eq!(
+            log.borrow()[..4],
+            [
+                "A call/f0",
+                "B call/f0",
+                "A syscall/getppid",
+                "B syscall/getppid"
+            ]
+        );
+        assert_eq!(log.borrow().len(), 20);
+        for side in &stops {
+            assert_eq!(side, &[(Some("precision"), 5), (Some("precision"), 5)]);
+        }
+        // Events are counted in the first repetition only.
+        let given = a.given.borrow();
+        assert!(given[0].0 && given[1].0 && given[2..].iter().all(|g| !g.0));
+    }
+
+    #[test]
+    fn a_noisy_benchmark_runs_to_its_budget_while_a_steady_one_stops() {
+        let log = RefCell::new(vec![]);
+        let noisy = |id: &str| match id {
+            "syscall/getppid" => vec![100.0, 140.0, 80.0, 120.0, 95.0],
+            _ => vec![100.0],
+        };
+        let run = fake("run", &log, noisy);
+        let plan = plan(&["call/f0", "syscall/getppid"], None);
+        let (order, stops) = rounds_of(&plan, &[&run]).unwrap();
+        assert_eq!(stops[0], [(Some("precision"), 5), (Some("budget"), 10)]);
+        assert_eq!(order.len(), 10);
+        assert!(order[5..].iter().all(|r| r == &["syscall/getppid"]));
+    }
+
+    #[test]
+    fn a_benchmark_measured_nowhere_stops_after_one_round_and_fixed_counts_are_shared_out() {
+        let log = RefCell::new(vec![]);
+        let skipped = fake("run", &log, |_| vec![]);
+        let (order, stops) = rounds_of(&plan(&["call/f0"], None), &[&skipped]).unwrap();
+        assert_eq!(order.len(), 1);
+        assert_eq!(stops[0], [(Some("not measured"), 1)]);
+        // --samples 1003 over the 5 minimum repetitions: 201 201 201 200 200, then "fixed".
+        let log = RefCell::new(vec![]);
+        let fixed = fake("run", &log, steady);
+        let (_, stops) = rounds_of(&plan(&["call/f0"], Some(1003)), &[&fixed]).unwrap();
+        assert_eq!(stops[0], [(Some("fixed"), 5)]);
+        let counts: Vec<Option<usize>> = fixed.given.borrow().iter().map(|g| g.1).collect();
+        assert_eq!(counts, [201, 201, 201, 200, 200].map(Some));
+    }
+
+    #[test]
+    fn an_interrupt_stops_the_rounds_at_once() {
+        let log = RefCell::new(vec![]);
+        let a = Fake {
+            interrupt_at: Some(3),
+            ..fake("A", &log, steady)
+        };
+        let b = Fake {
+            interrupt_at: Some(3),
+            ..fake("B", &log, steady)
+        };
+        let plan = plan(&["call/f0", "syscall/getppid"], None);
+        let e = rounds_of(&plan, &[&a, &b]).unwrap_err();
+        assert_eq!(e, Interrupted(libc::SIGINT));
+        assert_eq!(log.borrow().len(), 3, "no repetition after the signal");
+    }
 
     #[test]
     fn repetitions_shrink_with_the_suite_and_stop_where_asked() {

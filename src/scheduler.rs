@@ -414,13 +414,16 @@ impl Session {
     }
 }
 
+/// Which benchmarks each round measured, in order (the run's `schedule.rounds`).
+type RoundOrder = Vec<Vec<String>>;
+
 /// The rounds of every side (one for a run, A and B for `ab`), with a progress bar: the order
 /// of the rounds and each side's tracks.
 fn measure_sides(
     plan: &Plan,
     s: &Session,
     repeaters: &[&dyn Repeater],
-) -> Result<(Vec<Vec<String>>, Vec<Vec<Track>>), Interrupted> {
+) -> Result<(RoundOrder, Vec<Vec<Track>>), Interrupted> {
     let bar = progress(plan.benchmarks.len() * plan.reps.min * repeaters.len());
     let mut sides: Vec<MeasuredSide> = repeaters
         .iter()

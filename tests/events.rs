@@ -6,21 +6,26 @@ mod common;
 
 use common::*;
 
+/// Results that count other than their definition on Linux, kept flagged rather than
+/// redefined (docs/design-notes.md, "Definitions"): a unix stream round trip on one CPU
+/// switches about three times, not two.
+const KNOWN_DEPARTURES: &[&str] = &["switch/unix-proc@same"];
+
+/// Every benchmark whose catalogue entry declares events per operation, measured with both
+/// parties on one CPU: each of its results that counted the events meets them. Driven by the
+/// catalogue, so a new entry's expectations are checked here without editing this test.
 #[test]
 fn counted_events_match_the_definitions() {
     let _g = measuring();
-    let (_, run) = run_json(
-        &unique_tag("events"),
-        &[
-            "--quick",
-            "--placement",
-            "same",
-            "syscall/getpid",
-            "switch/pipe-proc",
-            "switch/ring",
-            "mem/fault-write",
-        ],
-    );
+    let declared: Vec<&str> = oscost::bench::registry()
+        .iter()
+        .filter(|b| !b.events.is_empty())
+        .map(|b| b.id)
+        .collect();
+    assert!(declared.len() >= 10, "{declared:?}");
+    let mut args = vec!["--quick", "--placement", "same"];
+    args.extend(&declared);
+    let (_, run) = run_json(&unique_tag("events"), &args);
     let events = |id: &str| result(&run, id).events.clone().expect("events counted");
     let getpid = events("syscall/getpid");
     if getpid.per_op.is_empty() {
@@ -33,24 +38,55 @@ fn counted_events_match_the_definitions() {
         );
         return;
     }
-    let per_op = |id: &str, ev: &str| events(id).per_op[ev];
-    for (id, ev, want, tol) in [
-        ("syscall/getpid", "context-switches", 0.0, 0.02),
-        ("syscall/getpid", "minor-faults", 0.0, 0.02),
-        ("switch/pipe-proc@same", "context-switches", 2.0, 0.1),
-        ("switch/ring/n16-s0k", "context-switches", 1.0, 0.05),
-        ("mem/fault-write", "minor-faults", 1.0, 0.05),
-    ] {
-        let got = per_op(id, ev);
+    let mut checked = 0;
+    for r in &run.results {
+        let expected = oscost::bench::expected_events(&r.id);
+        if expected.is_empty() || r.status != oscost::model::Status::Ok {
+            continue;
+        }
+        let ev = r.events.as_ref().expect("events counted");
+        if KNOWN_DEPARTURES.contains(&r.id.as_str()) {
+            // Flagged, as designed: the check fails and the note says so with the counts.
+            assert!(
+                ev.check.as_ref().is_some_and(|c| !c.met),
+                "{}: {ev:?}",
+                r.id
+            );
+            assert!(
+                r.notes.iter().any(|n| n.starts_with("definition not met")),
+                "{}: {:?}",
+                r.id,
+                r.notes
+            );
+            checked += 1;
+            continue;
+        }
+        for (event, x) in &expected {
+            let got = ev.per_op[*event];
+            assert!(
+                x.holds(got),
+                "{}: {got} {event} per op, want {}",
+                r.id,
+                x.describe(event)
+            );
+        }
         assert!(
-            (got - want).abs() <= tol,
-            "{id}: {got} {ev} per op, want {want}"
+            ev.check.as_ref().is_some_and(|c| c.met),
+            "{}: definition check",
+            r.id
         );
+        checked += 1;
+    }
+    // Every declaring benchmark had at least one result held to its expectations.
+    for id in &declared {
         assert!(
-            events(id).check.is_some_and(|c| c.met),
-            "{id}: definition check"
+            run.results
+                .iter()
+                .any(|r| r.id.starts_with(id) && !oscost::bench::expected_events(&r.id).is_empty()),
+            "{id}: no result was checked"
         );
     }
+    assert!(checked >= declared.len());
     // Hardware events: counted, or named with a reason; never a silent zero.
     for hw in ["cycles", "instructions"] {
         let e = events("syscall/getpid");

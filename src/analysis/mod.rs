@@ -207,7 +207,7 @@ pub fn cpu_wait_flag(w: &crate::harness::runner::CpuWait) -> Option<String> {
 }
 
 /// Statistics, outliers, disturbance and notes for one measured case.
-/// Hold the result's events against its definition (`bench::EXPECTED_EVENTS`): the check is
+/// Hold the result's events against its definition (its catalogue entry's `events`): the check is
 /// recorded in `events.check`, and a departure is also a note with the counts. Events that
 /// could not be counted are not checked.
 pub fn check_definition(r: &mut BenchResult) {

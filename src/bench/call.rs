@@ -39,7 +39,7 @@ unsafe extern "C" {
 }
 
 catalogue! {
-    "call/f0" => f0:
+    "call/f0" => f0 { ladder: Some("call/f0") }:
         "call and return of void f(void) in C, empty loop subtracted";
     "call/f-int" => f_int:
         "call of int f(int) returning its argument";

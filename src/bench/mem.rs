@@ -13,16 +13,29 @@ use serde_json::json;
 
 use super::PAGE_AND_MIB;
 use crate::catalogue;
-use crate::harness::case::{BenchError, Case, Cases, Measured, Meter, Param, Variant};
+
+use crate::harness::case::{
+    Among, BenchError, Case, Cases, Expect, Measured, Meter, Param, Variant,
+};
 use crate::harness::clock::{Clock, Monotonic};
 use crate::harness::os::{Mapping, close, ensure_fds, errno, eventfd, eventfd_post};
 
 catalogue! {
-    "mem/mmap" => mmap { cases: Cases::Fixed(MMAP_SIZES) }:
+    "mem/mmap" => mmap {
+        cases: Cases::Fixed(MMAP_SIZES),
+        events: crate::expect_events![
+            (Among::Suffix("/4KiB-touched"), "minor-faults", Expect::ONE),
+            (Among::Suffix("/4KiB-untouched"), "minor-faults", Expect::NONE),
+        ],
+        ladder: Some("mem/mmap/4KiB-touched"),
+    }:
         "mmap + munmap of anonymous memory (4 KiB and 1 MiB), untouched and with every page written";
-    "mem/fault-read" => fault_read:
+    "mem/fault-read" => fault_read { events: crate::expect_events![(Among::All, "minor-faults", Expect::ONE)] }:
         "first read of a 4 KiB page of fresh anonymous memory (maps the zero page), per page";
-    "mem/fault-write" => fault_write:
+    "mem/fault-write" => fault_write {
+        events: crate::expect_events![(Among::All, "minor-faults", Expect::ONE)],
+        ladder: Some("mem/fault-write"),
+    }:
         "first write to a 4 KiB page of fresh anonymous memory (allocates and zeroes it), per page";
     "mem/fault-thp" => fault_thp:
         "first write to a 2 MiB transparent huge page (MADV_HUGEPAGE), per huge page";

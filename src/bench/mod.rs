@@ -26,7 +26,7 @@ pub mod switch;
 pub mod syscall;
 pub mod timer;
 
-use crate::harness::case::{BenchError, Benchmark, Measured, Meter, Param, Variant};
+use crate::harness::case::{BenchError, Benchmark, Expect, Measured, Meter, Param, Variant};
 use crate::harness::os::{read_byte, write_byte};
 use crate::model::Curve;
 
@@ -127,107 +127,38 @@ fn unknown_id_message(p: &str, all: &[&'static Benchmark]) -> String {
     }
 }
 
-/// The report's cost ladder: one representative result per rung, from a function call to
-/// fork+exec of a dynamic binary (the figure orders them by what they cost on the machine).
-/// The null system call every rung is a multiple of comes first.
-pub const LADDER: &[&str] = &[
-    "syscall/getppid",
-    "call/f0",
-    "timer/rdtsc",
-    "timer/monotonic",
-    "syscall/read-devzero",
-    "timer/clock-gettime-syscall",
-    "syscall/sched-yield",
-    "ipc/pipe-1b",
-    "mem/fault-write",
-    "ipc/msg-create",
-    "switch/futex-thread@same",
-    "switch/pipe-proc@same",
-    "mem/mmap/4KiB-touched",
-    "spawn/thread",
-    "spawn/vfork",
-    "spawn/fork",
-    "spawn/fork-exec",
-    "spawn/fork-exec-dynamic",
-];
+/// The null system call every rung of the cost ladder is a multiple of.
+pub const LADDER_REFERENCE: &str = "syscall/getppid";
 
-/// What one operation must cost in one event for the benchmark to mean what its definition
-/// says.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Expect {
-    /// `value` within `tol`.
-    About { value: f64, tol: f64 },
-    /// At least this many.
-    AtLeast(f64),
+/// The report's cost ladder: the result each catalogue entry puts on it (`ladder`), the null
+/// system call first (the figure orders the rest by what they cost on the machine).
+pub fn ladder() -> Vec<&'static str> {
+    let mut rungs: Vec<&'static str> = registry().iter().filter_map(|b| b.ladder).collect();
+    rungs.sort_by_key(|r| *r != LADDER_REFERENCE);
+    rungs
 }
 
-impl Expect {
-    pub fn holds(self, x: f64) -> bool {
-        match self {
-            Expect::About { value, tol } => (x - value).abs() <= tol,
-            Expect::AtLeast(v) => x >= v,
-        }
-    }
-
-    pub fn describe(self, event: &str) -> String {
-        match self {
-            Expect::About { value, tol } => format!("{value} {event} per op (±{tol})"),
-            Expect::AtLeast(v) => format!("at least {v} {event} per op"),
-        }
-    }
-}
-
-const NONE: Expect = Expect::About {
-    value: 0.0,
-    tol: 0.02,
-};
-const ROUND_TRIP: Expect = Expect::About {
-    value: 2.0,
-    tol: 0.1,
-};
-const ONE: Expect = Expect::About {
-    value: 1.0,
-    tol: 0.05,
-};
-
-/// Each benchmark's definition in events (result id, or an id prefix ending in `/`; event;
-/// expectation), checked on every result that counted the event: a system call that never
-/// leaves the CPU, a ping-pong on one CPU that is two switches a round trip, a ring hop that
-/// is one, a first touch that is one fault per page, a fork that switches and faults.
-pub const EXPECTED_EVENTS: &[(&str, &str, Expect)] = &[
-    ("syscall/getpid", "context-switches", NONE),
-    ("syscall/getpid", "minor-faults", NONE),
-    ("syscall/getppid", "context-switches", NONE),
-    ("syscall/getppid", "minor-faults", NONE),
-    ("switch/pipe-proc@same", "context-switches", ROUND_TRIP),
-    ("switch/pipe-thread@same", "context-switches", ROUND_TRIP),
-    ("switch/futex-thread@same", "context-switches", ROUND_TRIP),
-    ("switch/futex-proc@same", "context-switches", ROUND_TRIP),
-    ("switch/sem-thread@same", "context-switches", ROUND_TRIP),
-    ("switch/eventfd-proc@same", "context-switches", ROUND_TRIP),
-    ("switch/unix-proc@same", "context-switches", ROUND_TRIP),
-    ("switch/yield-pair@same", "context-switches", ROUND_TRIP),
-    ("switch/ring/", "context-switches", ONE),
-    ("mem/fault-read", "minor-faults", ONE),
-    ("mem/fault-write", "minor-faults", ONE),
-    ("mem/mmap/4KiB-touched", "minor-faults", ONE),
-    ("mem/mmap/4KiB-untouched", "minor-faults", NONE),
-    ("spawn/fork", "context-switches", Expect::AtLeast(0.95)),
-    ("spawn/fork", "minor-faults", Expect::AtLeast(1.0)),
-];
-
-/// The expectations that apply to result `id`.
-pub fn expected_events(id: &str) -> Vec<(&'static str, Expect)> {
-    EXPECTED_EVENTS
-        .iter()
-        .filter(|(key, _, _)| {
-            id == *key || (key.ends_with('/') && id.starts_with(key)) || {
-                id.strip_prefix(key)
-                    .is_some_and(|rest| rest.starts_with('/'))
-            }
+/// The benchmark result `id` belongs to: the entry whose id it is, or starts (followed by a
+/// variant's `/` or a placement's `@`).
+pub fn owner(id: &str) -> Option<&'static Benchmark> {
+    registry()
+        .into_iter()
+        .filter(|b| {
+            id.strip_prefix(b.id)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with(['/', '@']))
         })
-        .map(|&(_, e, x)| (e, x))
-        .collect()
+        .max_by_key(|b| b.id.len())
+}
+
+/// The events one operation of result `id` must cost, from its catalogue entry.
+pub fn expected_events(id: &str) -> Vec<(&'static str, Expect)> {
+    owner(id).map_or_else(Vec::new, |b| {
+        b.events
+            .iter()
+            .filter(|x| x.applies(b.id, id))
+            .map(|x| (x.event, x.expect))
+            .collect()
+    })
 }
 
 /// Every curve the catalogue declares, with the id prefix of its results.
@@ -243,28 +174,55 @@ mod tests {
     use super::*;
 
     #[test]
-    fn expectations_match_exact_ids_and_prefixes_only() {
+    fn expectations_come_from_the_entry_of_the_result() {
         assert_eq!(expected_events("spawn/fork").len(), 2);
         assert!(expected_events("spawn/fork-exec").is_empty());
+        assert_eq!(
+            owner("spawn/fork-exec").map(|b| b.id),
+            Some("spawn/fork-exec")
+        );
         assert_eq!(expected_events("switch/ring/n16-s0k").len(), 1);
+        assert_eq!(expected_events("switch/pipe-proc@same").len(), 1);
         assert!(expected_events("switch/pipe-proc@cross").is_empty());
-        assert!(ROUND_TRIP.holds(2.05) && !ROUND_TRIP.holds(0.3));
+        assert_eq!(
+            expected_events("mem/mmap/4KiB-untouched"),
+            [("minor-faults", Expect::NONE)]
+        );
+        assert!(expected_events("mem/mmap/1MiB-touched").is_empty());
+        assert!(Expect::ROUND_TRIP.holds(2.05) && !Expect::ROUND_TRIP.holds(0.3));
+    }
+
+    /// A new two-party mechanism cannot go unchecked: every benchmark whose parties can share
+    /// one CPU says what a round trip there costs in switches.
+    #[test]
+    fn every_two_party_benchmark_declares_its_switches_on_one_cpu() {
+        for b in registry() {
+            if matches!(b.cases, crate::harness::case::Cases::Placements) {
+                let same = format!("{}@same", b.id);
+                assert!(
+                    expected_events(&same)
+                        .iter()
+                        .any(|(e, _)| *e == "context-switches"),
+                    "{} declares no context switches for {same}",
+                    b.id
+                );
+            }
+        }
     }
 
     #[test]
     fn the_ladder_names_results_of_the_default_suite_across_families() {
-        let ids: Vec<&str> = registry().iter().map(|b| b.id).collect();
-        let families: std::collections::BTreeSet<&str> = LADDER
+        let ladder = ladder();
+        assert_eq!(ladder[0], LADDER_REFERENCE);
+        let families: std::collections::BTreeSet<&str> = ladder
             .iter()
             .map(|l| l.split('/').next().unwrap())
             .collect();
-        assert!(LADDER.len() >= 12 && families.len() >= 6);
-        for rung in LADDER {
-            let bench = rung.split('@').next().unwrap();
-            assert!(
-                ids.iter().any(|id| bench.starts_with(id)),
-                "{rung} is no benchmark"
-            );
+        assert!(ladder.len() >= 12 && families.len() >= 6);
+        for rung in &ladder {
+            let b = owner(rung).unwrap_or_else(|| panic!("{rung} is no benchmark's result"));
+            assert!(b.default, "{rung} is not in the default suite");
+            assert!(b.ladder == Some(*rung));
         }
     }
 

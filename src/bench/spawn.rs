@@ -11,32 +11,40 @@ use std::ffi::{CString, c_char, c_int, c_void};
 use std::ptr::null_mut;
 
 use crate::catalogue;
-use crate::harness::case::{BenchError, Case, Cases, Measured, Meter};
+
+use crate::harness::case::{Among, BenchError, Case, Cases, Expect, Measured, Meter};
 use crate::harness::clock::{Clock, Monotonic};
 use crate::harness::os::{Mapping, errno};
 use crate::harness::sampler::SamplerConfig;
 use crate::model::Curve;
 
 catalogue! {
-    "spawn/fork" => fork { preempts: true }:
+    "spawn/fork" => fork {
+        preempts: true,
+        events: crate::expect_events![
+            (Among::All, "context-switches", Expect::AtLeast(0.95)),
+            (Among::All, "minor-faults", Expect::AtLeast(1.0)),
+        ],
+        ladder: Some("spawn/fork"),
+    }:
         "fork + _exit in the child + waitpid in the parent";
     "spawn/fork-parent" => fork_parent { preempts: true }:
         "fork, until it returns in the parent (the child is reaped untimed)";
     "spawn/fork-child" => fork_child { preempts: true }:
         "fork, until the child first runs (its clock read, via shared memory)";
-    "spawn/vfork" => vfork { preempts: true }:
+    "spawn/vfork" => vfork { preempts: true, ladder: Some("spawn/vfork") }:
         "vfork (clone CLONE_VM|CLONE_VFORK) + _exit + waitpid";
     "spawn/clone-vm" => clone_vm { preempts: true }:
         "clone(CLONE_VM) with a 16 KiB stack + _exit + waitpid";
     "spawn/posix-spawn" => posix_spawn { preempts: true }:
         "posix_spawn of a tiny static program + waitpid";
-    "spawn/fork-exec" => fork_exec { preempts: true }:
+    "spawn/fork-exec" => fork_exec { preempts: true, ladder: Some("spawn/fork-exec") }:
         "fork + execve of a tiny static program (no libc, no loader) + waitpid";
-    "spawn/fork-exec-dynamic" => fork_exec_dynamic { preempts: true }:
+    "spawn/fork-exec-dynamic" => fork_exec_dynamic { preempts: true, ladder: Some("spawn/fork-exec-dynamic") }:
         "fork + execve of /bin/true (adds the dynamic loader and libc) + waitpid";
     "spawn/exec" => exec_chain { preempts: true }:
         "one execve of a tiny static program, from a chain of 20 re-executions";
-    "spawn/thread" => thread_default { preempts: true }:
+    "spawn/thread" => thread_default { preempts: true, ladder: Some("spawn/thread") }:
         "pthread_create + pthread_join, default attributes (8 MiB stack)";
     "spawn/thread-64k" => thread_64k { preempts: true }:
         "pthread_create + pthread_join with a 64 KiB stack";

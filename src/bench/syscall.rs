@@ -7,14 +7,15 @@ use std::hint::black_box;
 use std::os::fd::AsRawFd;
 
 use crate::catalogue;
-use crate::harness::case::{BenchError, Case, Measured, Meter};
+
+use crate::harness::case::{Among, BenchError, Case, Expect, Measured, Meter};
 
 catalogue! {
-    "syscall/getpid" => getpid:
+    "syscall/getpid" => getpid { events: crate::expect_events![(Among::All, "context-switches", Expect::NONE), (Among::All, "minor-faults", Expect::NONE)] }:
         "getpid() through glibc (a real system call, not cached)";
     "syscall/getpid-raw" => getpid_raw:
         "syscall(SYS_getpid), bypassing the glibc wrapper";
-    "syscall/getppid" => getppid:
+    "syscall/getppid" => getppid { events: crate::expect_events![(Among::All, "context-switches", Expect::NONE), (Among::All, "minor-faults", Expect::NONE)], ladder: Some("syscall/getppid") }:
         "getppid() (what `perf bench syscall basic` times)";
     "syscall/getsid" => getsid:
         "getsid(0): the session id of the caller";
@@ -28,11 +29,11 @@ catalogue! {
         "gettid(): the thread id of the caller";
     "syscall/close-badfd" => close_badfd:
         "close(-1), failing with EBADF: entry, fd check, exit";
-    "syscall/read-devzero" => read_devzero:
+    "syscall/read-devzero" => read_devzero { ladder: Some("syscall/read-devzero") }:
         "read of 1 byte from /dev/zero";
     "syscall/write-devnull" => write_devnull:
         "write of 1 byte to /dev/null";
-    "syscall/sched-yield" => sched_yield:
+    "syscall/sched-yield" => sched_yield { ladder: Some("syscall/sched-yield") }:
         "sched_yield() with nothing else runnable on the CPU";
 }
 

@@ -15,7 +15,7 @@ use crate::harness::clock::{
 };
 
 catalogue! {
-    "timer/monotonic" => monotonic:
+    "timer/monotonic" => monotonic { ladder: Some("timer/monotonic") }:
         "clock_gettime(CLOCK_MONOTONIC) through the vDSO";
     "timer/monotonic-raw" => monotonic_raw:
         "clock_gettime(CLOCK_MONOTONIC_RAW) through the vDSO";
@@ -25,9 +25,9 @@ catalogue! {
         "clock_gettime(CLOCK_MONOTONIC_COARSE): tick resolution, no hardware read";
     "timer/gettimeofday" => gettimeofday:
         "gettimeofday() through the vDSO (microsecond resolution)";
-    "timer/clock-gettime-syscall" => clock_gettime_syscall:
+    "timer/clock-gettime-syscall" => clock_gettime_syscall { ladder: Some("timer/clock-gettime-syscall") }:
         "clock_gettime(CLOCK_MONOTONIC) as a real system call, bypassing the vDSO";
-    "timer/rdtsc" => rdtsc:
+    "timer/rdtsc" => rdtsc { ladder: Some("timer/rdtsc") }:
         "rdtsc instruction (TSC ticks, not core cycles; not ordered)";
     "timer/rdtscp" => rdtscp:
         "rdtscp instruction (waits for earlier instructions)";

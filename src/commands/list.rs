@@ -1,5 +1,6 @@
 //! `oscost list`: every benchmark id with what one sample measures.
 
+use crate::harness::case::Among;
 use clap::Args;
 
 use super::print_stdout;
@@ -29,20 +30,16 @@ fn list_text() -> String {
             }
         ));
         // The events one operation must cost, checked on every run (exact ids and variants).
-        let mine: Vec<String> = bench::EXPECTED_EVENTS
+        let mine: Vec<String> = b
+            .events
             .iter()
-            .filter(|(key, _, _)| {
-                key.trim_end_matches('/') == b.id
-                    || key.strip_prefix(b.id).is_some_and(|r| r.starts_with('@'))
-            })
-            .map(|(key, event, x)| {
-                let at = key.strip_prefix(b.id).unwrap_or("").trim_end_matches('/');
-                let at = if at.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({at})")
+            .map(|x| {
+                let at = match x.among {
+                    Among::All => String::new(),
+                    Among::SameCpu => " (@same)".into(),
+                    Among::Suffix(s) => format!(" ({s})"),
                 };
-                format!("{}{at}", x.describe(event))
+                format!("{}{at}", x.expect.describe(x.event))
             })
             .collect();
         if !mine.is_empty() {

@@ -29,7 +29,7 @@ impl ReportArgs {
         let interrupted = crate::signals::on_interrupt()?;
         check_report_dir(&self.out)?;
         let (run, name) = load_run(&self.run, &self.store, &self.select)?;
-        let page = report::html::render_run(&run, &bench::curves(), bench::LADDER, self.png)
+        let page = report::html::render_run(&run, &bench::curves(), &bench::ladder(), self.png)
             .map_err(|e| anyhow::anyhow!("cannot render the report: {e}"))?;
         let files = output::write_page(&self.out, &page, &stopper(&interrupted))?;
         eprintln!(

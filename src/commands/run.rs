@@ -142,7 +142,7 @@ impl RunArgs {
             late.push(e.to_string());
         }
         if let Some(d) = &self.report {
-            match report::html::render_run(&result, &bench::curves(), bench::LADDER, false)
+            match report::html::render_run(&result, &bench::curves(), &bench::ladder(), false)
                 .map_err(|e| anyhow::anyhow!("cannot render the report: {e}"))
                 .and_then(|page| output::write_page(d, &page, &|| Ok(())))
             {

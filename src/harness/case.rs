@@ -161,7 +161,94 @@ pub struct Benchmark {
     pub preempts: bool,
     /// The results form a curve over a parameter (drawn as one in reports).
     pub curve: Option<Curve>,
+    /// What one operation must cost in events for a result to mean what the definition says,
+    /// checked on every result that counted the event (`analysis::check_definition`).
+    pub events: &'static [Expectation],
+    /// The result that stands for this benchmark on the report's cost ladder, if any.
+    pub ladder: Option<&'static str>,
     pub run: CaseFn,
+}
+
+/// What one operation must cost in one event.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Expect {
+    /// `value` within `tol`.
+    About { value: f64, tol: f64 },
+    /// At least this many.
+    AtLeast(f64),
+}
+
+impl Expect {
+    /// None at all: a system call that never leaves the CPU, a mapping never touched.
+    pub const NONE: Expect = Expect::About {
+        value: 0.0,
+        tol: 0.02,
+    };
+    /// One: a ring hop's switch, a first touch's fault.
+    pub const ONE: Expect = Expect::About {
+        value: 1.0,
+        tol: 0.05,
+    };
+    /// Two: a ping-pong round trip on one CPU switches there and back.
+    pub const ROUND_TRIP: Expect = Expect::About {
+        value: 2.0,
+        tol: 0.1,
+    };
+
+    pub fn holds(self, x: f64) -> bool {
+        match self {
+            Expect::About { value, tol } => (x - value).abs() <= tol,
+            Expect::AtLeast(v) => x >= v,
+        }
+    }
+
+    pub fn describe(self, event: &str) -> String {
+        match self {
+            Expect::About { value, tol } => format!("{value} {event} per op (±{tol})"),
+            Expect::AtLeast(v) => format!("at least {v} {event} per op"),
+        }
+    }
+}
+
+/// Which of a benchmark's results an expectation is for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Among {
+    /// Every result of the benchmark.
+    All,
+    /// Its `@same` placement (both parties on the measuring CPU).
+    SameCpu,
+    /// The variant with this id suffix (`/4KiB-touched`).
+    Suffix(&'static str),
+}
+
+/// One event a benchmark's results must cost per operation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Expectation {
+    pub among: Among,
+    pub event: &'static str,
+    pub expect: Expect,
+}
+
+impl Expectation {
+    /// Whether result `id` of benchmark `bench` is held to it.
+    pub fn applies(&self, bench: &str, id: &str) -> bool {
+        let Some(rest) = id.strip_prefix(bench) else {
+            return false;
+        };
+        match self.among {
+            Among::All => true,
+            Among::SameCpu => rest == "@same",
+            Among::Suffix(suffix) => rest == suffix,
+        }
+    }
+}
+
+/// `events: &[...]` of a catalogue entry: (which results, event, expectation).
+#[macro_export]
+macro_rules! expect_events {
+    ($( ($among:expr, $event:literal, $x:expr) ),* $(,)?) => {
+        &[$( $crate::harness::case::Expectation { among: $among, event: $event, expect: $x } ),*]
+    };
 }
 
 impl Benchmark {
@@ -174,6 +261,8 @@ impl Benchmark {
             cases: Cases::One,
             preempts: false,
             curve: None,
+            events: &[],
+            ladder: None,
             run,
         }
     }

@@ -19,31 +19,53 @@ mod ring;
 
 use super::round_trips;
 use crate::catalogue;
-use crate::harness::case::{BenchError, Case, Cases, Measured, Meter};
+
+use crate::harness::case::{Among, BenchError, Case, Cases, Expect, Measured, Meter};
 use crate::harness::os::{
     Mapping, PeerProc, PeerThread, close, errno, eventfd, eventfd_post, eventfd_take, pipe,
     read_byte, socketpair, write_byte,
 };
 
 catalogue! {
-    "switch/pipe-proc" => pipe_proc { cases: Cases::Placements, preempts: true }:
+    "switch/pipe-proc" => pipe_proc {
+        cases: Cases::Placements, preempts: true, events: crate::expect_events![(Among::SameCpu, "context-switches", Expect::ROUND_TRIP)], ladder: Some("switch/pipe-proc@same"),
+    }:
         "round trip of 1 byte over two pipes between two processes (2 switches on one CPU)";
-    "switch/pipe-thread" => pipe_thread { cases: Cases::Placements, preempts: true }:
+    "switch/pipe-thread" => pipe_thread {
+        cases: Cases::Placements, preempts: true, events: crate::expect_events![(Among::SameCpu, "context-switches", Expect::ROUND_TRIP)],
+    }:
         "round trip of 1 byte over two pipes between two threads";
-    "switch/futex-thread" => futex_thread { cases: Cases::Placements, preempts: true }:
+    "switch/futex-thread" => futex_thread {
+        cases: Cases::Placements, preempts: true, events: crate::expect_events![(Among::SameCpu, "context-switches", Expect::ROUND_TRIP)], ladder: Some("switch/futex-thread@same"),
+    }:
         "round trip through a private futex (wait/wake) between two threads";
-    "switch/futex-proc" => futex_proc { cases: Cases::Placements, preempts: true }:
+    "switch/futex-proc" => futex_proc {
+        cases: Cases::Placements, preempts: true, events: crate::expect_events![(Among::SameCpu, "context-switches", Expect::ROUND_TRIP)],
+    }:
         "round trip through a shared-memory futex between two processes";
-    "switch/sem-thread" => sem_thread { cases: Cases::Placements, preempts: true }:
+    "switch/sem-thread" => sem_thread {
+        cases: Cases::Placements, preempts: true, events: crate::expect_events![(Among::SameCpu, "context-switches", Expect::ROUND_TRIP)],
+    }:
         "round trip through two POSIX semaphores (sem_post/sem_wait) between two threads";
-    "switch/eventfd-proc" => eventfd_proc { cases: Cases::Placements, preempts: true }:
+    "switch/eventfd-proc" => eventfd_proc {
+        cases: Cases::Placements, preempts: true, events: crate::expect_events![(Among::SameCpu, "context-switches", Expect::ROUND_TRIP)],
+    }:
         "round trip through two eventfds between two processes";
-    "switch/unix-proc" => unix_proc { cases: Cases::Placements, preempts: true }:
+    // Held to a round trip's two switches although it counts about three (2.9-3.2: the woken
+    // peer preempts the writer before it blocks): every result says "definition not met", a
+    // true finding kept in view (docs/design-notes.md, "Definitions").
+    "switch/unix-proc" => unix_proc {
+        cases: Cases::Placements, preempts: true,
+        events: crate::expect_events![(Among::SameCpu, "context-switches", Expect::ROUND_TRIP)],
+    }:
         "round trip of 1 byte over a unix socketpair between two processes";
-    "switch/yield-pair" => yield_pair { cases: Cases::Placements, preempts: true }:
+    "switch/yield-pair" => yield_pair {
+        cases: Cases::Placements, preempts: true, events: crate::expect_events![(Among::SameCpu, "context-switches", Expect::ROUND_TRIP)],
+    }:
         "two threads on one CPU calling sched_yield: one round trip is two yields";
     "switch/ring" => ring::ring {
         cases: Cases::Ring, curve: Some(ring::RING_CURVE), preempts: true,
+        events: crate::expect_events![(Among::All, "context-switches", Expect::ONE)],
     }:
         "one context switch in lmbench's ring of N processes with S KB each (pipe and sum overhead subtracted)";
 }

@@ -150,6 +150,7 @@ fn ab_under_strace_is_slower_by_more_than_twice() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("ab.db");
     let json = dir.path().join("ab.json");
+    let page = dir.path().join("page");
     let text = ok(&with_db(
         &db,
         &[
@@ -160,8 +161,15 @@ fn ab_under_strace_is_slower_by_more_than_twice() {
             "syscall/getpid",
             "--json",
             json.to_str().unwrap(),
+            "--report",
+            page.to_str().unwrap(),
         ],
     ));
+    let html = std::fs::read_to_string(page.join("index.html")).unwrap();
+    assert!(
+        html.contains("syscall/getpid"),
+        "ab --report draws the comparison"
+    );
     let cmp = read_comparison(&json);
     let row = &cmp.rows[0];
     assert_eq!(row.verdict, Verdict::Slower, "{text}");

@@ -1,5 +1,5 @@
 //! `oscost ab --a CMD --b CMD`: the benchmarks run on A and B alternately, both sides saved,
-//! then compared; --json/--csv/--markdown write the comparison.
+//! then compared; --json/--csv/--markdown write the comparison, --report its page.
 
 use clap::Args;
 
@@ -69,6 +69,9 @@ impl AbArgs {
         let mut plan_args = self.run.clone();
         plan_args.outputs = OutputArgs::default();
         check_outputs(&outputs, Some(&self.run.store), &[])?;
+        if let Some(d) = &self.run.report {
+            super::check_report_dir(d)?;
+        }
         let plan = plan(&plan_args)?;
         let mut store = if self.run.no_save {
             None
@@ -100,6 +103,19 @@ impl AbArgs {
         }
         let mut cmp = compare::compare(&ra, &rb, &na, &nb, &options(&self.compare));
         cmp.alternated = true;
+        // --report: the comparison's page (A against B), as `compare --report` draws it.
+        if let Some(d) = &self.run.report {
+            match crate::report::compare_page::render_comparison(&cmp, false) {
+                Ok(page) => match crate::output::write_page(d, &page, &stop) {
+                    Ok(_) => eprintln!(
+                        "oscost: comparison report in {}",
+                        d.join("index.html").display()
+                    ),
+                    Err(e) => late.push(e.to_string()),
+                },
+                Err(e) => late.push(format!("cannot render the comparison: {e}")),
+            }
+        }
         let verdict = finish(&cmp, &self.compare, &outputs)?;
         Ok(verdict.max(conclude(&[&ra, &rb], &late)))
     }

@@ -8,11 +8,13 @@ use std::time::{Duration, Instant};
 
 use common::*;
 
+/// Both placements measured and recorded as such (whichever costs more depends on the host:
+/// its idle states, whether the two CPUs share a core; that ordering is the slow tier's).
 #[test]
-fn cross_cpu_ping_pong_costs_more_than_same_cpu() {
+fn ping_pong_is_placed_on_one_cpu_and_across_two() {
     if allowed_cpus().len() < 2 {
         skip(
-            "cross_cpu_ping_pong_costs_more_than_same_cpu",
+            "ping_pong_is_placed_on_one_cpu_and_across_two",
             "one allowed CPU: no cross placement",
         );
         return;
@@ -29,9 +31,6 @@ fn cross_cpu_ping_pong_costs_more_than_same_cpu() {
         ],
     );
     for b in ["switch/pipe-proc", "switch/futex-thread"] {
-        let same = median(&run, &format!("{b}@same"));
-        let cross = median(&run, &format!("{b}@cross"));
-        assert!(cross > same, "{b}: cross {cross} <= same {same}");
         let r = result(&run, &format!("{b}@cross"));
         assert!(
             matches!(&r.placement, oscost::model::Placement::Cross { cpus } if cpus.len() == 2),
@@ -42,6 +41,35 @@ fn cross_cpu_ping_pong_costs_more_than_same_cpu() {
     }
     let y = result(&run, "switch/futex-thread@same");
     assert!(matches!(y.placement, oscost::model::Placement::Same { .. }));
+}
+
+/// On these VMs a round trip across two CPUs waits for the other CPU to wake (32-35 us against
+/// 4-5 us on one): a host-dependent ordering, so the slow tier's.
+#[test]
+#[ignore = "slow tier (host-dependent ordering): .ci/run runs it with --ignored"]
+fn cross_cpu_ping_pong_costs_more_than_same_cpu() {
+    if allowed_cpus().len() < 2 {
+        skip(
+            "cross_cpu_ping_pong_costs_more_than_same_cpu",
+            "one allowed CPU: no cross placement",
+        );
+        return;
+    }
+    let _g = measuring();
+    let (_, run) = run_json(
+        &unique_tag("places-order"),
+        &[
+            "--placement",
+            "same,cross",
+            "switch/pipe-proc",
+            "switch/futex-thread",
+        ],
+    );
+    for b in ["switch/pipe-proc", "switch/futex-thread"] {
+        let same = median(&run, &format!("{b}@same"));
+        let cross = median(&run, &format!("{b}@cross"));
+        assert!(cross > same, "{b}: cross {cross} <= same {same}");
+    }
 }
 
 /// `oscost ctx ARGS` with a JSON copy of the run: (stdout, stderr, run).

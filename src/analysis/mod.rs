@@ -206,7 +206,6 @@ pub fn cpu_wait_flag(w: &crate::harness::runner::CpuWait) -> Option<String> {
     ))
 }
 
-/// Statistics, outliers, disturbance and notes for one measured case.
 /// Hold the result's events against its definition (its catalogue entry's `events`): the check is
 /// recorded in `events.check`, and a departure is also a note with the counts. Events that
 /// could not be counted are not checked.
@@ -237,6 +236,7 @@ pub fn check_definition(r: &mut BenchResult) {
     }
 }
 
+/// Statistics, outliers, disturbance and notes for one measured case.
 pub fn analyze(mut raw: CaseResult, allowed: &[usize]) -> BenchResult {
     let m = match (raw.error.take(), raw.measurement.take()) {
         (Some(e), _) => return not_measured(raw.id, raw.definition, raw.params, status_of(e)),

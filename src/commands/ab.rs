@@ -4,10 +4,10 @@
 use clap::Args;
 
 use super::compare::{finish, options};
-use super::run::{RunArgs, plan};
+use super::run::RunArgs;
 use std::sync::Arc;
 
-use super::args::{CompareArgs, OutputArgs, split_command, usage};
+use super::args::{CompareArgs, split_command, usage};
 use super::{check_outputs, conclude, open_store, stopper};
 use crate::compare;
 use crate::scheduler::{self, AbSide};
@@ -64,15 +64,13 @@ impl AbArgs {
             side("--a", self.a.as_deref())?,
             side("--b", self.b.as_deref())?,
         );
-        // The run's own exports are not written by ab: its files are the comparison's.
+        // ab's files are the comparison's (written by `finish`), not a run's.
         let outputs = self.run.outputs.clone();
-        let mut plan_args = self.run.clone();
-        plan_args.outputs = OutputArgs::default();
         check_outputs(&outputs, Some(&self.run.store), &[])?;
         if let Some(d) = &self.run.report {
             super::check_report_dir(d)?;
         }
-        let plan = plan(&plan_args)?;
+        let plan = super::plan::build(&self.run.request())?;
         let mut store = if self.run.no_save {
             None
         } else {

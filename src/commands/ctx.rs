@@ -9,7 +9,6 @@ use clap::Args;
 
 use super::args::usage;
 use super::print_stdout;
-use super::run::plan;
 use crate::harness::case::RingOptions;
 use crate::scheduler::{self, Plan, repetition_plan};
 use crate::{output, report};
@@ -48,7 +47,7 @@ impl CtxArgs {
         }
         let max = self.procs.iter().copied().max().unwrap_or(2) * self.parallel;
         check_fd_limit(max)?;
-        check_memory(&self.sizes, max, super::run::mem_available_mib())?;
+        check_memory(&self.sizes, max, super::plan::mem_available_mib())?;
         let plan = self.plan(max)?;
         let run = scheduler::execute(&plan, interrupted)?;
         let mut late = Vec::new();
@@ -63,15 +62,11 @@ impl CtxArgs {
         Ok(super::conclude(&[&run], &late))
     }
 
-    /// `run switch/ring --no-save` with lat_ctx's points, the repetitions sized for them.
+    /// switch/ring with lat_ctx's points, the repetitions sized for them.
     fn plan(&self, max: u64) -> anyhow::Result<Plan> {
-        // `run`'s own defaults, as its definition gives them (not a made-up `Default`).
-        use clap::{Args as _, FromArgMatches as _};
-        let matches = super::run::RunArgs::augment_args(clap::Command::new("run"))
-            .try_get_matches_from(["run", "switch/ring", "--no-save"])?;
-        let mut args = super::run::RunArgs::from_arg_matches(&matches)?;
-        args.samples = self.repetitions;
-        let mut plan = plan(&args)?;
+        let mut request = super::plan::Request::new(vec!["switch/ring".into()]);
+        request.samples = self.repetitions;
+        let mut plan = super::plan::build(&request)?;
         let ring = RingOptions {
             procs: self.procs.iter().map(|&n| n as usize).collect(),
             sizes_kb: if self.sizes.is_empty() {

@@ -12,6 +12,7 @@ pub mod export;
 pub mod history;
 pub mod list;
 pub mod matrix;
+pub mod plan;
 pub mod report;
 pub mod run;
 pub mod shell;

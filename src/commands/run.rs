@@ -8,17 +8,11 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::args::{OutputArgs, StoreArgs, parse_percent, parse_seconds, parse_size_mib};
-use super::args::{split_command, usage};
+use super::args::{OutputArgs, StoreArgs, parse_percent, parse_seconds, parse_size_mib, usage};
 use super::{check_outputs, check_report_dir, conclude, open_store, print_table, stopper};
 use crate::bench;
-use crate::harness::case::{Benchmark, RingOptions, VariantOptions, default_fork_sizes};
-use crate::harness::placement::{self, Place};
-use crate::harness::runner;
-use crate::harness::runner::{SamplerConfigWire, WorkerOptions, default_mq_name};
-use crate::harness::sampler::SamplerConfig;
 use crate::model::Run;
-use crate::scheduler::{self, Plan, Repetitions, repetition_plan};
+use crate::scheduler;
 use crate::store::StoreError;
 use crate::{output, report};
 use std::sync::Arc;
@@ -106,6 +100,24 @@ pub struct RunArgs {
 }
 
 impl RunArgs {
+    /// What these flags ask to measure, as values (`plan::build` validates it).
+    pub fn request(&self) -> super::plan::Request {
+        super::plan::Request {
+            ids: self.ids.clone(),
+            precision_pct: self.precision,
+            budget_s: self.budget,
+            samples: self.samples,
+            quick: self.quick,
+            cpu: self.cpu,
+            timeout_s: self.timeout,
+            under: self.under.clone(),
+            fork_sizes: self.fork_sizes.clone(),
+            placement: self.placement.clone(),
+            events: self.events.clone(),
+            label: self.label.clone(),
+        }
+    }
+
     /// Measure, then save, export, print and report. Everything that can be refused is
     /// refused before measuring (exit 2); after measuring, one step failing does not stop the
     /// others (exit 1, naming it); a signal before the save commits discards the run (128+N).
@@ -114,7 +126,8 @@ impl RunArgs {
         if self.runs > 1 {
             return self.series(&interrupted);
         }
-        let plan = plan(&self)?;
+        check_outputs(&self.outputs, Some(&self.store), &[])?;
+        let plan = super::plan::build(&self.request())?;
         let exports = super::exporters::<Run>(&self.outputs);
         if let Some(d) = &self.report {
             check_report_dir(d)?;
@@ -175,7 +188,7 @@ impl RunArgs {
         let n = self.runs as usize;
         let mut runs = Vec::new();
         for i in 0..n {
-            let plan = plan(&self)?;
+            let plan = super::plan::build(&self.request())?;
             let mut result = scheduler::execute(&plan, Arc::clone(interrupted))?;
             stop()?;
             result.notes.push(format!(
@@ -245,286 +258,4 @@ fn series_table(runs: &[Run]) -> String {
     format!(
         "{t}\nrun to run: the half-width of the interval one run's level falls in beyond its own CI (0 where the runs' own CIs already cover their scatter); comparisons of runs measured apart add it\n"
     )
-}
-
-/// Validate arguments into a plan. Every error here is a usage error (exit 2). The
-/// clock-dependent sampler settings (clock cost, batch length) are filled in by the scheduler
-/// once the clock is calibrated.
-pub fn plan(args: &RunArgs) -> anyhow::Result<Plan> {
-    let (ids, id_places) = split_placements(&args.ids);
-    let benchmarks = bench::select(&ids).map_err(usage)?;
-    let allowed = placement::allowed_cpus();
-    let mut cpu = resolve_cpu(args.cpu, &allowed).map_err(usage)?;
-    check_outputs(&args.outputs, Some(&args.store), &[])?;
-    if args.cpu.is_none() && allowed.len() > 1 {
-        // A look at the CPUs before measuring: the default one may be where the user pinned
-        // other work (`taskset -c 1`). Named CPUs are taken as given.
-        let busy = placement::busy_now(&allowed, Duration::from_millis(100));
-        let (chosen, said) = placement::choose_idle(cpu, &busy);
-        if let Some(line) = said {
-            eprintln!("oscost: {line}");
-        }
-        cpu = chosen;
-    }
-    let wrapper = args
-        .under
-        .as_deref()
-        .map(|c| split_command("--under", c))
-        .transpose()
-        .map_err(|e| usage(e.0))?;
-    if let Some(w) = &wrapper {
-        super::check_program("--under", w)?;
-    }
-    let avail = mem_available_mib();
-    let fork_sizes_mib = resolve_fork_sizes(args.fork_sizes.as_deref(), avail).map_err(usage)?;
-    let placements = resolve_placements(args.placement.as_deref(), &id_places).map_err(usage)?;
-    let variants = VariantOptions {
-        placements,
-        ring: RingOptions::default(),
-        fork_sizes_mib,
-    };
-    let (sampler, reps) = resolve_sampling(args, &benchmarks, &variants);
-    let rep_s = reps.rep_ns as f64 / 1e9;
-    let timeout = Duration::from_secs_f64(args.timeout.unwrap_or(30.0 + 40.0 * rep_s));
-    Ok(Plan {
-        benchmarks,
-        opts: WorkerOptions {
-            sampler,
-            cpu,
-            allowed,
-            variants,
-            mq_name: default_mq_name(),
-            scratch_dir: None,
-            events: resolve_events(args.events.as_deref()).map_err(usage)?,
-        },
-        timeout,
-        wrapper_text: args.under.clone(),
-        wrapper,
-        label: args.label.clone(),
-        reps,
-    })
-}
-
-/// The events `--events` names (every known one by default, none for `none`).
-fn resolve_events(asked: Option<&[String]>) -> Result<Vec<String>, String> {
-    use crate::harness::counters::{EVENTS, find};
-    match asked {
-        None => Ok(EVENTS.iter().map(|e| e.name.to_string()).collect()),
-        Some([none]) if none == "none" => Ok(vec![]),
-        Some(list) => list
-            .iter()
-            .map(|e| {
-                find(e).map(|d| d.name.to_string()).ok_or_else(|| {
-                    let known: Vec<&str> = EVENTS.iter().map(|d| d.name).collect();
-                    format!(
-                        "--events: unknown event '{e}'; known: {}, or none",
-                        known.join(", ")
-                    )
-                })
-            })
-            .collect(),
-    }
-}
-
-/// `switch/pipe-proc@cross` is a result id: the benchmark, at that placement. Returns the
-/// benchmark ids and the placements named this way.
-fn split_placements(ids: &[String]) -> (Vec<String>, Vec<String>) {
-    let mut places = Vec::new();
-    let bare = ids
-        .iter()
-        .map(|id| match id.split_once('@') {
-            Some((base, place)) => {
-                places.push(place.to_string());
-                base.to_string()
-            }
-            None => id.clone(),
-        })
-        .collect();
-    (bare, places)
-}
-
-/// The measuring CPU: the one asked for if it is allowed, else the default.
-fn resolve_cpu(asked: Option<usize>, allowed: &[usize]) -> Result<usize, String> {
-    let list = || {
-        let v: Vec<String> = allowed.iter().map(|c| c.to_string()).collect();
-        v.join(",")
-    };
-    match asked {
-        _ if allowed.is_empty() => {
-            Err("this process may run on no CPU (sched_getaffinity failed)".into())
-        }
-        Some(c) if allowed.contains(&c) => Ok(c),
-        Some(c) => Err(format!(
-            "--cpu {c}: not an allowed CPU; allowed: {}",
-            list()
-        )),
-        None => placement::default_cpu(allowed).ok_or_else(|| "no allowed CPU".into()),
-    }
-}
-
-/// The repetitions (how many, how long each, when to stop: see `scheduler::repetition_plan`)
-/// and the sampler settings of one repetition: it samples for exactly the repetition's time
-/// after a short warm-up (or takes its share of --samples).
-fn resolve_sampling(
-    args: &RunArgs,
-    benchmarks: &[&Benchmark],
-    variants: &VariantOptions,
-) -> (SamplerConfigWire, Repetitions) {
-    let cases: usize = benchmarks
-        .iter()
-        .map(|b| runner::expand(b, variants).len())
-        .sum();
-    let precision = if args.quick && args.precision == 1.0 {
-        0.02
-    } else {
-        args.precision / 100.0
-    };
-    let fixed = args.samples.map(|n| n as usize);
-    let reps = repetition_plan(cases, precision, args.budget, fixed, args.quick);
-    let defaults = SamplerConfig::for_clock(f64::NAN);
-    let wire = SamplerConfigWire {
-        precision,
-        // A fixed count may take longer than a repetition's time: --budget still caps it.
-        budget_ns: match fixed {
-            Some(_) => args.budget.map_or(60_000_000_000, |b| (b * 1e9) as u64),
-            None => reps.rep_ns,
-        },
-        min_time_ns: reps.rep_ns,
-        warmup_ns: 5_000_000,
-        fixed_samples: None,
-        // Not known until the scheduler calibrates the clock.
-        target_batch_ns: defaults.target_batch_ns,
-        clock_cost_ns: f64::NAN,
-    };
-    (wire, reps)
-}
-
-/// The parent sizes of spawn/fork-rss: those asked for (sorted, at most the memory available),
-/// or the default curve cut where this machine's free memory stops.
-fn resolve_fork_sizes(asked: Option<&[u64]>, avail_mib: Option<u64>) -> Result<Vec<u64>, String> {
-    match asked {
-        Some(v) => {
-            let mut v = v.to_vec();
-            v.sort_unstable();
-            v.dedup();
-            if let (Some(&max), Some(avail)) = (v.last(), avail_mib)
-                && max > avail
-            {
-                return Err(format!(
-                    "--fork-sizes: {max} MiB is more than the {avail} MiB of memory available"
-                ));
-            }
-            Ok(v)
-        }
-        None => {
-            let avail = avail_mib.unwrap_or(u64::MAX);
-            Ok(default_fork_sizes()
-                .into_iter()
-                .filter(|&m| m.saturating_mul(2) <= avail)
-                .collect())
-        }
-    }
-}
-
-/// Placements from --placement, else from ids written `ID@PLACE`, else the defaults.
-fn resolve_placements(asked: Option<&[String]>, from_ids: &[String]) -> Result<Vec<Place>, String> {
-    let words = match asked {
-        Some(list) => list,
-        None if !from_ids.is_empty() => from_ids,
-        None => return Ok(Place::defaults()),
-    };
-    let mut v = Vec::new();
-    for w in words {
-        let p = Place::parse(w.trim())
-            .ok_or_else(|| format!("--placement: '{w}' is not one of same, cross, free"))?;
-        if !v.contains(&p) {
-            v.push(p);
-        }
-    }
-    Ok(v)
-}
-
-/// MemAvailable from /proc/meminfo, MiB.
-pub(super) fn mem_available_mib() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib / 1024)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::cli::{Cli, Command};
-    use clap::Parser;
-
-    fn args(argv: &[&str]) -> RunArgs {
-        let full: Vec<&str> = ["oscost", "run"].iter().chain(argv).copied().collect();
-        match Cli::try_parse_from(full).unwrap().command {
-            Some(Command::Run(a)) => a,
-            _ => unreachable!("a run command line"),
-        }
-    }
-
-    #[test]
-    fn ids_with_a_placement_name_the_benchmark_and_the_placement() {
-        let (ids, places) = split_placements(&["switch/pipe-proc@cross".into(), "syscall/".into()]);
-        assert_eq!(ids, vec!["switch/pipe-proc", "syscall/"]);
-        assert_eq!(places, vec!["cross"]);
-    }
-
-    #[test]
-    fn cpu_must_be_allowed_and_defaults_to_the_last() {
-        assert_eq!(resolve_cpu(None, &[0, 1]), Ok(1));
-        assert_eq!(resolve_cpu(Some(0), &[0, 1]), Ok(0));
-        let e = resolve_cpu(Some(7), &[0, 1]).unwrap_err();
-        assert!(e.contains("allowed: 0,1"), "{e}");
-        assert!(resolve_cpu(None, &[]).is_err());
-    }
-
-    #[test]
-    fn sampling_follows_quick_budget_samples_and_the_suite_size() {
-        let v = VariantOptions::default();
-        let getpid = bench::select(&["syscall/getpid".into()]).unwrap();
-        let (w, reps) = resolve_sampling(&args(&[]), &getpid, &v);
-        assert_eq!((w.min_time_ns, w.budget_ns), (reps.rep_ns, reps.rep_ns));
-        assert_eq!((reps.min, reps.max, reps.precision), (5, 10, 0.01));
-        let (_, quick) = resolve_sampling(&args(&["--quick"]), &getpid, &v);
-        assert_eq!((quick.max, quick.precision), (5, 0.02));
-        let (w, fixed) =
-            resolve_sampling(&args(&["--budget", "0.1", "--samples", "50"]), &getpid, &v);
-        assert_eq!((w.budget_ns, fixed.fixed_total), (100_000_000, Some(50)));
-        // The suite's cases share the time: shorter repetitions than one benchmark gets.
-        let suite = bench::select(&[]).unwrap();
-        let (_, many) = resolve_sampling(&args(&[]), &suite, &v);
-        assert!(many.rep_ns < reps.rep_ns && many.max < reps.max);
-    }
-
-    #[test]
-    fn fork_sizes_are_sorted_and_bounded_by_memory() {
-        assert_eq!(
-            resolve_fork_sizes(Some(&[64, 0, 64]), Some(1000)),
-            Ok(vec![0, 64])
-        );
-        assert!(resolve_fork_sizes(Some(&[2048]), Some(1000)).is_err());
-        assert_eq!(resolve_fork_sizes(None, Some(600)), Ok(vec![0, 64, 256]));
-        assert_eq!(resolve_fork_sizes(None, None), Ok(default_fork_sizes()));
-    }
-
-    #[test]
-    fn placements_come_from_the_flag_then_the_ids_then_the_defaults() {
-        let same = vec![Place::Same];
-        assert_eq!(
-            resolve_placements(Some(&["same".into()]), &["cross".into()]),
-            Ok(same)
-        );
-        assert_eq!(
-            resolve_placements(None, &["free".into()]),
-            Ok(vec![Place::Free])
-        );
-        assert_eq!(resolve_placements(None, &[]), Ok(Place::defaults()));
-        let dup = ["cross".into(), " cross".into()];
-        assert_eq!(resolve_placements(Some(&dup), &[]), Ok(vec![Place::Cross]));
-        assert!(resolve_placements(Some(&["both".into()]), &[]).is_err());
-    }
 }

@@ -72,6 +72,10 @@ pub enum Command {
         override_usage = "oscost ctx [-s KB]... [-P PARALLEL] [-W WARMUP_US] [-N REPETITIONS] N..."
     )]
     Ctx(CtxArgs),
+    /// What a wrapper costs a program: its system calls counted, each kind priced under the
+    /// wrapper, the added time predicted, then measured in alternating rounds.
+    #[command(override_usage = "oscost predict --under WRAPPER [OPTIONS] -- CMD [ARGS]...")]
+    Predict(crate::commands::predict::PredictArgs),
     /// Print a completion script for a shell (bash: `source <(oscost completions bash)`).
     Completions(crate::commands::shell::CompletionsArgs),
     /// Print the manual page (roff): `oscost man | man -l -`.
@@ -99,6 +103,7 @@ impl Cli {
             Some(Command::Push(a)) => a.run(),
             Some(Command::Matrix(a)) => a.run(),
             Some(Command::Import(a)) => a.run(),
+            Some(Command::Predict(a)) => a.run(),
             Some(Command::Completions(a)) => a.run(<Cli as clap::CommandFactory>::command()),
             Some(Command::Man(a)) => a.run(<Cli as clap::CommandFactory>::command()),
             Some(Command::Worker { id, config }) => Ok(crate::worker::worker_main(&id, &config)),

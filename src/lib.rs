@@ -12,6 +12,7 @@ pub mod harness;
 pub mod matrix;
 pub mod model;
 pub mod output;
+pub mod program;
 pub mod report;
 pub mod sample_codec;
 pub mod scheduler;

@@ -29,6 +29,9 @@ pub struct Plan {
     pub wrapper_text: Option<String>,
     pub label: Option<String>,
     pub reps: Repetitions,
+    /// Start the wrapper itself on the measuring CPU (`predict`: a tracer then runs where the
+    /// program it prices will run), not only the worker.
+    pub pin_wrapper: bool,
 }
 
 /// How many repetitions each benchmark gets, how long each samples, and when to stop.
@@ -152,6 +155,7 @@ impl Session {
             wrapper,
             timeout: plan.timeout,
             interrupted: Arc::clone(interrupted),
+            pin_cpu: plan.pin_wrapper.then_some(plan.opts.cpu),
         }
     }
 
@@ -641,6 +645,7 @@ mod tests {
                 precision: 0.01,
                 fixed_total,
             },
+            pin_wrapper: false,
         }
     }
 

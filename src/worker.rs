@@ -160,6 +160,8 @@ pub struct Coordinator {
     pub wrapper: Vec<String>,
     pub timeout: Duration,
     pub interrupted: Arc<AtomicUsize>,
+    /// Start the worker (its wrapper, if any) on this CPU; `None`: where the coordinator runs.
+    pub pin_cpu: Option<usize>,
 }
 
 impl Coordinator {
@@ -237,9 +239,14 @@ impl Coordinator {
             .stderr(Stdio::piped())
             .process_group(0);
         let w = res_w.as_raw_fd();
-        // SAFETY: only async-signal-safe calls (dup2, fcntl, prctl) between fork and exec.
+        let pin = self.pin_cpu.map(crate::harness::os::cpu_set);
+        // SAFETY: only async-signal-safe calls (dup2, fcntl, prctl, sched_setaffinity) between
+        // fork and exec; the CPU set was built before the fork.
         unsafe {
             cmd.pre_exec(move || {
+                if let Some(set) = &pin {
+                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set);
+                }
                 if w == RESULT_FD {
                     libc::fcntl(w, libc::F_SETFD, 0);
                 } else if libc::dup2(w, RESULT_FD) < 0 {

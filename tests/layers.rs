@@ -24,6 +24,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("scratch", 6),
     ("signals", 6),
     ("worker", 7),
+    ("program", 7),
     ("scheduler", 7),
     ("commands", 8),
     ("cli", 9),

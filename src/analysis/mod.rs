@@ -15,6 +15,7 @@ use crate::stats;
 
 pub mod changes;
 mod machine_speed;
+pub mod predict;
 mod repetitions;
 pub mod run_to_run;
 pub mod witness;

@@ -13,6 +13,7 @@ pub mod history;
 pub mod list;
 pub mod matrix;
 pub mod plan;
+pub mod predict;
 pub mod report;
 pub mod run;
 pub mod shell;

@@ -63,16 +63,6 @@ pub fn build(args: &Request) -> anyhow::Result<Plan> {
     let benchmarks = bench::select(&ids).map_err(usage)?;
     let allowed = placement::allowed_cpus();
     let mut cpu = resolve_cpu(args.cpu, &allowed).map_err(usage)?;
-    if args.cpu.is_none() && allowed.len() > 1 {
-        // A look at the CPUs before measuring: the default one may be where the user pinned
-        // other work (`taskset -c 1`). Named CPUs are taken as given.
-        let busy = placement::busy_now(&allowed, Duration::from_millis(100));
-        let (chosen, said) = placement::choose_idle(cpu, &busy);
-        if let Some(line) = said {
-            eprintln!("oscost: {line}");
-        }
-        cpu = chosen;
-    }
     let wrapper = args
         .under
         .as_deref()
@@ -91,6 +81,18 @@ pub fn build(args: &Request) -> anyhow::Result<Plan> {
         fork_sizes_mib,
     };
     let (sampler, reps) = resolve_sampling(args, &benchmarks, &variants);
+    let events = resolve_events(args.events.as_deref()).map_err(usage)?;
+    // Everything is valid: now a look at the CPUs before measuring (last, so that bad input
+    // is refused in one line). The default one may be where the user pinned other work
+    // (`taskset -c 1`); named CPUs are taken as given.
+    if args.cpu.is_none() && allowed.len() > 1 {
+        let busy = placement::busy_now(&allowed, Duration::from_millis(100));
+        let (chosen, said) = placement::choose_idle(cpu, &busy);
+        if let Some(line) = said {
+            eprintln!("oscost: {line}");
+        }
+        cpu = chosen;
+    }
     let rep_s = reps.rep_ns as f64 / 1e9;
     let timeout = Duration::from_secs_f64(args.timeout_s.unwrap_or(30.0 + 40.0 * rep_s));
     Ok(Plan {
@@ -102,13 +104,14 @@ pub fn build(args: &Request) -> anyhow::Result<Plan> {
             variants,
             mq_name: default_mq_name(),
             scratch_dir: None,
-            events: resolve_events(args.events.as_deref()).map_err(usage)?,
+            events,
         },
         timeout,
         wrapper_text: args.under.clone(),
         wrapper,
         label: args.label.clone(),
         reps,
+        pin_wrapper: false,
     })
 }
 

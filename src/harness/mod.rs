@@ -12,4 +12,5 @@ pub mod os;
 pub mod placement;
 pub mod runner;
 pub mod sampler;
+pub mod syscount;
 pub mod witness;

@@ -196,6 +196,7 @@ const RUN_TEMPLATE: &str = include_str!("../../assets/report.html");
 const COMPARE_TEMPLATE: &str = include_str!("../../assets/compare.html");
 const MATRIX_TEMPLATE: &str = include_str!("../../assets/matrix.html");
 const HISTORY_TEMPLATE: &str = include_str!("../../assets/history.html");
+const PREDICT_TEMPLATE: &str = include_str!("../../assets/predict.html");
 const PAGE_BASE_CSS: &str = include_str!("../../assets/page-base.css");
 const PAGE_TABLES_CSS: &str = include_str!("../../assets/page-tables.css");
 
@@ -209,6 +210,8 @@ pub(super) fn env() -> Environment<'static> {
     e.add_template("matrix.html", MATRIX_TEMPLATE)
         .expect("valid template");
     e.add_template("history.html", HISTORY_TEMPLATE)
+        .expect("valid template");
+    e.add_template("predict.html", PREDICT_TEMPLATE)
         .expect("valid template");
     e.add_template("page-base.css", PAGE_BASE_CSS)
         .expect("valid template");

@@ -14,6 +14,7 @@ pub mod markdown;
 pub mod matrix_page;
 pub mod matrix_views;
 pub mod plot;
+pub mod predict;
 pub mod run_figures;
 pub mod table;
 pub mod xgraph;

@@ -1,0 +1,526 @@
+//! A wrapper's cost to a whole program, predicted from what the program asks of the kernel
+//! (`harness::syscount::ProgramCounts`) and what the wrapper adds to each kind of operation
+//! (`ab`'s additions), then set against the measured added time.
+//!
+//! The model: added time = sum over kinds of count x addition per operation. The kinds:
+//! - the wrapper's own start and the program's first start, once: measured directly, as
+//!   `WRAPPER true` against `true` in alternating rounds (`WRAPPER_START`);
+//! - a process creation (priced by `spawn/fork`: fork, the child's exit and the parent's wait,
+//!   so one clone, one exit_group and one wait4 per process are not priced again);
+//! - a thread creation (`spawn/thread`: one clone and one exit each);
+//! - every further exec, as the start of a dynamic program (`spawn/fork-exec-dynamic` less
+//!   `spawn/fork`: the execve, the loader's and libc's calls, run cold in a new process); the
+//!   calls `true` makes when it starts (`start_profile`, counted the same way) are taken off
+//!   the program's counts once per exec, so they are not priced again. In a new process a
+//!   system call under a filter or a tracer costs more than in a loop (caches, TLB): a shell
+//!   loop of 200 `true`s under 8 seccomp filters added 2.96 ms where its calls priced as null
+//!   calls came to 1.65 ms;
+//! - a system call the catalogue times by name (read, write, getpid, close...);
+//! - every other system call, priced as the null call (`syscall/getppid`): an assumption,
+//!   listed with the prediction, and the part of the prediction resting on it is said.
+//!
+//! The interval: each price's 95% CI read as a normal interval (half-width / 1.96 a standard
+//! error), counts exact; kinds sharing a price move together (their counts are summed before
+//! the errors are combined), different prices independently.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::harness::syscount::ProgramCounts;
+use crate::model::{Batch, BenchResult, Status};
+
+/// The benchmark that prices every system call the catalogue does not time by name.
+pub const NULL_CALL: &str = "syscall/getppid";
+pub const FORK: &str = "spawn/fork";
+pub const THREAD: &str = "spawn/thread";
+pub const EXEC: &str = "spawn/exec";
+pub const FORK_EXEC_DYNAMIC: &str = "spawn/fork-exec-dynamic";
+/// The price of starting a dynamic program in a new process: `FORK_EXEC_DYNAMIC` less `FORK`.
+pub const PROGRAM_START: &str = "spawn/fork-exec-dynamic less spawn/fork";
+/// The price measured directly: `WRAPPER true` against `true`.
+pub const WRAPPER_START: &str = "measured: WRAPPER true against true";
+
+/// System calls timed by name in the catalogue, and the benchmark that times each.
+const BY_NAME: &[(&str, &str)] = &[
+    ("read", "syscall/read-devzero"),
+    ("write", "syscall/write-devnull"),
+    ("getpid", "syscall/getpid"),
+    ("getppid", "syscall/getppid"),
+    ("getuid", "syscall/getuid"),
+    ("gettid", "syscall/gettid"),
+    ("getsid", "syscall/getsid"),
+    ("getpgid", "syscall/getpgid-self"),
+    ("close", "syscall/close-badfd"),
+    ("sched_yield", "syscall/sched-yield"),
+    ("clock_gettime", "timer/clock-gettime-syscall"),
+];
+
+/// One kind of operation the program did: how many, and what prices it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Kind {
+    pub kind: String,
+    pub count: u64,
+    /// The benchmark whose addition prices it.
+    pub priced_by: String,
+    /// Priced by the null-call model, not by a benchmark of this very operation.
+    pub assumed: bool,
+}
+
+/// What the wrapper adds to one operation of a benchmark (from `ab`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Price {
+    pub addition_ns: f64,
+    pub ci95: [f64; 2],
+}
+
+/// One line of the breakdown: a kind, its count, its addition per operation, the total.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Line {
+    pub kind: String,
+    pub count: u64,
+    pub priced_by: String,
+    pub assumed: bool,
+    pub addition_ns: f64,
+    pub added_ns: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Prediction {
+    pub predicted_added_ns: f64,
+    pub predicted_ci95: [f64; 2],
+    /// Largest added time first.
+    pub breakdown: Vec<Line>,
+    /// Of the predicted added time, the part priced by the null-call model.
+    pub assumed_added_ns: f64,
+    /// Calls priced by the null-call model.
+    pub assumed_count: u64,
+    pub assumptions: Vec<String>,
+}
+
+/// Subtract up to `n` from the first names' counts in order; what could not be taken stays.
+fn take(calls: &mut BTreeMap<String, u64>, names: &[&str], mut n: u64) {
+    for name in names {
+        if n == 0 {
+            return;
+        }
+        if let Some(c) = calls.get_mut(*name) {
+            let t = (*c).min(n);
+            *c -= t;
+            n -= t;
+        }
+    }
+}
+
+/// The kinds a program's counts fall into (see the module's doc), largest count first within
+/// the system calls. `start` is what `true` asks of the kernel when it starts (the calls one
+/// priced program start covers); without it each exec is priced as `spawn/exec` alone.
+pub fn kinds(counts: &ProgramCounts, start: Option<&ProgramCounts>) -> Vec<Kind> {
+    let mut calls = counts.syscalls.clone();
+    let mut out = Vec::new();
+    let mut push = |kind: String, count: u64, by: &str, assumed: bool| {
+        if count > 0 {
+            out.push(Kind {
+                kind,
+                count,
+                priced_by: by.to_string(),
+                assumed,
+            });
+        }
+    };
+    let clones = ["clone", "clone3", "fork", "vfork"];
+    take(&mut calls, &clones, counts.threads);
+    take(&mut calls, &["exit"], counts.threads);
+    push("thread creation".into(), counts.threads, THREAD, false);
+    take(&mut calls, &clones, counts.processes);
+    take(&mut calls, &["exit_group", "exit"], counts.processes);
+    take(&mut calls, &["wait4", "waitid"], counts.processes);
+    push("process creation".into(), counts.processes, FORK, false);
+    let execs = counts.execs;
+    match start {
+        Some(p) if execs > 0 => {
+            // Each exec's own calls, as `true`'s start makes them (its exit is the process's).
+            for (name, n) in p
+                .syscalls
+                .iter()
+                .filter(|(n, _)| n.as_str() != "exit_group")
+            {
+                take(&mut calls, &[name.as_str()], n * execs);
+            }
+            push(
+                "wrapper start + first program start".into(),
+                1,
+                WRAPPER_START,
+                false,
+            );
+            push(
+                "program start (exec, loader)".into(),
+                execs - 1,
+                PROGRAM_START,
+                false,
+            );
+        }
+        _ => {
+            take(&mut calls, &["execve", "execveat"], execs);
+            push("exec".into(), execs, EXEC, false);
+        }
+    }
+    let mut rest: Vec<(String, u64)> = calls.into_iter().filter(|(_, c)| *c > 0).collect();
+    rest.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    for (name, count) in rest {
+        match BY_NAME.iter().find(|(n, _)| *n == name) {
+            Some((_, by)) => push(name, count, by, false),
+            None => push(name, count, NULL_CALL, true),
+        }
+    }
+    out
+}
+
+/// A derived price: `a` less `b`, their errors combined as independent.
+pub fn less(a: Price, b: Price) -> Price {
+    let half = |p: &Price| (p.ci95[1] - p.ci95[0]).abs() / 2.0;
+    let h = (half(&a).powi(2) + half(&b).powi(2)).sqrt();
+    let v = a.addition_ns - b.addition_ns;
+    Price {
+        addition_ns: v,
+        ci95: [v - h, v + h],
+    }
+}
+
+/// The benchmarks whose additions a prediction for these kinds needs (the null call always).
+pub fn prices_needed(kinds: &[Kind]) -> Vec<String> {
+    let mut ids: Vec<String> = kinds
+        .iter()
+        .flat_map(|k| match k.priced_by.as_str() {
+            PROGRAM_START => vec![FORK_EXEC_DYNAMIC.to_string(), FORK.to_string()],
+            WRAPPER_START => vec![],
+            by => vec![by.to_string()],
+        })
+        .collect();
+    ids.push(NULL_CALL.to_string());
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
+/// Price the kinds. A kind whose benchmark has no price (it failed under the wrapper) is priced
+/// by the null call, and that is said.
+pub fn predict(kinds: &[Kind], prices: &BTreeMap<String, Price>) -> Option<Prediction> {
+    let null = prices.get(NULL_CALL)?;
+    let mut assumptions = Vec::new();
+    let mut lines = Vec::new();
+    // Count per price, for the interval.
+    let mut per_price: BTreeMap<String, (u64, Price)> = BTreeMap::new();
+    for k in kinds {
+        let (by, price, assumed) = match prices.get(&k.priced_by) {
+            Some(p) => (k.priced_by.clone(), *p, k.assumed),
+            None => {
+                assumptions.push(format!(
+                    "{} ({}x) priced as the null call: {} has no price under this wrapper",
+                    k.kind, k.count, k.priced_by
+                ));
+                (NULL_CALL.to_string(), *null, true)
+            }
+        };
+        let e = per_price.entry(by.clone()).or_insert((0, price));
+        e.0 += k.count;
+        lines.push(Line {
+            kind: k.kind.clone(),
+            count: k.count,
+            priced_by: by,
+            assumed,
+            addition_ns: price.addition_ns,
+            added_ns: k.count as f64 * price.addition_ns,
+        });
+    }
+    let total: f64 = lines.iter().map(|l| l.added_ns).sum();
+    let var: f64 = per_price
+        .values()
+        .map(|(n, p)| {
+            let se = (p.ci95[1] - p.ci95[0]).abs() / 2.0 / 1.96;
+            (*n as f64 * se).powi(2)
+        })
+        .sum();
+    let half = 1.96 * var.sqrt();
+    let assumed: Vec<&Line> = lines.iter().filter(|l| l.assumed).collect();
+    let assumed_count: u64 = assumed.iter().map(|l| l.count).sum();
+    let assumed_added: f64 = assumed.iter().map(|l| l.added_ns).sum();
+    if assumed_count > 0 {
+        assumptions.insert(
+            0,
+            format!(
+                "{assumed_count} calls of {} kinds the catalogue does not time by name are priced \
+                 as the null call ({NULL_CALL}, {:+.0} ns each)",
+                assumed.len(),
+                null.addition_ns
+            ),
+        );
+    }
+    assumptions.push(
+        "the prices are additions measured one operation at a time on a pinned CPU; a program's \
+         calls take other arguments, paths and cache states"
+            .into(),
+    );
+    lines.sort_by(|a, b| b.added_ns.total_cmp(&a.added_ns));
+    Some(Prediction {
+        predicted_added_ns: total,
+        predicted_ci95: [total - half, total + half],
+        breakdown: lines,
+        assumed_added_ns: assumed_added,
+        assumed_count,
+        assumptions,
+    })
+}
+
+/// Where the prediction and the measurement disagree (the measured interval does not hold the
+/// prediction), what the null-call model would have had to price each assumed call at to
+/// close the gap: the one number that says whether the unpriced calls could explain it.
+pub fn miss_note(p: &Prediction, measured_ns: f64, measured_ci95: [f64; 2]) -> Option<String> {
+    let inside =
+        measured_ci95[0] <= p.predicted_added_ns && p.predicted_added_ns <= measured_ci95[1];
+    let overlap =
+        p.predicted_ci95[0] <= measured_ci95[1] && measured_ci95[0] <= p.predicted_ci95[1];
+    if inside || overlap {
+        return None;
+    }
+    let gap = measured_ns - p.predicted_added_ns;
+    let word = if gap > 0.0 { "under" } else { "over" };
+    let mut s = format!(
+        "the prediction is {word} the measurement by {} ({:+.0}%)",
+        crate::stats::units::format_ns(gap.abs()),
+        100.0 * gap / measured_ns.abs().max(1e-9)
+    );
+    if p.assumed_count > 0 {
+        let per = (p.assumed_added_ns + gap) / p.assumed_count as f64;
+        let now = p.assumed_added_ns / p.assumed_count as f64;
+        s.push_str(&format!(
+            "; the {} calls priced as the null call ({}) would have to add {:.0} ns each \
+             instead of {:.0} ns to close it",
+            p.assumed_count,
+            crate::stats::units::format_ns(p.assumed_added_ns),
+            per,
+            now
+        ));
+    } else {
+        s.push_str(
+            "; every operation was priced by its own benchmark, so the wrapper costs \
+                    something the model does not count (start-up, memory, scheduling)",
+        );
+    }
+    Some(s)
+}
+
+/// A program's wall times as a result of its own (`program/NAME-HASH`): one run a sample, no
+/// batching, no baseline; the CI of its median from order statistics.
+pub fn program_result(id: &str, definition: &str, command: &str, wall_ns: &[f64]) -> BenchResult {
+    let mut r = BenchResult::not_measured(id, definition, Status::Ok);
+    r.params
+        .insert("command".into(), serde_json::Value::String(command.into()));
+    r.batch = Batch {
+        batched: false,
+        size: 1,
+    };
+    r.samples_ns = wall_ns.to_vec();
+    r.stats = crate::stats::summarize(wall_ns);
+    r.outliers = crate::stats::tukey_outliers(wall_ns);
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counts(calls: &[(&str, u64)], processes: u64, threads: u64, execs: u64) -> ProgramCounts {
+        ProgramCounts {
+            syscalls: calls.iter().map(|(n, c)| (n.to_string(), *c)).collect(),
+            processes,
+            threads,
+            execs,
+            ..Default::default()
+        }
+    }
+
+    fn price(a: f64, half: f64) -> Price {
+        Price {
+            addition_ns: a,
+            ci95: [a - half, a + half],
+        }
+    }
+
+    #[test]
+    fn a_shell_loop_is_processes_execs_and_the_rest_of_its_calls() {
+        // 3 children of a shell, each exec'ing; the shell itself exec'd once (execs 4), one
+        // failed execve in a PATH search.
+        let c = counts(
+            &[
+                ("clone", 3),
+                ("wait4", 4),
+                ("exit_group", 4),
+                ("execve", 5),
+                ("read", 10),
+                ("openat", 7),
+            ],
+            3,
+            0,
+            4,
+        );
+        let k = kinds(&c, None);
+        let got: Vec<(&str, u64, &str, bool)> = k
+            .iter()
+            .map(|k| (k.kind.as_str(), k.count, k.priced_by.as_str(), k.assumed))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("process creation", 3, FORK, false),
+                ("exec", 4, EXEC, false),
+                ("read", 10, "syscall/read-devzero", false),
+                ("openat", 7, NULL_CALL, true),
+                ("execve", 1, NULL_CALL, true),
+                ("exit_group", 1, NULL_CALL, true),
+                ("wait4", 1, NULL_CALL, true),
+            ]
+        );
+        assert_eq!(
+            prices_needed(&k),
+            vec![EXEC, FORK, "syscall/getppid", "syscall/read-devzero"]
+        );
+    }
+
+    #[test]
+    fn with_a_start_profile_each_exec_takes_the_calls_of_a_start() {
+        // `true` starts with execve, 3 mmap, 1 openat and exits.
+        let start = counts(
+            &[("execve", 1), ("mmap", 3), ("openat", 1), ("exit_group", 1)],
+            0,
+            0,
+            1,
+        );
+        // A shell that ran 2 children (3 execs): 10 mmap, 2 openat (one short), 1 write.
+        let c = counts(
+            &[
+                ("clone", 2),
+                ("wait4", 2),
+                ("exit_group", 3),
+                ("execve", 3),
+                ("mmap", 10),
+                ("openat", 2),
+                ("write", 1),
+            ],
+            2,
+            0,
+            3,
+        );
+        let k = kinds(&c, Some(&start));
+        let got: Vec<(&str, u64, &str)> = k
+            .iter()
+            .map(|k| (k.kind.as_str(), k.count, k.priced_by.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("process creation", 2, FORK),
+                ("wrapper start + first program start", 1, WRAPPER_START),
+                ("program start (exec, loader)", 2, PROGRAM_START),
+                // mmap 10 - 3 x 3 = 1; openat 2 - 3 = 0; exit_group 3 - 2 = 1 (the shell's).
+                ("exit_group", 1, NULL_CALL),
+                ("mmap", 1, NULL_CALL),
+                ("write", 1, "syscall/write-devnull"),
+            ]
+        );
+        assert_eq!(
+            prices_needed(&k),
+            vec![FORK, FORK_EXEC_DYNAMIC, NULL_CALL, "syscall/write-devnull"]
+        );
+        let d = less(price(500.0, 3.0), price(200.0, 4.0));
+        assert_eq!(d.addition_ns, 300.0);
+        assert_eq!(d.ci95, [295.0, 305.0]);
+    }
+
+    #[test]
+    fn threads_take_their_clone_and_exit_first() {
+        let c = counts(&[("clone3", 5), ("exit", 2), ("exit_group", 1)], 3, 2, 0);
+        let k = kinds(&c, None);
+        assert_eq!(k[0].kind, "thread creation");
+        assert_eq!(k[0].count, 2);
+        assert_eq!(k[1].kind, "process creation");
+        assert_eq!(k[1].count, 3);
+        // clone3 5 - 2 - 3 = 0, exit 2 - 2 = 0, exit_group 1 - 1 = 0: nothing else.
+        assert_eq!(k.len(), 2);
+    }
+
+    #[test]
+    fn the_prediction_sums_counts_times_additions_and_shared_prices_move_together() {
+        let k = vec![
+            Kind {
+                kind: "read".into(),
+                count: 100,
+                priced_by: "syscall/read-devzero".into(),
+                assumed: false,
+            },
+            Kind {
+                kind: "openat".into(),
+                count: 30,
+                priced_by: NULL_CALL.into(),
+                assumed: true,
+            },
+            Kind {
+                kind: "mmap".into(),
+                count: 10,
+                priced_by: NULL_CALL.into(),
+                assumed: true,
+            },
+        ];
+        let mut prices = BTreeMap::new();
+        // Half-widths 1.96 x SE: SE 2 for read, 1 for the null call.
+        prices.insert("syscall/read-devzero".into(), price(50.0, 3.92));
+        prices.insert(NULL_CALL.into(), price(40.0, 1.96));
+        let p = predict(&k, &prices).unwrap();
+        assert_eq!(p.predicted_added_ns, 100.0 * 50.0 + 40.0 * 40.0);
+        // sqrt((100 x 2)^2 + (40 x 1)^2) x 1.96: the 40 null-call calls as one.
+        let half = 1.96 * (200.0f64.powi(2) + 40.0f64.powi(2)).sqrt();
+        assert!((p.predicted_ci95[1] - p.predicted_added_ns - half).abs() < 1e-9);
+        assert_eq!(p.assumed_count, 40);
+        assert_eq!(p.assumed_added_ns, 1600.0);
+        assert_eq!(p.breakdown[0].kind, "read");
+        assert!(p.assumptions[0].starts_with("40 calls of 2 kinds"));
+    }
+
+    #[test]
+    fn a_kind_without_a_price_falls_back_to_the_null_call_and_says_so() {
+        let k = vec![Kind {
+            kind: "process creation".into(),
+            count: 2,
+            priced_by: FORK.into(),
+            assumed: false,
+        }];
+        let mut prices = BTreeMap::new();
+        prices.insert(NULL_CALL.into(), price(40.0, 0.0));
+        let p = predict(&k, &prices).unwrap();
+        assert_eq!(p.predicted_added_ns, 80.0);
+        assert!(p.breakdown[0].assumed);
+        assert!(
+            p.assumptions
+                .iter()
+                .any(|a| a.contains("spawn/fork has no price"))
+        );
+        assert!(predict(&k, &BTreeMap::new()).is_none());
+    }
+
+    #[test]
+    fn a_miss_says_what_the_assumed_calls_would_have_to_cost() {
+        let p = Prediction {
+            predicted_added_ns: 1000.0,
+            predicted_ci95: [900.0, 1100.0],
+            breakdown: vec![],
+            assumed_added_ns: 400.0,
+            assumed_count: 10,
+            assumptions: vec![],
+        };
+        assert!(miss_note(&p, 1050.0, [980.0, 1200.0]).is_none());
+        let n = miss_note(&p, 1600.0, [1500.0, 1700.0]).unwrap();
+        assert!(n.contains("under the measurement"), "{n}");
+        // (400 + 600) / 10 = 100 ns each instead of 40.
+        assert!(n.contains("add 100 ns each instead of 40 ns"), "{n}");
+    }
+}

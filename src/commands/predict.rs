@@ -1,0 +1,403 @@
+//! `oscost predict --under WRAPPER -- CMD ARGS...`: what a wrapper costs a real program,
+//! predicted from the program's own system calls and measured, side by side.
+//!
+//! 1. Count: CMD runs once plainly under the kernel's tracepoint counters
+//!    (`harness::syscount`): system calls by name, processes, threads, execs.
+//! 2. Price: the catalogue's benchmarks for the kinds that appeared are measured plain and
+//!    under the wrapper, interleaved as `ab` does (`scheduler::execute_ab`); their additions
+//!    and CIs are the prices (`analysis::predict`).
+//! 3. Measure: CMD plain and under the wrapper in alternating rounds (`program::alternate`);
+//!    the added time is the median of the rounds' paired differences, its CI from order
+//!    statistics.
+//! 4. Show and keep: predicted against measured with the breakdown (table, `--json`,
+//!    `--report`), and both sides saved as runs that carry the priced benchmarks and the
+//!    program's wall time as `program/NAME-HASH`, so `history` and `matrix` show it.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::Args;
+use serde::Serialize;
+
+use super::args::{StoreArgs, split_command, usage};
+use super::{check_program, check_report_dir, open_store, stopper};
+use crate::analysis::predict::{self as model, Price};
+use crate::harness::syscount;
+use crate::program::{self, ProcessTimer, Rounds, RoundsEnd};
+use crate::scheduler::{self, AbSide};
+use crate::stats;
+
+#[derive(Debug, Args, Clone)]
+pub struct PredictArgs {
+    /// The wrapper, e.g. 'strace -f -o /dev/null' or 'scripts/ref/seccomp-layers 8 --'.
+    #[arg(long, value_name = "CMD", required = true)]
+    pub under: String,
+    /// Rounds of the program plain and wrapped [default: 5 to 30, until the added time's CI is
+    /// within ±5% or a minute has passed].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(3..=1000))]
+    pub rounds: Option<u64>,
+    /// Price with shorter, less precise repetitions (as `run --quick`).
+    #[arg(long)]
+    pub quick: bool,
+    /// Pin the pricing benchmarks to this CPU [default: an idle one].
+    #[arg(long, value_name = "N")]
+    pub cpu: Option<usize>,
+    /// Write the prediction and the measurement as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write a page drawing the breakdown and the two intervals into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
+    /// Do not save the two runs in the store.
+    #[arg(long)]
+    pub no_save: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// The program and its arguments (after `--`).
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
+    pub command: Vec<String>,
+}
+
+/// What `--json` writes.
+#[derive(Debug, Serialize)]
+pub struct PredictOutput {
+    pub command: String,
+    pub wrapper: String,
+    pub syscalls: BTreeMap<String, u64>,
+    pub processes: u64,
+    pub threads: u64,
+    pub execs: u64,
+    pub uncounted: Vec<String>,
+    pub predicted_added_ns: f64,
+    pub predicted_ci95: [f64; 2],
+    pub measured_added_ns: f64,
+    pub measured_ci95: [f64; 2],
+    pub measured_cpu_added_ns: f64,
+    pub plain_wall_ns: f64,
+    pub wrapped_wall_ns: f64,
+    pub rounds: usize,
+    /// (predicted - measured) / measured.
+    pub error: f64,
+    pub breakdown: Vec<model::Line>,
+    pub prices: BTreeMap<String, Price>,
+    pub assumptions: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub miss: Option<String>,
+}
+
+/// The paired differences' median and its 95% CI (order statistics).
+fn added(plain: &[f64], wrapped: &[f64]) -> (f64, [f64; 2]) {
+    let d: Vec<f64> = wrapped.iter().zip(plain).map(|(w, p)| w - p).collect();
+    match stats::summarize(&d) {
+        Some(s) => (s.median, s.ci95),
+        None => (f64::NAN, [f64::NAN, f64::NAN]),
+    }
+}
+
+fn wall(ts: &[program::Timing]) -> Vec<f64> {
+    ts.iter().map(|t| t.wall_ns).collect()
+}
+
+/// A command line as a person would type it: a word is quoted only when the shell would
+/// split or expand it.
+pub fn shell_words(argv: &[String]) -> String {
+    let plain = |w: &str| {
+        !w.is_empty()
+            && w.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c))
+    };
+    argv.iter()
+        .map(|w| {
+            if plain(w) {
+                w.clone()
+            } else {
+                shlex::try_quote(w).map_or_else(|_| format!("{w:?}"), |q| q.to_string())
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `program/dd-1a2b3c`: the program's name and a short hash of the whole command line, so two
+/// programs of one name stay apart in the history.
+pub fn program_id(argv: &[String]) -> String {
+    use sha2::{Digest, Sha256};
+    let name = std::path::Path::new(&argv[0])
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_else(|| "cmd".into());
+    let name: String = name
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || "-_.".contains(*c))
+        .take(40)
+        .collect();
+    let h = Sha256::digest(argv.join("\u{1f}").as_bytes());
+    let hex: String = h.iter().take(3).map(|b| format!("{b:02x}")).collect();
+    format!("program/{name}-{hex}")
+}
+
+impl PredictArgs {
+    pub fn run(self) -> anyhow::Result<i32> {
+        let interrupted = crate::signals::guard_processes()?;
+        let stop = stopper(&interrupted);
+        let wrapper = split_command("--under", &self.under).map_err(|e| usage(e.0))?;
+        if wrapper.is_empty() {
+            return Err(usage("--under: give the wrapper command"));
+        }
+        check_program("--under", &wrapper)?;
+        check_program("the command", &self.command)?;
+        if let Some(j) = &self.json {
+            crate::output::check_outputs(&[j]).map_err(usage)?;
+        }
+        if let Some(d) = &self.report {
+            check_report_dir(d)?;
+        }
+        let cmd_text = shell_words(&self.command);
+
+        // 1. Count: the program, and `true` (what one program start asks of the kernel).
+        let ids = syscount::tracepoint_ids().map_err(|e| usage(e.to_string()))?;
+        let mut req = super::plan::Request::new(vec![model::NULL_CALL.to_string()]);
+        req.cpu = self.cpu;
+        let cpu = super::plan::build(&req)?.opts.cpu;
+        let count = |argv: &[String]| {
+            syscount::count(argv, Some(cpu), &ids).map_err(|e| match e {
+                syscount::CountError::NoRights(_) => usage(e.to_string()),
+                e => anyhow::anyhow!(e),
+            })
+        };
+        let counts = count(&self.command)?;
+        stop()?;
+        if counts.exit_code != Some(0) {
+            anyhow::bail!(
+                "`{cmd_text}` failed when run plainly ({}): predict times a program that succeeds",
+                counts
+                    .exit_code
+                    .map_or("killed by a signal".into(), |c| format!("exit status {c}"))
+            );
+        }
+        let true_cmd = vec!["true".to_string()];
+        let start = count(&true_cmd).ok().filter(|c| c.exit_code == Some(0));
+        let kinds = model::kinds(&counts, start.as_ref());
+        eprintln!(
+            "oscost: `{cmd_text}` made {} system calls of {} kinds, {} processes, {} threads, \
+             {} execs; everything below runs on CPU {cpu}",
+            counts.total_syscalls(),
+            counts.syscalls.len(),
+            counts.processes,
+            counts.threads,
+            counts.execs
+        );
+
+        // 2. Price: the benchmarks under the wrapper (the wrapper, too, on the measuring CPU),
+        // and the wrapper's own start.
+        let mut req = super::plan::Request::new(model::prices_needed(&kinds));
+        req.cpu = Some(cpu);
+        req.quick = self.quick;
+        let mut plan = super::plan::build(&req)?;
+        plan.pin_wrapper = true;
+        let plain = AbSide {
+            wrapper: vec![],
+            text: None,
+        };
+        let side = AbSide {
+            wrapper: wrapper.clone(),
+            text: Some(self.under.clone()),
+        };
+        let (mut ra, mut rb) =
+            scheduler::execute_ab(&plan, &plain, &side, 3, Arc::clone(&interrupted))?;
+        stop()?;
+        let cmp = crate::compare::compare(&ra, &rb, "plain", "wrapped", &Default::default());
+        let mut prices: BTreeMap<String, Price> = cmp
+            .rows
+            .iter()
+            .filter(|r| r.addition_ns.is_finite())
+            .map(|r| {
+                (
+                    r.id.clone(),
+                    Price {
+                        addition_ns: r.addition_ns,
+                        ci95: r.addition_ci95,
+                    },
+                )
+            })
+            .collect();
+        if let (Some(d), Some(f)) = (
+            prices.get(model::FORK_EXEC_DYNAMIC),
+            prices.get(model::FORK),
+        ) {
+            prices.insert(model::PROGRAM_START.into(), model::less(*d, *f));
+        }
+        let mut timer = ProcessTimer {
+            cpu: Some(cpu),
+            interrupted: &interrupted,
+        };
+        if kinds.iter().any(|k| k.priced_by == model::WRAPPER_START) {
+            let mut wrapped_true = wrapper.clone();
+            wrapped_true.extend(true_cmd.iter().cloned());
+            let (r, end) =
+                program::alternate(&mut timer, &true_cmd, &wrapped_true, 30, 30, &|_| true)
+                    .map_err(program_err)?;
+            if end == RoundsEnd::Done {
+                let (m, ci) = added(&wall(&r.plain), &wall(&r.wrapped));
+                prices.insert(
+                    model::WRAPPER_START.into(),
+                    Price {
+                        addition_ns: m,
+                        ci95: ci,
+                    },
+                );
+            }
+        }
+        let Some(pred) = model::predict(&kinds, &prices) else {
+            anyhow::bail!(
+                "{} could not be measured under `{}`, so nothing can be priced",
+                model::NULL_CALL,
+                self.under
+            );
+        };
+
+        // 3. Measure.
+        let mut wrapped_cmd = wrapper.clone();
+        wrapped_cmd.extend(self.command.iter().cloned());
+        let (min, max) = match self.rounds {
+            Some(n) => (n as usize, n as usize),
+            None => (5, 300),
+        };
+        let started = Instant::now();
+        let enough = |r: &Rounds| {
+            let (m, ci) = added(&wall(&r.plain), &wall(&r.wrapped));
+            (ci[1] - ci[0]) / 2.0 <= 0.05 * m.abs() || started.elapsed().as_secs_f64() > 60.0
+        };
+        eprintln!(
+            "oscost: timing `{cmd_text}` plain and under `{}`",
+            self.under
+        );
+        let (rounds, end) =
+            program::alternate(&mut timer, &self.command, &wrapped_cmd, min, max, &enough)
+                .map_err(program_err)?;
+        match end {
+            RoundsEnd::Done => {}
+            RoundsEnd::PlainFailed(how) => {
+                anyhow::bail!("`{cmd_text}` {how} when run plainly during the rounds")
+            }
+            RoundsEnd::WrappedFailed(how) => anyhow::bail!(
+                "`{cmd_text}` {how} under `{}` but not without it: the wrapper changes what it \
+                 does, so its cost cannot be predicted",
+                self.under
+            ),
+        }
+        let (m, mci) = added(&wall(&rounds.plain), &wall(&rounds.wrapped));
+        let cpu = |ts: &[program::Timing]| ts.iter().map(|t| t.cpu_ns).collect::<Vec<f64>>();
+        let (mcpu, _) = added(&cpu(&rounds.plain), &cpu(&rounds.wrapped));
+
+        let out = PredictOutput {
+            command: cmd_text.clone(),
+            wrapper: self.under.clone(),
+            syscalls: counts.syscalls.clone(),
+            processes: counts.processes,
+            threads: counts.threads,
+            execs: counts.execs,
+            uncounted: counts.uncounted.clone(),
+            predicted_added_ns: pred.predicted_added_ns,
+            predicted_ci95: pred.predicted_ci95,
+            measured_added_ns: m,
+            measured_ci95: mci,
+            measured_cpu_added_ns: mcpu,
+            plain_wall_ns: stats::median(&wall(&rounds.plain)),
+            wrapped_wall_ns: stats::median(&wall(&rounds.wrapped)),
+            rounds: rounds.plain.len(),
+            error: (pred.predicted_added_ns - m) / m,
+            breakdown: pred.breakdown.clone(),
+            prices,
+            assumptions: pred.assumptions.clone(),
+            miss: model::miss_note(&pred, m, mci),
+        };
+        print!("{}", crate::report::predict::render_text(&out_view(&out)));
+
+        // 4. Keep.
+        let id = program_id(&self.command);
+        let def = format!("wall time of `{cmd_text}`, one run a sample");
+        ra.results.push(model::program_result(
+            &id,
+            &def,
+            &cmd_text,
+            &wall(&rounds.plain),
+        ));
+        rb.results.push(model::program_result(
+            &id,
+            &def,
+            &cmd_text,
+            &wall(&rounds.wrapped),
+        ));
+        ra.label = Some(format!("predict plain: {cmd_text}"));
+        rb.label = Some(format!("predict under {}: {cmd_text}", self.under));
+        let mut late = Vec::new();
+        if !self.no_save {
+            let mut s = open_store(&self.store)?;
+            match s.save_all(&[&ra, &rb], &|| stop().is_err()) {
+                Ok(ids) => eprintln!(
+                    "oscost: saved plain as run {} and wrapped as run {} in {} ({id})",
+                    ids[0],
+                    ids[1],
+                    s.shown()
+                ),
+                Err(crate::store::StoreError::Interrupted) => stop()?,
+                Err(e) => late.push(super::keep_unsaved(&[&ra, &rb], &e, &s.shown())),
+            }
+        }
+        if let Some(j) = &self.json {
+            let bytes = serde_json::to_vec_pretty(&out)?;
+            if let Err(e) = crate::output::write_file(j, &bytes) {
+                late.push(e.to_string());
+            }
+        }
+        if let Some(d) = &self.report {
+            match crate::report::predict::render_page(&out_view(&out)) {
+                Ok(page) => match crate::output::write_page(d, &page, &stop) {
+                    Ok(_) => eprintln!("oscost: report in {}", d.join("index.html").display()),
+                    Err(e) => late.push(e.to_string()),
+                },
+                Err(e) => late.push(format!("cannot draw the prediction: {e}")),
+            }
+        }
+        Ok(super::conclude(&[&ra, &rb], &late))
+    }
+}
+
+/// An interrupt stays an `Interrupted` (exit 128+N, "nothing was saved"); the rest are errors.
+fn program_err(e: program::ProgramError) -> anyhow::Error {
+    match e {
+        program::ProgramError::Interrupted(i) => i.into(),
+        e => e.into(),
+    }
+}
+
+/// The views' copy of the output (the views layer knows no command types).
+fn out_view(o: &PredictOutput) -> crate::report::predict::View {
+    crate::report::predict::View {
+        command: o.command.clone(),
+        wrapper: o.wrapper.clone(),
+        total_syscalls: o.syscalls.values().sum(),
+        kinds: o.syscalls.len(),
+        processes: o.processes,
+        threads: o.threads,
+        execs: o.execs,
+        uncounted: o.uncounted.clone(),
+        predicted: (o.predicted_added_ns, o.predicted_ci95),
+        measured: (o.measured_added_ns, o.measured_ci95),
+        measured_cpu: o.measured_cpu_added_ns,
+        plain_wall_ns: o.plain_wall_ns,
+        wrapped_wall_ns: o.wrapped_wall_ns,
+        rounds: o.rounds,
+        breakdown: o.breakdown.clone(),
+        assumptions: o.assumptions.clone(),
+        miss: o.miss.clone(),
+    }
+}

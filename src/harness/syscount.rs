@@ -1,0 +1,355 @@
+//! What a program asks of the kernel: its system calls by name, its new processes, threads
+//! and successful execs, over all its processes and threads, counted by the kernel's own
+//! tracepoints through perf_event_open (never ptrace or strace: they would need installing
+//! and would change what they count).
+//!
+//! How: one counting event per system call this architecture has (numbers and names from the
+//! `syscalls` crate), each on `raw_syscalls:sys_enter` with the filter `id == NR`, and for
+//! `task:task_newtask` (all new tasks, and again filtered on CLONE_THREAD) and
+//! `sched:sched_process_exec`, opened on the calling thread, disabled, inherited and enabled
+//! on exec. One tracepoint with filters, not the `syscalls:sys_enter_NAME` tracepoint of each
+//! call: closing an event that is the last user of its tracepoint waits for the kernel to
+//! unhook it (35 ms here), and closing 360 of those took 13 s; events sharing one tracepoint
+//! wait once. The price is a filter test per event on each system call of the counted run,
+//! which is not timed. The program is then started from this same thread: the child inherits every
+//! event, the kernel turns them on when the child execs the program, and each descendant's
+//! counts join the parent event when it exits. The program's first execve is entered before
+//! the events are on, so it is added by hand (`+1`).
+//!
+//! Tracepoint ids live in tracefs. When tracefs is not mounted, `oscost __tracefs` (started by
+//! `tracepoint_ids`) mounts it in a mount namespace of its own, prints the ids and exits: the
+//! mount dies with the namespace, so nothing is left mounted even if it is killed.
+
+use std::collections::BTreeMap;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use perf_event::events::Tracepoint;
+use perf_event::{Builder, Counter};
+use syscalls::Sysno;
+
+/// Where tracefs is usually mounted.
+const TRACEFS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
+
+/// Set for `oscost __tracefs`, so that it never starts another.
+const HELPER_ENV: &str = "OSCOST_TRACEFS_HELPER";
+
+/// CLONE_THREAD: a new task that is a thread of its creator.
+const CLONE_THREAD: u64 = 0x10000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CountError {
+    #[error(
+        "counting a program's system calls needs the kernel's tracepoints: {0}; run as root \
+         (or with CAP_PERFMON and CAP_SYS_ADMIN, kernel.perf_event_paranoid <= 1)"
+    )]
+    NoRights(String),
+    #[error("this kernel has no system call tracepoints (CONFIG_FTRACE_SYSCALLS): {0}")]
+    NoTracepoints(String),
+    #[error("cannot start '{0}': {1}")]
+    Start(String, std::io::Error),
+    #[error("{0}")]
+    Io(String),
+}
+
+/// The tracepoint ids counting needs: every system call's entry, and the task events.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TracepointIds {
+    /// `raw_syscalls:sys_enter`.
+    pub sys_enter: Option<u64>,
+    pub newtask: Option<u64>,
+    pub exec: Option<u64>,
+}
+
+impl TracepointIds {
+    /// Parse `oscost __tracefs`'s output: lines `NAME ID`, `NAME` being `sys_enter`,
+    /// `task_newtask` or `sched_process_exec`.
+    pub fn parse(text: &str) -> TracepointIds {
+        let mut ids = TracepointIds::default();
+        for line in text.lines() {
+            let mut f = line.split_whitespace();
+            let (Some(name), Some(Ok(id))) = (f.next(), f.next().map(str::parse::<u64>)) else {
+                continue;
+            };
+            match name {
+                "task_newtask" => ids.newtask = Some(id),
+                "sched_process_exec" => ids.exec = Some(id),
+                "sys_enter" => ids.sys_enter = Some(id),
+                _ => {}
+            }
+        }
+        ids
+    }
+
+    /// The ids under a mounted tracefs, as `parse` reads them.
+    fn list(root: &Path) -> String {
+        let mut out = String::new();
+        let read = |p: PathBuf| std::fs::read_to_string(p).ok();
+        for (dir, name) in [
+            ("task", "task_newtask"),
+            ("sched", "sched_process_exec"),
+            ("raw_syscalls", "sys_enter"),
+        ] {
+            if let Some(id) = read(root.join("events").join(dir).join(name).join("id")) {
+                out.push_str(&format!("{name} {}\n", id.trim()));
+            }
+        }
+        out
+    }
+}
+
+/// A mounted tracefs, if any.
+fn mounted_tracefs() -> Option<PathBuf> {
+    TRACEFS
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.join("events/raw_syscalls").is_dir())
+}
+
+/// Entry point of `oscost __tracefs` (single-threaded: a mount namespace cannot be entered by
+/// one thread of many): mount tracefs in a private mount namespace, print the ids, exit.
+pub fn tracefs_main() -> i32 {
+    use nix::mount::{MsFlags, mount};
+    use nix::sched::{CloneFlags, unshare};
+    if let Err(e) = unshare(CloneFlags::CLONE_NEWNS) {
+        eprintln!("cannot enter a mount namespace of its own to mount tracefs: {e}");
+        return 1;
+    }
+    // Private, so that nothing mounted here propagates back to the host's namespace.
+    if let Err(e) = mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None::<&str>,
+    ) {
+        eprintln!("cannot make the mount namespace private: {e}");
+        return 1;
+    }
+    let target = TRACEFS[0];
+    if let Err(e) = mount(
+        Some("tracefs"),
+        target,
+        Some("tracefs"),
+        MsFlags::empty(),
+        None::<&str>,
+    ) {
+        eprintln!("cannot mount tracefs on {target}: {e}");
+        return 1;
+    }
+    print!("{}", TracepointIds::list(Path::new(target)));
+    0
+}
+
+/// The tracepoint ids: from a mounted tracefs, or from `oscost __tracefs`.
+pub fn tracepoint_ids() -> Result<TracepointIds, CountError> {
+    let text = match mounted_tracefs() {
+        Some(root) => TracepointIds::list(&root),
+        None => {
+            // The helper is this binary; a binary that is not oscost (a test, an example)
+            // would start itself again and again: the variable stops the second one.
+            if std::env::var_os(HELPER_ENV).is_some() {
+                return Err(CountError::Io(
+                    "oscost __tracefs started a program that is not oscost".into(),
+                ));
+            }
+            let exe = std::env::current_exe().map_err(|e| CountError::Io(e.to_string()))?;
+            let out = Command::new(exe)
+                .arg("__tracefs")
+                .env(HELPER_ENV, "1")
+                .stdin(Stdio::null())
+                .output()
+                .map_err(|e| CountError::Io(format!("cannot start oscost __tracefs: {e}")))?;
+            if !out.status.success() {
+                let why = String::from_utf8_lossy(&out.stderr).trim().to_string();
+                return Err(CountError::NoRights(format!(
+                    "tracefs is not mounted and could not be mounted ({why})"
+                )));
+            }
+            String::from_utf8_lossy(&out.stdout).to_string()
+        }
+    };
+    let ids = TracepointIds::parse(&text);
+    // SAFETY: geteuid cannot fail.
+    if ids.sys_enter.is_none() && unsafe { libc::geteuid() } != 0 {
+        return Err(CountError::NoRights(
+            "the tracepoint ids in tracefs cannot be read by this user".into(),
+        ));
+    }
+    if ids.sys_enter.is_none() {
+        return Err(CountError::NoTracepoints(
+            "tracefs has no events/raw_syscalls/sys_enter".into(),
+        ));
+    }
+    Ok(ids)
+}
+
+/// What one run of a program did, over all its processes and threads.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ProgramCounts {
+    /// System call entries by name (the first execve included).
+    pub syscalls: BTreeMap<String, u64>,
+    /// New processes (tasks that are not threads of their creator).
+    pub processes: u64,
+    /// New threads.
+    pub threads: u64,
+    /// Successful execs (the first one included).
+    pub execs: u64,
+    /// The program's exit status (`None`: killed by a signal).
+    pub exit_code: Option<i32>,
+    /// What could not be counted, and why.
+    pub uncounted: Vec<String>,
+}
+
+impl ProgramCounts {
+    pub fn total_syscalls(&self) -> u64 {
+        self.syscalls.values().sum()
+    }
+}
+
+fn open(id: u64, filter: Option<&str>) -> std::io::Result<Counter> {
+    let mut b = Builder::new(Tracepoint::with_id(id));
+    b.observe_self()
+        .any_cpu()
+        .inherit(true)
+        .enabled(false)
+        .enable_on_exec(true)
+        // The task events fire in kernel context; perf-event2 excludes the kernel by default
+        // (system call entries carry the user's registers, so they counted either way).
+        .exclude_kernel(false)
+        .exclude_hv(false);
+    let c = b.build()?;
+    if let Some(f) = filter {
+        let text = std::ffi::CString::new(f).map_err(std::io::Error::other)?;
+        // SAFETY: PERF_EVENT_IOC_SET_FILTER takes a NUL-terminated string that outlives the
+        // call; the descriptor is the counter's own.
+        let rc = unsafe {
+            libc::ioctl(
+                c.as_raw_fd(),
+                nix::request_code_write!(b'$', 6, std::mem::size_of::<*mut libc::c_char>()),
+                text.as_ptr(),
+            )
+        };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(c)
+}
+
+/// Run `argv` once, plainly (stdin, stdout and stderr on /dev/null), and count what it does.
+/// Must be called from the thread that will not start anything else meanwhile: the events
+/// are inherited by children of this thread only.
+pub fn count(
+    argv: &[String],
+    cpu: Option<usize>,
+    ids: &TracepointIds,
+) -> Result<ProgramCounts, CountError> {
+    let Some(sys_enter) = ids.sys_enter else {
+        return Err(CountError::NoTracepoints(
+            "no raw_syscalls:sys_enter".into(),
+        ));
+    };
+    raise_nofile(Sysno::count() as u64 + 64);
+    let mut counters = Vec::with_capacity(Sysno::count());
+    let mut uncounted = Vec::new();
+    for call in Sysno::iter() {
+        let filter = format!("id == {}", call.id());
+        match open(sys_enter, Some(&filter)) {
+            Ok(c) => counters.push((call.name().to_string(), c)),
+            Err(e) if counters.is_empty() => {
+                return Err(CountError::NoRights(format!(
+                    "perf_event_open of raw_syscalls:sys_enter: {e}"
+                )));
+            }
+            Err(e) => uncounted.push(format!("system call {}: {e}", call.name())),
+        }
+    }
+    let task = |id: Option<u64>, filter: Option<&str>, what: &str, un: &mut Vec<String>| match id
+        .map(|i| open(i, filter))
+    {
+        Some(Ok(c)) => Some(c),
+        Some(Err(e)) => {
+            un.push(format!("{what}: {e}"));
+            None
+        }
+        None => {
+            un.push(format!("{what}: no tracepoint on this kernel"));
+            None
+        }
+    };
+    let mut tasks = task(ids.newtask, None, "new tasks", &mut uncounted);
+    let thread_filter = format!("clone_flags & {CLONE_THREAD}");
+    let mut threads = task(
+        ids.newtask,
+        Some(&thread_filter),
+        "new threads",
+        &mut uncounted,
+    );
+    let mut execs = task(ids.exec, None, "execs", &mut uncounted);
+
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if let Some(set) = cpu.map(super::os::cpu_set) {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: sched_setaffinity is async-signal-safe; the set was built before the fork.
+        unsafe {
+            cmd.pre_exec(move || {
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+                Ok(())
+            });
+        }
+    }
+    let status = cmd
+        .status()
+        .map_err(|e| CountError::Start(argv[0].clone(), e))?;
+
+    let read = |c: &mut Counter| c.read().map_err(|e| CountError::Io(e.to_string()));
+    let mut counts = ProgramCounts {
+        exit_code: status.code(),
+        ..Default::default()
+    };
+    for (name, mut c) in counters {
+        let n = read(&mut c)?;
+        if n > 0 {
+            counts.syscalls.insert(name, n);
+        }
+    }
+    // The first execve was entered before the events were on.
+    *counts.syscalls.entry("execve".into()).or_default() += 1;
+    let all = tasks.as_mut().map(read).transpose()?.unwrap_or(0);
+    counts.threads = threads.as_mut().map(read).transpose()?.unwrap_or(0);
+    counts.processes = all.saturating_sub(counts.threads);
+    counts.execs = execs.as_mut().map(read).transpose()?.unwrap_or(0);
+    counts.uncounted = uncounted;
+    Ok(counts)
+}
+
+/// One descriptor per tracepoint: lift the soft limit on open files to the hard one if needed.
+fn raise_nofile(want: u64) {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE)
+        && soft < want
+    {
+        let _ = setrlimit(Resource::RLIMIT_NOFILE, want.min(hard), hard);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tracefs_listing_is_parsed_into_ids() {
+        let ids = TracepointIds::parse(
+            "task_newtask 301\nsched_process_exec 290\nsys_enter 21\ngarbage\nsys_exit x\n",
+        );
+        assert_eq!(ids.newtask, Some(301));
+        assert_eq!(ids.exec, Some(290));
+        assert_eq!(ids.sys_enter, Some(21));
+    }
+}

@@ -1,0 +1,284 @@
+//! The views of `oscost predict`: the terminal's summary and table, and the page that draws
+//! the breakdown by kind and the predicted and measured intervals side by side (pure: bytes
+//! out).
+
+use minijinja::context;
+use minijinja::value::Serde;
+use serde::Serialize;
+
+use super::format_ns;
+use super::html::{FigureOut, Page, render};
+use super::plot::{self, Bar, Figure};
+use crate::analysis::predict::Line;
+
+/// What the views show (the command's output, without the command's types).
+#[derive(Debug, Clone, Serialize)]
+pub struct View {
+    pub command: String,
+    pub wrapper: String,
+    pub total_syscalls: u64,
+    pub kinds: usize,
+    pub processes: u64,
+    pub threads: u64,
+    pub execs: u64,
+    pub uncounted: Vec<String>,
+    /// Point and 95% CI, ns.
+    pub predicted: (f64, [f64; 2]),
+    pub measured: (f64, [f64; 2]),
+    pub measured_cpu: f64,
+    pub plain_wall_ns: f64,
+    pub wrapped_wall_ns: f64,
+    pub rounds: usize,
+    pub breakdown: Vec<Line>,
+    pub assumptions: Vec<String>,
+    pub miss: Option<String>,
+}
+
+fn signed(ns: f64) -> String {
+    if ns < 0.0 {
+        format!("-{}", format_ns(-ns))
+    } else {
+        format!("+{}", format_ns(ns))
+    }
+}
+
+fn interval(p: &(f64, [f64; 2])) -> String {
+    format!(
+        "{} (95% CI {} to {})",
+        signed(p.0),
+        signed(p.1[0]),
+        signed(p.1[1])
+    )
+}
+
+/// The headline lines: predicted, measured, the error.
+pub fn headlines(v: &View) -> Vec<String> {
+    let err = (v.predicted.0 - v.measured.0) / v.measured.0;
+    vec![
+        format!(
+            "`{}` under `{}`: {} plain, {} wrapped (medians of {} alternating rounds)",
+            v.command,
+            v.wrapper,
+            format_ns(v.plain_wall_ns),
+            format_ns(v.wrapped_wall_ns),
+            v.rounds
+        ),
+        format!("predicted added time {}", interval(&v.predicted)),
+        format!(
+            "measured added time  {} wall, {} CPU",
+            interval(&v.measured),
+            signed(v.measured_cpu)
+        ),
+        format!(
+            "prediction error {:+.1}% of the measured added time",
+            100.0 * err
+        ),
+    ]
+}
+
+/// The rows of the breakdown table, at most `max` (the rest summed in one row).
+fn rows(v: &View, max: usize) -> Vec<[String; 5]> {
+    let mut out: Vec<[String; 5]> = v
+        .breakdown
+        .iter()
+        .take(max)
+        .map(|l| {
+            [
+                l.kind.clone(),
+                l.count.to_string(),
+                format!("{}{}", l.priced_by, if l.assumed { " (model)" } else { "" }),
+                signed(l.addition_ns),
+                signed(l.added_ns),
+            ]
+        })
+        .collect();
+    if v.breakdown.len() > max {
+        let rest = &v.breakdown[max..];
+        out.push([
+            format!("{} other kinds", rest.len()),
+            rest.iter().map(|l| l.count).sum::<u64>().to_string(),
+            String::new(),
+            String::new(),
+            signed(rest.iter().map(|l| l.added_ns).sum()),
+        ]);
+    }
+    out
+}
+
+/// The terminal's text: headlines, the breakdown's largest rows, assumptions, the miss.
+pub fn render_text(v: &View) -> String {
+    let mut s = String::new();
+    for h in headlines(v) {
+        s.push_str(&h);
+        s.push('\n');
+    }
+    s.push_str(&format!(
+        "counted: {} system calls of {} kinds, {} processes, {} threads, {} execs\n\n",
+        v.total_syscalls, v.kinds, v.processes, v.threads, v.execs
+    ));
+    let mut t = super::plain_table(false, ["kind", "count", "priced by", "addition", "added"]);
+    for r in rows(v, 12) {
+        t.add_row(r);
+    }
+    for i in [1, 3, 4] {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(comfy_table::CellAlignment::Right);
+        }
+    }
+    s.push_str(&t.to_string());
+    s.push('\n');
+    for a in &v.assumptions {
+        s.push_str(&format!("assumed: {a}\n"));
+    }
+    for u in &v.uncounted {
+        s.push_str(&format!("not counted: {u}\n"));
+    }
+    if let Some(m) = &v.miss {
+        s.push_str(&format!("miss: {m}\n"));
+    }
+    s
+}
+
+#[derive(Serialize)]
+struct Row {
+    cells: [String; 5],
+    assumed: bool,
+}
+
+/// The page: headlines, the two intervals, the breakdown chart and table.
+pub fn render_page(v: &View) -> Result<Page, String> {
+    let mut figs = Vec::new();
+    let bar = |label: &str, p: &(f64, [f64; 2])| Bar {
+        label: label.into(),
+        value: p.0,
+        lo: p.1[0],
+        hi: p.1[1],
+        flagged: false,
+        points: vec![],
+    };
+    let both = vec![bar("predicted", &v.predicted), bar("measured", &v.measured)];
+    if both.iter().all(|b| b.lo > 0.0) {
+        let title = "added time: predicted against measured (whiskers: 95% CI)".to_string();
+        let f = Figure::Bars {
+            title: title.clone(),
+            bars: both,
+        };
+        figs.push(FigureOut {
+            name: "intervals".into(),
+            title,
+            svg: plot::svg(&f)?,
+        });
+    }
+    let kinds: Vec<Bar> = v
+        .breakdown
+        .iter()
+        .filter(|l| l.added_ns > 0.0)
+        .take(15)
+        .map(|l| Bar {
+            label: format!("{} ×{}", l.kind, l.count),
+            value: l.added_ns,
+            lo: l.added_ns,
+            hi: l.added_ns,
+            flagged: l.assumed,
+            points: vec![],
+        })
+        .collect();
+    if !kinds.is_empty() {
+        let title = "predicted added time by kind (orange: priced as the null call)".to_string();
+        let f = Figure::Bars {
+            title: title.clone(),
+            bars: kinds,
+        };
+        figs.push(FigureOut {
+            name: "breakdown".into(),
+            title,
+            svg: plot::svg(&f)?,
+        });
+    }
+    let table: Vec<Row> = rows(v, 40)
+        .into_iter()
+        .zip(
+            v.breakdown
+                .iter()
+                .map(|l| l.assumed)
+                .chain(std::iter::repeat(false)),
+        )
+        .map(|(cells, assumed)| Row { cells, assumed })
+        .collect();
+    let html = render(
+        "predict.html",
+        context! {
+            v => Serde(v),
+            headlines => Serde(headlines(v)),
+            figures => Serde(&figs),
+            rows => Serde(table),
+        },
+    )?;
+    let files = figs
+        .iter()
+        .map(|f| (format!("fig/{}.svg", f.name), f.svg.clone().into_bytes()))
+        .collect();
+    Ok(Page { html, files })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view() -> View {
+        let line = |kind: &str, count: u64, add: f64, assumed: bool| Line {
+            kind: kind.into(),
+            count,
+            priced_by: if assumed {
+                "syscall/getppid"
+            } else {
+                "syscall/read-devzero"
+            }
+            .into(),
+            assumed,
+            addition_ns: add,
+            added_ns: count as f64 * add,
+        };
+        View {
+            command: "dd if=/dev/zero of=/dev/null bs=1 count=100000".into(),
+            wrapper: "strace -f -o /dev/null".into(),
+            total_syscalls: 200_040,
+            kinds: 12,
+            processes: 0,
+            threads: 0,
+            execs: 1,
+            uncounted: vec![],
+            predicted: (10e9, [9e9, 11e9]),
+            measured: (11e9, [10.5e9, 11.5e9]),
+            measured_cpu: 12e9,
+            plain_wall_ns: 80e6,
+            wrapped_wall_ns: 11.08e9,
+            rounds: 5,
+            breakdown: vec![
+                line("read", 100_000, 50_000.0, false),
+                line("openat", 20, 40_000.0, true),
+            ],
+            assumptions: vec!["20 calls of 1 kinds ...".into()],
+            miss: None,
+        }
+    }
+
+    #[test]
+    fn the_text_says_both_intervals_the_error_and_the_breakdown() {
+        let t = render_text(&view());
+        assert!(t.contains("predicted added time +10.0 s"), "{t}");
+        assert!(t.contains("measured added time  +11.0 s"), "{t}");
+        assert!(t.contains("prediction error -9.1%"), "{t}");
+        assert!(t.contains("syscall/getppid (model)"), "{t}");
+        assert!(t.contains("assumed: 20 calls"), "{t}");
+    }
+
+    #[test]
+    fn the_page_draws_the_intervals_and_the_breakdown() {
+        let p = render_page(&view()).unwrap();
+        let names: Vec<&str> = p.files.iter().map(|f| f.0.as_str()).collect();
+        assert_eq!(names, ["fig/intervals.svg", "fig/breakdown.svg"]);
+        assert!(p.html.contains("openat"), "{}", p.html);
+        assert!(p.html.contains("<svg"));
+    }
+}

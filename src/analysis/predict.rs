@@ -250,9 +250,10 @@ pub fn predict(kinds: &[Kind], prices: &BTreeMap<String, Price>) -> Option<Predi
             0,
             format!(
                 "{assumed_count} calls of {} kinds the catalogue does not time by name are priced \
-                 as the null call ({NULL_CALL}, {:+.0} ns each)",
+                 as the null call ({NULL_CALL}, {:+.0} ns each): {:.0}% of the prediction",
                 assumed.len(),
-                null.addition_ns
+                null.addition_ns,
+                100.0 * assumed_added / total.abs().max(1e-9)
             ),
         );
     }
@@ -293,18 +294,36 @@ pub fn miss_note(p: &Prediction, measured_ns: f64, measured_ci95: [f64; 2]) -> O
     if p.assumed_count > 0 {
         let per = (p.assumed_added_ns + gap) / p.assumed_count as f64;
         let now = p.assumed_added_ns / p.assumed_count as f64;
+        let mut assumed: Vec<&Line> = p.breakdown.iter().filter(|l| l.assumed).collect();
+        assumed.sort_by(|a, b| b.count.cmp(&a.count));
+        let largest: Vec<String> = assumed
+            .iter()
+            .take(3)
+            .map(|l| format!("{} {}", l.kind, l.count))
+            .collect();
         s.push_str(&format!(
-            "; the {} calls priced as the null call ({}) would have to add {:.0} ns each \
-             instead of {:.0} ns to close it",
+            "; the {} calls priced as the null call ({}; largest: {}) would have to add {:.0} ns \
+             each instead of {:.0} ns to close it",
             p.assumed_count,
             crate::stats::units::format_ns(p.assumed_added_ns),
+            largest.join(", "),
             per,
             now
         ));
+        if per.abs() > 3.0 * now.abs()
+            && let Some(top) = p.breakdown.iter().find(|l| !l.assumed)
+        {
+            s.push_str(&format!(
+                ", over three times the null call, so they are unlikely to be the cause: a \
+                 priced kind (largest: {} x{} at {:+.0} ns) may cost more in this program \
+                 than in its benchmark",
+                top.kind, top.count, top.addition_ns
+            ));
+        }
     } else {
         s.push_str(
             "; every operation was priced by its own benchmark, so the wrapper costs \
-                    something the model does not count (start-up, memory, scheduling)",
+             something the model does not count (start-up, memory, scheduling)",
         );
     }
     Some(s)
@@ -509,10 +528,21 @@ mod tests {
 
     #[test]
     fn a_miss_says_what_the_assumed_calls_would_have_to_cost() {
+        let line = |kind: &str, count: u64, add: f64, assumed: bool| Line {
+            kind: kind.into(),
+            count,
+            priced_by: String::new(),
+            assumed,
+            addition_ns: add,
+            added_ns: count as f64 * add,
+        };
         let p = Prediction {
             predicted_added_ns: 1000.0,
             predicted_ci95: [900.0, 1100.0],
-            breakdown: vec![],
+            breakdown: vec![
+                line("read", 12, 50.0, false),
+                line("openat", 10, 40.0, true),
+            ],
             assumed_added_ns: 400.0,
             assumed_count: 10,
             assumptions: vec![],
@@ -522,5 +552,11 @@ mod tests {
         assert!(n.contains("under the measurement"), "{n}");
         // (400 + 600) / 10 = 100 ns each instead of 40.
         assert!(n.contains("add 100 ns each instead of 40 ns"), "{n}");
+        assert!(!n.contains("unlikely to be the cause"), "{n}");
+        let far = miss_note(&p, 3000.0, [2900.0, 3100.0]).unwrap();
+        // (400 + 2000) / 10 = 240 ns each: over 3 x 40.
+        assert!(far.contains("unlikely to be the cause"), "{far}");
+        assert!(far.contains("largest: openat 10"), "{far}");
+        assert!(far.contains("largest: read x12 at +50 ns"), "{far}");
     }
 }

@@ -86,6 +86,9 @@ pub struct Curve {
     /// The parameter that splits points into series, and the words after its value in the
     /// legend ("16 KB per process").
     pub series: Option<(&'static str, &'static str)>,
+    /// One figure for the whole family, one line per benchmark (wake/: a line per mechanism),
+    /// instead of one figure per benchmark.
+    pub across_family: bool,
 }
 
 /// One invocation of `oscost run`.

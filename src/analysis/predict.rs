@@ -295,7 +295,7 @@ pub fn miss_note(p: &Prediction, measured_ns: f64, measured_ci95: [f64; 2]) -> O
         let per = (p.assumed_added_ns + gap) / p.assumed_count as f64;
         let now = p.assumed_added_ns / p.assumed_count as f64;
         let mut assumed: Vec<&Line> = p.breakdown.iter().filter(|l| l.assumed).collect();
-        assumed.sort_by(|a, b| b.count.cmp(&a.count));
+        assumed.sort_by_key(|l| std::cmp::Reverse(l.count));
         let largest: Vec<String> = assumed
             .iter()
             .take(3)

@@ -25,6 +25,7 @@ pub mod spawn;
 pub mod switch;
 pub mod syscall;
 pub mod timer;
+pub mod wake;
 
 use crate::harness::case::{BenchError, Benchmark, Expect, Measured, Meter, Param, Variant};
 use crate::harness::os::{read_byte, write_byte};
@@ -65,6 +66,7 @@ pub fn registry() -> Vec<&'static Benchmark> {
         .chain(switch::BENCHMARKS)
         .chain(ipc::BENCHMARKS)
         .chain(mem::BENCHMARKS)
+        .chain(wake::BENCHMARKS)
         .collect()
 }
 
@@ -162,11 +164,21 @@ pub fn expected_events(id: &str) -> Vec<(&'static str, Expect)> {
 }
 
 /// Every curve the catalogue declares, with the id prefix of its results.
+/// A curve drawn `across_family` is listed once, under its family's prefix.
 pub fn curves() -> Vec<(String, Curve)> {
-    registry()
-        .into_iter()
-        .filter_map(|b| b.curve.map(|c| (format!("{}/", b.id), c)))
-        .collect()
+    let mut out: Vec<(String, Curve)> = Vec::new();
+    for b in registry() {
+        let Some(c) = b.curve else { continue };
+        let prefix = if c.across_family {
+            format!("{}/", crate::model::family_of(b.id))
+        } else {
+            format!("{}/", b.id)
+        };
+        if !out.iter().any(|(p, _)| *p == prefix) {
+            out.push((prefix, c));
+        }
+    }
+    out
 }
 
 #[cfg(test)]

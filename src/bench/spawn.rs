@@ -67,6 +67,7 @@ const FORK_RSS_CURVE: Curve = Curve {
     y_desc: "per fork",
     log2_x: false,
     series: None,
+    across_family: false,
 };
 
 /// A failed fork or clone, with what to check.

@@ -98,6 +98,22 @@ fn curve_figure(results: &[&BenchResult], prefix: &str, curve: &Curve) -> Option
         pts
     };
     let series: Vec<(String, Vec<Point>)> = match curve.series {
+        // One line per benchmark of the family (`wake/futex/gap-0` is wake/futex's).
+        None if curve.across_family => {
+            let bench_of = |id: &str| id.splitn(3, '/').take(2).collect::<Vec<_>>().join("/");
+            let mut ids: Vec<String> = mine.iter().map(|r| bench_of(&r.id)).collect();
+            ids.dedup();
+            ids.into_iter()
+                .map(|b| {
+                    let rs: Vec<&BenchResult> = mine
+                        .iter()
+                        .copied()
+                        .filter(|r| bench_of(&r.id) == b)
+                        .collect();
+                    (b, points(&rs))
+                })
+                .collect()
+        }
         None => vec![(prefix.trim_end_matches('/').to_string(), points(&mine))],
         Some((key, words)) => {
             let mut values: Vec<u64> = mine

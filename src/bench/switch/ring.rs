@@ -19,6 +19,7 @@ pub(super) const RING_CURVE: Curve = Curve {
     y_desc: "per switch",
     log2_x: true,
     series: Some(("size_kb", "KB per process")),
+    across_family: false,
 };
 
 /// lmbench's sumit: read every int of `data` (4-byte ints, all of them, as lat_ctx does).

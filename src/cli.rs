@@ -72,6 +72,9 @@ pub enum Command {
         override_usage = "oscost ctx [-s KB]... [-P PARALLEL] [-W WARMUP_US] [-N REPETITIONS] N..."
     )]
     Ctx(CtxArgs),
+    /// Where a ping-pong's round trip goes: a traced pass split into stages (waking, idle
+    /// exit, switch, return to user space), set against the untraced median.
+    Explain(crate::commands::explain::ExplainArgs),
     /// What a wrapper costs a program: its system calls counted, each kind priced under the
     /// wrapper, the added time predicted, then measured in alternating rounds.
     #[command(override_usage = "oscost predict --under WRAPPER [OPTIONS] -- CMD [ARGS]...")]
@@ -104,6 +107,7 @@ impl Cli {
             Some(Command::Matrix(a)) => a.run(),
             Some(Command::Import(a)) => a.run(),
             Some(Command::Predict(a)) => a.run(),
+            Some(Command::Explain(a)) => a.run(),
             Some(Command::Completions(a)) => a.run(<Cli as clap::CommandFactory>::command()),
             Some(Command::Man(a)) => a.run(<Cli as clap::CommandFactory>::command()),
             Some(Command::Worker { id, config }) => Ok(crate::worker::worker_main(&id, &config)),

@@ -14,6 +14,7 @@ use crate::model::{BenchResult, Disturbance, Status, family_of};
 use crate::stats;
 
 pub mod changes;
+pub mod explain;
 mod machine_speed;
 pub mod predict;
 mod repetitions;

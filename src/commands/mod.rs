@@ -8,6 +8,7 @@ pub mod compare;
 pub mod copy;
 pub mod ctx;
 pub mod env;
+pub mod explain;
 pub mod export;
 pub mod history;
 pub mod list;

@@ -13,4 +13,5 @@ pub mod placement;
 pub mod runner;
 pub mod sampler;
 pub mod syscount;
+pub mod trace;
 pub mod witness;

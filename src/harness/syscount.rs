@@ -95,6 +95,19 @@ impl TracepointIds {
                 out.push_str(&format!("{name} {}\n", id.trim()));
             }
         }
+        // The events `oscost explain` traces, with their fields' offsets and sizes from each
+        // event's format file (they differ between kernels).
+        for event in super::trace::EVENTS {
+            let dir = root.join("events").join(event);
+            if let Some(id) = read(dir.join("id")) {
+                out.push_str(&format!("event {event} {}\n", id.trim()));
+            }
+            for line in read(dir.join("format")).unwrap_or_default().lines() {
+                if let Some(f) = super::trace::parse_field_line(line) {
+                    out.push_str(&format!("field {event} {} {} {}\n", f.0, f.1, f.2));
+                }
+            }
+        }
         out
     }
 }
@@ -144,6 +157,25 @@ pub fn tracefs_main() -> i32 {
 
 /// The tracepoint ids: from a mounted tracefs, or from `oscost __tracefs`.
 pub fn tracepoint_ids() -> Result<TracepointIds, CountError> {
+    let text = tracefs_text()?;
+    let ids = TracepointIds::parse(&text);
+    // SAFETY: geteuid cannot fail.
+    if ids.sys_enter.is_none() && unsafe { libc::geteuid() } != 0 {
+        return Err(CountError::NoRights(
+            "the tracepoint ids in tracefs cannot be read by this user".into(),
+        ));
+    }
+    if ids.sys_enter.is_none() {
+        return Err(CountError::NoTracepoints(
+            "tracefs has no events/raw_syscalls/sys_enter".into(),
+        ));
+    }
+    Ok(ids)
+}
+
+/// What tracefs says of the events oscost uses (ids, and the traced events' fields), as
+/// `oscost __tracefs` prints it: from a mounted tracefs, or mounted by the helper.
+pub fn tracefs_text() -> Result<String, CountError> {
     let text = match mounted_tracefs() {
         Some(root) => TracepointIds::list(&root),
         None => {
@@ -170,19 +202,7 @@ pub fn tracepoint_ids() -> Result<TracepointIds, CountError> {
             String::from_utf8_lossy(&out.stdout).to_string()
         }
     };
-    let ids = TracepointIds::parse(&text);
-    // SAFETY: geteuid cannot fail.
-    if ids.sys_enter.is_none() && unsafe { libc::geteuid() } != 0 {
-        return Err(CountError::NoRights(
-            "the tracepoint ids in tracefs cannot be read by this user".into(),
-        ));
-    }
-    if ids.sys_enter.is_none() {
-        return Err(CountError::NoTracepoints(
-            "tracefs has no events/raw_syscalls/sys_enter".into(),
-        ));
-    }
-    Ok(ids)
+    Ok(text)
 }
 
 /// What one run of a program did, over all its processes and threads.
@@ -221,6 +241,15 @@ fn open(id: u64, filter: Option<&str>) -> std::io::Result<Counter> {
         .exclude_hv(false);
     let c = b.build()?;
     if let Some(f) = filter {
+        set_filter(&c, f)?;
+    }
+    Ok(c)
+}
+
+/// Attach a tracepoint filter (ftrace's syntax) to an event: the kernel then drops what does
+/// not match before writing anything.
+pub fn set_filter(c: &Counter, f: &str) -> std::io::Result<()> {
+    {
         let text = std::ffi::CString::new(f).map_err(std::io::Error::other)?;
         // SAFETY: PERF_EVENT_IOC_SET_FILTER takes a NUL-terminated string that outlives the
         // call; the descriptor is the counter's own.
@@ -235,7 +264,7 @@ fn open(id: u64, filter: Option<&str>) -> std::io::Result<Counter> {
             return Err(std::io::Error::last_os_error());
         }
     }
-    Ok(c)
+    Ok(())
 }
 
 /// Run `argv` once, plainly (stdin, stdout and stderr on /dev/null), and count what it does.

@@ -197,6 +197,7 @@ const COMPARE_TEMPLATE: &str = include_str!("../../assets/compare.html");
 const MATRIX_TEMPLATE: &str = include_str!("../../assets/matrix.html");
 const HISTORY_TEMPLATE: &str = include_str!("../../assets/history.html");
 const PREDICT_TEMPLATE: &str = include_str!("../../assets/predict.html");
+const EXPLAIN_TEMPLATE: &str = include_str!("../../assets/explain.html");
 const PAGE_BASE_CSS: &str = include_str!("../../assets/page-base.css");
 const PAGE_TABLES_CSS: &str = include_str!("../../assets/page-tables.css");
 
@@ -212,6 +213,8 @@ pub(super) fn env() -> Environment<'static> {
     e.add_template("history.html", HISTORY_TEMPLATE)
         .expect("valid template");
     e.add_template("predict.html", PREDICT_TEMPLATE)
+        .expect("valid template");
+    e.add_template("explain.html", EXPLAIN_TEMPLATE)
         .expect("valid template");
     e.add_template("page-base.css", PAGE_BASE_CSS)
         .expect("valid template");

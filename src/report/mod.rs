@@ -6,6 +6,7 @@ pub mod compare_page;
 pub mod comparison;
 pub mod csv;
 pub mod env;
+pub mod explain;
 pub mod history;
 pub mod history_page;
 pub mod html;

@@ -1,0 +1,207 @@
+//! `oscost explain ID`: where a ping-pong's round trip goes. The benchmark runs in this
+//! process twice: untraced (its median round trip), then briefly with the scheduler's, system
+//! calls' and idle tracepoints sampled on every allowed CPU (`harness::trace`); the trace is
+//! read after the pass and split into stages (`analysis::explain`). The output says how far
+//! tracing moved the round trip against the untraced median.
+//!
+//! In this process, not in a worker: the measuring thread is then this thread, whose id the
+//! trace is filtered by, and the peer is the thread it wakes. Needs root (or CAP_PERFMON and a
+//! readable tracefs); without, exit 2 saying what is missing. Nothing stays traced (the
+//! events are descriptors closed with the tracer) or mounted (tracefs is mounted, if at all,
+//! in the helper's own mount namespace).
+
+use std::path::PathBuf;
+
+use clap::Args;
+use serde::Serialize;
+
+use super::args::usage;
+use super::{check_report_dir, stopper};
+use crate::analysis::explain::{self, Split, StageStats};
+use crate::harness::case::{Cases, Meter};
+use crate::harness::clock::{Monotonic, calibrate};
+use crate::harness::noise::Rusage;
+use crate::harness::sampler::{Sampler, SamplerConfig};
+use crate::harness::trace::{Formats, Tracer};
+use crate::harness::{placement, runner, syscount};
+
+#[derive(Debug, Args, Clone)]
+pub struct ExplainArgs {
+    /// A two-party benchmark with its placement, e.g. switch/pipe-proc@cross.
+    pub id: String,
+    /// Pin the measuring thread to this CPU [default: as `run`].
+    #[arg(long, value_name = "N")]
+    pub cpu: Option<usize>,
+    /// Write `{id, round_trip_ns, untraced_median_ns, stages: [...]}` as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write a page with the round trip's waterfall into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
+}
+
+/// What `--json` writes.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExplainOutput {
+    pub id: String,
+    pub round_trip_ns: f64,
+    pub untraced_median_ns: f64,
+    /// traced / untraced.
+    pub tracing_factor: f64,
+    pub round_trips: usize,
+    pub incomplete: usize,
+    pub lost_records: u64,
+    pub ipis_per_round_trip: f64,
+    pub switches_unseen: usize,
+    pub stages: Vec<StageStats>,
+    pub missing_events: Vec<String>,
+}
+
+/// Sampler settings of a pass: `untraced` long enough for a median, the traced one short
+/// (every event of it is kept in memory until the pass ends).
+fn pass_config(clock_cost_ns: f64, traced: bool) -> SamplerConfig {
+    let mut c = SamplerConfig::for_clock(clock_cost_ns);
+    c.precision = 0.01;
+    if traced {
+        c.warmup_ns = 2_000_000;
+        c.min_time_ns = 15_000_000;
+        c.budget_ns = 30_000_000;
+        c.precision = 1.0;
+    } else {
+        c.min_time_ns = 300_000_000;
+        c.budget_ns = 1_000_000_000;
+    }
+    c
+}
+
+fn median_of(cases: &[runner::CaseResult]) -> Option<f64> {
+    let m = cases.first()?.measurement.as_ref()?;
+    let mut v = m.samples_ns.clone();
+    v.sort_by(f64::total_cmp);
+    Some(crate::stats::quantile_sorted(&v, 0.5))
+}
+
+impl ExplainArgs {
+    pub fn run(self) -> anyhow::Result<i32> {
+        let interrupted = crate::signals::guard_processes()?;
+        let stop = stopper(&interrupted);
+        let mut req = super::plan::Request::new(vec![self.id.clone()]);
+        req.cpu = self.cpu;
+        req.events = Some(vec!["none".into()]);
+        let plan = super::plan::build(&req)?;
+        let b = plan.benchmarks[0];
+        if plan.benchmarks.len() != 1 || !matches!(b.cases, Cases::Placements) {
+            return Err(usage(format!(
+                "explain splits a two-party round trip; '{}' is not one ping-pong (try \
+                 switch/pipe-proc@cross, or `oscost list switch/`)",
+                self.id
+            )));
+        }
+        if plan.opts.variants.placements.len() != 1 {
+            return Err(usage(format!(
+                "explain one placement at a time: {}@same, @cross or @free",
+                b.id
+            )));
+        }
+        if let Some(j) = &self.json {
+            crate::output::check_outputs(&[j]).map_err(usage)?;
+        }
+        if let Some(d) = &self.report {
+            check_report_dir(d)?;
+        }
+        let text = syscount::tracefs_text().map_err(|e| usage(e.to_string()))?;
+        let formats = Formats::parse(&text);
+        if formats.ids.is_empty() {
+            return Err(usage(
+                "explain needs the sched, raw_syscalls and power tracepoints, which this \
+                 kernel's tracefs does not list",
+            ));
+        }
+        let allowed = plan.opts.allowed.clone();
+        let mut tracer = Tracer::open(&allowed, formats).map_err(|e| usage(e.to_string()))?;
+        let id = format!("{}@{}", b.id, plan.opts.variants.placements[0].word());
+        placement::pin_current_thread(plan.opts.cpu).map_err(anyhow::Error::msg)?;
+        let clock = calibrate();
+        let meter = |traced: bool| Meter {
+            sampler: Sampler::new(Monotonic, Rusage, pass_config(clock.cost_ns, traced)),
+            cpu: plan.opts.cpu,
+            allowed: allowed.clone(),
+            mq_name: plan.opts.mq_name.clone(),
+            scratch_dir: None,
+            events: vec![],
+        };
+        eprintln!("oscost: {id}: untraced pass, then a traced one");
+        let untraced = runner::run_cases(&meter(false), b, &plan.opts.variants);
+        stop()?;
+        let untraced_median = median_of(&untraced).ok_or_else(|| {
+            anyhow::anyhow!(
+                "{id} could not be measured: {}",
+                untraced
+                    .first()
+                    .and_then(|c| c.error.as_ref())
+                    .map_or("no result".into(), |e| e.to_string())
+            )
+        })?;
+        // SAFETY: gettid has no arguments and cannot fail.
+        let master = unsafe { libc::gettid() } as u32;
+        tracer.enable();
+        let traced = runner::run_cases(&meter(true), b, &plan.opts.variants);
+        tracer.disable();
+        stop()?;
+        let (events, lost) = tracer.read();
+        let missing = tracer.missing.clone();
+        drop(tracer);
+        if median_of(&traced).is_none() {
+            anyhow::bail!("{id} failed in the traced pass");
+        }
+        let split: Split = explain::split(&events, master).map_err(anyhow::Error::msg)?;
+        let out = ExplainOutput {
+            id: id.clone(),
+            round_trip_ns: split.round_trip_ns,
+            untraced_median_ns: untraced_median,
+            tracing_factor: split.round_trip_ns / untraced_median,
+            round_trips: split.round_trips,
+            incomplete: split.incomplete,
+            lost_records: lost,
+            ipis_per_round_trip: split.ipis_per_round_trip,
+            switches_unseen: split.switches_unseen,
+            stages: split.stages,
+            missing_events: missing,
+        };
+        let view = view(&out);
+        print!("{}", crate::report::explain::render_text(&view));
+        let mut late = Vec::new();
+        if let Some(j) = &self.json {
+            let bytes = serde_json::to_vec_pretty(&out)?;
+            if let Err(e) = crate::output::write_file(j, &bytes) {
+                late.push(e.to_string());
+            }
+        }
+        if let Some(d) = &self.report {
+            let page = crate::report::explain::render_page(&view).map_err(anyhow::Error::msg)?;
+            match crate::output::write_page(d, &page, &stop) {
+                Ok(_) => eprintln!("oscost: report in {}", d.join("index.html").display()),
+                Err(e) => late.push(e.to_string()),
+            }
+        }
+        for l in &late {
+            eprintln!("oscost: {l}");
+        }
+        Ok(i32::from(!late.is_empty()))
+    }
+}
+
+fn view(o: &ExplainOutput) -> crate::report::explain::View {
+    crate::report::explain::View {
+        id: o.id.clone(),
+        round_trip_ns: o.round_trip_ns,
+        untraced_median_ns: o.untraced_median_ns,
+        round_trips: o.round_trips,
+        incomplete: o.incomplete,
+        lost_records: o.lost_records,
+        ipis_per_round_trip: o.ipis_per_round_trip,
+        switches_unseen: o.switches_unseen,
+        stages: o.stages.clone(),
+        missing_events: o.missing_events.clone(),
+    }
+}

@@ -1,0 +1,207 @@
+//! The views of `oscost explain`: a table of stages with a bar made of them for the terminal,
+//! and a page with the round trip drawn as a waterfall (pure: bytes out).
+
+use minijinja::context;
+use minijinja::value::Serde;
+use serde::Serialize;
+
+use super::format_ns;
+use super::html::{Page, render};
+use crate::analysis::explain::StageStats;
+
+/// What the views show.
+#[derive(Debug, Clone, Serialize)]
+pub struct View {
+    pub id: String,
+    pub round_trip_ns: f64,
+    pub untraced_median_ns: f64,
+    pub round_trips: usize,
+    pub incomplete: usize,
+    pub lost_records: u64,
+    pub ipis_per_round_trip: f64,
+    pub switches_unseen: usize,
+    pub stages: Vec<StageStats>,
+    pub missing_events: Vec<String>,
+}
+
+/// One letter per stage, for the bar.
+const LETTERS: &[u8] = b"ABCDEFGHIJKLMNOP";
+
+fn headline(v: &View) -> Vec<String> {
+    let sum: f64 = v.stages.iter().map(|s| s.median_ns).sum();
+    vec![
+        format!(
+            "{}: traced round trip {} (median of {} round trips), untraced {} (x{:.2} under tracing)",
+            v.id,
+            format_ns(v.round_trip_ns),
+            v.round_trips,
+            format_ns(v.untraced_median_ns),
+            v.round_trip_ns / v.untraced_median_ns
+        ),
+        format!(
+            "stages' medians sum to {} ({:+.1}% of the traced round trip); {:.2} IPIs a round trip",
+            format_ns(sum),
+            100.0 * (sum - v.round_trip_ns) / v.round_trip_ns,
+            v.ipis_per_round_trip
+        ),
+    ]
+}
+
+/// The terminal's text: the headline, a bar of 60 columns made of the stages, the table.
+pub fn render_text(v: &View) -> String {
+    let mut s = headline(v).join("\n");
+    s.push('\n');
+    let sum: f64 = v.stages.iter().map(|x| x.median_ns).sum::<f64>().max(1e-9);
+    let mut bar = String::new();
+    for (k, st) in v.stages.iter().enumerate() {
+        let w = (60.0 * st.median_ns / sum).round() as usize;
+        bar.push_str(&(LETTERS[k % LETTERS.len()] as char).to_string().repeat(w));
+    }
+    s.push_str(&format!("[{bar}]\n\n"));
+    let mut t = super::plain_table(false, ["", "stage", "median", "p90", "share"]);
+    for (k, st) in v.stages.iter().enumerate() {
+        t.add_row([
+            (LETTERS[k % LETTERS.len()] as char).to_string(),
+            st.name.clone(),
+            format_ns(st.median_ns),
+            format_ns(st.p90_ns),
+            format!("{:.0}%", 100.0 * st.median_ns / sum),
+        ]);
+    }
+    s.push_str(&t.to_string());
+    s.push('\n');
+    if v.incomplete > 0 || v.lost_records > 0 {
+        s.push_str(&format!(
+            "{} of the master's wakings began no whole round trip (on one CPU a party often finds \
+             its data ready and nobody sleeps; or the pass's ends cut it), {} records lost\n",
+            v.incomplete, v.lost_records
+        ));
+    }
+    if v.switches_unseen > 0 {
+        s.push_str(&format!(
+            "{} switch-ins were not recorded (a CPU that traces nothing while it idles): there \
+             the CPU's idle exit and the switch are one stage, \"switched in\", up to the \
+             thread's first own event\n",
+            v.switches_unseen
+        ));
+    }
+    for m in &v.missing_events {
+        s.push_str(&format!(
+            "not traced: {m} (this kernel has no such tracepoint)\n"
+        ));
+    }
+    s
+}
+
+/// The round trip as a waterfall: each stage a bar starting where the previous one ended.
+fn waterfall(v: &View) -> String {
+    let (w, row, left) = (820.0, 26.0, 300.0);
+    let h = row * v.stages.len() as f64 + 40.0;
+    let sum: f64 = v.stages.iter().map(|s| s.median_ns).sum::<f64>().max(1e-9);
+    let scale = (w - left - 90.0) / sum;
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" \
+         font-family=\"sans-serif\" font-size=\"12\">"
+    );
+    let mut x = left;
+    for (k, st) in v.stages.iter().enumerate() {
+        let y = 10.0 + row * k as f64;
+        let bw = (st.median_ns * scale).max(1.0);
+        s.push_str(&format!(
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\
+             <rect x=\"{x:.1}\" y=\"{}\" width=\"{bw:.1}\" height=\"{}\" fill=\"#3d8fc6\"/>\
+             <text x=\"{:.1}\" y=\"{}\">{}</text>",
+            left - 8.0,
+            y + 15.0,
+            super::printable(&st.name),
+            y + 3.0,
+            row - 8.0,
+            x + bw + 4.0,
+            y + 15.0,
+            format_ns(st.median_ns)
+        ));
+        x += st.median_ns * scale;
+    }
+    s.push_str(&format!(
+        "<text x=\"{left}\" y=\"{}\">0</text><text x=\"{x:.1}\" y=\"{}\" text-anchor=\"end\">{}</text></svg>",
+        h - 6.0,
+        h - 6.0,
+        format_ns(sum)
+    ));
+    s
+}
+
+pub fn render_page(v: &View) -> Result<Page, String> {
+    let svg = waterfall(v);
+    let html = render(
+        "explain.html",
+        context! {
+            v => Serde(v),
+            headlines => Serde(headline(v)),
+            svg => svg.clone(),
+        },
+    )?;
+    Ok(Page {
+        html,
+        files: vec![("fig/waterfall.svg".into(), svg.into_bytes())],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view() -> View {
+        let st = |name: &str, m: f64| StageStats {
+            name: name.into(),
+            median_ns: m,
+            p90_ns: m * 1.5,
+            definition: String::new(),
+        };
+        View {
+            id: "switch/pipe-proc@cross".into(),
+            round_trip_ns: 30_000.0,
+            untraced_median_ns: 27_000.0,
+            round_trips: 400,
+            incomplete: 2,
+            lost_records: 0,
+            ipis_per_round_trip: 2.0,
+            switches_unseen: 0,
+            stages: vec![
+                st("send", 1_000.0),
+                st("idle exit", 14_000.0),
+                st("back", 15_000.0),
+            ],
+            missing_events: vec![],
+        }
+    }
+
+    #[test]
+    fn the_text_has_the_bar_the_table_and_tracings_factor() {
+        let t = render_text(&view());
+        assert!(t.contains("x1.11 under tracing"), "{t}");
+        assert!(t.contains("+0.0% of the traced round trip"), "{t}");
+        // 60 columns: 2 A, 28 B, 30 C.
+        assert!(
+            t.contains(&format!(
+                "[{}{}{}]",
+                "A".repeat(2),
+                "B".repeat(28),
+                "C".repeat(30)
+            )),
+            "{t}"
+        );
+        assert!(
+            t.contains("2 of the master's wakings began no whole round trip"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn the_page_draws_a_waterfall() {
+        let p = render_page(&view()).unwrap();
+        assert!(p.html.contains("<svg"));
+        assert_eq!(p.files[0].0, "fig/waterfall.svg");
+        assert_eq!(p.html.matches("<rect").count(), 3);
+    }
+}

@@ -1,0 +1,135 @@
+//! `oscost explain`: bad input refused in one line (exit 2); without the rights to trace, exit
+//! 2 saying what is missing; as root on two CPUs, a cross-CPU round trip split into stages
+//! whose medians sum to about the traced round trip, with nothing left traced.
+
+mod common;
+
+use common::*;
+
+fn is_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+#[test]
+fn bad_input_is_refused_in_one_line_with_status_2() {
+    for (args, word) in [
+        (vec!["explain", "syscall/getpid"], "ping-pong"),
+        (vec!["explain", "switch/pipe-proc"], "one placement"),
+        (vec!["explain", "switch/nothing@cross"], "switch/"),
+        (vec!["explain", "switch/pipe-proc@mars"], "placement"),
+    ] {
+        let out = oscost(&unique_tag("explain-bad"))
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(word), "{args:?} should mention {word}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_cross_cpu_round_trip_is_split_into_stages_that_add_up() {
+    if !is_root() {
+        skip(
+            "a_cross_cpu_round_trip_is_split_into_stages_that_add_up",
+            "tracing needs root",
+        );
+        return;
+    }
+    if allowed_cpus().len() < 2 {
+        skip(
+            "a_cross_cpu_round_trip_is_split_into_stages_that_add_up",
+            "one allowed CPU: no cross placement",
+        );
+        return;
+    }
+    let _g = measuring();
+    let tracefs = || {
+        std::fs::read_to_string("/proc/self/mounts")
+            .unwrap()
+            .matches("tracefs")
+            .count()
+    };
+    let mounted_before = tracefs();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("e.json");
+    let out = oscost(&unique_tag("explain"))
+        .args(["explain", "switch/pipe-proc@cross", "--json"])
+        .arg(&json)
+        .arg("--report")
+        .arg(dir.path().join("page"))
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let stages = v["stages"].as_array().unwrap();
+    assert!(stages.len() >= 4, "{v}");
+    let sum: f64 = stages
+        .iter()
+        .map(|s| s["median_ns"].as_f64().unwrap())
+        .sum();
+    let rt = v["round_trip_ns"].as_f64().unwrap();
+    assert!(
+        rt > 0.0 && v["untraced_median_ns"].as_f64().unwrap() > 0.0,
+        "{v}"
+    );
+    // Medians are not additive, but over many round trips of one shape they come close.
+    assert!(
+        (sum - rt).abs() <= 0.25 * rt,
+        "stages sum to {sum} against {rt}: {v}"
+    );
+    assert!(v["round_trips"].as_u64().unwrap() >= 10, "{v}");
+    for s in stages {
+        assert!(!s["definition"].as_str().unwrap().is_empty());
+    }
+    assert!(dir.path().join("page/index.html").is_file());
+    // Nothing stays mounted here (the helper mounts tracefs in a namespace of its own).
+    assert_eq!(tracefs(), mounted_before);
+}
+
+#[test]
+fn without_the_rights_to_trace_it_says_what_is_missing_and_exits_2() {
+    if !is_root() {
+        let out = oscost(&unique_tag("explain-user"))
+            .args(["explain", "switch/pipe-proc@same"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        return;
+    }
+    if std::process::Command::new("setpriv")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        skip(
+            "without_the_rights_to_trace_it_says_what_is_missing_and_exits_2",
+            "setpriv (util-linux) is not installed, so a user without rights cannot be played",
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("oscost");
+    std::fs::copy(bin(), &exe).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = std::process::Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .arg(&exe)
+        .args(["explain", "switch/pipe-proc@same"])
+        .env("HOME", dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("root"), "{err}");
+}

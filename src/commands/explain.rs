@@ -82,9 +82,8 @@ fn median_of(cases: &[runner::CaseResult]) -> Option<f64> {
 }
 
 impl ExplainArgs {
-    pub fn run(self) -> anyhow::Result<i32> {
-        let interrupted = crate::signals::guard_processes()?;
-        let stop = stopper(&interrupted);
+    /// The plan of the one benchmark and placement asked for, or a usage error.
+    fn plan(&self) -> anyhow::Result<crate::scheduler::Plan> {
         let mut req = super::plan::Request::new(vec![self.id.clone()]);
         req.cpu = self.cpu;
         req.events = Some(vec!["none".into()]);
@@ -109,6 +108,14 @@ impl ExplainArgs {
         if let Some(d) = &self.report {
             check_report_dir(d)?;
         }
+        Ok(plan)
+    }
+
+    pub fn run(self) -> anyhow::Result<i32> {
+        let interrupted = crate::signals::guard_processes()?;
+        let stop = stopper(&interrupted);
+        let plan = self.plan()?;
+        let b = plan.benchmarks[0];
         let text = syscount::tracefs_text().map_err(|e| usage(e.to_string()))?;
         let formats = Formats::parse(&text);
         if formats.ids.is_empty() {
@@ -170,16 +177,26 @@ impl ExplainArgs {
         };
         let view = view(&out);
         print!("{}", crate::report::explain::render_text(&view));
+        self.write(&out, &view, &stop)
+    }
+
+    /// `--json` and `--report`; exit 1 when one could not be written.
+    fn write(
+        &self,
+        out: &ExplainOutput,
+        view: &crate::report::explain::View,
+        stop: &dyn Fn() -> anyhow::Result<()>,
+    ) -> anyhow::Result<i32> {
         let mut late = Vec::new();
         if let Some(j) = &self.json {
-            let bytes = serde_json::to_vec_pretty(&out)?;
+            let bytes = serde_json::to_vec_pretty(out)?;
             if let Err(e) = crate::output::write_file(j, &bytes) {
                 late.push(e.to_string());
             }
         }
         if let Some(d) = &self.report {
-            let page = crate::report::explain::render_page(&view).map_err(anyhow::Error::msg)?;
-            match crate::output::write_page(d, &page, &stop) {
+            let page = crate::report::explain::render_page(view).map_err(anyhow::Error::msg)?;
+            match crate::output::write_page(d, &page, stop) {
                 Ok(_) => eprintln!("oscost: report in {}", d.join("index.html").display()),
                 Err(e) => late.push(e.to_string()),
             }

@@ -24,7 +24,8 @@ use serde::Serialize;
 use super::args::{StoreArgs, split_command, usage};
 use super::{check_program, check_report_dir, open_store, stopper};
 use crate::analysis::predict::{self as model, Price};
-use crate::harness::syscount;
+use crate::harness::syscount::{self, ProgramCounts};
+use crate::model::Run;
 use crate::program::{self, ProcessTimer, Rounds, RoundsEnd};
 use crate::scheduler::{self, AbSide};
 use crate::stats;
@@ -143,10 +144,255 @@ pub fn program_id(argv: &[String]) -> String {
     format!("program/{name}-{hex}")
 }
 
+/// What the steps of one prediction share.
+struct Ctx<'a> {
+    args: &'a PredictArgs,
+    wrapper: Vec<String>,
+    cmd_text: String,
+    cpu: usize,
+    interrupted: &'a Arc<std::sync::atomic::AtomicUsize>,
+}
+
+const TRUE: &str = "true";
+
+impl Ctx<'_> {
+    fn stop(&self) -> anyhow::Result<()> {
+        stopper(self.interrupted)()
+    }
+
+    fn timer(&self) -> ProcessTimer<'_> {
+        ProcessTimer {
+            cpu: Some(self.cpu),
+            interrupted: self.interrupted,
+        }
+    }
+
+    /// Step 1, count the program, and `true` (what one program start asks of the kernel).
+    fn count(&self) -> anyhow::Result<(ProgramCounts, Vec<model::Kind>)> {
+        let ids = syscount::tracepoint_ids().map_err(|e| usage(e.to_string()))?;
+        let count = |argv: &[String]| {
+            syscount::count(argv, Some(self.cpu), &ids).map_err(|e| match e {
+                syscount::CountError::NoRights(_) => usage(e.to_string()),
+                e => anyhow::anyhow!(e),
+            })
+        };
+        let counts = count(&self.args.command)?;
+        self.stop()?;
+        if counts.exit_code != Some(0) {
+            anyhow::bail!(
+                "`{}` failed when run plainly ({}): predict times a program that succeeds",
+                self.cmd_text,
+                counts
+                    .exit_code
+                    .map_or("killed by a signal".into(), |c| format!("exit status {c}"))
+            );
+        }
+        let start = count(&[TRUE.to_string()])
+            .ok()
+            .filter(|c| c.exit_code == Some(0));
+        let kinds = model::kinds(&counts, start.as_ref());
+        eprintln!(
+            "oscost: `{}` made {} system calls of {} kinds, {} processes, {} threads, {} execs; \
+             everything below runs on CPU {}",
+            self.cmd_text,
+            counts.total_syscalls(),
+            counts.syscalls.len(),
+            counts.processes,
+            counts.threads,
+            counts.execs,
+            self.cpu
+        );
+        Ok((counts, kinds))
+    }
+
+    /// Step 2, price: the benchmarks under the wrapper (the wrapper, too, on the measuring
+    /// CPU), and the wrapper's own start. Returns both sides' runs and the prices.
+    fn price(&self, kinds: &[model::Kind]) -> anyhow::Result<(Run, Run, BTreeMap<String, Price>)> {
+        let mut req = super::plan::Request::new(model::prices_needed(kinds));
+        req.cpu = Some(self.cpu);
+        req.quick = self.args.quick;
+        let mut plan = super::plan::build(&req)?;
+        plan.pin_wrapper = true;
+        let plain = AbSide {
+            wrapper: vec![],
+            text: None,
+        };
+        let side = AbSide {
+            wrapper: self.wrapper.clone(),
+            text: Some(self.args.under.clone()),
+        };
+        let (ra, rb) =
+            scheduler::execute_ab(&plan, &plain, &side, 3, Arc::clone(self.interrupted))?;
+        self.stop()?;
+        let cmp = crate::compare::compare(&ra, &rb, "plain", "wrapped", &Default::default());
+        let mut prices: BTreeMap<String, Price> = cmp
+            .rows
+            .iter()
+            .filter(|r| r.addition_ns.is_finite())
+            .map(|r| {
+                let p = Price {
+                    addition_ns: r.addition_ns,
+                    ci95: r.addition_ci95,
+                };
+                (r.id.clone(), p)
+            })
+            .collect();
+        if let (Some(d), Some(f)) = (
+            prices.get(model::FORK_EXEC_DYNAMIC),
+            prices.get(model::FORK),
+        ) {
+            prices.insert(model::PROGRAM_START.into(), model::less(*d, *f));
+        }
+        if kinds.iter().any(|k| k.priced_by == model::WRAPPER_START) {
+            let true_cmd = vec![TRUE.to_string()];
+            let mut wrapped_true = self.wrapper.clone();
+            wrapped_true.extend(true_cmd.iter().cloned());
+            let (r, end) =
+                program::alternate(&mut self.timer(), &true_cmd, &wrapped_true, 30, 30, &|_| {
+                    true
+                })
+                .map_err(program_err)?;
+            if end == RoundsEnd::Done {
+                let (m, ci) = added(&wall(&r.plain), &wall(&r.wrapped));
+                let p = Price {
+                    addition_ns: m,
+                    ci95: ci,
+                };
+                prices.insert(model::WRAPPER_START.into(), p);
+            }
+        }
+        Ok((ra, rb, prices))
+    }
+
+    /// Step 3, measure the program plain and wrapped in alternating rounds.
+    fn measure(&self) -> anyhow::Result<Rounds> {
+        let mut wrapped_cmd = self.wrapper.clone();
+        wrapped_cmd.extend(self.args.command.iter().cloned());
+        let (min, max) = match self.args.rounds {
+            Some(n) => (n as usize, n as usize),
+            None => (5, 300),
+        };
+        let started = Instant::now();
+        let enough = |r: &Rounds| {
+            let (m, ci) = added(&wall(&r.plain), &wall(&r.wrapped));
+            (ci[1] - ci[0]) / 2.0 <= 0.05 * m.abs() || started.elapsed().as_secs_f64() > 60.0
+        };
+        let (text, under) = (&self.cmd_text, &self.args.under);
+        eprintln!("oscost: timing `{text}` plain and under `{under}`");
+        let (rounds, end) = program::alternate(
+            &mut self.timer(),
+            &self.args.command,
+            &wrapped_cmd,
+            min,
+            max,
+            &enough,
+        )
+        .map_err(program_err)?;
+        match end {
+            RoundsEnd::Done => Ok(rounds),
+            RoundsEnd::PlainFailed(how) => {
+                anyhow::bail!("`{text}` {how} when run plainly during the rounds")
+            }
+            RoundsEnd::WrappedFailed(how) => anyhow::bail!(
+                "`{text}` {how} under `{under}` but not without it: the wrapper changes what it \
+                 does, so its cost cannot be predicted"
+            ),
+        }
+    }
+
+    /// Step 4, keep both sides saved with the program's wall times, the JSON and the page.
+    fn keep(
+        &self,
+        mut ra: Run,
+        mut rb: Run,
+        rounds: &Rounds,
+        out: &PredictOutput,
+    ) -> anyhow::Result<i32> {
+        let stop = stopper(self.interrupted);
+        let (text, args) = (&self.cmd_text, self.args);
+        let id = program_id(&args.command);
+        let def = format!("wall time of `{text}`, one run a sample");
+        ra.results
+            .push(model::program_result(&id, &def, text, &wall(&rounds.plain)));
+        rb.results.push(model::program_result(
+            &id,
+            &def,
+            text,
+            &wall(&rounds.wrapped),
+        ));
+        ra.label = Some(format!("predict plain: {text}"));
+        rb.label = Some(format!("predict under {}: {text}", args.under));
+        let mut late = Vec::new();
+        if !args.no_save {
+            let mut s = open_store(&args.store)?;
+            match s.save_all(&[&ra, &rb], &|| stop().is_err()) {
+                Ok(ids) => eprintln!(
+                    "oscost: saved plain as run {} and wrapped as run {} in {} ({id})",
+                    ids[0],
+                    ids[1],
+                    s.shown()
+                ),
+                Err(crate::store::StoreError::Interrupted) => stop()?,
+                Err(e) => late.push(super::keep_unsaved(&[&ra, &rb], &e, &s.shown())),
+            }
+        }
+        if let Some(j) = &args.json {
+            let bytes = serde_json::to_vec_pretty(out)?;
+            if let Err(e) = crate::output::write_file(j, &bytes) {
+                late.push(e.to_string());
+            }
+        }
+        if let Some(d) = &args.report {
+            match crate::report::predict::render_page(&out_view(out)) {
+                Ok(page) => match crate::output::write_page(d, &page, &stop) {
+                    Ok(_) => eprintln!("oscost: report in {}", d.join("index.html").display()),
+                    Err(e) => late.push(e.to_string()),
+                },
+                Err(e) => late.push(format!("cannot draw the prediction: {e}")),
+            }
+        }
+        Ok(super::conclude(&[&ra, &rb], &late))
+    }
+}
+
+/// The output from the counts, the prediction and the rounds.
+fn output(
+    ctx: &Ctx,
+    counts: &ProgramCounts,
+    pred: &model::Prediction,
+    prices: BTreeMap<String, Price>,
+    rounds: &Rounds,
+) -> PredictOutput {
+    let (m, mci) = added(&wall(&rounds.plain), &wall(&rounds.wrapped));
+    let cpu = |ts: &[program::Timing]| ts.iter().map(|t| t.cpu_ns).collect::<Vec<f64>>();
+    let (mcpu, _) = added(&cpu(&rounds.plain), &cpu(&rounds.wrapped));
+    PredictOutput {
+        command: ctx.cmd_text.clone(),
+        wrapper: ctx.args.under.clone(),
+        syscalls: counts.syscalls.clone(),
+        processes: counts.processes,
+        threads: counts.threads,
+        execs: counts.execs,
+        uncounted: counts.uncounted.clone(),
+        predicted_added_ns: pred.predicted_added_ns,
+        predicted_ci95: pred.predicted_ci95,
+        measured_added_ns: m,
+        measured_ci95: mci,
+        measured_cpu_added_ns: mcpu,
+        plain_wall_ns: stats::median(&wall(&rounds.plain)),
+        wrapped_wall_ns: stats::median(&wall(&rounds.wrapped)),
+        rounds: rounds.plain.len(),
+        error: (pred.predicted_added_ns - m) / m,
+        breakdown: pred.breakdown.clone(),
+        prices,
+        assumptions: pred.assumptions.clone(),
+        miss: model::miss_note(pred, m, mci),
+    }
+}
+
 impl PredictArgs {
     pub fn run(self) -> anyhow::Result<i32> {
         let interrupted = crate::signals::guard_processes()?;
-        let stop = stopper(&interrupted);
         let wrapper = split_command("--under", &self.under).map_err(|e| usage(e.0))?;
         if wrapper.is_empty() {
             return Err(usage("--under: give the wrapper command"));
@@ -159,102 +405,17 @@ impl PredictArgs {
         if let Some(d) = &self.report {
             check_report_dir(d)?;
         }
-        let cmd_text = shell_words(&self.command);
-
-        // 1. Count: the program, and `true` (what one program start asks of the kernel).
-        let ids = syscount::tracepoint_ids().map_err(|e| usage(e.to_string()))?;
         let mut req = super::plan::Request::new(vec![model::NULL_CALL.to_string()]);
         req.cpu = self.cpu;
-        let cpu = super::plan::build(&req)?.opts.cpu;
-        let count = |argv: &[String]| {
-            syscount::count(argv, Some(cpu), &ids).map_err(|e| match e {
-                syscount::CountError::NoRights(_) => usage(e.to_string()),
-                e => anyhow::anyhow!(e),
-            })
-        };
-        let counts = count(&self.command)?;
-        stop()?;
-        if counts.exit_code != Some(0) {
-            anyhow::bail!(
-                "`{cmd_text}` failed when run plainly ({}): predict times a program that succeeds",
-                counts
-                    .exit_code
-                    .map_or("killed by a signal".into(), |c| format!("exit status {c}"))
-            );
-        }
-        let true_cmd = vec!["true".to_string()];
-        let start = count(&true_cmd).ok().filter(|c| c.exit_code == Some(0));
-        let kinds = model::kinds(&counts, start.as_ref());
-        eprintln!(
-            "oscost: `{cmd_text}` made {} system calls of {} kinds, {} processes, {} threads, \
-             {} execs; everything below runs on CPU {cpu}",
-            counts.total_syscalls(),
-            counts.syscalls.len(),
-            counts.processes,
-            counts.threads,
-            counts.execs
-        );
-
-        // 2. Price: the benchmarks under the wrapper (the wrapper, too, on the measuring CPU),
-        // and the wrapper's own start.
-        let mut req = super::plan::Request::new(model::prices_needed(&kinds));
-        req.cpu = Some(cpu);
-        req.quick = self.quick;
-        let mut plan = super::plan::build(&req)?;
-        plan.pin_wrapper = true;
-        let plain = AbSide {
-            wrapper: vec![],
-            text: None,
-        };
-        let side = AbSide {
-            wrapper: wrapper.clone(),
-            text: Some(self.under.clone()),
-        };
-        let (mut ra, mut rb) =
-            scheduler::execute_ab(&plan, &plain, &side, 3, Arc::clone(&interrupted))?;
-        stop()?;
-        let cmp = crate::compare::compare(&ra, &rb, "plain", "wrapped", &Default::default());
-        let mut prices: BTreeMap<String, Price> = cmp
-            .rows
-            .iter()
-            .filter(|r| r.addition_ns.is_finite())
-            .map(|r| {
-                (
-                    r.id.clone(),
-                    Price {
-                        addition_ns: r.addition_ns,
-                        ci95: r.addition_ci95,
-                    },
-                )
-            })
-            .collect();
-        if let (Some(d), Some(f)) = (
-            prices.get(model::FORK_EXEC_DYNAMIC),
-            prices.get(model::FORK),
-        ) {
-            prices.insert(model::PROGRAM_START.into(), model::less(*d, *f));
-        }
-        let mut timer = ProcessTimer {
-            cpu: Some(cpu),
+        let ctx = Ctx {
+            args: &self,
+            wrapper,
+            cmd_text: shell_words(&self.command),
+            cpu: super::plan::build(&req)?.opts.cpu,
             interrupted: &interrupted,
         };
-        if kinds.iter().any(|k| k.priced_by == model::WRAPPER_START) {
-            let mut wrapped_true = wrapper.clone();
-            wrapped_true.extend(true_cmd.iter().cloned());
-            let (r, end) =
-                program::alternate(&mut timer, &true_cmd, &wrapped_true, 30, 30, &|_| true)
-                    .map_err(program_err)?;
-            if end == RoundsEnd::Done {
-                let (m, ci) = added(&wall(&r.plain), &wall(&r.wrapped));
-                prices.insert(
-                    model::WRAPPER_START.into(),
-                    Price {
-                        addition_ns: m,
-                        ci95: ci,
-                    },
-                );
-            }
-        }
+        let (counts, kinds) = ctx.count()?;
+        let (ra, rb, prices) = ctx.price(&kinds)?;
         let Some(pred) = model::predict(&kinds, &prices) else {
             anyhow::bail!(
                 "{} could not be measured under `{}`, so nothing can be priced",
@@ -262,112 +423,10 @@ impl PredictArgs {
                 self.under
             );
         };
-
-        // 3. Measure.
-        let mut wrapped_cmd = wrapper.clone();
-        wrapped_cmd.extend(self.command.iter().cloned());
-        let (min, max) = match self.rounds {
-            Some(n) => (n as usize, n as usize),
-            None => (5, 300),
-        };
-        let started = Instant::now();
-        let enough = |r: &Rounds| {
-            let (m, ci) = added(&wall(&r.plain), &wall(&r.wrapped));
-            (ci[1] - ci[0]) / 2.0 <= 0.05 * m.abs() || started.elapsed().as_secs_f64() > 60.0
-        };
-        eprintln!(
-            "oscost: timing `{cmd_text}` plain and under `{}`",
-            self.under
-        );
-        let (rounds, end) =
-            program::alternate(&mut timer, &self.command, &wrapped_cmd, min, max, &enough)
-                .map_err(program_err)?;
-        match end {
-            RoundsEnd::Done => {}
-            RoundsEnd::PlainFailed(how) => {
-                anyhow::bail!("`{cmd_text}` {how} when run plainly during the rounds")
-            }
-            RoundsEnd::WrappedFailed(how) => anyhow::bail!(
-                "`{cmd_text}` {how} under `{}` but not without it: the wrapper changes what it \
-                 does, so its cost cannot be predicted",
-                self.under
-            ),
-        }
-        let (m, mci) = added(&wall(&rounds.plain), &wall(&rounds.wrapped));
-        let cpu = |ts: &[program::Timing]| ts.iter().map(|t| t.cpu_ns).collect::<Vec<f64>>();
-        let (mcpu, _) = added(&cpu(&rounds.plain), &cpu(&rounds.wrapped));
-
-        let out = PredictOutput {
-            command: cmd_text.clone(),
-            wrapper: self.under.clone(),
-            syscalls: counts.syscalls.clone(),
-            processes: counts.processes,
-            threads: counts.threads,
-            execs: counts.execs,
-            uncounted: counts.uncounted.clone(),
-            predicted_added_ns: pred.predicted_added_ns,
-            predicted_ci95: pred.predicted_ci95,
-            measured_added_ns: m,
-            measured_ci95: mci,
-            measured_cpu_added_ns: mcpu,
-            plain_wall_ns: stats::median(&wall(&rounds.plain)),
-            wrapped_wall_ns: stats::median(&wall(&rounds.wrapped)),
-            rounds: rounds.plain.len(),
-            error: (pred.predicted_added_ns - m) / m,
-            breakdown: pred.breakdown.clone(),
-            prices,
-            assumptions: pred.assumptions.clone(),
-            miss: model::miss_note(&pred, m, mci),
-        };
+        let rounds = ctx.measure()?;
+        let out = output(&ctx, &counts, &pred, prices, &rounds);
         print!("{}", crate::report::predict::render_text(&out_view(&out)));
-
-        // 4. Keep.
-        let id = program_id(&self.command);
-        let def = format!("wall time of `{cmd_text}`, one run a sample");
-        ra.results.push(model::program_result(
-            &id,
-            &def,
-            &cmd_text,
-            &wall(&rounds.plain),
-        ));
-        rb.results.push(model::program_result(
-            &id,
-            &def,
-            &cmd_text,
-            &wall(&rounds.wrapped),
-        ));
-        ra.label = Some(format!("predict plain: {cmd_text}"));
-        rb.label = Some(format!("predict under {}: {cmd_text}", self.under));
-        let mut late = Vec::new();
-        if !self.no_save {
-            let mut s = open_store(&self.store)?;
-            match s.save_all(&[&ra, &rb], &|| stop().is_err()) {
-                Ok(ids) => eprintln!(
-                    "oscost: saved plain as run {} and wrapped as run {} in {} ({id})",
-                    ids[0],
-                    ids[1],
-                    s.shown()
-                ),
-                Err(crate::store::StoreError::Interrupted) => stop()?,
-                Err(e) => late.push(super::keep_unsaved(&[&ra, &rb], &e, &s.shown())),
-            }
-        }
-        if let Some(j) = &self.json {
-            let bytes = serde_json::to_vec_pretty(&out)?;
-            if let Err(e) = crate::output::write_file(j, &bytes) {
-                late.push(e.to_string());
-            }
-        }
-        if let Some(d) = &self.report {
-            match crate::report::predict::render_page(&out_view(&out)) {
-                Ok(page) => match crate::output::write_page(d, &page, &stop) {
-                    Ok(_) => eprintln!("oscost: report in {}", d.join("index.html").display()),
-                    Err(e) => late.push(e.to_string()),
-                },
-                Err(e) => late.push(format!("cannot draw the prediction: {e}")),
-            }
-        }
-        Ok(super::conclude(&[&ra, &rb], &late))
+        ctx.keep(ra, rb, &rounds, &out)
     }
 }
 

@@ -280,21 +280,7 @@ pub fn count(
             "no raw_syscalls:sys_enter".into(),
         ));
     };
-    raise_nofile(Sysno::count() as u64 + 64);
-    let mut counters = Vec::with_capacity(Sysno::count());
-    let mut uncounted = Vec::new();
-    for call in Sysno::iter() {
-        let filter = format!("id == {}", call.id());
-        match open(sys_enter, Some(&filter)) {
-            Ok(c) => counters.push((call.name().to_string(), c)),
-            Err(e) if counters.is_empty() => {
-                return Err(CountError::NoRights(format!(
-                    "perf_event_open of raw_syscalls:sys_enter: {e}"
-                )));
-            }
-            Err(e) => uncounted.push(format!("system call {}: {e}", call.name())),
-        }
-    }
+    let (counters, mut uncounted) = open_syscalls(sys_enter)?;
     let task = |id: Option<u64>, filter: Option<&str>, what: &str, un: &mut Vec<String>| match id
         .map(|i| open(i, filter))
     {
@@ -356,6 +342,27 @@ pub fn count(
     counts.execs = execs.as_mut().map(read).transpose()?.unwrap_or(0);
     counts.uncounted = uncounted;
     Ok(counts)
+}
+
+/// One event per system call number on `raw_syscalls:sys_enter`, and what could not be opened.
+#[allow(clippy::type_complexity)]
+fn open_syscalls(sys_enter: u64) -> Result<(Vec<(String, Counter)>, Vec<String>), CountError> {
+    raise_nofile(Sysno::count() as u64 + 64);
+    let mut counters = Vec::with_capacity(Sysno::count());
+    let mut uncounted = Vec::new();
+    for call in Sysno::iter() {
+        let filter = format!("id == {}", call.id());
+        match open(sys_enter, Some(&filter)) {
+            Ok(c) => counters.push((call.name().to_string(), c)),
+            Err(e) if counters.is_empty() => {
+                return Err(CountError::NoRights(format!(
+                    "perf_event_open of raw_syscalls:sys_enter: {e}"
+                )));
+            }
+            Err(e) => uncounted.push(format!("system call {}: {e}", call.name())),
+        }
+    }
+    Ok((counters, uncounted))
 }
 
 /// One descriptor per tracepoint: lift the soft limit on open files to the hard one if needed.

@@ -48,6 +48,9 @@ pub struct ExplainOutput {
     pub untraced_median_ns: f64,
     /// traced / untraced.
     pub tracing_factor: f64,
+    /// The benchmark's own median in the traced pass (every round trip, split or not): what
+    /// tracing did to the number itself.
+    pub traced_pass_median_ns: f64,
     pub round_trips: usize,
     pub incomplete: usize,
     pub lost_records: u64,
@@ -158,15 +161,16 @@ impl ExplainArgs {
         let (events, lost) = tracer.read();
         let missing = tracer.missing.clone();
         drop(tracer);
-        if median_of(&traced).is_none() {
+        let Some(traced_median) = median_of(&traced) else {
             anyhow::bail!("{id} failed in the traced pass");
-        }
+        };
         let split: Split = explain::split(&events, master).map_err(anyhow::Error::msg)?;
         let out = ExplainOutput {
             id: id.clone(),
             round_trip_ns: split.round_trip_ns,
             untraced_median_ns: untraced_median,
             tracing_factor: split.round_trip_ns / untraced_median,
+            traced_pass_median_ns: traced_median,
             round_trips: split.round_trips,
             incomplete: split.incomplete,
             lost_records: lost,
@@ -213,6 +217,7 @@ fn view(o: &ExplainOutput) -> crate::report::explain::View {
         id: o.id.clone(),
         round_trip_ns: o.round_trip_ns,
         untraced_median_ns: o.untraced_median_ns,
+        traced_pass_median_ns: o.traced_pass_median_ns,
         round_trips: o.round_trips,
         incomplete: o.incomplete,
         lost_records: o.lost_records,

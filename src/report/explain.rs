@@ -15,6 +15,7 @@ pub struct View {
     pub id: String,
     pub round_trip_ns: f64,
     pub untraced_median_ns: f64,
+    pub traced_pass_median_ns: f64,
     pub round_trips: usize,
     pub incomplete: usize,
     pub lost_records: u64,
@@ -37,6 +38,13 @@ fn headline(v: &View) -> Vec<String> {
             v.round_trips,
             format_ns(v.untraced_median_ns),
             v.round_trip_ns / v.untraced_median_ns
+        ),
+        format!(
+            "tracing moved the benchmark's own median from {} to {} (x{:.2}); split round trips \
+             are those in which the peer slept",
+            format_ns(v.untraced_median_ns),
+            format_ns(v.traced_pass_median_ns),
+            v.traced_pass_median_ns / v.untraced_median_ns
         ),
         format!(
             "stages' medians sum to {} ({:+.1}% of the traced round trip); {:.2} IPIs a round trip",
@@ -162,6 +170,7 @@ mod tests {
             id: "switch/pipe-proc@cross".into(),
             round_trip_ns: 30_000.0,
             untraced_median_ns: 27_000.0,
+            traced_pass_median_ns: 29_000.0,
             round_trips: 400,
             incomplete: 2,
             lost_records: 0,
@@ -180,6 +189,7 @@ mod tests {
     fn the_text_has_the_bar_the_table_and_tracings_factor() {
         let t = render_text(&view());
         assert!(t.contains("x1.11 under tracing"), "{t}");
+        assert!(t.contains("from 27.0 us to 29.0 us (x1.07)"), "{t}");
         assert!(t.contains("+0.0% of the traced round trip"), "{t}");
         // 60 columns: 2 A, 28 B, 30 C.
         assert!(

@@ -10,7 +10,7 @@
 //! killed and reaped, so nothing it started outlives a round.
 
 use std::os::fd::{FromRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
+use std::os::unix::process::CommandExt as _;
 use std::process::{Command, Stdio};
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -74,16 +74,8 @@ pub fn command(argv: &[String], cpu: Option<usize>) -> Command {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .process_group(0);
-    if let Some(set) = cpu.map(crate::harness::os::cpu_set) {
-        // SAFETY: sched_setaffinity is async-signal-safe; the set was built before the fork.
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+    if let Some(c) = cpu {
+        crate::harness::placement::pin_on_exec(&mut cmd, c);
     }
     cmd
 }

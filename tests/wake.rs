@@ -3,8 +3,6 @@
 
 mod common;
 
-use std::os::unix::process::CommandExt;
-
 use common::*;
 
 #[test]
@@ -54,14 +52,7 @@ fn on_one_cpu_the_family_is_skipped_with_the_reason() {
     let mut cmd = oscost(&unique_tag("wake-one"));
     cmd.args(["run", "--no-save", "--quick", "wake/eventfd", "--json"])
         .arg(&path);
-    let set = oscost::harness::os::cpu_set(cpu);
-    // SAFETY: sched_setaffinity is async-signal-safe; the set was built before the fork.
-    unsafe {
-        cmd.pre_exec(move || {
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-            Ok(())
-        });
-    }
+    oscost::harness::placement::pin_on_exec(&mut cmd, cpu);
     let out = cmd.output().unwrap();
     assert_eq!(
         out.status.code(),

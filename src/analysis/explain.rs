@@ -138,7 +138,6 @@ fn round_trip(
     m: u32,
     p: u32,
 ) -> Option<([u64; 10], usize)> {
-    let mi = i64::from(m);
     let a = last(ev, floor, b, |e| {
         e.tid == m && matches!(e.kind, Kind::SysEnter { .. })
     })?;
@@ -149,7 +148,7 @@ fn round_trip(
         e.tid == p && matches!(e.kind, Kind::SysExit { .. })
     })?;
     let g = next(ev, e_ + 1, |e| {
-        e.tid == p && matches!(e.kind, Kind::Waking { pid } if pid == mi)
+        e.tid == p && matches!(e.kind, Kind::Waking { pid } if pid == i64::from(m))
     })?;
     let f = last(ev, e_ + 1, g, |e| {
         e.tid == p && matches!(e.kind, Kind::SysEnter { .. })
@@ -162,23 +161,20 @@ fn round_trip(
     })?;
     let t = |k: usize| ev[k].time;
     let (tc, th) = (c.map_or(t(b), t), h.map_or(t(g), t));
-    let _ = mi;
     Some((
         [t(a), t(b), tc, t(d), t(e_), t(f), t(g), th, t(i), t(j)],
         usize::from(seen_d) + usize::from(seen_i),
     ))
 }
 
-fn quantile(v: &mut [f64], q: f64) -> f64 {
-    v.sort_by(f64::total_cmp);
-    crate::stats::quantile_sorted(v, q)
+fn quantile(v: &[f64], q: f64) -> f64 {
+    crate::stats::quantile_sorted(&crate::stats::sorted_copy(v), q)
 }
 
 /// Split every round trip of `master` with its peer. Err when no round trip was found.
 pub fn split(events: &[TraceEvent], master: u32) -> Result<Split, String> {
     let peer =
         peer_of(events, master).ok_or("the traced pass holds no waking by the measuring thread")?;
-    let mi = i64::from(master);
     let starts: Vec<usize> = (0..events.len())
         .filter(|&i| {
             events[i].tid == master
@@ -219,10 +215,9 @@ pub fn split(events: &[TraceEvent], master: u32) -> Result<Split, String> {
         .filter(|e| matches!(e.kind, Kind::Ipi { .. }) && (e.tid == master || e.tid == peer))
         .filter(|e| e.time >= lo && e.time <= hi)
         .count();
-    let _ = mi;
     let stages = STAGES
         .iter()
-        .zip(per_stage.iter_mut())
+        .zip(&per_stage)
         .map(|((name, def), v)| StageStats {
             name: name.to_string(),
             median_ns: quantile(v, 0.5),
@@ -233,7 +228,7 @@ pub fn split(events: &[TraceEvent], master: u32) -> Result<Split, String> {
     Ok(Split {
         peer_tid: peer,
         round_trips: totals.len(),
-        round_trip_ns: quantile(&mut totals, 0.5),
+        round_trip_ns: quantile(&totals, 0.5),
         stages,
         incomplete,
         ipis_per_round_trip: ipis as f64 / (totals.len() + incomplete) as f64,

@@ -29,6 +29,7 @@ pub mod wake;
 
 use crate::harness::case::{BenchError, Benchmark, Expect, Measured, Meter, Param, Variant};
 use crate::harness::os::{read_byte, write_byte};
+use std::sync::atomic::AtomicU32;
 use crate::model::Curve;
 
 /// Two sizes several families use: a page and a mebibyte (`/4KiB`, `/1MiB`, param `bytes`).
@@ -54,6 +55,28 @@ pub(crate) fn round_trips(m: &Meter, w: i32, r: i32, lost: &str) -> Measured {
         }
         Ok(())
     })
+}
+
+/// futex(2) wait while `*word == val`, and wake one waiter. `private` for threads of one
+/// process, shared for a word in shared memory.
+pub(crate) fn futex_wait(word: &AtomicU32, val: u32, private: bool) {
+    let op = libc::FUTEX_WAIT | if private { libc::FUTEX_PRIVATE_FLAG } else { 0 };
+    // SAFETY: word is a live, aligned u32.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            op,
+            val,
+            std::ptr::null::<libc::timespec>(),
+        )
+    };
+}
+
+pub(crate) fn futex_wake(word: &AtomicU32, private: bool) {
+    let op = libc::FUTEX_WAKE | if private { libc::FUTEX_PRIVATE_FLAG } else { 0 };
+    // SAFETY: as above.
+    unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), op, 1) };
 }
 
 /// Every benchmark, in suite order.

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use super::{futex_wait, futex_wake};
 use crate::catalogue;
 use crate::harness::case::{BenchError, Case, Cases, Measured, Meter, Param, Variant};
 use crate::harness::clock::{Clock, Monotonic};
@@ -94,31 +95,6 @@ enum Mechanism {
     Eventfd { fd: i32 },
 }
 
-fn futex_wait(word: &AtomicU32, val: u32) {
-    // SAFETY: word is a live, aligned u32 shared by the two threads of this process.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-            val,
-            std::ptr::null::<libc::timespec>(),
-        )
-    };
-}
-
-fn futex_wake(word: &AtomicU32) {
-    // SAFETY: as above.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-            1,
-        )
-    };
-}
-
 impl Mechanism {
     /// Sleeper: block until generation `gen` is posted (or QUIT).
     fn block(self, s: &Shared, generation: u32) {
@@ -128,7 +104,7 @@ impl Mechanism {
                 if v == generation || v == QUIT {
                     return;
                 }
-                futex_wait(&s.word, v);
+                futex_wait(&s.word, v, true);
             },
             Mechanism::Pipe { r, .. } => {
                 read_byte(r);
@@ -143,7 +119,7 @@ impl Mechanism {
     fn wake(self, s: &Shared, generation: u32) {
         s.word.store(generation, Ordering::SeqCst);
         match self {
-            Mechanism::Futex => futex_wake(&s.word),
+            Mechanism::Futex => futex_wake(&s.word, true),
             Mechanism::Pipe { w, .. } => {
                 write_byte(w);
             }

@@ -79,9 +79,7 @@ fn pass_config(clock_cost_ns: f64, traced: bool) -> SamplerConfig {
 
 fn median_of(cases: &[runner::CaseResult]) -> Option<f64> {
     let m = cases.first()?.measurement.as_ref()?;
-    let mut v = m.samples_ns.clone();
-    v.sort_by(f64::total_cmp);
-    Some(crate::stats::quantile_sorted(&v, 0.5))
+    (!m.samples_ns.is_empty()).then(|| crate::stats::median(&m.samples_ns))
 }
 
 impl ExplainArgs {

@@ -349,17 +349,6 @@ impl Drop for PeerThread {
     }
 }
 
-/// The CPU set of one CPU (built before a fork: a child may only make async-signal-safe calls).
-pub fn cpu_set(cpu: usize) -> libc::cpu_set_t {
-    // SAFETY: cpu_set_t is plain bits; CPU_ZERO/CPU_SET only write within it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_ZERO(&mut set);
-        libc::CPU_SET(cpu, &mut set);
-        set
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -99,6 +99,21 @@ pub fn cpu_set(cpus: &[usize]) -> libc::cpu_set_t {
     set
 }
 
+/// Start what `cmd` runs on `cpu` (a wrapper and the program it starts inherit it).
+pub fn pin_on_exec(cmd: &mut std::process::Command, cpu: usize) {
+    use std::os::unix::process::CommandExt;
+    let set = cpu_set(&[cpu]);
+    // SAFETY: sched_setaffinity is async-signal-safe; the set was built before the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 /// Pin the calling thread to `cpu`, or allow it every CPU in `allowed` when `cpu` is None.
 pub fn place_current_thread(cpu: Option<usize>, allowed: &[usize]) -> Result<(), String> {
     match cpu {

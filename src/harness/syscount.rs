@@ -309,15 +309,8 @@ pub fn count(
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    if let Some(set) = cpu.map(super::os::cpu_set) {
-        use std::os::unix::process::CommandExt;
-        // SAFETY: sched_setaffinity is async-signal-safe; the set was built before the fork.
-        unsafe {
-            cmd.pre_exec(move || {
-                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-                Ok(())
-            });
-        }
+    if let Some(c) = cpu {
+        super::placement::pin_on_exec(&mut cmd, c);
     }
     let status = cmd
         .status()

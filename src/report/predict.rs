@@ -34,20 +34,12 @@ pub struct View {
     pub miss: Option<String>,
 }
 
-fn signed(ns: f64) -> String {
-    if ns < 0.0 {
-        format!("-{}", format_ns(-ns))
-    } else {
-        format!("+{}", format_ns(ns))
-    }
-}
-
 fn interval(p: &(f64, [f64; 2])) -> String {
     format!(
         "{} (95% CI {} to {})",
-        signed(p.0),
-        signed(p.1[0]),
-        signed(p.1[1])
+        super::signed_ns(p.0),
+        super::signed_ns(p.1[0]),
+        super::signed_ns(p.1[1])
     )
 }
 
@@ -67,7 +59,7 @@ pub fn headlines(v: &View) -> Vec<String> {
         format!(
             "measured added time  {} wall, {} CPU",
             interval(&v.measured),
-            signed(v.measured_cpu)
+            super::signed_ns(v.measured_cpu)
         ),
         format!(
             "prediction error {:+.1}% of the measured added time",
@@ -87,8 +79,8 @@ fn rows(v: &View, max: usize) -> Vec<[String; 5]> {
                 l.kind.clone(),
                 l.count.to_string(),
                 format!("{}{}", l.priced_by, if l.assumed { " (model)" } else { "" }),
-                signed(l.addition_ns),
-                signed(l.added_ns),
+                super::signed_ns(l.addition_ns),
+                super::signed_ns(l.added_ns),
             ]
         })
         .collect();
@@ -99,7 +91,7 @@ fn rows(v: &View, max: usize) -> Vec<[String; 5]> {
             rest.iter().map(|l| l.count).sum::<u64>().to_string(),
             String::new(),
             String::new(),
-            signed(rest.iter().map(|l| l.added_ns).sum()),
+            super::signed_ns(rest.iter().map(|l| l.added_ns).sum()),
         ]);
     }
     out

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 mod ring;
 
-use super::round_trips;
+use super::{futex_wait, futex_wake, round_trips};
 use crate::catalogue;
 
 use crate::harness::case::{Among, BenchError, Case, Cases, Expect, Measured, Meter};
@@ -146,28 +146,6 @@ fn eventfd_proc(m: &Meter, c: &Case) -> Measured {
     close(to);
     close(from);
     r
-}
-
-/// futex(2) wait while `*word == val`, and wake one waiter. `private` for threads of one
-/// process, shared for a word in shared memory.
-fn futex_wait(word: &AtomicU32, val: u32, private: bool) {
-    let op = libc::FUTEX_WAIT | if private { libc::FUTEX_PRIVATE_FLAG } else { 0 };
-    // SAFETY: word is a live, aligned u32.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            op,
-            val,
-            std::ptr::null::<libc::timespec>(),
-        )
-    };
-}
-
-fn futex_wake(word: &AtomicU32, private: bool) {
-    let op = libc::FUTEX_WAKE | if private { libc::FUTEX_PRIVATE_FLAG } else { 0 };
-    // SAFETY: as above.
-    unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), op, 1) };
 }
 
 /// The turn word: PEER means the peer's move, MASTER the master's.

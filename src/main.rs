@@ -27,7 +27,7 @@ fn main() {
     }
     // Mounting tracefs in a mount namespace of its own needs a single-threaded process.
     if std::env::args_os().nth(1).is_some_and(|a| a == "__tracefs") {
-        std::process::exit(oscost::harness::syscount::tracefs_main());
+        std::process::exit(oscost::harness::tracefs::helper_main());
     }
     let code = match std::thread::Builder::new()
         .name("oscost".into())

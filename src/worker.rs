@@ -239,7 +239,9 @@ impl Coordinator {
             .stderr(Stdio::piped())
             .process_group(0);
         let w = res_w.as_raw_fd();
-        let pin = self.pin_cpu.map(|c| crate::harness::placement::cpu_set(&[c]));
+        let pin = self
+            .pin_cpu
+            .map(|c| crate::harness::placement::cpu_set(&[c]));
         // SAFETY: only async-signal-safe calls (dup2, fcntl, prctl, sched_setaffinity) between
         // fork and exec; the CPU set was built before the fork.
         unsafe {

@@ -29,8 +29,8 @@ pub mod wake;
 
 use crate::harness::case::{BenchError, Benchmark, Expect, Measured, Meter, Param, Variant};
 use crate::harness::os::{read_byte, write_byte};
-use std::sync::atomic::AtomicU32;
 use crate::model::Curve;
+use std::sync::atomic::AtomicU32;
 
 /// Two sizes several families use: a page and a mebibyte (`/4KiB`, `/1MiB`, param `bytes`).
 pub static PAGE_AND_MIB: &[Variant] = &[

@@ -22,8 +22,9 @@ use crate::harness::case::{Cases, Meter};
 use crate::harness::clock::{Monotonic, calibrate};
 use crate::harness::noise::Rusage;
 use crate::harness::sampler::{Sampler, SamplerConfig};
-use crate::harness::trace::{Formats, Tracer};
-use crate::harness::{placement, runner, syscount};
+use crate::harness::trace::Tracer;
+use crate::harness::tracefs::{Formats, tracefs_text};
+use crate::harness::{placement, runner};
 
 #[derive(Debug, Args, Clone)]
 pub struct ExplainArgs {
@@ -117,7 +118,7 @@ impl ExplainArgs {
         let stop = stopper(&interrupted);
         let plan = self.plan()?;
         let b = plan.benchmarks[0];
-        let text = syscount::tracefs_text().map_err(|e| usage(e.to_string()))?;
+        let text = tracefs_text().map_err(|e| usage(e.to_string()))?;
         let formats = Formats::parse(&text);
         if formats.ids.is_empty() {
             return Err(usage(

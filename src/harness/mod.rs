@@ -14,4 +14,5 @@ pub mod runner;
 pub mod sampler;
 pub mod syscount;
 pub mod trace;
+pub mod tracefs;
 pub mod witness;

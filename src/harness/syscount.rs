@@ -16,42 +16,21 @@
 //! counts join the parent event when it exits. The program's first execve is entered before
 //! the events are on, so it is added by hand (`+1`).
 //!
-//! Tracepoint ids live in tracefs. When tracefs is not mounted, `oscost __tracefs` (started by
-//! `tracepoint_ids`) mounts it in a mount namespace of its own, prints the ids and exits: the
-//! mount dies with the namespace, so nothing is left mounted even if it is killed.
+//! The tracepoint ids come from tracefs (`tracefs.rs`).
 
 use std::collections::BTreeMap;
 use std::os::fd::AsRawFd;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use perf_event::events::Tracepoint;
 use perf_event::{Builder, Counter};
 use syscalls::Sysno;
 
-/// Where tracefs is usually mounted.
-const TRACEFS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
-
-/// Set for `oscost __tracefs`, so that it never starts another.
-const HELPER_ENV: &str = "OSCOST_TRACEFS_HELPER";
+pub use super::tracefs::CountError;
+use super::tracefs::{Formats, tracefs_text};
 
 /// CLONE_THREAD: a new task that is a thread of its creator.
 const CLONE_THREAD: u64 = 0x10000;
-
-#[derive(Debug, thiserror::Error)]
-pub enum CountError {
-    #[error(
-        "counting a program's system calls needs the kernel's tracepoints: {0}; run as root \
-         (or with CAP_PERFMON and CAP_SYS_ADMIN, kernel.perf_event_paranoid <= 1)"
-    )]
-    NoRights(String),
-    #[error("this kernel has no system call tracepoints (CONFIG_FTRACE_SYSCALLS): {0}")]
-    NoTracepoints(String),
-    #[error("cannot start '{0}': {1}")]
-    Start(String, std::io::Error),
-    #[error("{0}")]
-    Io(String),
-}
 
 /// The tracepoint ids counting needs: every system call's entry, and the task events.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -63,96 +42,20 @@ pub struct TracepointIds {
 }
 
 impl TracepointIds {
-    /// Parse `oscost __tracefs`'s output: lines `NAME ID`, `NAME` being `sys_enter`,
-    /// `task_newtask` or `sched_process_exec`.
+    /// The counting events' ids among what tracefs listed.
+    pub fn of(formats: &Formats) -> TracepointIds {
+        let id = |ev: &str| formats.ids.get(ev).copied();
+        TracepointIds {
+            sys_enter: id("raw_syscalls/sys_enter"),
+            newtask: id("task/task_newtask"),
+            exec: id("sched/sched_process_exec"),
+        }
+    }
+
+    /// Parse `oscost __tracefs`'s output.
     pub fn parse(text: &str) -> TracepointIds {
-        let mut ids = TracepointIds::default();
-        for line in text.lines() {
-            let mut f = line.split_whitespace();
-            let (Some(name), Some(Ok(id))) = (f.next(), f.next().map(str::parse::<u64>)) else {
-                continue;
-            };
-            match name {
-                "task_newtask" => ids.newtask = Some(id),
-                "sched_process_exec" => ids.exec = Some(id),
-                "sys_enter" => ids.sys_enter = Some(id),
-                _ => {}
-            }
-        }
-        ids
+        TracepointIds::of(&Formats::parse(text))
     }
-
-    /// The ids under a mounted tracefs, as `parse` reads them.
-    fn list(root: &Path) -> String {
-        let mut out = String::new();
-        let read = |p: PathBuf| std::fs::read_to_string(p).ok();
-        for (dir, name) in [
-            ("task", "task_newtask"),
-            ("sched", "sched_process_exec"),
-            ("raw_syscalls", "sys_enter"),
-        ] {
-            if let Some(id) = read(root.join("events").join(dir).join(name).join("id")) {
-                out.push_str(&format!("{name} {}\n", id.trim()));
-            }
-        }
-        // The events `oscost explain` traces, with their fields' offsets and sizes from each
-        // event's format file (they differ between kernels).
-        for event in super::trace::EVENTS {
-            let dir = root.join("events").join(event);
-            if let Some(id) = read(dir.join("id")) {
-                out.push_str(&format!("event {event} {}\n", id.trim()));
-            }
-            for line in read(dir.join("format")).unwrap_or_default().lines() {
-                if let Some(f) = super::trace::parse_field_line(line) {
-                    out.push_str(&format!("field {event} {} {} {}\n", f.0, f.1, f.2));
-                }
-            }
-        }
-        out
-    }
-}
-
-/// A mounted tracefs, if any.
-fn mounted_tracefs() -> Option<PathBuf> {
-    TRACEFS
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.join("events/raw_syscalls").is_dir())
-}
-
-/// Entry point of `oscost __tracefs` (single-threaded: a mount namespace cannot be entered by
-/// one thread of many): mount tracefs in a private mount namespace, print the ids, exit.
-pub fn tracefs_main() -> i32 {
-    use nix::mount::{MsFlags, mount};
-    use nix::sched::{CloneFlags, unshare};
-    if let Err(e) = unshare(CloneFlags::CLONE_NEWNS) {
-        eprintln!("cannot enter a mount namespace of its own to mount tracefs: {e}");
-        return 1;
-    }
-    // Private, so that nothing mounted here propagates back to the host's namespace.
-    if let Err(e) = mount(
-        None::<&str>,
-        "/",
-        None::<&str>,
-        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
-        None::<&str>,
-    ) {
-        eprintln!("cannot make the mount namespace private: {e}");
-        return 1;
-    }
-    let target = TRACEFS[0];
-    if let Err(e) = mount(
-        Some("tracefs"),
-        target,
-        Some("tracefs"),
-        MsFlags::empty(),
-        None::<&str>,
-    ) {
-        eprintln!("cannot mount tracefs on {target}: {e}");
-        return 1;
-    }
-    print!("{}", TracepointIds::list(Path::new(target)));
-    0
 }
 
 /// The tracepoint ids: from a mounted tracefs, or from `oscost __tracefs`.
@@ -171,38 +74,6 @@ pub fn tracepoint_ids() -> Result<TracepointIds, CountError> {
         ));
     }
     Ok(ids)
-}
-
-/// What tracefs says of the events oscost uses (ids, and the traced events' fields), as
-/// `oscost __tracefs` prints it: from a mounted tracefs, or mounted by the helper.
-pub fn tracefs_text() -> Result<String, CountError> {
-    let text = match mounted_tracefs() {
-        Some(root) => TracepointIds::list(&root),
-        None => {
-            // The helper is this binary; a binary that is not oscost (a test, an example)
-            // would start itself again and again: the variable stops the second one.
-            if std::env::var_os(HELPER_ENV).is_some() {
-                return Err(CountError::Io(
-                    "oscost __tracefs started a program that is not oscost".into(),
-                ));
-            }
-            let exe = std::env::current_exe().map_err(|e| CountError::Io(e.to_string()))?;
-            let out = Command::new(exe)
-                .arg("__tracefs")
-                .env(HELPER_ENV, "1")
-                .stdin(Stdio::null())
-                .output()
-                .map_err(|e| CountError::Io(format!("cannot start oscost __tracefs: {e}")))?;
-            if !out.status.success() {
-                let why = String::from_utf8_lossy(&out.stderr).trim().to_string();
-                return Err(CountError::NoRights(format!(
-                    "tracefs is not mounted and could not be mounted ({why})"
-                )));
-            }
-            String::from_utf8_lossy(&out.stdout).to_string()
-        }
-    };
-    Ok(text)
 }
 
 /// What one run of a program did, over all its processes and threads.
@@ -375,7 +246,8 @@ mod tests {
     #[test]
     fn tracefs_listing_is_parsed_into_ids() {
         let ids = TracepointIds::parse(
-            "task_newtask 301\nsched_process_exec 290\nsys_enter 21\ngarbage\nsys_exit x\n",
+            "event task/task_newtask 301\nevent sched/sched_process_exec 290\n\
+             event raw_syscalls/sys_enter 21\ngarbage\nevent raw_syscalls/sys_exit x\n",
         );
         assert_eq!(ids.newtask, Some(301));
         assert_eq!(ids.exec, Some(290));

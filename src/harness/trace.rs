@@ -10,82 +10,11 @@
 //! party on the CPUs being explained. Lost records (a buffer that filled) are counted and said.
 //! Nothing outlives the `Tracer`: its events are file descriptors, closed on drop.
 
-use std::collections::BTreeMap;
-
 use perf_event::events::Tracepoint;
 use perf_event::{Builder, Clock, SampleFlag, Sampler};
 
-use super::syscount::CountError;
-
-/// The traced events, as tracefs names them (`events/<sys>/<name>`). The IPI one is optional.
-pub const EVENTS: &[&str] = &[
-    "raw_syscalls/sys_enter",
-    "raw_syscalls/sys_exit",
-    "sched/sched_waking",
-    "sched/sched_switch",
-    "power/cpu_idle",
-    "ipi/ipi_send_cpu",
-];
-
-/// `field:pid_t next_pid; offset:56; size:4; signed:1;` (tab-separated) -> ("next_pid", 56, 4).
-pub fn parse_field_line(line: &str) -> Option<(String, usize, usize)> {
-    let line = line.trim();
-    let decl = line.strip_prefix("field:")?.split(';').next()?;
-    let name = decl.split_whitespace().last()?;
-    let name = name.split('[').next()?.to_string();
-    let num = |key: &str| -> Option<usize> {
-        line.split(';')
-            .map(str::trim)
-            .find_map(|p| p.strip_prefix(key))
-            .and_then(|v| v.trim().parse().ok())
-    };
-    Some((name, num("offset:")?, num("size:")?))
-}
-
-/// The traced events' ids and field layouts on this kernel.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Formats {
-    pub ids: BTreeMap<String, u64>,
-    /// (event, field) -> (offset, size).
-    pub fields: BTreeMap<(String, String), (usize, usize)>,
-}
-
-impl Formats {
-    /// Read `event` and `field` lines of `oscost __tracefs`'s output.
-    pub fn parse(text: &str) -> Formats {
-        let mut f = Formats::default();
-        for line in text.lines() {
-            let w: Vec<&str> = line.split_whitespace().collect();
-            match w.as_slice() {
-                ["event", ev, id] => {
-                    if let Ok(id) = id.parse() {
-                        f.ids.insert(ev.to_string(), id);
-                    }
-                }
-                ["field", ev, name, off, size] => {
-                    if let (Ok(o), Ok(s)) = (off.parse(), size.parse()) {
-                        f.fields.insert((ev.to_string(), name.to_string()), (o, s));
-                    }
-                }
-                _ => {}
-            }
-        }
-        f
-    }
-
-    /// A field's value in a raw record (little-endian, as the kernel wrote it on this host).
-    fn get(&self, event: &str, field: &str, raw: &[u8]) -> Option<i64> {
-        let &(off, size) = self.fields.get(&(event.to_string(), field.to_string()))?;
-        let b = raw.get(off..off + size)?;
-        Some(match size {
-            1 => i64::from(b[0] as i8),
-            2 => i64::from(i16::from_ne_bytes([b[0], b[1]])),
-            4 => i64::from(i32::from_ne_bytes(b.try_into().ok()?)),
-            8 => i64::from_ne_bytes(b.try_into().ok()?),
-            _ => return None,
-        })
-    }
-}
+pub use super::tracefs::EVENTS;
+use super::tracefs::{CountError, Formats};
 
 /// What happened, in the terms stage splitting needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -267,19 +196,6 @@ fn kind_of(f: &Formats, ev: &str, raw: &[u8]) -> Option<Kind> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn format_lines_give_names_offsets_and_sizes() {
-        assert_eq!(
-            parse_field_line("\tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;"),
-            Some(("next_pid".into(), 56, 4))
-        );
-        assert_eq!(
-            parse_field_line("\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;"),
-            Some(("prev_comm".into(), 8, 16))
-        );
-        assert_eq!(parse_field_line("format:"), None);
-    }
 
     #[test]
     fn raw_records_are_read_at_the_formats_offsets() {

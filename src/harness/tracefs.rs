@@ -1,0 +1,223 @@
+//! tracefs, where the kernel lists its tracepoints: each one's id (what perf_event_open takes)
+//! and format (where each field of its record lies on this kernel). These machines do not
+//! mount it; `oscost __tracefs` (`helper_main`, started by `tracefs_text`) mounts it in a
+//! mount namespace of its own, prints what oscost needs and exits: the mount dies with the
+//! namespace, so nothing is left mounted even if it is killed. `syscount.rs` (counting a
+//! program's calls) and `trace.rs` (a traced pass) both read it through `Formats`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// Where tracefs is usually mounted.
+const TRACEFS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
+
+/// Set for `oscost __tracefs`, so that it never starts another.
+const HELPER_ENV: &str = "OSCOST_TRACEFS_HELPER";
+
+/// The events `oscost predict` counts.
+const COUNTED: &[&str] = &[
+    "task/task_newtask",
+    "sched/sched_process_exec",
+    "raw_syscalls/sys_enter",
+];
+
+/// The events `oscost explain` traces, as tracefs names them (`events/<sys>/<name>`). The IPI
+/// one is optional.
+pub const EVENTS: &[&str] = &[
+    "raw_syscalls/sys_enter",
+    "raw_syscalls/sys_exit",
+    "sched/sched_waking",
+    "sched/sched_switch",
+    "power/cpu_idle",
+    "ipi/ipi_send_cpu",
+];
+
+#[derive(Debug, thiserror::Error)]
+pub enum CountError {
+    #[error(
+        "counting a program's system calls needs the kernel's tracepoints: {0}; run as root \
+         (or with CAP_PERFMON and CAP_SYS_ADMIN, kernel.perf_event_paranoid <= 1)"
+    )]
+    NoRights(String),
+    #[error("this kernel has no system call tracepoints (CONFIG_FTRACE_SYSCALLS): {0}")]
+    NoTracepoints(String),
+    #[error("cannot start '{0}': {1}")]
+    Start(String, std::io::Error),
+    #[error("{0}")]
+    Io(String),
+}
+
+/// `field:pid_t next_pid; offset:56; size:4; signed:1;` (tab-separated) -> ("next_pid", 56, 4).
+pub fn parse_field_line(line: &str) -> Option<(String, usize, usize)> {
+    let line = line.trim();
+    let decl = line.strip_prefix("field:")?.split(';').next()?;
+    let name = decl.split_whitespace().last()?;
+    let name = name.split('[').next()?.to_string();
+    let num = |key: &str| -> Option<usize> {
+        line.split(';')
+            .map(str::trim)
+            .find_map(|p| p.strip_prefix(key))
+            .and_then(|v| v.trim().parse().ok())
+    };
+    Some((name, num("offset:")?, num("size:")?))
+}
+
+/// The ids of the events oscost uses and the traced ones' field layouts, on this kernel.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Formats {
+    pub ids: BTreeMap<String, u64>,
+    /// (event, field) -> (offset, size).
+    pub fields: BTreeMap<(String, String), (usize, usize)>,
+}
+
+impl Formats {
+    /// Read `event` and `field` lines of `oscost __tracefs`'s output.
+    pub fn parse(text: &str) -> Formats {
+        let mut f = Formats::default();
+        for line in text.lines() {
+            let w: Vec<&str> = line.split_whitespace().collect();
+            match w.as_slice() {
+                ["event", ev, id] => {
+                    if let Ok(id) = id.parse() {
+                        f.ids.insert(ev.to_string(), id);
+                    }
+                }
+                ["field", ev, name, off, size] => {
+                    if let (Ok(o), Ok(s)) = (off.parse(), size.parse()) {
+                        f.fields.insert((ev.to_string(), name.to_string()), (o, s));
+                    }
+                }
+                _ => {}
+            }
+        }
+        f
+    }
+
+    /// A field's value in a raw record (little-endian, as the kernel wrote it on this host).
+    pub fn get(&self, event: &str, field: &str, raw: &[u8]) -> Option<i64> {
+        let &(off, size) = self.fields.get(&(event.to_string(), field.to_string()))?;
+        let b = raw.get(off..off + size)?;
+        Some(match size {
+            1 => i64::from(b[0] as i8),
+            2 => i64::from(i16::from_ne_bytes([b[0], b[1]])),
+            4 => i64::from(i32::from_ne_bytes(b.try_into().ok()?)),
+            8 => i64::from_ne_bytes(b.try_into().ok()?),
+            _ => return None,
+        })
+    }
+}
+
+/// What tracefs says under `root`, as `Formats::parse` reads it: `event SYS/NAME ID` for every
+/// event oscost uses, and `field SYS/NAME FIELD OFFSET SIZE` for the traced ones' fields, from
+/// each event's format file (they differ between kernels).
+fn list(root: &Path) -> String {
+    let mut out = String::new();
+    let read = |p: PathBuf| std::fs::read_to_string(p).ok();
+    let counted_only = COUNTED.iter().filter(|e| !EVENTS.contains(e));
+    for event in counted_only.chain(EVENTS) {
+        let dir = root.join("events").join(event);
+        if let Some(id) = read(dir.join("id")) {
+            out.push_str(&format!("event {event} {}\n", id.trim()));
+        }
+        for line in read(dir.join("format")).unwrap_or_default().lines() {
+            if let Some(f) = parse_field_line(line) {
+                out.push_str(&format!("field {event} {} {} {}\n", f.0, f.1, f.2));
+            }
+        }
+    }
+    out
+}
+
+/// A mounted tracefs, if any.
+fn mounted_tracefs() -> Option<PathBuf> {
+    TRACEFS
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.join("events/raw_syscalls").is_dir())
+}
+
+/// Entry point of `oscost __tracefs` (single-threaded: a mount namespace cannot be entered by
+/// one thread of many): mount tracefs in a private mount namespace, print the ids, exit.
+pub fn helper_main() -> i32 {
+    use nix::mount::{MsFlags, mount};
+    use nix::sched::{CloneFlags, unshare};
+    if let Err(e) = unshare(CloneFlags::CLONE_NEWNS) {
+        eprintln!("cannot enter a mount namespace of its own to mount tracefs: {e}");
+        return 1;
+    }
+    // Private, so that nothing mounted here propagates back to the host's namespace.
+    if let Err(e) = mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None::<&str>,
+    ) {
+        eprintln!("cannot make the mount namespace private: {e}");
+        return 1;
+    }
+    let target = TRACEFS[0];
+    if let Err(e) = mount(
+        Some("tracefs"),
+        target,
+        Some("tracefs"),
+        MsFlags::empty(),
+        None::<&str>,
+    ) {
+        eprintln!("cannot mount tracefs on {target}: {e}");
+        return 1;
+    }
+    print!("{}", list(Path::new(target)));
+    0
+}
+
+/// What tracefs says of the events oscost uses (ids, and the traced events' fields), as
+/// `oscost __tracefs` prints it: from a mounted tracefs, or mounted by the helper.
+pub fn tracefs_text() -> Result<String, CountError> {
+    let text = match mounted_tracefs() {
+        Some(root) => list(&root),
+        None => {
+            // The helper is this binary; a binary that is not oscost (a test, an example)
+            // would start itself again and again: the variable stops the second one.
+            if std::env::var_os(HELPER_ENV).is_some() {
+                return Err(CountError::Io(
+                    "oscost __tracefs started a program that is not oscost".into(),
+                ));
+            }
+            let exe = std::env::current_exe().map_err(|e| CountError::Io(e.to_string()))?;
+            let out = Command::new(exe)
+                .arg("__tracefs")
+                .env(HELPER_ENV, "1")
+                .stdin(Stdio::null())
+                .output()
+                .map_err(|e| CountError::Io(format!("cannot start oscost __tracefs: {e}")))?;
+            if !out.status.success() {
+                let why = String::from_utf8_lossy(&out.stderr).trim().to_string();
+                return Err(CountError::NoRights(format!(
+                    "tracefs is not mounted and could not be mounted ({why})"
+                )));
+            }
+            String::from_utf8_lossy(&out.stdout).to_string()
+        }
+    };
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn format_lines_give_names_offsets_and_sizes() {
+        assert_eq!(
+            parse_field_line("\tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;"),
+            Some(("next_pid".into(), 56, 4))
+        );
+        assert_eq!(
+            parse_field_line("\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;"),
+            Some(("prev_comm".into(), 8, 16))
+        );
+        assert_eq!(parse_field_line("format:"), None);
+    }
+}

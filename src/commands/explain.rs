@@ -13,11 +13,10 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use serde::Serialize;
 
 use super::args::usage;
 use super::{check_report_dir, stopper};
-use crate::analysis::explain::{self, Split, StageStats};
+use crate::analysis::explain::{self, Split};
 use crate::harness::case::{Cases, Meter};
 use crate::harness::clock::{Monotonic, calibrate};
 use crate::harness::noise::Rusage;
@@ -25,6 +24,7 @@ use crate::harness::sampler::{Sampler, SamplerConfig};
 use crate::harness::trace::Tracer;
 use crate::harness::tracefs::{Formats, tracefs_text};
 use crate::harness::{placement, runner};
+use crate::report::explain::Explanation;
 
 #[derive(Debug, Args, Clone)]
 pub struct ExplainArgs {
@@ -39,26 +39,6 @@ pub struct ExplainArgs {
     /// Write a page with the round trip's waterfall into this directory.
     #[arg(long, value_name = "DIR")]
     pub report: Option<PathBuf>,
-}
-
-/// What `--json` writes.
-#[derive(Debug, Clone, Serialize)]
-pub struct ExplainOutput {
-    pub id: String,
-    pub round_trip_ns: f64,
-    pub untraced_median_ns: f64,
-    /// traced / untraced.
-    pub tracing_factor: f64,
-    /// The benchmark's own median in the traced pass (every round trip, split or not): what
-    /// tracing did to the number itself.
-    pub traced_pass_median_ns: f64,
-    pub round_trips: usize,
-    pub incomplete: usize,
-    pub lost_records: u64,
-    pub ipis_per_round_trip: f64,
-    pub switches_unseen: usize,
-    pub stages: Vec<StageStats>,
-    pub missing_events: Vec<String>,
 }
 
 /// Sampler settings of a pass: `untraced` long enough for a median, the traced one short
@@ -164,7 +144,7 @@ impl ExplainArgs {
             anyhow::bail!("{id} failed in the traced pass");
         };
         let split: Split = explain::split(&events, master).map_err(anyhow::Error::msg)?;
-        let out = ExplainOutput {
+        let out = Explanation {
             id: id.clone(),
             round_trip_ns: split.round_trip_ns,
             untraced_median_ns: untraced_median,
@@ -178,16 +158,14 @@ impl ExplainArgs {
             stages: split.stages,
             missing_events: missing,
         };
-        let view = view(&out);
-        print!("{}", crate::report::explain::render_text(&view));
-        self.write(&out, &view, &stop)
+        print!("{}", crate::report::explain::render_text(&out));
+        self.write(&out, &stop)
     }
 
     /// `--json` and `--report`; exit 1 when one could not be written.
     fn write(
         &self,
-        out: &ExplainOutput,
-        view: &crate::report::explain::View,
+        out: &Explanation,
         stop: &dyn Fn() -> anyhow::Result<()>,
     ) -> anyhow::Result<i32> {
         let mut late = Vec::new();
@@ -198,7 +176,7 @@ impl ExplainArgs {
             }
         }
         if let Some(d) = &self.report {
-            let page = crate::report::explain::render_page(view).map_err(anyhow::Error::msg)?;
+            let page = crate::report::explain::render_page(out).map_err(anyhow::Error::msg)?;
             match crate::output::write_page(d, &page, stop) {
                 Ok(_) => eprintln!("oscost: report in {}", d.join("index.html").display()),
                 Err(e) => late.push(e.to_string()),
@@ -208,21 +186,5 @@ impl ExplainArgs {
             eprintln!("oscost: {l}");
         }
         Ok(i32::from(!late.is_empty()))
-    }
-}
-
-fn view(o: &ExplainOutput) -> crate::report::explain::View {
-    crate::report::explain::View {
-        id: o.id.clone(),
-        round_trip_ns: o.round_trip_ns,
-        untraced_median_ns: o.untraced_median_ns,
-        traced_pass_median_ns: o.traced_pass_median_ns,
-        round_trips: o.round_trips,
-        incomplete: o.incomplete,
-        lost_records: o.lost_records,
-        ipis_per_round_trip: o.ipis_per_round_trip,
-        switches_unseen: o.switches_unseen,
-        stages: o.stages.clone(),
-        missing_events: o.missing_events.clone(),
     }
 }

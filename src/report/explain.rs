@@ -9,12 +9,17 @@ use super::format_ns;
 use super::html::{Page, render};
 use crate::analysis::explain::StageStats;
 
-/// What the views show.
+/// What `oscost explain` found: what `--json` writes and the views show.
 #[derive(Debug, Clone, Serialize)]
-pub struct View {
+pub struct Explanation {
     pub id: String,
+    /// The median of the split round trips, traced.
     pub round_trip_ns: f64,
     pub untraced_median_ns: f64,
+    /// traced / untraced.
+    pub tracing_factor: f64,
+    /// The benchmark's own median in the traced pass (every round trip, split or not): what
+    /// tracing did to the number itself.
     pub traced_pass_median_ns: f64,
     pub round_trips: usize,
     pub incomplete: usize,
@@ -28,7 +33,7 @@ pub struct View {
 /// One letter per stage, for the bar.
 const LETTERS: &[u8] = b"ABCDEFGHIJKLMNOP";
 
-fn headline(v: &View) -> Vec<String> {
+fn headline(v: &Explanation) -> Vec<String> {
     let sum: f64 = v.stages.iter().map(|s| s.median_ns).sum();
     vec![
         format!(
@@ -37,7 +42,7 @@ fn headline(v: &View) -> Vec<String> {
             format_ns(v.round_trip_ns),
             v.round_trips,
             format_ns(v.untraced_median_ns),
-            v.round_trip_ns / v.untraced_median_ns
+            v.tracing_factor
         ),
         format!(
             "tracing moved the benchmark's own median from {} to {} (x{:.2}); split round trips \
@@ -56,7 +61,7 @@ fn headline(v: &View) -> Vec<String> {
 }
 
 /// The terminal's text: the headline, a bar of 60 columns made of the stages, the table.
-pub fn render_text(v: &View) -> String {
+pub fn render_text(v: &Explanation) -> String {
     let mut s = headline(v).join("\n");
     s.push('\n');
     let sum: f64 = v.stages.iter().map(|x| x.median_ns).sum::<f64>().max(1e-9);
@@ -102,7 +107,7 @@ pub fn render_text(v: &View) -> String {
 }
 
 /// The round trip as a waterfall: each stage a bar starting where the previous one ended.
-fn waterfall(v: &View) -> String {
+fn waterfall(v: &Explanation) -> String {
     let (w, row, left) = (820.0, 26.0, 300.0);
     let h = row * v.stages.len() as f64 + 40.0;
     let sum: f64 = v.stages.iter().map(|s| s.median_ns).sum::<f64>().max(1e-9);
@@ -139,7 +144,7 @@ fn waterfall(v: &View) -> String {
     s
 }
 
-pub fn render_page(v: &View) -> Result<Page, String> {
+pub fn render_page(v: &Explanation) -> Result<Page, String> {
     let svg = waterfall(v);
     let html = render(
         "explain.html",
@@ -159,17 +164,18 @@ pub fn render_page(v: &View) -> Result<Page, String> {
 mod tests {
     use super::*;
 
-    fn view() -> View {
+    fn view() -> Explanation {
         let st = |name: &str, m: f64| StageStats {
             name: name.into(),
             median_ns: m,
             p90_ns: m * 1.5,
             definition: String::new(),
         };
-        View {
+        Explanation {
             id: "switch/pipe-proc@cross".into(),
             round_trip_ns: 30_000.0,
             untraced_median_ns: 27_000.0,
+            tracing_factor: 30_000.0 / 27_000.0,
             traced_pass_median_ns: 29_000.0,
             round_trips: 400,
             incomplete: 2,

@@ -19,7 +19,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Args;
-use serde::Serialize;
 
 use super::args::{StoreArgs, split_command, usage};
 use super::{check_program, check_report_dir, open_store, stopper};
@@ -27,6 +26,7 @@ use crate::analysis::predict::{self as model, Price};
 use crate::harness::syscount::{self, ProgramCounts};
 use crate::model::Run;
 use crate::program::{self, ProcessTimer, Rounds, RoundsEnd};
+use crate::report::predict::PredictionReport;
 use crate::scheduler::{self, AbSide};
 use crate::stats;
 
@@ -64,33 +64,6 @@ pub struct PredictArgs {
         value_name = "CMD"
     )]
     pub command: Vec<String>,
-}
-
-/// What `--json` writes.
-#[derive(Debug, Serialize)]
-pub struct PredictOutput {
-    pub command: String,
-    pub wrapper: String,
-    pub syscalls: BTreeMap<String, u64>,
-    pub processes: u64,
-    pub threads: u64,
-    pub execs: u64,
-    pub uncounted: Vec<String>,
-    pub predicted_added_ns: f64,
-    pub predicted_ci95: [f64; 2],
-    pub measured_added_ns: f64,
-    pub measured_ci95: [f64; 2],
-    pub measured_cpu_added_ns: f64,
-    pub plain_wall_ns: f64,
-    pub wrapped_wall_ns: f64,
-    pub rounds: usize,
-    /// (predicted - measured) / measured.
-    pub error: f64,
-    pub breakdown: Vec<model::Line>,
-    pub prices: BTreeMap<String, Price>,
-    pub assumptions: Vec<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub miss: Option<String>,
 }
 
 /// The paired differences' median and its 95% CI (order statistics).
@@ -306,7 +279,7 @@ impl Ctx<'_> {
         mut ra: Run,
         mut rb: Run,
         rounds: &Rounds,
-        out: &PredictOutput,
+        out: &PredictionReport,
     ) -> anyhow::Result<i32> {
         let stop = stopper(self.interrupted);
         let (text, args) = (&self.cmd_text, self.args);
@@ -343,7 +316,7 @@ impl Ctx<'_> {
             }
         }
         if let Some(d) = &args.report {
-            match crate::report::predict::render_page(&out_view(out)) {
+            match crate::report::predict::render_page(out) {
                 Ok(page) => match crate::output::write_page(d, &page, &stop) {
                     Ok(_) => eprintln!("oscost: report in {}", d.join("index.html").display()),
                     Err(e) => late.push(e.to_string()),
@@ -362,11 +335,11 @@ fn output(
     pred: &model::Prediction,
     prices: BTreeMap<String, Price>,
     rounds: &Rounds,
-) -> PredictOutput {
+) -> PredictionReport {
     let (m, mci) = added(&wall(&rounds.plain), &wall(&rounds.wrapped));
     let cpu = |ts: &[program::Timing]| ts.iter().map(|t| t.cpu_ns).collect::<Vec<f64>>();
     let (mcpu, _) = added(&cpu(&rounds.plain), &cpu(&rounds.wrapped));
-    PredictOutput {
+    PredictionReport {
         command: ctx.cmd_text.clone(),
         wrapper: ctx.args.under.clone(),
         syscalls: counts.syscalls.clone(),
@@ -425,7 +398,7 @@ impl PredictArgs {
         };
         let rounds = ctx.measure()?;
         let out = output(&ctx, &counts, &pred, prices, &rounds);
-        print!("{}", crate::report::predict::render_text(&out_view(&out)));
+        print!("{}", crate::report::predict::render_text(&out));
         ctx.keep(ra, rb, &rounds, &out)
     }
 }
@@ -435,28 +408,5 @@ fn program_err(e: program::ProgramError) -> anyhow::Error {
     match e {
         program::ProgramError::Interrupted(i) => i.into(),
         e => e.into(),
-    }
-}
-
-/// The views' copy of the output (the views layer knows no command types).
-fn out_view(o: &PredictOutput) -> crate::report::predict::View {
-    crate::report::predict::View {
-        command: o.command.clone(),
-        wrapper: o.wrapper.clone(),
-        total_syscalls: o.syscalls.values().sum(),
-        kinds: o.syscalls.len(),
-        processes: o.processes,
-        threads: o.threads,
-        execs: o.execs,
-        uncounted: o.uncounted.clone(),
-        predicted: (o.predicted_added_ns, o.predicted_ci95),
-        measured: (o.measured_added_ns, o.measured_ci95),
-        measured_cpu: o.measured_cpu_added_ns,
-        plain_wall_ns: o.plain_wall_ns,
-        wrapped_wall_ns: o.wrapped_wall_ns,
-        rounds: o.rounds,
-        breakdown: o.breakdown.clone(),
-        assumptions: o.assumptions.clone(),
-        miss: o.miss.clone(),
     }
 }

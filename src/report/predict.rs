@@ -9,43 +9,54 @@ use serde::Serialize;
 use super::format_ns;
 use super::html::{FigureOut, Page, render};
 use super::plot::{self, Bar, Figure};
-use crate::analysis::predict::Line;
+use std::collections::BTreeMap;
 
-/// What the views show (the command's output, without the command's types).
+use crate::analysis::predict::{Line, Price};
+
+/// What `oscost predict` found: what `--json` writes and the views show.
 #[derive(Debug, Clone, Serialize)]
-pub struct View {
+pub struct PredictionReport {
     pub command: String,
     pub wrapper: String,
-    pub total_syscalls: u64,
-    pub kinds: usize,
+    pub syscalls: BTreeMap<String, u64>,
     pub processes: u64,
     pub threads: u64,
     pub execs: u64,
     pub uncounted: Vec<String>,
-    /// Point and 95% CI, ns.
-    pub predicted: (f64, [f64; 2]),
-    pub measured: (f64, [f64; 2]),
-    pub measured_cpu: f64,
+    pub predicted_added_ns: f64,
+    pub predicted_ci95: [f64; 2],
+    pub measured_added_ns: f64,
+    pub measured_ci95: [f64; 2],
+    pub measured_cpu_added_ns: f64,
     pub plain_wall_ns: f64,
     pub wrapped_wall_ns: f64,
     pub rounds: usize,
+    /// (predicted - measured) / measured.
+    pub error: f64,
     pub breakdown: Vec<Line>,
+    pub prices: BTreeMap<String, Price>,
     pub assumptions: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub miss: Option<String>,
 }
 
-fn interval(p: &(f64, [f64; 2])) -> String {
+impl PredictionReport {
+    fn total_syscalls(&self) -> u64 {
+        self.syscalls.values().sum()
+    }
+}
+
+fn interval(point: f64, ci: [f64; 2]) -> String {
     format!(
         "{} (95% CI {} to {})",
-        super::signed_ns(p.0),
-        super::signed_ns(p.1[0]),
-        super::signed_ns(p.1[1])
+        super::signed_ns(point),
+        super::signed_ns(ci[0]),
+        super::signed_ns(ci[1])
     )
 }
 
 /// The headline lines: predicted, measured, the error.
-pub fn headlines(v: &View) -> Vec<String> {
-    let err = (v.predicted.0 - v.measured.0) / v.measured.0;
+pub fn headlines(v: &PredictionReport) -> Vec<String> {
     vec![
         format!(
             "`{}` under `{}`: {} plain, {} wrapped (medians of {} alternating rounds)",
@@ -55,21 +66,24 @@ pub fn headlines(v: &View) -> Vec<String> {
             format_ns(v.wrapped_wall_ns),
             v.rounds
         ),
-        format!("predicted added time {}", interval(&v.predicted)),
+        format!(
+            "predicted added time {}",
+            interval(v.predicted_added_ns, v.predicted_ci95)
+        ),
         format!(
             "measured added time  {} wall, {} CPU",
-            interval(&v.measured),
-            super::signed_ns(v.measured_cpu)
+            interval(v.measured_added_ns, v.measured_ci95),
+            super::signed_ns(v.measured_cpu_added_ns)
         ),
         format!(
             "prediction error {:+.1}% of the measured added time",
-            100.0 * err
+            100.0 * v.error
         ),
     ]
 }
 
 /// The rows of the breakdown table, at most `max` (the rest summed in one row).
-fn rows(v: &View, max: usize) -> Vec<[String; 5]> {
+fn rows(v: &PredictionReport, max: usize) -> Vec<[String; 5]> {
     let mut out: Vec<[String; 5]> = v
         .breakdown
         .iter()
@@ -98,7 +112,7 @@ fn rows(v: &View, max: usize) -> Vec<[String; 5]> {
 }
 
 /// The terminal's text: headlines, the breakdown's largest rows, assumptions, the miss.
-pub fn render_text(v: &View) -> String {
+pub fn render_text(v: &PredictionReport) -> String {
     let mut s = String::new();
     for h in headlines(v) {
         s.push_str(&h);
@@ -106,7 +120,11 @@ pub fn render_text(v: &View) -> String {
     }
     s.push_str(&format!(
         "counted: {} system calls of {} kinds, {} processes, {} threads, {} execs\n\n",
-        v.total_syscalls, v.kinds, v.processes, v.threads, v.execs
+        v.total_syscalls(),
+        v.syscalls.len(),
+        v.processes,
+        v.threads,
+        v.execs
     ));
     let mut t = super::plain_table(false, ["kind", "count", "priced by", "addition", "added"]);
     for r in rows(v, 12) {
@@ -138,17 +156,20 @@ struct Row {
 }
 
 /// The page: headlines, the two intervals, the breakdown chart and table.
-pub fn render_page(v: &View) -> Result<Page, String> {
+pub fn render_page(v: &PredictionReport) -> Result<Page, String> {
     let mut figs = Vec::new();
-    let bar = |label: &str, p: &(f64, [f64; 2])| Bar {
+    let bar = |label: &str, value: f64, ci: [f64; 2]| Bar {
         label: label.into(),
-        value: p.0,
-        lo: p.1[0],
-        hi: p.1[1],
+        value,
+        lo: ci[0],
+        hi: ci[1],
         flagged: false,
         points: vec![],
     };
-    let both = vec![bar("predicted", &v.predicted), bar("measured", &v.measured)];
+    let both = vec![
+        bar("predicted", v.predicted_added_ns, v.predicted_ci95),
+        bar("measured", v.measured_added_ns, v.measured_ci95),
+    ];
     if both.iter().all(|b| b.lo > 0.0) {
         let title = "added time: predicted against measured (whiskers: 95% CI)".to_string();
         let f = Figure::Bars {
@@ -201,6 +222,7 @@ pub fn render_page(v: &View) -> Result<Page, String> {
         "predict.html",
         context! {
             v => Serde(v),
+            total_syscalls => v.total_syscalls(),
             headlines => Serde(headlines(v)),
             figures => Serde(&figs),
             rows => Serde(table),
@@ -217,7 +239,7 @@ pub fn render_page(v: &View) -> Result<Page, String> {
 mod tests {
     use super::*;
 
-    fn view() -> View {
+    fn view() -> PredictionReport {
         let line = |kind: &str, count: u64, add: f64, assumed: bool| Line {
             kind: kind.into(),
             count,
@@ -231,21 +253,29 @@ mod tests {
             addition_ns: add,
             added_ns: count as f64 * add,
         };
-        View {
+        PredictionReport {
             command: "dd if=/dev/zero of=/dev/null bs=1 count=100000".into(),
             wrapper: "strace -f -o /dev/null".into(),
-            total_syscalls: 200_040,
-            kinds: 12,
+            syscalls: [
+                ("read".to_string(), 100_000),
+                ("write".to_string(), 100_040),
+            ]
+            .into_iter()
+            .collect(),
             processes: 0,
             threads: 0,
             execs: 1,
             uncounted: vec![],
-            predicted: (10e9, [9e9, 11e9]),
-            measured: (11e9, [10.5e9, 11.5e9]),
-            measured_cpu: 12e9,
+            predicted_added_ns: 10e9,
+            predicted_ci95: [9e9, 11e9],
+            measured_added_ns: 11e9,
+            measured_ci95: [10.5e9, 11.5e9],
+            measured_cpu_added_ns: 12e9,
             plain_wall_ns: 80e6,
             wrapped_wall_ns: 11.08e9,
             rounds: 5,
+            error: (10e9 - 11e9) / 11e9,
+            prices: BTreeMap::new(),
             breakdown: vec![
                 line("read", 100_000, 50_000.0, false),
                 line("openat", 20, 40_000.0, true),

@@ -6,11 +6,6 @@ mod common;
 
 use common::*;
 
-fn is_root() -> bool {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
-
 #[test]
 fn bad_input_is_refused_in_one_line_with_status_2() {
     for (args, word) in [
@@ -92,42 +87,12 @@ fn a_cross_cpu_round_trip_is_split_into_stages_that_add_up() {
 
 #[test]
 fn without_the_rights_to_trace_it_says_what_is_missing_and_exits_2() {
-    if !is_root() {
-        let out = oscost(&unique_tag("explain-user"))
-            .args(["explain", "switch/pipe-proc@same"])
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(2));
+    let Some(out) = output_without_rights(
+        "without_the_rights_to_trace_it_says_what_is_missing_and_exits_2",
+        &["explain", "switch/pipe-proc@same"],
+    ) else {
         return;
-    }
-    if std::process::Command::new("setpriv")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        skip(
-            "without_the_rights_to_trace_it_says_what_is_missing_and_exits_2",
-            "setpriv (util-linux) is not installed, so a user without rights cannot be played",
-        );
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let exe = dir.path().join("oscost");
-    std::fs::copy(bin(), &exe).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-    let out = std::process::Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "--inh-caps=-all",
-        ])
-        .arg(&exe)
-        .args(["explain", "switch/pipe-proc@same"])
-        .env("HOME", dir.path())
-        .output()
-        .unwrap();
+    };
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");

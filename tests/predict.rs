@@ -11,11 +11,6 @@ use std::time::Duration;
 
 use common::*;
 
-fn is_root() -> bool {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
-
 /// Counting needs root: elsewhere the test says it skipped, and why.
 fn root_or_skip(test: &str) -> bool {
     is_root() || {
@@ -69,49 +64,12 @@ fn bad_input_is_refused_in_one_line_with_status_2() {
 
 #[test]
 fn without_the_rights_to_count_it_says_what_is_missing_and_exits_2() {
-    if !is_root() {
-        // Already without rights: the command itself must say so.
-        let out = oscost(&unique_tag("predict-user"))
-            .args(["predict", "--under", "env", "--", "true"])
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(2));
-        assert!(
-            one_line(&out.stderr).contains("root"),
-            "{}",
-            one_line(&out.stderr)
-        );
+    let Some(out) = output_without_rights(
+        "without_the_rights_to_count_it_says_what_is_missing_and_exits_2",
+        &["predict", "--no-save", "--under", "env", "--", "true"],
+    ) else {
         return;
-    }
-    if std::process::Command::new("setpriv")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        skip(
-            "without_the_rights_to_count_it_says_what_is_missing_and_exits_2",
-            "setpriv (util-linux) is not installed, so a user without rights cannot be played",
-        );
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    // A copy of the binary that user nobody can run, and a store it may write.
-    let exe = dir.path().join("oscost");
-    std::fs::copy(bin(), &exe).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-    let out = std::process::Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "--inh-caps=-all",
-        ])
-        .arg(&exe)
-        .args(["predict", "--no-save", "--under", "env", "--", "true"])
-        .env("HOME", dir.path())
-        .output()
-        .unwrap();
+    };
     let line = one_line(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{line}");
     assert!(line.contains("root"), "says how to get the rights: {line}");

@@ -315,3 +315,49 @@ pub fn skip(test: &str, why: &str) {
     use std::io::Write;
     let _ = std::io::stderr().write_all(format!("skipped {test}: {why}\n").as_bytes());
 }
+
+/// Whether the tests run as root (counting and tracing need it).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// `oscost ARGS` run by a user without rights: as it is when the tests are not root; as root,
+/// a copy of the binary run as user nobody with no capabilities (setpriv). None, with a skip
+/// line for `test`, when setpriv is not installed.
+pub fn output_without_rights(test: &str, args: &[&str]) -> Option<std::process::Output> {
+    if !is_root() {
+        return Some(
+            oscost(&unique_tag("no-rights"))
+                .args(args)
+                .output()
+                .unwrap(),
+        );
+    }
+    if Command::new("setpriv").arg("--version").output().is_err() {
+        skip(
+            test,
+            "setpriv (util-linux) is not installed, so a user without rights cannot be played",
+        );
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // A copy of the binary that user nobody can run, in a directory it may write.
+    let exe = dir.path().join("oscost");
+    std::fs::copy(bin(), &exe).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .arg(&exe)
+        .args(args)
+        .env("HOME", dir.path())
+        .output()
+        .unwrap();
+    Some(out)
+}

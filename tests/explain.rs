@@ -8,6 +8,8 @@ use common::*;
 
 #[test]
 fn bad_input_is_refused_in_one_line_with_status_2() {
+    // With the default CPU busy, so that a look at the CPUs before refusing would show.
+    let _busy = allowed_cpus().last().map(|&c| BusyCpu::on(c));
     for (args, word) in [
         (vec!["explain", "syscall/getpid"], "ping-pong"),
         (vec!["explain", "switch/pipe-proc"], "one placement"),

@@ -30,6 +30,8 @@ fn one_line(stderr: &[u8]) -> String {
 
 #[test]
 fn bad_input_is_refused_in_one_line_with_status_2() {
+    // With the default CPU busy, so that a look at the CPUs before refusing would show.
+    let _busy = allowed_cpus().last().map(|&c| BusyCpu::on(c));
     let cases: &[(&[&str], &str)] = &[
         (
             &["predict", "--under", "env", "--", "/no/such/program"],

@@ -70,12 +70,13 @@ impl AbArgs {
         if let Some(d) = &self.run.report {
             super::check_report_dir(d)?;
         }
-        let plan = super::plan::build(&self.run.request())?;
+        let mut plan = super::plan::build(&self.run.request())?;
         let mut store = if self.run.no_save {
             None
         } else {
             Some(open_store(&self.run.store)?)
         };
+        super::plan::settle_cpu(&mut plan, self.run.cpu);
         let rounds = self.rounds as usize;
         let (ra, rb) = scheduler::execute_ab(&plan, &sa, &sb, rounds, Arc::clone(&interrupted))?;
         let stop = stopper(&interrupted);

@@ -67,6 +67,7 @@ impl CtxArgs {
         let mut request = super::plan::Request::new(vec!["switch/ring".into()]);
         request.samples = self.repetitions;
         let mut plan = super::plan::build(&request)?;
+        super::plan::settle_cpu(&mut plan, None);
         let ring = RingOptions {
             procs: self.procs.iter().map(|&n| n as usize).collect(),
             sizes_kb: if self.sizes.is_empty() {

@@ -90,6 +90,8 @@ impl ExplainArgs {
         if let Some(d) = &self.report {
             check_report_dir(d)?;
         }
+        let mut plan = plan;
+        super::plan::settle_cpu(&mut plan, self.cpu);
         Ok(plan)
     }
 

@@ -1,8 +1,10 @@
 //! What a measuring command asks for, without clap (`Request`), and its validation into the
-//! scheduler's `Plan` (`build`): benchmark ids and placements, the measuring CPU (an idle one
-//! when none is named), sampling and repetitions, fork sizes, events, the wrapper. `run` makes
-//! a request from its flags, `ab` from the same flags (its wrappers are its sides'), `ctx`
-//! from lmbench's; none of them builds another command's arguments.
+//! scheduler's `Plan` (`build`): benchmark ids and placements, the measuring CPU (the named or
+//! the default one), sampling and repetitions, fork sizes, events, the wrapper. `build` looks
+//! at nothing on the machine; `settle_cpu`, called by each command once it has accepted every
+//! input, trades a busy default CPU for an idle one. `run` makes a request from its flags,
+//! `ab` from the same flags (its wrappers are its sides'), `ctx` from lmbench's, `predict` and
+//! `explain` from theirs; none of them builds another command's arguments.
 
 use std::time::Duration;
 
@@ -62,7 +64,7 @@ pub fn build(args: &Request) -> anyhow::Result<Plan> {
     let (ids, id_places) = split_placements(&args.ids);
     let benchmarks = bench::select(&ids).map_err(usage)?;
     let allowed = placement::allowed_cpus();
-    let mut cpu = resolve_cpu(args.cpu, &allowed).map_err(usage)?;
+    let cpu = resolve_cpu(args.cpu, &allowed).map_err(usage)?;
     let wrapper = args
         .under
         .as_deref()
@@ -82,17 +84,6 @@ pub fn build(args: &Request) -> anyhow::Result<Plan> {
     };
     let (sampler, reps) = resolve_sampling(args, &benchmarks, &variants);
     let events = resolve_events(args.events.as_deref()).map_err(usage)?;
-    // Everything is valid: now a look at the CPUs before measuring (last, so that bad input
-    // is refused in one line). The default one may be where the user pinned other work
-    // (`taskset -c 1`); named CPUs are taken as given.
-    if args.cpu.is_none() && allowed.len() > 1 {
-        let busy = placement::busy_now(&allowed, Duration::from_millis(100));
-        let (chosen, said) = placement::choose_idle(cpu, &busy);
-        if let Some(line) = said {
-            eprintln!("oscost: {line}");
-        }
-        cpu = chosen;
-    }
     let rep_s = reps.rep_ns as f64 / 1e9;
     let timeout = Duration::from_secs_f64(args.timeout_s.unwrap_or(30.0 + 40.0 * rep_s));
     Ok(Plan {
@@ -113,6 +104,22 @@ pub fn build(args: &Request) -> anyhow::Result<Plan> {
         reps,
         pin_wrapper: false,
     })
+}
+
+/// A look at the CPUs right before measuring, once the command has accepted every input (so
+/// that bad input is refused in one line, whatever the CPUs are doing): the default CPU may be
+/// where the user pinned other work (`taskset -c 1`), and gives way to an idle one, said on
+/// stderr. A CPU the user named (`asked`) is taken as given.
+pub fn settle_cpu(plan: &mut Plan, asked: Option<usize>) {
+    if asked.is_some() || plan.opts.allowed.len() < 2 {
+        return;
+    }
+    let busy = placement::busy_now(&plan.opts.allowed, Duration::from_millis(100));
+    let (chosen, said) = placement::choose_idle(plan.opts.cpu, &busy);
+    if let Some(line) = said {
+        eprintln!("oscost: {line}");
+    }
+    plan.opts.cpu = chosen;
 }
 
 /// The events `--events` names (every known one by default, none for `none`).

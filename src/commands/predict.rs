@@ -378,13 +378,16 @@ impl PredictArgs {
         if let Some(d) = &self.report {
             check_report_dir(d)?;
         }
+        // The measuring CPU of the whole prediction: the pricing benchmarks', the program's.
         let mut req = super::plan::Request::new(vec![model::NULL_CALL.to_string()]);
         req.cpu = self.cpu;
+        let mut cpu_plan = super::plan::build(&req)?;
+        super::plan::settle_cpu(&mut cpu_plan, self.cpu);
         let ctx = Ctx {
             args: &self,
             wrapper,
             cmd_text: shell_words(&self.command),
-            cpu: super::plan::build(&req)?.opts.cpu,
+            cpu: cpu_plan.opts.cpu,
             interrupted: &interrupted,
         };
         let (counts, kinds) = ctx.count()?;

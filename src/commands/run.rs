@@ -127,7 +127,7 @@ impl RunArgs {
             return self.series(&interrupted);
         }
         check_outputs(&self.outputs, Some(&self.store), &[])?;
-        let plan = super::plan::build(&self.request())?;
+        let mut plan = super::plan::build(&self.request())?;
         let exports = super::exporters::<Run>(&self.outputs);
         if let Some(d) = &self.report {
             check_report_dir(d)?;
@@ -137,6 +137,7 @@ impl RunArgs {
         } else {
             Some(open_store(&self.store)?)
         };
+        super::plan::settle_cpu(&mut plan, self.cpu);
         let result = scheduler::execute(&plan, Arc::clone(&interrupted))?;
         let stop = stopper(&interrupted);
         stop()?;
@@ -188,7 +189,8 @@ impl RunArgs {
         let n = self.runs as usize;
         let mut runs = Vec::new();
         for i in 0..n {
-            let plan = super::plan::build(&self.request())?;
+            let mut plan = super::plan::build(&self.request())?;
+            super::plan::settle_cpu(&mut plan, self.cpu);
             let mut result = scheduler::execute(&plan, Arc::clone(interrupted))?;
             stop()?;
             result.notes.push(format!(

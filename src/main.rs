@@ -29,6 +29,10 @@ fn main() {
     if std::env::args_os().nth(1).is_some_and(|a| a == "__tracefs") {
         std::process::exit(oscost::harness::tracefs::helper_main());
     }
+    if std::env::args_os().nth(1).is_some_and(|a| a == "__ftrace") {
+        let args: Vec<String> = std::env::args().skip(2).collect();
+        std::process::exit(oscost::harness::ftrace::helper_main(&args));
+    }
     let code = match std::thread::Builder::new()
         .name("oscost".into())
         .stack_size(STACK_BYTES)

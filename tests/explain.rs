@@ -83,8 +83,73 @@ fn a_cross_cpu_round_trip_is_split_into_stages_that_add_up() {
         assert!(!s["definition"].as_str().unwrap().is_empty());
     }
     assert!(dir.path().join("page/index.html").is_file());
-    // Nothing stays mounted here (the helper mounts tracefs in a namespace of its own).
+    // Nothing stays mounted here (the helper mounts tracefs in a namespace of its own), and
+    // the ftrace instance is gone.
     assert_eq!(tracefs(), mounted_before);
+    if let Some(left) = oscost_instances() {
+        assert!(left.is_empty(), "instances left: {left:?}");
+    }
+}
+
+/// The ftrace instances oscost's helpers made that still exist, seen through a tracefs mounted
+/// in a private namespace of `unshare`'s; None where that cannot be done.
+fn oscost_instances() -> Option<Vec<String>> {
+    let out = std::process::Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c"])
+        .arg("mount -t tracefs nodev /sys/kernel/tracing && ls /sys/kernel/tracing/instances")
+        .output()
+        .ok()?;
+    out.status.success().then(|| {
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.starts_with("oscost-"))
+            .map(str::to_string)
+            .collect()
+    })
+}
+
+#[test]
+fn an_interrupt_to_the_whole_group_leaves_nothing_traced() {
+    if !is_root() || allowed_cpus().len() < 2 {
+        skip(
+            "an_interrupt_to_the_whole_group_leaves_nothing_traced",
+            "tracing needs root and two CPUs",
+        );
+        return;
+    }
+    use std::io::BufRead;
+    use std::os::unix::process::CommandExt;
+    let _g = measuring();
+    let tag = unique_tag("explain-int");
+    let mut child = oscost(&tag)
+        .args(["explain", "switch/pipe-proc@cross"])
+        .process_group(0)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    assert!(line.contains("untraced pass"), "{line}");
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    // As Ctrl-C does: to the whole process group, the tracing helper included.
+    // SAFETY: signalling our own child's group.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
+    let t0 = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(t0.elapsed().as_secs() < 5, "still running 5 s after SIGINT");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    let left = wait_until_gone(&tag, std::time::Duration::from_millis(500));
+    assert!(left.is_empty(), "left behind: {left:?}");
+    if let Some(left) = oscost_instances() {
+        assert!(left.is_empty(), "instances left: {left:?}");
+    }
 }
 
 #[test]

@@ -2,37 +2,79 @@
 //! (`harness::trace::TraceEvent`): pure, and tested on recorded streams with exact answers.
 //!
 //! The master (the thread that measures) sends, the peer answers. One round trip runs from the
-//! master's system call entry before it wakes the peer (a) to the master's return to user
-//! space after the peer has woken it (j). In between, in time order, the milestones:
-//! b the master wakes the peer (sched_waking); c the peer's CPU leaves idle (if it was idle);
-//! d the peer is switched in; e the peer returns to user space; f the peer enters its answering
-//! system call; g the peer wakes the master; h the master's CPU leaves idle (if it was); i the
-//! master is switched in; j the master returns to user space. The stages are the intervals
-//! between consecutive milestones (an absent idle exit makes its stage 0 and the next stage
-//! start at the waking), so each round trip's stages sum exactly to it; the medians of the
-//! stages sum to about the median round trip.
+//! master being switched in (i) to its next switch-in (i'); in between, in time order: b the
+//! master wakes the peer (sched_waking); c the peer's CPU leaves idle (if it was idle); d the
+//! peer is switched in; g the peer wakes the master; h the master's CPU leaves idle (if it
+//! was). With system call events (`--syscalls`) each turn splits further: j the master's
+//! blocked call returns, a it enters its sending call; e the peer's call returns, f it enters
+//! its answering call. The stages are the intervals between consecutive milestones, so each
+//! round trip's stages sum exactly to it, and the medians of the stages to about its median.
+//!
+//! A party that was not asleep is not woken: on one CPU a waking often preempts the waker, who
+//! then runs again without ever sleeping. A missing waking makes its wait stages 0 and the turn
+//! before it run until the switch (said in the stage's definition, counted in `unwoken`).
+//! Where a CPU records no switch-in (some guests record nothing from an idle vCPU) the switch
+//! is taken at the thread's first own event, counted in `switches_unseen`.
 
 use serde::{Deserialize, Serialize};
 
 use crate::harness::trace::{Kind, TraceEvent};
 
-/// The stages, in order: name and what it holds.
-pub const STAGES: &[(&str, &str)] = &[
+const MASTER_TURN: (&str, &str) = (
+    "master's turn until it wakes the peer",
+    "from the master's switch-in: its blocked call returning, its own code, its sending call until it wakes the peer (when the peer was not asleep: until the peer is switched in)",
+);
+const PEER_IDLE: (&str, &str) = (
+    "peer's CPU leaves idle",
+    "from the waking until the peer's CPU leaves its idle state (0 when it was not idle): the IPI and the halted vCPU coming back",
+);
+const PEER_IN: (&str, &str) = (
+    "peer switched in",
+    "until the scheduler switches the peer in (on one CPU: the master finishing its call and blocking, or being preempted)",
+);
+const PEER_TURN: (&str, &str) = (
+    "peer's turn until it wakes the master",
+    "from the peer's switch-in: its blocked call returning, its own code, its answering call until it wakes the master (when the master was not asleep: until the master is switched in)",
+);
+const MASTER_IDLE: (&str, &str) = (
+    "master's CPU leaves idle",
+    "from the waking until the master's CPU leaves idle (0 when it was not idle)",
+);
+const MASTER_IN: (&str, &str) = (
+    "master switched in",
+    "until the scheduler switches the master in (on one CPU: the peer finishing its call and blocking, or being preempted)",
+);
+
+/// The stages of a trace of the scheduler's events alone (the default: the fewest events a
+/// round trip, so the least perturbation).
+pub const COARSE: &[(&str, &str)] = &[
+    MASTER_TURN,
+    PEER_IDLE,
+    PEER_IN,
+    PEER_TURN,
+    MASTER_IDLE,
+    MASTER_IN,
+];
+
+/// The stages of a trace with system call events (`--syscalls`): each turn in three.
+pub const FINE: &[(&str, &str)] = &[
+    (
+        "master back in user space",
+        "from the master's switch-in until its blocked system call returns",
+    ),
+    (
+        "master in user space",
+        "the master's own code (its loop, a clock read) until its sending call",
+    ),
     (
         "send: syscall entry to waking",
-        "the master's system call, from its entry until it asks the scheduler to wake the peer",
+        "the master's sending call, from its entry until it wakes the peer",
     ),
-    (
-        "peer's CPU leaves idle",
-        "from the waking until the peer's CPU leaves its idle state (0 when it was not idle): the IPI and the halted vCPU coming back",
-    ),
-    (
-        "peer switched in",
-        "until the scheduler switches the peer in (on one CPU: the master finishing its call and blocking)",
-    ),
+    PEER_IDLE,
+    PEER_IN,
     (
         "peer back in user space",
-        "from the switch until the peer's blocked system call returns",
+        "from the peer's switch-in until its blocked system call returns",
     ),
     (
         "peer in user space",
@@ -40,20 +82,10 @@ pub const STAGES: &[(&str, &str)] = &[
     ),
     (
         "answer: syscall entry to waking",
-        "the peer's answering system call, from its entry until it wakes the master",
+        "the peer's answering call, from its entry until it wakes the master",
     ),
-    (
-        "master's CPU leaves idle",
-        "from the waking until the master's CPU leaves idle (0 when it was not idle)",
-    ),
-    (
-        "master switched in",
-        "until the scheduler switches the master in (on one CPU: the peer blocking)",
-    ),
-    (
-        "master back in user space",
-        "from the switch until the master's blocked system call returns",
-    ),
+    MASTER_IDLE,
+    MASTER_IN,
 ];
 
 /// One stage's statistics over the round trips.
@@ -71,25 +103,30 @@ pub struct Split {
     pub round_trips: usize,
     pub round_trip_ns: f64,
     pub stages: Vec<StageStats>,
-    /// Round trips whose milestones could not all be found (cut by the pass's ends, or lost
-    /// records).
+    /// Round trips whose milestones could not all be found (cut by the pass's ends, lost
+    /// records, or with system calls a party that was not woken).
     pub incomplete: usize,
-    /// Inter-processor interrupts sent per round trip.
-    pub ipis_per_round_trip: f64,
     /// Switch-ins not recorded (a CPU that traced nothing while idle): that side's "leaves
     /// idle" is 0 and its "switched in" stage ends at the thread's first own event.
     pub switches_unseen: usize,
+    /// Round trips in which the peer, or the master, was not asleep when the other sent, so
+    /// was not woken (preempted on one CPU, or still running on its own).
+    #[serde(default)]
+    pub unwoken: [usize; 2],
 }
 
-/// The thread the master woke most often: its peer.
+/// The thread the master woke, or switched to, most often: its peer.
 pub fn peer_of(events: &[TraceEvent], master: u32) -> Option<u32> {
+    let m = i64::from(master);
     let mut counts = std::collections::BTreeMap::<i64, usize>::new();
     for e in events {
-        if let Kind::Waking { pid } = e.kind
-            && e.tid == master
-            && pid != i64::from(master)
-        {
-            *counts.entry(pid).or_default() += 1;
+        let other = match e.kind {
+            Kind::Waking { pid } if e.tid == master => pid,
+            Kind::Switch { prev, next } if prev == m => next,
+            _ => continue,
+        };
+        if other != m && other != 0 {
+            *counts.entry(other).or_default() += 1;
         }
     }
     counts
@@ -117,54 +154,77 @@ fn last(
 /// switch (some guests record nothing from an idle vCPU), the thread's own first event; the
 /// flag says which.
 fn switched_in(ev: &[TraceEvent], from: usize, tid: u32) -> Option<(usize, bool)> {
-    let own = next(ev, from, |e| e.tid == tid)?;
+    let own = next(ev, from, |e| e.tid == tid);
     let t = i64::from(tid);
-    match next(
+    let switch = next(
         ev,
         from,
         |e| matches!(e.kind, Kind::Switch { next, .. } if next == t),
-    ) {
-        Some(s) if s < own => Some((s, true)),
-        _ => Some((own, false)),
+    );
+    match (switch, own) {
+        (Some(s), Some(o)) if s < o => Some((s, true)),
+        (_, Some(o)) => Some((o, false)),
+        (Some(s), None) => Some((s, true)),
+        (None, None) => None,
     }
 }
 
-/// The milestones' times of the round trip whose first waking is at `b`, and how many of its
-/// two switches were recorded; or None.
-fn round_trip(
-    ev: &[TraceEvent],
-    floor: usize,
-    b: usize,
-    m: u32,
-    p: u32,
-) -> Option<([u64; 10], usize)> {
-    let a = last(ev, floor, b, |e| {
-        e.tid == m && matches!(e.kind, Kind::SysEnter { .. })
-    })?;
-    let (d, seen_d) = switched_in(ev, b + 1, p)?;
-    let peer_cpu = ev[d].cpu;
-    let c = (b + 1..d).find(|&i| ev[i].cpu == peer_cpu && ev[i].kind == Kind::IdleExit);
-    let e_ = next(ev, d, |e| {
-        e.tid == p && matches!(e.kind, Kind::SysExit { .. })
-    })?;
-    let g = next(ev, e_ + 1, |e| {
-        e.tid == p && matches!(e.kind, Kind::Waking { pid } if pid == i64::from(m))
-    })?;
-    let f = last(ev, e_ + 1, g, |e| {
-        e.tid == p && matches!(e.kind, Kind::SysEnter { .. })
-    })?;
-    let (i, seen_i) = switched_in(ev, g + 1, m)?;
-    let master_cpu = ev[i].cpu;
-    let h = (g + 1..i).find(|&k| ev[k].cpu == master_cpu && ev[k].kind == Kind::IdleExit);
-    let j = next(ev, i, |e| {
-        e.tid == m && matches!(e.kind, Kind::SysExit { .. })
-    })?;
+/// One round trip's milestones (times), found from the master's switch-in at `i`.
+struct Found {
+    times: Vec<u64>,
+    /// Index of the master's next switch-in, where the next round trip starts.
+    next_i: usize,
+    seen: [bool; 2],
+    woken: [bool; 2],
+}
+
+fn wakes(by: u32, whom: u32) -> impl Fn(&TraceEvent) -> bool {
+    move |e| e.tid == by && matches!(e.kind, Kind::Waking { pid } if pid == i64::from(whom))
+}
+
+fn sys(tid: u32, enter: bool) -> impl Fn(&TraceEvent) -> bool {
+    move |e| {
+        e.tid == tid
+            && if enter {
+                matches!(e.kind, Kind::SysEnter { .. })
+            } else {
+                matches!(e.kind, Kind::SysExit { .. })
+            }
+    }
+}
+
+/// The round trip that starts with the master's switch-in at `i`: coarse i b c d g h (i'),
+/// fine i j a b c d e f g h (i'). None when a milestone is missing.
+fn round_trip(ev: &[TraceEvent], i: usize, (m, p): (u32, u32), fine: bool) -> Option<Found> {
+    let idle_exit = |from: usize, to: usize, cpu: u32| {
+        (from + 1..to).find(|&k| ev[k].cpu == cpu && ev[k].kind == Kind::IdleExit)
+    };
+    let (d, seen_d) = switched_in(ev, i + 1, p)?;
+    let b = next(ev, i, wakes(m, p)).filter(|&b| b < d);
+    let c = b.and_then(|b| idle_exit(b, d, ev[d].cpu));
+    let (ni, seen_i) = switched_in(ev, d + 1, m)?;
+    let g = next(ev, d, wakes(p, m)).filter(|&g| g < ni);
+    let h = g.and_then(|g| idle_exit(g, ni, ev[ni].cpu));
     let t = |k: usize| ev[k].time;
-    let (tc, th) = (c.map_or(t(b), t), h.map_or(t(g), t));
-    Some((
-        [t(a), t(b), tc, t(d), t(e_), t(f), t(g), th, t(i), t(j)],
-        usize::from(seen_d) + usize::from(seen_i),
-    ))
+    // An absent waking: the turn before it runs until the switch, the waits are 0.
+    let (tb, tg) = (b.map_or(t(d), t), g.map_or(t(ni), t));
+    let (tc, th) = (c.map_or(tb, t), h.map_or(tg, t));
+    let times = if fine {
+        let (b, g) = (b?, g?);
+        let j = next(ev, i, sys(m, false)).filter(|&j| j < b)?;
+        let a = last(ev, j + 1, b, sys(m, true))?;
+        let e_ = next(ev, d, sys(p, false)).filter(|&e| e < g)?;
+        let f = last(ev, e_ + 1, g, sys(p, true))?;
+        vec![t(i), t(j), t(a), tb, tc, t(d), t(e_), t(f), tg, th, t(ni)]
+    } else {
+        vec![t(i), tb, tc, t(d), tg, th, t(ni)]
+    };
+    Some(Found {
+        times,
+        next_i: ni,
+        seen: [seen_d, seen_i],
+        woken: [b.is_some(), g.is_some()],
+    })
 }
 
 fn quantile(v: &[f64], q: f64) -> f64 {
@@ -173,49 +233,44 @@ fn quantile(v: &[f64], q: f64) -> f64 {
 
 /// Split every round trip of `master` with its peer. Err when no round trip was found.
 pub fn split(events: &[TraceEvent], master: u32) -> Result<Split, String> {
-    let peer =
-        peer_of(events, master).ok_or("the traced pass holds no waking by the measuring thread")?;
-    let starts: Vec<usize> = (0..events.len())
-        .filter(|&i| {
-            events[i].tid == master
-                && matches!(events[i].kind, Kind::Waking { pid } if pid == i64::from(peer))
-        })
-        .collect();
-    let mut per_stage: Vec<Vec<f64>> = vec![Vec::new(); STAGES.len()];
+    let peer = peer_of(events, master).ok_or(
+        "the traced pass holds no waking of, or switch to, another thread by the measuring thread",
+    )?;
+    let fine = events
+        .iter()
+        .any(|e| e.tid == master && matches!(e.kind, Kind::SysEnter { .. }));
+    let table = if fine { FINE } else { COARSE };
+    let mut per_stage: Vec<Vec<f64>> = vec![Vec::new(); table.len()];
     let mut totals = Vec::new();
-    let mut incomplete = 0;
-    let mut floor = 0;
-    let mut unseen = 0;
-    for (k, &b) in starts.iter().enumerate() {
-        match round_trip(events, floor, b, master, peer) {
-            // A round trip ends before the next one's waking, or it is not one.
-            Some((ms, seen)) if starts.get(k + 1).is_none_or(|&nb| ms[9] <= events[nb].time) => {
-                unseen += 2 - seen;
-                for (s, w) in ms.windows(2).enumerate() {
-                    per_stage[s].push(w[1].saturating_sub(w[0]) as f64);
-                }
-                totals.push(ms[9].saturating_sub(ms[0]) as f64);
-            }
-            _ => incomplete += 1,
+    let (mut incomplete, mut unseen, mut unwoken) = (0, 0, [0, 0]);
+    // The first round trip starts at the master's first switch-in.
+    let mut at = switched_in(events, 0, master).map(|(i, _)| i);
+    while let Some(i) = at {
+        let Some((d, _)) = switched_in(events, i + 1, peer) else {
+            break;
+        };
+        let Some(found) = round_trip(events, i, (master, peer), fine) else {
+            // Not one (a missing milestone): count it and go on from the master's next turn.
+            incomplete += 1;
+            at = switched_in(events, d + 1, master).map(|(n, _)| n);
+            continue;
+        };
+        unseen += found.seen.iter().filter(|s| !**s).count();
+        for (k, w) in found.woken.iter().enumerate() {
+            unwoken[k] += usize::from(!w);
         }
-        floor = b;
+        for (s, pair) in found.times.windows(2).enumerate() {
+            per_stage[s].push(pair[1].saturating_sub(pair[0]) as f64);
+        }
+        totals.push(found.times[found.times.len() - 1].saturating_sub(found.times[0]) as f64);
+        at = Some(found.next_i);
     }
     if totals.is_empty() {
         return Err(format!(
             "no whole round trip between the measuring thread and thread {peer} in the trace"
         ));
     }
-    let span = events
-        .iter()
-        .filter(|e| e.tid == master || e.tid == peer)
-        .map(|e| e.time);
-    let (lo, hi) = (span.clone().min().unwrap_or(0), span.max().unwrap_or(0));
-    let ipis = events
-        .iter()
-        .filter(|e| matches!(e.kind, Kind::Ipi { .. }) && (e.tid == master || e.tid == peer))
-        .filter(|e| e.time >= lo && e.time <= hi)
-        .count();
-    let stages = STAGES
+    let stages = table
         .iter()
         .zip(&per_stage)
         .map(|((name, def), v)| StageStats {
@@ -231,8 +286,8 @@ pub fn split(events: &[TraceEvent], master: u32) -> Result<Split, String> {
         round_trip_ns: quantile(&totals, 0.5),
         stages,
         incomplete,
-        ipis_per_round_trip: ipis as f64 / (totals.len() + incomplete) as f64,
         switches_unseen: unseen,
+        unwoken,
     })
 }
 
@@ -249,15 +304,16 @@ mod tests {
         }
     }
 
-    /// Two round trips across CPUs 0 (master 10) and 1 (peer 20), the peer's CPU idle each time.
-    fn cross() -> Vec<TraceEvent> {
-        let mut v = Vec::new();
-        for k in 0..2u64 {
+    /// Round trips across CPUs 0 (master 10) and 1 (peer 20), each CPU idle while its thread
+    /// sleeps; with system call events when `syscalls`.
+    fn cross(syscalls: bool) -> Vec<TraceEvent> {
+        let mut v = vec![ev(5, 0, 0, Kind::Switch { prev: 0, next: 10 })];
+        for k in 0..3u64 {
             let o = k * 1000;
             v.extend([
+                ev(o + 20, 0, 10, Kind::SysExit { nr: 0 }),
                 ev(o + 100, 0, 10, Kind::SysEnter { nr: 1 }),
                 ev(o + 110, 0, 10, Kind::Waking { pid: 20 }),
-                ev(o + 112, 0, 10, Kind::Ipi { cpu: 1 }),
                 ev(o + 120, 0, 10, Kind::SysExit { nr: 1 }),
                 ev(o + 130, 0, 10, Kind::SysEnter { nr: 0 }),
                 ev(o + 140, 0, 10, Kind::Switch { prev: 10, next: 0 }),
@@ -266,78 +322,101 @@ mod tests {
                 ev(o + 180, 1, 20, Kind::SysExit { nr: 0 }),
                 ev(o + 200, 1, 20, Kind::SysEnter { nr: 1 }),
                 ev(o + 215, 1, 20, Kind::Waking { pid: 10 }),
-                ev(o + 230, 0, 0, Kind::IdleExit),
-                ev(o + 260, 0, 0, Kind::Switch { prev: 0, next: 10 }),
-                ev(o + 275, 0, 10, Kind::SysExit { nr: 0 }),
+                ev(o + 230, 1, 20, Kind::Switch { prev: 20, next: 0 }),
+                ev(o + 240, 0, 0, Kind::IdleExit),
+                ev(o + 1005, 0, 0, Kind::Switch { prev: 0, next: 10 }),
             ]);
+        }
+        v.retain(|e| syscalls || !matches!(e.kind, Kind::SysEnter { .. } | Kind::SysExit { .. }));
+        v
+    }
+
+    fn medians(s: &Split) -> Vec<f64> {
+        s.stages.iter().map(|x| x.median_ns).collect()
+    }
+
+    #[test]
+    fn a_cross_cpu_round_trip_of_scheduler_events_splits_into_six_stages_that_sum_to_it() {
+        let s = split(&cross(false), 10).unwrap();
+        assert_eq!(s.peer_tid, 20);
+        assert_eq!((s.round_trips, s.incomplete), (3, 0));
+        assert_eq!(s.round_trip_ns, 1000.0);
+        // i5 b110 c150 d170 g215 h240 i'1005
+        assert_eq!(medians(&s), [105.0, 40.0, 20.0, 45.0, 25.0, 765.0]);
+        assert_eq!(medians(&s).iter().sum::<f64>(), s.round_trip_ns);
+        assert_eq!((s.switches_unseen, s.unwoken), (0, [0, 0]));
+        assert_eq!(s.stages[0].name, COARSE[0].0);
+    }
+
+    #[test]
+    fn with_system_calls_each_turn_splits_in_three() {
+        let s = split(&cross(true), 10).unwrap();
+        assert_eq!(s.round_trips, 3);
+        // i5 j20 a100 b110 c150 d170 e180 f200 g215 h240 i'1005
+        assert_eq!(
+            medians(&s),
+            [15.0, 80.0, 10.0, 40.0, 20.0, 10.0, 20.0, 15.0, 25.0, 765.0]
+        );
+        assert_eq!(s.round_trip_ns, 1000.0);
+        assert_eq!(s.stages[2].name, "send: syscall entry to waking");
+    }
+
+    #[test]
+    fn a_cpu_that_records_nothing_while_idle_folds_its_idle_exit_into_the_switch_in() {
+        // The peer's CPU 1 records neither its idle exit nor the switch to the peer.
+        let v: Vec<TraceEvent> = cross(false)
+            .into_iter()
+            .filter(|e| !(e.cpu == 1 && e.tid == 0))
+            .collect();
+        let s = split(&v, 10).unwrap();
+        assert_eq!(s.round_trips, 3);
+        assert_eq!(s.switches_unseen, 3);
+        // b110 .. the peer's first own event, its waking of the master at 215: "leaves idle"
+        // 0, "switched in" 105, the peer's turn 0.
+        assert_eq!(medians(&s), [105.0, 0.0, 105.0, 0.0, 25.0, 765.0]);
+        assert_eq!(s.round_trip_ns, 1000.0);
+    }
+
+    /// One CPU, three round trips: in the second the peer's waking preempts the master, which
+    /// never sleeps, so the peer does not wake it.
+    fn same() -> Vec<TraceEvent> {
+        let mut v = Vec::new();
+        for (k, preempted) in [(0u64, false), (1, true), (2, false), (3, false)] {
+            let o = k * 100;
+            v.push(ev(o, 0, 20, Kind::Switch { prev: 20, next: 10 }));
+            v.push(ev(o + 10, 0, 10, Kind::Waking { pid: 20 }));
+            v.push(ev(o + 40, 0, 10, Kind::Switch { prev: 10, next: 20 }));
+            if !preempted {
+                v.push(ev(o + 70, 0, 20, Kind::Waking { pid: 10 }));
+            }
         }
         v
     }
 
     #[test]
-    fn a_cross_cpu_round_trip_splits_into_stages_that_sum_to_it() {
-        let s = split(&cross(), 10).unwrap();
-        assert_eq!(s.peer_tid, 20);
-        assert_eq!(s.round_trips, 2);
-        assert_eq!(s.incomplete, 0);
-        assert_eq!(s.round_trip_ns, 175.0);
-        let medians: Vec<f64> = s.stages.iter().map(|x| x.median_ns).collect();
-        // a100 b110 c150 d170 e180 f200 g215 h230 i260 j275
-        assert_eq!(
-            medians,
-            [10.0, 40.0, 20.0, 10.0, 20.0, 15.0, 15.0, 30.0, 15.0]
-        );
-        assert_eq!(medians.iter().sum::<f64>(), s.round_trip_ns);
-        assert_eq!(s.ipis_per_round_trip, 1.0);
-        assert_eq!(s.switches_unseen, 0);
-    }
-
-    #[test]
-    fn a_cpu_that_records_nothing_while_idle_folds_its_idle_exit_into_the_switch_in() {
-        // The master's CPU 0 records neither its idle exit nor the switch to the master.
-        let v: Vec<TraceEvent> = cross()
-            .into_iter()
-            .filter(|e| !(e.cpu == 0 && e.tid == 0))
-            .collect();
-        let s = split(&v, 10).unwrap();
-        assert_eq!(s.round_trips, 2);
-        assert_eq!(s.switches_unseen, 2);
-        let medians: Vec<f64> = s.stages.iter().map(|x| x.median_ns).collect();
-        // g215 .. j275: "master's CPU leaves idle" 0, "switched in" until the master's first
-        // own event (its system call's return, 275), "back in user space" 0.
-        assert_eq!(
-            medians,
-            [10.0, 40.0, 20.0, 10.0, 20.0, 15.0, 0.0, 60.0, 0.0]
-        );
-        assert_eq!(s.round_trip_ns, 175.0);
-    }
-
-    #[test]
-    fn on_one_cpu_the_idle_stages_are_zero() {
-        let v = vec![
-            ev(100, 0, 10, Kind::SysEnter { nr: 1 }),
-            ev(105, 0, 10, Kind::Waking { pid: 20 }),
-            ev(120, 0, 10, Kind::SysExit { nr: 1 }),
-            ev(125, 0, 10, Kind::SysEnter { nr: 0 }),
-            ev(140, 0, 10, Kind::Switch { prev: 10, next: 20 }),
-            ev(150, 0, 20, Kind::SysExit { nr: 0 }),
-            ev(160, 0, 20, Kind::SysEnter { nr: 1 }),
-            ev(165, 0, 20, Kind::Waking { pid: 10 }),
-            ev(190, 0, 20, Kind::Switch { prev: 20, next: 10 }),
-            ev(200, 0, 10, Kind::SysExit { nr: 0 }),
-        ];
-        let s = split(&v, 10).unwrap();
-        let medians: Vec<f64> = s.stages.iter().map(|x| x.median_ns).collect();
-        assert_eq!(medians, [5.0, 0.0, 35.0, 10.0, 10.0, 5.0, 0.0, 25.0, 10.0]);
+    fn on_one_cpu_a_party_not_woken_runs_its_turn_until_the_switch() {
+        let s = split(&same(), 10).unwrap();
+        assert_eq!(s.round_trips, 3);
+        assert_eq!(s.unwoken, [0, 1]);
         assert_eq!(s.round_trip_ns, 100.0);
+        // Per round trip: [10, 0, 30, 30, 0, 30] twice and [10, 0, 30, 60, 0, 0] once.
+        assert_eq!(medians(&s), [10.0, 0.0, 30.0, 30.0, 0.0, 30.0]);
+        // p90 of 30, 30, 60, interpolated.
+        assert_eq!(s.stages[3].p90_ns, 54.0);
     }
 
     #[test]
-    fn a_round_trip_cut_by_the_end_of_the_pass_is_counted_incomplete() {
-        let mut v = cross();
-        v.truncate(14 + 8); // the second round trip loses its answer
+    fn a_round_trip_cut_by_the_end_of_the_pass_is_counted_not_split() {
+        let mut v = cross(false);
+        v.pop(); // the last switch-in of the master: the third round trip has no end
         let s = split(&v, 10).unwrap();
-        assert_eq!((s.round_trips, s.incomplete), (1, 1));
+        assert_eq!((s.round_trips, s.incomplete), (2, 1));
+    }
+
+    #[test]
+    fn nothing_to_split_is_an_error() {
         assert!(split(&[], 10).is_err());
+        let only_master = vec![ev(1, 0, 10, Kind::IdleExit)];
+        assert!(split(&only_master, 10).is_err());
     }
 }

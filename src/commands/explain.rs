@@ -21,8 +21,7 @@ use crate::harness::case::{Cases, Meter};
 use crate::harness::clock::{Monotonic, calibrate};
 use crate::harness::noise::Rusage;
 use crate::harness::sampler::{Sampler, SamplerConfig};
-use crate::harness::trace::Tracer;
-use crate::harness::tracefs::{Formats, tracefs_text};
+use crate::harness::trace::{Tracer, ipis_received};
 use crate::harness::{placement, runner};
 use crate::report::explain::Explanation;
 
@@ -39,6 +38,11 @@ pub struct ExplainArgs {
     /// Write a page with the round trip's waterfall into this directory.
     #[arg(long, value_name = "DIR")]
     pub report: Option<PathBuf>,
+    /// Also trace system call entries and exits, splitting each side's turn into its return
+    /// to user space, its own code and its next call. Costs the traced pass more (every call
+    /// takes the kernel's slow path), said against the untraced median.
+    #[arg(long)]
+    pub syscalls: bool,
 }
 
 /// Sampler settings of a pass: `untraced` long enough for a median, the traced one short
@@ -100,16 +104,8 @@ impl ExplainArgs {
         let stop = stopper(&interrupted);
         let plan = self.plan()?;
         let b = plan.benchmarks[0];
-        let text = tracefs_text().map_err(|e| usage(e.to_string()))?;
-        let formats = Formats::parse(&text);
-        if formats.ids.is_empty() {
-            return Err(usage(
-                "explain needs the sched, raw_syscalls and power tracepoints, which this \
-                 kernel's tracefs does not list",
-            ));
-        }
         let allowed = plan.opts.allowed.clone();
-        let mut tracer = Tracer::open(&allowed, formats).map_err(|e| usage(e.to_string()))?;
+        let mut tracer = Tracer::open(&allowed, self.syscalls).map_err(|e| usage(e.to_string()))?;
         let id = format!("{}@{}", b.id, plan.opts.variants.placements[0].word());
         placement::pin_current_thread(plan.opts.cpu).map_err(anyhow::Error::msg)?;
         let clock = calibrate();
@@ -135,9 +131,13 @@ impl ExplainArgs {
         })?;
         // SAFETY: gettid has no arguments and cannot fail.
         let master = unsafe { libc::gettid() } as u32;
-        tracer.enable();
+        let ipis_before = ipis_received(&allowed);
+        tracer.enable()?;
         let traced = runner::run_cases(&meter(true), b, &plan.opts.variants);
-        tracer.disable();
+        tracer.disable()?;
+        let ipis = ipis_before
+            .zip(ipis_received(&allowed))
+            .map(|(a, b)| b.saturating_sub(a));
         stop()?;
         let (events, lost) = tracer.read();
         let missing = tracer.missing.clone();
@@ -155,8 +155,11 @@ impl ExplainArgs {
             round_trips: split.round_trips,
             incomplete: split.incomplete,
             lost_records: lost,
-            ipis_per_round_trip: split.ipis_per_round_trip,
+            ipis_per_round_trip: ipis
+                .map(|n| n as f64 / (split.round_trips + split.incomplete).max(1) as f64),
             switches_unseen: split.switches_unseen,
+            unwoken: split.unwoken,
+            syscalls: self.syscalls,
             stages: split.stages,
             missing_events: missing,
         };

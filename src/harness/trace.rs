@@ -1,19 +1,19 @@
-//! A traced pass: the scheduler's, the system calls' and the idle CPUs' tracepoints sampled
-//! on every allowed CPU into perf ring buffers (perf-event2's `Sampler`, records parsed by
-//! perf-event-data), then read once the pass is over and turned into one time-ordered stream
-//! of `TraceEvent`s for `analysis::explain` to split into stages.
+//! A traced pass: the scheduler's and the idle CPUs' tracepoints (and, when asked, the system
+//! calls') recorded on every allowed CPU in an ftrace instance of oscost's own
+//! (`harness::ftrace`), read once the pass is over and turned into one time-ordered stream of
+//! `TraceEvent`s for `analysis::explain` to split into stages.
 //!
-//! Each tracepoint's raw record is read at the offsets its `format` file gives on this kernel
-//! (`Formats`, from `oscost __tracefs`), never at offsets written into the code. Every sample
-//! carries CLOCK_MONOTONIC time (`use_clockid`), so events from two CPUs order on one clock.
-//! The buffers are read only after the pass: a reader running beside it would be a third
-//! party on the CPUs being explained. Lost records (a buffer that filled) are counted and said.
-//! Nothing outlives the `Tracer`: its events are file descriptors, closed on drop.
+//! Each record is read at the offsets its event's `format` file gives on this kernel
+//! (`Formats`), never at offsets written into the code. The instance's clock is `mono`
+//! (CLOCK_MONOTONIC), so events from two CPUs order on one clock. The buffers are read only
+//! after the pass: a reader running beside it would be a third party on the CPUs being
+//! explained. Dropped records (a buffer that filled) are counted and said. Nothing outlives the
+//! `Tracer`: dropping it closes the helper's pipe, and the helper removes the instance.
 
-use perf_event::events::Tracepoint;
-use perf_event::{Builder, Clock, SampleFlag, Sampler};
+use std::collections::BTreeMap;
 
-pub use super::tracefs::EVENTS;
+use super::ftrace::{Drained, Session};
+use super::ringbuf;
 use super::tracefs::{CountError, Formats};
 
 /// What happened, in the terms stage splitting needs.
@@ -35,10 +35,6 @@ pub enum Kind {
     },
     IdleEnter,
     IdleExit,
-    /// An inter-processor interrupt sent to `cpu`.
-    Ipi {
-        cpu: i64,
-    },
 }
 
 /// One event: when (ns, CLOCK_MONOTONIC), on which CPU, in which thread.
@@ -50,116 +46,150 @@ pub struct TraceEvent {
     pub kind: Kind,
 }
 
-/// Ring buffer pages (a power of two) per event and CPU.
-const PAGES: usize = 512;
+/// The scheduler's, the idle CPUs' and the IPIs' events, always traced.
+pub const SCHED_EVENTS: &[&str] = &["sched/sched_waking", "sched/sched_switch", "power/cpu_idle"];
 
-/// Open tracepoint samplers on every CPU in `cpus`, disabled until `enable`.
+/// The system call events, traced only when asked: an enabled system call tracepoint sends
+/// every call of every task through the kernel's slow path, about 0.25 us a call here.
+pub const SYSCALL_EVENTS: &[&str] = &["raw_syscalls/sys_enter", "raw_syscalls/sys_exit"];
+
+/// A tracing session on every CPU in `cpus`, off until `enable`.
 pub struct Tracer {
-    samplers: Vec<(String, Sampler)>,
+    session: Session,
     formats: Formats,
+    /// Event name by id (`common_type`).
+    names: BTreeMap<i64, String>,
+    drained: Option<Drained>,
     /// Events this kernel does not have (optional ones), said with the result.
     pub missing: Vec<String>,
 }
 
 impl Tracer {
-    pub fn open(cpus: &[usize], formats: Formats) -> Result<Tracer, CountError> {
-        let mut samplers = Vec::new();
-        let mut missing = Vec::new();
-        for ev in EVENTS {
-            let Some(&id) = formats.ids.get(*ev) else {
-                missing.push(ev.to_string());
-                continue;
-            };
-            for &cpu in cpus {
-                let mut b = Builder::new(Tracepoint::with_id(id));
-                b.one_cpu(cpu)
-                    .any_pid()
-                    .sample_period(1)
-                    .sample(SampleFlag::TID | SampleFlag::TIME | SampleFlag::CPU | SampleFlag::RAW)
-                    .clockid(Clock::MONOTONIC)
-                    .exclude_kernel(false)
-                    .exclude_hv(false)
-                    .enabled(false);
-                let counter = b.build().map_err(|e| {
-                    CountError::NoRights(format!("perf_event_open of {ev} on CPU {cpu}: {e}"))
-                })?;
-                if let Some(f) = filter_of(ev) {
-                    // Best effort: without it the trace is only bigger.
-                    let _ = super::syscount::set_filter(&counter, f);
-                }
-                let sampler = counter
-                    .sampled((PAGES + 1) * page_size())
-                    .map_err(|e| CountError::Io(format!("mapping {ev}'s ring buffer: {e}")))?;
-                samplers.push((ev.to_string(), sampler));
+    pub fn open(cpus: &[usize], syscalls: bool) -> Result<Tracer, CountError> {
+        let mut events: Vec<&str> = SCHED_EVENTS.to_vec();
+        if syscalls {
+            events.extend(SYSCALL_EVENTS);
+        }
+        let session = Session::open(cpus, &events)?;
+        let formats = Formats::parse(&session.text);
+        let missing: Vec<String> = session
+            .text
+            .lines()
+            .filter_map(|l| l.strip_prefix("missing "))
+            .map(str::to_string)
+            .collect();
+        for needed in ["sched/sched_switch", "sched/sched_waking"]
+            .into_iter()
+            .chain(
+                syscalls
+                    .then_some(SYSCALL_EVENTS)
+                    .into_iter()
+                    .flatten()
+                    .copied(),
+            )
+        {
+            if missing.iter().any(|m| m == needed) || !formats.ids.contains_key(needed) {
+                return Err(CountError::NoTracepoints(format!("no {needed} in tracefs")));
             }
         }
-        if !formats.ids.contains_key("sched/sched_switch") {
-            return Err(CountError::NoTracepoints("no sched:sched_switch".into()));
-        }
+        let names = formats
+            .ids
+            .iter()
+            .map(|(n, &id)| (id as i64, n.clone()))
+            .collect();
         Ok(Tracer {
-            samplers,
+            session,
             formats,
+            names,
+            drained: None,
             missing,
         })
     }
 
-    pub fn enable(&mut self) {
-        for (_, s) in &mut self.samplers {
-            let _ = s.as_counter_mut().enable();
-        }
+    pub fn enable(&mut self) -> Result<(), CountError> {
+        self.session.on()
     }
 
-    pub fn disable(&mut self) {
-        for (_, s) in &mut self.samplers {
-            let _ = s.as_counter_mut().disable();
-        }
+    pub fn disable(&mut self) -> Result<(), CountError> {
+        self.drained = Some(self.session.off()?);
+        Ok(())
     }
 
-    /// Every record, parsed and time-ordered, and how many were lost.
+    /// Every record, parsed and time-ordered, and how many the kernel dropped.
     pub fn read(&mut self) -> (Vec<TraceEvent>, u64) {
+        let Some(d) = self.drained.take() else {
+            return (Vec::new(), 0);
+        };
         let mut out = Vec::new();
-        let mut lost = 0;
-        for (ev, s) in &mut self.samplers {
-            while let Some(rec) = s.next_record() {
-                match rec.parse_record() {
-                    Ok(perf_event::data::Record::Sample(sample)) => {
-                        let (Some(time), Some(cpu), Some(tid), Some(raw)) =
-                            (sample.time(), sample.cpu(), sample.tid(), sample.raw())
-                        else {
-                            continue;
-                        };
-                        if let Some(kind) = kind_of(&self.formats, ev, raw) {
-                            out.push(TraceEvent {
-                                time,
-                                cpu,
-                                tid,
-                                kind,
-                            });
-                        }
-                    }
-                    Ok(perf_event::data::Record::Lost(l)) => lost += l.lost,
-                    _ => {}
+        for (cpu, size, pages) in &d.cpus {
+            for r in ringbuf::records(pages, *size, d.layout) {
+                if let Some(e) = self.event_of(*cpu as u32, r.time, r.data) {
+                    out.push(e);
                 }
             }
         }
         out.sort_by_key(|e| e.time);
-        (out, lost)
+        (out, d.lost)
+    }
+
+    fn event_of(&self, cpu: u32, time: u64, data: &[u8]) -> Option<TraceEvent> {
+        let f = &self.formats;
+        // Every event's common fields lie alike; sched_switch's format gives them.
+        let common = "sched/sched_switch";
+        let name = self.names.get(&f.get(common, "common_type", data)?)?;
+        let tid = f.get(common, "common_pid", data)? as u32;
+        Some(TraceEvent {
+            time,
+            cpu,
+            tid,
+            kind: kind_of(f, name, data)?,
+        })
     }
 }
 
-/// Each sample costs the traced thread about half a microsecond on these guests, so the
-/// system call events leave out what no stage needs: the idle task's, and the sampler's own
-/// calls between batches (getrusage for its preemption probe, a clock read that fell back to
-/// a system call).
-fn filter_of(ev: &str) -> Option<&'static str> {
-    ev.starts_with("raw_syscalls/")
-        .then_some("common_pid != 0 && id != 98 && id != 228")
+/// Inter-processor interrupts received so far by `cpus` (rescheduling and function-call
+/// interrupts, the two a remote wake-up sends, from /proc/interrupts): counted, not traced,
+/// since an IPI event on the waker's path cost a cross-CPU round trip about 0.7 us here.
+pub fn ipis_received(cpus: &[usize]) -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/interrupts").ok()?;
+    Some(ipi_count(&text, cpus))
 }
 
-fn page_size() -> usize {
-    // SAFETY: sysconf has no memory-safety preconditions.
-    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if p > 0 { p as usize } else { 4096 }
+fn ipi_count(text: &str, cpus: &[usize]) -> u64 {
+    let mut lines = text.lines();
+    let header: Vec<usize> = lines
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .filter_map(|w| w.strip_prefix("CPU")?.parse().ok())
+        .collect();
+    lines
+        .filter(|l| matches!(l.split(':').next().map(str::trim), Some("RES" | "CAL")))
+        .map(|l| {
+            let counts: Vec<u64> = l
+                .split(':')
+                .nth(1)
+                .unwrap_or("")
+                .split_whitespace()
+                .map_while(|w| w.parse().ok())
+                .collect();
+            header
+                .iter()
+                .zip(&counts)
+                .filter(|(c, _)| cpus.contains(c))
+                .map(|(_, n)| n)
+                .sum::<u64>()
+        })
+        .sum()
+}
+
+/// Each recorded event costs the traced thread about 0.3 us on these guests, so the system
+/// call events leave out what no stage needs: the idle task's, and the sampler's own calls
+/// between batches (getrusage for its preemption probe, a clock read that fell back to a
+/// system call).
+pub fn filter_of(ev: &str) -> Option<&'static str> {
+    ev.starts_with("raw_syscalls/")
+        .then_some("common_pid != 0 && id != 98 && id != 228")
 }
 
 /// A raw record as the event it is.
@@ -186,9 +216,6 @@ fn kind_of(f: &Formats, ev: &str, raw: &[u8]) -> Option<Kind> {
                 Kind::IdleEnter
             }
         }
-        "ipi/ipi_send_cpu" => Kind::Ipi {
-            cpu: f.get(ev, "cpu", raw)?,
-        },
         _ => return None,
     })
 }
@@ -216,5 +243,16 @@ mod tests {
         assert_eq!(kind_of(&f, "power/cpu_idle", &idle), Some(Kind::IdleExit));
         idle[8..12].copy_from_slice(&1u32.to_ne_bytes());
         assert_eq!(kind_of(&f, "power/cpu_idle", &idle), Some(Kind::IdleEnter));
+    }
+
+    #[test]
+    fn ipis_are_the_rescheduling_and_function_call_rows_of_the_cpus_asked() {
+        let text = "           CPU0       CPU1       CPU2\n  0:   10  20  30  IO-APIC timer\n\
+                    RES:          5          7         11   Rescheduling interrupts\n\
+                    CAL:        100        200        300   Function call interrupts\n\
+                    TLB:          1          1          1   TLB shootdowns\n";
+        assert_eq!(ipi_count(text, &[1]), 207);
+        assert_eq!(ipi_count(text, &[0, 2]), 5 + 11 + 100 + 300);
+        assert_eq!(ipi_count(text, &[]), 0);
     }
 }

@@ -30,14 +30,13 @@ pub const EVENTS: &[&str] = &[
     "sched/sched_waking",
     "sched/sched_switch",
     "power/cpu_idle",
-    "ipi/ipi_send_cpu",
 ];
 
 #[derive(Debug, thiserror::Error)]
 pub enum CountError {
     #[error(
-        "counting a program's system calls needs the kernel's tracepoints: {0}; run as root \
-         (or with CAP_PERFMON and CAP_SYS_ADMIN, kernel.perf_event_paranoid <= 1)"
+        "this needs the kernel's tracepoints: {0}; run as root (or with CAP_PERFMON and \
+         CAP_SYS_ADMIN, kernel.perf_event_paranoid <= 1)"
     )]
     NoRights(String),
     #[error("this kernel has no system call tracepoints (CONFIG_FTRACE_SYSCALLS): {0}")]
@@ -111,7 +110,7 @@ impl Formats {
 /// What tracefs says under `root`, as `Formats::parse` reads it: `event SYS/NAME ID` for every
 /// event oscost uses, and `field SYS/NAME FIELD OFFSET SIZE` for the traced ones' fields, from
 /// each event's format file (they differ between kernels).
-fn list(root: &Path) -> String {
+pub fn list(root: &Path) -> String {
     let mut out = String::new();
     let read = |p: PathBuf| std::fs::read_to_string(p).ok();
     let counted_only = COUNTED.iter().filter(|e| !EVENTS.contains(e));
@@ -137,39 +136,62 @@ fn mounted_tracefs() -> Option<PathBuf> {
         .find(|p| p.join("events/raw_syscalls").is_dir())
 }
 
-/// Entry point of `oscost __tracefs` (single-threaded: a mount namespace cannot be entered by
-/// one thread of many): mount tracefs in a private mount namespace, print the ids, exit.
-pub fn helper_main() -> i32 {
+/// Mount tracefs in a private mount namespace of this process's own, which must be
+/// single-threaded (a mount namespace cannot be entered by one thread of many); the mount
+/// dies with the namespace. Returns where it is mounted.
+pub fn mount_private() -> Result<&'static Path, String> {
     use nix::mount::{MsFlags, mount};
     use nix::sched::{CloneFlags, unshare};
-    if let Err(e) = unshare(CloneFlags::CLONE_NEWNS) {
-        eprintln!("cannot enter a mount namespace of its own to mount tracefs: {e}");
-        return 1;
-    }
+    unshare(CloneFlags::CLONE_NEWNS)
+        .map_err(|e| format!("cannot enter a mount namespace of its own to mount tracefs: {e}"))?;
     // Private, so that nothing mounted here propagates back to the host's namespace.
-    if let Err(e) = mount(
+    mount(
         None::<&str>,
         "/",
         None::<&str>,
         MsFlags::MS_REC | MsFlags::MS_PRIVATE,
         None::<&str>,
-    ) {
-        eprintln!("cannot make the mount namespace private: {e}");
-        return 1;
-    }
+    )
+    .map_err(|e| format!("cannot make the mount namespace private: {e}"))?;
     let target = TRACEFS[0];
-    if let Err(e) = mount(
+    mount(
         Some("tracefs"),
         target,
         Some("tracefs"),
         MsFlags::empty(),
         None::<&str>,
-    ) {
-        eprintln!("cannot mount tracefs on {target}: {e}");
-        return 1;
+    )
+    .map_err(|e| format!("cannot mount tracefs on {target}: {e}"))?;
+    Ok(Path::new(target))
+}
+
+/// Entry point of `oscost __tracefs`: mount tracefs privately, print the ids, exit.
+pub fn helper_main() -> i32 {
+    match mount_private() {
+        Ok(root) => {
+            print!("{}", list(root));
+            0
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            1
+        }
     }
-    print!("{}", list(Path::new(target)));
-    0
+}
+
+/// The command that starts this binary as the helper `word` (`__tracefs`, `__ftrace`), marked
+/// so that a binary that is not oscost (a test, an example), started as its own helper, does
+/// not start itself again and again.
+pub fn helper_command(word: &str) -> Result<Command, CountError> {
+    if std::env::var_os(HELPER_ENV).is_some() {
+        return Err(CountError::Io(format!(
+            "oscost {word} started a program that is not oscost"
+        )));
+    }
+    let exe = std::env::current_exe().map_err(|e| CountError::Io(e.to_string()))?;
+    let mut c = Command::new(exe);
+    c.arg(word).env(HELPER_ENV, "1");
+    Ok(c)
 }
 
 /// What tracefs says of the events oscost uses (ids, and the traced events' fields), as
@@ -178,17 +200,7 @@ pub fn tracefs_text() -> Result<String, CountError> {
     let text = match mounted_tracefs() {
         Some(root) => list(&root),
         None => {
-            // The helper is this binary; a binary that is not oscost (a test, an example)
-            // would start itself again and again: the variable stops the second one.
-            if std::env::var_os(HELPER_ENV).is_some() {
-                return Err(CountError::Io(
-                    "oscost __tracefs started a program that is not oscost".into(),
-                ));
-            }
-            let exe = std::env::current_exe().map_err(|e| CountError::Io(e.to_string()))?;
-            let out = Command::new(exe)
-                .arg("__tracefs")
-                .env(HELPER_ENV, "1")
+            let out = helper_command("__tracefs")?
                 .stdin(Stdio::null())
                 .output()
                 .map_err(|e| CountError::Io(format!("cannot start oscost __tracefs: {e}")))?;

@@ -1,0 +1,370 @@
+//! A tracing session in an ftrace instance of oscost's own, run by the helper process
+//! `oscost __ftrace` (`helper_main`) and driven from the command through `Session`.
+//!
+//! Why ftrace and not perf samples: on these guests a perf tracepoint sample cost the traced
+//! thread 0.5-1 us, the ftrace ring buffer about 0.3 us; a same-CPU round trip of 6 us with its
+//! four scheduler events went from x1.41 (perf) to x1.22 (ftrace). Why a helper: tracefs is
+//! not mounted on these machines and a mount namespace can only be entered by a
+//! single-threaded process; the helper unshares one, mounts tracefs there (the mount dies with
+//! it), creates `instances/oscost-PID` (a buffer of its own: the host's tracing, if any, is
+//! never touched), and answers `on` (events enabled, tracing on) and `off` (tracing off, events
+//! disabled, every traced CPU's `trace_pipe_raw` pages sent back). Its events are enabled only
+//! between the two: an enabled tracepoint costs even while its buffer is off (an enabled
+//! system call event sends every call through the slow path), so the untraced pass runs with
+//! nothing hooked. When the command's end of the pipe closes (its end, an interrupt, a crash)
+//! the helper disables and removes the instance; it ignores SIGINT/SIGTERM/SIGHUP so that a
+//! Ctrl-C to the group cannot stop it before that. An instance left by a helper killed with
+//! SIGKILL is removed by the next helper (its PID no longer lives).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Stdio};
+
+use super::ringbuf::PageLayout;
+use super::tracefs::{CountError, helper_command, list};
+
+/// The ring buffer per traced CPU, in KiB: a 30 ms pass of 4-12 events every 6 us fits.
+const BUFFER_KB: usize = 8192;
+const PREFIX: &str = "oscost-";
+
+/// What `off` brought back: every traced CPU's pages, and the events the kernel dropped.
+#[derive(Debug, Default)]
+pub struct Drained {
+    pub layout: PageLayout,
+    /// (cpu, page size, the pages read back to back).
+    pub cpus: Vec<(usize, usize, Vec<u8>)>,
+    pub lost: u64,
+}
+
+/// The command's side: the helper, its instance set up and waiting.
+pub struct Session {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    out: BufReader<ChildStdout>,
+    /// What tracefs listed (`event`/`field` lines, as `tracefs::list`) and `missing EV` lines.
+    pub text: String,
+}
+
+impl Session {
+    /// Start the helper for `events` on `cpus`; Err says what is missing.
+    pub fn open(cpus: &[usize], events: &[&str]) -> Result<Session, CountError> {
+        let list: Vec<String> = cpus.iter().map(usize::to_string).collect();
+        let mut child = helper_command("__ftrace")?
+            .arg(list.join(","))
+            .args(events)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| CountError::Io(format!("cannot start oscost __ftrace: {e}")))?;
+        let (Some(stdin), Some(out)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(CountError::Io("oscost __ftrace has no pipes".into()));
+        };
+        let mut s = Session {
+            child,
+            stdin: Some(stdin),
+            out: BufReader::new(out),
+            text: String::new(),
+        };
+        loop {
+            let line = s.line()?;
+            if line == "ready" {
+                return Ok(s);
+            }
+            s.text.push_str(&line);
+            s.text.push('\n');
+        }
+    }
+
+    /// The helper's next line; its `error:` lines and its end are errors.
+    fn line(&mut self) -> Result<String, CountError> {
+        let mut l = String::new();
+        let n = self
+            .out
+            .read_line(&mut l)
+            .map_err(|e| CountError::Io(format!("reading oscost __ftrace: {e}")))?;
+        let l = l.trim_end().to_string();
+        if n == 0 {
+            return Err(CountError::Io(
+                "oscost __ftrace ended without a word".into(),
+            ));
+        }
+        match l.strip_prefix("error: ") {
+            Some(why) if why.contains("mount") || why.contains("ermission") => {
+                Err(CountError::NoRights(why.to_string()))
+            }
+            Some(why) => Err(CountError::Io(why.to_string())),
+            None => Ok(l),
+        }
+    }
+
+    fn say(&mut self, word: &str) -> Result<(), CountError> {
+        let w = self
+            .stdin
+            .as_mut()
+            .ok_or(CountError::Io("session closed".into()))?;
+        writeln!(w, "{word}")
+            .and_then(|()| w.flush())
+            .map_err(|e| CountError::Io(format!("oscost __ftrace: {e}")))
+    }
+
+    /// Events enabled and tracing on, once this returns.
+    pub fn on(&mut self) -> Result<(), CountError> {
+        self.say("on")?;
+        match self.line()?.as_str() {
+            "on" => Ok(()),
+            other => Err(CountError::Io(format!("oscost __ftrace said '{other}'"))),
+        }
+    }
+
+    /// Tracing off, events disabled, and what was recorded.
+    pub fn off(&mut self) -> Result<Drained, CountError> {
+        self.say("off")?;
+        let mut d = Drained::default();
+        let mut header = String::new();
+        loop {
+            let line = self.line()?;
+            let w: Vec<&str> = line.split_whitespace().collect();
+            match w.as_slice() {
+                ["end"] => break,
+                ["header", ..] => header = w[1..].join(" ").replace('|', "\n"),
+                ["lost", n] => d.lost += n.parse::<u64>().unwrap_or(0),
+                ["cpu", cpu, size, len] => {
+                    let parse = |s: &str| {
+                        s.parse::<usize>()
+                            .map_err(|e| CountError::Io(e.to_string()))
+                    };
+                    let mut bytes = vec![0; parse(len)?];
+                    self.out
+                        .read_exact(&mut bytes)
+                        .map_err(|e| CountError::Io(format!("reading the trace: {e}")))?;
+                    d.cpus.push((parse(cpu)?, parse(size)?, bytes));
+                }
+                _ => return Err(CountError::Io(format!("oscost __ftrace said '{line}'"))),
+            }
+        }
+        d.layout = PageLayout::parse(&header);
+        Ok(d)
+    }
+}
+
+impl Drop for Session {
+    /// Closing the pipe tells the helper to remove the instance; wait until it has.
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+/// Entry point of `oscost __ftrace CPUS EVENT...` (single-threaded; see the module's doc).
+pub fn helper_main(args: &[String]) -> i32 {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGPIPE] {
+        // SAFETY: setting a signal's disposition to SIG_IGN has no preconditions.
+        unsafe { libc::signal(sig, libc::SIG_IGN) };
+    }
+    let say_error = |e: &str| {
+        println!("error: {}", e.replace('\n', " "));
+        1
+    };
+    let (Some(cpus), Some(events)) = (args.first(), args.get(1..)) else {
+        return say_error("usage: oscost __ftrace CPUS EVENT...");
+    };
+    let cpus: Vec<usize> = cpus.split(',').filter_map(|c| c.parse().ok()).collect();
+    let root = match super::tracefs::mount_private() {
+        Ok(r) => r,
+        Err(e) => return say_error(&e),
+    };
+    remove_stale(root);
+    let inst = root
+        .join("instances")
+        .join(format!("{PREFIX}{}", std::process::id()));
+    if let Err(e) = std::fs::create_dir(&inst) {
+        return say_error(&format!(
+            "cannot create the ftrace instance {}: {e}",
+            inst.display()
+        ));
+    }
+    let code = match serve(root, &inst, &cpus, events) {
+        Ok(()) => 0,
+        Err(e) => say_error(&e),
+    };
+    remove(&inst);
+    code
+}
+
+fn write(path: &Path, what: &str) -> Result<(), String> {
+    std::fs::write(path, what).map_err(|e| format!("writing '{what}' to {}: {e}", path.display()))
+}
+
+/// Set the instance up, say ready, then answer `on` and `off` until the pipe closes.
+fn serve(root: &Path, inst: &Path, cpus: &[usize], events: &[String]) -> Result<(), String> {
+    write(&inst.join("tracing_on"), "0")?;
+    // The clock CLOCK_MONOTONIC reads, so that the trace lines up with the benchmark's reads.
+    write(&inst.join("trace_clock"), "mono")?;
+    // Keep the first events when a buffer fills, and count the rest as dropped.
+    write(&inst.join("options/overwrite"), "0")?;
+    write(&inst.join("tracing_cpumask"), &cpumask(cpus))?;
+    for c in cpus {
+        let kb = inst.join(format!("per_cpu/cpu{c}/buffer_size_kb"));
+        write(&kb, &BUFFER_KB.to_string())?;
+    }
+    let mut present = Vec::new();
+    let mut text = list(root);
+    for ev in events {
+        let dir = inst.join("events").join(ev);
+        if !dir.join("enable").is_file() {
+            text.push_str(&format!("missing {ev}\n"));
+            continue;
+        }
+        if let Some(f) = super::trace::filter_of(ev) {
+            write(&dir.join("filter"), f)?;
+        }
+        present.push(dir.join("enable"));
+    }
+    print!("{text}");
+    println!("ready");
+    std::io::stdout().flush().map_err(|e| e.to_string())?;
+    for line in std::io::stdin().lock().lines() {
+        match line.map_err(|e| e.to_string())?.trim() {
+            "" => continue,
+            "on" => {
+                for p in &present {
+                    write(p, "1")?;
+                }
+                write(&inst.join("tracing_on"), "1")?;
+                println!("on");
+            }
+            "off" => {
+                write(&inst.join("tracing_on"), "0")?;
+                write(&inst.join("events/enable"), "0")?;
+                drain(root, inst, cpus)?;
+            }
+            other => return Err(format!("unknown word '{other}'")),
+        }
+        std::io::stdout().flush().map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Send every traced CPU's pages, the header layout and the dropped events' count.
+fn drain(root: &Path, inst: &Path, cpus: &[usize]) -> Result<(), String> {
+    let header = std::fs::read_to_string(root.join("events/header_page")).unwrap_or_default();
+    println!("header {}", header.trim().replace('\n', "|"));
+    let mut out = std::io::stdout().lock();
+    for &c in cpus {
+        let dir = inst.join(format!("per_cpu/cpu{c}"));
+        let (size, bytes) = read_pages(&dir.join("trace_pipe_raw"))?;
+        writeln!(out, "cpu {c} {size} {}", bytes.len()).map_err(|e| e.to_string())?;
+        out.write_all(&bytes).map_err(|e| e.to_string())?;
+        let stats = std::fs::read_to_string(dir.join("stats")).unwrap_or_default();
+        writeln!(out, "lost {}", dropped(&stats)).map_err(|e| e.to_string())?;
+    }
+    writeln!(out, "end").map_err(|e| e.to_string())
+}
+
+/// Every page in a `trace_pipe_raw`, read without waiting; each read hands one page.
+fn read_pages(path: &Path) -> Result<(usize, Vec<u8>), String> {
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| format!("opening {}: {e}", path.display()))?;
+    let mut buf = vec![0u8; 1 << 20];
+    let (mut size, mut all) = (0, Vec::new());
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                size = size.max(n);
+                all.extend_from_slice(&buf[..n]);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(e) => return Err(format!("reading {}: {e}", path.display())),
+        }
+    }
+    Ok((size, all))
+}
+
+/// Events a CPU's buffer could not keep: `overrun` and `dropped events` of its `stats`.
+fn dropped(stats: &str) -> u64 {
+    stats
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .filter(|(k, _)| matches!(k.trim(), "overrun" | "dropped events"))
+        .filter_map(|(_, v)| v.trim().parse::<u64>().ok())
+        .sum()
+}
+
+/// `tracing_cpumask`'s format: hexadecimal words of 32 CPUs, highest first, comma-separated.
+fn cpumask(cpus: &[usize]) -> String {
+    let words = cpus.iter().max().map_or(1, |m| m / 32 + 1);
+    let mut w = vec![0u32; words];
+    for &c in cpus {
+        w[c / 32] |= 1 << (c % 32);
+    }
+    w.iter()
+        .rev()
+        .map(|x| format!("{x:x}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Turn an instance off and remove it (a directory tracefs removes with its buffers).
+fn remove(inst: &Path) {
+    let _ = std::fs::write(inst.join("tracing_on"), "0");
+    let _ = std::fs::write(inst.join("events/enable"), "0");
+    let _ = std::fs::remove_dir(inst);
+}
+
+/// Instances of helpers that no longer live (killed with SIGKILL before they could clean up).
+fn remove_stale(root: &Path) {
+    let Ok(dir) = std::fs::read_dir(root.join("instances")) else {
+        return;
+    };
+    let stale: Vec<PathBuf> = dir
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().to_string();
+            let pid: u32 = name.strip_prefix(PREFIX)?.parse().ok()?;
+            (!helper_alive(pid)).then(|| e.path())
+        })
+        .collect();
+    for s in stale {
+        remove(&s);
+    }
+}
+
+/// Whether `pid` is a running `oscost __ftrace` (not gone, not a zombie, not a reused pid).
+/// A zombie's command line reads empty.
+fn helper_alive(pid: u32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|c| c.split(|&b| b == 0).any(|a| a == b"__ftrace"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpumasks_are_32_bit_hex_words_highest_first() {
+        assert_eq!(cpumask(&[0, 1]), "3");
+        assert_eq!(cpumask(&[1]), "2");
+        assert_eq!(cpumask(&[0, 33]), "2,1");
+        assert_eq!(cpumask(&[]), "0");
+    }
+
+    #[test]
+    fn only_a_live_helper_keeps_its_instance() {
+        assert!(!helper_alive(u32::MAX));
+        // This test binary is not a helper.
+        assert!(!helper_alive(std::process::id()));
+    }
+
+    #[test]
+    fn dropped_events_sum_overruns_and_drops() {
+        let stats = "entries: 10\noverrun: 2\ncommit overrun: 0\nbytes: 400\ndropped events: 5\n";
+        assert_eq!(dropped(stats), 7);
+        assert_eq!(dropped(""), 0);
+    }
+}

@@ -3,9 +3,10 @@
 //!
 //! The master (the thread that measures) sends, the peer answers. One round trip runs from the
 //! master being switched in (i) to its next switch-in (i'); in between, in time order: b the
-//! master wakes the peer (sched_waking); c the peer's CPU leaves idle (if it was idle); d the
-//! peer is switched in; g the peer wakes the master; h the master's CPU leaves idle (if it
-//! was). With system call events (`--syscalls`) each turn splits further: j the master's
+//! master wakes the peer (sched_waking); w the peer is queued on its CPU (sched_wakeup, which
+//! across CPUs fires on the peer's CPU once the IPI is taken); c the peer's CPU leaves idle
+//! (if it was idle); d the peer is switched in; g the peer wakes the master; w' and h the
+//! same for the master. With system call events (`--syscalls`) each turn splits further: j the master's
 //! blocked call returns, a it enters its sending call; e the peer's call returns, f it enters
 //! its answering call. The stages are the intervals between consecutive milestones, so each
 //! round trip's stages sum exactly to it, and the medians of the stages to about its median.
@@ -24,9 +25,13 @@ const MASTER_TURN: (&str, &str) = (
     "master's turn until it wakes the peer",
     "from the master's switch-in: its blocked call returning, its own code, its sending call until it wakes the peer (when the peer was not asleep: until the peer is switched in)",
 );
+const PEER_QUEUED: (&str, &str) = (
+    "peer queued",
+    "from the waking until the peer is on its CPU's run queue (sched_wakeup): the choice of CPU and the enqueue; across CPUs also the IPI and the halted vCPU coming back to take it",
+);
 const PEER_IDLE: (&str, &str) = (
     "peer's CPU leaves idle",
-    "from the waking until the peer's CPU leaves its idle state (0 when it was not idle): the IPI and the halted vCPU coming back",
+    "from the enqueue until the peer's CPU's idle loop exits (0 when it was not idle, or left idle before the enqueue)",
 );
 const PEER_IN: (&str, &str) = (
     "peer switched in",
@@ -36,9 +41,13 @@ const PEER_TURN: (&str, &str) = (
     "peer's turn until it wakes the master",
     "from the peer's switch-in: its blocked call returning, its own code, its answering call until it wakes the master (when the master was not asleep: until the master is switched in)",
 );
+const MASTER_QUEUED: (&str, &str) = (
+    "master queued",
+    "from the waking until the master is on its CPU's run queue (across CPUs: the IPI and the vCPU taking it)",
+);
 const MASTER_IDLE: (&str, &str) = (
     "master's CPU leaves idle",
-    "from the waking until the master's CPU leaves idle (0 when it was not idle)",
+    "from the enqueue until the master's CPU's idle loop exits (0 when it was not idle)",
 );
 const MASTER_IN: (&str, &str) = (
     "master switched in",
@@ -49,9 +58,11 @@ const MASTER_IN: (&str, &str) = (
 /// round trip, so the least perturbation).
 pub const COARSE: &[(&str, &str)] = &[
     MASTER_TURN,
+    PEER_QUEUED,
     PEER_IDLE,
     PEER_IN,
     PEER_TURN,
+    MASTER_QUEUED,
     MASTER_IDLE,
     MASTER_IN,
 ];
@@ -70,6 +81,7 @@ pub const FINE: &[(&str, &str)] = &[
         "send: syscall entry to waking",
         "the master's sending call, from its entry until it wakes the peer",
     ),
+    PEER_QUEUED,
     PEER_IDLE,
     PEER_IN,
     (
@@ -84,6 +96,7 @@ pub const FINE: &[(&str, &str)] = &[
         "answer: syscall entry to waking",
         "the peer's answering call, from its entry until it wakes the master",
     ),
+    MASTER_QUEUED,
     MASTER_IDLE,
     MASTER_IN,
 ];
@@ -193,31 +206,62 @@ fn sys(tid: u32, enter: bool) -> impl Fn(&TraceEvent) -> bool {
     }
 }
 
-/// The round trip that starts with the master's switch-in at `i`: coarse i b c d g h (i'),
-/// fine i j a b c d e f g h (i'). None when a milestone is missing.
-fn round_trip(ev: &[TraceEvent], i: usize, (m, p): (u32, u32), fine: bool) -> Option<Found> {
-    let idle_exit = |from: usize, to: usize, cpu: u32| {
-        (from + 1..to).find(|&k| ev[k].cpu == cpu && ev[k].kind == Kind::IdleExit)
+/// When the wake-up of `whom` by the waking at `by` (if any) was queued and its CPU left idle,
+/// before `until`: (queued, idle exit), each the previous milestone's time when not seen, and
+/// an idle exit before the enqueue taken as at the enqueue.
+fn wake_milestones(
+    ev: &[TraceEvent],
+    by: Option<usize>,
+    until: usize,
+    whom: u32,
+) -> (Option<usize>, Option<usize>) {
+    let Some(b) = by else {
+        return (None, None);
     };
+    let w = (b + 1..until)
+        .find(|&k| matches!(ev[k].kind, Kind::Wakeup { pid } if pid == i64::from(whom)));
+    let from = w.unwrap_or(b);
+    let c = (from + 1..until).find(|&k| ev[k].cpu == ev[until].cpu && ev[k].kind == Kind::IdleExit);
+    (w, c)
+}
+
+/// The round trip that starts with the master's switch-in at `i`: coarse i b w c d g w' h
+/// (i'), fine i j a b w c d e f g w' h (i'). None when a milestone is missing.
+fn round_trip(ev: &[TraceEvent], i: usize, (m, p): (u32, u32), fine: bool) -> Option<Found> {
     let (d, seen_d) = switched_in(ev, i + 1, p)?;
     let b = next(ev, i, wakes(m, p)).filter(|&b| b < d);
-    let c = b.and_then(|b| idle_exit(b, d, ev[d].cpu));
+    let (w, c) = wake_milestones(ev, b, d, p);
     let (ni, seen_i) = switched_in(ev, d + 1, m)?;
     let g = next(ev, d, wakes(p, m)).filter(|&g| g < ni);
-    let h = g.and_then(|g| idle_exit(g, ni, ev[ni].cpu));
+    let (w2, h) = wake_milestones(ev, g, ni, m);
     let t = |k: usize| ev[k].time;
     // An absent waking: the turn before it runs until the switch, the waits are 0.
     let (tb, tg) = (b.map_or(t(d), t), g.map_or(t(ni), t));
-    let (tc, th) = (c.map_or(tb, t), h.map_or(tg, t));
+    let (tw, tw2) = (w.map_or(tb, t), w2.map_or(tg, t));
+    let (tc, th) = (c.map_or(tw, t), h.map_or(tw2, t));
     let times = if fine {
         let (b, g) = (b?, g?);
         let j = next(ev, i, sys(m, false)).filter(|&j| j < b)?;
         let a = last(ev, j + 1, b, sys(m, true))?;
         let e_ = next(ev, d, sys(p, false)).filter(|&e| e < g)?;
         let f = last(ev, e_ + 1, g, sys(p, true))?;
-        vec![t(i), t(j), t(a), tb, tc, t(d), t(e_), t(f), tg, th, t(ni)]
+        vec![
+            t(i),
+            t(j),
+            t(a),
+            tb,
+            tw,
+            tc,
+            t(d),
+            t(e_),
+            t(f),
+            tg,
+            tw2,
+            th,
+            t(ni),
+        ]
     } else {
-        vec![t(i), tb, tc, t(d), tg, th, t(ni)]
+        vec![t(i), tb, tw, tc, t(d), tg, tw2, th, t(ni)]
     };
     Some(Found {
         times,
@@ -305,7 +349,8 @@ mod tests {
     }
 
     /// Round trips across CPUs 0 (master 10) and 1 (peer 20), each CPU idle while its thread
-    /// sleeps; with system call events when `syscalls`.
+    /// sleeps, each wake-up queued on the sleeper's CPU before its idle loop exits; with system
+    /// call events when `syscalls`.
     fn cross(syscalls: bool) -> Vec<TraceEvent> {
         let mut v = vec![ev(5, 0, 0, Kind::Switch { prev: 0, next: 10 })];
         for k in 0..3u64 {
@@ -317,12 +362,14 @@ mod tests {
                 ev(o + 120, 0, 10, Kind::SysExit { nr: 1 }),
                 ev(o + 130, 0, 10, Kind::SysEnter { nr: 0 }),
                 ev(o + 140, 0, 10, Kind::Switch { prev: 10, next: 0 }),
+                ev(o + 145, 1, 0, Kind::Wakeup { pid: 20 }),
                 ev(o + 150, 1, 0, Kind::IdleExit),
                 ev(o + 170, 1, 0, Kind::Switch { prev: 0, next: 20 }),
                 ev(o + 180, 1, 20, Kind::SysExit { nr: 0 }),
                 ev(o + 200, 1, 20, Kind::SysEnter { nr: 1 }),
                 ev(o + 215, 1, 20, Kind::Waking { pid: 10 }),
                 ev(o + 230, 1, 20, Kind::Switch { prev: 20, next: 0 }),
+                ev(o + 235, 0, 0, Kind::Wakeup { pid: 10 }),
                 ev(o + 240, 0, 0, Kind::IdleExit),
                 ev(o + 1005, 0, 0, Kind::Switch { prev: 0, next: 10 }),
             ]);
@@ -336,13 +383,16 @@ mod tests {
     }
 
     #[test]
-    fn a_cross_cpu_round_trip_of_scheduler_events_splits_into_six_stages_that_sum_to_it() {
+    fn a_cross_cpu_round_trip_of_scheduler_events_splits_into_stages_that_sum_to_it() {
         let s = split(&cross(false), 10).unwrap();
         assert_eq!(s.peer_tid, 20);
         assert_eq!((s.round_trips, s.incomplete), (3, 0));
         assert_eq!(s.round_trip_ns, 1000.0);
-        // i5 b110 c150 d170 g215 h240 i'1005
-        assert_eq!(medians(&s), [105.0, 40.0, 20.0, 45.0, 25.0, 765.0]);
+        // i5 b110 w145 c150 d170 g215 w'235 h240 i'1005
+        assert_eq!(
+            medians(&s),
+            [105.0, 35.0, 5.0, 20.0, 45.0, 20.0, 5.0, 765.0]
+        );
         assert_eq!(medians(&s).iter().sum::<f64>(), s.round_trip_ns);
         assert_eq!((s.switches_unseen, s.unwoken), (0, [0, 0]));
         assert_eq!(s.stages[0].name, COARSE[0].0);
@@ -352,28 +402,49 @@ mod tests {
     fn with_system_calls_each_turn_splits_in_three() {
         let s = split(&cross(true), 10).unwrap();
         assert_eq!(s.round_trips, 3);
-        // i5 j20 a100 b110 c150 d170 e180 f200 g215 h240 i'1005
+        // i5 j20 a100 b110 w145 c150 d170 e180 f200 g215 w'235 h240 i'1005
         assert_eq!(
             medians(&s),
-            [15.0, 80.0, 10.0, 40.0, 20.0, 10.0, 20.0, 15.0, 25.0, 765.0]
+            [
+                15.0, 80.0, 10.0, 35.0, 5.0, 20.0, 10.0, 20.0, 15.0, 20.0, 5.0, 765.0
+            ]
         );
         assert_eq!(s.round_trip_ns, 1000.0);
         assert_eq!(s.stages[2].name, "send: syscall entry to waking");
     }
 
     #[test]
-    fn a_cpu_that_records_nothing_while_idle_folds_its_idle_exit_into_the_switch_in() {
-        // The peer's CPU 1 records neither its idle exit nor the switch to the peer.
+    fn an_idle_exit_before_the_enqueue_counts_from_the_enqueue() {
+        // A polling idle loop leaves idle before the wake-up is queued: that stage is 0.
         let v: Vec<TraceEvent> = cross(false)
             .into_iter()
-            .filter(|e| !(e.cpu == 1 && e.tid == 0))
+            .map(|mut e| {
+                if e.cpu == 1 && e.kind == Kind::IdleExit {
+                    e.time -= 10; // 140, before the enqueue at 145
+                }
+                e
+            })
+            .collect();
+        let mut v = v;
+        v.sort_by_key(|e| e.time);
+        let s = split(&v, 10).unwrap();
+        assert_eq!(medians(&s)[1..4], [35.0, 0.0, 25.0]);
+    }
+
+    #[test]
+    fn a_cpu_that_records_nothing_while_idle_folds_its_idle_exit_into_the_switch_in() {
+        // The peer's CPU 1 records neither its idle exit nor the switch to the peer (the
+        // enqueue, in the IPI's handler, it does).
+        let v: Vec<TraceEvent> = cross(false)
+            .into_iter()
+            .filter(|e| !(e.cpu == 1 && e.tid == 0 && e.kind != Kind::Wakeup { pid: 20 }))
             .collect();
         let s = split(&v, 10).unwrap();
         assert_eq!(s.round_trips, 3);
         assert_eq!(s.switches_unseen, 3);
-        // b110 .. the peer's first own event, its waking of the master at 215: "leaves idle"
-        // 0, "switched in" 105, the peer's turn 0.
-        assert_eq!(medians(&s), [105.0, 0.0, 105.0, 0.0, 25.0, 765.0]);
+        // w145 .. the peer's first own event, its waking of the master at 215: "leaves idle"
+        // 0, "switched in" 70, the peer's turn 0.
+        assert_eq!(medians(&s), [105.0, 35.0, 0.0, 70.0, 0.0, 20.0, 5.0, 765.0]);
         assert_eq!(s.round_trip_ns, 1000.0);
     }
 
@@ -385,9 +456,11 @@ mod tests {
             let o = k * 100;
             v.push(ev(o, 0, 20, Kind::Switch { prev: 20, next: 10 }));
             v.push(ev(o + 10, 0, 10, Kind::Waking { pid: 20 }));
+            v.push(ev(o + 15, 0, 10, Kind::Wakeup { pid: 20 }));
             v.push(ev(o + 40, 0, 10, Kind::Switch { prev: 10, next: 20 }));
             if !preempted {
                 v.push(ev(o + 70, 0, 20, Kind::Waking { pid: 10 }));
+                v.push(ev(o + 72, 0, 20, Kind::Wakeup { pid: 10 }));
             }
         }
         v
@@ -399,10 +472,10 @@ mod tests {
         assert_eq!(s.round_trips, 3);
         assert_eq!(s.unwoken, [0, 1]);
         assert_eq!(s.round_trip_ns, 100.0);
-        // Per round trip: [10, 0, 30, 30, 0, 30] twice and [10, 0, 30, 60, 0, 0] once.
-        assert_eq!(medians(&s), [10.0, 0.0, 30.0, 30.0, 0.0, 30.0]);
+        // Per round trip: [10, 5, 0, 25, 30, 2, 0, 28] twice, [10, 5, 0, 25, 60, 0, 0, 0] once.
+        assert_eq!(medians(&s), [10.0, 5.0, 0.0, 25.0, 30.0, 2.0, 0.0, 28.0]);
         // p90 of 30, 30, 60, interpolated.
-        assert_eq!(s.stages[3].p90_ns, 54.0);
+        assert_eq!(s.stages[4].p90_ns, 54.0);
     }
 
     #[test]

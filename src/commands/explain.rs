@@ -141,6 +141,7 @@ impl ExplainArgs {
         stop()?;
         let (events, lost) = tracer.read();
         let missing = tracer.missing.clone();
+        let recorder = tracer.recorder;
         drop(tracer);
         let Some(traced_median) = median_of(&traced) else {
             anyhow::bail!("{id} failed in the traced pass");
@@ -160,6 +161,7 @@ impl ExplainArgs {
             switches_unseen: split.switches_unseen,
             unwoken: split.unwoken,
             syscalls: self.syscalls,
+            command_name_recorder: recorder,
             stages: split.stages,
             missing_events: missing,
         };

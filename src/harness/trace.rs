@@ -29,6 +29,10 @@ pub enum Kind {
     Waking {
         pid: i64,
     },
+    /// `pid` was put on its CPU's run queue (on a remote CPU, once that CPU took the wake-up).
+    Wakeup {
+        pid: i64,
+    },
     Switch {
         prev: i64,
         next: i64,
@@ -47,7 +51,12 @@ pub struct TraceEvent {
 }
 
 /// The scheduler's, the idle CPUs' and the IPIs' events, always traced.
-pub const SCHED_EVENTS: &[&str] = &["sched/sched_waking", "sched/sched_switch", "power/cpu_idle"];
+pub const SCHED_EVENTS: &[&str] = &[
+    "sched/sched_waking",
+    "sched/sched_wakeup",
+    "sched/sched_switch",
+    "power/cpu_idle",
+];
 
 /// The system call events, traced only when asked: an enabled system call tracepoint sends
 /// every call of every task through the kernel's slow path, about 0.25 us a call here.
@@ -62,6 +71,8 @@ pub struct Tracer {
     drained: Option<Drained>,
     /// Events this kernel does not have (optional ones), said with the result.
     pub missing: Vec<String>,
+    /// Whether ftrace's command-name recorder runs with the events (see `harness::ftrace`).
+    pub recorder: bool,
 }
 
 impl Tracer {
@@ -97,7 +108,9 @@ impl Tracer {
             .iter()
             .map(|(n, &id)| (id as i64, n.clone()))
             .collect();
+        let recorder = !session.text.lines().any(|l| l == "recorder off");
         Ok(Tracer {
+            recorder,
             session,
             formats,
             names,
@@ -202,6 +215,9 @@ fn kind_of(f: &Formats, ev: &str, raw: &[u8]) -> Option<Kind> {
             nr: f.get(ev, "id", raw)?,
         },
         "sched/sched_waking" => Kind::Waking {
+            pid: f.get(ev, "pid", raw)?,
+        },
+        "sched/sched_wakeup" => Kind::Wakeup {
             pid: f.get(ev, "pid", raw)?,
         },
         "sched/sched_switch" => Kind::Switch {

@@ -22,9 +22,10 @@ const COUNTED: &[&str] = &[
     "raw_syscalls/sys_enter",
 ];
 
-/// The events `oscost explain` traces, as tracefs names them (`events/<sys>/<name>`). The IPI
-/// one is optional.
+/// The events `oscost explain` traces, as tracefs names them (`events/<sys>/<name>`); the
+/// idle one is optional.
 pub const EVENTS: &[&str] = &[
+    "sched/sched_wakeup",
     "raw_syscalls/sys_enter",
     "raw_syscalls/sys_exit",
     "sched/sched_waking",

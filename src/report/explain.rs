@@ -32,6 +32,9 @@ pub struct Explanation {
     pub unwoken: [usize; 2],
     /// Whether system call events were traced (`--syscalls`).
     pub syscalls: bool,
+    /// Whether ftrace's command-name recorder ran with the events (someone else was tracing,
+    /// so oscost's instance could not be made without it): each switch and wake-up cost more.
+    pub command_name_recorder: bool,
     pub stages: Vec<StageStats>,
     pub missing_events: Vec<String>,
 }
@@ -97,6 +100,12 @@ pub fn render_text(v: &Explanation) -> String {
     }
     s.push_str(&t.to_string());
     s.push('\n');
+    if v.command_name_recorder {
+        s.push_str(
+            "ftrace's command-name recorder ran with the events (the host was tracing, so \
+             oscost's instance could not be made without it): each switch and wake-up cost more\n",
+        );
+    }
     if v.unwoken.iter().any(|&n| n > 0) {
         s.push_str(&format!(
             "not asleep when the other sent, so not woken: the peer in {} round trips, the master \
@@ -209,6 +218,7 @@ mod tests {
             ipis_per_round_trip: Some(2.0),
             unwoken: [0, 0],
             syscalls: false,
+            command_name_recorder: false,
             switches_unseen: 0,
             stages: vec![
                 st("send", 1_000.0),

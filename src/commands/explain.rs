@@ -1,14 +1,15 @@
 //! `oscost explain ID`: where a ping-pong's round trip goes. The benchmark runs in this
-//! process twice: untraced (its median round trip), then briefly with the scheduler's, system
-//! calls' and idle tracepoints sampled on every allowed CPU (`harness::trace`); the trace is
-//! read after the pass and split into stages (`analysis::explain`). The output says how far
-//! tracing moved the round trip against the untraced median.
+//! process twice: untraced (its median round trip), then briefly with the scheduler's and idle
+//! tracepoints (and with `--syscalls` the system calls') recorded on every allowed CPU in an
+//! ftrace instance of oscost's own (`harness::trace`); the trace is read after the pass and
+//! split into stages (`analysis::explain`). The output says how far tracing moved the round
+//! trip against the untraced median.
 //!
 //! In this process, not in a worker: the measuring thread is then this thread, whose id the
-//! trace is filtered by, and the peer is the thread it wakes. Needs root (or CAP_PERFMON and a
-//! readable tracefs); without, exit 2 saying what is missing. Nothing stays traced (the
-//! events are descriptors closed with the tracer) or mounted (tracefs is mounted, if at all,
-//! in the helper's own mount namespace).
+//! trace is filtered by, and the peer is the thread it wakes. Needs root (mounting tracefs in
+//! a namespace of the helper's own); without, exit 2 saying what is missing. Nothing stays
+//! traced or mounted: the helper removes the instance when the tracer is dropped (or the
+//! command dies), and its mount dies with its namespace.
 
 use std::path::PathBuf;
 

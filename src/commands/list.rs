@@ -1,4 +1,5 @@
-//! `oscost list`: every benchmark id with what one sample measures.
+//! `oscost list`: every benchmark id with what one sample measures, then the stages
+//! `oscost explain` splits a round trip into, with what each holds.
 
 use crate::harness::case::Among;
 use clap::Args;
@@ -45,6 +46,24 @@ fn list_text() -> String {
         if !mine.is_empty() {
             out.push_str(&format!("{:<28}        expects {}\n", "", mine.join("; ")));
         }
+    }
+    out.push_str(&explain_stages());
+    out
+}
+
+/// `oscost explain`'s stages, both tables: what a round trip is cut into.
+fn explain_stages() -> String {
+    use crate::analysis::explain::{COARSE, FINE};
+    let mut out = String::from(
+        "oscost explain ID@PLACEMENT (any switch/ or ipc/ ping-pong): a round trip from the \
+         master's switch-in to its next, cut at\n",
+    );
+    for (name, def) in COARSE {
+        out.push_str(&format!("  {name:<40} {def}\n"));
+    }
+    out.push_str("with --syscalls (system call events too), each turn in three:\n");
+    for (name, def) in FINE.iter().filter(|s| !COARSE.contains(s)) {
+        out.push_str(&format!("  {name:<40} {def}\n"));
     }
     out
 }

@@ -89,6 +89,9 @@ pub struct Curve {
     /// One figure for the whole family, one line per benchmark (wake/: a line per mechanism),
     /// instead of one figure per benchmark.
     pub across_family: bool,
+    /// A parameter (a string) naming each point's regime (wake/: the idle state the sleeper's
+    /// CPU spent most of its idle time in); the figure marks where it starts and changes.
+    pub regime: Option<&'static str>,
 }
 
 /// One invocation of `oscost run`.

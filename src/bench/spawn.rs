@@ -68,6 +68,7 @@ const FORK_RSS_CURVE: Curve = Curve {
     log2_x: false,
     series: None,
     across_family: false,
+    regime: None,
 };
 
 /// A failed fork or clone, with what to check.

@@ -72,6 +72,7 @@ const WAKE_CURVE: Curve = Curve {
     log2_x: false,
     series: None,
     across_family: true,
+    regime: Some("idle_state"),
 };
 
 /// What the two threads share: the generation the sleeper is ready for, the word it blocks on
@@ -231,6 +232,21 @@ fn idle_per_op(
         .collect()
 }
 
+/// The idle state the sleeper's CPU spent most of its idle time in, among those it entered at
+/// least once in 20 wake-ups; "none" when it entered none; None without cpuidle states.
+fn dominant_state(per_op: &[(String, f64, f64)]) -> Option<String> {
+    if per_op.is_empty() {
+        return None;
+    }
+    Some(
+        per_op
+            .iter()
+            .filter(|(_, n, _)| *n >= 0.05)
+            .max_by(|a, b| a.2.total_cmp(&b.2))
+            .map_or_else(|| "none".to_string(), |s| s.0.clone()),
+    )
+}
+
 /// The idle states as a note: "the sleeper's CPU 0 entered haltpoll 0.98 times a wake-up
 /// (idle 9.7 ms each time), POLL 0.00".
 fn idle_note(cpu: usize, per_op: &[(String, f64, f64)]) -> String {
@@ -315,6 +331,9 @@ fn measure(m: &Meter, c: &Case, mech: Mechanism) -> Measured {
     ));
     o.params.insert("sleeper_cpu".into(), json!(other));
     o.params.insert("idle_states".into(), json!(idle));
+    if let Some(state) = dominant_state(&per_op) {
+        o.params.insert("idle_state".into(), json!(state));
+    }
     o.params.insert(
         "clock".into(),
         json!("CLOCK_MONOTONIC (vDSO), read on both CPUs"),
@@ -370,6 +389,13 @@ mod tests {
             "the sleeper's CPU 1, per wake-up: POLL 0 times, haltpoll 1.00 times (idle 10.0 ms each)"
         );
         assert!(idle_per_op(&before, &after, 0).is_empty());
+        assert_eq!(dominant_state(&per).as_deref(), Some("haltpoll"));
+        let busy = [
+            ("POLL".to_string(), 0.01, 0.0),
+            ("C1".to_string(), 0.0, 0.0),
+        ];
+        assert_eq!(dominant_state(&busy).as_deref(), Some("none"));
+        assert_eq!(dominant_state(&[]), None);
     }
 
     #[test]

@@ -69,7 +69,8 @@ fn median_of(cases: &[runner::CaseResult]) -> Option<f64> {
 }
 
 impl ExplainArgs {
-    /// The plan of the one benchmark and placement asked for, or a usage error.
+    /// The plan of the one benchmark and placement asked for, or a usage error; its measuring
+    /// CPU is settled once the tracer is open (a refusal comes first, in one line).
     fn plan(&self) -> anyhow::Result<crate::scheduler::Plan> {
         let mut req = super::plan::Request::new(vec![self.id.clone()]);
         req.cpu = self.cpu;
@@ -95,8 +96,6 @@ impl ExplainArgs {
         if let Some(d) = &self.report {
             check_report_dir(d)?;
         }
-        let mut plan = plan;
-        super::plan::settle_cpu(&mut plan, self.cpu);
         Ok(plan)
     }
 

@@ -71,6 +71,7 @@ fn figure(bench: &str, points: &[HistoryPoint], changes: &[Change]) -> Option<Fi
             ("median, 95% CI".into(), measured),
             ("level between change points".into(), levels),
         ],
+        marks: vec![],
     })
 }
 

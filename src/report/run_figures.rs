@@ -143,7 +143,42 @@ fn curve_figure(results: &[&BenchResult], prefix: &str, curve: &Curve) -> Option
         y_desc: curve.y_desc.into(),
         log2_x: curve.log2_x,
         series,
+        marks: curve
+            .regime
+            .map_or_else(Vec::new, |key| regime_marks(&mine, curve.x, key)),
     })
+}
+
+/// Where the regime named by the parameter `key` starts and changes along x: at each x the
+/// regime most of its points are in (ties: the first seen), a mark at the first x and at each
+/// x where it differs from the one before.
+fn regime_marks(results: &[&BenchResult], x: &str, key: &str) -> Vec<(f64, String)> {
+    let mut at: Vec<(f64, Vec<String>)> = Vec::new();
+    for r in results {
+        let (Some(xv), Some(reg)) = (param(r, x), r.params.get(key).and_then(|v| v.as_str()))
+        else {
+            continue;
+        };
+        match at.iter_mut().find(|(v, _)| *v == xv) {
+            Some((_, regs)) => regs.push(reg.to_string()),
+            None => at.push((xv, vec![reg.to_string()])),
+        }
+    }
+    at.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut marks: Vec<(f64, String)> = Vec::new();
+    for (xv, regs) in at {
+        let count = |r: &String| regs.iter().filter(|x| *x == r).count();
+        let Some(top) = regs
+            .iter()
+            .max_by(|a, b| count(a).cmp(&count(b)).then(std::cmp::Ordering::Greater))
+        else {
+            continue;
+        };
+        if marks.last().is_none_or(|(_, last)| last != top) {
+            marks.push((xv, top.clone()));
+        }
+    }
+    marks
 }
 
 /// What a figure belongs to on the page.
@@ -319,4 +354,44 @@ pub(super) fn figures<'a>(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(id: &str, x: f64, state: Option<&str>) -> BenchResult {
+        let mut r = crate::model::testdata::result(id, vec![1.0, 2.0, 3.0]);
+        r.params.insert("gap_decade".into(), serde_json::json!(x));
+        if let Some(s) = state {
+            r.params.insert("idle_state".into(), serde_json::json!(s));
+        }
+        r
+    }
+
+    #[test]
+    fn regimes_are_marked_where_they_start_and_change_by_the_majority_at_each_x() {
+        let rs = [
+            result("wake/futex/gap-0", 0.0, Some("none")),
+            result("wake/pipe/gap-0", 0.0, Some("none")),
+            result("wake/futex/gap-1us", 1.0, Some("POLL")),
+            result("wake/pipe/gap-1us", 1.0, Some("none")),
+            result("wake/futex/gap-10us", 2.0, Some("haltpoll")),
+            result("wake/pipe/gap-10us", 2.0, Some("haltpoll")),
+            result("wake/eventfd/gap-10us", 2.0, Some("POLL")),
+            result("wake/futex/gap-1ms", 4.0, Some("haltpoll")),
+            result("wake/futex/gap-10ms", 5.0, None),
+        ];
+        let refs: Vec<&BenchResult> = rs.iter().collect();
+        // At 1 us a tie: the first seen (POLL) wins.
+        assert_eq!(
+            regime_marks(&refs, "gap_decade", "idle_state"),
+            vec![
+                (0.0, "none".to_string()),
+                (1.0, "POLL".to_string()),
+                (2.0, "haltpoll".to_string())
+            ]
+        );
+        assert!(regime_marks(&refs[8..], "gap_decade", "idle_state").is_empty());
+    }
 }

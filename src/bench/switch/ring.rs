@@ -20,6 +20,7 @@ pub(super) const RING_CURVE: Curve = Curve {
     log2_x: true,
     series: Some(("size_kb", "KB per process")),
     across_family: false,
+    regime: None,
 };
 
 /// lmbench's sumit: read every int of `data` (4-byte ints, all of them, as lat_ctx does).

@@ -11,7 +11,8 @@ use plotters::prelude::*;
 use crate::stats::{extent, quantile_sorted, sorted_copy};
 
 use super::{
-    CAPTION, GREY_, LEGEND_ROOM, PALETTE, Point, Res, axes, e2s, legend, padded, tick, unit_for,
+    CAPTION, GREY_, LEGEND_ROOM, PALETTE, Point, Res, TEXT, axes, e2s, legend, padded, tick,
+    unit_for,
 };
 
 /// The x range of the drawn (transformed) x values: whole powers of two on a log2 axis.
@@ -56,10 +57,10 @@ fn cartesian<'a, DB: DrawingBackend>(
 pub(super) fn curves<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     title: &str,
-    x_desc: &str,
-    y_desc: &str,
+    (x_desc, y_desc): (&str, &str),
     log2_x: bool,
     series: &[(String, Vec<Point>)],
+    marks: &[(f64, String)],
 ) -> Res {
     let all: Vec<&Point> = series.iter().flat_map(|(_, p)| p.iter()).collect();
     if all.is_empty() {
@@ -113,6 +114,22 @@ pub(super) fn curves<DB: DrawingBackend>(
             .iter()
             .map(|p| Circle::new((tx(p.x), p.y / div), 3, c.filled()));
         chart.draw_series(dots).map_err(e2s)?;
+    }
+    // A regime's start: a thin line up the plot, its name beside it, under the legend's room.
+    let grey = BLACK.mix(0.45);
+    for (x, label) in marks {
+        let x = tx(*x);
+        let top = y1 - (y1 - y0) * LEGEND_ROOM;
+        chart
+            .draw_series(LineSeries::new([(x, y0), (x, top)], grey.stroke_width(1)))
+            .map_err(e2s)?;
+        chart
+            .draw_series(std::iter::once(Text::new(
+                format!(" {label}"),
+                (x, top),
+                ("sans-serif", TEXT).into_font().color(&grey),
+            )))
+            .map_err(e2s)?;
     }
     legend(&mut chart, SeriesLabelPosition::UpperLeft)
 }

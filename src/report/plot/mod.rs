@@ -96,6 +96,8 @@ pub enum Figure<'a> {
         /// x grows in powers of two: drawn on a log2 axis with ticks at 2, 4, 8, ...
         log2_x: bool,
         series: Vec<(String, Vec<Point>)>,
+        /// Vertical marks: at x, a regime starts (wake/: the idle state entered from there).
+        marks: Vec<(f64, String)>,
     },
     /// Cycles per operation against its time (ns), one dot per benchmark: the slope is the
     /// clock rate, and a dot off the line spent its time waiting, not computing.
@@ -278,7 +280,8 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, f: &Figure) -> Re
             y_desc,
             log2_x,
             series,
-        } => curves(root, title, x_desc, y_desc, *log2_x, series),
+            marks,
+        } => curves(root, title, (x_desc, y_desc), *log2_x, series, marks),
         Figure::Slowdown {
             title,
             bars,
@@ -547,9 +550,11 @@ mod tests {
                     },
                 ],
             )],
+            marks: vec![(4.0, "haltpoll".into())],
         })
         .unwrap();
         assert!(c.contains("0 KB") && c.contains("per switch (us)"));
+        assert!(c.contains("haltpoll"), "the regime's mark is labelled");
         let s = svg(&Figure::Slowdown {
             title: "slowdown".into(),
             bars,

@@ -100,22 +100,34 @@ pub fn render_text(v: &Explanation) -> String {
     }
     s.push_str(&t.to_string());
     s.push('\n');
+    for n in notes(v) {
+        s.push_str(&n);
+        s.push('\n');
+    }
+    s
+}
+
+/// What the reader must know to read the stages: round trips not split or not woken,
+/// switch-ins not seen, events missing, the recorder.
+fn notes(v: &Explanation) -> Vec<String> {
+    let mut notes = Vec::new();
     if v.command_name_recorder {
-        s.push_str(
+        notes.push(
             "ftrace's command-name recorder ran with the events (the host was tracing, so \
-             oscost's instance could not be made without it): each switch and wake-up cost more\n",
+             oscost's instance could not be made without it): each switch and wake-up cost more"
+                .to_string(),
         );
     }
     if v.unwoken.iter().any(|&n| n > 0) {
-        s.push_str(&format!(
+        notes.push(format!(
             "not asleep when the other sent, so not woken: the peer in {} round trips, the master \
-             in {} (on one CPU a waking often preempts the waker); their wait stages are 0\n",
+             in {} (on one CPU a waking often preempts the waker); their wait stages are 0",
             v.unwoken[0], v.unwoken[1]
         ));
     }
     if v.incomplete > 0 || v.lost_records > 0 {
-        s.push_str(&format!(
-            "{} round trips not split (a milestone missing: the pass's ends, {} records lost{})\n",
+        notes.push(format!(
+            "{} round trips not split (a milestone missing: the pass's ends, {} records lost{})",
             v.incomplete,
             v.lost_records,
             if v.syscalls {
@@ -126,19 +138,19 @@ pub fn render_text(v: &Explanation) -> String {
         ));
     }
     if v.switches_unseen > 0 {
-        s.push_str(&format!(
+        notes.push(format!(
             "{} switch-ins were not recorded (a CPU that traces nothing while it idles): there \
              the CPU's idle exit and the switch are one stage, \"switched in\", up to the \
-             thread's first own event\n",
+             thread's first own event",
             v.switches_unseen
         ));
     }
     for m in &v.missing_events {
-        s.push_str(&format!(
-            "not traced: {m} (this kernel has no such tracepoint)\n"
+        notes.push(format!(
+            "not traced: {m} (this kernel has no such tracepoint)"
         ));
     }
-    s
+    notes
 }
 
 /// The round trip as a waterfall: each stage a bar starting where the previous one ended.
@@ -186,6 +198,7 @@ pub fn render_page(v: &Explanation) -> Result<Page, String> {
         context! {
             v => Serde(v),
             headlines => Serde(headline(v)),
+            notes => Serde(notes(v)),
             svg => svg.clone(),
         },
     )?;

@@ -24,8 +24,11 @@ use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 use super::ringbuf::PageLayout;
 use super::tracefs::{CountError, helper_command, list};
 
-/// The ring buffer per traced CPU, in KiB: a 30 ms pass of 4-12 events every 6 us fits.
-const BUFFER_KB: usize = 8192;
+/// The ring buffer per traced CPU, in KiB: a 30 ms pass of 4-12 events every 6 us (about
+/// 2 MiB) fits; 64 MiB in all at most, so that a many-CPU machine is not asked for gigabytes.
+fn buffer_kb(cpus: usize) -> usize {
+    (65536 / cpus.max(1)).clamp(2048, 8192)
+}
 const PREFIX: &str = "oscost-";
 
 /// What `off` brought back: every traced CPU's pages, and the events the kernel dropped.
@@ -244,7 +247,7 @@ fn serve(root: &Path, inst: &Path, cpus: &[usize], events: &[String]) -> Result<
     write(&inst.join("tracing_cpumask"), &cpumask(cpus))?;
     for c in cpus {
         let kb = inst.join(format!("per_cpu/cpu{c}/buffer_size_kb"));
-        write(&kb, &BUFFER_KB.to_string())?;
+        write(&kb, &buffer_kb(cpus.len()).to_string())?;
     }
     let mut present = Vec::new();
     let mut text = list(root);
@@ -396,6 +399,14 @@ mod tests {
         assert!(!helper_alive(u32::MAX));
         // This test binary is not a helper.
         assert!(!helper_alive(std::process::id()));
+    }
+
+    #[test]
+    fn buffers_shrink_with_many_cpus_within_bounds() {
+        assert_eq!(buffer_kb(2), 8192);
+        assert_eq!(buffer_kb(16), 4096);
+        assert_eq!(buffer_kb(256), 2048);
+        assert_eq!(buffer_kb(0), 8192);
     }
 
     #[test]

@@ -173,3 +173,27 @@ fn without_the_rights_to_trace_it_says_what_is_missing_and_exits_2() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("root"), "{err}");
 }
+
+#[test]
+fn a_busy_default_cpu_gives_way_to_an_idle_one_as_for_run() {
+    if !is_root() || allowed_cpus().len() < 2 {
+        skip(
+            "a_busy_default_cpu_gives_way_to_an_idle_one_as_for_run",
+            "tracing needs root and two CPUs",
+        );
+        return;
+    }
+    let _g = measuring();
+    let cpus = allowed_cpus();
+    let _busy = BusyCpu::on(*cpus.last().unwrap());
+    let out = oscost(&unique_tag("explain-busy"))
+        .args(["explain", "switch/pipe-proc@same"])
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("measuring on CPU {}", cpus[0])),
+        "{err}"
+    );
+}

@@ -19,6 +19,17 @@ fn root_or_skip(test: &str) -> bool {
     }
 }
 
+/// `oscost predict --quick [--rounds N] --no-save --under WRAPPER`, the program to follow.
+fn quick_predict(tag: &str, rounds: Option<&str>, under: &str) -> std::process::Command {
+    let mut c = oscost(tag);
+    c.args(["predict", "--quick"]);
+    if let Some(n) = rounds {
+        c.args(["--rounds", n]);
+    }
+    c.args(["--no-save", "--under", under]);
+    c
+}
+
 fn one_line(stderr: &[u8]) -> String {
     let text = String::from_utf8_lossy(stderr).to_string();
     let lines: Vec<&str> = text
@@ -87,16 +98,7 @@ fn a_small_program_is_counted_priced_measured_and_written() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("p.json");
     let tag = unique_tag("predict-e2e");
-    let out = oscost(&tag)
-        .args([
-            "predict",
-            "--quick",
-            "--rounds",
-            "3",
-            "--no-save",
-            "--under",
-            "env",
-        ])
+    let out = quick_predict(&tag, Some("3"), "env")
         .arg("--json")
         .arg(&json)
         .arg("--report")
@@ -135,18 +137,8 @@ fn a_program_that_fails_plainly_or_only_under_the_wrapper_is_one_line_and_exit_1
         return;
     }
     let _m = measuring();
-    let plain = oscost(&unique_tag("predict-fails"))
-        .args([
-            "predict",
-            "--quick",
-            "--no-save",
-            "--under",
-            "env",
-            "--",
-            "sh",
-            "-c",
-            "exit 3",
-        ])
+    let plain = quick_predict(&unique_tag("predict-fails"), None, "env")
+        .args(["--", "sh", "-c", "exit 3"])
         .output()
         .unwrap();
     assert_eq!(plain.status.code(), Some(1));
@@ -157,18 +149,8 @@ fn a_program_that_fails_plainly_or_only_under_the_wrapper_is_one_line_and_exit_1
     );
     // A wrapper that changes what the program does: it runs it with an empty environment, and
     // the program fails without HOME.
-    let wrapped = oscost(&unique_tag("predict-fails-wrapped"))
-        .args([
-            "predict",
-            "--quick",
-            "--rounds",
-            "3",
-            "--no-save",
-            "--under",
-            "env -i",
-            "--",
-        ])
-        .args(["sh", "-c", "test -n \"$HOME\""])
+    let wrapped = quick_predict(&unique_tag("predict-fails-wrapped"), Some("3"), "env -i")
+        .args(["--", "sh", "-c", "test -n \"$HOME\""])
         .env("HOME", "/root")
         .output()
         .unwrap();
@@ -184,16 +166,7 @@ fn an_interrupt_during_the_rounds_leaves_nothing_running() {
     }
     let _m = measuring();
     let tag = unique_tag("predict-int");
-    let mut child = oscost(&tag)
-        .args([
-            "predict",
-            "--quick",
-            "--rounds",
-            "1000",
-            "--no-save",
-            "--under",
-            "env",
-        ])
+    let mut child = quick_predict(&tag, Some("1000"), "env")
         .args(["--", "sleep", "0.2"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -182,15 +182,6 @@ fn switched_in(ev: &[TraceEvent], from: usize, tid: u32) -> Option<(usize, bool)
     }
 }
 
-/// One round trip's milestones (times), found from the master's switch-in at `i`.
-struct Found {
-    times: Vec<u64>,
-    /// Index of the master's next switch-in, where the next round trip starts.
-    next_i: usize,
-    seen: [bool; 2],
-    woken: [bool; 2],
-}
-
 fn wakes(by: u32, whom: u32) -> impl Fn(&TraceEvent) -> bool {
     move |e| e.tid == by && matches!(e.kind, Kind::Waking { pid } if pid == i64::from(whom))
 }
@@ -225,13 +216,17 @@ fn wake_milestones(
     (w, c)
 }
 
-/// The round trip that starts with the master's switch-in at `i`: coarse i b w c d g w' h
-/// (i'), fine i j a b w c d e f g w' h (i'). None when a milestone is missing.
-fn round_trip(ev: &[TraceEvent], i: usize, (m, p): (u32, u32), fine: bool) -> Option<Found> {
-    let (d, seen_d) = switched_in(ev, i + 1, p)?;
+/// The milestones' times of the round trip between the master's switch-in at `i`, the
+/// peer's at `d` and the master's next at `ni`: coarse i b w c d g w' h i', fine i j a b w c
+/// d e f g w' h i'; and whether each party was woken. None when a milestone is missing.
+fn round_trip(
+    ev: &[TraceEvent],
+    (i, d, ni): (usize, usize, usize),
+    (m, p): (u32, u32),
+    fine: bool,
+) -> Option<(Vec<u64>, [bool; 2])> {
     let b = next(ev, i, wakes(m, p)).filter(|&b| b < d);
     let (w, c) = wake_milestones(ev, b, d, p);
-    let (ni, seen_i) = switched_in(ev, d + 1, m)?;
     let g = next(ev, d, wakes(p, m)).filter(|&g| g < ni);
     let (w2, h) = wake_milestones(ev, g, ni, m);
     let t = |k: usize| ev[k].time;
@@ -263,12 +258,7 @@ fn round_trip(ev: &[TraceEvent], i: usize, (m, p): (u32, u32), fine: bool) -> Op
     } else {
         vec![t(i), tb, tw, tc, t(d), tg, tw2, th, t(ni)]
     };
-    Some(Found {
-        times,
-        next_i: ni,
-        seen: [seen_d, seen_i],
-        woken: [b.is_some(), g.is_some()],
-    })
+    Some((times, [b.is_some(), g.is_some()]))
 }
 
 fn quantile(v: &[f64], q: f64) -> f64 {
@@ -290,24 +280,27 @@ pub fn split(events: &[TraceEvent], master: u32) -> Result<Split, String> {
     // The first round trip starts at the master's first switch-in.
     let mut at = switched_in(events, 0, master).map(|(i, _)| i);
     while let Some(i) = at {
-        let Some((d, _)) = switched_in(events, i + 1, peer) else {
+        let Some((d, seen_d)) = switched_in(events, i + 1, peer) else {
             break;
         };
-        let Some(found) = round_trip(events, i, (master, peer), fine) else {
-            // Not one (a missing milestone): count it and go on from the master's next turn.
+        let Some((ni, seen_i)) = switched_in(events, d + 1, master) else {
             incomplete += 1;
-            at = switched_in(events, d + 1, master).map(|(n, _)| n);
+            break;
+        };
+        // Whole or not, the next round trip starts at the master's next turn.
+        at = Some(ni);
+        let Some((times, woken)) = round_trip(events, (i, d, ni), (master, peer), fine) else {
+            incomplete += 1;
             continue;
         };
-        unseen += found.seen.iter().filter(|s| !**s).count();
-        for (k, w) in found.woken.iter().enumerate() {
+        unseen += usize::from(!seen_d) + usize::from(!seen_i);
+        for (k, w) in woken.iter().enumerate() {
             unwoken[k] += usize::from(!w);
         }
-        for (s, pair) in found.times.windows(2).enumerate() {
+        for (s, pair) in times.windows(2).enumerate() {
             per_stage[s].push(pair[1].saturating_sub(pair[0]) as f64);
         }
-        totals.push(found.times[found.times.len() - 1].saturating_sub(found.times[0]) as f64);
-        at = Some(found.next_i);
+        totals.push(times[times.len() - 1].saturating_sub(times[0]) as f64);
     }
     if totals.is_empty() {
         return Err(format!(

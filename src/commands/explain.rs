@@ -102,10 +102,11 @@ impl ExplainArgs {
     pub fn run(self) -> anyhow::Result<i32> {
         let interrupted = crate::signals::guard_processes()?;
         let stop = stopper(&interrupted);
-        let plan = self.plan()?;
-        let b = plan.benchmarks[0];
+        let mut plan = self.plan()?;
         let allowed = plan.opts.allowed.clone();
         let mut tracer = Tracer::open(&allowed, self.syscalls).map_err(|e| usage(e.to_string()))?;
+        super::plan::settle_cpu(&mut plan, self.cpu);
+        let b = plan.benchmarks[0];
         let id = format!("{}@{}", b.id, plan.opts.variants.placements[0].word());
         placement::pin_current_thread(plan.opts.cpu).map_err(anyhow::Error::msg)?;
         let clock = calibrate();

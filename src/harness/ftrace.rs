@@ -257,7 +257,7 @@ fn serve(root: &Path, inst: &Path, cpus: &[usize], events: &[String]) -> Result<
             text.push_str(&format!("missing {ev}\n"));
             continue;
         }
-        if let Some(f) = super::trace::filter_of(ev) {
+        if let Some(f) = super::tracefs::filter_of(ev) {
             write(&dir.join("filter"), f)?;
         }
         present.push(dir.join("enable"));

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use super::ftrace::{Drained, Session};
 use super::ringbuf;
-use super::tracefs::{CountError, Formats};
+use super::tracefs::{CountError, Formats, SCHED_EVENTS, SYSCALL_EVENTS};
 
 /// What happened, in the terms stage splitting needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,18 +49,6 @@ pub struct TraceEvent {
     pub tid: u32,
     pub kind: Kind,
 }
-
-/// The scheduler's, the idle CPUs' and the IPIs' events, always traced.
-pub const SCHED_EVENTS: &[&str] = &[
-    "sched/sched_waking",
-    "sched/sched_wakeup",
-    "sched/sched_switch",
-    "power/cpu_idle",
-];
-
-/// The system call events, traced only when asked: an enabled system call tracepoint sends
-/// every call of every task through the kernel's slow path, about 0.25 us a call here.
-pub const SYSCALL_EVENTS: &[&str] = &["raw_syscalls/sys_enter", "raw_syscalls/sys_exit"];
 
 /// A tracing session on every CPU in `cpus`, off until `enable`.
 pub struct Tracer {
@@ -194,15 +182,6 @@ fn ipi_count(text: &str, cpus: &[usize]) -> u64 {
                 .sum::<u64>()
         })
         .sum()
-}
-
-/// Each recorded event costs the traced thread about 0.3 us on these guests, so the system
-/// call events leave out what no stage needs: the idle task's, and the sampler's own calls
-/// between batches (getrusage for its preemption probe, a clock read that fell back to a
-/// system call).
-pub fn filter_of(ev: &str) -> Option<&'static str> {
-    ev.starts_with("raw_syscalls/")
-        .then_some("common_pid != 0 && id != 98 && id != 228")
 }
 
 /// A raw record as the event it is.

@@ -29,6 +29,15 @@ fn bad_input_is_refused_in_one_line_with_status_2() {
     }
 }
 
+/// Whether tracing across CPUs can be tried here; a skip line says why not.
+fn root_and_two_cpus(test: &str) -> bool {
+    let ok = is_root() && allowed_cpus().len() >= 2;
+    if !ok {
+        skip(test, "tracing needs root and two CPUs");
+    }
+    ok
+}
+
 #[test]
 fn a_cross_cpu_round_trip_is_split_into_stages_that_add_up() {
     if !is_root() {
@@ -112,11 +121,7 @@ fn oscost_instances() -> Option<Vec<String>> {
 
 #[test]
 fn an_interrupt_to_the_whole_group_leaves_nothing_traced() {
-    if !is_root() || allowed_cpus().len() < 2 {
-        skip(
-            "an_interrupt_to_the_whole_group_leaves_nothing_traced",
-            "tracing needs root and two CPUs",
-        );
+    if !root_and_two_cpus("an_interrupt_to_the_whole_group_leaves_nothing_traced") {
         return;
     }
     use std::io::BufRead;
@@ -176,11 +181,7 @@ fn without_the_rights_to_trace_it_says_what_is_missing_and_exits_2() {
 
 #[test]
 fn a_busy_default_cpu_gives_way_to_an_idle_one_as_for_run() {
-    if !is_root() || allowed_cpus().len() < 2 {
-        skip(
-            "a_busy_default_cpu_gives_way_to_an_idle_one_as_for_run",
-            "tracing needs root and two CPUs",
-        );
+    if !root_and_two_cpus("a_busy_default_cpu_gives_way_to_an_idle_one_as_for_run") {
         return;
     }
     let _g = measuring();

@@ -15,6 +15,7 @@ use crate::commands::list::ListArgs;
 use crate::commands::report::ReportArgs;
 use crate::commands::run::RunArgs;
 use crate::commands::show::ShowArgs;
+use crate::gate::Effects;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -89,11 +90,39 @@ pub enum Command {
 }
 
 impl Cli {
-    /// Run the command (a bare `oscost` runs the default suite) and give the exit status.
+    /// What the command will write and read, declared from its arguments alone: one arm per
+    /// command, so a new command cannot reach `dispatch` without declaring its effects.
+    pub fn effects(&self) -> Effects {
+        match &self.command {
+            None => self.run.effects(),
+            Some(Command::Run(a)) => a.effects(),
+            Some(Command::Ab(a)) => a.effects(),
+            Some(Command::Predict(a)) => a.effects(),
+            Some(Command::Explain(a)) => a.effects(),
+            Some(Command::Ctx(a)) => a.effects(),
+            Some(Command::Report(a)) => a.effects(),
+            Some(Command::History(a)) => a.effects(),
+            Some(Command::Compare(a)) => a.effects(),
+            Some(Command::Matrix(a)) => a.effects(),
+            Some(Command::Export(a)) => a.effects(),
+            Some(Command::Show(a)) => a.effects(),
+            Some(Command::Push(a)) => a.effects(),
+            Some(Command::Import(a)) => a.effects(),
+            // They write only to standard output; the default store is still kept safe.
+            Some(
+                Command::List(_) | Command::Env(_) | Command::Completions(_) | Command::Man(_),
+            ) => Effects::new().store(None),
+            Some(Command::Worker { .. }) => Effects::new(),
+        }
+    }
+
+    /// Pass the gate (`crate::gate`), then run the command (a bare `oscost` runs the default
+    /// suite) and give the exit status.
     pub fn dispatch(self) -> anyhow::Result<i32> {
+        let passed = crate::commands::pass(&self.effects())?;
         match self.command {
-            None => self.run.run(),
-            Some(Command::Run(a)) => a.run(),
+            None => self.run.run(passed),
+            Some(Command::Run(a)) => a.run(passed),
             Some(Command::List(a)) => a.run(),
             Some(Command::Env(a)) => a.run(),
             Some(Command::History(a)) => a.run(),
@@ -101,12 +130,12 @@ impl Cli {
             Some(Command::Export(a)) => a.run(),
             Some(Command::Report(a)) => a.run(),
             Some(Command::Compare(a)) => a.run(),
-            Some(Command::Ab(a)) => a.run(),
+            Some(Command::Ab(a)) => a.run(passed),
             Some(Command::Ctx(a)) => a.run(),
-            Some(Command::Push(a)) => a.run(),
+            Some(Command::Push(a)) => a.run(passed),
             Some(Command::Matrix(a)) => a.run(),
-            Some(Command::Import(a)) => a.run(),
-            Some(Command::Predict(a)) => a.run(),
+            Some(Command::Import(a)) => a.run(passed),
+            Some(Command::Predict(a)) => a.run(passed),
             Some(Command::Explain(a)) => a.run(),
             Some(Command::Completions(a)) => a.run(<Cli as clap::CommandFactory>::command()),
             Some(Command::Man(a)) => a.run(<Cli as clap::CommandFactory>::command()),

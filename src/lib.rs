@@ -8,6 +8,7 @@ pub mod cli;
 pub mod commands;
 pub mod compare;
 pub mod env;
+pub mod gate;
 pub mod harness;
 pub mod matrix;
 pub mod model;

@@ -10,10 +10,16 @@
 //!   link into /proc) is written through (opened for writing, never created, truncated or
 //!   renamed over); a socket is refused.
 //!
-//! Outputs are checked before any work (`check_outputs`: two spellings of one file are one
-//! file, a name too long or a directory that refuses files is found then), and a set of exports
-//! is serialised whole before the first file is written; a file that fails does not stop the
-//! others (`export` names every one that failed).
+//! A replaced file keeps its owner and permission bits (never a setuid, setgid or sticky bit);
+//! one with hard links, or whose owner cannot be kept, is written in place instead, so that
+//! its other names see the new bytes.
+//!
+//! Outputs are checked before any work by the gate (`crate::gate`: writable, not the store,
+//! not an input, not one another; `check_writable` and `check_report_dir` here), and a set of
+//! exports is serialised whole before the first file is written; a file that fails does not
+//! stop the others (`export` names every one that failed). Files oscost keeps for itself (an
+//! unsaved run) are written whole under a new name (`write_new`). This module is the only
+//! writer of files a user named.
 
 use std::io::Write;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
@@ -117,21 +123,6 @@ fn parent_dir(path: &Path) -> PathBuf {
     }
 }
 
-/// What makes two targets the same file: device and inode when it exists, else the
-/// canonical directory and the name.
-fn identity(t: &Target) -> Option<String> {
-    match t {
-        Target::Stdout => Some("-".into()),
-        Target::Regular(p) | Target::Special(p) => std::fs::metadata(p)
-            .ok()
-            .map(|m| format!("{}:{}", m.dev(), m.ino())),
-        Target::New(p) => {
-            let dir = std::fs::canonicalize(parent_dir(p)).ok()?;
-            Some(dir.join(p.file_name()?).display().to_string())
-        }
-    }
-}
-
 /// Check, before any work, that `path` can be written, leaving nothing behind.
 pub fn check_writable(path: &Path) -> Result<Target, String> {
     let target = resolve(path)?;
@@ -165,14 +156,14 @@ pub fn check_writable(path: &Path) -> Result<Target, String> {
 }
 
 /// A file an output must never replace, and what it is ("the results store").
-pub struct Kept<'a> {
+pub struct Kept {
     pub path: PathBuf,
-    pub what: &'a str,
+    pub what: &'static str,
 }
 
 /// The files of an SQLite database at `db`: the file, its rollback journal and its WAL files.
 /// An export over any of them loses the store (or its last commits).
-pub fn store_files(db: &Path) -> Vec<Kept<'static>> {
+pub fn store_files(db: &Path) -> Vec<Kept> {
     let mut v = vec![Kept {
         path: db.to_path_buf(),
         what: "the results store",
@@ -186,46 +177,6 @@ pub fn store_files(db: &Path) -> Vec<Kept<'static>> {
         });
     }
     v
-}
-
-/// Check, before any work, a command's output paths: each writable, none the same file as
-/// another (however spelled), at most one on standard output.
-pub fn check_outputs(paths: &[&PathBuf]) -> Result<(), String> {
-    check_outputs_keeping(paths, &[])
-}
-
-/// `check_outputs`, and none of the outputs is one of `kept` (the store, its journals, a run
-/// file the command reads), however either is spelled: through a symlink, `d/../s.db`, or a
-/// name that does not exist yet.
-pub fn check_outputs_keeping(paths: &[&PathBuf], kept: &[Kept]) -> Result<(), String> {
-    let kept_ids: Vec<(String, &Kept)> = kept
-        .iter()
-        .filter_map(|k| Some((identity(&resolve(&k.path).ok()?)?, k)))
-        .filter(|(id, _)| id != "-")
-        .collect();
-    let mut seen: Vec<(String, &PathBuf)> = Vec::new();
-    for p in paths {
-        let target = check_writable(p)?;
-        if let Some(id) = identity(&target) {
-            if let Some((_, k)) = kept_ids.iter().find(|(i, _)| *i == id) {
-                return Err(format!(
-                    "{} is {} ({}); writing there would replace it: give the output another name",
-                    p.display(),
-                    k.what,
-                    k.path.display()
-                ));
-            }
-            if let Some((_, first)) = seen.iter().find(|(i, _)| *i == id) {
-                return Err(format!(
-                    "{} and {} are the same file; give each output its own",
-                    first.display(),
-                    p.display()
-                ));
-            }
-            seen.push((id, p));
-        }
-    }
-    Ok(())
 }
 
 /// Whether any of `paths` is standard output (then the table goes to stderr).
@@ -263,25 +214,78 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
             f.write_all(bytes).and_then(|_| f.flush()).map_err(fail)
         }
         Target::Regular(p) => {
-            let mode = std::fs::metadata(&p).map_err(fail)?.permissions().mode() & 0o7777;
-            replace(&p, bytes, mode).map_err(fail)
+            let meta = std::fs::metadata(&p).map_err(fail)?;
+            // A file with other names (hard links) is one file the user linked on purpose:
+            // a rename would split it, so it is written in place.
+            if meta.nlink() > 1 {
+                return in_place(&p, bytes).map_err(fail);
+            }
+            // The replacement keeps the file's owner and its permission bits, never a setuid,
+            // setgid or sticky bit (a file written by root must not become runnable as root).
+            let owner = Some((meta.uid(), meta.gid()));
+            match replace(&p, bytes, meta.permissions().mode() & 0o777, owner) {
+                // The owner could not be kept (not root): the file is written in place
+                // rather than handed to this user.
+                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                    in_place(&p, bytes).map_err(fail)
+                }
+                r => r.map_err(fail),
+            }
         }
-        Target::New(p) => replace(&p, bytes, 0o666 & !umask()).map_err(fail),
+        Target::New(p) => replace(&p, bytes, 0o666 & !umask(), None).map_err(fail),
     }
 }
 
-/// A temporary file beside `path` with `bytes` and `mode`, renamed over it.
-fn replace(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+/// Truncate and write `path` where it is (its inode, owner, mode and links kept).
+fn in_place(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(path)?;
+    f.write_all(bytes)?;
+    f.sync_data()
+}
+
+/// A temporary file beside `path` with `bytes`, `mode` and `owner` (uid, gid) when it differs
+/// from ours, renamed over it.
+fn replace(path: &Path, bytes: &[u8], mode: u32, owner: Option<(u32, u32)>) -> std::io::Result<()> {
     let mut tmp = tempfile::NamedTempFile::new_in(parent_dir(path))?;
     let tmp_path = tmp.path().to_path_buf();
     crate::signals::track_temp(tmp_path.clone());
     let r = (|| {
         tmp.write_all(bytes)?;
+        if let Some((uid, gid)) = owner {
+            let m = tmp.as_file().metadata()?;
+            if (m.uid(), m.gid()) != (uid, gid) {
+                std::os::unix::fs::fchown(tmp.as_file(), Some(uid), Some(gid))?;
+            }
+        }
         tmp.as_file()
             .set_permissions(std::fs::Permissions::from_mode(mode))?;
         tmp.as_file().sync_data()?;
         tmp.persist(path).map_err(|e| e.error)?;
         Ok(())
+    })();
+    crate::signals::untrack_temp(&tmp_path);
+    r
+}
+
+/// Write `bytes` as a new file `name` in `dir`, whole or not at all: a temporary file in `dir`,
+/// synced, then linked to `name` only if nothing has that name (an existing file is never
+/// replaced). A write that fails part-way (the disk filled) leaves nothing behind.
+pub fn write_new(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
+    std::fs::create_dir_all(dir)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    let tmp_path = tmp.path().to_path_buf();
+    crate::signals::track_temp(tmp_path.clone());
+    let target = dir.join(name);
+    let r = (|| {
+        tmp.write_all(bytes)?;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o666 & !umask()))?;
+        tmp.as_file().sync_all()?;
+        tmp.persist_noclobber(&target).map_err(|e| e.error)?;
+        Ok(target)
     })();
     crate::signals::untrack_temp(&tmp_path);
     r
@@ -443,13 +447,6 @@ mod tests {
                 .is_symlink()
         );
         assert_eq!(std::fs::read(&target).unwrap(), b"data");
-        // The link and its target are one file.
-        let (a, b) = (&link, &target);
-        assert!(check_outputs(&[a, b]).unwrap_err().contains("same file"));
-        // Two spellings of a new file are one file too.
-        let x1 = dir.path().join("x");
-        let x2 = dir.path().join(".").join("x");
-        assert!(check_outputs(&[&x1, &x2]).is_err());
 
         let fifo = dir.path().join("fifo");
         nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
@@ -488,6 +485,36 @@ mod tests {
         if Path::new("/dev/full").exists() {
             let e = write_file(Path::new("/dev/full"), b"x").unwrap_err();
             assert!(e.to_string().contains("No space left"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_hard_linked_file_stays_linked_and_a_setuid_bit_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.json");
+        let q = dir.path().join("b.json");
+        std::fs::write(&p, b"old").unwrap();
+        std::fs::hard_link(&p, &q).unwrap();
+        write_file(&p, b"new").unwrap();
+        assert_eq!(std::fs::read(&q).unwrap(), b"new");
+        std::fs::remove_file(&q).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o4755)).unwrap();
+        write_file(&p, b"newer").unwrap();
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o755);
+    }
+
+    #[test]
+    fn a_new_file_is_written_whole_under_its_own_name_or_not_at_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write_new(dir.path(), "run.json", b"abc").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"abc");
+        assert!(write_new(dir.path(), "run.json", b"other").is_err());
+        assert_eq!(std::fs::read(&p).unwrap(), b"abc");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        if Path::new("/dev/full").exists() {
+            // A directory on a full disk cannot be had here; a name that cannot be made can.
+            assert!(write_new(Path::new("/proc"), "x", b"x").is_err());
         }
     }
 

@@ -20,6 +20,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("matrix", 4),
     ("report", 5),
     ("output", 6),
+    ("gate", 6),
     ("store", 6),
     ("scratch", 6),
     ("signals", 6),

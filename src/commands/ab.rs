@@ -8,8 +8,9 @@ use super::run::RunArgs;
 use std::sync::Arc;
 
 use super::args::{CompareArgs, split_command, usage};
-use super::{check_outputs, conclude, open_store, stopper};
+use super::{conclude, saving_store, stopper};
 use crate::compare;
+use crate::gate::{Effects, Passed};
 use crate::scheduler::{self, AbSide};
 use crate::store::StoreError;
 
@@ -50,7 +51,12 @@ fn side(flag: &str, cmd: Option<&str>) -> anyhow::Result<AbSide> {
 }
 
 impl AbArgs {
-    pub fn run(self) -> anyhow::Result<i32> {
+    /// The comparison's files and page, and the store both sides are saved into.
+    pub fn effects(&self) -> Effects {
+        self.run.effects()
+    }
+
+    pub fn run(self, mut passed: Passed) -> anyhow::Result<i32> {
         let interrupted = crate::signals::guard_processes()?;
         if self.run.runs > 1 {
             return Err(usage(
@@ -66,15 +72,11 @@ impl AbArgs {
         );
         // ab's files are the comparison's (written by `finish`), not a run's.
         let outputs = self.run.outputs.clone();
-        check_outputs(&outputs, Some(&self.run.store), &[])?;
-        if let Some(d) = &self.run.report {
-            super::check_report_dir(d)?;
-        }
         let mut plan = super::plan::build(&self.run.request())?;
         let mut store = if self.run.no_save {
             None
         } else {
-            Some(open_store(&self.run.store)?)
+            Some(saving_store(&mut passed)?)
         };
         super::plan::settle_cpu(&mut plan, self.run.cpu);
         let rounds = self.rounds as usize;

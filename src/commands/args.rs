@@ -58,6 +58,13 @@ pub struct OutputArgs {
 }
 
 impl OutputArgs {
+    /// The files these flags write, declared to the gate.
+    pub fn declare(&self, e: crate::gate::Effects) -> crate::gate::Effects {
+        e.writes("--json", self.json.as_ref())
+            .writes("--csv", self.csv.as_ref())
+            .writes("--markdown", self.markdown.as_ref())
+    }
+
     /// The paths given, in flag order.
     pub fn paths(&self) -> Vec<&PathBuf> {
         [&self.json, &self.csv, &self.markdown]

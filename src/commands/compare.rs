@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::args::{CompareArgs, OutputArgs, StoreArgs};
-use super::{check_outputs, check_report_dir, color, load_run, print_stdout, stopper};
+use super::{color, load_run, print_stdout, stopper};
 use crate::compare::{self, Comparison};
 use crate::{output, report};
 
@@ -49,17 +49,19 @@ pub struct CompareCmd {
 }
 
 impl CompareCmd {
+    /// The comparison's files and page, the run files it reads and the store.
+    pub fn effects(&self) -> crate::gate::Effects {
+        let mut e = crate::gate::Effects::new().store(self.store.db.as_ref());
+        for r in [&self.base, &self.cand].into_iter().flatten() {
+            e = e.reads("a run file", r);
+        }
+        self.outputs
+            .declare(e)
+            .writes_report("--report", self.report.as_ref())
+    }
+
     pub fn run(self) -> anyhow::Result<i32> {
         let interrupted = crate::signals::on_interrupt()?;
-        let inputs: Vec<&str> = [&self.base, &self.cand]
-            .into_iter()
-            .flatten()
-            .map(String::as_str)
-            .collect();
-        check_outputs(&self.outputs, Some(&self.store), &inputs)?;
-        if let Some(d) = &self.report {
-            check_report_dir(d)?;
-        }
         let (Some(base), Some(cand)) = (&self.base, &self.cand) else {
             let cmp = self.groups()?;
             return finish(&cmp, &self.compare, &self.outputs);

@@ -70,7 +70,14 @@ fn copy_into(target: &mut Store, runs: &[(String, Run)], verb: &str) -> anyhow::
 }
 
 impl PushArgs {
-    pub fn run(self) -> anyhow::Result<i32> {
+    /// The store read, and the target written.
+    pub fn effects(&self) -> crate::gate::Effects {
+        crate::gate::Effects::new()
+            .store(self.store.db.as_ref())
+            .saves_other("push's target store", &self.to)
+    }
+
+    pub fn run(self, mut passed: crate::gate::Passed) -> anyhow::Result<i32> {
         let to = store::classify(self.to.clone()).map_err(store_err)?;
         let mut source = read_store(&self.store)?;
         if to == store::locate(self.store.db.as_deref()).map_err(store_err)? {
@@ -101,19 +108,28 @@ impl PushArgs {
             runs.push((format!("run {id}"), run));
         }
         drop(source);
-        let mut target = Store::open(&to).map_err(store_err)?;
+        let mut target = super::saving_store(&mut passed)?;
         copy_into(&mut target, &runs, "pushed")
     }
 }
 
 impl ImportArgs {
-    pub fn run(self) -> anyhow::Result<i32> {
+    /// The run files read, and the store saved into.
+    pub fn effects(&self) -> crate::gate::Effects {
+        let mut e = crate::gate::Effects::new().saves(self.store.db.as_ref());
+        for f in &self.files {
+            e = e.reads("a run file", &f.to_string_lossy());
+        }
+        e
+    }
+
+    pub fn run(self, mut passed: crate::gate::Passed) -> anyhow::Result<i32> {
         let mut runs = Vec::new();
         for f in &self.files {
             let run = model::load_run_file(f).map_err(|e| usage(e.to_string()))?;
             runs.push((f.display().to_string(), run));
         }
-        let mut target = super::open_store(&self.store)?;
+        let mut target = super::saving_store(&mut passed)?;
         copy_into(&mut target, &runs, "imported")
     }
 }

@@ -40,11 +40,15 @@ pub struct CtxArgs {
 }
 
 impl CtxArgs {
+    /// The run's JSON; the store is kept safe though ctx saves nothing.
+    pub fn effects(&self) -> crate::gate::Effects {
+        crate::gate::Effects::new()
+            .store(None)
+            .writes("--json", self.json.as_ref())
+    }
+
     pub fn run(self) -> anyhow::Result<i32> {
         let interrupted = crate::signals::guard_processes()?;
-        if let Some(p) = &self.json {
-            output::check_writable(p).map_err(usage)?;
-        }
         let max = self.procs.iter().copied().max().unwrap_or(2) * self.parallel;
         check_fd_limit(max)?;
         check_memory(&self.sizes, max, super::plan::mem_available_mib())?;

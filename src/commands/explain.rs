@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::args::usage;
-use super::{check_report_dir, stopper};
+use super::stopper;
 use crate::analysis::explain::{self, Split};
 use crate::harness::case::{Cases, Meter};
 use crate::harness::clock::{Monotonic, calibrate};
@@ -90,13 +90,15 @@ impl ExplainArgs {
                 b.id
             )));
         }
-        if let Some(j) = &self.json {
-            crate::output::check_outputs(&[j]).map_err(usage)?;
-        }
-        if let Some(d) = &self.report {
-            check_report_dir(d)?;
-        }
         Ok(plan)
+    }
+
+    /// The JSON and the page; the store is kept safe though explain saves nothing.
+    pub fn effects(&self) -> crate::gate::Effects {
+        crate::gate::Effects::new()
+            .store(None)
+            .writes("--json", self.json.as_ref())
+            .writes_report("--report", self.report.as_ref())
     }
 
     pub fn run(self) -> anyhow::Result<i32> {

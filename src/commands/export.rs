@@ -3,7 +3,7 @@
 use clap::Args;
 
 use super::args::{OutputArgs, StoreArgs, usage};
-use super::{check_outputs, load_run};
+use super::load_run;
 use crate::model::Run;
 use crate::output;
 
@@ -20,9 +20,17 @@ pub struct ExportArgs {
 }
 
 impl ExportArgs {
+    /// The files, the run file it reads and the store.
+    pub fn effects(&self) -> crate::gate::Effects {
+        self.outputs.declare(
+            crate::gate::Effects::new()
+                .store(self.store.db.as_ref())
+                .reads("RUN", &self.run),
+        )
+    }
+
     pub fn run(self) -> anyhow::Result<i32> {
         let _interrupted = crate::signals::on_interrupt()?;
-        check_outputs(&self.outputs, Some(&self.store), &[])?;
         if self.outputs.paths().is_empty() {
             return Err(usage("export needs --json, --csv or --markdown FILE"));
         }

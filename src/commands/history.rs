@@ -31,11 +31,15 @@ pub struct HistoryArgs {
 }
 
 impl HistoryArgs {
+    /// The page, and the store it reads.
+    pub fn effects(&self) -> crate::gate::Effects {
+        crate::gate::Effects::new()
+            .store(self.store.db.as_ref())
+            .writes_report("--report", self.report.as_ref())
+    }
+
     pub fn run(self) -> anyhow::Result<i32> {
         let interrupted = crate::signals::on_interrupt()?;
-        if let Some(d) = &self.report {
-            super::check_report_dir(d)?;
-        }
         let mut s = read_store(&self.store)?;
         let sel = self.select.selection();
         let all = s.list().map_err(store_err)?;

@@ -10,10 +10,7 @@ use std::collections::HashMap;
 use clap::Args;
 
 use super::args::{OutputArgs, SelectArgs, StoreArgs, parse_percent};
-use super::{
-    check_outputs, check_report_dir, color, exporters, print_stdout, read_store, stopper,
-    store_err, usage,
-};
+use super::{color, exporters, print_stdout, read_store, stopper, store_err, usage};
 use crate::analysis::run_to_run::{self, RunLevel, Spread};
 use crate::{matrix, output, report, store};
 
@@ -49,12 +46,15 @@ pub struct MatrixArgs {
 const MAX_COLUMNS: usize = 60;
 
 impl MatrixArgs {
+    /// The matrix's files and page, and the store it reads.
+    pub fn effects(&self) -> crate::gate::Effects {
+        self.outputs
+            .declare(crate::gate::Effects::new().store(self.store.db.as_ref()))
+            .writes_report("--report", self.report.as_ref())
+    }
+
     pub fn run(self) -> anyhow::Result<i32> {
         let interrupted = crate::signals::on_interrupt()?;
-        check_outputs(&self.outputs, Some(&self.store), &[])?;
-        if let Some(d) = &self.report {
-            check_report_dir(d)?;
-        }
         let mut s = read_store(&self.store)?;
         let sel = self.select.selection();
         // One listing serves the selection, every reference and the columns.

@@ -64,12 +64,6 @@ fn store_err(e: StoreError) -> anyhow::Error {
     }
 }
 
-/// The store to save into: created when missing, and proven writable now (before measuring).
-pub fn open_store(args: &StoreArgs) -> anyhow::Result<Store> {
-    let at = store::locate(args.db.as_deref()).map_err(store_err)?;
-    Store::open(&at).map_err(store_err)
-}
-
 /// The store to read from: it must exist; nothing is created.
 pub fn read_store(args: &StoreArgs) -> anyhow::Result<Store> {
     let at = store::locate(args.db.as_deref()).map_err(store_err)?;
@@ -118,18 +112,10 @@ pub fn keep_unsaved(runs: &[&Run], why: &StoreError, store: &str) -> String {
         let Ok(bytes) = Json.serialize(*run) else {
             continue;
         };
-        let written = dirs.iter().find_map(|d| {
-            std::fs::create_dir_all(d).ok()?;
-            let p = d.join(&name);
-            // A name of our own, never an existing file.
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&p)
-                .ok()?;
-            f.write_all(&bytes).and_then(|_| f.sync_all()).ok()?;
-            Some(p)
-        });
+        // Whole or not at all, in the first place that takes all of it.
+        let written = dirs
+            .iter()
+            .find_map(|d| crate::output::write_new(d, &name, &bytes).ok());
         if let Some(p) = written {
             kept.push(p.display().to_string());
         }
@@ -206,30 +192,23 @@ pub fn conclude(runs: &[&Run], late: &[String]) -> i32 {
     i32::from(!failed.is_empty() || !late.is_empty())
 }
 
-/// Check, before any work, a command's output paths (a usage error when one cannot be written),
-/// and that none of them is the store `store` names (its file or journals) or one of the run
-/// files `inputs` the command reads: an export there would replace what it came from.
-fn check_outputs(
-    outputs: &OutputArgs,
-    store: Option<&StoreArgs>,
-    inputs: &[&str],
-) -> anyhow::Result<()> {
-    use crate::output::{Kept, store_files};
-    let mut kept = Vec::new();
-    // Where the store is cannot be told (a bad --db): opening it says why, later.
-    if let Some(Ok(store::Location::File(db))) = store.map(|s| store::locate(s.db.as_deref())) {
-        kept.extend(store_files(&db));
+/// Pass the gate (`crate::gate`): a refusal is a usage error, a store that cannot take a run
+/// is the store's error.
+pub fn pass(e: &crate::gate::Effects) -> anyhow::Result<crate::gate::Passed> {
+    crate::gate::pass(e).map_err(|e| match e {
+        crate::gate::GateError::Refused(s) => usage(s),
+        crate::gate::GateError::Store(e) => store_err(e),
+    })
+}
+
+/// The store a saving command declared, proven by the gate (created now when new).
+pub fn saving_store(passed: &mut crate::gate::Passed) -> anyhow::Result<Store> {
+    match passed.store() {
+        Some(r) => r.map_err(store_err),
+        None => Err(anyhow::anyhow!(
+            "internal: this command saves but did not declare its store to the gate"
+        )),
     }
-    kept.extend(
-        inputs
-            .iter()
-            .filter(|i| Path::new(i).is_file())
-            .map(|i| Kept {
-                path: PathBuf::from(i),
-                what: "a run file this command reads",
-            }),
-    );
-    crate::output::check_outputs_keeping(&outputs.paths(), &kept).map_err(usage)
 }
 
 /// A run from a JSON file or the store, and the name to show for it.
@@ -254,11 +233,6 @@ pub fn load_run(
     Err(usage(format!(
         "'{reference}' is neither a file nor a stored run (an id, `last` or `last~N`)"
     )))
-}
-
-/// A directory a report can be written into (a usage error when it cannot be).
-pub fn check_report_dir(dir: &Path) -> anyhow::Result<()> {
-    crate::output::check_report_dir(dir).map_err(usage)
 }
 
 /// The files `outputs` asks for, each with the exporter of its format, for a run or a

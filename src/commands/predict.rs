@@ -21,14 +21,16 @@ use std::time::Instant;
 use clap::Args;
 
 use super::args::{StoreArgs, split_command, usage};
-use super::{check_program, check_report_dir, open_store, stopper};
+use super::{check_program, saving_store, stopper};
 use crate::analysis::predict::{self as model, Price};
+use crate::gate::{Effects, Passed};
 use crate::harness::syscount::{self, ProgramCounts};
 use crate::model::Run;
 use crate::program::{self, ProcessTimer, Rounds, RoundsEnd};
 use crate::report::predict::PredictionReport;
 use crate::scheduler::{self, AbSide};
 use crate::stats;
+use crate::store::Store;
 
 #[derive(Debug, Args, Clone)]
 pub struct PredictArgs {
@@ -280,6 +282,7 @@ impl Ctx<'_> {
         mut rb: Run,
         rounds: &Rounds,
         out: &PredictionReport,
+        store: Option<Store>,
     ) -> anyhow::Result<i32> {
         let stop = stopper(self.interrupted);
         let (text, args) = (&self.cmd_text, self.args);
@@ -296,8 +299,7 @@ impl Ctx<'_> {
         ra.label = Some(format!("predict plain: {text}"));
         rb.label = Some(format!("predict under {}: {text}", args.under));
         let mut late = Vec::new();
-        if !args.no_save {
-            let mut s = open_store(&args.store)?;
+        if let Some(mut s) = store {
             match s.save_all(&[&ra, &rb], &|| stop().is_err()) {
                 Ok(ids) => eprintln!(
                     "oscost: saved plain as run {} and wrapped as run {} in {} ({id})",
@@ -364,7 +366,19 @@ fn output(
 }
 
 impl PredictArgs {
-    pub fn run(self) -> anyhow::Result<i32> {
+    /// The prediction's JSON and page, and the store both sides are saved into.
+    pub fn effects(&self) -> Effects {
+        let e = Effects::new()
+            .writes("--json", self.json.as_ref())
+            .writes_report("--report", self.report.as_ref());
+        if self.no_save {
+            e.store(self.store.db.as_ref())
+        } else {
+            e.saves(self.store.db.as_ref())
+        }
+    }
+
+    pub fn run(self, mut passed: Passed) -> anyhow::Result<i32> {
         let interrupted = crate::signals::guard_processes()?;
         let wrapper = split_command("--under", &self.under).map_err(|e| usage(e.0))?;
         if wrapper.is_empty() {
@@ -372,12 +386,13 @@ impl PredictArgs {
         }
         check_program("--under", &wrapper)?;
         check_program("the command", &self.command)?;
-        if let Some(j) = &self.json {
-            crate::output::check_outputs(&[j]).map_err(usage)?;
-        }
-        if let Some(d) = &self.report {
-            check_report_dir(d)?;
-        }
+        // The store is opened (created when new) before anything runs: a run that cannot be
+        // saved is found now, not after minutes of measuring.
+        let store = if self.no_save {
+            None
+        } else {
+            Some(saving_store(&mut passed)?)
+        };
         // The measuring CPU of the whole prediction: the pricing benchmarks', the program's.
         let mut req = super::plan::Request::new(vec![model::NULL_CALL.to_string()]);
         req.cpu = self.cpu;
@@ -402,7 +417,7 @@ impl PredictArgs {
         let rounds = ctx.measure()?;
         let out = output(&ctx, &counts, &pred, prices, &rounds);
         print!("{}", crate::report::predict::render_text(&out));
-        ctx.keep(ra, rb, &rounds, &out)
+        ctx.keep(ra, rb, &rounds, &out, store)
     }
 }
 

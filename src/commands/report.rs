@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::args::StoreArgs;
-use super::{check_report_dir, load_run, stopper};
+use super::{load_run, stopper};
 use crate::{bench, output, report};
 
 #[derive(Debug, Args, Clone)]
@@ -25,9 +25,16 @@ pub struct ReportArgs {
 }
 
 impl ReportArgs {
+    /// The page's directory, the run file it reads and the store.
+    pub fn effects(&self) -> crate::gate::Effects {
+        crate::gate::Effects::new()
+            .store(self.store.db.as_ref())
+            .reads("RUN", &self.run)
+            .writes_report("-o", Some(&self.out))
+    }
+
     pub fn run(self) -> anyhow::Result<i32> {
         let interrupted = crate::signals::on_interrupt()?;
-        check_report_dir(&self.out)?;
         let (run, name) = load_run(&self.run, &self.store, &self.select)?;
         let page = report::html::render_run(&run, &bench::curves(), &bench::ladder(), self.png)
             .map_err(|e| anyhow::anyhow!("cannot render the report: {e}"))?;

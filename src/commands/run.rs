@@ -9,8 +9,9 @@ use std::time::Duration;
 use clap::Args;
 
 use super::args::{OutputArgs, StoreArgs, parse_percent, parse_seconds, parse_size_mib, usage};
-use super::{check_outputs, check_report_dir, conclude, open_store, print_table, stopper};
+use super::{conclude, print_table, saving_store, stopper};
 use crate::bench;
+use crate::gate::{Effects, Passed};
 use crate::model::Run;
 use crate::scheduler;
 use crate::store::StoreError;
@@ -118,24 +119,33 @@ impl RunArgs {
         }
     }
 
+    /// What `run` (and `ab`, which shares these flags) writes and reads, for the gate.
+    pub fn effects(&self) -> Effects {
+        let e = self
+            .outputs
+            .declare(Effects::new())
+            .writes_report("--report", self.report.as_ref());
+        if self.no_save {
+            e.store(self.store.db.as_ref())
+        } else {
+            e.saves(self.store.db.as_ref())
+        }
+    }
+
     /// Measure, then save, export, print and report. Everything that can be refused is
     /// refused before measuring (exit 2); after measuring, one step failing does not stop the
     /// others (exit 1, naming it); a signal before the save commits discards the run (128+N).
-    pub fn run(self) -> anyhow::Result<i32> {
+    pub fn run(self, mut passed: Passed) -> anyhow::Result<i32> {
         let interrupted = crate::signals::guard_processes()?;
         if self.runs > 1 {
-            return self.series(&interrupted);
+            return self.series(&interrupted, passed);
         }
-        check_outputs(&self.outputs, Some(&self.store), &[])?;
         let mut plan = super::plan::build(&self.request())?;
         let exports = super::exporters::<Run>(&self.outputs);
-        if let Some(d) = &self.report {
-            check_report_dir(d)?;
-        }
         let mut store = if self.no_save {
             None
         } else {
-            Some(open_store(&self.store)?)
+            Some(saving_store(&mut passed)?)
         };
         super::plan::settle_cpu(&mut plan, self.cpu);
         let result = scheduler::execute(&plan, Arc::clone(&interrupted))?;
@@ -172,7 +182,11 @@ impl RunArgs {
     /// `--runs N`: N runs measured apart, each a fresh plan (so a busy CPU is looked for
     /// anew), each saved on its own as soon as it ends (an interrupted series keeps the runs
     /// it finished); then each benchmark's run-to-run spread over the series.
-    fn series(self, interrupted: &Arc<std::sync::atomic::AtomicUsize>) -> anyhow::Result<i32> {
+    fn series(
+        self,
+        interrupted: &Arc<std::sync::atomic::AtomicUsize>,
+        mut passed: Passed,
+    ) -> anyhow::Result<i32> {
         if self.no_save {
             return Err(usage(
                 "--runs saves every run (that is its point); drop --no-save, or use --runs 1",
@@ -184,7 +198,7 @@ impl RunArgs {
             ));
         }
         let pause = Duration::from_secs_f64(self.pause.unwrap_or(10.0));
-        let mut store = open_store(&self.store)?;
+        let mut store = saving_store(&mut passed)?;
         let stop = stopper(interrupted);
         let n = self.runs as usize;
         let mut runs = Vec::new();

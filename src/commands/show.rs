@@ -16,6 +16,13 @@ pub struct ShowArgs {
 }
 
 impl ShowArgs {
+    /// The run file it reads and the store; nothing is written.
+    pub fn effects(&self) -> crate::gate::Effects {
+        crate::gate::Effects::new()
+            .store(self.store.db.as_ref())
+            .reads("RUN", &self.run)
+    }
+
     pub fn run(self) -> anyhow::Result<i32> {
         let (run, name) = load_run(&self.run, &self.store, &self.select)?;
         eprintln!("oscost: {name}, started {}", run.started_at);

@@ -4,6 +4,9 @@
 //! run: another start time, one of 8 hosts, one of 4 kernels, a label, and its samples and
 //! statistics scaled by a small per-kernel factor (so a matrix has something to show). Used by
 //! scripts/check-store-speed.sh; never part of a measurement.
+// Tests and examples print to a terminal the harness owns; a failed write there is the
+// harness's to report.
+#![allow(clippy::disallowed_macros)]
 
 use std::path::PathBuf;
 

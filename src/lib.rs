@@ -2,6 +2,30 @@
 //! its views. The `oscost` binary (`main.rs`) is a thin command-line front end over it; the
 //! library form lets integration tests drive statistics, reports and comparisons directly.
 
+/// `eprintln!` that never panics (`text::say`).
+#[macro_export]
+macro_rules! say {
+    ($($t:tt)*) => { $crate::text::say(format_args!($($t)*), true) };
+}
+
+/// `eprint!` that never panics (`text::say`).
+#[macro_export]
+macro_rules! say_part {
+    ($($t:tt)*) => { $crate::text::say(format_args!($($t)*), false) };
+}
+
+/// `println!` for a helper's line protocol, never panicking (`text::tell`).
+#[macro_export]
+macro_rules! tell {
+    ($($t:tt)*) => { $crate::text::tell(format_args!($($t)*), true) };
+}
+
+/// `print!` for a helper's line protocol, never panicking (`text::tell`).
+#[macro_export]
+macro_rules! tell_part {
+    ($($t:tt)*) => { $crate::text::tell(format_args!($($t)*), false) };
+}
+
 pub mod analysis;
 pub mod bench;
 pub mod cli;

@@ -83,20 +83,20 @@ fn clap_error(e: clap::Error) -> i32 {
         .collect();
     let first = first.join(" ");
     let first = first.strip_prefix("error: ").unwrap_or(&first);
-    eprintln!("oscost: {} (see --help)", printable(first));
+    oscost::say!("oscost: {} (see --help)", printable(first));
     2
 }
 
 /// Say what went wrong in one line and give the exit status it means.
 fn exit_status(e: &anyhow::Error) -> i32 {
     if let Some(i) = e.downcast_ref::<Interrupted>() {
-        eprintln!("oscost: {e}; nothing was saved and no process oscost started is left");
+        oscost::say!("oscost: {e}; nothing was saved and no process oscost started is left");
         128 + i.0
     } else if e.downcast_ref::<UsageError>().is_some() {
-        eprintln!("oscost: {}", printable(&e.to_string()));
+        oscost::say!("oscost: {}", printable(&e.to_string()));
         2
     } else {
-        eprintln!("oscost: {}", printable(&format!("{e:#}")));
+        oscost::say!("oscost: {}", printable(&format!("{e:#}")));
         1
     }
 }

@@ -113,7 +113,7 @@ fn session(plan: &Plan) -> anyhow::Result<Session> {
     let clock = clock::calibrate();
     let mut opts = plan.opts.clone();
     for gone in crate::scratch::reclaim() {
-        eprintln!(
+        crate::say!(
             "oscost: removed {}, left by a run that was killed",
             gone.display()
         );
@@ -124,7 +124,7 @@ fn session(plan: &Plan) -> anyhow::Result<Session> {
     opts.sampler.clock_cost_ns = clock.cost_ns;
     opts.sampler.target_batch_ns = sampler::target_batch_ns(clock.cost_ns);
     if cfg!(debug_assertions) {
-        eprintln!(
+        crate::say!(
             "oscost: this is a debug build; for representative numbers use `cargo run --release`"
         );
     }
@@ -445,7 +445,7 @@ fn measure_sides(
 pub fn execute(plan: &Plan, interrupted: Arc<AtomicUsize>) -> anyhow::Result<Run> {
     let s = session(plan)?;
     let coord = s.coordinator(plan, plan.wrapper.clone().unwrap_or_default(), &interrupted);
-    eprintln!(
+    crate::say!(
         "oscost: {} benchmark(s), {}-{} repetitions of {:.0} ms each, pinned to CPU {}, clock {:.1} ns/read{}",
         plan.benchmarks.len(),
         plan.reps.min,
@@ -491,7 +491,7 @@ pub fn execute_ab(
     let ca = s.coordinator(plan, a.wrapper.clone(), &interrupted);
     let cb = s.coordinator(plan, b.wrapper.clone(), &interrupted);
     let name = |side: &AbSide| side.text.clone().unwrap_or_else(|| "(nothing)".into());
-    eprintln!(
+    crate::say!(
         "oscost: A = {}, B = {}: {} benchmark(s) x {}-{} repetitions each, pinned to CPU {}",
         name(a),
         name(b),

@@ -73,7 +73,7 @@ fn watchdog(flag: &AtomicUsize) {
             let _ = std::fs::remove_file(p);
         }
     }
-    eprintln!("oscost: stopped by signal {sig} while waiting; nothing more was written");
+    crate::say!("oscost: stopped by signal {sig} while waiting; nothing more was written");
     // SAFETY: _exit ends the process at once; nothing needs to run after the files above.
     unsafe { libc::_exit(128 + sig as i32) };
 }

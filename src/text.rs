@@ -28,3 +28,29 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
         .collect::<String>()
         .into()
 }
+
+/// Write a message to standard error, dropping it when stderr cannot take it (closed, a full
+/// device, a pipe whose reader left): a message is never worth a panic, and the exit status
+/// still tells the truth. Used through `say!` and `say_part!`, never `eprintln!` (clippy.toml
+/// forbids the panicking macros).
+pub fn say(args: std::fmt::Arguments, newline: bool) {
+    use std::io::Write;
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_fmt(args);
+    if newline {
+        let _ = err.write_all(b"\n");
+    }
+    let _ = err.flush();
+}
+
+/// Write to standard output, dropping what cannot be written: for the helpers' line protocols
+/// (`oscost __ftrace`, `oscost __tracefs`), whose reader leaving means the helper is done.
+pub fn tell(args: std::fmt::Arguments, newline: bool) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_fmt(args);
+    if newline {
+        let _ = out.write_all(b"\n");
+    }
+    let _ = out.flush();
+}

@@ -55,7 +55,7 @@ pub fn worker_main(id: &str, config: &str) -> i32 {
         .unwrap_or(RESULT_FD);
     // SAFETY: fcntl on any integer is harmless; it tells whether the fd is open.
     if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
-        eprintln!("oscost: __worker is internal: `oscost run` starts it with a result pipe");
+        crate::say!("oscost: __worker is internal: `oscost run` starts it with a result pipe");
         return 2;
     }
     // Under a wrapper the coordinator's PR_SET_PDEATHSIG covers the wrapper, not us; and a
@@ -79,7 +79,7 @@ pub fn worker_main(id: &str, config: &str) -> i32 {
         let mut line = match serde_json::to_string(&c) {
             Ok(l) => l,
             Err(e) => {
-                eprintln!("oscost worker: cannot encode result: {e}");
+                crate::say!("oscost worker: cannot encode result: {e}");
                 return 1;
             }
         };
@@ -181,7 +181,7 @@ impl Coordinator {
         // POSIX queue name, oscost's own, is unlinked here in case a worker without a
         // namespace was killed holding it.
         if let Some(removed) = crate::harness::ipc_guard::unlink_queue(&opts.mq_name) {
-            eprintln!("oscost: removed what {} left behind: {removed}", b.id);
+            crate::say!("oscost: removed what {} left behind: {removed}", b.id);
         }
         cases
     }

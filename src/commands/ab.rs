@@ -89,7 +89,7 @@ impl AbArgs {
             // One transaction: a kill at any moment leaves both sides or neither.
             match s.save_all(&[&ra, &rb], &|| stop().is_err()) {
                 Ok(ids) => {
-                    eprintln!(
+                    crate::say!(
                         "oscost: saved A as run {} and B as run {} in {}",
                         ids[0],
                         ids[1],
@@ -108,7 +108,7 @@ impl AbArgs {
         if let Some(d) = &self.run.report {
             match crate::report::compare_page::render_comparison(&cmp, false) {
                 Ok(page) => match crate::output::write_page(d, &page, &stop) {
-                    Ok(_) => eprintln!(
+                    Ok(_) => crate::say!(
                         "oscost: comparison report in {}",
                         d.join("index.html").display()
                     ),

@@ -82,7 +82,7 @@ impl CompareCmd {
             let page = report::compare_page::render_comparison(&cmp, self.png)
                 .map_err(|e| anyhow::anyhow!("cannot render the comparison: {e}"))?;
             output::write_page(d, &page, &stopper(&interrupted))?;
-            eprintln!(
+            crate::say!(
                 "oscost: comparison report in {}",
                 d.join("index.html").display()
             );
@@ -251,19 +251,19 @@ pub(super) fn finish(
     let exported = output::export(cmp, &super::exporters::<Comparison>(outputs));
     let text = report::comparison::render(cmp, color() && !output::any_stdout(&outputs.paths()));
     if output::any_stdout(&outputs.paths()) {
-        eprint!("{text}");
+        crate::say_part!("{text}");
     } else {
         print_stdout(&text)?;
     }
     if let Err(e) = exported {
-        eprintln!("oscost: {e}");
+        crate::say!("oscost: {e}");
         return Ok(1);
     }
     if let Some(pct) = args.fail_above {
         let unknown = compare::unknown_apart(cmp);
         if !unknown.is_empty() {
             // A gate that cannot tell must not pass silently.
-            eprintln!(
+            crate::say!(
                 "oscost: cannot tell whether {} benchmark(s) regressed by more than {pct}%: the runs were measured apart and no run-to-run spread is known (give --together if their repetitions were interleaved, or store 3 runs of each environment)",
                 unknown.len()
             );
@@ -272,7 +272,7 @@ pub(super) fn finish(
         let bad = compare::regressions(cmp, pct);
         if !bad.is_empty() {
             let ids: Vec<&str> = bad.iter().map(|r| r.id.as_str()).collect();
-            eprintln!(
+            crate::say!(
                 "oscost: {} benchmark(s) slower by more than {pct}%: {}",
                 bad.len(),
                 ids.join(", ")

@@ -52,21 +52,24 @@ fn copy_into(target: &mut Store, runs: &[(String, Run)], verb: &str) -> anyhow::
         Err(e) => return Err(store_err(e)),
     };
     let mut fresh = 0;
+    let mut listing = String::new();
     for ((name, _), Saved { id, new }) in runs.iter().zip(&saved) {
         if *new {
             fresh += 1;
-            println!("{name} -> run {id}");
+            listing.push_str(&format!("{name} -> run {id}\n"));
         } else {
-            println!("{name} -> run {id} (already there)");
+            listing.push_str(&format!("{name} -> run {id} (already there)\n"));
         }
     }
-    eprintln!(
+    // The runs are in; a listing that cannot be shown is said by the exit status.
+    let shown = super::print_stdout(&listing);
+    crate::say!(
         "oscost: {verb} {} run(s) into {}: {fresh} new, {} already there",
         runs.len(),
         target.shown(),
         runs.len() - fresh
     );
-    Ok(0)
+    shown.map(|()| 0)
 }
 
 impl PushArgs {

@@ -61,7 +61,7 @@ impl CtxArgs {
             late.push(e.to_string());
         }
         let (text, notes) = report::xgraph::lat_ctx(&run);
-        eprint!("{notes}");
+        crate::say_part!("{notes}");
         print_stdout(&text)?;
         Ok(super::conclude(&[&run], &late))
     }

@@ -120,7 +120,7 @@ impl ExplainArgs {
             scratch_dir: None,
             events: vec![],
         };
-        eprintln!("oscost: {id}: untraced pass, then a traced one");
+        crate::say!("oscost: {id}: untraced pass, then a traced one");
         let untraced = runner::run_cases(&meter(false), b, &plan.opts.variants);
         stop()?;
         let untraced_median = median_of(&untraced).ok_or_else(|| {
@@ -168,7 +168,7 @@ impl ExplainArgs {
             stages: split.stages,
             missing_events: missing,
         };
-        print!("{}", crate::report::explain::render_text(&out));
+        super::print_stdout(&crate::report::explain::render_text(&out))?;
         self.write(&out, &stop)
     }
 
@@ -188,12 +188,12 @@ impl ExplainArgs {
         if let Some(d) = &self.report {
             let page = crate::report::explain::render_page(out).map_err(anyhow::Error::msg)?;
             match crate::output::write_page(d, &page, stop) {
-                Ok(_) => eprintln!("oscost: report in {}", d.join("index.html").display()),
+                Ok(_) => crate::say!("oscost: report in {}", d.join("index.html").display()),
                 Err(e) => late.push(e.to_string()),
             }
         }
         for l in &late {
-            eprintln!("oscost: {l}");
+            crate::say!("oscost: {l}");
         }
         Ok(i32::from(!late.is_empty()))
     }

@@ -118,7 +118,7 @@ impl HistoryArgs {
                 )
                 .map_err(|e| anyhow::anyhow!("cannot render the history page: {e}"))?;
                 output::write_page(dir, &page, &super::stopper(interrupted))?;
-                eprintln!(
+                crate::say!(
                     "oscost: history page in {}",
                     dir.join("index.html").display()
                 );

@@ -111,11 +111,11 @@ impl MatrixArgs {
             let page = report::matrix_page::render_matrix(m)
                 .map_err(|e| anyhow::anyhow!("cannot render the matrix: {e}"))?;
             output::write_page(d, &page, &stopper(interrupted))?;
-            eprintln!("oscost: matrix page in {}", d.join("index.html").display());
+            crate::say!("oscost: matrix page in {}", d.join("index.html").display());
         }
         let table = report::matrix_views::render_table(m, color());
         if output::any_stdout(&self.outputs.paths()) {
-            eprint!("{table}");
+            crate::say_part!("{table}");
         } else {
             print_stdout(&table)?;
         }

@@ -81,7 +81,7 @@ pub fn stopper(flag: &Arc<AtomicUsize>) -> impl Fn() -> anyhow::Result<()> + '_ 
 /// Print a run's table: on stdout, or on stderr when an export took stdout (`--json -`).
 pub fn print_table(run: &Run, outputs: &OutputArgs) -> anyhow::Result<()> {
     if crate::output::any_stdout(&outputs.paths()) {
-        eprint!("{}", crate::report::table::render(run, false));
+        crate::say_part!("{}", crate::report::table::render(run, false));
         Ok(())
     } else {
         print_stdout(&crate::report::table::render(run, color()))
@@ -165,7 +165,7 @@ pub fn check_program(flag: &str, argv: &[String]) -> anyhow::Result<()> {
 /// when a benchmark failed or something after measuring (`late`) could not be done; else 0.
 pub fn conclude(runs: &[&Run], late: &[String]) -> i32 {
     for l in late {
-        eprintln!("oscost: {l}");
+        crate::say!("oscost: {l}");
     }
     let results = runs.iter().flat_map(|r| &r.results);
     let failed: Vec<&str> = results
@@ -183,7 +183,7 @@ pub fn conclude(runs: &[&Run], late: &[String]) -> i32 {
         }
         let shown = names.iter().take(6).copied().collect::<Vec<_>>().join(", ");
         let more = if names.len() > 6 { ", ..." } else { "" };
-        eprintln!(
+        crate::say!(
             "oscost: {} of {} results failed ({shown}{more}); see the table's reasons",
             failed.len(),
             results.count()

@@ -117,7 +117,7 @@ pub fn settle_cpu(plan: &mut Plan, asked: Option<usize>) {
     let busy = placement::busy_now(&plan.opts.allowed, Duration::from_millis(100));
     let (chosen, said) = placement::choose_idle(plan.opts.cpu, &busy);
     if let Some(line) = said {
-        eprintln!("oscost: {line}");
+        crate::say!("oscost: {line}");
     }
     plan.opts.cpu = chosen;
 }

@@ -166,7 +166,7 @@ impl Ctx<'_> {
             .ok()
             .filter(|c| c.exit_code == Some(0));
         let kinds = model::kinds(&counts, start.as_ref());
-        eprintln!(
+        crate::say!(
             "oscost: `{}` made {} system calls of {} kinds, {} processes, {} threads, {} execs; \
              everything below runs on CPU {}",
             self.cmd_text,
@@ -253,7 +253,7 @@ impl Ctx<'_> {
             (ci[1] - ci[0]) / 2.0 <= 0.05 * m.abs() || started.elapsed().as_secs_f64() > 60.0
         };
         let (text, under) = (&self.cmd_text, &self.args.under);
-        eprintln!("oscost: timing `{text}` plain and under `{under}`");
+        crate::say!("oscost: timing `{text}` plain and under `{under}`");
         let (rounds, end) = program::alternate(
             &mut self.timer(),
             &self.args.command,
@@ -301,7 +301,7 @@ impl Ctx<'_> {
         let mut late = Vec::new();
         if let Some(mut s) = store {
             match s.save_all(&[&ra, &rb], &|| stop().is_err()) {
-                Ok(ids) => eprintln!(
+                Ok(ids) => crate::say!(
                     "oscost: saved plain as run {} and wrapped as run {} in {} ({id})",
                     ids[0],
                     ids[1],
@@ -310,6 +310,10 @@ impl Ctx<'_> {
                 Err(crate::store::StoreError::Interrupted) => stop()?,
                 Err(e) => late.push(super::keep_unsaved(&[&ra, &rb], &e, &s.shown())),
             }
+        }
+        // Saved first, shown after: a terminal that cannot be written loses no run.
+        if let Err(e) = super::print_stdout(&crate::report::predict::render_text(out)) {
+            late.push(e.to_string());
         }
         if let Some(j) = &args.json {
             let bytes = serde_json::to_vec_pretty(out)?;
@@ -320,7 +324,7 @@ impl Ctx<'_> {
         if let Some(d) = &args.report {
             match crate::report::predict::render_page(out) {
                 Ok(page) => match crate::output::write_page(d, &page, &stop) {
-                    Ok(_) => eprintln!("oscost: report in {}", d.join("index.html").display()),
+                    Ok(_) => crate::say!("oscost: report in {}", d.join("index.html").display()),
                     Err(e) => late.push(e.to_string()),
                 },
                 Err(e) => late.push(format!("cannot draw the prediction: {e}")),
@@ -416,7 +420,6 @@ impl PredictArgs {
         };
         let rounds = ctx.measure()?;
         let out = output(&ctx, &counts, &pred, prices, &rounds);
-        print!("{}", crate::report::predict::render_text(&out));
         ctx.keep(ra, rb, &rounds, &out, store)
     }
 }

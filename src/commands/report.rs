@@ -39,7 +39,7 @@ impl ReportArgs {
         let page = report::html::render_run(&run, &bench::curves(), &bench::ladder(), self.png)
             .map_err(|e| anyhow::anyhow!("cannot render the report: {e}"))?;
         let files = output::write_page(&self.out, &page, &stopper(&interrupted))?;
-        eprintln!(
+        crate::say!(
             "oscost: report of {name} in {} ({} files)",
             self.out.join("index.html").display(),
             files.len()

@@ -154,7 +154,7 @@ impl RunArgs {
         let mut late = Vec::new();
         if let Some(s) = &mut store {
             match s.save_all(&[&result], &|| stop().is_err()) {
-                Ok(ids) => eprintln!("oscost: saved as run {} in {}", ids[0], s.shown()),
+                Ok(ids) => crate::say!("oscost: saved as run {} in {}", ids[0], s.shown()),
                 Err(StoreError::Interrupted) => stop()?,
                 Err(e) => late.push(super::keep_unsaved(&[&result], &e, &s.shown())),
             }
@@ -170,7 +170,7 @@ impl RunArgs {
                 .map_err(|e| anyhow::anyhow!("cannot render the report: {e}"))
                 .and_then(|page| output::write_page(d, &page, &|| Ok(())))
             {
-                Ok(_) => eprintln!("oscost: report in {}", d.join("index.html").display()),
+                Ok(_) => crate::say!("oscost: report in {}", d.join("index.html").display()),
                 Err(e) => late.push(e.to_string()),
             }
         }
@@ -212,7 +212,7 @@ impl RunArgs {
                 i + 1
             ));
             match store.save_all(&[&result], &|| stop().is_err()) {
-                Ok(ids) => eprintln!(
+                Ok(ids) => crate::say!(
                     "oscost: run {} of {n} saved as run {} in {}",
                     i + 1,
                     ids[0],

@@ -25,7 +25,7 @@ impl ShowArgs {
 
     pub fn run(self) -> anyhow::Result<i32> {
         let (run, name) = load_run(&self.run, &self.store, &self.select)?;
-        eprintln!("oscost: {name}, started {}", run.started_at);
+        crate::say!("oscost: {name}, started {}", run.started_at);
         print_stdout(&crate::report::table::render(&run, color()))?;
         Ok(0)
     }

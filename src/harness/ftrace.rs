@@ -167,7 +167,7 @@ pub fn helper_main(args: &[String]) -> i32 {
         unsafe { libc::signal(sig, libc::SIG_IGN) };
     }
     let say_error = |e: &str| {
-        println!("error: {}", e.replace('\n', " "));
+        crate::tell!("error: {}", e.replace('\n', " "));
         1
     };
     let (Some(cpus), Some(events)) = (args.first(), args.get(1..)) else {
@@ -186,7 +186,7 @@ pub fn helper_main(args: &[String]) -> i32 {
         Ok(r) => r,
         Err(e) => return say_error(&e),
     };
-    println!("recorder {}", if recorder { "on" } else { "off" });
+    crate::tell!("recorder {}", if recorder { "on" } else { "off" });
     let code = match serve(root, &inst, &cpus, events) {
         Ok(()) => 0,
         Err(e) => say_error(&e),
@@ -262,8 +262,8 @@ fn serve(root: &Path, inst: &Path, cpus: &[usize], events: &[String]) -> Result<
         }
         present.push(dir.join("enable"));
     }
-    print!("{text}");
-    println!("ready");
+    crate::tell_part!("{text}");
+    crate::tell!("ready");
     std::io::stdout().flush().map_err(|e| e.to_string())?;
     for line in std::io::stdin().lock().lines() {
         match line.map_err(|e| e.to_string())?.trim() {
@@ -273,7 +273,7 @@ fn serve(root: &Path, inst: &Path, cpus: &[usize], events: &[String]) -> Result<
                     write(p, "1")?;
                 }
                 write(&inst.join("tracing_on"), "1")?;
-                println!("on");
+                crate::tell!("on");
             }
             "off" => {
                 write(&inst.join("tracing_on"), "0")?;
@@ -290,7 +290,7 @@ fn serve(root: &Path, inst: &Path, cpus: &[usize], events: &[String]) -> Result<
 /// Send every traced CPU's pages, the header layout and the dropped events' count.
 fn drain(root: &Path, inst: &Path, cpus: &[usize]) -> Result<(), String> {
     let header = std::fs::read_to_string(root.join("events/header_page")).unwrap_or_default();
-    println!("header {}", header.trim().replace('\n', "|"));
+    crate::tell!("header {}", header.trim().replace('\n', "|"));
     let mut out = std::io::stdout().lock();
     for &c in cpus {
         let dir = inst.join(format!("per_cpu/cpu{c}"));

@@ -182,11 +182,11 @@ pub fn mount_private() -> Result<&'static Path, String> {
 pub fn helper_main() -> i32 {
     match mount_private() {
         Ok(root) => {
-            print!("{}", list(root));
+            crate::tell_part!("{}", list(root));
             0
         }
         Err(e) => {
-            eprintln!("{e}");
+            crate::say!("{e}");
             1
         }
     }

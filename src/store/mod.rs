@@ -73,6 +73,14 @@ pub enum StoreError {
     NotSelected(String),
     #[error("stored run {id} cannot be read: {why}")]
     BadRun { id: i64, why: String },
+    #[error(
+        "{column} in {table} is not what oscost writes ({why}): the store was altered outside oscost; restore it from a backup, or point --db elsewhere"
+    )]
+    Altered {
+        table: String,
+        column: String,
+        why: String,
+    },
     #[error("the save was interrupted; nothing was saved")]
     Interrupted,
     // Not `#[from]`: that would make the driver's text both this message and its source, and

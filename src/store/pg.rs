@@ -98,6 +98,24 @@ fn contention(e: &postgres::Error) -> bool {
 
 mod schema;
 
+/// Column `i` of a row read from `table`, checked: a store whose tables were altered outside
+/// oscost (a column's type changed, a NULL where oscost never writes one) is said, naming the
+/// table and column, never a panic.
+fn col<'a, T: postgres::types::FromSql<'a>>(
+    r: &'a postgres::Row,
+    i: usize,
+    table: &str,
+) -> Result<T, StoreError> {
+    r.try_get(i).map_err(|e| {
+        let name = r.columns().get(i).map_or("?", |c| c.name());
+        StoreError::Altered {
+            table: format!("oscost.{table}"),
+            column: name.to_string(),
+            why: pg_text(&e),
+        }
+    })
+}
+
 impl Pg {
     /// Connect; with `create`, make the schema when missing, migrate it, and prove a run could
     /// be written now. Without, the store must exist and nothing is created.
@@ -180,7 +198,7 @@ fn insert(tx: &mut postgres::Transaction, e: &Encoded) -> Result<i64, postgres::
                 &e.env_key,
             ],
         )?
-        .get(0);
+        .try_get(0)?;
     let ins = tx.prepare("INSERT INTO oscost.samples (run_id, idx, data) VALUES ($1, $2, $3)")?;
     for (idx, data) in &e.samples {
         tx.execute(&ins, &[&id, &(*idx as i32), data])?;
@@ -239,7 +257,8 @@ fn try_insert_all(
                 "SELECT id FROM oscost.runs WHERE digest = $1 ORDER BY id LIMIT 1",
                 &[&e.digest],
             )?
-            .map(|r| r.get::<_, i64>(0))
+            .map(|r| r.try_get::<_, i64>(0))
+            .transpose()?
         } else {
             None
         };
@@ -259,16 +278,17 @@ fn try_insert_all(
     Ok(Some(saved))
 }
 
-fn row_of(r: &postgres::Row, from: usize) -> ResultRow {
-    ResultRow {
-        bench: r.get(from),
-        status: r.get(from + 1),
-        median: r.get(from + 2),
-        ci_lo: r.get(from + 3),
-        ci_hi: r.get(from + 4),
-        samples: r.get(from + 5),
-        disturbed: r.get(from + 6),
-    }
+fn row_of(r: &postgres::Row, from: usize) -> Result<ResultRow, StoreError> {
+    let t = "results";
+    Ok(ResultRow {
+        bench: col(r, from, t)?,
+        status: col(r, from + 1, t)?,
+        median: col(r, from + 2, t)?,
+        ci_lo: col(r, from + 3, t)?,
+        ci_hi: col(r, from + 4, t)?,
+        samples: col(r, from + 5, t)?,
+        disturbed: col(r, from + 6, t)?,
+    })
 }
 
 impl Backend for Pg {
@@ -320,19 +340,21 @@ impl Backend for Pg {
                 &[],
             )
             .map_err(|e| StoreError::Pg(pg_text(&e)))?;
-        Ok(rows
-            .iter()
-            .map(|r| RunSummary {
-                id: r.get(0),
-                started_at: r.get(1),
-                label: r.get(2),
-                host: r.get(3),
-                kernel: r.get(4),
-                wrapper: r.get(5),
-                benchmarks: r.get(6),
-                env_key: r.get(7),
+        let t = "runs";
+        rows.iter()
+            .map(|r| {
+                Ok(RunSummary {
+                    id: col(r, 0, t)?,
+                    started_at: col(r, 1, t)?,
+                    label: col(r, 2, t)?,
+                    host: col(r, 3, t)?,
+                    kernel: col(r, 4, t)?,
+                    wrapper: col(r, 5, t)?,
+                    benchmarks: col(r, 6, t)?,
+                    env_key: col(r, 7, t)?,
+                })
             })
-            .collect())
+            .collect()
     }
 
     fn has_run(&mut self, id: i64) -> Result<bool, StoreError> {
@@ -344,14 +366,14 @@ impl Backend for Pg {
     }
 
     fn nth_last(&mut self, back: i64) -> Result<Option<i64>, StoreError> {
-        Ok(self
-            .client
+        self.client
             .query_opt(
                 "SELECT id FROM oscost.runs ORDER BY id DESC LIMIT 1 OFFSET $1",
                 &[&back],
             )
             .map_err(|e| StoreError::Pg(pg_text(&e)))?
-            .map(|r| r.get(0)))
+            .map(|r| col(&r, 0, "runs"))
+            .transpose()
     }
 
     fn fetch(
@@ -369,9 +391,9 @@ impl Backend for Pg {
         else {
             return Ok(None);
         };
-        let digest: Option<String> = row.get(2);
-        let Some(run_z) = row.get::<_, Option<Vec<u8>>>(0) else {
-            return Ok(Some((Fetched::Json(row.get(1)), digest)));
+        let digest: Option<String> = col(&row, 2, "runs")?;
+        let Some(run_z) = col::<Option<Vec<u8>>>(&row, 0, "runs")? else {
+            return Ok(Some((Fetched::Json(col(&row, 1, "runs")?), digest)));
         };
         let mut samples = Vec::new();
         if with_samples {
@@ -382,8 +404,13 @@ impl Backend for Pg {
                 )
                 .map_err(|e| StoreError::Pg(pg_text(&e)))?
                 .iter()
-                .map(|r| (i64::from(r.get::<_, i32>(0)), r.get(1)))
-                .collect();
+                .map(|r| {
+                    Ok((
+                        i64::from(col::<i32>(r, 0, "samples")?),
+                        col(r, 1, "samples")?,
+                    ))
+                })
+                .collect::<Result<_, StoreError>>()?;
         }
         Ok(Some((Fetched::Compact { run_z, samples }, digest)))
     }
@@ -399,20 +426,22 @@ impl Backend for Pg {
                 &[&bench],
             )
             .map_err(|e| StoreError::Pg(pg_text(&e)))?;
-        Ok(rows
-            .iter()
-            .map(|r| HistoryPoint {
-                run_id: r.get(0),
-                started_at: r.get(1),
-                label: r.get(2),
-                wrapper: r.get(3),
-                status: r.get(4),
-                median: r.get(5),
-                ci_lo: r.get(6),
-                ci_hi: r.get(7),
-                disturbed: r.get(8),
+        rows.iter()
+            .map(|r| {
+                let (runs, results) = ("runs", "results");
+                Ok(HistoryPoint {
+                    run_id: col(r, 0, runs)?,
+                    started_at: col(r, 1, runs)?,
+                    label: col(r, 2, runs)?,
+                    wrapper: col(r, 3, runs)?,
+                    status: col(r, 4, results)?,
+                    median: col(r, 5, results)?,
+                    ci_lo: col(r, 6, results)?,
+                    ci_hi: col(r, 7, results)?,
+                    disturbed: col(r, 8, results)?,
+                })
             })
-            .collect())
+            .collect()
     }
 
     fn result_rows(&mut self, ids: &[i64]) -> Result<Vec<(i64, ResultRow)>, StoreError> {
@@ -424,7 +453,9 @@ impl Backend for Pg {
                 &[&ids],
             )
             .map_err(|e| StoreError::Pg(pg_text(&e)))?;
-        Ok(rows.iter().map(|r| (r.get(0), row_of(r, 1))).collect())
+        rows.iter()
+            .map(|r| Ok((col(r, 0, "results")?, row_of(r, 1)?)))
+            .collect()
     }
 
     fn known_benchmarks(&mut self) -> Result<Vec<String>, StoreError> {
@@ -435,6 +466,6 @@ impl Backend for Pg {
                 &[],
             )
             .map_err(|e| StoreError::Pg(pg_text(&e)))?;
-        Ok(rows.iter().map(|r| r.get(0)).collect())
+        rows.iter().map(|r| col(r, 0, "results")).collect()
     }
 }

@@ -237,7 +237,7 @@ fn locked_by(path: &Path) -> String {
 
 /// A run a migration could not bring along: kept as it was, and said.
 fn skipped(id: i64, why: &str) {
-    eprintln!(
+    crate::say!(
         "oscost: stored run {id} was kept as it was while migrating the store ({why}); the other runs were migrated"
     );
 }

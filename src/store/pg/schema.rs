@@ -72,7 +72,7 @@ impl Pg {
             why,
         };
         let version: i32 = match rows.as_slice() {
-            [r] => r.get(0),
+            [r] => super::col(r, 0, "schema_version")?,
             [] => return Err(not_ours("its oscost schema has no version".into())),
             more => {
                 return Err(not_ours(format!(
@@ -88,7 +88,8 @@ impl Pg {
                 &[],
             )
             .map_err(|e| StoreError::Pg(pg_text(&e)))?
-            .get(0);
+            .try_get(0)
+            .map_err(|e| StoreError::Pg(pg_text(&e)))?;
         // A newer oscost's tables are its own business (the caller says "newer").
         if tables < 3 && version <= SCHEMA {
             return Err(not_ours(format!(
@@ -113,14 +114,15 @@ impl Pg {
             )?;
             let found: Option<i32> = tx
                 .query_opt("SELECT version FROM oscost.schema_version", &[])?
-                .map(|r| r.get(0));
+                .map(|r| r.try_get(0))
+                .transpose()?;
             if found.is_none() {
                 let stray = tx.query_one(
                     "SELECT count(*) FROM information_schema.tables
                      WHERE table_schema = 'oscost' AND table_name <> 'schema_version'",
                     &[],
                 )?;
-                if stray.get::<_, i64>(0) > 0 {
+                if stray.try_get::<_, i64>(0)? > 0 {
                     // Reported below, after the rollback.
                     return Ok(());
                 }
@@ -144,7 +146,8 @@ impl Pg {
                 let v: Option<i32> = tx
                     .query_opt("SELECT version FROM oscost.schema_version", &[])
                     .map_err(|e| StoreError::Pg(pg_text(&e)))?
-                    .map(|r| r.get(0));
+                    .map(|r| super::col(&r, 0, "schema_version"))
+                    .transpose()?;
                 if v.is_none() {
                     return Err(StoreError::NotOurs {
                         at,
@@ -176,9 +179,10 @@ impl Pg {
                 &[],
             )
             .map_err(|e| StoreError::Pg(pg_text(&e)))?;
-        let why = if row.get::<_, bool>(0) {
+        let flag = |i: usize| super::col::<bool>(&row, i, "privileges");
+        let why = if flag(0)? {
             "the server is read-only (a standby?)"
-        } else if !row.get::<_, bool>(1) {
+        } else if !flag(1)? {
             "this user lacks a right a save needs (USAGE on schema oscost, INSERT on runs, results and samples, SELECT on runs, USAGE on oscost.runs_id_seq)"
         } else {
             return Ok(());
@@ -197,15 +201,15 @@ fn recompute_identities(tx: &mut postgres::Transaction) -> Result<(), postgres::
     let ids: Vec<i64> = tx
         .query("SELECT id FROM oscost.runs ORDER BY id", &[])?
         .iter()
-        .map(|r| r.get(0))
-        .collect();
+        .map(|r| r.try_get(0))
+        .collect::<Result<_, _>>()?;
     for id in ids {
         let row = tx.query_one(
             "SELECT run_z, run_json FROM oscost.runs WHERE id = $1",
             &[&id],
         )?;
-        let fetched = match row.get::<_, Option<Vec<u8>>>(0) {
-            None => Fetched::Json(row.get(1)),
+        let fetched = match row.try_get::<_, Option<Vec<u8>>>(0)? {
+            None => Fetched::Json(row.try_get(1)?),
             Some(run_z) => {
                 let samples = tx
                     .query(
@@ -213,8 +217,8 @@ fn recompute_identities(tx: &mut postgres::Transaction) -> Result<(), postgres::
                         &[&id],
                     )?
                     .iter()
-                    .map(|r| (i64::from(r.get::<_, i32>(0)), r.get(1)))
-                    .collect();
+                    .map(|r| Ok((i64::from(r.try_get::<_, i32>(0)?), r.try_get(1)?)))
+                    .collect::<Result<_, postgres::Error>>()?;
                 Fetched::Compact { run_z, samples }
             }
         };
@@ -229,7 +233,7 @@ fn recompute_identities(tx: &mut postgres::Transaction) -> Result<(), postgres::
                     ],
                 )?;
             }
-            Err(e) => eprintln!(
+            Err(e) => crate::say!(
                 "oscost: stored run {id} was kept as it was while migrating the store ({e}); the other runs were migrated"
             ),
         }

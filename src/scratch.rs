@@ -1,21 +1,24 @@
 //! The run's scratch directory (`$TMPDIR/oscost-XXXXXX`: benchmarks' temporary files) and the
 //! reclaiming of those a killed run left behind.
 //!
-//! A run holds an exclusive `flock` on `owner.lock` inside its directory for its whole life;
-//! the kernel drops the lock when the process dies, however it dies. So a directory whose lock
-//! can be taken belongs to no live run, and the next run removes it. A directory without the
-//! lock file is either from an older oscost or being created this instant; it is removed only
-//! once it is older than a minute. Only directories of this user are touched.
+//! oscost removes only what it can prove is its own and dead. At creation a run writes a
+//! marker, `oscost-scratch`, atomically (a temporary name, then a rename) with its pid and its
+//! process start time, and holds an exclusive `flock` on `owner.lock` for its whole life (the
+//! kernel drops it when the process dies, however it dies). A directory is reclaimed only when
+//! it is this user's, a real directory (not a link), carries a well-formed marker, the process
+//! the marker names is gone (no such pid, or one started at another time), and its lock can be
+//! taken. A directory without the marker (a user's `oscost-notes`, a report written to
+//! `$TMPDIR/oscost-report`, an older oscost's scratch) is never touched.
 
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
 
 const PREFIX: &str = "oscost-";
 const LOCK: &str = "owner.lock";
-/// A lockless directory younger than this may be a run being set up.
-const GRACE: Duration = Duration::from_secs(60);
+const MARKER: &str = "oscost-scratch";
+/// The marker's first line: what says the directory is a scratch directory of oscost's.
+const MARKER_HEAD: &str = "oscost scratch directory";
 
 /// A live run's scratch directory: locked while this value lives, removed on drop.
 #[derive(Debug)]
@@ -33,6 +36,15 @@ impl Scratch {
             .open(dir.path().join(LOCK))?;
         // Nothing else can hold the lock of a file this instant created.
         try_lock(&lock)?;
+        let pid = std::process::id();
+        let text = format!(
+            "{MARKER_HEAD}\npid {pid}\nstart {}\n",
+            start_time(pid).unwrap_or(0)
+        );
+        // Whole or absent: a reclaimer never reads half a marker.
+        let mut tmp = tempfile::NamedTempFile::new_in(dir.path())?;
+        std::io::Write::write_all(&mut tmp, text.as_bytes())?;
+        tmp.persist(dir.path().join(MARKER)).map_err(|e| e.error)?;
         Ok(Scratch { dir, _lock: lock })
     }
 
@@ -52,12 +64,37 @@ fn try_lock(f: &std::fs::File) -> std::io::Result<()> {
     }
 }
 
-/// Remove the scratch directories of runs that are gone; returns what was removed.
-pub fn reclaim() -> Vec<PathBuf> {
-    reclaim_in(&std::env::temp_dir(), SystemTime::now())
+/// A process's start time (clock ticks after boot, `/proc/PID/stat` field 22): with the pid,
+/// what names one process and never a later one that reused the pid.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: the fields follow the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
 }
 
-fn reclaim_in(tmp: &Path, now: SystemTime) -> Vec<PathBuf> {
+/// The (pid, start time) a well-formed marker names.
+fn marker_owner(text: &str) -> Option<(u32, u64)> {
+    let mut lines = text.lines();
+    if lines.next()? != MARKER_HEAD {
+        return None;
+    }
+    let pid = lines.next()?.strip_prefix("pid ")?.parse().ok()?;
+    let start = lines.next()?.strip_prefix("start ")?.parse().ok()?;
+    Some((pid, start))
+}
+
+/// Whether the process a marker names is gone.
+fn owner_gone(pid: u32, start: u64) -> bool {
+    start_time(pid) != Some(start)
+}
+
+/// Remove the scratch directories of runs that are gone; returns what was removed.
+pub fn reclaim() -> Vec<PathBuf> {
+    reclaim_in(&std::env::temp_dir())
+}
+
+fn reclaim_in(tmp: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(tmp) else {
         return vec![];
     };
@@ -73,15 +110,16 @@ fn reclaim_in(tmp: &Path, now: SystemTime) -> Vec<PathBuf> {
         if !name.starts_with(PREFIX) || !meta.is_dir() || meta.uid() != uid {
             continue;
         }
-        let dead = match std::fs::File::open(e.path().join(LOCK)) {
-            Ok(f) => try_lock(&f).is_ok(),
-            Err(_) => meta
-                .modified()
-                .ok()
-                .and_then(|m| now.duration_since(m).ok())
-                .is_some_and(|age| age > GRACE),
+        let Some((pid, start)) = std::fs::read_to_string(e.path().join(MARKER))
+            .ok()
+            .and_then(|t| marker_owner(&t))
+        else {
+            continue;
         };
-        if dead && std::fs::remove_dir_all(e.path()).is_ok() {
+        let unlocked = std::fs::File::open(e.path().join(LOCK))
+            .ok()
+            .is_some_and(|f| try_lock(&f).is_ok());
+        if owner_gone(pid, start) && unlocked && std::fs::remove_dir_all(e.path()).is_ok() {
             removed.push(e.path());
         }
     }
@@ -92,30 +130,55 @@ fn reclaim_in(tmp: &Path, now: SystemTime) -> Vec<PathBuf> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_live_runs_directory_stays_and_a_dead_ones_goes() {
-        let tmp = tempfile::tempdir().unwrap();
-        let live = tempfile::Builder::new()
-            .prefix(PREFIX)
-            .tempdir_in(tmp.path())
-            .unwrap();
-        let lock = std::fs::File::create(live.path().join(LOCK)).unwrap();
-        try_lock(&lock).unwrap();
-        let dead = tmp.path().join("oscost-dead");
-        std::fs::create_dir(&dead).unwrap();
-        std::fs::write(dead.join(LOCK), b"").unwrap();
-        std::fs::write(dead.join("file"), b"x").unwrap();
-        let young = tmp.path().join("oscost-young");
-        std::fs::create_dir(&young).unwrap();
-        let other = tmp.path().join("not-ours");
-        std::fs::create_dir(&other).unwrap();
+    /// A directory as a run makes it, with a marker naming (pid, start).
+    fn scratch_of(tmp: &Path, name: &str, pid: u32, start: u64) -> PathBuf {
+        let d = tmp.join(name);
+        std::fs::create_dir(&d).unwrap();
+        std::fs::write(d.join(LOCK), b"").unwrap();
+        std::fs::write(
+            d.join(MARKER),
+            format!("{MARKER_HEAD}\npid {pid}\nstart {start}\n"),
+        )
+        .unwrap();
+        d
+    }
 
-        let removed = reclaim_in(tmp.path(), SystemTime::now());
-        assert_eq!(removed, vec![dead.clone()]);
-        assert!(live.path().exists() && young.exists() && other.exists());
-        // A lockless directory past the grace period is an old run's.
-        let later = SystemTime::now() + GRACE + Duration::from_secs(1);
-        assert_eq!(reclaim_in(tmp.path(), later), vec![young]);
-        assert!(live.path().exists());
+    #[test]
+    fn only_a_marked_directory_of_a_dead_run_goes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let me = std::process::id();
+        let live = scratch_of(tmp.path(), "oscost-live", me, start_time(me).unwrap());
+        let held = std::fs::File::open(live.join(LOCK)).unwrap();
+        try_lock(&held).unwrap();
+        // A pid that is ours but a start time that is not: a reused pid, the run is gone.
+        let dead = scratch_of(tmp.path(), "oscost-dead", me, start_time(me).unwrap() + 1);
+        std::fs::write(dead.join("file"), b"x").unwrap();
+        // The user's own directories, even old and holding an unlocked owner.lock.
+        let notes = tmp.path().join("oscost-notes");
+        std::fs::create_dir(&notes).unwrap();
+        std::fs::write(notes.join(LOCK), b"").unwrap();
+        let report = tmp.path().join("oscost-report");
+        std::fs::create_dir(&report).unwrap();
+        std::fs::write(report.join("index.html"), b"<html>").unwrap();
+        let forged = tmp.path().join("oscost-forged");
+        std::fs::create_dir(&forged).unwrap();
+        std::fs::write(forged.join(MARKER), b"something else\n").unwrap();
+
+        assert_eq!(reclaim_in(tmp.path()), vec![dead]);
+        assert!(live.exists() && notes.exists() && report.exists() && forged.exists());
+        drop(held);
+        // Unlocked now, but its process (this one) lives: kept.
+        assert!(reclaim_in(tmp.path()).is_empty());
+    }
+
+    #[test]
+    fn a_scratch_directory_carries_its_marker_and_goes_with_its_run() {
+        let s = Scratch::create().unwrap();
+        let text = std::fs::read_to_string(s.path().join(MARKER)).unwrap();
+        let me = std::process::id();
+        assert_eq!(marker_owner(&text), Some((me, start_time(me).unwrap())));
+        let p = s.path().to_path_buf();
+        drop(s);
+        assert!(!p.exists());
     }
 }

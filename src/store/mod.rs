@@ -24,8 +24,10 @@ use sha2::Digest as _;
 use crate::model::{self, HistoryPoint, Run, RunSummary};
 
 /// The schema this oscost writes: 1 runs as JSON text, 2 compact samples, 3 run digests,
-/// 4 run identities that survive a JSON round trip (`digest`; recomputed for every run).
-pub const SCHEMA: i32 = 5;
+/// 4 run identities that survive a JSON round trip (`digest`; recomputed for every run),
+/// 5 environment keys (`env_key`), 6 identities that also hash the environment, the clock
+/// and each failed or skipped result's reason (recomputed for every run).
+pub const SCHEMA: i32 = 6;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -278,34 +280,44 @@ fn bare_json(run: &Run) -> Result<Vec<u8>, serde_json::Error> {
     serde_json::to_vec(&bare)
 }
 
-/// A run's identity: SHA-256 over what makes one measurement that measurement and nothing
-/// else: when it started, its label, host, kernel and wrapper, and each result's id, status and
-/// samples as whole picoseconds (the unit the store keeps them in). Two copies of one run
-/// agree however they travelled: a JSON round trip may bring a float back one ULP away, a
-/// newer oscost may add fields to the model or recompute statistics, and none of that changes
-/// the identity; two runs never agree (their start times and samples differ).
-pub fn digest(run: &Run) -> String {
-    let mut h = sha2::Sha256::new();
-    h.update(b"oscost run identity 2\0");
-    let mut text = |s: Option<&str>| match s {
-        // Length-prefixed, so that no two field sequences hash alike.
+/// Length-prefixed text into a hash (`None` is a zero length, text its length + 1), so that no
+/// two sequences of fields hash alike.
+fn hash_text(h: &mut sha2::Sha256, s: Option<&str>) {
+    match s {
         Some(s) => {
             h.update((s.len() as u64 + 1).to_le_bytes());
             h.update(s.as_bytes());
         }
         None => h.update(0u64.to_le_bytes()),
-    };
-    text(Some(&run.started_at));
-    text(run.label.as_deref());
-    text(run.env.hostname.as_deref());
-    text(run.env.kernel_release.as_deref());
-    text(run.wrapper.as_deref());
+    }
+}
+
+/// A run's identity: SHA-256 over what makes one measurement that measurement and nothing
+/// else: when it started, its label, host, kernel and wrapper, its environment (`env_key`),
+/// its clock (source, cost and step in whole picoseconds), and each result's id, status, the
+/// reason of a failed or skipped one, and samples as whole picoseconds (the unit the store
+/// keeps them in). Two copies of one run agree however they travelled: a JSON round trip may
+/// bring a float back one ULP away, a newer oscost may add fields to the model or recompute
+/// statistics, and none of that changes the identity. Two runs never agree: their samples
+/// differ, and runs without samples (every result failed or skipped, started in the same
+/// second) differ by their environment, clock or reasons.
+pub fn digest(run: &Run) -> String {
+    let mut h = sha2::Sha256::new();
+    h.update(b"oscost run identity 3\0");
+    hash_text(&mut h, Some(&run.started_at));
+    hash_text(&mut h, run.label.as_deref());
+    hash_text(&mut h, run.env.hostname.as_deref());
+    hash_text(&mut h, run.env.kernel_release.as_deref());
+    hash_text(&mut h, run.wrapper.as_deref());
+    hash_text(&mut h, Some(&env_key(run)));
+    hash_text(&mut h, Some(&format!("{:?}", run.clock.source)));
+    h.update(picoseconds(run.clock.cost_ns).to_le_bytes());
+    h.update(picoseconds(run.clock.resolution_ns).to_le_bytes());
     h.update((run.results.len() as u64).to_le_bytes());
     for r in &run.results {
-        for s in [r.id.as_str(), r.status.word()] {
-            h.update((s.len() as u64).to_le_bytes());
-            h.update(s.as_bytes());
-        }
+        hash_text(&mut h, Some(&r.id));
+        hash_text(&mut h, Some(r.status.word()));
+        hash_text(&mut h, r.status.reason());
         h.update((r.samples_ns.len() as u64).to_le_bytes());
         for x in &r.samples_ns {
             h.update(picoseconds(*x).to_le_bytes());
@@ -337,13 +349,7 @@ pub fn env_key(run: &Run) -> String {
         Some(format!("{} {}", run.tool.version, e.build_profile)),
     ];
     for f in &fields {
-        match f {
-            Some(s) => {
-                h.update((s.len() as u64 + 1).to_le_bytes());
-                h.update(s.as_bytes());
-            }
-            None => h.update(0u64.to_le_bytes()),
-        }
+        hash_text(&mut h, f.as_deref());
     }
     h.finalize()
         .iter()

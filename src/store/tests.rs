@@ -101,6 +101,7 @@ on_every_backend!(
     reading_never_creates,
     runs_saved_together_are_saved_together_or_not_at_all,
     a_run_copied_in_twice_is_kept_once,
+    runs_of_failures_started_together_are_three_runs,
     concurrent_copies_lose_nothing,
     bare_runs_and_summary_rows_need_no_samples,
 );
@@ -218,6 +219,33 @@ fn a_run_copied_in_twice_is_kept_once(f: &Fresh) {
     assert_eq!(back, a);
     assert_eq!(stored.as_deref(), Some(d.as_str()));
     assert_ne!(digest(&a), digest(&b));
+}
+
+/// Three runs whose every result failed or was skipped (no samples), started in the same
+/// second: different reasons, environment or clock make them three runs, never one.
+fn runs_of_failures_started_together_are_three_runs(f: &Fresh) {
+    let failed = |why: &str| {
+        let mut r = testdata::run();
+        for x in &mut r.results {
+            x.samples_ns.clear();
+            x.stats = None;
+            x.status = crate::model::Status::Failed { reason: why.into() };
+        }
+        r
+    };
+    let a = failed("worker killed by signal 9");
+    let b = failed("timed out after 30 s");
+    let mut c = failed("worker killed by signal 9");
+    c.env.thp_enabled = Some("never".into());
+    let mut d = failed("worker killed by signal 9");
+    d.clock.cost_ns += 1.0;
+    let digests: std::collections::BTreeSet<String> =
+        [&a, &b, &c, &d].iter().map(|r| digest(r)).collect();
+    assert_eq!(digests.len(), 4);
+    let mut s = Store::open(&f.at).unwrap();
+    let saved = s.copy_in(&[&a, &b, &c], &|| false).unwrap();
+    assert!(saved.iter().all(|x| x.new), "{saved:?}");
+    assert_eq!(s.list().unwrap().len(), 3);
 }
 
 fn concurrent_copies_lose_nothing(f: &Fresh) {

@@ -139,6 +139,10 @@ impl Pg {
                 recompute_identities(&mut tx)?;
                 tx.execute("UPDATE oscost.schema_version SET version = 5", &[])?;
             }
+            if found.is_some_and(|v| v < 6) {
+                recompute_identities(&mut tx)?;
+                tx.execute("UPDATE oscost.schema_version SET version = 6", &[])?;
+            }
             Ok(())
         })();
         match r {

@@ -36,10 +36,15 @@ impl Sqlite {
             self.add_digests()?;
         }
         if from < 4 {
-            self.compute_identities()?;
+            self.compute_identities(4)?;
         }
         if from < 5 {
             self.compute_env_keys()?;
+        }
+        if from < 6 {
+            // Identities that also hash the environment, the clock and why a result failed
+            // or was skipped (two runs of failures started in one second shared one).
+            self.compute_identities(6)?;
         }
         Ok(())
     }
@@ -121,8 +126,8 @@ impl Sqlite {
         Ok(())
     }
 
-    /// Schema 4: identities, so that a run copied in twice (push, import) is kept once, computed anew for every run (schema 3's digests did not survive a JSON round trip).
-    fn compute_identities(&self) -> Result<(), StoreError> {
+    /// Schema 4 (and 6, with a wider identity): identities, so that a run copied in twice (push, import) is kept once, computed anew for every run (schema 3's digests did not survive a JSON round trip).
+    fn compute_identities(&self, version: i32) -> Result<(), StoreError> {
         // Identities, so that a run copied in twice (push, import) is kept once: computed
         // anew for every run (schema 3's digests did not survive a JSON round trip).
         let ids: Vec<i64> = {
@@ -144,7 +149,8 @@ impl Sqlite {
                 None => {}
             }
         }
-        self.conn.execute_batch("PRAGMA user_version = 4;")?;
+        self.conn
+            .execute_batch(&format!("PRAGMA user_version = {version};"))?;
         Ok(())
     }
 

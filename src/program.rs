@@ -10,7 +10,6 @@
 //! killed and reaped, so nothing it started outlives a round.
 
 use std::os::fd::{FromRawFd, OwnedFd};
-use std::os::unix::process::CommandExt as _;
 use std::process::{Command, Stdio};
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -18,6 +17,7 @@ use std::time::Instant;
 
 use nix::unistd::Pid;
 
+use crate::harness::group_guard::GroupGuard;
 use crate::worker::{Interrupted, reap_group};
 
 /// One timed execution.
@@ -65,15 +65,15 @@ fn pidfd_open(pid: i32) -> std::io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
-/// A command that starts `argv` with stdio on /dev/null in a process group of its own, on
-/// `cpu` if given (the wrapper and the program it starts inherit it).
+/// A command that starts `argv` with stdio on /dev/null in a process group of its own whose
+/// leader dies with us, on `cpu` if given (the wrapper and the program it starts inherit it).
 pub fn command(argv: &[String], cpu: Option<usize>) -> Command {
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0);
+        .stderr(Stdio::null());
+    crate::harness::group_guard::own_group_dying_with_us(&mut cmd);
     if let Some(c) = cpu {
         crate::harness::placement::pin_on_exec(&mut cmd, c);
     }
@@ -95,6 +95,8 @@ pub fn time_once(
         .map_err(|e| ProgramError::Start(name.clone(), e))?;
     let pid = child.id() as i32;
     let pgid = Pid::from_raw(pid);
+    // The whole group dies with oscost, SIGKILL included (`harness::group_guard`).
+    let guard = GroupGuard::watch(pid).map_err(|e| ProgramError::Wait(name.clone(), e))?;
     let pidfd = pidfd_open(pid).map_err(|e| ProgramError::Wait(name.clone(), e))?;
     let wall = loop {
         let mut fds = [nix::poll::PollFd::new(
@@ -123,6 +125,7 @@ pub fn time_once(
     let err = (rc < 0).then(std::io::Error::last_os_error);
     // What the program left behind (a background job, a daemon) dies with its round.
     reap_group(pgid);
+    guard.release();
     if let Some(e) = err {
         return Err(ProgramError::Wait(name, e));
     }

@@ -196,3 +196,48 @@ fn an_interrupt_during_the_rounds_leaves_nothing_running() {
         "{seen:?}"
     );
 }
+
+/// predict's program, and what it started, die with oscost on SIGINT, SIGTERM, SIGKILL of
+/// oscost and SIGKILL of oscost's whole process group, while it is being counted.
+#[test]
+fn the_counted_program_dies_with_oscost_however_oscost_ends() {
+    if !root_or_skip("the_counted_program_dies_with_oscost_however_oscost_ends") {
+        return;
+    }
+    let _m = measuring();
+    let dir = tempfile::tempdir().unwrap();
+    for (how, sig, group) in [
+        ("SIGINT", libc::SIGINT, false),
+        ("SIGTERM", libc::SIGTERM, false),
+        ("SIGKILL", libc::SIGKILL, false),
+        ("SIGKILL of the group", libc::SIGKILL, true),
+    ] {
+        let tag = unique_tag("predict-dies");
+        let mut c = oscost(&tag);
+        c.args(["predict", "--no-save", "--under", "env", "--"])
+            .args(["sh", "-c", "sleep 600 & sleep 600; wait"])
+            .env("OSCOST_DB", dir.path().join("s.db"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        if group {
+            use std::os::unix::process::CommandExt;
+            c.process_group(0);
+        }
+        let mut child = c.spawn().unwrap();
+        // Both sleeps started: the program is being counted.
+        let t = std::time::Instant::now();
+        while tagged_processes(&tag).len() < 4 && t.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let target = if group {
+            -(child.id() as i32)
+        } else {
+            child.id() as i32
+        };
+        // SAFETY: kill on our own child (or its group).
+        unsafe { libc::kill(target, sig) };
+        let _ = child.wait();
+        let left = wait_until_gone(&tag, Duration::from_secs(5));
+        assert!(left.is_empty(), "{how}: left running: {left:?}");
+    }
+}

@@ -146,8 +146,9 @@ impl Ctx<'_> {
     fn count(&self) -> anyhow::Result<(ProgramCounts, Vec<model::Kind>)> {
         let ids = syscount::tracepoint_ids().map_err(|e| usage(e.to_string()))?;
         let count = |argv: &[String]| {
-            syscount::count(argv, Some(self.cpu), &ids).map_err(|e| match e {
+            syscount::count(argv, Some(self.cpu), &ids, self.interrupted).map_err(|e| match e {
                 syscount::CountError::NoRights(_) => usage(e.to_string()),
+                syscount::CountError::Interrupted(s) => crate::worker::Interrupted(s).into(),
                 e => anyhow::anyhow!(e),
             })
         };

@@ -6,6 +6,7 @@ pub mod clock;
 pub mod counters;
 pub mod error;
 pub mod ftrace;
+pub mod group_guard;
 pub mod ipc_guard;
 pub mod memory;
 pub mod noise;

@@ -145,6 +145,7 @@ pub fn count(
     argv: &[String],
     cpu: Option<usize>,
     ids: &TracepointIds,
+    interrupted: &std::sync::atomic::AtomicUsize,
 ) -> Result<ProgramCounts, CountError> {
     let Some(sys_enter) = ids.sys_enter else {
         return Err(CountError::NoTracepoints(
@@ -183,9 +184,32 @@ pub fn count(
     if let Some(c) = cpu {
         super::placement::pin_on_exec(&mut cmd, c);
     }
-    let status = cmd
-        .status()
+    // The program and everything it starts die with oscost, however oscost ends.
+    super::group_guard::own_group_dying_with_us(&mut cmd);
+    let mut child = cmd
+        .spawn()
         .map_err(|e| CountError::Start(argv[0].clone(), e))?;
+    let guard = super::group_guard::GroupGuard::watch(child.id() as i32)
+        .map_err(|e| CountError::Io(e.to_string()))?;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) => {}
+            Err(e) => return Err(CountError::Io(e.to_string())),
+        }
+        let sig = interrupted.load(std::sync::atomic::Ordering::SeqCst);
+        if sig != 0 {
+            // Dropping the guard kills the group; the leader is reaped here.
+            drop(guard);
+            let _ = child.wait();
+            return Err(CountError::Interrupted(sig as i32));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    // What it left in its group (a background job) goes with it.
+    // SAFETY: kill on the process group this function started.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+    guard.release();
 
     let read = |c: &mut Counter| c.read().map_err(|e| CountError::Io(e.to_string()));
     let mut counts = ProgramCounts {

@@ -57,6 +57,8 @@ pub enum CountError {
     Start(String, std::io::Error),
     #[error("{0}")]
     Io(String),
+    #[error("interrupted by signal {0}")]
+    Interrupted(i32),
 }
 
 /// `field:pid_t next_pid; offset:56; size:4; signed:1;` (tab-separated) -> ("next_pid", 56, 4).

@@ -1,0 +1,149 @@
+//! A process group that dies with oscost, however oscost dies.
+//!
+//! A program oscost runs for the user (predict's counted and timed program) is started as the
+//! leader of a process group of its own, with `PR_SET_PDEATHSIG` = SIGKILL on the leader, and
+//! watched by a guard: a forked child, in a process group of its own too (so that killing
+//! oscost's whole group does not take it), that blocks reading a pipe whose only write end
+//! oscost holds. When oscost ends the watch normally it writes `d` (the group was reaped) and
+//! the guard exits; when the pipe closes without it (oscost killed, SIGKILL included, or a
+//! panic) the guard sends SIGKILL to the whole group, so the program's children (`sh -c
+//! 'sleep 600'`'s sleep) die as well as the leader. The guard runs only async-signal-safe
+//! calls (read, kill, _exit) after fork, as a multi-threaded parent requires.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+
+/// Set on `cmd`: a process group of its own, and SIGKILL when oscost's thread that started it
+/// dies.
+pub fn own_group_dying_with_us(cmd: &mut std::process::Command) {
+    cmd.process_group(0);
+    // SAFETY: between fork and exec only prctl (async-signal-safe) is called.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            Ok(())
+        });
+    }
+}
+
+/// The watch over one process group: `release` once the group is reaped.
+#[derive(Debug)]
+pub struct GroupGuard {
+    pgid: i32,
+    guard: i32,
+    to_guard: Option<OwnedFd>,
+}
+
+impl GroupGuard {
+    /// Start a guard over process group `pgid`.
+    pub fn watch(pgid: i32) -> std::io::Result<GroupGuard> {
+        // Close-on-exec: a program started later must not hold the write end open past us.
+        let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+        // SAFETY: the child calls only async-signal-safe functions (setpgid, close, read,
+        // kill, _exit) before it ends, as required after fork in a multi-threaded process.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if pid == 0 {
+            // SAFETY: see above; every call is async-signal-safe and on plain integers.
+            unsafe {
+                libc::setpgid(0, 0);
+                libc::close(write.as_raw_fd());
+                let mut b = 0u8;
+                let n = loop {
+                    let n = libc::read(read.as_raw_fd(), (&raw mut b).cast(), 1);
+                    if n >= 0 || *libc::__errno_location() != libc::EINTR {
+                        break n;
+                    }
+                };
+                if !(n == 1 && b == b'd') {
+                    libc::kill(-pgid, libc::SIGKILL);
+                }
+                libc::_exit(0);
+            }
+        }
+        drop(read);
+        Ok(GroupGuard {
+            pgid,
+            guard: pid,
+            to_guard: Some(write),
+        })
+    }
+
+    /// The group was reaped: the guard leaves it alone and exits.
+    pub fn release(mut self) {
+        self.finish(true);
+    }
+
+    fn finish(&mut self, reaped: bool) {
+        let Some(fd) = self.to_guard.take() else {
+            return;
+        };
+        if !reaped {
+            // SAFETY: kill on a process group id we started.
+            unsafe { libc::kill(-self.pgid, libc::SIGKILL) };
+        }
+        let _ = nix::unistd::write(&fd, b"d");
+        drop(fd);
+        // SAFETY: waitpid on our own child, the guard.
+        unsafe { libc::waitpid(self.guard, std::ptr::null_mut(), 0) };
+    }
+}
+
+impl Drop for GroupGuard {
+    /// Dropped without `release` (an error path, an unwinding panic): the group is killed.
+    fn drop(&mut self) {
+        self.finish(false);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    fn alive(pid: i32) -> bool {
+        // Zombies count as gone: they have exited.
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| s.rsplit(')').next().map(|r| r.trim().to_string()))
+            .is_some_and(|r| !r.starts_with('Z'))
+    }
+
+    #[test]
+    fn a_group_watched_by_a_guard_dies_when_the_watch_is_dropped() {
+        let mut cmd = std::process::Command::new("sh");
+        cmd.args(["-c", "sleep 30 & echo $! ; wait"])
+            .stdout(std::process::Stdio::piped());
+        own_group_dying_with_us(&mut cmd);
+        let mut child = cmd.spawn().unwrap();
+        let pgid = child.id() as i32;
+        let guard = GroupGuard::watch(pgid).unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        let sleeper: i32 = line.trim().parse().unwrap();
+        assert!(alive(sleeper));
+        drop(guard);
+        let _ = child.wait();
+        let t = Instant::now();
+        while alive(sleeper) && t.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(!alive(sleeper), "the group's grandchild outlived the watch");
+    }
+
+    #[test]
+    fn a_released_guard_leaves_the_group_alone() {
+        let mut cmd = std::process::Command::new("true");
+        own_group_dying_with_us(&mut cmd);
+        let mut child = cmd.spawn().unwrap();
+        let guard = GroupGuard::watch(child.id() as i32).unwrap();
+        child.wait().unwrap();
+        guard.release();
+    }
+}

@@ -83,6 +83,10 @@ pub enum StoreError {
         column: String,
         why: String,
     },
+    #[error(
+        "a write to {at} was interrupted (its journal {journal} is still there) and this user cannot recover it; the next `oscost run` or `oscost import` by a user who may write it recovers it. Never move the store without its journal: that would corrupt it"
+    )]
+    HotJournal { at: String, journal: String },
     #[error("the save was interrupted; nothing was saved")]
     Interrupted,
     // Not `#[from]`: that would make the driver's text both this message and its source, and

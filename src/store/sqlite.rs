@@ -13,6 +13,28 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::{Backend, Encoded, Fetched, ResultRow, SCHEMA, Saved, StoreError};
 use crate::model::{HistoryPoint, RunSummary};
 
+/// A writer killed mid-transaction leaves a hot journal (`PATH-journal`, not empty) that only a
+/// connection that may write can roll back. Try that (opening without creating anything:
+/// rolling back restores the store's last committed state, which is what every reader must
+/// see); return the journal's path when one is still there afterwards.
+fn recover_hot_journal(path: &Path) -> Option<PathBuf> {
+    let mut j = path.as_os_str().to_owned();
+    j.push("-journal");
+    let journal = PathBuf::from(j);
+    let hot = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.len() > 0);
+    if !hot(&journal) {
+        return None;
+    }
+    if let Ok(c) = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE) {
+        let _ = c.busy_timeout(PROBE_WAIT);
+        // Any read takes the shared lock, and with it rolls the hot journal back.
+        let _ = c.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+            r.get::<_, i64>(0)
+        });
+    }
+    hot(&journal).then_some(journal)
+}
+
 /// How long a save waits for another process's transaction (runs save in milliseconds).
 const SAVE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 /// How long the check before measuring waits: a lock held longer is someone else's work.
@@ -53,12 +75,20 @@ impl Sqlite {
             Ok(m) if !m.is_file() => return Err(StoreError::NotAFile(path.to_path_buf())),
             Ok(_) => {}
         }
+        let hot = recover_hot_journal(path);
         let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
             .map_err(|e| StoreError::NotOurs {
                 at: path.display().to_string(),
                 why: e.to_string(),
             })?;
-        let store = Sqlite::checked(conn, path)?;
+        let store = Sqlite::checked(conn, path).map_err(|e| match (e, hot) {
+            // A read-only connection cannot roll a hot journal back: said as what it is.
+            (StoreError::NotOurs { .. }, Some(journal)) => StoreError::HotJournal {
+                at: path.display().to_string(),
+                journal: journal.display().to_string(),
+            },
+            (e, _) => e,
+        })?;
         if store.version()? == 0 {
             // Empty (or being created this instant): nothing to read yet.
             return Err(none());
@@ -456,6 +486,49 @@ mod tests {
     use super::super::{Location, Store};
     use super::*;
     use crate::model::testdata;
+
+    #[test]
+    fn a_store_left_with_a_hot_journal_is_recovered_by_a_reader_not_called_foreign() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("s.db");
+        Store::open(&Location::File(db.clone()))
+            .unwrap()
+            .save(&testdata::run())
+            .unwrap();
+        // A writer in the middle of a big transaction, its pages spilled to the file: a copy
+        // of the file and its journal taken now is what a SIGKILL at this instant leaves.
+        let c = Connection::open(&db).unwrap();
+        c.execute_batch("PRAGMA cache_size = 1; BEGIN IMMEDIATE;")
+            .unwrap();
+        for _ in 0..500 {
+            c.execute(
+                "INSERT INTO runs (started_at, benchmarks, run_json) VALUES ('x', 0, ?1)",
+                [&"y".repeat(2000)],
+            )
+            .unwrap();
+        }
+        let crashed = dir.path().join("crashed");
+        std::fs::create_dir(&crashed).unwrap();
+        std::fs::copy(&db, crashed.join("s.db")).unwrap();
+        std::fs::copy(
+            dir.path().join("s.db-journal"),
+            crashed.join("s.db-journal"),
+        )
+        .unwrap();
+        drop(c);
+        assert!(
+            std::fs::metadata(crashed.join("s.db-journal"))
+                .unwrap()
+                .len()
+                > 0
+        );
+        let mut s = Store::open_existing(&Location::File(crashed.join("s.db"))).unwrap();
+        assert_eq!(
+            s.list().unwrap().len(),
+            1,
+            "the store's last committed state"
+        );
+    }
 
     #[test]
     fn garbage_foreign_and_newer_databases_are_refused_clearly() {

@@ -26,6 +26,10 @@ macro_rules! tell_part {
     ($($t:tt)*) => { $crate::text::tell(format_args!($($t)*), false) };
 }
 
+/// Every allocation goes through the emergency reserve (`reserve`).
+#[global_allocator]
+static ALLOCATOR: reserve::Reserve = reserve::Reserve;
+
 pub mod analysis;
 pub mod bench;
 pub mod cli;
@@ -39,6 +43,7 @@ pub mod model;
 pub mod output;
 pub mod program;
 pub mod report;
+pub mod reserve;
 pub mod sample_codec;
 pub mod scheduler;
 pub mod scratch;

@@ -8,13 +8,18 @@ use clap::Parser;
 use oscost::cli::Cli;
 use oscost::commands::args::UsageError;
 use oscost::text::printable;
-use oscost::worker::Interrupted;
+use oscost::worker::{Interrupted, InterruptedAfterSave};
 
 /// The stack the command runs on, whatever RLIMIT_STACK gives the main thread (under
 /// `prlimit --stack=32768` argument parsing alone overflowed it).
 const STACK_BYTES: usize = 8 << 20;
 
+/// An address-space limit below this runs the command on the main thread (see `main`).
+const SMALL_ADDRESS_SPACE: u64 = 256 << 20;
+
 fn main() {
+    // Address space held back for the moment memory runs short after measuring (`reserve`).
+    oscost::reserve::arm(oscost::reserve::RESERVE_BYTES);
     // A worker's parent-death signal is the main thread's attribute, set to SIGKILL by the
     // coordinator before exec; it must be SIGTERM, whose handler removes the worker's SysV
     // objects, before any other thread exists.
@@ -32,6 +37,13 @@ fn main() {
     if std::env::args_os().nth(1).is_some_and(|a| a == "__ftrace") {
         let args: Vec<String> = std::env::args().skip(2).collect();
         std::process::exit(oscost::harness::ftrace::helper_main(&args));
+    }
+    // Under a small address-space limit (`ulimit -v`) an 8 MiB stack mapped whole would take
+    // what the heap needs: the main thread's stack, which grows as used, serves instead.
+    let small_as = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_AS)
+        .is_ok_and(|(soft, _)| soft < SMALL_ADDRESS_SPACE);
+    if small_as {
+        std::process::exit(run());
     }
     let code = match std::thread::Builder::new()
         .name("oscost".into())
@@ -51,10 +63,16 @@ fn run() -> i32 {
         Ok(c) => c,
         Err(e) => return clap_error(e),
     };
-    match cli.dispatch() {
+    let code = match cli.dispatch() {
         Ok(code) => code,
         Err(e) => exit_status(&e),
+    };
+    if oscost::reserve::spent() {
+        oscost::say!(
+            "oscost: memory ran short (a limit such as `ulimit -v`, or the machine's): oscost used its emergency reserve to finish; give it more memory"
+        );
     }
+    code
 }
 
 /// Help and version print as clap prints them (exit 0); a usage error is one line (exit 2).
@@ -89,7 +107,12 @@ fn clap_error(e: clap::Error) -> i32 {
 
 /// Say what went wrong in one line and give the exit status it means.
 fn exit_status(e: &anyhow::Error) -> i32 {
-    if let Some(i) = e.downcast_ref::<Interrupted>() {
+    if let Some(i) = e.downcast_ref::<InterruptedAfterSave>() {
+        oscost::say!(
+            "oscost: {e}; what was left to write was not written, and no process oscost started is left"
+        );
+        128 + i.signal
+    } else if let Some(i) = e.downcast_ref::<Interrupted>() {
         oscost::say!("oscost: {e}; nothing was saved and no process oscost started is left");
         128 + i.0
     } else if e.downcast_ref::<UsageError>().is_some() {

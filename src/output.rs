@@ -274,13 +274,27 @@ fn replace(path: &Path, bytes: &[u8], mode: u32, owner: Option<(u32, u32)>) -> s
 /// synced, then linked to `name` only if nothing has that name (an existing file is never
 /// replaced). A write that fails part-way (the disk filled) leaves nothing behind.
 pub fn write_new(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
+    write_new_with(dir, name, &mut |w| w.write_all(bytes))
+}
+
+/// `write_new` with the bytes streamed by `fill` through a small buffer (a run of a million
+/// samples is written without its JSON ever being whole in memory).
+pub fn write_new_with(
+    dir: &Path,
+    name: &str,
+    fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
     let tmp_path = tmp.path().to_path_buf();
     crate::signals::track_temp(tmp_path.clone());
     let target = dir.join(name);
     let r = (|| {
-        tmp.write_all(bytes)?;
+        {
+            let mut w = std::io::BufWriter::with_capacity(8192, tmp.as_file_mut());
+            fill(&mut w)?;
+            w.flush()?;
+        }
         tmp.as_file()
             .set_permissions(std::fs::Permissions::from_mode(0o666 & !umask()))?;
         tmp.as_file().sync_all()?;

@@ -45,6 +45,15 @@ const RESULT_FD_ENV: &str = "OSCOST_RESULT_FD";
 #[error("interrupted by signal {0}")]
 pub struct Interrupted(pub i32);
 
+/// A signal came after runs were saved: what was saved stays, the rest was not written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("interrupted by signal {signal} after saving {saved}")]
+pub struct InterruptedAfterSave {
+    pub signal: i32,
+    /// What was saved, for the message ("run 7 in results.db").
+    pub saved: String,
+}
+
 // ---------------------------------------------------------------- worker side
 
 /// Entry point of `oscost __worker`. Returns the process exit code.

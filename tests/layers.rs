@@ -10,6 +10,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("stats", 0),
     ("text", 0),
     ("sample_codec", 0),
+    ("reserve", 0),
     ("model", 1),
     ("env", 2),
     ("harness", 2),

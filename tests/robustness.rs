@@ -497,3 +497,77 @@ fn thread_limits_and_a_tiny_stack_give_reasons_not_panics() {
 fn file_store(p: &std::path::Path) -> oscost::store::Location {
     oscost::store::Location::File(p.to_path_buf())
 }
+
+/// Under an address-space limit (`ulimit -v`) tight enough that memory runs out after
+/// measuring, a measured run is saved or kept whole as a run file, never lost; each limit from
+/// the smallest at which oscost starts, 1 MiB at a time.
+#[test]
+fn a_run_measured_under_a_tight_memory_limit_is_saved_or_kept() {
+    let _m = measuring();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    let data = dir.path().join("data");
+    let limited = |kib: u64, args: &[&str]| {
+        let mut c = oscost(&unique_tag("ulimit"));
+        c.args(args)
+            .env("OSCOST_DB", &db)
+            .env("XDG_DATA_HOME", &data);
+        use std::os::unix::process::CommandExt;
+        // SAFETY: setrlimit is async-signal-safe; it runs between fork and exec.
+        unsafe {
+            c.pre_exec(move || {
+                let lim = libc::rlimit {
+                    rlim_cur: kib << 10,
+                    rlim_max: kib << 10,
+                };
+                libc::setrlimit(libc::RLIMIT_AS, &lim);
+                Ok(())
+            });
+        }
+        c.output().unwrap()
+    };
+    // The smallest limit at which the binary starts at all.
+    let mut floor = 8_000;
+    while !limited(floor, &["list"]).status.success() {
+        floor += 1_000;
+        assert!(
+            floor < 200_000,
+            "oscost did not start under any limit tried"
+        );
+    }
+    let kept = || {
+        std::fs::read_dir(data.join("oscost/unsaved"))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    };
+    let stored = || {
+        oscost::store::Store::open_existing(&oscost::store::Location::File(db.clone()))
+            .and_then(|mut s| s.list())
+            .map(|l| l.len())
+            .unwrap_or(0)
+    };
+    let mut measured = 0;
+    for kib in (floor..floor + 14_000).step_by(1_000) {
+        let before = stored() + kept();
+        let out = limited(
+            kib,
+            &["run", "--samples", "40", "call/f0", "syscall/getpid"],
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        if !err.contains("benchmark(s)") {
+            continue; // refused or failed before measuring: nothing to lose
+        }
+        measured += 1;
+        assert_eq!(
+            stored() + kept(),
+            before + 1,
+            "under {kib} KiB a measured run was lost (exit {:?}): {err}",
+            out.status.code()
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    assert!(
+        measured > 0,
+        "no limit from {floor} KiB let a run start measuring"
+    );
+}

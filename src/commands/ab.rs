@@ -12,7 +12,6 @@ use super::{conclude, saving_store, stopper};
 use crate::compare;
 use crate::gate::{Effects, Passed};
 use crate::scheduler::{self, AbSide};
-use crate::store::StoreError;
 
 #[derive(Debug, Args, Clone)]
 pub struct AbArgs {
@@ -85,21 +84,19 @@ impl AbArgs {
         stop()?;
         let (mut na, mut nb) = ("A".to_string(), "B".to_string());
         let mut late = Vec::new();
+        let mut saved = None;
         if let Some(s) = &mut store {
             // One transaction: a kill at any moment leaves both sides or neither.
-            match s.save_all(&[&ra, &rb], &|| stop().is_err()) {
-                Ok(ids) => {
-                    crate::say!(
-                        "oscost: saved A as run {} and B as run {} in {}",
-                        ids[0],
-                        ids[1],
-                        s.shown()
-                    );
-                    na = format!("A (run {})", ids[0]);
-                    nb = format!("B (run {})", ids[1]);
-                }
-                Err(StoreError::Interrupted) => stop()?,
-                Err(e) => late.push(super::keep_unsaved(&[&ra, &rb], &e, &s.shown())),
+            if let Some(ids) = super::save_or_keep(s, &[&ra, &rb], &stop, &mut late)? {
+                crate::say!(
+                    "oscost: saved A as run {} and B as run {} in {}",
+                    ids[0],
+                    ids[1],
+                    s.shown()
+                );
+                na = format!("A (run {})", ids[0]);
+                nb = format!("B (run {})", ids[1]);
+                saved = Some(format!("runs {} and {} in {}", ids[0], ids[1], s.shown()));
             }
         }
         let mut cmp = compare::compare(&ra, &rb, &na, &nb, &options(&self.compare));
@@ -112,12 +109,15 @@ impl AbArgs {
                         "oscost: comparison report in {}",
                         d.join("index.html").display()
                     ),
+                    Err(e) if e.is::<crate::worker::Interrupted>() => {}
                     Err(e) => late.push(e.to_string()),
                 },
                 Err(e) => late.push(format!("cannot render the comparison: {e}")),
             }
         }
+        super::after_save(&interrupted, saved.clone())?;
         let verdict = finish(&cmp, &self.compare, &outputs)?;
+        super::after_save(&interrupted, saved)?;
         Ok(verdict.max(conclude(&[&ra, &rb], &late)))
     }
 }

@@ -88,11 +88,11 @@ pub fn print_table(run: &Run, outputs: &OutputArgs) -> anyhow::Result<()> {
     }
 }
 
-/// A measured run the store would not take is never lost: each run is written as a run file
-/// that `oscost import` reads, in `$XDG_DATA_HOME/oscost/unsaved/` (else the current
-/// directory, else the temporary directory), and the returned line says where and how to
-/// import it.
-pub fn keep_unsaved(runs: &[&Run], why: &StoreError, store: &str) -> String {
+/// Each run written whole as a run file that `oscost import` reads, in the first of
+/// `$XDG_DATA_HOME/oscost/unsaved/`, the current directory and the temporary directory that
+/// takes it; streamed, so that a process short of memory can still write it. `None` when a run
+/// could be written nowhere.
+fn keep_files(runs: &[&Run]) -> Option<Vec<PathBuf>> {
     let dirs: Vec<PathBuf> = [
         store::data_dir().ok().map(|d| d.join("unsaved")),
         Some(PathBuf::from(".")),
@@ -102,39 +102,96 @@ pub fn keep_unsaved(runs: &[&Run], why: &StoreError, store: &str) -> String {
     .flatten()
     .collect();
     let mut kept = Vec::new();
-    for run in runs {
+    for (i, run) in runs.iter().enumerate() {
+        // ab's two sides start in the same second: the index keeps their names apart.
         let name = format!(
-            "run-{}-{}.json",
+            "run-{}-{}-{i}.json",
             run.started_at
                 .replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "-"),
             std::process::id()
         );
-        let Ok(bytes) = Json.serialize(*run) else {
-            continue;
+        let mut fill = |w: &mut dyn Write| {
+            serde_json::to_writer(&mut *w, *run).map_err(std::io::Error::other)?;
+            w.write_all(b"\n")
         };
-        // Whole or not at all, in the first place that takes all of it.
-        let written = dirs
-            .iter()
-            .find_map(|d| crate::output::write_new(d, &name, &bytes).ok());
-        if let Some(p) = written {
-            kept.push(p.display().to_string());
-        }
+        kept.push(
+            dirs.iter()
+                .find_map(|d| crate::output::write_new_with(d, &name, &mut fill).ok())?,
+        );
     }
+    Some(kept)
+}
+
+/// The line that says where runs were kept and how to import them.
+fn kept_line(kept: &[PathBuf], store: &str) -> String {
+    let kept: Vec<String> = kept.iter().map(|p| p.display().to_string()).collect();
+    format!(
+        "kept in {}: `oscost import {} --db {store}` once the store takes it",
+        kept.join(" and "),
+        kept.join(" ")
+    )
+}
+
+/// A measured run is never lost: save `runs` in one transaction, or, when the store refuses,
+/// keep each as a run file (`keep_files`) and say where in `late`. Short of memory (the
+/// emergency reserve spent, or never mapped: `reserve::short`), the runs are written to disk first, so that an abort in
+/// the save still leaves them, and the line naming them is printed before the save is tried.
+/// `Ok(Some(ids))` when saved, `Ok(None)` when kept or lost (said in `late`), and the
+/// interrupt's error when a signal came before the commit (nothing saved, nothing kept).
+pub fn save_or_keep(
+    store: &mut Store,
+    runs: &[&Run],
+    stop: &dyn Fn() -> anyhow::Result<()>,
+    late: &mut Vec<String>,
+) -> anyhow::Result<Option<Vec<i64>>> {
     let what = if runs.len() == 1 {
         "the run was"
     } else {
         "the runs were"
     };
-    if kept.len() < runs.len() {
-        return format!(
-            "{what} not saved in {store}: {why}; and could not be written anywhere to keep"
-        );
+    let shown = store.shown();
+    let early = if crate::reserve::short() {
+        let kept = keep_files(runs);
+        if let Some(k) = &kept {
+            let files: Vec<String> = k.iter().map(|p| p.display().to_string()).collect();
+            crate::say!(
+                "oscost: memory is short: written first to {} (removed once saved; if oscost dies saving, `oscost import` it)",
+                files.join(" and ")
+            );
+        }
+        kept
+    } else {
+        None
+    };
+    let forget = |k: &Option<Vec<PathBuf>>| {
+        for p in k.iter().flatten() {
+            let _ = std::fs::remove_file(p);
+        }
+    };
+    match store.save_all(runs, &|| stop().is_err()) {
+        Ok(ids) => {
+            forget(&early);
+            Ok(Some(ids))
+        }
+        Err(StoreError::Interrupted) => {
+            forget(&early);
+            stop()?;
+            Err(StoreError::Interrupted.into())
+        }
+        Err(why) => {
+            let kept = early.or_else(|| keep_files(runs));
+            late.push(match kept {
+                Some(k) => format!(
+                    "{what} not saved in {shown}: {why}; {}",
+                    kept_line(&k, &shown)
+                ),
+                None => format!(
+                    "{what} not saved in {shown}: {why}; and could not be written anywhere to keep"
+                ),
+            });
+            Ok(None)
+        }
     }
-    format!(
-        "{what} not saved in {store}: {why}; kept in {}: `oscost import {} --db {store}` once the store takes it",
-        kept.join(" and "),
-        kept.join(" ")
-    )
 }
 
 /// Check, before measuring, that a wrapper's program can be started: an absolute or relative
@@ -158,6 +215,20 @@ pub fn check_program(flag: &str, argv: &[String]) -> anyhow::Result<()> {
             "{flag}: '{}' is not a program that can be run here (not found, or not executable)",
             crate::text::printable(prog)
         )))
+    }
+}
+
+/// After a save: a signal that came since ends the command as an interrupt that names what was
+/// saved (exit 128+N), whatever else was left to write.
+pub fn after_save(flag: &AtomicUsize, saved: Option<String>) -> anyhow::Result<()> {
+    match (flag.load(Ordering::SeqCst), saved) {
+        (0, _) => Ok(()),
+        (s, Some(saved)) => Err(crate::worker::InterruptedAfterSave {
+            signal: s as i32,
+            saved,
+        }
+        .into()),
+        (s, None) => Err(Interrupted(s as i32).into()),
     }
 }
 

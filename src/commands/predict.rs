@@ -300,17 +300,17 @@ impl Ctx<'_> {
         ra.label = Some(format!("predict plain: {text}"));
         rb.label = Some(format!("predict under {}: {text}", args.under));
         let mut late = Vec::new();
-        if let Some(mut s) = store {
-            match s.save_all(&[&ra, &rb], &|| stop().is_err()) {
-                Ok(ids) => crate::say!(
-                    "oscost: saved plain as run {} and wrapped as run {} in {} ({id})",
-                    ids[0],
-                    ids[1],
-                    s.shown()
-                ),
-                Err(crate::store::StoreError::Interrupted) => stop()?,
-                Err(e) => late.push(super::keep_unsaved(&[&ra, &rb], &e, &s.shown())),
-            }
+        let mut saved = None;
+        if let Some(mut s) = store
+            && let Some(ids) = super::save_or_keep(&mut s, &[&ra, &rb], &stop, &mut late)?
+        {
+            crate::say!(
+                "oscost: saved plain as run {} and wrapped as run {} in {} ({id})",
+                ids[0],
+                ids[1],
+                s.shown()
+            );
+            saved = Some(format!("runs {} and {} in {}", ids[0], ids[1], s.shown()));
         }
         // Saved first, shown after: a terminal that cannot be written loses no run.
         if let Err(e) = super::print_stdout(&crate::report::predict::render_text(out)) {
@@ -326,11 +326,13 @@ impl Ctx<'_> {
             match crate::report::predict::render_page(out) {
                 Ok(page) => match crate::output::write_page(d, &page, &stop) {
                     Ok(_) => crate::say!("oscost: report in {}", d.join("index.html").display()),
+                    Err(e) if e.is::<crate::worker::Interrupted>() => {}
                     Err(e) => late.push(e.to_string()),
                 },
                 Err(e) => late.push(format!("cannot draw the prediction: {e}")),
             }
         }
+        super::after_save(self.interrupted, saved)?;
         Ok(super::conclude(&[&ra, &rb], &late))
     }
 }

@@ -14,7 +14,6 @@ use crate::bench;
 use crate::gate::{Effects, Passed};
 use crate::model::Run;
 use crate::scheduler;
-use crate::store::StoreError;
 use crate::{output, report};
 use std::sync::Arc;
 
@@ -152,12 +151,12 @@ impl RunArgs {
         let stop = stopper(&interrupted);
         stop()?;
         let mut late = Vec::new();
-        if let Some(s) = &mut store {
-            match s.save_all(&[&result], &|| stop().is_err()) {
-                Ok(ids) => crate::say!("oscost: saved as run {} in {}", ids[0], s.shown()),
-                Err(StoreError::Interrupted) => stop()?,
-                Err(e) => late.push(super::keep_unsaved(&[&result], &e, &s.shown())),
-            }
+        let mut saved = None;
+        if let Some(s) = &mut store
+            && let Some(ids) = super::save_or_keep(s, &[&result], &stop, &mut late)?
+        {
+            crate::say!("oscost: saved as run {} in {}", ids[0], s.shown());
+            saved = Some(format!("run {} in {}", ids[0], s.shown()));
         }
         if let Err(e) = output::export(&result, &exports) {
             late.push(e.to_string());
@@ -168,12 +167,14 @@ impl RunArgs {
         if let Some(d) = &self.report {
             match report::html::render_run(&result, &bench::curves(), &bench::ladder(), false)
                 .map_err(|e| anyhow::anyhow!("cannot render the report: {e}"))
-                .and_then(|page| output::write_page(d, &page, &|| Ok(())))
+                .and_then(|page| output::write_page(d, &page, &stop))
             {
                 Ok(_) => crate::say!("oscost: report in {}", d.join("index.html").display()),
+                Err(e) if e.is::<crate::worker::Interrupted>() => {}
                 Err(e) => late.push(e.to_string()),
             }
         }
+        super::after_save(&interrupted, saved)?;
         Ok(conclude(&[&result], &late))
     }
 }
@@ -202,40 +203,59 @@ impl RunArgs {
         let stop = stopper(interrupted);
         let n = self.runs as usize;
         let mut runs = Vec::new();
+        let mut saved: Vec<i64> = Vec::new();
         for i in 0..n {
             let mut plan = super::plan::build(&self.request())?;
             super::plan::settle_cpu(&mut plan, self.cpu);
-            let mut result = scheduler::execute(&plan, Arc::clone(interrupted))?;
-            stop()?;
+            let mut result = scheduler::execute(&plan, Arc::clone(interrupted))
+                .map_err(|e| series_stopped(e, &saved, &store))?;
+            stop().map_err(|e| series_stopped(e, &saved, &store))?;
             result.notes.push(format!(
                 "run {} of a series of {n} measured apart (--runs)",
                 i + 1
             ));
-            match store.save_all(&[&result], &|| stop().is_err()) {
-                Ok(ids) => crate::say!(
-                    "oscost: run {} of {n} saved as run {} in {}",
-                    i + 1,
-                    ids[0],
-                    store.shown()
-                ),
-                Err(StoreError::Interrupted) => stop()?,
-                Err(e) => {
-                    let line = super::keep_unsaved(&[&result], &e, &store.shown());
-                    return Ok(conclude(&[&result], &[line]));
+            let mut late = Vec::new();
+            match super::save_or_keep(&mut store, &[&result], &stop, &mut late) {
+                Ok(Some(ids)) => {
+                    crate::say!(
+                        "oscost: run {} of {n} saved as run {} in {}",
+                        i + 1,
+                        ids[0],
+                        store.shown()
+                    );
+                    saved.push(ids[0]);
                 }
+                Ok(None) => return Ok(conclude(&[&result], &late)),
+                Err(e) => return Err(series_stopped(e, &saved, &store)),
             }
             runs.push(result);
             if i + 1 < n {
                 // The pause is a wait like any other: a signal ends it at once.
                 let until = std::time::Instant::now() + pause;
                 while std::time::Instant::now() < until {
-                    stop()?;
+                    stop().map_err(|e| series_stopped(e, &saved, &store))?;
                     std::thread::sleep(Duration::from_millis(50));
                 }
             }
         }
         super::print_stdout(&series_table(&runs))?;
         Ok(conclude(&runs.iter().collect::<Vec<_>>(), &[]))
+    }
+}
+
+/// A series stopped by a signal: the runs it saved before are named (they stay saved).
+fn series_stopped(e: anyhow::Error, saved: &[i64], store: &crate::store::Store) -> anyhow::Error {
+    match e.downcast_ref::<crate::worker::Interrupted>() {
+        Some(i) if !saved.is_empty() => {
+            let ids: Vec<String> = saved.iter().map(i64::to_string).collect();
+            let what = if saved.len() == 1 { "run" } else { "runs" };
+            crate::worker::InterruptedAfterSave {
+                signal: i.0,
+                saved: format!("{what} {} in {}", ids.join(", "), store.shown()),
+            }
+            .into()
+        }
+        _ => e,
     }
 }
 

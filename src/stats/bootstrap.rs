@@ -80,7 +80,10 @@ pub struct MedianResampler {
 }
 
 impl MedianResampler {
-    pub fn new(rounds: &Rounds) -> MedianResampler {
+    /// `None` when memory for its table (samples x blocks counts) cannot be had: the caller
+    /// falls back to an interval that needs none, rather than the process aborting with a
+    /// measured run in memory.
+    pub fn new(rounds: &Rounds) -> Option<MedianResampler> {
         let mut round_starts = vec![0];
         let mut tagged: Vec<(f64, usize)> = Vec::new();
         let mut sizes = Vec::new();
@@ -93,18 +96,21 @@ impl MedianResampler {
         }
         tagged.sort_by(|a, b| a.0.total_cmp(&b.0));
         let nb = sizes.len();
-        let mut table = vec![0u32; tagged.len() * nb];
+        let cells = tagged.len().checked_mul(nb)?;
+        let mut table: Vec<u32> = Vec::new();
+        table.try_reserve_exact(cells).ok()?;
+        table.resize(cells, 0);
         let mut row = vec![0u32; nb];
         for (g, &(_, b)) in tagged.iter().enumerate() {
             row[b] += 1;
             table[g * nb..(g + 1) * nb].copy_from_slice(&row);
         }
-        MedianResampler {
+        Some(MedianResampler {
             sorted: tagged.into_iter().map(|(x, _)| x).collect(),
             table,
             sizes,
             round_starts,
-        }
+        })
     }
 
     fn rounds(&self) -> usize {
@@ -210,7 +216,9 @@ pub fn ratio_and_difference(
     let mut rng = StdRng::seed_from_u64(seed);
     let mut ratios = Vec::with_capacity(resamples);
     let mut diffs = Vec::with_capacity(resamples);
-    let (base, cand) = (MedianResampler::new(base), MedianResampler::new(cand));
+    let (Some(base), Some(cand)) = (MedianResampler::new(base), MedianResampler::new(cand)) else {
+        return none;
+    };
     let mut buf = Vec::new();
     for _ in 0..resamples {
         let mb = base.draw(&mut rng, &mut buf);
@@ -273,8 +281,11 @@ pub fn hierarchical_median_ci(
     resamples: usize,
     seed: u64,
 ) -> Option<[f64; 2]> {
-    let [lo, hi] = expanded_bootstrap_ci(reps, point, resamples, seed)?;
     let [t_lo, t_hi] = repetition_t_interval(reps, point)?;
+    // No memory for the bootstrap's table: the t interval alone, which needs none.
+    let Some([lo, hi]) = expanded_bootstrap_ci(reps, point, resamples, seed) else {
+        return Some([t_lo, t_hi]);
+    };
     Some([lo.min(t_lo), hi.max(t_hi)])
 }
 
@@ -291,7 +302,7 @@ fn expanded_bootstrap_ci(
         return None;
     }
     let mut rng = StdRng::seed_from_u64(seed);
-    let resampler = MedianResampler::new(reps);
+    let resampler = MedianResampler::new(reps)?;
     let mut buf = Vec::new();
     let mut meds: Vec<f64> = (0..resamples)
         .map(|_| resampler.draw(&mut rng, &mut buf))
@@ -504,13 +515,18 @@ mod tests {
                     .collect()
             })
             .collect();
-        let fast = MedianResampler::new(&rounds);
+        let fast = MedianResampler::new(&rounds).unwrap();
         let (mut a, mut b) = (StdRng::seed_from_u64(5), StdRng::seed_from_u64(5));
         let mut w = Vec::new();
         for _ in 0..500 {
             assert_eq!(fast.draw(&mut a, &mut w), gathered_median(&mut b, &rounds));
         }
-        assert!(MedianResampler::new(&vec![]).draw(&mut a, &mut w).is_nan());
+        assert!(
+            MedianResampler::new(&vec![])
+                .unwrap()
+                .draw(&mut a, &mut w)
+                .is_nan()
+        );
     }
 
     #[test]

@@ -148,13 +148,28 @@ pub fn svg(f: &Figure) -> Result<String, String> {
 pub fn png(f: &Figure) -> Result<Vec<u8>, String> {
     register_font();
     let (w, h) = size_of(f);
-    let mut rgb = vec![0u8; w as usize * h as usize * 3];
+    // A bitmap can be megabytes, and the glyph rasteriser allocates as it draws, where a
+    // failure aborts: a process short of memory says so instead. Once the emergency reserve
+    // is spent no more bitmaps are drawn; before each, room for it and a margin is probed.
+    let n = w as usize * h as usize * 3;
+    if crate::reserve::spent() {
+        return Err("memory ran short, so no more PNG figures were drawn (the SVGs were)".into());
+    }
+    if !crate::reserve::room_for(2 * n + (4 << 20)) {
+        return Err(format!("not enough memory to draw a {w}x{h} PNG figure"));
+    }
+    let mut rgb: Vec<u8> = Vec::new();
+    rgb.try_reserve_exact(n)
+        .map_err(|e| format!("not enough memory for a {w}x{h} image: {e}"))?;
+    rgb.resize(n, 0);
     {
         let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
         draw(&root, f)?;
         root.present().map_err(e2s)?;
     }
     let mut out = Vec::new();
+    out.try_reserve(n / 4)
+        .map_err(|e| format!("not enough memory to encode a {w}x{h} image: {e}"))?;
     let mut enc = ::png::Encoder::new(&mut out, w, h);
     enc.set_color(::png::ColorType::Rgb);
     enc.set_depth(::png::BitDepth::Eight);

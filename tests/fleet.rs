@@ -770,3 +770,101 @@ fn odd_postgresql_stores_are_refused_with_exit_2() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("lacks 1 of the runs"), "{err}");
 }
+
+/// A store whose tables were altered outside oscost (a NULL where oscost never writes one, a
+/// column's type changed), a role without the rights to read it, and a table another session
+/// holds: each is one line and exit 2, never a panic; the held table is found before
+/// measuring.
+#[test]
+fn altered_tables_missing_rights_and_a_held_lock_are_said_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("r.json");
+    std::fs::write(&file, serde_json::to_vec(&measured_run()).unwrap()).unwrap();
+    let oscost_on = |url: &str, args: &[&str]| {
+        let out = oscost("altered")
+            .args(args)
+            .args(["--db", url])
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let reading: &[&[&str]] = &[
+        &["history"],
+        &["history", "call/f0"],
+        &["show", "last"],
+        &["matrix"],
+        &["export", "last", "--json", "-"],
+        &["compare", "last", "last"],
+    ];
+    for (name, sql, column) in [
+        (
+            "nullstart",
+            "ALTER TABLE oscost.runs ALTER COLUMN started_at DROP NOT NULL;
+             UPDATE oscost.runs SET started_at = NULL",
+            "started_at",
+        ),
+        (
+            "bigidx",
+            "ALTER TABLE oscost.samples ALTER COLUMN idx TYPE bigint",
+            "idx",
+        ),
+        (
+            "textmedian",
+            "ALTER TABLE oscost.results ALTER COLUMN median TYPE text",
+            "median",
+        ),
+    ] {
+        let Some(db) = Db::fresh(name) else { return };
+        let (code, err) = oscost_on(&db.url, &["import", file.to_str().unwrap()]);
+        assert_eq!(code, Some(0), "{err}");
+        let mut c = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
+        c.batch_execute(sql).unwrap();
+        let mut said = false;
+        for args in reading {
+            let (code, err) = oscost_on(&db.url, args);
+            assert_ne!(code, Some(101), "{name} {args:?}: {err}");
+            assert!(!err.contains("panicked"), "{name} {args:?}: {err}");
+            if code == Some(2) && err.contains(column) {
+                said = true;
+            }
+        }
+        assert!(said, "{name}: no command named the column {column}");
+    }
+
+    let Some(db) = Db::fresh("norights") else {
+        return;
+    };
+    drop(Store::open(&Location::Postgres(db.url.clone())).unwrap());
+    let role = format!("{}_r", db.name);
+    admin_sql(
+        &db,
+        &format!(
+            "DROP ROLE IF EXISTS {role}; CREATE ROLE {role} LOGIN;
+             GRANT CONNECT ON DATABASE {db} TO {role};",
+            db = db.name
+        ),
+    );
+    let as_role = db.url.replacen("oscost@", &format!("{role}@"), 1);
+    let (code, err) = oscost_on(&as_role, &["history"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("may not read"), "{err}");
+    admin_sql(&db, &format!("DROP OWNED BY {role} CASCADE"));
+    let _ = std::panic::catch_unwind(|| admin_sql(&db, &format!("DROP ROLE IF EXISTS {role}")));
+
+    let Some(db) = Db::fresh("held") else { return };
+    drop(Store::open(&Location::Postgres(db.url.clone())).unwrap());
+    let mut holder = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
+    let mut tx = holder.transaction().unwrap();
+    tx.batch_execute("LOCK TABLE oscost.results IN ACCESS EXCLUSIVE MODE")
+        .unwrap();
+    let t = Instant::now();
+    let (code, err) = oscost_on(&db.url, &["run", "--samples", "40", "call/f0"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("locked"), "{err}");
+    assert!(!err.contains("benchmark(s)"), "measured first: {err}");
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    tx.rollback().unwrap();
+}

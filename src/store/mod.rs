@@ -57,6 +57,10 @@ pub enum StoreError {
         "cannot reach the PostgreSQL store {at}: {why}; check the URL, that the server runs and that this user may connect (sslmode, sslrootcert, PGPASSWORD and ~/.pgpass are read as libpq reads them)"
     )]
     Unreachable { at: String, why: String },
+    #[error(
+        "this user may not read the store ({0}); ask its owner for USAGE on schema oscost and SELECT on its tables, or point --db elsewhere"
+    )]
+    NoRights(String),
     #[error("{0} is locked by another process; wait for it, or give --no-save or another --db")]
     Locked(String),
     #[error(

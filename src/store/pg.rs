@@ -160,11 +160,21 @@ fn write_err(at: &str, e: postgres::Error) -> StoreError {
                 why: pg_text(&e),
             }
         }
-        _ => StoreError::Pg(pg_text(&e)),
+        _ => pg_err(&e),
     }
 }
 
 /// The server's own message where there is one (the driver's Display says only "db error").
+/// A failed statement as a store error: one this user may not run (a right missing on the
+/// schema or a table) is the user's to fix (exit 2), naming what to ask for.
+fn pg_err(e: &postgres::Error) -> StoreError {
+    if e.code() == Some(&SqlState::INSUFFICIENT_PRIVILEGE) {
+        StoreError::NoRights(pg_text(e))
+    } else {
+        StoreError::Pg(pg_text(e))
+    }
+}
+
 fn pg_text(e: &postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => db.message().to_string(),
@@ -339,7 +349,7 @@ impl Backend for Pg {
                 ),
                 &[],
             )
-            .map_err(|e| StoreError::Pg(pg_text(&e)))?;
+            .map_err(|e| pg_err(&e))?;
         let t = "runs";
         rows.iter()
             .map(|r| {
@@ -361,7 +371,7 @@ impl Backend for Pg {
         Ok(self
             .client
             .query_opt("SELECT 1 FROM oscost.runs WHERE id = $1", &[&id])
-            .map_err(|e| StoreError::Pg(pg_text(&e)))?
+            .map_err(|e| pg_err(&e))?
             .is_some())
     }
 
@@ -371,7 +381,7 @@ impl Backend for Pg {
                 "SELECT id FROM oscost.runs ORDER BY id DESC LIMIT 1 OFFSET $1",
                 &[&back],
             )
-            .map_err(|e| StoreError::Pg(pg_text(&e)))?
+            .map_err(|e| pg_err(&e))?
             .map(|r| col(&r, 0, "runs"))
             .transpose()
     }
@@ -387,7 +397,7 @@ impl Backend for Pg {
                 "SELECT run_z, run_json, digest FROM oscost.runs WHERE id = $1",
                 &[&id],
             )
-            .map_err(|e| StoreError::Pg(pg_text(&e)))?
+            .map_err(|e| pg_err(&e))?
         else {
             return Ok(None);
         };
@@ -402,7 +412,7 @@ impl Backend for Pg {
                     "SELECT idx, data FROM oscost.samples WHERE run_id = $1",
                     &[&id],
                 )
-                .map_err(|e| StoreError::Pg(pg_text(&e)))?
+                .map_err(|e| pg_err(&e))?
                 .iter()
                 .map(|r| {
                     Ok((
@@ -425,7 +435,7 @@ impl Backend for Pg {
                  WHERE results.bench = $1 ORDER BY runs.id",
                 &[&bench],
             )
-            .map_err(|e| StoreError::Pg(pg_text(&e)))?;
+            .map_err(|e| pg_err(&e))?;
         rows.iter()
             .map(|r| {
                 let (runs, results) = ("runs", "results");
@@ -452,7 +462,7 @@ impl Backend for Pg {
                  FROM oscost.results WHERE run_id = ANY($1) ORDER BY run_id",
                 &[&ids],
             )
-            .map_err(|e| StoreError::Pg(pg_text(&e)))?;
+            .map_err(|e| pg_err(&e))?;
         rows.iter()
             .map(|r| Ok((col(r, 0, "results")?, row_of(r, 1)?)))
             .collect()
@@ -465,7 +475,7 @@ impl Backend for Pg {
                 "SELECT DISTINCT bench FROM oscost.results ORDER BY bench",
                 &[],
             )
-            .map_err(|e| StoreError::Pg(pg_text(&e)))?;
+            .map_err(|e| pg_err(&e))?;
         rows.iter().map(|r| col(r, 0, "results")).collect()
     }
 }

@@ -2,7 +2,9 @@
 //! step, its version read (and tables of ours without one refused as someone else's), and the
 //! rights a save needs proven before anything is measured.
 
-use super::{Pg, pg_text, write_err};
+use postgres::error::SqlState;
+
+use super::{Pg, write_err};
 use crate::store::{Fetched, SCHEMA, StoreError};
 
 /// The advisory lock key under which the schema is created or migrated ("oscost" in ASCII).
@@ -59,14 +61,14 @@ impl Pg {
                  WHERE schemaname = 'oscost' AND tablename = 'schema_version'",
                 &[],
             )
-            .map_err(|e| StoreError::Pg(pg_text(&e)))?
+            .map_err(|e| super::pg_err(&e))?
             .is_some();
         if !has_schema {
             return Ok(None);
         }
         let rows = c
             .query("SELECT version FROM oscost.schema_version", &[])
-            .map_err(|e| StoreError::Pg(pg_text(&e)))?;
+            .map_err(|e| super::pg_err(&e))?;
         let not_ours = |why: String| StoreError::NotOurs {
             at: self.at.clone(),
             why,
@@ -87,9 +89,9 @@ impl Pg {
                  AND tablename IN ('runs', 'results', 'samples')",
                 &[],
             )
-            .map_err(|e| StoreError::Pg(pg_text(&e)))?
+            .map_err(|e| super::pg_err(&e))?
             .try_get(0)
-            .map_err(|e| StoreError::Pg(pg_text(&e)))?;
+            .map_err(|e| super::pg_err(&e))?;
         // A newer oscost's tables are its own business (the caller says "newer").
         if tables < 3 && version <= SCHEMA {
             return Err(not_ours(format!(
@@ -105,7 +107,7 @@ impl Pg {
     pub(super) fn migrate(&mut self) -> Result<(), StoreError> {
         let at = self.at.clone();
         let c = &mut self.client;
-        let mut tx = c.transaction().map_err(|e| StoreError::Pg(pg_text(&e)))?;
+        let mut tx = c.transaction().map_err(|e| super::pg_err(&e))?;
         let r: Result<(), postgres::Error> = (|| {
             tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])?;
             tx.batch_execute(
@@ -149,7 +151,7 @@ impl Pg {
             Ok(()) => {
                 let v: Option<i32> = tx
                     .query_opt("SELECT version FROM oscost.schema_version", &[])
-                    .map_err(|e| StoreError::Pg(pg_text(&e)))?
+                    .map_err(|e| super::pg_err(&e))?
                     .map(|r| super::col(&r, 0, "schema_version"))
                     .transpose()?;
                 if v.is_none() {
@@ -182,19 +184,40 @@ impl Pg {
                         AND has_sequence_privilege('oscost.runs_id_seq', 'USAGE')",
                 &[],
             )
-            .map_err(|e| StoreError::Pg(pg_text(&e)))?;
+            .map_err(|e| super::pg_err(&e))?;
         let flag = |i: usize| super::col::<bool>(&row, i, "privileges");
         let why = if flag(0)? {
             "the server is read-only (a standby?)"
         } else if !flag(1)? {
             "this user lacks a right a save needs (USAGE on schema oscost, INSERT on runs, results and samples, SELECT on runs, USAGE on oscost.runs_id_seq)"
         } else {
-            return Ok(());
+            return self.probe_locks();
         };
         Err(StoreError::ReadOnly {
             at: self.at.clone(),
             why: why.into(),
         })
+    }
+}
+
+impl Pg {
+    /// Take, and give back at once, the lock a save takes on every table, without waiting: a
+    /// table another session holds (a forgotten `LOCK TABLE`, a migration) is found before
+    /// measuring, not 30 s after it.
+    fn probe_locks(&mut self) -> Result<(), StoreError> {
+        let at = self.at.clone();
+        let mut tx = self.client.transaction().map_err(|e| super::pg_err(&e))?;
+        let r = tx.batch_execute(
+            "LOCK TABLE oscost.runs, oscost.results, oscost.samples IN ROW EXCLUSIVE MODE NOWAIT",
+        );
+        let _ = tx.rollback();
+        match r {
+            Ok(()) => Ok(()),
+            Err(e) if e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) => {
+                Err(StoreError::Locked(at))
+            }
+            Err(e) => Err(super::pg_err(&e)),
+        }
     }
 }
 

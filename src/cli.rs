@@ -144,6 +144,69 @@ impl Cli {
     }
 }
 
+/// The command line with every negative or non-finite value joined to its option
+/// (`--precision -inf` becomes `--precision=-inf`), so that clap hands it to the option's own
+/// parser, which says what is wrong with it, instead of reading `-inf` as the flags `-i -n -f`.
+/// Which options take a value is read from clap's tree, so a new option is covered as it is
+/// added. Nothing after `--` is touched (predict's program and its arguments).
+pub fn join_hyphen_values(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    use std::ffi::OsString;
+    let root = <Cli as clap::CommandFactory>::command();
+    let mut cmd = &root;
+    let mut out: Vec<OsString> = Vec::with_capacity(args.len());
+    let mut i = 0;
+    let looks_negative = |s: &str| {
+        s.strip_prefix('-').is_some_and(|rest| {
+            !rest.is_empty() && !rest.starts_with('-') && rest.parse::<f64>().is_ok()
+        })
+    };
+    while i < args.len() {
+        let a = &args[i];
+        let Some(text) = a.to_str() else {
+            out.push(a.clone());
+            i += 1;
+            continue;
+        };
+        if text == "--" {
+            out.extend(args[i..].iter().cloned());
+            break;
+        }
+        if i > 0
+            && !text.starts_with('-')
+            && let Some(sub) = cmd.find_subcommand(text)
+        {
+            cmd = sub;
+        }
+        let takes_value = |c: &clap::Command| {
+            c.get_arguments().any(|arg| {
+                let named = match text.strip_prefix("--") {
+                    Some(long) => arg.get_long() == Some(long),
+                    None => {
+                        let mut chars = text.chars();
+                        chars.next() == Some('-')
+                            && chars.next().is_some_and(|c| arg.get_short() == Some(c))
+                            && chars.next().is_none()
+                    }
+                };
+                named && arg.get_action().takes_values()
+            })
+        };
+        let next = args.get(i + 1).and_then(|n| n.to_str());
+        if text.starts_with('-')
+            && !text.contains('=')
+            && let Some(v) = next.filter(|v| looks_negative(v))
+            && takes_value(cmd)
+        {
+            out.push(OsString::from(format!("{text}={v}")));
+            i += 2;
+            continue;
+        }
+        out.push(a.clone());
+        i += 1;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,6 +215,46 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn negative_and_non_finite_values_reach_their_option() {
+        let j = |v: &[&str]| -> Vec<String> {
+            join_hyphen_values(v.iter().map(Into::into).collect())
+                .into_iter()
+                .map(|s| s.into_string().unwrap())
+                .collect()
+        };
+        assert_eq!(
+            j(&["oscost", "run", "--precision", "-inf", "call/f0"]),
+            ["oscost", "run", "--precision=-inf", "call/f0"]
+        );
+        assert_eq!(
+            j(&["oscost", "run", "--runs", "-1"]),
+            ["oscost", "run", "--runs=-1"]
+        );
+        assert_eq!(
+            j(&["oscost", "ctx", "-s", "-1", "2"]),
+            ["oscost", "ctx", "-s=-1", "2"]
+        );
+        // A flag that takes no value, and anything after `--`, are left alone.
+        assert_eq!(
+            j(&["oscost", "run", "--quick", "-1"]),
+            ["oscost", "run", "--quick", "-1"]
+        );
+        let p = [
+            "oscost", "predict", "--under", "env", "--", "prog", "--n", "-1",
+        ];
+        assert_eq!(j(&p), p);
+        for args in [
+            ["oscost", "run", "--precision", "-inf"],
+            ["oscost", "run", "--runs", "-1"],
+            ["oscost", "run", "--budget", "-nan"],
+        ] {
+            let e = Cli::try_parse_from(join_hyphen_values(args.iter().map(Into::into).collect()))
+                .unwrap_err();
+            assert!(!e.to_string().contains("unexpected argument"), "{e}");
+        }
     }
 
     #[test]

@@ -28,6 +28,9 @@ use std::path::{Component, Path, PathBuf};
 use crate::output::{self, Target};
 use crate::store::{self, Location, Store, StoreError};
 
+/// The fewest open files oscost works with.
+const MIN_OPEN_FILES: u64 = 32;
+
 /// A file or directory a command touches, with the flag that named it (for messages).
 #[derive(Debug, Clone)]
 struct Named {
@@ -255,6 +258,16 @@ fn store_files(what: &str, db: &Path, store: usize) -> Vec<Kept> {
 /// Check everything `e` declares (see the module doc); then prove the store saved into.
 pub fn pass(e: &Effects) -> Result<Passed, GateError> {
     let refuse = |s: String| GateError::Refused(s);
+    // A store, a worker's pipes and a run's files need descriptors; with too few, every one
+    // of them would fail with a message about something else.
+    if let Ok((soft, _)) =
+        nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+        && soft < MIN_OPEN_FILES
+    {
+        return Err(refuse(format!(
+            "oscost needs at least {MIN_OPEN_FILES} open files and this process may have {soft} (`ulimit -n`); raise the limit"
+        )));
+    }
     let mut kept: Vec<Kept> = Vec::new();
     let mut saving: Option<Location> = None;
     for (i, (what, db)) in e.stores.iter().enumerate() {

@@ -59,7 +59,8 @@ fn main() {
 }
 
 fn run() -> i32 {
-    let cli = match Cli::try_parse() {
+    let args = oscost::cli::join_hyphen_values(std::env::args_os().collect());
+    let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => return clap_error(e),
     };
@@ -101,8 +102,14 @@ fn clap_error(e: clap::Error) -> i32 {
         .collect();
     let first = first.join(" ");
     let first = first.strip_prefix("error: ").unwrap_or(&first);
-    oscost::say!("oscost: {} (see --help)", printable(first));
+    oscost::say!("oscost: {} (see --help)", one_line(first));
     2
+}
+
+/// An error as one printable line: a newline inside it (an id read from a file, a label) is
+/// shown as `\n`, so the message stays the one line the exit status goes with.
+fn one_line(text: &str) -> String {
+    printable(text).replace('\n', "\\n")
 }
 
 /// Say what went wrong in one line and give the exit status it means.
@@ -116,10 +123,10 @@ fn exit_status(e: &anyhow::Error) -> i32 {
         oscost::say!("oscost: {e}; nothing was saved and no process oscost started is left");
         128 + i.0
     } else if e.downcast_ref::<UsageError>().is_some() {
-        oscost::say!("oscost: {}", printable(&e.to_string()));
+        oscost::say!("oscost: {}", one_line(&e.to_string()));
         2
     } else {
-        oscost::say!("oscost: {}", printable(&format!("{e:#}")));
+        oscost::say!("oscost: {}", one_line(&format!("{e:#}")));
         1
     }
 }

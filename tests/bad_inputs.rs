@@ -84,6 +84,8 @@ impl Fixtures {
             "newer.db",
             "CREATE TABLE runs (x); CREATE TABLE results (y); PRAGMA user_version = 99;",
         );
+        std::os::unix::fs::symlink("nowhere.db", dir.path().join("dangling.db")).unwrap();
+        std::os::unix::fs::symlink("loop.db", dir.path().join("loop.db")).unwrap();
         Fixtures { dir }
     }
 
@@ -105,6 +107,32 @@ const fn case(args: &'static str, code: i32, says: &'static str) -> Case {
 }
 
 const CASES: &[Case] = &[
+    // Values that start with a hyphen reach their option's own check.
+    case("run --precision -inf call/f0", 2, "out of range"),
+    case("run --budget -nan call/f0", 2, "out of range"),
+    case("run --runs -1 call/f0", 2, "--runs"),
+    case("ab --rounds -1 --b env call/f0", 2, "--rounds"),
+    case(
+        "compare --threshold -inf {f}ok.json {f}ok.json",
+        2,
+        "out of range",
+    ),
+    // A newline in what the user gave stays inside the one line.
+    case("run 'no\nsuch/x'", 2, "\\n"),
+    // Stores that are links to nothing.
+    case(
+        "run --samples 40 call/f0 --db {f}dangling.db",
+        2,
+        "symbolic link",
+    ),
+    case("history --db {f}loop.db", 2, "symbolic link"),
+    // Outputs over a run file the command reads, a report's page over its input.
+    case(
+        "compare {f}ok.json {f}ok.json --json {f}ok.json",
+        2,
+        "reads",
+    ),
+    case("export {f}ok.json --csv {f}ok.json", 2, "reads"),
     // run: numbers
     case("run --samples 0 call/f0", 2, "--samples"),
     case("run --samples -1 call/f0", 2, "--samples"),

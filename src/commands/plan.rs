@@ -243,11 +243,12 @@ fn resolve_fork_sizes(asked: Option<&[u64]>, avail_mib: Option<u64>) -> Result<V
     }
 }
 
-/// Placements from --placement, else from ids written `ID@PLACE`, else the defaults.
+/// Placements from ids written `ID@PLACE` (the most specific thing the user wrote: it wins),
+/// else from --placement, else the defaults.
 fn resolve_placements(asked: Option<&[String]>, from_ids: &[String]) -> Result<Vec<Place>, String> {
     let words = match asked {
+        _ if !from_ids.is_empty() => from_ids,
         Some(list) => list,
-        None if !from_ids.is_empty() => from_ids,
         None => return Ok(Place::defaults()),
     };
     let mut v = Vec::new();
@@ -335,11 +336,14 @@ mod tests {
     }
 
     #[test]
-    fn placements_come_from_the_flag_then_the_ids_then_the_defaults() {
-        let same = vec![Place::Same];
+    fn placements_come_from_the_ids_then_the_flag_then_the_defaults() {
         assert_eq!(
-            resolve_placements(Some(&["same".into()]), &["cross".into()]),
-            Ok(same)
+            resolve_placements(Some(&["cross".into()]), &["same".into()]),
+            Ok(vec![Place::Same])
+        );
+        assert_eq!(
+            resolve_placements(Some(&["same".into()]), &[]),
+            Ok(vec![Place::Same])
         );
         assert_eq!(
             resolve_placements(None, &["free".into()]),

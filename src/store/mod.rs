@@ -38,6 +38,10 @@ pub enum StoreError {
     )]
     NotOurs { at: String, why: String },
     #[error(
+        "{at} is a symbolic link that leads to no file ({why}); point --db (or OSCOST_DB) at a file, or mend the link"
+    )]
+    BadLink { at: String, why: String },
+    #[error(
         "{0} is not a regular file; point --db (or OSCOST_DB) at a file (it is created when missing)"
     )]
     NotAFile(PathBuf),

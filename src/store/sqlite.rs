@@ -13,6 +13,19 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::{Backend, Encoded, Fetched, ResultRow, SCHEMA, Saved, StoreError};
 use crate::model::{HistoryPoint, RunSummary};
 
+/// A symbolic link that leads nowhere (dangling, or a loop) is said as what it is: SQLite would
+/// create the file it points at, or fail with a message about the database.
+fn no_broken_link(path: &Path) -> Result<(), StoreError> {
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    match std::fs::metadata(path) {
+        Err(e) if is_link => Err(StoreError::BadLink {
+            at: path.display().to_string(),
+            why: e.to_string(),
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// A writer killed mid-transaction leaves a hot journal (`PATH-journal`, not empty) that only a
 /// connection that may write can roll back. Try that (opening without creating anything:
 /// rolling back restores the store's last committed state, which is what every reader must
@@ -50,6 +63,7 @@ mod migrate;
 impl Sqlite {
     /// Open for saving (see `Store::open`).
     pub fn open(path: &Path) -> Result<Sqlite, StoreError> {
+        no_broken_link(path)?;
         if let Ok(m) = std::fs::metadata(path)
             && !m.is_file()
         {
@@ -70,6 +84,7 @@ impl Sqlite {
     /// Open an existing database to read; never creates anything.
     pub fn open_existing(path: &Path) -> Result<Sqlite, StoreError> {
         let none = || StoreError::NoStore(path.display().to_string());
+        no_broken_link(path)?;
         match std::fs::metadata(path) {
             Err(_) => return Err(none()),
             Ok(m) if !m.is_file() => return Err(StoreError::NotAFile(path.to_path_buf())),

@@ -3,13 +3,21 @@
 
     scripts/check-hostile.py [OSCOST_BINARY]     (default: target/release/oscost)
 
-Builds every combination of a command, an output flag and a hostile target (the store itself
-spelled five ways, its journals, a FIFO with no reader, a device, a socket, a directory, a
-name too long, a run file the command reads), plus hostile labels, --where conditions and
-store URLs with passwords, and checks after each case:
+Builds every combination of a command (run, ab, export, matrix, compare, predict, explain,
+ctx, history, report), an output flag (--json, --csv, --markdown, --report, -o) and a hostile
+target (the store itself spelled five ways, a hard link to it, its journals, a FIFO with no
+reader, a device, a socket, a directory, a name too long, a run file the command reads, a
+report directory whose index.html or fig/ file is the store or an input), plus hostile
+labels, --where conditions, store URLs with passwords, a stderr that cannot be written, a
+store left with a hot journal, runs whose every result failed, started in one second, pushed
+together, predict signalled while it counts its program, and foreign `$TMPDIR/oscost-*`
+directories; checks after each case:
   - no panic (exit 101, "panicked");
-  - the store is still an SQLite file holding the runs it held;
+  - the store is still an SQLite file holding the runs it held (none lost or dropped);
+  - the run file and the page a command reads keep their bytes;
   - special files are what they were (the FIFO a FIFO, /dev/null a device);
+  - foreign directories under $TMPDIR are still there;
+  - no process the case started is left running;
   - no password and no raw control character or bidirectional override was printed;
   - a case still waiting 1.5 s in is sent SIGINT and must end within 1 s.
 Prints one line per failing case and a closing "N passed, N failed" line. Uses
@@ -31,19 +39,46 @@ BAD_CHARS = ["\x1b", "\x07", "\u202e"]
 SECRET = "s3cr3t-pw"
 
 
-def run(args, env=None, wait_before_int=1.5):
-    """Run oscost; SIGINT it if still running after `wait_before_int` s. Returns
-    (code, output, took_after_int or None)."""
+TAG = "OSCOST_HOSTILE_TAG"
+
+
+def tagged(tag):
+    """Pids of live (not zombie) processes whose environment carries the case's tag."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if f"{TAG}={tag}".encode() not in f.read().split(b"\0"):
+                    continue
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    continue
+            found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+CASE_NO = [0]
+
+
+def run(args, env=None, wait_before_int=1.5, stderr=subprocess.STDOUT, sig=signal.SIGINT):
+    """Run oscost; send `sig` if still running after `wait_before_int` s. Returns
+    (code, output, took_after_int or None); the case's processes are tagged."""
     e = dict(os.environ, NO_COLOR="1")
     e.update(env or {})
-    p = subprocess.Popen([BIN] + args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=e,
+    CASE_NO[0] += 1
+    e[TAG] = f"{os.getpid()}-{CASE_NO[0]}"
+    p = subprocess.Popen([BIN] + args, stdout=subprocess.PIPE, stderr=stderr, env=e,
                          stdin=subprocess.DEVNULL)
     try:
         out, _ = p.communicate(timeout=wait_before_int)
         return p.returncode, out.decode("utf-8", "replace"), None
     except subprocess.TimeoutExpired:
         t = time.monotonic()
-        p.send_signal(signal.SIGINT)
+        p.send_signal(sig)
         try:
             out, _ = p.communicate(timeout=5)
         except subprocess.TimeoutExpired:
@@ -52,54 +87,120 @@ def run(args, env=None, wait_before_int=1.5):
         return p.returncode, out.decode("utf-8", "replace"), time.monotonic() - t
 
 
+def hot_journal(db):
+    """Leave `db` as a writer killed mid-transaction leaves it: a hot journal beside it."""
+    code = ("import sqlite3, os, sys\n"
+            "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+            "c.execute('PRAGMA cache_size=1'); c.execute('BEGIN IMMEDIATE')\n"
+            "for i in range(300):\n"
+            "    c.execute(\"INSERT INTO runs (started_at, benchmarks, run_json) VALUES ('x', 0, ?)\", ('y' * 2000,))\n"
+            "os.kill(os.getpid(), 9)\n")
+    subprocess.run([sys.executable, "-c", code, db])
+
+
 def main():
     work = tempfile.mkdtemp(prefix="oscost-hostile-")
     os.chdir(work)
     db = os.path.join(work, "s.db")
-    env = {"OSCOST_DB": db, "XDG_DATA_HOME": os.path.join(work, "data")}
+    tmp = os.path.join(work, "tmp")
+    os.mkdir(tmp)
+    env = {"OSCOST_DB": db, "XDG_DATA_HOME": os.path.join(work, "data"), "TMPDIR": tmp}
     code, out, _ = run(["run", "--samples", "40", "call/f0", "--label", "base", "--json", "r.json"],
                        env, wait_before_int=60)
     assert code == 0, out
     code, out, _ = run(["run", "--samples", "40", "call/f0", "--label",
                         "L\x1b]0;pwned\x07\u202etxt.exe"], env, wait_before_int=60)
     assert code == 0, out
+    run_bytes = open("r.json", "rb").read()
     os.mkdir("d")
     os.symlink("s.db", "link.db")
+    os.link("s.db", "hard.db")
     os.mkfifo("fifo")
     sock = socket.socket(socket.AF_UNIX)
     sock.bind("sock")
     os.mkdir("adir")
+    # Report directories whose files are the store or an input.
+    for name, inside, to, hard in [("page-index-store", "index.html", db, False),
+                                   ("page-fig-store", "fig/a.svg", db, False),
+                                   ("page-index-runfile", "index.html", "r.json", True)]:
+        os.makedirs(os.path.join(name, "fig"))
+        (os.link if hard else os.symlink)(os.path.abspath(to), os.path.join(name, inside))
+    # A page that is itself the input: `report pagein/index.html -o pagein`.
+    os.mkdir("pagein")
+    shutil.copy("r.json", "pagein/index.html")
+    # Foreign directories the scratch reclaim must never remove, old and with a lock file.
+    foreign = []
+    for name, files in [("oscost-notes", ["owner.lock", "notes.txt"]),
+                        ("oscost-report", ["index.html"]), ("oscost-123456", [])]:
+        d = os.path.join(tmp, name)
+        os.mkdir(d)
+        for f in files:
+            open(os.path.join(d, f), "w").write("x")
+        os.utime(d, (time.time() - 3600, time.time() - 3600))
+        foreign.append(d)
     targets = {
         "store": db, "store-rel": "s.db", "store-dotdot": "d/../s.db", "store-link": "link.db",
-        "store-dotslash": "./s.db", "wal": db + "-wal", "journal": db + "-journal",
-        "shm": db + "-shm", "fifo": "fifo", "devnull": "/dev/null", "socket": "sock",
-        "dir": "adir", "long": "x" * 300, "nodir": "no/such/x", "runfile": "r.json",
-        "stdout": "-", "proc-fd1": "/proc/self/fd/1",
+        "store-dotslash": "./s.db", "store-hardlink": "hard.db", "wal": db + "-wal",
+        "journal": db + "-journal", "shm": db + "-shm", "fifo": "fifo", "devnull": "/dev/null",
+        "socket": "sock", "dir": "adir", "long": "x" * 300, "nodir": "no/such/x",
+        "runfile": "r.json", "stdout": "-", "proc-fd1": "/proc/self/fd/1",
+        "page-input": "pagein/index.html",
+    }
+    dir_targets = {
+        "store": db, "journal": db + "-journal", "wal": db + "-wal", "fifo": "fifo",
+        "long": "x" * 300, "runfile": "r.json", "page-index-store": "page-index-store",
+        "page-fig-store": "page-fig-store", "page-index-runfile": "page-index-runfile",
+        "page-input": "pagein",
     }
     commands = {
-        "run": ["run", "--samples", "40", "call/f0"],
-        "run-nosave": ["run", "--samples", "40", "call/f0", "--no-save"],
-        "export": ["export", "last"],
-        "matrix": ["matrix"],
-        "compare": ["compare", "r.json", "last"],
-        "ab": ["ab", "--b", "env", "--rounds", "1", "call/f0"],
+        "run": (["run", "--samples", "40", "call/f0"], ["--json", "--csv", "--markdown"], True),
+        "run-nosave": (["run", "--samples", "40", "call/f0", "--no-save"],
+                       ["--json", "--csv", "--markdown"], True),
+        "export": (["export", "last"], ["--json", "--csv", "--markdown"], False),
+        "export-file": (["export", "r.json"], ["--json", "--csv", "--markdown"], False),
+        "matrix": (["matrix"], ["--json", "--csv", "--markdown"], True),
+        "compare": (["compare", "r.json", "last"], ["--json", "--csv", "--markdown"], True),
+        "ab": (["ab", "--b", "env", "--rounds", "1", "call/f0"], ["--json", "--csv", "--markdown"],
+               True),
+        "predict": (["predict", "--quick", "--under", "env"], ["--json"], True),
+        "explain": (["explain", "switch/pipe-proc@same"], ["--json"], True),
+        "ctx": (["ctx", "2"], ["--json"], False),
+        "history": (["history"], [], True),
     }
     cases = []
-    for cname, cargs in commands.items():
-        for flag in ["--json", "--csv", "--markdown"]:
+
+    def add(name, args, extra=None, **opts):
+        cases.append((name, args, extra or {}, opts))
+
+    def with_flag(base, flag, value):
+        # Before predict's `--` and its program.
+        return base + [flag, value] + (["--", "/bin/true"] if base[0] == "predict" else [])
+
+    for cname, (cargs, flags, report) in commands.items():
+        for flag in flags:
             for tname, t in targets.items():
-                cases.append((f"{cname} {flag} {tname}", cargs + [flag, t], {}))
-        for tname in ["fifo", "long", "dir", "store"]:
-            if cname in ("run", "matrix", "compare"):
-                cases.append((f"{cname} --report {tname}", cargs + ["--report", targets[tname]], {}))
+                add(f"{cname} {flag} {tname}", with_flag(cargs, flag, t))
+        if report:
+            for tname, t in dir_targets.items():
+                add(f"{cname} --report {tname}", with_flag(cargs, "--report", t))
+    for tname, t in dir_targets.items():
+        add(f"report -o {tname}", ["report", "r.json", "-o", t])
+        add(f"report last -o {tname}", ["report", "last", "-o", t])
+    add("report its own page", ["report", "pagein/index.html", "-o", "pagein"])
+    add("compare its own page", ["compare", "pagein/index.html", "r.json", "--together",
+                                 "--report", "pagein"])
+    add("run --json inside its --report", ["run", "--samples", "40", "call/f0", "--json",
+                                          "rep1/index.html", "--report", "rep1"])
+    add("run --db inside its --report", ["run", "--samples", "40", "call/f0", "--db",
+                                        "rep2/index.html", "--report", "rep2"])
     for w in ["date>=banana", "date=2026-13-45", "date=\u00e92026", "label=\x1b[2J", "id>=x",
               "label=nomatch", "host~\u202e", "date<2026-1", "kernel!=", "id>=-1"]:
         for c in (["history"], ["matrix"], ["show", "last"], ["export", "last", "--json", "-"]):
-            cases.append((f"{c[0]} --where {w!r}", c + ["--where", w], {}))
+            add(f"{c[0]} --where {w!r}", c + ["--where", w])
     for back in ["last~18446744073709551615", "last~-1", "last~99", "0", "-1", "9999999999999999999"]:
         for c in (["show"], ["export"], ["report"]):
             extra = ["--json", "-"] if c[0] == "export" else (["-o", "rep"] if c[0] == "report" else [])
-            cases.append((f"{c[0]} {back}", c + [back] + extra, {}))
+            add(f"{c[0]} {back}", c + [back] + extra)
     mute = socket.socket()
     mute.bind(("127.0.0.1", 0))
     mute.listen(8)
@@ -114,19 +215,40 @@ def main():
         urls.append(pg + ("&" if "?" in pg else "?") + f"password={SECRET}&sslmode=sometimes")
     for u in urls:
         for c in (["history"], ["run", "--samples", "40", "call/f0"], ["show", "last"],
-                  ["push", "last", "--to", u], ["matrix"]):
+                  ["push", "last", "--to", u], ["matrix"], ["predict", "--quick", "--under", "env"]):
             args = c + (["--db", u] if c[0] != "push" else [])
-            cases.append((f"{c[0]} url {u[:40]}", args, {}))
+            if c[0] == "predict":
+                args += ["--", "/bin/true"]
+            add(f"{c[0]} url {u[:40]}", args)
     for label in ["a\x1b[31mred", "\u202eevil", "x" * 5000, "\r\n", "|pipe|"]:
-        cases.append((f"run --label {label[:10]!r}",
-                      ["run", "--samples", "40", "call/f0", "--label", label], {}))
+        add(f"run --label {label[:10]!r}", ["run", "--samples", "40", "call/f0", "--label", label])
     for imp in ["odd-date", "nul", "badid", "huge"]:
-        cases.append((f"import {imp}", ["import", f"{imp}.json"], {}))
+        add(f"import {imp}", ["import", f"{imp}.json"])
     for wrapper in ["/nonexistent/wrapper", "", "'unbalanced", "nosuchprogram-xyz", "/etc/passwd"]:
-        cases.append((f"ab --b {wrapper!r}", ["ab", "--b", wrapper, "call/f0"], {}))
-        cases.append((f"run --under {wrapper!r}", ["run", "--under", wrapper, "call/f0"], {}))
+        add(f"ab --b {wrapper!r}", ["ab", "--b", wrapper, "call/f0"])
+        add(f"run --under {wrapper!r}", ["run", "--under", wrapper, "call/f0"])
+        add(f"predict --under {wrapper!r}", ["predict", "--under", wrapper, "--", "/bin/true"])
     for ev in ["cycles", "nosuch", "none", "cycles,instructions", ""]:
-        cases.append((f"run --events {ev!r}", ["run", "--samples", "40", "call/f0", "--events", ev], {}))
+        add(f"run --events {ev!r}", ["run", "--samples", "40", "call/f0", "--events", ev])
+    for bad in ["--precision -inf", "--runs -1", "--budget -nan", "--samples -5", "--cpu -1",
+                "--timeout -inf", "--placement cross,both"]:
+        add(f"run {bad}", ["run"] + bad.split() + ["call/f0"])
+    # A stderr that cannot be written: the run is still saved, nothing panics.
+    for c in (["run", "--samples", "40", "call/f0"], ["history"], ["matrix"], ["show", "last"],
+              ["import", "r.json"], ["ab", "--b", "env", "--rounds", "1", "--samples", "40", "call/f0"],
+              ["export", "last", "--json", "-"], ["list"], ["env"]):
+        add(f"{c[0]} 2>/dev/full", c, stderr="full", wait=60)
+    # Programs predict counts, signalled while counted: nothing may be left running.
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+        add(f"predict counting, {sig.name}", ["predict", "--no-save", "--under", "env", "--", "sh",
+                                               "-c", "sleep 600 & sleep 600; wait"], sig=sig)
+    # Runs whose every result failed, started in the same second, pushed together: three runs.
+    add("runs of failures pushed together", ["push", "all", "--to", "failed-target.db"],
+        {"OSCOST_DB": "failed.db"}, setup="failed", wait=30)
+    # A store left with a hot journal: read commands recover it, never call it foreign.
+    for c in (["history"], ["show", "last"], ["matrix"], ["export", "last", "--json", "-"],
+              ["run", "--samples", "40", "call/f0"]):
+        add(f"{c[0]} after a killed writer", c + ["--db", "hot.db"], setup="hot", wait=60)
 
     import json
     base = json.load(open("r.json"))
@@ -138,31 +260,89 @@ def main():
         edit(r)
         json.dump(r, open(f"{name}.json", "w"))
 
-    def store_runs():
-        with open(db, "rb") as f:
+    def runs_in(path):
+        with open(path, "rb") as f:
             if f.read(16) != b"SQLite format 3\x00":
                 return None
-        code, out, _ = run(["history", "--db", db], env, wait_before_int=10)
+        code, out, _ = run(["history", "--db", path], env, wait_before_int=10)
         return sum(1 for l in out.splitlines() if l.strip()[:1].isdigit()) if code == 0 else None
 
+    def setup(kind):
+        if kind == "hot":
+            for f in ("hot.db", "hot.db-journal"):
+                if os.path.exists(f):
+                    os.remove(f)
+            run(["run", "--samples", "40", "call/f0", "--db", "hot.db"], env, wait_before_int=60)
+            hot_journal("hot.db")
+            return lambda: ("hot.db", 1)
+        if kind == "failed":
+            for f in ("failed.db", "failed-target.db"):
+                if os.path.exists(f):
+                    os.remove(f)
+            r = json.loads(json.dumps(base))
+            for i, why in enumerate(["killed by signal 9", "timed out", "could not start"]):
+                x = json.loads(json.dumps(r))
+                for res in x["results"]:
+                    res["samples_ns"] = []
+                    res["stats"] = None
+                    res["repetitions"] = []
+                    res["status"] = {"state": "failed", "reason": why}
+                json.dump(x, open(f"failed{i}.json", "w"))
+            run(["import", "failed0.json", "failed1.json", "failed2.json", "--db", "failed.db"], env,
+                wait_before_int=30)
+            return lambda: ("failed-target.db", runs_in("failed.db"))
+        return None
+
     passed, failed = 0, 0
-    for name, args, extra in cases:
-        before = store_runs()
-        code, out, took = run(args, dict(env, **extra))
+    for name, args, extra, opts in cases:
+        before = runs_in(db)
+        expect = setup(opts["setup"]) if "setup" in opts else None
+        stderr = subprocess.STDOUT
+        if opts.get("stderr") == "full":
+            stderr = open("/dev/full", "w")
+        code, out, took = run(args, dict(env, **extra), wait_before_int=opts.get("wait", 1.5),
+                              stderr=stderr, sig=opts.get("sig", signal.SIGINT))
+        case_tag = f"{os.getpid()}-{CASE_NO[0]}"
+        out = out or ""
         wrong = []
         if code == 101 or "panicked" in out:
             wrong.append("panic")
-        if took is not None and took > 1.0:
-            wrong.append(f"took {took:.1f} s after SIGINT")
-        after = store_runs()
+        if took is not None and took > 1.0 and opts.get("sig", signal.SIGINT) != signal.SIGKILL:
+            wrong.append(f"took {took:.1f} s after the signal")
+        after = runs_in(db)
         if after is None:
             wrong.append("the store was replaced")
         elif before is not None and after < before:
             wrong.append(f"runs lost ({before} -> {after})")
+        if expect:
+            path, want = expect()
+            got = runs_in(path) if os.path.exists(path) else None
+            if want is not None and got != want:
+                wrong.append(f"{path} holds {got} runs, not {want} (dropped or lost)")
+        if open("r.json", "rb").read() != run_bytes:
+            wrong.append("the run file r.json was changed")
+            open("r.json", "wb").write(run_bytes)
+        if open("pagein/index.html", "rb").read() != run_bytes:
+            wrong.append("the page read as input was changed")
+            shutil.copy("r.json", "pagein/index.html")
         if not stat.S_ISFIFO(os.lstat("fifo").st_mode):
             wrong.append("fifo replaced")
         if not stat.S_ISCHR(os.stat("/dev/null").st_mode):
             wrong.append("/dev/null replaced")
+        gone = [d for d in foreign if not os.path.isdir(d)]
+        if gone:
+            wrong.append(f"foreign directories removed: {gone}")
+        deadline = time.monotonic() + 5
+        while tagged(case_tag) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = tagged(case_tag)
+        if left:
+            wrong.append(f"processes left running: {left}")
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
         if SECRET in out:
             wrong.append("password printed")
         if any(c in out for c in BAD_CHARS):

@@ -1,9 +1,18 @@
-//! The layers of docs/ARCHITECTURE.md, kept by the build: every `crate::` path in `src/` (test
-//! modules aside) must point at a module of the same layer or one below, and the modules'
-//! dependencies must have no circle. A new top-level module must be given a layer here.
+//! The layers of docs/ARCHITECTURE.md, kept by the build. Every file of `src/` is parsed (syn),
+//! every item outside `#[cfg(test)]` is walked, and every path it names (`crate::`, `super::`,
+//! `self::`, `oscost::` in main.rs, and `use` trees of each) is resolved to the module file it
+//! points into. Then:
+//! - no module uses one of a higher layer (between top-level modules);
+//! - the top-level modules use each other in no circle;
+//! - inside one folder, the sibling files use each other in no circle (a parent `mod.rs` and
+//!   its children may: the parent declares them and they use what it defines).
+//!
+//! A new top-level module must be given a layer here.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+
+use syn::visit::Visit;
 
 /// Lowest first. Same number: same layer (they may use each other, but not in a circle).
 const LAYERS: &[(&str, u32)] = &[
@@ -49,84 +58,253 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The top-level module a file belongs to: `src/report/html.rs` -> `report`.
-fn top(src: &Path, file: &Path) -> String {
+/// The module path of a file: `src/harness/ftrace.rs` -> [harness, ftrace],
+/// `src/harness/mod.rs` -> [harness], `src/lib.rs` -> [], `src/main.rs` -> [main].
+fn module_of(src: &Path, file: &Path) -> Vec<String> {
     let rel = file.strip_prefix(src).unwrap();
-    let first = rel
-        .components()
-        .next()
-        .unwrap()
-        .as_os_str()
-        .to_string_lossy();
-    first.trim_end_matches(".rs").to_string()
-}
-
-/// The code of a file without its test module (by convention the last item).
-fn without_tests(text: &str) -> &str {
-    match text.find("#[cfg(test)]\nmod ") {
-        Some(i) => &text[..i],
-        None => text,
+    let mut parts: Vec<String> = rel
+        .iter()
+        .map(|c| c.to_string_lossy().trim_end_matches(".rs").to_string())
+        .collect();
+    if parts.last().is_some_and(|l| l == "mod" || l == "lib") {
+        parts.pop();
     }
+    parts
 }
 
-/// The top-level modules a piece of code names through `crate::`, with each line.
-fn references(code: &str) -> Vec<(String, usize)> {
-    let mut out = Vec::new();
-    for (n, line) in code.lines().enumerate() {
-        let line = line.split("//").next().unwrap_or("");
-        let mut rest = line;
-        while let Some(i) = rest.find("crate::") {
-            rest = &rest[i + "crate::".len()..];
-            if let Some(group) = rest.strip_prefix('{') {
-                let end = group.find('}').unwrap_or(group.len());
-                for item in group[..end].split(',') {
-                    let name = item.trim().split("::").next().unwrap_or("").trim();
-                    if !name.is_empty() {
-                        out.push((name.to_string(), n + 1));
-                    }
+/// Whether an item carries `#[cfg(test)]`.
+fn is_test(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("cfg")
+            && a.parse_args::<syn::Meta>()
+                .is_ok_and(|m| m.path().is_ident("test"))
+    })
+}
+
+/// Collects the paths one file names, outside test items, as absolute module paths.
+struct Paths<'a> {
+    /// The module the code being walked is in (the file's, plus inline modules).
+    here: Vec<String>,
+    known: &'a BTreeSet<Vec<String>>,
+    found: Vec<(Vec<String>, usize)>,
+}
+
+impl Paths<'_> {
+    /// An absolute path from `segments` as written here, if it starts with crate, super, self
+    /// (or oscost, the library's name in main.rs).
+    fn absolute(&self, segments: &[String]) -> Option<Vec<String>> {
+        let first = segments.first()?;
+        let (mut base, rest): (Vec<String>, &[String]) = match first.as_str() {
+            "crate" | "oscost" => (vec![], &segments[1..]),
+            "self" => (self.here.clone(), &segments[1..]),
+            "super" => {
+                let mut b = self.here.clone();
+                let mut i = 0;
+                while segments.get(i).is_some_and(|s| s == "super") {
+                    b.pop();
+                    i += 1;
                 }
-            } else {
-                let name: String = rest
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                    .collect();
-                if !name.is_empty() {
-                    out.push((name, n + 1));
+                (b, &segments[i..])
+            }
+            _ => return None,
+        };
+        base.extend(rest.iter().cloned());
+        Some(base)
+    }
+
+    fn record(&mut self, segments: Vec<String>, line: usize) {
+        if let Some(abs) = self.absolute(&segments) {
+            // The longest prefix that is a module file.
+            let mut m = abs;
+            while !m.is_empty() && !self.known.contains(&m) {
+                m.pop();
+            }
+            if !m.is_empty() {
+                self.found.push((m, line));
+            }
+        }
+    }
+
+    fn use_tree(&mut self, prefix: Vec<String>, t: &syn::UseTree, line: usize) {
+        match t {
+            syn::UseTree::Path(p) => {
+                let mut v = prefix;
+                v.push(p.ident.to_string());
+                self.use_tree(v, &p.tree, line);
+            }
+            syn::UseTree::Name(n) => {
+                let mut v = prefix;
+                v.push(n.ident.to_string());
+                self.record(v, line);
+            }
+            syn::UseTree::Rename(r) => {
+                let mut v = prefix;
+                v.push(r.ident.to_string());
+                self.record(v, line);
+            }
+            syn::UseTree::Glob(_) => self.record(prefix, line),
+            syn::UseTree::Group(g) => {
+                for t in &g.items {
+                    self.use_tree(prefix.clone(), t, line);
                 }
             }
         }
     }
-    out
+}
+
+impl<'ast> Visit<'ast> for Paths<'_> {
+    fn visit_item(&mut self, i: &'ast syn::Item) {
+        let attrs = match i {
+            syn::Item::Const(x) => &x.attrs,
+            syn::Item::Enum(x) => &x.attrs,
+            syn::Item::Fn(x) => &x.attrs,
+            syn::Item::Impl(x) => &x.attrs,
+            syn::Item::Mod(x) => &x.attrs,
+            syn::Item::Static(x) => &x.attrs,
+            syn::Item::Struct(x) => &x.attrs,
+            syn::Item::Trait(x) => &x.attrs,
+            syn::Item::Type(x) => &x.attrs,
+            syn::Item::Use(x) => &x.attrs,
+            syn::Item::Macro(x) => &x.attrs,
+            _ => return syn::visit::visit_item(self, i),
+        };
+        if is_test(attrs) {
+            return;
+        }
+        syn::visit::visit_item(self, i);
+    }
+
+    fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
+        if !is_test(&f.attrs) {
+            syn::visit::visit_impl_item_fn(self, f);
+        }
+    }
+
+    fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+        if m.content.is_some() {
+            self.here.push(m.ident.to_string());
+            syn::visit::visit_item_mod(self, m);
+            self.here.pop();
+        }
+    }
+
+    fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
+        let line = u.use_token.span.start().line;
+        self.use_tree(vec![], &u.tree, line);
+    }
+
+    fn visit_path(&mut self, p: &'ast syn::Path) {
+        let segs: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
+        let line = p
+            .segments
+            .first()
+            .map_or(0, |s| s.ident.span().start().line);
+        self.record(segs, line);
+        syn::visit::visit_path(self, p);
+    }
+
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        // A macro's arguments are tokens: paths inside them (`crate::say!(...)`'s arguments)
+        // are read as the expressions they usually are.
+        if let Ok(args) = m.parse_body_with(
+            syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated,
+        ) {
+            for e in &args {
+                self.visit_expr(e);
+            }
+        }
+        syn::visit::visit_macro(self, m);
+    }
+}
+
+/// Every file's module and the modules it names (line of each).
+type Uses = Vec<(PathBuf, Vec<String>, Vec<(Vec<String>, usize)>)>;
+
+fn all_uses(src: &Path) -> Uses {
+    let mut files = Vec::new();
+    sources(src, &mut files);
+    files.sort();
+    let known: BTreeSet<Vec<String>> = files.iter().map(|f| module_of(src, f)).collect();
+    files
+        .iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            let ast = syn::parse_file(&text)
+                .unwrap_or_else(|e| panic!("{} does not parse: {e}", f.display()));
+            let here = module_of(src, f);
+            let mut v = Paths {
+                here: here.clone(),
+                known: &known,
+                found: Vec::new(),
+            };
+            v.visit_file(&ast);
+            (f.clone(), here, v.found)
+        })
+        .collect()
+}
+
+/// The members of `graph` that lie on a circle: what remains once every member that uses
+/// nothing left, and every member nothing left uses, has been removed, repeatedly.
+fn circled(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let mut left = graph.clone();
+    loop {
+        let used: BTreeSet<&String> = left.values().flatten().collect();
+        let done: Vec<String> = left
+            .iter()
+            .filter(|(m, to)| to.iter().all(|t| !left.contains_key(t)) || !used.contains(m))
+            .map(|(m, _)| m.clone())
+            .collect();
+        if done.is_empty() {
+            break;
+        }
+        for m in done {
+            left.remove(&m);
+        }
+    }
+    left.keys().cloned().collect()
 }
 
 #[test]
 fn no_module_imports_a_layer_above_it_and_no_modules_form_a_circle() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    sources(&src, &mut files);
-    files.sort();
+    let uses = all_uses(&src);
+    let top = |m: &[String]| m.first().cloned().unwrap_or_else(|| "lib".into());
     let mut upward = Vec::new();
     let mut unknown = BTreeSet::new();
-    let mut uses: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for f in &files {
-        let from = top(&src, f);
+    let mut tops: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    // Per folder: sibling -> siblings it uses.
+    let mut folders: BTreeMap<Vec<String>, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+    for (file, here, named) in &uses {
+        let from = top(here);
         let Some(from_layer) = layer(&from) else {
             unknown.insert(from);
             continue;
         };
-        let text = std::fs::read_to_string(f).unwrap();
-        for (to, line) in references(without_tests(&text)) {
+        for (to_mod, line) in named {
+            let to = top(to_mod);
             let Some(to_layer) = layer(&to) else {
-                continue; // an item of lib.rs itself, or a macro's path
+                continue;
             };
             if to != from {
-                uses.entry(from.clone()).or_default().insert(to.clone());
+                tops.entry(from.clone()).or_default().insert(to.clone());
             }
             if to_layer > from_layer {
                 upward.push(format!(
                     "{}:{line}: {from} (layer {from_layer}) uses {to} (layer {to_layer})",
-                    f.strip_prefix(&src).unwrap().display()
+                    file.strip_prefix(&src).unwrap().display()
                 ));
+            }
+            // Siblings: same parent, both one level below it.
+            if here.len() >= 2 && to_mod.len() >= here.len() {
+                let parent = &here[..here.len() - 1];
+                if to_mod.starts_with(parent) && to_mod[here.len() - 1] != here[here.len() - 1] {
+                    folders
+                        .entry(parent.to_vec())
+                        .or_default()
+                        .entry(here[here.len() - 1].clone())
+                        .or_default()
+                        .insert(to_mod[here.len() - 1].clone());
+                }
             }
         }
     }
@@ -139,36 +317,83 @@ fn no_module_imports_a_layer_above_it_and_no_modules_form_a_circle() {
         "imports that point up a layer:\n{}",
         upward.join("\n")
     );
-    // No circle: repeatedly remove modules that use nothing left.
-    let mut left = uses.clone();
-    loop {
-        let done: Vec<String> = left
-            .iter()
-            .filter(|(_, to)| to.iter().all(|t| !left.contains_key(t)))
-            .map(|(m, _)| m.clone())
-            .collect();
-        if done.is_empty() {
-            break;
-        }
-        for m in done {
-            left.remove(&m);
-        }
-    }
+    let c = circled(&tops);
     assert!(
-        left.is_empty(),
-        "modules that use each other in a circle: {:?}",
-        left.keys().collect::<Vec<_>>()
+        c.is_empty(),
+        "top-level modules that use each other in a circle: {c:?}"
+    );
+    let inner: Vec<String> = folders
+        .iter()
+        .filter_map(|(folder, g)| {
+            let c = circled(g);
+            (!c.is_empty()).then(|| format!("{}/: {c:?}", folder.join("/")))
+        })
+        .collect();
+    assert!(
+        inner.is_empty(),
+        "files of one folder that use each other in a circle: {inner:?}"
     );
 }
 
 #[test]
-fn the_checker_sees_grouped_and_plain_paths() {
-    let code =
-        "use crate::{model::Run, stats};\nlet x = crate::report::printable(y); // crate::cli\n";
-    let names: Vec<String> = references(code).into_iter().map(|(n, _)| n).collect();
-    assert_eq!(names, ["model", "stats", "report"]);
-    assert_eq!(
-        without_tests("fn a() {}\n#[cfg(test)]\nmod tests {}\n"),
-        "fn a() {}\n"
-    );
+fn the_checker_sees_every_kind_of_path_and_skips_only_test_items() {
+    let known: BTreeSet<Vec<String>> = [
+        vec!["model"],
+        vec!["stats"],
+        vec!["report"],
+        vec!["harness"],
+        vec!["harness", "ringbuf"],
+        vec!["harness", "trace"],
+        vec!["harness", "ftrace"],
+    ]
+    .into_iter()
+    .map(|v| v.into_iter().map(String::from).collect())
+    .collect();
+    let code = r#"
+        use crate::{model::Run, stats};
+        use super::ringbuf::Page;
+        mod inner { fn f() { super::super::super::report::x(); } }
+        fn g() { crate::say!("{}", self::helper(crate::report::printable(y))); }
+        #[cfg(test)]
+        mod tests { use crate::harness::trace::Tracer; }
+        #[cfg(test)]
+        fn only_in_tests() { super::trace::t(); }
+        #[cfg(test)]
+        mod later;
+        fn h() { super::trace::event(); }
+    "#;
+    let ast = syn::parse_file(code).unwrap();
+    let mut v = Paths {
+        here: vec!["harness".into(), "ftrace".into()],
+        known: &known,
+        found: Vec::new(),
+    };
+    v.visit_file(&ast);
+    let found: BTreeSet<String> = v.found.iter().map(|(m, _)| m.join("::")).collect();
+    let want: BTreeSet<String> = [
+        "model",
+        "stats",
+        "harness::ringbuf",
+        "report",
+        "harness::ftrace",
+        "harness::trace",
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect();
+    assert_eq!(found, want);
+    // A test module standing first (as `store/mod.rs` has one) hides nothing after it.
+    let code = "#[cfg(test)]\nmod tests;\nfn f() { crate::report::x(); }\n";
+    let mut v = Paths {
+        here: vec!["store".into()],
+        known: &known,
+        found: Vec::new(),
+    };
+    v.visit_file(&syn::parse_file(code).unwrap());
+    assert_eq!(v.found.len(), 1);
+    let mut g = BTreeMap::new();
+    g.insert("a".to_string(), BTreeSet::from(["b".to_string()]));
+    g.insert("b".to_string(), BTreeSet::from(["a".to_string()]));
+    g.insert("c".to_string(), BTreeSet::from(["a".to_string()]));
+    assert_eq!(circled(&g), ["a", "b"]);
 }

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use super::format_ns;
 use super::plot::{self, Figure};
-use super::run_figures::{Drawn, Owner, families, figures, ok};
+use super::run_figures::{Drawn, Owner, families, figures, ok, slug};
 use crate::model::{BenchResult, Curve, Run, Status};
 
 /// A figure ready for the page: its file stem, title and SVG text.
@@ -51,14 +51,6 @@ struct FamilyOut {
     figures: Vec<FigureOut>,
     rows: Vec<Row>,
     details: Vec<(Row, Vec<FigureOut>)>,
-}
-
-pub(super) fn slug(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect::<String>()
-        .trim_matches('-')
-        .to_string()
 }
 
 fn placement_text(r: &BenchResult) -> String {

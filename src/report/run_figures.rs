@@ -3,7 +3,6 @@
 //! machine's speed over the run; each drawn as SVG (and PNG on request) by `plot`.
 
 use super::format_ns;
-use super::html::slug;
 use super::plot::{Bar, Figure, Point};
 use crate::analysis;
 use crate::model::{BenchResult, Curve, Run, Status};
@@ -354,6 +353,16 @@ pub(super) fn figures<'a>(
         }
     }
     out
+}
+
+/// A result's id as a file name and an HTML anchor: every character but ASCII letters and
+/// digits becomes `-` (the figures' names and the page's links agree on it).
+pub(super) fn slug(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect::<String>()
+        .trim_matches('-')
+        .to_string()
 }
 
 #[cfg(test)]

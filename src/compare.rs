@@ -430,7 +430,6 @@ pub fn compare<'a>(
     cmp
 }
 
-/// Benchmarks slower than `pct` percent beyond doubt (the CI's lower end), for --fail-above.
 /// Treat the two runs as measured apart (two kernels, two nights): each row's interval is
 /// widened by the run-to-run spread `spread_of` gives for its benchmark (learned from the
 /// store) and judged again; a row with none known calls nothing (`apart_unknown`).
@@ -470,6 +469,7 @@ pub fn unknown_apart(cmp: &Comparison) -> Vec<&Row> {
     cmp.rows.iter().filter(|r| r.apart_unknown).collect()
 }
 
+/// Benchmarks slower than `pct` percent beyond doubt (the CI's lower end), for --fail-above.
 pub fn regressions(cmp: &Comparison, pct: f64) -> Vec<&Row> {
     cmp.rows
         .iter()

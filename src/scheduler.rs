@@ -17,7 +17,7 @@ use crate::harness::{clock, sampler};
 use crate::model::{BenchResult, ClockInfo, Run, SCHEMA_VERSION, Schedule, Tool};
 use crate::worker::{Coordinator, Interrupted};
 
-/// Everything a run needs, validated (`commands::run::plan` builds it from the command line).
+/// Everything a run needs, validated (`commands::plan::build` makes it from a `plan::Request`).
 #[derive(Debug, Clone)]
 pub struct Plan {
     pub benchmarks: Vec<&'static Benchmark>,

@@ -1,5 +1,5 @@
 //! One module per command, each with its clap argument struct and a `run` that resolves the
-//! arguments, calls the pure parts (the scheduler, the store, `compare`, the report views) and
+//! arguments, calls the parts below it (the scheduler, the store, `compare`, the report views) and
 //! prints; this file holds what several of them share (the store, loading a run, stdout).
 
 pub mod ab;

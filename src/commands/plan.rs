@@ -1,8 +1,10 @@
 //! What a measuring command asks for, without clap (`Request`), and its validation into the
 //! scheduler's `Plan` (`build`): benchmark ids and placements, the measuring CPU (the named or
-//! the default one), sampling and repetitions, fork sizes, events, the wrapper. `build` looks
-//! at nothing on the machine; `settle_cpu`, called by each command once it has accepted every
-//! input, trades a busy default CPU for an idle one. `run` makes a request from its flags,
+//! the default one), sampling and repetitions, fork sizes, events, the wrapper. `build` reads
+//! only what validating needs (the CPUs this process may use, `PATH` for the wrapper,
+//! MemAvailable for fork sizes) and measures nothing; `settle_cpu`, called by each command once
+//! it has accepted every input, watches the CPUs for 100 ms and trades a busy default CPU for
+//! an idle one. `run` makes a request from its flags,
 //! `ab` from the same flags (its wrappers are its sides'), `ctx` from lmbench's, `predict` and
 //! `explain` from theirs; none of them builds another command's arguments.
 

@@ -1,7 +1,7 @@
-//! `oscost run` (and a bare `oscost`): resolve the command line into a `Plan`, refusing a bad
-//! one before measuring anything; run it through the scheduler; print the table, write the
-//! exports, save the run and write the report. Each part of the plan comes from a small
-//! resolver of its own (ids, CPU, sampling, fork sizes, placements), each tested alone.
+//! `oscost run` (and a bare `oscost`): its flags as a `plan::Request` (`commands/plan.rs`
+//! resolves and validates it into the scheduler's `Plan`, refusing a bad one before measuring);
+//! run it through the scheduler; save the run, write the exports, print the table and write
+//! the report. `--runs N` measures N runs apart, each saved as it ends.
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -235,8 +235,6 @@ pub fn run_cases(meter: &Meter, b: &Benchmark, variants: &VariantOptions) -> Vec
         .collect()
 }
 
-/// Measure one case. Placement: for a ping-pong, the master goes where the placement says and
-/// comes back to the measuring CPU afterwards.
 /// The measuring thread's run and wait over a timed pass, from its schedstat before and after,
 /// with what else was runnable on its CPU when it waited much.
 fn cpu_wait(
@@ -277,6 +275,8 @@ fn count_events(meter: &Meter, b: &Benchmark, c: &Case) -> Option<crate::model::
     })
 }
 
+/// Measure one case. Placement: for a ping-pong, the master goes where the placement says and
+/// comes back to the measuring CPU afterwards.
 fn run_case(meter: &Meter, b: &Benchmark, mut c: Case, variants: &VariantOptions) -> CaseResult {
     let id = format!("{}{}", b.id, c.suffix);
     let fail = |e: BenchError, params: BTreeMap<String, serde_json::Value>| {

@@ -50,7 +50,7 @@ impl SamplerConfig {
             budget_ns: 2_000_000_000,
             // The cost of a primitive moves between levels for 50-500 ms at a time on these
             // VMs; a median over a short window is whichever level the window caught. 400 ms
-            // spans several phases; a run of one benchmark samples for 2 s (see run.rs).
+            // spans several phases (a command's repetitions set their own, `plan.rs`).
             min_time_ns: 400_000_000,
             warmup_ns: 30_000_000,
             fixed_samples: None,

@@ -283,7 +283,7 @@ fn counts(run: &Run) -> [usize; 4] {
 ///
 /// The page inlines the overview (the ladder, each family's chart and curves) and folds each
 /// benchmark's details, whose figures (samples in order, distribution) are files beside the
-/// page loaded only when opened: a default run's page stays under 1 MB.
+/// page loaded only when opened (what that saves is in the module doc).
 pub fn render_run(
     run: &Run,
     curves: &[(String, Curve)],

@@ -2,9 +2,9 @@
 //! `BEGIN IMMEDIATE` transaction, so SQLite's journal makes it atomic and a run killed while
 //! saving leaves the earlier runs intact and no partial run. The schema's version is
 //! `PRAGMA user_version`; `migrate` brings an older file up to date in place (schema 1 runs
-//! rewritten compactly, then VACUUM; schema 4 identities computed; a run that cannot be read is kept as it was and
-//! named) and a newer or foreign file is
-//! refused.
+//! rewritten compactly, then VACUUM; schema 4 identities computed; schema 5 environment keys;
+//! schema 6 identities computed again, wider; a run that cannot be read is kept as it was and
+//! named) and a newer or foreign file is refused.
 
 use std::path::{Path, PathBuf};
 

@@ -80,6 +80,9 @@ pub enum Command {
     /// wrapper, the added time predicted, then measured in alternating rounds.
     #[command(override_usage = "oscost predict --under WRAPPER [OPTIONS] -- CMD [ARGS]...")]
     Predict(crate::commands::predict::PredictArgs),
+    /// The kernel settings `run --set` and `ab --a-set/--b-set` can change: value here, scope,
+    /// whether it can be changed here (or why not), what it moves.
+    Settings(crate::commands::settings::SettingsArgs),
     /// Print a completion script for a shell (bash: `source <(oscost completions bash)`).
     Completions(crate::commands::shell::CompletionsArgs),
     /// Print the manual page (roff): `oscost man | man -l -`.
@@ -110,7 +113,11 @@ impl Cli {
             Some(Command::Import(a)) => a.effects(),
             // They write only to standard output; the default store is still kept safe.
             Some(
-                Command::List(_) | Command::Env(_) | Command::Completions(_) | Command::Man(_),
+                Command::List(_)
+                | Command::Env(_)
+                | Command::Settings(_)
+                | Command::Completions(_)
+                | Command::Man(_),
             ) => Effects::new().store(None),
             Some(Command::Worker { .. }) => Effects::new(),
         }
@@ -119,12 +126,17 @@ impl Cli {
     /// Pass the gate (`crate::gate`), then run the command (a bare `oscost` runs the default
     /// suite) and give the exit status.
     pub fn dispatch(self) -> anyhow::Result<i32> {
+        // Kernel settings a killed oscost left changed (its guard killed too) go back first.
+        for line in crate::settings_guard::recover() {
+            crate::say!("oscost: {line}");
+        }
         let passed = crate::commands::pass(&self.effects())?;
         match self.command {
             None => self.run.run(passed),
             Some(Command::Run(a)) => a.run(passed),
             Some(Command::List(a)) => a.run(),
             Some(Command::Env(a)) => a.run(),
+            Some(Command::Settings(a)) => a.run(),
             Some(Command::History(a)) => a.run(),
             Some(Command::Show(a)) => a.run(),
             Some(Command::Export(a)) => a.run(),

@@ -237,6 +237,7 @@ pub fn collect(clock: Option<ClockInfo>) -> Env {
             Err(why) => why,
         }),
         memory: memory_state(),
+        settings: crate::harness::settings::snapshot(&crate::harness::placement::allowed_cpus()),
         oscost_version: env!("CARGO_PKG_VERSION").to_string(),
         build_profile: if cfg!(debug_assertions) {
             "debug"

@@ -48,6 +48,7 @@ pub mod sample_codec;
 pub mod scheduler;
 pub mod scratch;
 pub mod select;
+pub mod settings_guard;
 pub mod signals;
 pub mod stats;
 pub mod store;

@@ -59,6 +59,10 @@ pub struct Env {
     /// balloon and virtio-mem, KSM, DAMON, zswap, swap, khugepaged (fact -> state).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub memory: BTreeMap<String, String>,
+    /// Every kernel setting of the catalogue (`harness::settings`) readable here, as it read
+    /// when the run started, before any `--set` (name -> value).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub settings: BTreeMap<String, String>,
     pub oscost_version: String,
     /// "release" or "debug": a debug build's loops are not the release build's.
     pub build_profile: String,
@@ -115,6 +119,10 @@ pub struct Run {
     /// Things to know about the whole run (added on load for older versions).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The kernel settings this run (or this side of an `ab`) was measured under
+    /// (`--set`, `--a-set`, `--b-set`): `NAME=VALUE`, as given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settings: Vec<String>,
 }
 
 /// The order repetitions ran in: round by round, each round one repetition of every benchmark

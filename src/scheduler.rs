@@ -178,6 +178,7 @@ impl Session {
             results,
             schedule: None,
             notes,
+            settings: vec![],
         }
     }
 }
@@ -472,15 +473,40 @@ pub struct AbSide {
     pub text: Option<String>,
 }
 
+/// A side whose kernel settings are switched to before each of its repetitions (`Guard::apply`
+/// writes only what differs, reads it back and waits the settle time), and whose workers get
+/// its per-task settings. A value the kernel did not keep ends the comparison: it is recorded
+/// in `failed`, and the repetition reports an interruption the caller turns into that error.
+struct Switching<'a> {
+    inner: &'a dyn Repeater,
+    side: usize,
+    guard: &'a std::cell::RefCell<crate::settings_guard::Guard>,
+    failed: &'a std::cell::RefCell<Option<String>>,
+}
+
+impl Repeater for Switching<'_> {
+    fn repeat(&self, b: &Benchmark, opts: &WorkerOptions) -> Result<Vec<CaseResult>, Interrupted> {
+        if let Err(e) = self.guard.borrow_mut().apply(self.side) {
+            *self.failed.borrow_mut() = Some(e);
+            return Err(Interrupted(0));
+        }
+        let mut o = opts.clone();
+        o.task_settings = self.guard.borrow().task_settings(self.side);
+        self.inner.repeat(b, &o)
+    }
+}
+
 /// Run A and B alternately, repetition by repetition (A B A B ...), so that drift of the
 /// machine hits both alike; the repetitions are `ab`'s rounds, judged by the same stop rule as
-/// a run (at least `rounds` of them).
+/// a run (at least `rounds` of them). With `settings`, each side's kernel settings are
+/// switched to before each of its repetitions (side 0 is A, 1 is B).
 pub fn execute_ab(
     plan: &Plan,
     a: &AbSide,
     b: &AbSide,
     rounds: usize,
     interrupted: Arc<AtomicUsize>,
+    settings: Option<&std::cell::RefCell<crate::settings_guard::Guard>>,
 ) -> anyhow::Result<(Run, Run)> {
     let s = session(plan)?;
     // The sides' wrappers are their coordinators'; the plan's own is not used.
@@ -500,7 +526,29 @@ pub fn execute_ab(
         plan.reps.max,
         s.opts.cpu
     );
-    let (order, mut tracks) = measure_sides(plan, &s, &[&ca, &cb])?;
+    let failed = std::cell::RefCell::new(None);
+    let measured = match settings {
+        Some(guard) => {
+            let sa = Switching {
+                inner: &ca,
+                side: 0,
+                guard,
+                failed: &failed,
+            };
+            let sb = Switching {
+                inner: &cb,
+                side: 1,
+                guard,
+                failed: &failed,
+            };
+            measure_sides(plan, &s, &[&sa, &sb])
+        }
+        None => measure_sides(plan, &s, &[&ca, &cb]),
+    };
+    if let Some(why) = failed.borrow_mut().take() {
+        anyhow::bail!("a kernel setting did not hold, so the comparison is void: {why}");
+    }
+    let (order, mut tracks) = measured?;
     ca.check_interrupted()?;
     let (sb_tracks, sa_tracks) = (tracks.pop().expect("two sides"), tracks.remove(0));
     // The user's --label leads; the side says which of the pair a stored run is.
@@ -633,6 +681,7 @@ mod tests {
                 mq_name: String::new(),
                 scratch_dir: None,
                 events: vec!["context-switches".into()],
+                task_settings: vec![],
             },
             timeout: Duration::from_secs(1),
             wrapper: None,

@@ -110,6 +110,13 @@ fn measure(id: &str, opts: WorkerOptions) -> Vec<CaseResult> {
         let why = BenchError::Failed(e);
         return vec![CaseResult::failed(b.id.into(), b.id, b.definition, why)];
     }
+    // Per-task settings (speculation controls) are the worker's own: nothing system-wide.
+    for (name, value) in &opts.task_settings {
+        if let Err(e) = crate::harness::settings::apply_to_self(name, value) {
+            let why = BenchError::Failed(e.to_string());
+            return vec![CaseResult::failed(b.id.into(), b.id, b.definition, why)];
+        }
+    }
     // The ipc/ family's objects live and die in a namespace of the worker's own.
     let namespace =
         b.id.starts_with("ipc/")

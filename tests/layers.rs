@@ -34,6 +34,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("store", 6),
     ("scratch", 6),
     ("signals", 6),
+    ("settings_guard", 6),
     ("worker", 7),
     ("program", 7),
     ("scheduler", 7),

@@ -21,6 +21,13 @@ pub struct AbArgs {
     /// The command B runs under, e.g. 'strace -f -o /dev/null'.
     #[arg(long, value_name = "CMD")]
     pub b: Option<String>,
+    /// A kernel setting of side A (repeatable): NAME=VALUE as `oscost settings` lists them, or
+    /// a path under /proc/sys or /sys. Switched to before each of A's repetitions.
+    #[arg(long = "a-set", value_name = "NAME=VALUE")]
+    pub a_set: Vec<String>,
+    /// A kernel setting of side B (repeatable), e.g. halt-poll-ns=200000.
+    #[arg(long = "b-set", value_name = "NAME=VALUE")]
+    pub b_set: Vec<String>,
     /// At least this many A/B repetitions per benchmark (each side a fresh worker each time).
     #[arg(long, value_name = "K", default_value = "3",
           value_parser = clap::value_parser!(u64).range(1..=100))]
@@ -65,7 +72,12 @@ impl AbArgs {
         if self.run.under.is_some() {
             return Err(usage("ab takes its wrappers as --a and --b, not --under"));
         }
-        let (sa, sb) = (
+        if !self.run.set.is_empty() {
+            return Err(usage(
+                "ab takes each side's kernel settings as --a-set and --b-set, not --set",
+            ));
+        }
+        let (mut sa, mut sb) = (
             side("--a", self.a.as_deref())?,
             side("--b", self.b.as_deref())?,
         );
@@ -77,13 +89,51 @@ impl AbArgs {
         } else {
             Some(saving_store(&mut passed)?)
         };
+        // Each side's kernel settings: checked, guarded and tried before measuring, switched to
+        // before each of its repetitions, put back when the measurement ends (the guard's
+        // drop on an error path).
+        let settings = super::kernel_settings(&[&self.a_set, &self.b_set], self.run.settle)?;
+        let mut before = None;
+        let guard = settings.map(|(guard, sides, snapshot)| {
+            // A side is named by its wrapper and its settings.
+            for (side, set) in [(&mut sa, &sides[0]), (&mut sb, &sides[1])] {
+                side.text = match (side.text.take(), set.text()) {
+                    (Some(w), Some(s)) => Some(format!("{w} + {s}")),
+                    (w, s) => w.or(s),
+                };
+            }
+            before = Some((snapshot, sides));
+            std::cell::RefCell::new(guard)
+        });
         super::plan::settle_cpu(&mut plan, self.run.cpu);
         let rounds = self.rounds as usize;
-        let (ra, rb) = scheduler::execute_ab(&plan, &sa, &sb, rounds, Arc::clone(&interrupted))?;
+        let measured = scheduler::execute_ab(
+            &plan,
+            &sa,
+            &sb,
+            rounds,
+            Arc::clone(&interrupted),
+            guard.as_ref(),
+        );
+        let mut late = Vec::new();
+        if let Some(g) = guard {
+            late.extend(g.into_inner().restore());
+        }
+        let (mut ra, mut rb) = measured?;
+        if let Some((snapshot, sides)) = &before {
+            for (run, side) in [(&mut ra, &sides[0]), (&mut rb, &sides[1])] {
+                run.settings = side.given.clone();
+                run.env.settings = snapshot.clone();
+                run.notes.push(format!(
+                    "kernel settings switched before each repetition, read back, {} s settle, put back after: {}",
+                    self.run.settle,
+                    side.text().unwrap_or_else(|| "as found".into())
+                ));
+            }
+        }
         let stop = stopper(&interrupted);
         stop()?;
         let (mut na, mut nb) = ("A".to_string(), "B".to_string());
-        let mut late = Vec::new();
         let mut saved = None;
         if let Some(s) = &mut store {
             // One transaction: a kill at any moment leaves both sides or neither.

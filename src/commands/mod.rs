@@ -17,6 +17,7 @@ pub mod plan;
 pub mod predict;
 pub mod report;
 pub mod run;
+pub mod settings;
 pub mod shell;
 pub mod show;
 
@@ -216,6 +217,35 @@ pub fn check_program(flag: &str, argv: &[String]) -> anyhow::Result<()> {
             crate::text::printable(prog)
         )))
     }
+}
+
+/// Kernel settings being measured under: the guard that puts them back, each side's settings,
+/// and every catalogue setting as it read before anything was changed.
+pub type Guarded = (
+    crate::settings_guard::Guard,
+    Vec<crate::settings_guard::Side>,
+    std::collections::BTreeMap<String, String>,
+);
+
+/// Kernel settings for the sides of a measurement (`run --set`, `ab --a-set/--b-set`): each
+/// resolved and checked, the originals read and guarded, every side's values tried once and
+/// put back, all before measuring (a refusal is a usage error, nothing left changed). `None`
+/// when no side sets anything. Also returns every catalogue setting as it read before.
+pub fn kernel_settings(sides: &[&[String]], settle_s: f64) -> anyhow::Result<Option<Guarded>> {
+    if sides.iter().all(|s| s.is_empty()) {
+        return Ok(None);
+    }
+    let cpus = crate::harness::placement::allowed_cpus();
+    let prepared =
+        crate::settings_guard::prepare(sides, &cpus).map_err(|e| usage(e.to_string()))?;
+    let before = crate::harness::settings::snapshot(&cpus);
+    let mut guard = crate::settings_guard::Guard::start(
+        prepared.clone(),
+        std::time::Duration::from_secs_f64(settle_s),
+    )
+    .map_err(|e| anyhow::anyhow!("cannot guard the kernel settings: {e}"))?;
+    guard.trial().map_err(|e| usage(e.to_string()))?;
+    Ok(Some((guard, prepared, before)))
 }
 
 /// After a save: a signal that came since ends the command as an interrupt that names what was

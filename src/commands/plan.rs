@@ -98,6 +98,7 @@ pub fn build(args: &Request) -> anyhow::Result<Plan> {
             mq_name: default_mq_name(),
             scratch_dir: None,
             events,
+            task_settings: vec![],
         },
         timeout,
         wrapper_text: args.under.clone(),

@@ -198,7 +198,7 @@ impl Ctx<'_> {
             text: Some(self.args.under.clone()),
         };
         let (ra, rb) =
-            scheduler::execute_ab(&plan, &plain, &side, 3, Arc::clone(self.interrupted))?;
+            scheduler::execute_ab(&plan, &plain, &side, 3, Arc::clone(self.interrupted), None)?;
         self.stop()?;
         let cmp = crate::compare::compare(&ra, &rb, "plain", "wrapped", &Default::default());
         let mut prices: BTreeMap<String, Price> = cmp

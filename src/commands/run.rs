@@ -95,8 +95,30 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_save: bool,
 
+    /// Measure under this kernel setting (repeatable): a name `oscost settings` lists, or a
+    /// path under /proc/sys or /sys, `=VALUE`. Written before measuring, read back, and always
+    /// put back (a guard process does it if oscost is killed).
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    pub set: Vec<String>,
+
+    /// Seconds to wait after changing kernel settings before measuring.
+    #[arg(long, value_name = "SECS", default_value = "0.2", value_parser = parse_settle)]
+    pub settle: f64,
+
     #[command(flatten)]
     pub store: StoreArgs,
+}
+
+/// A settle time: 0 to 60 s.
+fn parse_settle(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim_end_matches('s')
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    if !(0.0..=60.0).contains(&v) {
+        return Err(format!("'{s}' is out of range: give 0 to 60 seconds"));
+    }
+    Ok(v)
 }
 
 impl RunArgs {
@@ -136,10 +158,38 @@ impl RunArgs {
     /// others (exit 1, naming it); a signal before the save commits discards the run (128+N).
     pub fn run(self, mut passed: Passed) -> anyhow::Result<i32> {
         let interrupted = crate::signals::guard_processes()?;
-        if self.runs > 1 {
-            return self.series(&interrupted, passed);
-        }
         let mut plan = super::plan::build(&self.request())?;
+        // Kernel settings: checked, guarded and tried before measuring; applied now and put
+        // back when this returns, however it returns (the guard's drop).
+        let settings = super::kernel_settings(&[&self.set], self.settle)?;
+        let mut kernel = None;
+        if let Some((mut guard, sides, before)) = settings {
+            guard
+                .apply(0)
+                .map_err(|e| anyhow::anyhow!("cannot set {e}"))?;
+            plan.opts.task_settings = guard.task_settings(0);
+            crate::say!(
+                "oscost: measuring under {} (put back when done; {} s settle)",
+                sides[0].given.join(" "),
+                self.settle
+            );
+            kernel = Some((guard, sides[0].given.clone(), before));
+        }
+        let under = |run: &mut Run| {
+            if let Some((_, given, before)) = &kernel {
+                run.settings = given.clone();
+                run.env.settings = before.clone();
+                run.notes.push(format!(
+                    "measured under {} (set by oscost, read back, {} s settle, put back after)",
+                    given.join(" "),
+                    self.settle
+                ));
+            }
+        };
+        if self.runs > 1 {
+            let code = self.series(&interrupted, passed, plan, &under);
+            return finish_settings(kernel.map(|k| k.0), code);
+        }
         let exports = super::exporters::<Run>(&self.outputs);
         let mut store = if self.no_save {
             None
@@ -147,10 +197,15 @@ impl RunArgs {
             Some(saving_store(&mut passed)?)
         };
         super::plan::settle_cpu(&mut plan, self.cpu);
-        let result = scheduler::execute(&plan, Arc::clone(&interrupted))?;
+        let mut result = scheduler::execute(&plan, Arc::clone(&interrupted))?;
+        under(&mut result);
+        // Put back before saving and writing: the settings' life is the measurement's.
+        let mut late = Vec::new();
+        if let Some((guard, ..)) = kernel.take() {
+            late.extend(guard.restore());
+        }
         let stop = stopper(&interrupted);
         stop()?;
-        let mut late = Vec::new();
         let mut saved = None;
         if let Some(s) = &mut store
             && let Some(ids) = super::save_or_keep(s, &[&result], &stop, &mut late)?
@@ -184,9 +239,11 @@ impl RunArgs {
     /// anew), each saved on its own as soon as it ends (an interrupted series keeps the runs
     /// it finished); then each benchmark's run-to-run spread over the series.
     fn series(
-        self,
+        &self,
         interrupted: &Arc<std::sync::atomic::AtomicUsize>,
         mut passed: Passed,
+        first: scheduler::Plan,
+        under: &dyn Fn(&mut Run),
     ) -> anyhow::Result<i32> {
         if self.no_save {
             return Err(usage(
@@ -206,10 +263,12 @@ impl RunArgs {
         let mut saved: Vec<i64> = Vec::new();
         for i in 0..n {
             let mut plan = super::plan::build(&self.request())?;
+            plan.opts.task_settings = first.opts.task_settings.clone();
             super::plan::settle_cpu(&mut plan, self.cpu);
             let mut result = scheduler::execute(&plan, Arc::clone(interrupted))
                 .map_err(|e| series_stopped(e, &saved, &store))?;
             stop().map_err(|e| series_stopped(e, &saved, &store))?;
+            under(&mut result);
             result.notes.push(format!(
                 "run {} of a series of {n} measured apart (--runs)",
                 i + 1
@@ -241,6 +300,19 @@ impl RunArgs {
         super::print_stdout(&series_table(&runs))?;
         Ok(conclude(&runs.iter().collect::<Vec<_>>(), &[]))
     }
+}
+
+/// The settings put back at the end of a series, whatever its outcome; what would not go back
+/// is said (exit 1 at least).
+fn finish_settings(
+    guard: Option<crate::settings_guard::Guard>,
+    code: anyhow::Result<i32>,
+) -> anyhow::Result<i32> {
+    let failed = guard.map(|g| g.restore()).unwrap_or_default();
+    for l in &failed {
+        crate::say!("oscost: {l}");
+    }
+    code.map(|c| if failed.is_empty() { c } else { c.max(1) })
 }
 
 /// A series stopped by a signal: the runs it saved before are named (they stay saved).

@@ -15,6 +15,7 @@ pub mod placement;
 pub mod ringbuf;
 pub mod runner;
 pub mod sampler;
+pub mod settings;
 pub mod syscount;
 pub mod trace;
 pub mod tracefs;

@@ -32,6 +32,10 @@ pub struct WorkerOptions {
     /// perf events to count around each case (`--events`); empty: none.
     #[serde(default)]
     pub events: Vec<String>,
+    /// Per-task settings the worker applies to itself before measuring (`--set
+    /// spec-store-bypass=disable`): (name, value).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub task_settings: Vec<(String, String)>,
 }
 
 /// The POSIX message queue name of this run.

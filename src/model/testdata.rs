@@ -64,6 +64,7 @@ pub fn run() -> Run {
         started_at: "2026-11-22T13:00:00Z".into(),
         label: Some("test".into()),
         wrapper: None,
+        settings: vec![],
         env: Env::default(),
         clock: ClockInfo {
             source: ClockSource::ClockMonotonic,

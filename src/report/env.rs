@@ -50,6 +50,9 @@ pub fn render(env: &Env) -> String {
             ),
         );
     }
+    for (k, v) in &env.settings {
+        line(&format!("setting: {k}"), v.clone());
+    }
     for (k, v) in &env.memory {
         line(&format!("memory: {k}"), v.clone());
     }

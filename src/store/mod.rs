@@ -340,7 +340,8 @@ pub fn digest(run: &Run) -> String {
 
 /// What a run's environment is beyond its host, kernel and wrapper (schema 5's `env_key`): the
 /// CPU model, the mitigations, transparent huge pages, the kernel's boot parameters and
-/// oscost's own version and build (its measuring code), hashed to 16 hex digits. Runs that
+/// oscost's own version and build (its measuring code), and the kernel settings the run was
+/// measured under (`--set`; nothing for a plain run), hashed to 16 hex digits. Runs that
 /// share it, and their host, kernel and wrapper, are one environment: their scatter is the
 /// run-to-run spread a comparison of runs measured apart learns.
 pub fn env_key(run: &Run) -> String {
@@ -360,8 +361,14 @@ pub fn env_key(run: &Run) -> String {
         e.boot_cmdline.clone(),
         Some(format!("{} {}", run.tool.version, e.build_profile)),
     ];
+    // A run measured under `--set` is an environment of its own; a plain run's key is what it
+    // was before settings existed.
+    let set = (!run.settings.is_empty()).then(|| run.settings.join("\n"));
     for f in &fields {
         hash_text(&mut h, f.as_deref());
+    }
+    if let Some(s) = &set {
+        hash_text(&mut h, Some(s));
     }
     h.finalize()
         .iter()

@@ -1,0 +1,72 @@
+//! `oscost settings`: the catalogue of kernel settings `run --set` and `ab --a-set/--b-set`
+//! change on a running kernel (`harness::settings`): each one with its value here, whether it
+//! is system-wide or per task, whether it can be changed here and if not why (not root, no
+//! such file on this kernel, debugfs refused, a CPU without the control), what it means and
+//! which benchmarks it is expected to move.
+
+use clap::Args;
+
+use super::print_stdout;
+use crate::harness::settings::{self, Scope};
+
+#[derive(Debug, Args, Clone)]
+pub struct SettingsArgs {}
+
+impl SettingsArgs {
+    pub fn run(self) -> anyhow::Result<i32> {
+        print_stdout(&table())?;
+        Ok(0)
+    }
+}
+
+fn table() -> String {
+    let cpus = crate::harness::placement::allowed_cpus();
+    let mut t = crate::report::plain_table(
+        false,
+        vec![
+            "setting",
+            "value here",
+            "scope",
+            "can change here",
+            "moves",
+            "meaning",
+        ],
+    );
+    for name in settings::instances() {
+        let Some((e, _)) = settings::entry(&name) else {
+            continue;
+        };
+        let (value, can) = match settings::resolve(&name, &cpus) {
+            Ok(s) => {
+                let value = settings::read(&s)
+                    .map(|v| settings::shown(&v))
+                    .unwrap_or_else(|err| format!("(unreadable: {err})"));
+                let can = match settings::changeable(&s) {
+                    Ok(()) => "yes".to_string(),
+                    Err(why) => format!("no: {why}"),
+                };
+                (value, can)
+            }
+            Err(err) => ("-".to_string(), format!("no: {err}")),
+        };
+        let scope = match e.scope {
+            Scope::System => "system",
+            Scope::Task => "per task",
+        };
+        t.add_row(vec![
+            name,
+            value,
+            scope.into(),
+            can,
+            e.moves.join(" "),
+            e.meaning.into(),
+        ]);
+    }
+    format!(
+        "{t}\nAlso any file under /proc/sys or /sys (debugfs included) by its path; a glob names per-CPU files. \
+         `oscost ab --a-set NAME=VALUE --b-set NAME=VALUE IDS` compares two values interleaved; \
+         `oscost run --set NAME=VALUE` measures under one. Every value is read back after it is \
+         written and put back at the end, on an error, a signal, or (by a guard process) when \
+         oscost is killed.\n"
+    )
+}

@@ -1,0 +1,575 @@
+//! Kernel settings that can be changed on a running kernel, as a catalogue like the
+//! benchmarks': each entry's name, where it lives, what it means, whether it is system-wide or
+//! per task, and which benchmarks it is expected to move. This module resolves a name (or an
+//! absolute path under `/proc/sys`, `/sys` or debugfs, a glob naming per-CPU files) to the
+//! files behind it, reads and writes their values, and applies the per-task speculation
+//! controls to the calling thread with `prctl`. Keeping what it changes put back is
+//! `settings_guard.rs`'s job (the effects layer).
+
+use std::path::{Path, PathBuf};
+
+// From linux/prctl.h, as i32 (libc has them as u32, and lacks PR_SPEC_L1D_FLUSH).
+const PR_SPEC_STORE_BYPASS: i32 = 0;
+const PR_SPEC_INDIRECT_BRANCH: i32 = 1;
+const PR_SPEC_L1D_FLUSH: i32 = 2;
+const PR_SPEC_NOT_AFFECTED: i32 = 0;
+const PR_SPEC_PRCTL: i32 = 1;
+const PR_SPEC_ENABLE: i32 = 1 << 1;
+const PR_SPEC_DISABLE: i32 = 1 << 2;
+const PR_SPEC_FORCE_DISABLE: i32 = 1 << 3;
+
+/// How a setting's value reads and writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// The file holds the value (a number, a word).
+    Plain,
+    /// The file lists the choices with the current one in brackets (`always [madvise] never`);
+    /// a write names one choice.
+    Bracketed,
+    /// A per-task speculation control (`PR_SET_SPECULATION_CTRL`, which control), applied by
+    /// the worker to itself: nothing system-wide changes.
+    Speculation(i32),
+}
+
+/// System-wide, or for the measuring task only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    System,
+    Task,
+}
+
+impl Scope {
+    pub fn word(self) -> &'static str {
+        match self {
+            Scope::System => "system",
+            Scope::Task => "per task",
+        }
+    }
+}
+
+/// One catalogue entry. `path` may hold `{cpu}` (one file per CPU oscost uses) or `{arg}`
+/// (the part of the name after the first `.`: `mthp.2048kB`, `idle-state.1`).
+#[derive(Debug, Clone, Copy)]
+pub struct Entry {
+    pub name: &'static str,
+    pub path: &'static str,
+    pub meaning: &'static str,
+    pub kind: Kind,
+    pub scope: Scope,
+    /// Benchmark ids or prefixes it is expected to move.
+    pub moves: &'static [&'static str],
+}
+
+/// The catalogue.
+pub const CATALOGUE: &[Entry] = &[
+    Entry {
+        name: "thp",
+        path: "/sys/kernel/mm/transparent_hugepage/enabled",
+        meaning: "transparent huge pages: always, madvise (only where asked), never",
+        kind: Kind::Bracketed,
+        scope: Scope::System,
+        moves: &["mem/"],
+    },
+    Entry {
+        name: "thp-defrag",
+        path: "/sys/kernel/mm/transparent_hugepage/defrag",
+        meaning: "whether a fault that wants a huge page compacts memory to get one",
+        kind: Kind::Bracketed,
+        scope: Scope::System,
+        moves: &["mem/fault-thp", "mem/mmap/"],
+    },
+    Entry {
+        name: "mthp.{arg}",
+        path: "/sys/kernel/mm/transparent_hugepage/hugepages-{arg}/enabled",
+        meaning: "multi-size THP: whether faults map folios of this size (e.g. mthp.64kB)",
+        kind: Kind::Bracketed,
+        scope: Scope::System,
+        moves: &["mem/"],
+    },
+    Entry {
+        name: "halt-poll-ns",
+        path: "/sys/module/haltpoll/parameters/guest_halt_poll_ns",
+        meaning: "how long an idle vCPU of a haltpoll guest polls before it halts (ns)",
+        kind: Kind::Plain,
+        scope: Scope::System,
+        moves: &["switch/", "ipc/", "wake/"],
+    },
+    Entry {
+        name: "idle-state.{arg}",
+        path: "/sys/devices/system/cpu/cpu{cpu}/cpuidle/state{arg}/disable",
+        meaning: "idle state N disabled (1) or allowed (0) on every CPU oscost uses",
+        kind: Kind::Plain,
+        scope: Scope::System,
+        moves: &["switch/", "ipc/", "wake/"],
+    },
+    Entry {
+        name: "smt",
+        path: "/sys/devices/system/cpu/smt/control",
+        meaning: "simultaneous multithreading: on, off, forceoff",
+        kind: Kind::Plain,
+        scope: Scope::System,
+        moves: &["switch/", "syscall/"],
+    },
+    Entry {
+        name: "autogroup",
+        path: "/proc/sys/kernel/sched_autogroup_enabled",
+        meaning: "the scheduler groups tasks by session (1) or not (0)",
+        kind: Kind::Plain,
+        scope: Scope::System,
+        moves: &["switch/"],
+    },
+    Entry {
+        name: "numa-balancing",
+        path: "/proc/sys/kernel/numa_balancing",
+        meaning: "automatic NUMA balancing (hinting faults) on (1) or off (0)",
+        kind: Kind::Plain,
+        scope: Scope::System,
+        moves: &["mem/"],
+    },
+    Entry {
+        name: "aslr",
+        path: "/proc/sys/kernel/randomize_va_space",
+        meaning: "address-space layout randomisation: 0 off, 1 stack and libraries, 2 also brk",
+        kind: Kind::Plain,
+        scope: Scope::System,
+        moves: &["spawn/"],
+    },
+    Entry {
+        name: "preempt",
+        path: "/sys/kernel/debug/sched/preempt",
+        meaning: "a PREEMPT_DYNAMIC kernel's preemption model: none, voluntary, full, lazy (debugfs)",
+        kind: Kind::Bracketed,
+        scope: Scope::System,
+        moves: &["switch/", "syscall/"],
+    },
+    Entry {
+        name: "fault-around",
+        path: "/sys/kernel/debug/fault_around_bytes",
+        meaning: "how many bytes of a file mapping a read fault maps at once (debugfs)",
+        kind: Kind::Plain,
+        scope: Scope::System,
+        moves: &["mem/"],
+    },
+    Entry {
+        name: "spec-store-bypass",
+        path: "prctl PR_SPEC_STORE_BYPASS",
+        meaning: "the worker's speculative store bypass mitigation: enable, disable, force-disable",
+        kind: Kind::Speculation(PR_SPEC_STORE_BYPASS),
+        scope: Scope::Task,
+        moves: &["syscall/", "call/"],
+    },
+    Entry {
+        name: "indirect-branch",
+        path: "prctl PR_SPEC_INDIRECT_BRANCH",
+        meaning: "the worker's indirect branch speculation: enable, disable, force-disable",
+        kind: Kind::Speculation(PR_SPEC_INDIRECT_BRANCH),
+        scope: Scope::Task,
+        moves: &["switch/", "call/"],
+    },
+    Entry {
+        name: "l1d-flush",
+        path: "prctl PR_SPEC_L1D_FLUSH",
+        meaning: "flush the L1 data cache when the worker is switched out: enable, disable",
+        kind: Kind::Speculation(PR_SPEC_L1D_FLUSH),
+        scope: Scope::Task,
+        moves: &["switch/"],
+    },
+];
+
+/// The trees a setting may live in; nothing outside them is ever written.
+pub const ALLOWED_TREES: &[&str] = &["/proc/sys", "/sys"];
+
+/// Why a setting cannot be used; each is the user's to fix (exit 2).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SettingError {
+    #[error(
+        "'{0}' is not a setting oscost knows (`oscost settings` lists them), nor a path under /proc/sys or /sys"
+    )]
+    Unknown(String),
+    #[error("{0} is outside /proc/sys, /sys and debugfs; oscost writes nothing else")]
+    Outside(String),
+    #[error("{name}: no such file on this kernel ({path})")]
+    Missing { name: String, path: String },
+    #[error("'{0}' is not NAME=VALUE (e.g. thp=never)")]
+    Malformed(String),
+    #[error("{name} is given twice on one side, as {a} and as {b}; give it once")]
+    Twice { name: String, a: String, b: String },
+    #[error("{name}: {why}")]
+    Refused { name: String, why: String },
+}
+
+/// A setting resolved to its files on this machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Setting {
+    /// As the user named it (`thp`, `mthp.64kB`, `/proc/sys/vm/swappiness`).
+    pub name: String,
+    pub kind: Kind,
+    pub scope: Scope,
+    /// The files (none for a per-task setting).
+    pub files: Vec<PathBuf>,
+}
+
+/// The catalogue entry `name` is an instance of, and its argument (`mthp.64kB` -> "64kB").
+pub fn entry(name: &str) -> Option<(&'static Entry, String)> {
+    CATALOGUE
+        .iter()
+        .find_map(|e| match e.name.strip_suffix("{arg}") {
+            Some(prefix) => name
+                .strip_prefix(prefix)
+                .filter(|a| !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric()))
+                .map(|a| (e, a.to_string())),
+            None => (e.name == name).then(|| (e, String::new())),
+        })
+}
+
+/// Whether `p`, resolved, lies in a tree a setting may live in.
+fn allowed(p: &Path) -> bool {
+    let real = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    ALLOWED_TREES.iter().any(|t| real.starts_with(t)) && !real.as_os_str().is_empty()
+}
+
+/// Resolve `name` to its files: a catalogue name (per-CPU entries on `cpus`), or an absolute
+/// path (a glob may name several files) under `/proc/sys` or `/sys` (debugfs included).
+pub fn resolve(name: &str, cpus: &[usize]) -> Result<Setting, SettingError> {
+    if name.starts_with('/') {
+        if name.split('/').any(|c| c == "..") {
+            return Err(SettingError::Outside(name.into()));
+        }
+        let files: Vec<PathBuf> = glob::glob(name)
+            .map_err(|_| SettingError::Unknown(name.into()))?
+            .filter_map(Result::ok)
+            .collect();
+        if files.is_empty() {
+            if !ALLOWED_TREES.iter().any(|t| Path::new(name).starts_with(t)) {
+                return Err(SettingError::Outside(name.into()));
+            }
+            return Err(SettingError::Missing {
+                name: name.into(),
+                path: name.into(),
+            });
+        }
+        if let Some(f) = files.iter().find(|f| !allowed(f)) {
+            return Err(SettingError::Outside(f.display().to_string()));
+        }
+        let bracketed = files
+            .first()
+            .and_then(|f| std::fs::read_to_string(f).ok())
+            .is_some_and(|t| selected(&t).is_some());
+        return Ok(Setting {
+            name: name.into(),
+            kind: if bracketed {
+                Kind::Bracketed
+            } else {
+                Kind::Plain
+            },
+            scope: Scope::System,
+            files,
+        });
+    }
+    let (e, arg) = entry(name).ok_or_else(|| SettingError::Unknown(name.into()))?;
+    if e.scope == Scope::Task {
+        return Ok(Setting {
+            name: name.into(),
+            kind: e.kind,
+            scope: e.scope,
+            files: vec![],
+        });
+    }
+    let path = e.path.replace("{arg}", &arg);
+    let files: Vec<PathBuf> = if path.contains("{cpu}") {
+        cpus.iter()
+            .map(|c| PathBuf::from(path.replace("{cpu}", &c.to_string())))
+            .collect()
+    } else {
+        vec![PathBuf::from(&path)]
+    };
+    if let Some(f) = files.iter().find(|f| !f.exists()) {
+        let debugfs = Path::new("/sys/kernel/debug");
+        let mounted = std::fs::read_dir(debugfs).is_ok_and(|mut d| d.next().is_some());
+        if f.starts_with(debugfs) && !mounted {
+            return Err(SettingError::Refused {
+                name: name.into(),
+                why: "debugfs is not mounted (or not readable) at /sys/kernel/debug: mount -t debugfs none /sys/kernel/debug".into(),
+            });
+        }
+        return Err(SettingError::Missing {
+            name: name.into(),
+            path: f.display().to_string(),
+        });
+    }
+    Ok(Setting {
+        name: name.into(),
+        kind: e.kind,
+        scope: e.scope,
+        files,
+    })
+}
+
+/// The selected choice of a bracketed list (`always [madvise] never` -> madvise).
+pub fn selected(text: &str) -> Option<&str> {
+    let start = text.find('[')? + 1;
+    let end = start + text[start..].find(']')?;
+    Some(&text[start..end])
+}
+
+/// A file's value as a setting holds it.
+pub fn value_of(kind: Kind, text: &str) -> String {
+    match kind {
+        Kind::Bracketed => selected(text).unwrap_or(text.trim()).to_string(),
+        _ => text.trim().to_string(),
+    }
+}
+
+/// Each file's value now (a per-task setting reads the calling thread's control).
+pub fn read(s: &Setting) -> std::io::Result<Vec<String>> {
+    if let Kind::Speculation(which) = s.kind {
+        return Ok(vec![speculation_word(read_speculation(which)?).into()]);
+    }
+    s.files
+        .iter()
+        .map(|f| std::fs::read_to_string(f).map(|t| value_of(s.kind, &t)))
+        .collect()
+}
+
+/// The value as one word: the files' common value, or `mixed (a, b)` when they differ.
+pub fn shown(values: &[String]) -> String {
+    match values {
+        [] => "-".into(),
+        [first, rest @ ..] if rest.iter().all(|v| v == first) => first.clone(),
+        v => {
+            let mut distinct: Vec<&String> = Vec::new();
+            for x in v {
+                if !distinct.contains(&x) {
+                    distinct.push(x);
+                }
+            }
+            let d: Vec<&str> = distinct.iter().map(|s| s.as_str()).collect();
+            format!("mixed ({})", d.join(", "))
+        }
+    }
+}
+
+/// Write `value` to one file (opened for writing, never created or truncated away: these are
+/// kernel files).
+pub fn write_file(path: &Path, value: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
+    f.write_all(value.as_bytes())
+}
+
+/// `PR_SPEC_*` control names and values.
+fn speculation_value(word: &str) -> Option<libc::c_ulong> {
+    Some(match word {
+        "enable" | "on" => PR_SPEC_ENABLE as libc::c_ulong,
+        "disable" | "off" => PR_SPEC_DISABLE as libc::c_ulong,
+        "force-disable" => PR_SPEC_FORCE_DISABLE as libc::c_ulong,
+        _ => return None,
+    })
+}
+
+fn speculation_word(state: i32) -> &'static str {
+    if state < 0 {
+        return "unsupported";
+    }
+    let s = state & !PR_SPEC_PRCTL;
+    if s & PR_SPEC_FORCE_DISABLE != 0 {
+        "force-disable"
+    } else if s & PR_SPEC_DISABLE != 0 {
+        "disable"
+    } else if s & PR_SPEC_ENABLE != 0 {
+        "enable"
+    } else if state == PR_SPEC_NOT_AFFECTED {
+        "not-affected"
+    } else {
+        "not-controllable"
+    }
+}
+
+fn read_speculation(which: i32) -> std::io::Result<i32> {
+    // SAFETY: prctl with integer arguments only.
+    let r = unsafe { libc::prctl(libc::PR_GET_SPECULATION_CTRL, which, 0, 0, 0) };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(r)
+}
+
+/// Apply a per-task setting to the calling thread (the worker, before it measures).
+pub fn apply_to_self(name: &str, value: &str) -> Result<(), SettingError> {
+    let refused = |why: String| SettingError::Refused {
+        name: name.into(),
+        why,
+    };
+    let Some((e, _)) = entry(name) else {
+        return Err(SettingError::Unknown(name.into()));
+    };
+    let Kind::Speculation(which) = e.kind else {
+        return Err(refused("not a per-task setting".into()));
+    };
+    let v = speculation_value(value)
+        .ok_or_else(|| refused(format!("'{value}' is not enable, disable or force-disable")))?;
+    // SAFETY: prctl with integer arguments only.
+    let r = unsafe { libc::prctl(libc::PR_SET_SPECULATION_CTRL, which, v, 0, 0) };
+    if r < 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(refused(format!(
+            "this CPU or kernel does not let a task set it ({e})"
+        )));
+    }
+    Ok(())
+}
+
+/// Every catalogue setting this machine has, by name: entries with an argument expanded to
+/// what exists (`idle-state.0`, `idle-state.1`, `mthp.64kB`, ...).
+pub fn instances() -> Vec<String> {
+    let mut out = Vec::new();
+    for e in CATALOGUE {
+        match e.name.strip_suffix("{arg}") {
+            None => out.push(e.name.to_string()),
+            Some(prefix) => {
+                let (dir, strip) = if prefix == "idle-state." {
+                    ("/sys/devices/system/cpu/cpu0/cpuidle", "state")
+                } else {
+                    ("/sys/kernel/mm/transparent_hugepage", "hugepages-")
+                };
+                let mut args: Vec<String> = std::fs::read_dir(dir)
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .filter_map(|d| {
+                        d.file_name()
+                            .to_str()?
+                            .strip_prefix(strip)
+                            .map(String::from)
+                    })
+                    .collect();
+                args.sort_by_key(|a| (a.len(), a.clone()));
+                out.extend(args.into_iter().map(|a| format!("{prefix}{a}")));
+            }
+        }
+    }
+    out
+}
+
+/// Every catalogue setting readable here and its value now (the calling task's for per-task
+/// ones); per-CPU ones over `cpus`.
+pub fn snapshot(cpus: &[usize]) -> std::collections::BTreeMap<String, String> {
+    instances()
+        .into_iter()
+        .filter_map(|n| {
+            let s = resolve(&n, cpus).ok()?;
+            let v = read(&s).ok()?;
+            Some((n, shown(&v)))
+        })
+        .collect()
+}
+
+/// Parse `NAME=VALUE`.
+pub fn parse_assignment(text: &str) -> Result<(String, String), SettingError> {
+    let (n, v) = text
+        .split_once('=')
+        .filter(|(n, v)| !n.trim().is_empty() && !v.trim().is_empty())
+        .ok_or_else(|| SettingError::Malformed(text.into()))?;
+    Ok((n.trim().to_string(), v.trim().to_string()))
+}
+
+/// Whether this setting could be changed here, and if not why (for `oscost settings`).
+pub fn changeable(s: &Setting) -> Result<(), String> {
+    if s.scope == Scope::Task {
+        if let Kind::Speculation(which) = s.kind {
+            let state = read_speculation(which).map_err(|e| e.to_string())?;
+            if state & PR_SPEC_PRCTL == 0 {
+                return Err("this CPU or kernel does not let a task control it".into());
+            }
+        }
+        return Ok(());
+    }
+    // SAFETY: geteuid has no failure mode.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err("not root".into());
+    }
+    // A control file that says the machine has no such control (SMT on a guest without it).
+    if let Ok(v) = read(s)
+        && v.iter()
+            .any(|x| x == "notsupported" || x == "notimplemented")
+    {
+        return Err(
+            "this machine does not support changing it (the kernel reads 'notsupported')".into(),
+        );
+    }
+    for f in &s.files {
+        nix::unistd::access(f.as_path(), nix::unistd::AccessFlags::W_OK)
+            .map_err(|e| format!("{} cannot be written: {e}", f.display()))?;
+        let mode = std::fs::metadata(f).map_err(|e| e.to_string())?;
+        use std::os::unix::fs::PermissionsExt;
+        if mode.permissions().mode() & 0o222 == 0 {
+            return Err(format!("{} is read-only", f.display()));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_resolve_to_entries_with_their_argument() {
+        assert_eq!(entry("thp").unwrap().0.name, "thp");
+        let (e, arg) = entry("mthp.64kB").unwrap();
+        assert_eq!((e.name, arg.as_str()), ("mthp.{arg}", "64kB"));
+        assert_eq!(entry("idle-state.2").unwrap().1, "2");
+        assert!(entry("idle-state.").is_none());
+        assert!(entry("mthp.../x").is_none());
+        assert!(entry("nosuch").is_none());
+    }
+
+    #[test]
+    fn values_read_as_the_kernel_shows_them() {
+        assert_eq!(selected("always [madvise] never\n"), Some("madvise"));
+        assert_eq!(
+            value_of(Kind::Bracketed, "always [madvise] never\n"),
+            "madvise"
+        );
+        assert_eq!(value_of(Kind::Plain, " 200000\n"), "200000");
+        assert_eq!(shown(&["1".into(), "1".into()]), "1");
+        assert_eq!(shown(&["0".into(), "1".into(), "0".into()]), "mixed (0, 1)");
+    }
+
+    #[test]
+    fn only_paths_in_the_kernel_trees_are_settings() {
+        assert_eq!(
+            resolve("/etc/passwd", &[0]),
+            Err(SettingError::Outside("/etc/passwd".into()))
+        );
+        assert!(matches!(
+            resolve("/proc/sys/../../etc/passwd", &[0]),
+            Err(SettingError::Outside(_))
+        ));
+        assert!(matches!(
+            resolve("/proc/sys/kernel/no_such_knob", &[0]),
+            Err(SettingError::Missing { .. })
+        ));
+        assert!(matches!(
+            resolve("nosuch", &[0]),
+            Err(SettingError::Unknown(_))
+        ));
+        let s = resolve("/proc/sys/kernel/randomize_va_space", &[0]).unwrap();
+        assert_eq!(s.kind, Kind::Plain);
+        let cpus = resolve("/sys/devices/system/cpu/cpu*/online", &[0]);
+        if let Ok(s) = cpus {
+            assert!(!s.files.is_empty());
+        }
+    }
+
+    #[test]
+    fn assignments_are_parsed() {
+        assert_eq!(
+            parse_assignment("thp=never"),
+            Ok(("thp".into(), "never".into()))
+        );
+        assert!(parse_assignment("thp").is_err());
+        assert!(parse_assignment("=1").is_err());
+        assert!(parse_assignment("thp=").is_err());
+    }
+}

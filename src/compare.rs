@@ -179,6 +179,9 @@ pub struct ComparedSide {
     pub started_at: String,
     pub label: Option<String>,
     pub wrapper: Option<String>,
+    /// The kernel settings it was measured under (`--set`, `--a-set`, `--b-set`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settings: Vec<String>,
     pub kernel: Option<String>,
     /// The run's own notes (the machine changed speed during it; an old schema): a reader
     /// weighing a difference needs them beside it.
@@ -200,6 +203,7 @@ impl ComparedSide {
             started_at: run.started_at.clone(),
             label: run.label.clone(),
             wrapper: run.wrapper.clone(),
+            settings: run.settings.clone(),
             kernel: run.env.kernel_release.clone(),
             notes: run.notes.clone(),
             witness_ns: crate::analysis::witness::run_witness(run).map(|w| w.ns),

@@ -120,6 +120,9 @@ impl AbArgs {
             late.extend(g.into_inner().restore());
         }
         let (mut ra, mut rb) = measured?;
+        // A side's wrapper is its command only; its settings are kept apart (`Run::settings`).
+        ra.wrapper = self.a.clone();
+        rb.wrapper = self.b.clone();
         if let Some((snapshot, sides)) = &before {
             for (run, side) in [(&mut ra, &sides[0]), (&mut rb, &sides[1])] {
                 run.settings = side.given.clone();

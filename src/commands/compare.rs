@@ -185,6 +185,7 @@ fn group_side(
         started_at: g.first().map(|r| r.started_at.clone()).unwrap_or_default(),
         label: None,
         wrapper: None,
+        settings: vec![],
         kernel: None,
         notes: vec![],
         witness_ns: None,

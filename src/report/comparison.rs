@@ -58,6 +58,9 @@ fn side_line(c: &Comparison) -> String {
         if let Some(w) = &s.wrapper {
             t.push_str(&format!(", under `{w}`"));
         }
+        if !s.settings.is_empty() {
+            t.push_str(&format!(", set {}", s.settings.join(" ")));
+        }
         let mut t = super::printable(&t).into_owned();
         if let Some(k) = &s.kernel {
             t.push_str(&format!(", kernel {k}"));

@@ -39,6 +39,8 @@ catalogue! {
         "first write to a 4 KiB page of fresh anonymous memory (allocates and zeroes it), per page";
     "mem/fault-thp" => fault_thp:
         "first write to a 2 MiB transparent huge page (MADV_HUGEPAGE), per huge page";
+    "mem/fault-2MiB" => fault_2mib { default: false }:
+        "every 4 KiB page of a fresh 2 MiB-aligned anonymous region written (MADV_HUGEPAGE), per 2 MiB: one huge page fault where THP gives one, 512 small faults where it does not (minor-faults per op say which)";
     "mem/read-file" => read_file { cases: Cases::Fixed(PAGE_AND_MIB) }:
         "pread of 4 KiB and 1 MiB of a file in the page cache";
     "mem/select" => select { cases: Cases::Fixed(FD_COUNTS) }:
@@ -173,6 +175,30 @@ fn fault_thp(m: &Meter, c: &Case) -> Measured {
                 .into(),
         );
     }
+    Ok(o)
+}
+
+/// Write every 4 KiB page of a fresh, 2 MiB-aligned region that asked for huge pages: what a
+/// program touching 2 MiB pays under each THP mode (the comparison `ab --a-set thp=never
+/// --b-set thp=always` is about). One sample is one region.
+fn fault_2mib(m: &Meter, _c: &Case) -> Measured {
+    let clock = Monotonic;
+    crate::harness::counters::set_unit(1.0);
+    let mut o = m.individual(&mut || {
+        let r = Mapping::anonymous(HUGE * 2, false, 0)?;
+        // Refused (EINVAL) on a kernel without THP: the region is then plain small pages.
+        let _ = r.advise(libc::MADV_HUGEPAGE);
+        let start = (r.ptr() as usize).next_multiple_of(HUGE) as *mut u8;
+        let t0 = clock.now_ns();
+        for i in (0..HUGE).step_by(4096) {
+            // SAFETY: the 2 MiB after the aligned start lie inside the 4 MiB writable mapping.
+            unsafe { start.add(i).write_volatile(1) };
+        }
+        let t1 = clock.now_ns();
+        drop(r);
+        Ok(t1.saturating_sub(t0) as f64)
+    })?;
+    o.params.insert("thp_mode".into(), json!(thp_mode()));
     Ok(o)
 }
 

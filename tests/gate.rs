@@ -45,6 +45,7 @@ const INVOCATIONS: &[(&str, &[&str])] = &[
     ("import", &["import", "{run}"]),
     ("list", &["list"]),
     ("env", &["env"]),
+    ("settings", &["settings"]),
     ("completions", &["completions", "bash"]),
     ("man", &["man"]),
 ];

@@ -178,6 +178,13 @@ impl RunArgs {
         let under = |run: &mut Run| {
             if let Some((_, given, before)) = &kernel {
                 run.settings = given.clone();
+                // The label is what history, matrix and the pages title a run by: it says the
+                // settings too (as `ab` labels its sides).
+                let set = format!("set {}", given.join(" "));
+                run.label = Some(match run.label.take() {
+                    Some(l) => format!("{l} ({set})"),
+                    None => set,
+                });
                 run.env.settings = before.clone();
                 run.notes.push(format!(
                     "measured under {} (set by oscost, read back, {} s settle, put back after)",

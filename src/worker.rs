@@ -118,9 +118,9 @@ fn measure(id: &str, opts: WorkerOptions) -> Vec<CaseResult> {
         }
     }
     // The ipc/ family's objects live and die in a namespace of the worker's own.
-    let namespace =
-        b.id.starts_with("ipc/")
-            .then(crate::harness::ipc_guard::private_namespace);
+    let namespace = b
+        .ipc_namespace
+        .then(crate::harness::ipc_guard::private_namespace);
     let meter = Meter {
         sampler: Sampler::new(Monotonic, Rusage, opts.sampler.into()),
         cpu: opts.cpu,
@@ -129,7 +129,8 @@ fn measure(id: &str, opts: WorkerOptions) -> Vec<CaseResult> {
         scratch_dir: opts.scratch_dir,
         events: events_override().unwrap_or(opts.events),
     };
-    let memory = crate::harness::memory::watched(b.id)
+    let memory = b
+        .memory_watch
         .then(crate::harness::memory::snapshot)
         .flatten();
     let mut witness = crate::harness::witness::timings();

@@ -571,3 +571,97 @@ fn a_run_measured_under_a_tight_memory_limit_is_saved_or_kept() {
         "no limit from {floor} KiB let a run start measuring"
     );
 }
+
+/// A stderr that cannot be written (`2>/dev/full`, a pipe whose reader left) is no panic: the
+/// run is saved and the exit status is the run's.
+#[test]
+fn an_unwritable_stderr_loses_no_run_and_panics_nowhere() {
+    let _m = measuring();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = oscost(&unique_tag("devfull"))
+        .args(["run", "--samples", "40", "call/f0", "--db"])
+        .arg(&db)
+        .stderr(full)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    // A stderr pipe whose reader is gone before oscost writes.
+    let (reader, writer) = nix::unistd::pipe().unwrap();
+    drop(reader);
+    let out = oscost(&unique_tag("closedpipe"))
+        .args(["run", "--samples", "40", "call/f0", "--db"])
+        .arg(&db)
+        .stderr(std::process::Stdio::from(writer))
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(101));
+    let mut s =
+        oscost::store::Store::open_existing(&oscost::store::Location::File(db.clone())).unwrap();
+    assert_eq!(s.list().unwrap().len(), 2, "both runs saved");
+    for args in [&["history"][..], &["matrix"], &["show", "last"], &["list"]] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let out = oscost(&unique_tag("devfull-read"))
+            .args(args)
+            .arg("--db")
+            .arg(&db)
+            .stderr(full)
+            .output();
+        // `list` takes no --db: its refusal must not panic either.
+        let out = out.unwrap();
+        assert_ne!(out.status.code(), Some(101), "{args:?}");
+    }
+}
+
+/// `--runs N` stopped after saving some of its runs says which were saved (exit 128+N), not
+/// "nothing was saved".
+#[test]
+fn a_series_interrupted_after_a_save_names_the_runs_it_saved() {
+    let _m = measuring();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    let mut child = oscost(&unique_tag("series-int"))
+        .args([
+            "run",
+            "--runs",
+            "3",
+            "--pause",
+            "20",
+            "--samples",
+            "40",
+            "call/f0",
+            "--db",
+        ])
+        .arg(&db)
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        if std::io::BufRead::read_line(&mut err, &mut line).unwrap() == 0 {
+            break;
+        }
+        seen.push_str(&line);
+        if line.contains("saved as run") {
+            break;
+        }
+    }
+    // SAFETY: kill on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{seen}{rest}");
+    assert!(rest.contains("after saving run 1"), "{rest}");
+    assert!(!rest.contains("nothing was saved"), "{rest}");
+}

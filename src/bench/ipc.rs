@@ -13,19 +13,18 @@ use std::ffi::{CString, c_long, c_void};
 use super::{PAGE_AND_MIB, round_trips};
 use crate::catalogue;
 
-use crate::harness::case::{
-    Among, BenchError, Case, Cases, Expect, Measured, Meter, Param, Variant,
-};
+use crate::harness::case::{BenchError, Case, Cases, Measured, Meter, Param, Variant};
 use crate::harness::ipc_guard::{Held, Kind, hold};
 use crate::harness::os::{self, PeerProc, close, errno};
 
 catalogue! {
+    family { ipc_namespace: true };
     "ipc/msg-create" => msg_create { ladder: Some("ipc/msg-create") }:
         "msgget(IPC_PRIVATE) + msgctl(IPC_RMID): create and remove a SysV message queue";
     "ipc/msg-roundtrip" => msg_roundtrip { cases: Cases::Fixed(MESSAGE_SIZES) }:
         "msgsnd + msgrcv of one message in one process (8 B and 1 KiB)";
     "ipc/msg-pingpong" => msg_pingpong {
-        cases: Cases::Placements, preempts: true, events: crate::expect_events![(Among::SameCpu, "context-switches", Expect::ROUND_TRIP)],
+        cases: Cases::Placements, preempts: true,
     }:
         "round trip of an 8 B SysV message between two processes (type 1 out, type 2 back)";
     "ipc/shm-create" => shm_create { cases: Cases::Fixed(PAGE_AND_MIB) }:

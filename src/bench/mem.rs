@@ -21,6 +21,7 @@ use crate::harness::clock::{Clock, Monotonic};
 use crate::harness::os::{Mapping, close, ensure_fds, errno, eventfd, eventfd_post};
 
 catalogue! {
+    family { memory_watch: true };
     "mem/mmap" => mmap {
         cases: Cases::Fixed(MMAP_SIZES),
         events: crate::expect_events![

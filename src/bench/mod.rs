@@ -178,7 +178,7 @@ pub fn owner(id: &str) -> Option<&'static Benchmark> {
 /// The events one operation of result `id` must cost, from its catalogue entry.
 pub fn expected_events(id: &str) -> Vec<(&'static str, Expect)> {
     owner(id).map_or_else(Vec::new, |b| {
-        b.events
+        b.expectations()
             .iter()
             .filter(|x| x.applies(b.id, id))
             .map(|x| (x.event, x.expect))
@@ -225,6 +225,21 @@ mod tests {
         );
         assert!(expected_events("mem/mmap/1MiB-touched").is_empty());
         assert!(Expect::ROUND_TRIP.holds(2.05) && !Expect::ROUND_TRIP.holds(0.3));
+    }
+
+    /// Family facts are fields of the entries, not rules on id prefixes.
+    #[test]
+    fn family_facts_sit_on_the_entries() {
+        let f = |id: &str| find(id).unwrap();
+        assert!(f("spawn/fork").memory_watch && f("mem/fault-write").memory_watch);
+        assert!(!f("syscall/getpid").memory_watch && !f("ipc/msg-create").memory_watch);
+        assert!(f("ipc/msg-create").ipc_namespace && f("ipc/msg-pingpong").ipc_namespace);
+        assert!(!f("switch/pipe-proc").ipc_namespace && !f("mem/mmap").ipc_namespace);
+        // Two-party entries that declare nothing get a round trip's switches.
+        assert_eq!(
+            f("switch/pipe-proc").expectations(),
+            crate::harness::case::TWO_PARTY_EVENTS
+        );
     }
 
     /// A new two-party mechanism cannot go unchecked: every benchmark whose parties can share

@@ -19,6 +19,7 @@ use crate::harness::sampler::SamplerConfig;
 use crate::model::Curve;
 
 catalogue! {
+    family { memory_watch: true };
     "spawn/fork" => fork {
         preempts: true,
         events: crate::expect_events![

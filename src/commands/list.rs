@@ -32,7 +32,7 @@ fn list_text() -> String {
         ));
         // The events one operation must cost, checked on every run (exact ids and variants).
         let mine: Vec<String> = b
-            .events
+            .expectations()
             .iter()
             .map(|x| {
                 let at = match x.among {

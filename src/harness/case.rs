@@ -166,6 +166,12 @@ pub struct Benchmark {
     pub events: &'static [Expectation],
     /// The result that stands for this benchmark on the report's cost ladder, if any.
     pub ladder: Option<&'static str>,
+    /// Its worker enters an IPC namespace of its own (the ipc/ family's SysV objects and POSIX
+    /// queues die with it, and no other program's can be touched).
+    pub ipc_namespace: bool,
+    /// Its cost is one that memory activity (ballooning, compaction, reclaim) moves: its
+    /// workers read `/proc/vmstat` around it (`harness::memory`).
+    pub memory_watch: bool,
     pub run: CaseFn,
 }
 
@@ -229,6 +235,14 @@ pub struct Expectation {
     pub expect: Expect,
 }
 
+/// A ping-pong's round trip on one CPU: two context switches (each party blocks once). The
+/// default of every two-party benchmark (`Benchmark::expectations`).
+pub const TWO_PARTY_EVENTS: &[Expectation] = &[Expectation {
+    among: Among::SameCpu,
+    event: "context-switches",
+    expect: Expect::ROUND_TRIP,
+}];
+
 impl Expectation {
     /// Whether result `id` of benchmark `bench` is held to it.
     pub fn applies(&self, bench: &str, id: &str) -> bool {
@@ -263,7 +277,20 @@ impl Benchmark {
             curve: None,
             events: &[],
             ladder: None,
+            ipc_namespace: false,
+            memory_watch: false,
             run,
+        }
+    }
+
+    /// What one operation must cost in events: the entry's own expectations, or for a
+    /// two-party benchmark that declares none, a round trip's two switches on one CPU
+    /// (`TWO_PARTY_EVENTS`).
+    pub fn expectations(&self) -> &'static [Expectation] {
+        if self.events.is_empty() && matches!(self.cases, Cases::Placements) {
+            TWO_PARTY_EVENTS
+        } else {
+            self.events
         }
     }
 
@@ -273,9 +300,23 @@ impl Benchmark {
 }
 
 /// A family's catalogue, one entry per line pair: `"family/name" => function { field: value,
-/// ... }: "definition";` (the braces only when a field differs from `Benchmark::new`'s).
+/// ... }: "definition";` (the braces only when a field differs from `Benchmark::new`'s), after
+/// an optional `family { field: value, ... };` that every entry of the family starts from.
 #[macro_export]
 macro_rules! catalogue {
+    // A family's facts first (`family { ipc_namespace: true };`), then its entries.
+    (family { $($fkey:ident : $fval:expr),* $(,)? } ; $( $id:literal => $run:path $({ $($key:ident : $val:expr),* $(,)? })? : $def:literal ;)*) => {
+        /// The family's facts over an entry's defaults.
+        const fn family(b: $crate::harness::case::Benchmark) -> $crate::harness::case::Benchmark {
+            $crate::harness::case::Benchmark { $($fkey: $fval,)* ..b }
+        }
+        pub static BENCHMARKS: &[$crate::harness::case::Benchmark] = &[$(
+            $crate::harness::case::Benchmark {
+                $($($key: $val,)*)?
+                ..family($crate::harness::case::Benchmark::new($id, $def, $run))
+            },
+        )*];
+    };
     ($( $id:literal => $run:path $({ $($key:ident : $val:expr),* $(,)? })? : $def:literal ;)*) => {
         pub static BENCHMARKS: &[$crate::harness::case::Benchmark] = &[$(
             $crate::harness::case::Benchmark {

@@ -1,11 +1,13 @@
-//! `oscost env` as text: one `key: value` line per fact about the machine.
+//! The machine's facts, once (`facts`): `oscost env` prints them as `key: value` lines, and
+//! the report page shows the same list.
 
 use crate::model::Env;
 
-/// `oscost env` as text lines of `key: value`.
-pub fn render(env: &Env) -> String {
-    let mut out = String::new();
-    let mut line = |k: &str, v: String| out.push_str(&format!("{k:<24} {v}\n"));
+/// Every fact about the machine, in order, as (name, value): the one list `oscost env`
+/// prints and the report page shows (its vulnerabilities are listed after, by each view).
+pub fn facts(env: &Env) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut line = |k: &str, v: String| out.push((k.to_string(), v));
     let o = |v: &Option<String>| v.clone().unwrap_or_else(|| "(unknown)".into());
     line("host", o(&env.hostname));
     line("os", env.os.clone());
@@ -80,6 +82,15 @@ pub fn render(env: &Env) -> String {
         "oscost",
         format!("{} ({} build)", env.oscost_version, env.build_profile),
     );
+    out
+}
+
+/// `oscost env` as text lines of `key: value`.
+pub fn render(env: &Env) -> String {
+    let mut out = String::new();
+    for (k, v) in facts(env) {
+        out.push_str(&format!("{k:<24} {v}\n"));
+    }
     out.push_str("vulnerabilities:\n");
     for (k, v) in &env.vulnerabilities {
         out.push_str(&format!("  {k:<30} {v}\n"));

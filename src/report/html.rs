@@ -223,49 +223,9 @@ pub(super) fn render(template: &str, ctx: minijinja::Value) -> Result<String, St
         .map_err(|e| e.to_string())
 }
 
-/// Environment facts for the page, in order.
+/// Environment facts for the page: the one list `oscost env` prints (`report::env::facts`).
 fn env_rows(run: &Run) -> Vec<(String, String)> {
-    let e = &run.env;
-    let o = |v: &Option<String>| v.clone().unwrap_or_else(|| "(unknown)".into());
-    vec![
-        ("host".into(), o(&e.hostname)),
-        (
-            "kernel".into(),
-            format!("{} {}", o(&e.kernel_release), o(&e.kernel_version)),
-        ),
-        ("boot command line".into(), o(&e.boot_cmdline)),
-        ("CPU".into(), o(&e.cpu_model)),
-        (
-            "online / allowed CPUs".into(),
-            format!("{} / {:?}", o(&e.online_cpus), e.allowed_cpus),
-        ),
-        ("SMT sibling groups".into(), e.smt_siblings.join(" ")),
-        ("clocksource".into(), o(&e.clocksource)),
-        (
-            "clock".into(),
-            format!(
-                "CLOCK_MONOTONIC: {} per read, smallest step {}",
-                format_ns(run.clock.cost_ns),
-                format_ns(run.clock.resolution_ns)
-            ),
-        ),
-        ("transparent huge pages".into(), o(&e.thp_enabled)),
-        (
-            "virtualization".into(),
-            format!(
-                "hypervisor flag {}; {} {}",
-                if e.hypervisor_flag { "set" } else { "clear" },
-                o(&e.dmi_vendor),
-                o(&e.dmi_product)
-            ),
-        ),
-        ("cgroup cpu.max".into(), o(&e.cgroup_cpu_max)),
-        ("libc".into(), o(&e.libc_version)),
-        (
-            "oscost".into(),
-            format!("{} ({} build)", e.oscost_version, e.build_profile),
-        ),
-    ]
+    super::env::facts(&run.env)
 }
 
 fn counts(run: &Run) -> [usize; 4] {

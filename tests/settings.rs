@@ -194,6 +194,7 @@ fn bad_settings_are_refused_in_one_line_and_change_nothing() {
             vec!["--set", "/proc/sys/kernel/no_such_knob=1"],
             "no such file",
         ),
+        (vec!["--set", "/proc/sys/kernel/osrelease=x"], "read-only"),
     ] {
         let out = oscost_in(&unique_tag("set-bad"), data.path())
             .args(["run", "--no-save", "--samples", "40", "call/f0"])

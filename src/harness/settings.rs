@@ -499,7 +499,7 @@ pub fn changeable(s: &Setting) -> Result<(), String> {
     }
     for f in &s.files {
         nix::unistd::access(f.as_path(), nix::unistd::AccessFlags::W_OK)
-            .map_err(|e| format!("{} cannot be written: {e}", f.display()))?;
+            .map_err(|e| format!("{} is read-only here ({e})", f.display()))?;
         let mode = std::fs::metadata(f).map_err(|e| e.to_string())?;
         use std::os::unix::fs::PermissionsExt;
         if mode.permissions().mode() & 0o222 == 0 {

@@ -126,11 +126,17 @@ impl Cli {
     /// Pass the gate (`crate::gate`), then run the command (a bare `oscost` runs the default
     /// suite) and give the exit status.
     pub fn dispatch(self) -> anyhow::Result<i32> {
-        // Kernel settings a killed oscost left changed (its guard killed too) go back first.
-        for line in crate::settings_guard::recover() {
-            crate::say!("oscost: {line}");
-        }
-        let passed = crate::commands::pass(&self.effects())?;
+        // A worker (started by oscost itself, which passed the gate) skips both.
+        let passed = if matches!(self.command, Some(Command::Worker { .. })) {
+            crate::gate::Passed::default()
+        } else {
+            // Kernel settings a killed oscost left changed (its guard killed too) go back
+            // first.
+            for line in crate::settings_guard::recover() {
+                crate::say!("oscost: {line}");
+            }
+            crate::commands::pass(&self.effects())?
+        };
         match self.command {
             None => self.run.run(passed),
             Some(Command::Run(a)) => a.run(passed),
@@ -163,15 +169,19 @@ impl Cli {
 /// added. Nothing after `--` is touched (predict's program and its arguments).
 pub fn join_hyphen_values(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     use std::ffi::OsString;
-    let root = <Cli as clap::CommandFactory>::command();
-    let mut cmd = &root;
-    let mut out: Vec<OsString> = Vec::with_capacity(args.len());
-    let mut i = 0;
     let looks_negative = |s: &str| {
         s.strip_prefix('-').is_some_and(|rest| {
             !rest.is_empty() && !rest.starts_with('-') && rest.parse::<f64>().is_ok()
         })
     };
+    // The common command line has no such value: clap's tree is not built for it.
+    if !args.iter().any(|a| a.to_str().is_some_and(&looks_negative)) {
+        return args;
+    }
+    let root = <Cli as clap::CommandFactory>::command();
+    let mut cmd = &root;
+    let mut out: Vec<OsString> = Vec::with_capacity(args.len());
+    let mut i = 0;
     while i < args.len() {
         let a = &args[i];
         let Some(text) = a.to_str() else {

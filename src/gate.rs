@@ -17,6 +17,10 @@
 //! - two outputs that are one file, or an export inside a report directory's files;
 //! - an output that cannot be written (`output::check_writable`, `output::check_report_dir`).
 //!
+//! Kernel settings a command will change (`run --set`, `ab --a-set/--b-set`) are resolved and
+//! checked here too (`settings_guard::prepare`: an unknown name, a path outside the kernel's
+//! trees, a setting twice, a read-only file, not root).
+//!
 //! Then the store a command saves into is proven: an existing one is opened, migrated and
 //! shown to take a write now (its lock and rights, SQLite and PostgreSQL alike); a new SQLite
 //! file is shown to be creatable, and is created only when the command asks for it
@@ -48,6 +52,8 @@ pub struct Effects {
     stores: Vec<(String, Option<PathBuf>)>,
     /// The index in `stores` of the one runs are saved into, if any.
     saves_into: Option<usize>,
+    /// Kernel settings per side (`run --set`: one side; `ab --a-set/--b-set`: two), as given.
+    settings: Vec<Vec<String>>,
 }
 
 impl Effects {
@@ -111,6 +117,15 @@ impl Effects {
         self
     }
 
+    /// Kernel settings the command will change, one list per side (nothing when every list
+    /// is empty): resolved and checked by the gate, before any write.
+    pub fn sets(mut self, sides: &[&[String]]) -> Effects {
+        if sides.iter().any(|s| !s.is_empty()) {
+            self.settings = sides.iter().map(|s| s.to_vec()).collect();
+        }
+        self
+    }
+
     /// Every path given to write, for tests and messages.
     pub fn written(&self) -> Vec<&Path> {
         self.files
@@ -132,10 +147,12 @@ pub enum GateError {
     Store(#[from] StoreError),
 }
 
-/// What passing the gate gives a command: the store it saves into, proven.
+/// What passing the gate gives a command: the store it saves into, proven, and the kernel
+/// settings it changes, resolved and checked.
 #[derive(Default)]
 pub struct Passed {
     store: Option<Proven>,
+    settings: Option<Vec<crate::settings_guard::Side>>,
 }
 
 enum Proven {
@@ -152,6 +169,12 @@ impl Passed {
             Proven::Opened(s) => Ok(*s),
             Proven::New(at) => Store::open(&at),
         })
+    }
+
+    /// The kernel settings the command declared, one `Side` per side, resolved and checked
+    /// (`None` when it declared none).
+    pub fn settings(&mut self) -> Option<Vec<crate::settings_guard::Side>> {
+        self.settings.take()
     }
 
     /// Whether a store was proven (the command declared one).
@@ -396,11 +419,19 @@ pub fn pass(e: &Effects) -> Result<Passed, GateError> {
         }
         seen.push((place, f));
     }
+    // Kernel settings: every name resolved, every file checked writable, before any work.
+    let settings = if e.settings.is_empty() {
+        None
+    } else {
+        let sides: Vec<&[String]> = e.settings.iter().map(Vec::as_slice).collect();
+        let cpus = crate::harness::placement::allowed_cpus();
+        Some(crate::settings_guard::prepare(&sides, &cpus).map_err(|e| refuse(e.to_string()))?)
+    };
     let store = match saving {
         None => None,
         Some(at) => Some(prove(at)?),
     };
-    Ok(Passed { store })
+    Ok(Passed { store, settings })
 }
 
 /// An existing store opened and proven to take a write; a new SQLite file's place proven to
@@ -418,39 +449,15 @@ fn prove(at: Location) -> Result<Proven, StoreError> {
 /// A store file that does not exist yet could be created: its nearest existing directory
 /// takes files (the directories between are made when the store is).
 fn prove_new_file(p: &Path) -> Result<(), StoreError> {
-    let mut dir = p.parent().map(Path::to_path_buf).unwrap_or_default();
-    loop {
-        if dir.as_os_str().is_empty() {
-            dir = PathBuf::from(".");
-        }
-        match std::fs::metadata(&dir) {
-            Ok(m) if m.is_dir() => break,
-            Ok(_) => {
-                return Err(StoreError::Dir(
-                    dir.clone(),
-                    std::io::Error::from(std::io::ErrorKind::NotADirectory),
-                ));
-            }
-            Err(_) => match dir.parent() {
-                Some(up) => dir = up.to_path_buf(),
-                None => break,
-            },
-        }
-    }
-    use nix::unistd::{AccessFlags, access};
-    access(dir.as_path(), AccessFlags::W_OK | AccessFlags::X_OK).map_err(|e| {
-        StoreError::ReadOnly {
-            at: p.display().to_string(),
-            why: format!("cannot create files in {}: {e}", dir.display()),
-        }
-    })?;
+    let cannot = |why: String| StoreError::ReadOnly {
+        at: p.display().to_string(),
+        why,
+    };
     if p.file_name().is_some_and(|n| n.len() > 255) {
-        return Err(StoreError::ReadOnly {
-            at: p.display().to_string(),
-            why: "the name is longer than 255 bytes".into(),
-        });
+        return Err(cannot("the name is longer than 255 bytes".into()));
     }
-    Ok(())
+    let dir = p.parent().unwrap_or(Path::new(""));
+    output::writable_ancestor(dir).map(drop).map_err(cannot)
 }
 
 #[cfg(test)]

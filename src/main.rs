@@ -18,8 +18,6 @@ const STACK_BYTES: usize = 8 << 20;
 const SMALL_ADDRESS_SPACE: u64 = 256 << 20;
 
 fn main() {
-    // Address space held back for the moment memory runs short after measuring (`reserve`).
-    oscost::reserve::arm(oscost::reserve::RESERVE_BYTES);
     // A worker's parent-death signal is the main thread's attribute, set to SIGKILL by the
     // coordinator before exec; it must be SIGTERM, whose handler removes the worker's SysV
     // objects, before any other thread exists.
@@ -27,7 +25,13 @@ fn main() {
         oscost::harness::ipc_guard::on_parent_death();
         // A worker measures on its main thread: a second thread, even one asleep in join,
         // made fork 35-45% dearer (a multi-threaded parent's fork does more work) and the
-        // process is no longer the single-threaded one the benchmarks define.
+        // process is no longer the single-threaded one the benchmarks define. Its arguments
+        // come from the coordinator: no clap tree, no gate, no reserve mapping (one more
+        // mapping would be one more for fork to copy) on a worker's start.
+        let args: Vec<String> = std::env::args().skip(2).collect();
+        if let [id, config] = args.as_slice() {
+            std::process::exit(oscost::worker::worker_main(id, config));
+        }
         std::process::exit(run());
     }
     // Mounting tracefs in a mount namespace of its own needs a single-threaded process.
@@ -38,6 +42,9 @@ fn main() {
         let args: Vec<String> = std::env::args().skip(2).collect();
         std::process::exit(oscost::harness::ftrace::helper_main(&args));
     }
+    // Address space held back for the moment memory runs short after measuring (`reserve`):
+    // the command's process only, not its workers and helpers.
+    oscost::reserve::arm(oscost::reserve::RESERVE_BYTES);
     // Under a small address-space limit (`ulimit -v`) an 8 MiB stack mapped whole would take
     // what the heap needs: the main thread's stack, which grows as used, serves instead.
     let small_as = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_AS)

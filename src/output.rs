@@ -334,7 +334,14 @@ pub fn check_report_dir(dir: &Path) -> Result<(), String> {
             ));
         }
     }
-    let mut probe = dir.to_path_buf();
+    writable_ancestor(dir).map(drop)
+}
+
+/// Where something at `path` would be made: `path` itself or its nearest existing ancestor
+/// (`.` for a relative name with none), which must be a directory this process may create
+/// files in. Nothing is created.
+pub fn writable_ancestor(path: &Path) -> Result<PathBuf, String> {
+    let mut probe = path.to_path_buf();
     loop {
         match std::fs::metadata(&probe) {
             Ok(m) if m.is_dir() => break,
@@ -350,7 +357,8 @@ pub fn check_report_dir(dir: &Path) -> Result<(), String> {
     }
     use nix::unistd::{AccessFlags, access};
     access(probe.as_path(), AccessFlags::W_OK | AccessFlags::X_OK)
-        .map_err(|e| format!("cannot write into {}: {e}", probe.display()))
+        .map_err(|e| format!("cannot write into {}: {e}", probe.display()))?;
+    Ok(probe)
 }
 
 /// Serialise `x` in every format first (a failing format leaves no file of the set), then

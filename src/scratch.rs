@@ -39,7 +39,7 @@ impl Scratch {
         let pid = std::process::id();
         let text = format!(
             "{MARKER_HEAD}\npid {pid}\nstart {}\n",
-            start_time(pid).unwrap_or(0)
+            crate::harness::os::start_time(pid).unwrap_or(0)
         );
         // Whole or absent: a reclaimer never reads half a marker.
         let mut tmp = tempfile::NamedTempFile::new_in(dir.path())?;
@@ -64,15 +64,6 @@ fn try_lock(f: &std::fs::File) -> std::io::Result<()> {
     }
 }
 
-/// A process's start time (clock ticks after boot, `/proc/PID/stat` field 22): with the pid,
-/// what names one process and never a later one that reused the pid.
-fn start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may hold spaces and parentheses: the fields follow the last ')'.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
-}
-
 /// The (pid, start time) a well-formed marker names.
 fn marker_owner(text: &str) -> Option<(u32, u64)> {
     let mut lines = text.lines();
@@ -86,7 +77,7 @@ fn marker_owner(text: &str) -> Option<(u32, u64)> {
 
 /// Whether the process a marker names is gone.
 fn owner_gone(pid: u32, start: u64) -> bool {
-    start_time(pid) != Some(start)
+    crate::harness::os::start_time(pid) != Some(start)
 }
 
 /// Remove the scratch directories of runs that are gone; returns what was removed.
@@ -147,11 +138,21 @@ mod tests {
     fn only_a_marked_directory_of_a_dead_run_goes() {
         let tmp = tempfile::tempdir().unwrap();
         let me = std::process::id();
-        let live = scratch_of(tmp.path(), "oscost-live", me, start_time(me).unwrap());
+        let live = scratch_of(
+            tmp.path(),
+            "oscost-live",
+            me,
+            crate::harness::os::start_time(me).unwrap(),
+        );
         let held = std::fs::File::open(live.join(LOCK)).unwrap();
         try_lock(&held).unwrap();
         // A pid that is ours but a start time that is not: a reused pid, the run is gone.
-        let dead = scratch_of(tmp.path(), "oscost-dead", me, start_time(me).unwrap() + 1);
+        let dead = scratch_of(
+            tmp.path(),
+            "oscost-dead",
+            me,
+            crate::harness::os::start_time(me).unwrap() + 1,
+        );
         std::fs::write(dead.join("file"), b"x").unwrap();
         // The user's own directories, even old and holding an unlocked owner.lock.
         let notes = tmp.path().join("oscost-notes");
@@ -176,7 +177,10 @@ mod tests {
         let s = Scratch::create().unwrap();
         let text = std::fs::read_to_string(s.path().join(MARKER)).unwrap();
         let me = std::process::id();
-        assert_eq!(marker_owner(&text), Some((me, start_time(me).unwrap())));
+        assert_eq!(
+            marker_owner(&text),
+            Some((me, crate::harness::os::start_time(me).unwrap()))
+        );
         let p = s.path().to_path_buf();
         drop(s);
         assert!(!p.exists());

@@ -5,7 +5,8 @@
 //! a setting given twice on one side with two values, a read-only file, not root. `Guard::start`
 //! reads the original value of every file any side touches before the first write, writes them
 //! to a state file (`$XDG_DATA_HOME/oscost/settings/pending-PID.json`, atomically), and forks a
-//! guard: a child in a process group of its own, blocked on a pipe whose only write end oscost
+//! guard (`harness::group_guard::Watch`, the watcher predict's program group has too): a child
+//! in a process group of its own, blocked on a pipe whose only write end oscost
 //! holds, with the originals prepared as raw bytes. When oscost ends the guard normally it
 //! writes `d`; when the pipe closes without it (oscost killed, SIGKILL included) the guard
 //! writes every original back, removes the state file and exits, using only async-signal-safe
@@ -18,10 +19,10 @@
 //! outside `/proc/sys` and `/sys` (debugfs included) is ever written.
 
 use std::ffi::CString;
-use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::harness::group_guard::Watch;
 use crate::harness::settings::{self, Kind, Scope, Setting, SettingError};
 
 /// One side's settings: system-wide ones (written by oscost) and per-task ones (applied by the
@@ -89,6 +90,9 @@ pub fn state_dir() -> Option<PathBuf> {
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct State {
     pid: u32,
+    /// The process's start time (`harness::os::start_time`): a reused pid is not it.
+    #[serde(default)]
+    start: u64,
     /// (file, value to write back).
     files: Vec<(PathBuf, String)>,
 }
@@ -103,8 +107,7 @@ pub struct Guard {
     sides: Vec<Side>,
     settle: Duration,
     state_file: Option<PathBuf>,
-    to_guard: Option<OwnedFd>,
-    guard_pid: i32,
+    watch: Option<Watch>,
 }
 
 impl Guard {
@@ -126,6 +129,7 @@ impl Guard {
             (Some(dir), false) => {
                 let state = State {
                     pid: std::process::id(),
+                    start: crate::harness::os::start_time(std::process::id()).unwrap_or(0),
                     files: originals.clone(),
                 };
                 let bytes = serde_json::to_vec(&state).map_err(std::io::Error::other)?;
@@ -135,11 +139,10 @@ impl Guard {
             }
             _ => None,
         };
-        let (to_guard, guard_pid) = if originals.is_empty() {
-            (None, 0)
+        let watch = if originals.is_empty() {
+            None
         } else {
-            let (w, pid) = fork_guard(&originals, state_file.as_deref())?;
-            (Some(w), pid)
+            Some(fork_guard(&originals, state_file.as_deref())?)
         };
         Ok(Guard {
             originals,
@@ -148,8 +151,7 @@ impl Guard {
             sides,
             settle,
             state_file,
-            to_guard,
-            guard_pid,
+            watch,
         })
     }
 
@@ -249,11 +251,8 @@ impl Guard {
 
     fn finish(&mut self) -> Vec<String> {
         let failed = self.put_back();
-        if let Some(fd) = self.to_guard.take() {
-            let _ = nix::unistd::write(&fd, b"d");
-            drop(fd);
-            // SAFETY: waitpid on our own child, the guard.
-            unsafe { libc::waitpid(self.guard_pid, std::ptr::null_mut(), 0) };
+        if let Some(w) = &mut self.watch {
+            w.release();
         }
         if failed.is_empty()
             && let Some(p) = self.state_file.take()
@@ -293,12 +292,12 @@ fn write_and_check(s: &Setting, value: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Fork the guard: it blocks on a pipe and, if the pipe closes without `d`, writes every
-/// original back and removes the state file.
+/// Start the guard (`harness::group_guard::Watch`): if oscost dies without releasing it, it
+/// writes every original back and removes the state file.
 fn fork_guard(
     originals: &[(PathBuf, String)],
     state_file: Option<&Path>,
-) -> std::io::Result<(OwnedFd, i32)> {
+) -> std::io::Result<Watch> {
     use std::os::unix::ffi::OsStrExt;
     let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).map_err(std::io::Error::other);
     // Everything the child touches is made before fork: it may not allocate.
@@ -307,42 +306,23 @@ fn fork_guard(
         .map(|(p, v)| Ok((c(p)?, v.as_bytes().to_vec())))
         .collect::<std::io::Result<_>>()?;
     let state = state_file.map(c).transpose()?;
-    let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
-    // SAFETY: the child calls only async-signal-safe functions (setpgid, close, read, open,
-    // write, unlink, _exit) on memory prepared before the fork.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    if pid == 0 {
-        // SAFETY: see above.
-        unsafe {
-            libc::setpgid(0, 0);
-            libc::close(write.as_raw_fd());
-            let mut b = 0u8;
-            let n = loop {
-                let n = libc::read(read.as_raw_fd(), (&raw mut b).cast(), 1);
-                if n >= 0 || *libc::__errno_location() != libc::EINTR {
-                    break n;
-                }
-            };
-            if !(n == 1 && b == b'd') {
-                for (path, value) in &files {
-                    let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-                    if fd >= 0 {
-                        libc::write(fd, value.as_ptr().cast(), value.len());
-                        libc::close(fd);
-                    }
-                }
-                if let Some(s) = &state {
-                    libc::unlink(s.as_ptr());
+    Watch::start(&|| {
+        for (path, value) in &files {
+            // SAFETY: open, write, close and unlink are async-signal-safe, on buffers made
+            // before the fork.
+            unsafe {
+                let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd >= 0 {
+                    libc::write(fd, value.as_ptr().cast(), value.len());
+                    libc::close(fd);
                 }
             }
-            libc::_exit(0);
         }
-    }
-    drop(read);
-    Ok((write, pid))
+        if let Some(s) = &state {
+            // SAFETY: as above.
+            unsafe { libc::unlink(s.as_ptr()) };
+        }
+    })
 }
 
 /// Put back what a killed oscost left changed (its state file remains and its process is
@@ -370,8 +350,9 @@ pub fn recover() -> Vec<String> {
         else {
             continue;
         };
-        if Path::new(&format!("/proc/{}", state.pid)).exists() && state.pid != std::process::id() {
-            continue; // its oscost (or its guard) still runs
+        let alive = crate::harness::os::start_time(state.pid) == Some(state.start);
+        if alive && state.pid != std::process::id() {
+            continue; // its oscost still runs (its guard puts the values back if it dies)
         }
         let mut put = Vec::new();
         for (f, v) in &state.files {

@@ -59,7 +59,12 @@ fn side(flag: &str, cmd: Option<&str>) -> anyhow::Result<AbSide> {
 impl AbArgs {
     /// The comparison's files and page, and the store both sides are saved into.
     pub fn effects(&self) -> Effects {
-        self.run.effects()
+        // Its sides' settings, not `--set`, which ab refuses.
+        let run = RunArgs {
+            set: vec![],
+            ..self.run.clone()
+        };
+        run.effects().sets(&[&self.a_set, &self.b_set])
     }
 
     pub fn run(self, mut passed: Passed) -> anyhow::Result<i32> {
@@ -92,7 +97,7 @@ impl AbArgs {
         // Each side's kernel settings: checked, guarded and tried before measuring, switched to
         // before each of its repetitions, put back when the measurement ends (the guard's
         // drop on an error path).
-        let settings = super::kernel_settings(&[&self.a_set, &self.b_set], self.run.settle)?;
+        let settings = super::kernel_settings(&mut passed, self.run.settle)?;
         let mut before = None;
         let guard = settings.map(|(guard, sides, snapshot)| {
             // A side is named by its wrapper and its settings.

@@ -227,17 +227,19 @@ pub type Guarded = (
     std::collections::BTreeMap<String, String>,
 );
 
-/// Kernel settings for the sides of a measurement (`run --set`, `ab --a-set/--b-set`): each
-/// resolved and checked, the originals read and guarded, every side's values tried once and
-/// put back, all before measuring (a refusal is a usage error, nothing left changed). `None`
-/// when no side sets anything. Also returns every catalogue setting as it read before.
-pub fn kernel_settings(sides: &[&[String]], settle_s: f64) -> anyhow::Result<Option<Guarded>> {
-    if sides.iter().all(|s| s.is_empty()) {
+/// Kernel settings for the sides of a measurement (`run --set`, `ab --a-set/--b-set`),
+/// resolved and checked by the gate (`passed`): the originals read and guarded, every side's
+/// values tried once and put back, all before measuring (a refusal is a usage error, nothing
+/// left changed). `None` when the command declared none. Also returns every catalogue setting
+/// as it read before.
+pub fn kernel_settings(
+    passed: &mut crate::gate::Passed,
+    settle_s: f64,
+) -> anyhow::Result<Option<Guarded>> {
+    let Some(prepared) = passed.settings() else {
         return Ok(None);
-    }
+    };
     let cpus = crate::harness::placement::allowed_cpus();
-    let prepared =
-        crate::settings_guard::prepare(sides, &cpus).map_err(|e| usage(e.to_string()))?;
     let before = crate::harness::settings::snapshot(&cpus);
     let mut guard = crate::settings_guard::Guard::start(
         prepared.clone(),

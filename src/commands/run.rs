@@ -145,7 +145,8 @@ impl RunArgs {
         let e = self
             .outputs
             .declare(Effects::new())
-            .writes_report("--report", self.report.as_ref());
+            .writes_report("--report", self.report.as_ref())
+            .sets(&[&self.set]);
         if self.no_save {
             e.store(self.store.db.as_ref())
         } else {
@@ -161,7 +162,7 @@ impl RunArgs {
         let mut plan = super::plan::build(&self.request())?;
         // Kernel settings: checked, guarded and tried before measuring; applied now and put
         // back when this returns, however it returns (the guard's drop).
-        let settings = super::kernel_settings(&[&self.set], self.settle)?;
+        let settings = super::kernel_settings(&mut passed, self.settle)?;
         let mut kernel = None;
         if let Some((mut guard, sides, before)) = settings {
             guard

@@ -8,7 +8,8 @@
 //! the guard exits; when the pipe closes without it (oscost killed, SIGKILL included, or a
 //! panic) the guard sends SIGKILL to the whole group, so the program's children (`sh -c
 //! 'sleep 600'`'s sleep) die as well as the leader. The guard runs only async-signal-safe
-//! calls (read, kill, _exit) after fork, as a multi-threaded parent requires.
+//! calls (read, kill, _exit) after fork, as a multi-threaded parent requires. The watcher
+//! itself (`Watch`) is shared with `settings_guard`, whose guard writes settings back instead.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
@@ -26,21 +27,24 @@ pub fn own_group_dying_with_us(cmd: &mut std::process::Command) {
     }
 }
 
-/// The watch over one process group: `release` once the group is reaped.
+/// A forked watcher: a child in a process group of its own (so that killing oscost's whole
+/// group does not take it), blocked on a close-on-exec pipe whose only write end oscost
+/// holds. `release` writes `d` and reaps it; if the pipe closes without `d` (oscost killed,
+/// SIGKILL included) the child runs `on_abandon` and exits. `on_abandon` runs after fork in a
+/// multi-threaded process: it may call only async-signal-safe functions on memory prepared
+/// before `start` (no allocation).
 #[derive(Debug)]
-pub struct GroupGuard {
-    pgid: i32,
-    guard: i32,
-    to_guard: Option<OwnedFd>,
+pub struct Watch {
+    pid: i32,
+    to_watcher: Option<OwnedFd>,
 }
 
-impl GroupGuard {
-    /// Start a guard over process group `pgid`.
-    pub fn watch(pgid: i32) -> std::io::Result<GroupGuard> {
+impl Watch {
+    pub fn start(on_abandon: &dyn Fn()) -> std::io::Result<Watch> {
         // Close-on-exec: a program started later must not hold the write end open past us.
         let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
         // SAFETY: the child calls only async-signal-safe functions (setpgid, close, read,
-        // kill, _exit) before it ends, as required after fork in a multi-threaded process.
+        // and what `on_abandon` promises) before `_exit`.
         let pid = unsafe { libc::fork() };
         if pid < 0 {
             return Err(std::io::Error::last_os_error());
@@ -58,43 +62,67 @@ impl GroupGuard {
                     }
                 };
                 if !(n == 1 && b == b'd') {
-                    libc::kill(-pgid, libc::SIGKILL);
+                    on_abandon();
                 }
                 libc::_exit(0);
             }
         }
         drop(read);
+        Ok(Watch {
+            pid,
+            to_watcher: Some(write),
+        })
+    }
+
+    /// Tell the watcher all is well and reap it (once; later calls do nothing).
+    pub fn release(&mut self) {
+        let Some(fd) = self.to_watcher.take() else {
+            return;
+        };
+        let _ = nix::unistd::write(&fd, b"d");
+        drop(fd);
+        // SAFETY: waitpid on our own child, the watcher.
+        unsafe { libc::waitpid(self.pid, std::ptr::null_mut(), 0) };
+    }
+}
+
+/// The watch over one process group: `release` once the group is reaped.
+#[derive(Debug)]
+pub struct GroupGuard {
+    pgid: i32,
+    watch: Watch,
+    released: bool,
+}
+
+impl GroupGuard {
+    /// Start a guard over process group `pgid`: it is killed if oscost dies.
+    pub fn watch(pgid: i32) -> std::io::Result<GroupGuard> {
+        // SAFETY: kill is async-signal-safe; pgid is a plain integer copied into the closure.
+        let watch = Watch::start(&|| unsafe {
+            libc::kill(-pgid, libc::SIGKILL);
+        })?;
         Ok(GroupGuard {
             pgid,
-            guard: pid,
-            to_guard: Some(write),
+            watch,
+            released: false,
         })
     }
 
     /// The group was reaped: the guard leaves it alone and exits.
     pub fn release(mut self) {
-        self.finish(true);
-    }
-
-    fn finish(&mut self, reaped: bool) {
-        let Some(fd) = self.to_guard.take() else {
-            return;
-        };
-        if !reaped {
-            // SAFETY: kill on a process group id we started.
-            unsafe { libc::kill(-self.pgid, libc::SIGKILL) };
-        }
-        let _ = nix::unistd::write(&fd, b"d");
-        drop(fd);
-        // SAFETY: waitpid on our own child, the guard.
-        unsafe { libc::waitpid(self.guard, std::ptr::null_mut(), 0) };
+        self.released = true;
+        self.watch.release();
     }
 }
 
 impl Drop for GroupGuard {
     /// Dropped without `release` (an error path, an unwinding panic): the group is killed.
     fn drop(&mut self) {
-        self.finish(false);
+        if !self.released {
+            // SAFETY: kill on a process group id we started.
+            unsafe { libc::kill(-self.pgid, libc::SIGKILL) };
+        }
+        self.watch.release();
     }
 }
 

@@ -349,6 +349,15 @@ impl Drop for PeerThread {
     }
 }
 
+/// A process's start time (clock ticks after boot, `/proc/PID/stat` field 22): with the pid,
+/// what names one process and never a later one that reused the pid.
+pub fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: the fields follow the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,13 +11,15 @@ report directory whose index.html or fig/ file is the store or an input), plus h
 labels, --where conditions, store URLs with passwords, a stderr that cannot be written, a
 store left with a hot journal, runs whose every result failed, started in one second, pushed
 together, predict signalled while it counts its program, and foreign `$TMPDIR/oscost-*`
-directories; checks after each case:
+directories, and kernel settings (`--set`, `--a-set`, `--b-set`: bad ones, and a run under one
+signalled, SIGKILL included); checks after each case:
   - no panic (exit 101, "panicked");
   - the store is still an SQLite file holding the runs it held (none lost or dropped);
   - the run file and the page a command reads keep their bytes;
   - special files are what they were (the FIFO a FIFO, /dev/null a device);
   - foreign directories under $TMPDIR are still there;
   - no process the case started is left running;
+  - ASLR and THP read what they read before the pass (within 5 s: the guard's time);
   - no password and no raw control character or bidirectional override was printed;
   - a case still waiting 1.5 s in is sent SIGINT and must end within 1 s.
 Prints one line per failing case and a closing "N passed, N failed" line. Uses
@@ -250,6 +252,29 @@ def main():
               ["run", "--samples", "40", "call/f0"]):
         add(f"{c[0]} after a killed writer", c + ["--db", "hot.db"], setup="hot", wait=60)
 
+    # Kernel settings (as root): bad ones change nothing; one being measured under is put back
+    # after a signal, SIGKILL included (the guard); their flags are aimed at the store too.
+    aslr_path, thp_path = "/proc/sys/kernel/randomize_va_space", "/sys/kernel/mm/transparent_hugepage/enabled"
+    kernel_files = [p for p in (aslr_path, thp_path) if os.path.exists(p)]
+    kernel_before = {p: open(p).read() for p in kernel_files}
+    if os.geteuid() == 0:
+        other = "1" if kernel_before.get(aslr_path, "2").strip() != "1" else "2"
+        for bad in ["nosuch=1", "/etc/hostname=x", "aslr", "thp=bogus", "/proc/sys/kernel/osrelease=x",
+                    "/proc/sys/../../etc/passwd=x", "aslr=1 --set aslr=0", "smt=off", "preempt=full"]:
+            add(f"run --set {bad}", ["run", "--samples", "40", "call/f0", "--set"] + bad.split())
+            add(f"ab --b-set {bad}", ["ab", "--samples", "40", "call/f0", "--b-set"] + bad.split())
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+            add(f"run --set aslr={other}, {sig.name}",
+                ["run", "--quick", "syscall/", "spawn/", "--set", f"aslr={other}"], sig=sig)
+            add(f"ab --b-set aslr={other}, {sig.name}",
+                ["ab", "syscall/", "--b-set", f"aslr={other}"], sig=sig)
+        for tname, t in targets.items():
+            add(f"ab --a-set --json {tname}", ["ab", "--samples", "40", "call/f0", "--a-set",
+                                                f"aslr={other}", "--json", t])
+        for tname, t in dir_targets.items():
+            add(f"run --set --report {tname}", ["run", "--samples", "40", "call/f0", "--set",
+                                                 f"aslr={other}", "--report", t])
+
     import json
     base = json.load(open("r.json"))
     for name, edit in [("odd-date", lambda r: r.__setitem__("started_at", "\u00e92026-11-24T00:00:00Z")),
@@ -346,6 +371,18 @@ def main():
             for pid in left:
                 try:
                     os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and any(open(p).read() != v for p, v in kernel_before.items()):
+            time.sleep(0.05)
+        changed = [p for p, v in kernel_before.items() if open(p).read() != v]
+        if changed:
+            wrong.append(f"kernel settings left changed: {changed}")
+            for p in changed:
+                try:
+                    v = kernel_before[p]
+                    open(p, "w").write(v.split("[")[1].split("]")[0] if "[" in v else v.strip())
                 except OSError:
                     pass
         if SECRET in out:

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::model::{BenchResult, Run, Status};
-use crate::stats::bootstrap::{Rounds, blocks, ratio_and_difference};
+use crate::stats::bootstrap::{Repetitions, blocks, ratio_and_difference};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Options {
@@ -57,7 +57,7 @@ impl Verdict {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Row {
+pub struct BenchComparison {
     pub id: String,
     pub base_median_ns: f64,
     pub cand_median_ns: f64,
@@ -123,8 +123,8 @@ const ONE_FACTOR_MIN_BASE_SPAN: f64 = 10.0;
 /// ...whose log slowdowns are within this of each other.
 const ONE_FACTOR_AGREEMENT: f64 = 2.0;
 
-fn one_factor(rows: &[Row]) -> Option<OneFactor> {
-    let changed: Vec<&Row> = rows
+fn one_factor(rows: &[BenchComparison]) -> Option<OneFactor> {
+    let changed: Vec<&BenchComparison> = rows
         .iter()
         .filter(|r| r.verdict != Verdict::NoChange)
         .collect();
@@ -132,7 +132,7 @@ fn one_factor(rows: &[Row]) -> Option<OneFactor> {
     if changed.len() < ONE_FACTOR_MIN_CHANGED || changed.iter().any(|r| r.verdict != verdict) {
         return None;
     }
-    let range = |f: &dyn Fn(&Row) -> f64| {
+    let range = |f: &dyn Fn(&BenchComparison) -> f64| {
         let (lo, hi) = crate::stats::extent(changed.iter().map(|r| f(r)));
         [lo, hi]
     };
@@ -159,7 +159,7 @@ pub struct Comparison {
     pub base: ComparedSide,
     pub cand: ComparedSide,
     pub threshold: f64,
-    pub rows: Vec<Row>,
+    pub rows: Vec<BenchComparison>,
     /// Measured in one run only (or not measured in the other), with why.
     pub only_base: Vec<String>,
     pub only_cand: Vec<String>,
@@ -212,8 +212,8 @@ impl ComparedSide {
     }
 }
 
-/// Rounds of one side: its repetitions (each a fresh process), cut into time blocks.
-pub fn rounds_of(r: &BenchResult, max: usize) -> Rounds {
+/// The repetitions of one side (each a fresh process), cut into time blocks.
+pub fn repetitions_of(r: &BenchResult, max: usize) -> Repetitions {
     let n = r.samples_ns.len();
     // Version 2: the repetitions; version 1: the rounds of an `ab`, or one stream.
     let mut starts: Vec<usize> = if r.repetitions.is_empty() {
@@ -286,7 +286,7 @@ fn why_missing(r: Option<&BenchResult>, side: &str) -> String {
 }
 
 /// Both sides measured with samples: one row of the comparison.
-fn row(id: &str, b: &BenchResult, c: &BenchResult, opts: &Options) -> Option<Row> {
+fn row(id: &str, b: &BenchResult, c: &BenchResult, opts: &Options) -> Option<BenchComparison> {
     let (bs, cs) = (b.stats.as_ref()?, c.stats.as_ref()?);
     let slowdown = if bs.median != 0.0 {
         cs.median / bs.median
@@ -294,15 +294,15 @@ fn row(id: &str, b: &BenchResult, c: &BenchResult, opts: &Options) -> Option<Row
         f64::NAN
     };
     let d = ratio_and_difference(
-        &rounds_of(b, opts.max_samples),
-        &rounds_of(c, opts.max_samples),
+        &repetitions_of(b, opts.max_samples),
+        &repetitions_of(c, opts.max_samples),
         (slowdown, cs.median - bs.median),
         opts.resamples,
         opts.seed,
     );
     let (ratio_ci, diff_ci) = (d.ratio_ci, d.diff_ci);
     let (verdict, within_band) = verdict(ratio_ci, slowdown, opts.threshold);
-    Some(Row {
+    Some(BenchComparison {
         id: id.to_string(),
         base_median_ns: bs.median,
         cand_median_ns: cs.median,
@@ -322,7 +322,10 @@ fn row(id: &str, b: &BenchResult, c: &BenchResult, opts: &Options) -> Option<Row
 /// The rows of benchmarks measured on both sides, in their order, computed on every CPU: the
 /// bootstrap is most of a comparison's time, each row is seeded alike whichever thread takes
 /// it, so the answer does not depend on the number of threads.
-fn rows_in_parallel(both: &[(&str, &BenchResult, &BenchResult)], opts: &Options) -> Vec<Row> {
+fn rows_in_parallel(
+    both: &[(&str, &BenchResult, &BenchResult)],
+    opts: &Options,
+) -> Vec<BenchComparison> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let per = both.len().div_ceil(threads.max(1)).max(1);
     std::thread::scope(|s| {
@@ -332,7 +335,7 @@ fn rows_in_parallel(both: &[(&str, &BenchResult, &BenchResult)], opts: &Options)
                 s.spawn(move || {
                     part.iter()
                         .filter_map(|&(id, b, c)| row(id, b, c, opts))
-                        .collect::<Vec<Row>>()
+                        .collect::<Vec<BenchComparison>>()
                 })
             })
             .collect();
@@ -345,7 +348,7 @@ fn rows_in_parallel(both: &[(&str, &BenchResult, &BenchResult)], opts: &Options)
 }
 
 /// Counts of verdicts and the geometric mean slowdown.
-fn summarize(rows: &[Row]) -> Summary {
+fn summarize(rows: &[BenchComparison]) -> Summary {
     let logs: Vec<f64> = rows
         .iter()
         .filter(|r| r.slowdown.is_finite() && r.slowdown > 0.0)
@@ -469,12 +472,12 @@ pub fn resummarize(cmp: &mut Comparison) {
 }
 
 /// The rows that could not be judged: measured apart, run-to-run spread unknown.
-pub fn unknown_apart(cmp: &Comparison) -> Vec<&Row> {
+pub fn unknown_apart(cmp: &Comparison) -> Vec<&BenchComparison> {
     cmp.rows.iter().filter(|r| r.apart_unknown).collect()
 }
 
 /// Benchmarks slower than `pct` percent beyond doubt (the CI's lower end), for --fail-above.
-pub fn regressions(cmp: &Comparison, pct: f64) -> Vec<&Row> {
+pub fn regressions(cmp: &Comparison, pct: f64) -> Vec<&BenchComparison> {
     cmp.rows
         .iter()
         .filter(|r| r.slowdown_ci95[0] > 1.0 + pct / 100.0)
@@ -622,13 +625,13 @@ mod tests {
     }
 
     /// A row changed by `ratio` on a base of `base` ns, called as the ratio says.
-    fn changed(id: &str, base: f64, ratio: f64) -> Row {
+    fn changed(id: &str, base: f64, ratio: f64) -> BenchComparison {
         let verdict = match ratio {
             r if r > 1.02 => Verdict::Slower,
             r if r < 0.98 => Verdict::Faster,
             _ => Verdict::NoChange,
         };
-        Row {
+        BenchComparison {
             id: id.into(),
             base_median_ns: base,
             cand_median_ns: base * ratio,
@@ -662,7 +665,7 @@ mod tests {
         assert_eq!(f.addition_ns[0].round(), 49.0);
         assert_eq!(f.addition_ns[1].round(), 41_730.0);
         // Faster by one factor is said as such.
-        let faster: Vec<Row> = machine
+        let faster: Vec<BenchComparison> = machine
             .iter()
             .map(|r| changed(&r.id, r.base_median_ns, 1.0 / r.slowdown))
             .collect();
@@ -696,9 +699,13 @@ mod tests {
     }
 
     #[test]
-    fn repetitions_are_the_rounds_of_the_bootstrap() {
+    fn repetitions_are_the_repetitions_of_the_bootstrap() {
         let mut r = testdata::result("x/y", vec![1.0, 2.0, 3.0, 4.0, 5.0]);
-        assert_eq!(rounds_of(&r, 100).len(), 1, "one stream: one round");
+        assert_eq!(
+            repetitions_of(&r, 100).len(),
+            1,
+            "one stream: one repetition"
+        );
         r.repetitions = [0usize, 3]
             .iter()
             .zip([3usize, 2])
@@ -708,10 +715,10 @@ mod tests {
                 ..testdata::repetition(0.0, 0.0)
             })
             .collect();
-        let rounds = rounds_of(&r, 100);
-        assert_eq!(rounds.len(), 2);
-        assert_eq!(rounds[0].concat(), vec![1.0, 2.0, 3.0]);
-        assert_eq!(rounds[1].concat(), vec![4.0, 5.0]);
+        let reps = repetitions_of(&r, 100);
+        assert_eq!(reps.len(), 2);
+        assert_eq!(reps[0].concat(), vec![1.0, 2.0, 3.0]);
+        assert_eq!(reps[1].concat(), vec![4.0, 5.0]);
     }
 
     #[test]

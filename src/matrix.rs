@@ -67,7 +67,7 @@ pub use groups::{Group, build_groups};
 pub type SpreadOf<'a> = &'a dyn Fn(&str, i64) -> Option<Spread>;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Row {
+pub struct BenchAcross {
     pub bench: String,
     pub cells: Vec<Cell>,
     /// The base run's environment's run-to-run spread for this benchmark, when known.
@@ -101,7 +101,7 @@ pub struct Matrix {
     pub differs: Vec<String>,
     /// Half-width of the no-change band (0.02 = ±2%).
     pub threshold: f64,
-    pub rows: Vec<Row>,
+    pub rows: Vec<BenchAcross>,
     /// Level shifts along the columns, per benchmark (`history --changes`'s method); searched
     /// only with at least `2 * MIN_SEGMENT` columns.
     pub changes: Vec<ColumnChange>,
@@ -295,7 +295,7 @@ pub fn build(
                     }
                 })
                 .collect();
-            Row {
+            BenchAcross {
                 bench: bench.clone(),
                 cells,
                 run_to_run: apart

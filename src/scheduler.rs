@@ -12,8 +12,9 @@ use anyhow::Context;
 
 use crate::analysis::{self, Judging, RepRun};
 use crate::harness::case::Benchmark;
+use crate::harness::clock;
 use crate::harness::runner::{CaseResult, WorkerOptions};
-use crate::harness::{clock, sampler};
+use crate::harness::sampler::StopWhen;
 use crate::model::{BenchResult, ClockInfo, Run, SCHEMA_VERSION, Schedule, Tool};
 use crate::worker::{Coordinator, Interrupted};
 
@@ -28,15 +29,17 @@ pub struct Plan {
     pub wrapper: Option<Vec<String>>,
     pub wrapper_text: Option<String>,
     pub label: Option<String>,
-    pub reps: Repetitions,
+    pub reps: RepetitionPlan,
     /// Start the wrapper itself on the measuring CPU (`predict`: a tracer then runs where the
     /// program it prices will run), not only the worker.
     pub pin_wrapper: bool,
+    /// The user named the measuring CPU: `plan::settle_cpu` keeps it, busy or not.
+    pub cpu_asked: bool,
 }
 
 /// How many repetitions each benchmark gets, how long each samples, and when to stop.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Repetitions {
+pub struct RepetitionPlan {
     /// Before the stop rule is asked (and the fewest that give a CI).
     pub min: usize,
     /// The budget: a benchmark stops here whatever its CI.
@@ -59,7 +62,7 @@ const REP_FLOOR_NS: u64 = 20_000_000;
 const REP_CEILING_NS: u64 = 60_000_000;
 pub const MIN_REPETITIONS: usize = crate::stats::bootstrap::MIN_REPETITIONS;
 
-/// Repetitions for `cases` cases in all. `budget_s` (per benchmark) caps the repetitions;
+/// The repetition plan for `cases` cases in all. `budget_s` (per benchmark) caps the repetitions;
 /// without it a benchmark may take up to twice the minimum (fewer in a big suite, so the
 /// default suite's time stays bounded however noisy the machine). --quick stops at the minimum.
 pub fn repetition_plan(
@@ -68,7 +71,7 @@ pub fn repetition_plan(
     budget_s: Option<f64>,
     fixed_total: Option<usize>,
     quick: bool,
-) -> Repetitions {
+) -> RepetitionPlan {
     let share = SHARED_SAMPLING_S * 1e9 / (cases.max(1) * MIN_REPETITIONS) as f64;
     let rep_ns = if quick {
         REP_FLOOR_NS
@@ -86,7 +89,7 @@ pub fn repetition_plan(
         Some(b) => ((b * 1e9 / rep_ns as f64) as usize).max(MIN_REPETITIONS),
         None => default_max,
     };
-    Repetitions {
+    RepetitionPlan {
         min: MIN_REPETITIONS,
         max,
         rep_ns,
@@ -97,7 +100,7 @@ pub fn repetition_plan(
 
 /// What every run of a plan shares: the calibrated clock, the machine, the start time and the
 /// worker options completed with the clock's real cost.
-struct Session {
+struct RunSetup {
     /// When the run started; repetitions are timed from here.
     started: std::time::Instant,
     clock: ClockInfo,
@@ -109,7 +112,7 @@ struct Session {
     _scratch: crate::scratch::Scratch,
 }
 
-fn session(plan: &Plan) -> anyhow::Result<Session> {
+fn session(plan: &Plan) -> anyhow::Result<RunSetup> {
     let clock = clock::calibrate();
     let mut opts = plan.opts.clone();
     for gone in crate::scratch::reclaim() {
@@ -121,14 +124,13 @@ fn session(plan: &Plan) -> anyhow::Result<Session> {
     let scratch =
         crate::scratch::Scratch::create().context("cannot create a temporary directory")?;
     opts.scratch_dir = Some(scratch.path().to_path_buf());
-    opts.sampler.clock_cost_ns = clock.cost_ns;
-    opts.sampler.target_batch_ns = sampler::target_batch_ns(clock.cost_ns);
+    opts.sampler = opts.sampler.with_clock(clock.cost_ns);
     if cfg!(debug_assertions) {
         crate::say!(
             "oscost: this is a debug build; for representative numbers use `cargo run --release`"
         );
     }
-    Ok(Session {
+    Ok(RunSetup {
         started: std::time::Instant::now(),
         env: crate::env::collect(Some(clock)),
         started_at: now_rfc3339(),
@@ -143,7 +145,7 @@ fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
-impl Session {
+impl RunSetup {
     fn coordinator(
         &self,
         plan: &Plan,
@@ -301,7 +303,9 @@ fn rep_options(opts: &WorkerOptions, plan: &Plan, k: usize) -> WorkerOptions {
     }
     if let Some(total) = plan.reps.fixed_total {
         let r = plan.reps.min;
-        o.sampler.fixed_samples = Some(total / r + usize::from(k < total % r));
+        o.sampler.stop = StopWhen::Count {
+            n: total / r + usize::from(k < total % r),
+        };
     }
     o
 }
@@ -379,7 +383,7 @@ fn judge(plan: &Plan, sides: &mut [MeasuredSide], i: usize, done: usize) {
     }
 }
 
-impl Session {
+impl RunSetup {
     /// Every case's repetitions as one result each, with the derived values of its benchmark.
     fn results(&self, plan: &Plan, tracks: Vec<Track>) -> Vec<BenchResult> {
         let mut out = Vec::new();
@@ -426,7 +430,7 @@ type RoundOrder = Vec<Vec<String>>;
 /// of the rounds and each side's tracks.
 fn measure_sides(
     plan: &Plan,
-    s: &Session,
+    s: &RunSetup,
     repeaters: &[&dyn Repeater],
 ) -> Result<(RoundOrder, Vec<Vec<Track>>), Interrupted> {
     let bar = progress(plan.benchmarks.len() * plan.reps.min * repeaters.len());
@@ -579,7 +583,14 @@ mod tests {
     use std::cell::RefCell;
 
     use crate::harness::case::BenchError;
-    use crate::harness::runner::SamplerConfigWire;
+    use crate::harness::sampler::SamplerConfig;
+
+    fn count_of(stop: StopWhen) -> Option<usize> {
+        match stop {
+            StopWhen::Count { n } => Some(n),
+            _ => None,
+        }
+    }
     use crate::harness::sampler::Measurement;
 
     /// A worker that never starts: each call logs "SIDE id", and returns 200 samples around a
@@ -615,7 +626,7 @@ mod tests {
                 .push(format!("{} {}", self.side, b.id));
             self.given
                 .borrow_mut()
-                .push((!opts.events.is_empty(), opts.sampler.fixed_samples));
+                .push((!opts.events.is_empty(), count_of(opts.sampler.stop)));
             let levels = (self.levels)(b.id);
             let mut case = CaseResult::failed(
                 b.id.to_string(),
@@ -666,14 +677,11 @@ mod tests {
                 .map(|id| crate::bench::find(id).unwrap())
                 .collect(),
             opts: WorkerOptions {
-                sampler: SamplerConfigWire {
-                    precision: 0.01,
+                sampler: SamplerConfig {
+                    stop: StopWhen::Elapsed { ns: 20_000_000 },
                     budget_ns: 20_000_000,
-                    min_time_ns: 20_000_000,
                     warmup_ns: 0,
-                    fixed_samples: None,
-                    target_batch_ns: 50_000,
-                    clock_cost_ns: 25.0,
+                    ..SamplerConfig::for_clock(Some(25.0))
                 },
                 cpu: 0,
                 allowed: vec![0],
@@ -687,7 +695,7 @@ mod tests {
             wrapper: None,
             wrapper_text: None,
             label: None,
-            reps: Repetitions {
+            reps: RepetitionPlan {
                 min: 5,
                 max: 10,
                 rep_ns: 20_000_000,
@@ -695,6 +703,7 @@ mod tests {
                 fixed_total,
             },
             pin_wrapper: false,
+            cpu_asked: false,
         }
     }
 

@@ -122,7 +122,7 @@ fn measure(id: &str, opts: WorkerOptions) -> Vec<CaseResult> {
         .ipc_namespace
         .then(crate::harness::ipc_guard::private_namespace);
     let meter = Meter {
-        sampler: Sampler::new(Monotonic, Rusage, opts.sampler.into()),
+        sampler: Sampler::new(Monotonic, Rusage, opts.sampler),
         cpu: opts.cpu,
         allowed: opts.allowed,
         mq_name: opts.mq_name,

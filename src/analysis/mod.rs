@@ -187,14 +187,22 @@ fn judge_noise(
     (d, notes)
 }
 
+/// A wait share above which a result is flagged as sharing its CPU. A task spinning on the CPU
+/// makes it ~50%; with none, a whole `--quick` suite on a 2-vCPU VM waited at most 8% (a
+/// kernel writeback worker, 20 ms passes), most results under 3%.
+pub const CPU_WAIT_SHARE: f64 = 0.10;
+
+/// ...and the least waiting, summed over a result's repetitions, that is flagged: one short
+/// blip (a writeback worker for a millisecond) in a pass of a few milliseconds is a large
+/// share and no contention; a task sharing the CPU makes tens of milliseconds.
+pub const CPU_WAIT_MIN_NS: u64 = 5_000_000;
+
 /// The flag of a measuring thread that waited for its own CPU: the median of short batches
 /// barely moves when another task shares the CPU, but every operation's throughput halves,
 /// so it is said, with what was runnable there.
 pub fn cpu_wait_flag(w: &crate::harness::runner::CpuWait) -> Option<String> {
     let share = w.share();
-    if share <= crate::harness::runner::CPU_WAIT_SHARE
-        || w.wait_ns < crate::harness::runner::CPU_WAIT_MIN_NS
-    {
+    if share <= CPU_WAIT_SHARE || w.wait_ns < CPU_WAIT_MIN_NS {
         return None;
     }
     let beside = if w.beside.is_empty() {
@@ -344,6 +352,11 @@ mod tests {
     use crate::harness::noise::parse_proc_stat;
     use crate::harness::sampler::Measurement;
     use crate::model::{Batch, Placement};
+
+    #[test]
+    fn a_flagged_wait_always_had_its_evidence_looked_for() {
+        const { assert!(crate::harness::runner::LOOK_BESIDE_SHARE <= CPU_WAIT_SHARE) };
+    }
 
     /// A ping-pong result whose counters saw `cs` switches per round trip.
     fn pingpong(cs: f64) -> BenchResult {

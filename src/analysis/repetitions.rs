@@ -29,12 +29,12 @@ pub struct Judging {
 /// measured (baseline subtracted), around `point`.
 pub fn repetition_ci(reps: &[&[f64]], batch: u64, point: f64, j: Judging) -> Option<[f64; 2]> {
     let per = (j.max_samples / reps.len().max(1)).max(1);
-    let rounds: stats::bootstrap::Rounds = reps
+    let blocked: stats::bootstrap::Repetitions = reps
         .iter()
         .map(|s| stats::bootstrap::blocks(s, batch, per))
         .filter(|b| !b.is_empty())
         .collect();
-    stats::bootstrap::hierarchical_median_ci(&rounds, point, j.resamples, 0x0005_c057)
+    stats::bootstrap::hierarchical_median_ci(&blocked, point, j.resamples, 0x0005_c057)
 }
 
 /// Relative half-width of a CI around `point` (infinite when there is none).

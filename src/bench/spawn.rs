@@ -482,7 +482,6 @@ fn fork_rss(m: &Meter, c: &Case) -> Measured {
     // its time (the repetitions, not the stream, give the CI).
     let cfg = SamplerConfig {
         budget_ns: m.sampler.cfg.budget_ns.max(3_000_000_000),
-        precision: f64::INFINITY,
         min_samples: 10,
         ..m.sampler.cfg
     };

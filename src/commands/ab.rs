@@ -110,7 +110,7 @@ impl AbArgs {
             before = Some((snapshot, sides));
             std::cell::RefCell::new(guard)
         });
-        super::plan::settle_cpu(&mut plan, self.run.cpu);
+        super::plan::settle_cpu(&mut plan);
         let rounds = self.rounds as usize;
         let measured = scheduler::execute_ab(
             &plan,

@@ -216,7 +216,7 @@ fn group_row(
         return;
     };
     let (verdict, within_band) = compare::verdict(d.ratio_ci95, d.ratio, cmp.threshold);
-    cmp.rows.push(compare::Row {
+    cmp.rows.push(compare::BenchComparison {
         id: bench.to_string(),
         base_median_ns: d.base,
         cand_median_ns: d.cand,

@@ -10,6 +10,7 @@ use clap::Args;
 use super::args::usage;
 use super::print_stdout;
 use crate::harness::case::RingOptions;
+use crate::harness::sampler::StopWhen;
 use crate::scheduler::{self, Plan, repetition_plan};
 use crate::{output, report};
 
@@ -71,7 +72,7 @@ impl CtxArgs {
         let mut request = super::plan::Request::new(vec!["switch/ring".into()]);
         request.samples = self.repetitions;
         let mut plan = super::plan::build(&request)?;
-        super::plan::settle_cpu(&mut plan, None);
+        super::plan::settle_cpu(&mut plan);
         let ring = RingOptions {
             procs: self.procs.iter().map(|&n| n as usize).collect(),
             sizes_kb: if self.sizes.is_empty() {
@@ -86,8 +87,10 @@ impl CtxArgs {
         let fixed = self.repetitions.map(|n| n as usize);
         plan.reps = repetition_plan(points, plan.reps.precision, None, fixed, false);
         let cfg = &mut plan.opts.sampler;
-        cfg.min_time_ns = plan.reps.rep_ns;
         if fixed.is_none() {
+            cfg.stop = StopWhen::Elapsed {
+                ns: plan.reps.rep_ns,
+            };
             cfg.budget_ns = plan.reps.rep_ns;
         }
         if let Some(w) = self.warmup_us {

@@ -21,7 +21,7 @@ use crate::analysis::explain::{self, Split};
 use crate::harness::case::{Cases, Meter};
 use crate::harness::clock::{Monotonic, calibrate};
 use crate::harness::noise::Rusage;
-use crate::harness::sampler::{Sampler, SamplerConfig};
+use crate::harness::sampler::{Sampler, SamplerConfig, StopWhen};
 use crate::harness::trace::{Tracer, ipis_received};
 use crate::harness::{placement, runner};
 use crate::report::explain::Explanation;
@@ -49,18 +49,24 @@ pub struct ExplainArgs {
 /// Sampler settings of a pass: `untraced` long enough for a median, the traced one short
 /// (every event of it is kept in memory until the pass ends).
 fn pass_config(clock_cost_ns: f64, traced: bool) -> SamplerConfig {
-    let mut c = SamplerConfig::for_clock(clock_cost_ns);
-    c.precision = 0.01;
+    let c = SamplerConfig::for_clock(Some(clock_cost_ns));
     if traced {
-        c.warmup_ns = 2_000_000;
-        c.min_time_ns = 15_000_000;
-        c.budget_ns = 30_000_000;
-        c.precision = 1.0;
+        SamplerConfig {
+            stop: StopWhen::Elapsed { ns: 15_000_000 },
+            warmup_ns: 2_000_000,
+            budget_ns: 30_000_000,
+            ..c
+        }
     } else {
-        c.min_time_ns = 300_000_000;
-        c.budget_ns = 1_000_000_000;
+        SamplerConfig {
+            stop: StopWhen::Precise {
+                precision: 0.01,
+                min_ns: 300_000_000,
+            },
+            budget_ns: 1_000_000_000,
+            ..c
+        }
     }
-    c
 }
 
 fn median_of(cases: &[runner::CaseResult]) -> Option<f64> {
@@ -107,7 +113,7 @@ impl ExplainArgs {
         let mut plan = self.plan()?;
         let allowed = plan.opts.allowed.clone();
         let mut tracer = Tracer::open(&allowed, self.syscalls).map_err(|e| usage(e.to_string()))?;
-        super::plan::settle_cpu(&mut plan, self.cpu);
+        super::plan::settle_cpu(&mut plan);
         let b = plan.benchmarks[0];
         let id = format!("{}@{}", b.id, plan.opts.variants.placements[0].word());
         placement::pin_current_thread(plan.opts.cpu).map_err(anyhow::Error::msg)?;

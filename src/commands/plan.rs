@@ -4,7 +4,8 @@
 //! only what validating needs (the CPUs this process may use, `PATH` for the wrapper,
 //! MemAvailable for fork sizes) and measures nothing; `settle_cpu`, called by each command once
 //! it has accepted every input, watches the CPUs for 100 ms and trades a busy default CPU for
-//! an idle one. `run` makes a request from its flags,
+//! an idle one unless the user named it (`measuring_cpu` does the same for `predict`, which
+//! runs no plan of its own). `run` makes a request from its flags,
 //! `ab` from the same flags (its wrappers are its sides'), `ctx` from lmbench's, `predict` and
 //! `explain` from theirs; none of them builds another command's arguments.
 
@@ -14,9 +15,9 @@ use super::args::{split_command, usage};
 use crate::bench;
 use crate::harness::case::{Benchmark, RingOptions, VariantOptions, default_fork_sizes};
 use crate::harness::placement::{self, Place};
-use crate::harness::runner::{self, SamplerConfigWire, WorkerOptions, default_mq_name};
-use crate::harness::sampler::SamplerConfig;
-use crate::scheduler::{Plan, Repetitions, repetition_plan};
+use crate::harness::runner::{self, WorkerOptions, default_mq_name};
+use crate::harness::sampler::{SamplerConfig, StopWhen};
+use crate::scheduler::{Plan, RepetitionPlan, repetition_plan};
 
 /// A measurement asked for, as values (what `oscost run`'s flags say, defaults included).
 #[derive(Debug, Clone, PartialEq)]
@@ -106,6 +107,7 @@ pub fn build(args: &Request) -> anyhow::Result<Plan> {
         label: args.label.clone(),
         reps,
         pin_wrapper: false,
+        cpu_asked: args.cpu.is_some(),
     })
 }
 
@@ -113,16 +115,34 @@ pub fn build(args: &Request) -> anyhow::Result<Plan> {
 /// that bad input is refused in one line, whatever the CPUs are doing): the default CPU may be
 /// where the user pinned other work (`taskset -c 1`), and gives way to an idle one, said on
 /// stderr. A CPU the user named (`asked`) is taken as given.
-pub fn settle_cpu(plan: &mut Plan, asked: Option<usize>) {
-    if asked.is_some() || plan.opts.allowed.len() < 2 {
-        return;
+pub fn settle_cpu(plan: &mut Plan) {
+    if !plan.cpu_asked {
+        plan.opts.cpu = settled(plan.opts.cpu, &plan.opts.allowed);
     }
-    let busy = placement::busy_now(&plan.opts.allowed, Duration::from_millis(100));
-    let (chosen, said) = placement::choose_idle(plan.opts.cpu, &busy);
+}
+
+/// The measuring CPU of a command that runs no plan of its own (`predict`'s program): the one
+/// asked for, checked against the allowed CPUs, or the default settled as `settle_cpu` does.
+pub fn measuring_cpu(asked: Option<usize>) -> anyhow::Result<usize> {
+    let allowed = placement::allowed_cpus();
+    let cpu = resolve_cpu(asked, &allowed).map_err(usage)?;
+    Ok(match asked {
+        Some(_) => cpu,
+        None => settled(cpu, &allowed),
+    })
+}
+
+/// `default` unless it is busy and another allowed CPU is idle.
+fn settled(default: usize, allowed: &[usize]) -> usize {
+    if allowed.len() < 2 {
+        return default;
+    }
+    let busy = placement::busy_now(allowed, Duration::from_millis(100));
+    let (chosen, said) = placement::choose_idle(default, &busy);
     if let Some(line) = said {
         crate::say!("oscost: {line}");
     }
-    plan.opts.cpu = chosen;
+    chosen
 }
 
 /// The events `--events` names (every known one by default, none for `none`).
@@ -189,7 +209,7 @@ fn resolve_sampling(
     args: &Request,
     benchmarks: &[&Benchmark],
     variants: &VariantOptions,
-) -> (SamplerConfigWire, Repetitions) {
+) -> (SamplerConfig, RepetitionPlan) {
     let cases: usize = benchmarks
         .iter()
         .map(|b| runner::expand(b, variants).len())
@@ -201,22 +221,22 @@ fn resolve_sampling(
     };
     let fixed = args.samples.map(|n| n as usize);
     let reps = repetition_plan(cases, precision, args.budget_s, fixed, args.quick);
-    let defaults = SamplerConfig::for_clock(f64::NAN);
-    let wire = SamplerConfigWire {
-        precision,
+    let sampler = SamplerConfig {
+        // The scheduler shares a fixed count out over the repetitions (`rep_options`).
+        stop: match fixed {
+            Some(n) => StopWhen::Count { n },
+            None => StopWhen::Elapsed { ns: reps.rep_ns },
+        },
         // A fixed count may take longer than a repetition's time: --budget still caps it.
         budget_ns: match fixed {
             Some(_) => args.budget_s.map_or(60_000_000_000, |b| (b * 1e9) as u64),
             None => reps.rep_ns,
         },
-        min_time_ns: reps.rep_ns,
         warmup_ns: 5_000_000,
-        fixed_samples: None,
-        // Not known until the scheduler calibrates the clock.
-        target_batch_ns: defaults.target_batch_ns,
-        clock_cost_ns: f64::NAN,
+        // The clock is calibrated when the scheduler's session starts.
+        ..SamplerConfig::for_clock(None)
     };
-    (wire, reps)
+    (sampler, reps)
 }
 
 /// The parent sizes of spawn/fork-rss: those asked for (sorted, at most the memory available),
@@ -314,13 +334,17 @@ mod tests {
         let v = VariantOptions::default();
         let getpid = bench::select(&["syscall/getpid".into()]).unwrap();
         let (w, reps) = resolve_sampling(&args(&[]), &getpid, &v);
-        assert_eq!((w.min_time_ns, w.budget_ns), (reps.rep_ns, reps.rep_ns));
+        assert_eq!(
+            (w.stop, w.budget_ns),
+            (StopWhen::Elapsed { ns: reps.rep_ns }, reps.rep_ns)
+        );
         assert_eq!((reps.min, reps.max, reps.precision), (5, 10, 0.01));
         let (_, quick) = resolve_sampling(&args(&["--quick"]), &getpid, &v);
         assert_eq!((quick.max, quick.precision), (5, 0.02));
         let (w, fixed) =
             resolve_sampling(&args(&["--budget", "0.1", "--samples", "50"]), &getpid, &v);
         assert_eq!((w.budget_ns, fixed.fixed_total), (100_000_000, Some(50)));
+        assert_eq!(w.stop, StopWhen::Count { n: 50 });
         // The suite's cases share the time: shorter repetitions than one benchmark gets.
         let suite = bench::select(&[]).unwrap();
         let (_, many) = resolve_sampling(&args(&[]), &suite, &v);

@@ -401,15 +401,12 @@ impl PredictArgs {
             Some(saving_store(&mut passed)?)
         };
         // The measuring CPU of the whole prediction: the pricing benchmarks', the program's.
-        let mut req = super::plan::Request::new(vec![model::NULL_CALL.to_string()]);
-        req.cpu = self.cpu;
-        let mut cpu_plan = super::plan::build(&req)?;
-        super::plan::settle_cpu(&mut cpu_plan, self.cpu);
+        let cpu = super::plan::measuring_cpu(self.cpu)?;
         let ctx = Ctx {
             args: &self,
             wrapper,
             cmd_text: shell_words(&self.command),
-            cpu: cpu_plan.opts.cpu,
+            cpu,
             interrupted: &interrupted,
         };
         let (counts, kinds) = ctx.count()?;

@@ -204,7 +204,7 @@ impl RunArgs {
         } else {
             Some(saving_store(&mut passed)?)
         };
-        super::plan::settle_cpu(&mut plan, self.cpu);
+        super::plan::settle_cpu(&mut plan);
         let mut result = scheduler::execute(&plan, Arc::clone(&interrupted))?;
         under(&mut result);
         // Put back before saving and writing: the settings' life is the measurement's.
@@ -272,7 +272,7 @@ impl RunArgs {
         for i in 0..n {
             let mut plan = super::plan::build(&self.request())?;
             plan.opts.task_settings = first.opts.task_settings.clone();
-            super::plan::settle_cpu(&mut plan, self.cpu);
+            super::plan::settle_cpu(&mut plan);
             let mut result = scheduler::execute(&plan, Arc::clone(interrupted))
                 .map_err(|e| series_stopped(e, &saved, &store))?;
             stop().map_err(|e| series_stopped(e, &saved, &store))?;

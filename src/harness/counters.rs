@@ -163,7 +163,7 @@ pub enum Phase {
     Sampling,
 }
 
-struct Session {
+struct Counting {
     counters: Vec<(&'static str, Counter)>,
     unavailable: BTreeMap<String, String>,
     base: BTreeMap<&'static str, f64>,
@@ -174,7 +174,7 @@ struct Session {
 }
 
 thread_local! {
-    static SESSION: RefCell<Option<Session>> = const { RefCell::new(None) };
+    static SESSION: RefCell<Option<Counting>> = const { RefCell::new(None) };
 }
 
 /// A count scaled for the time the counter was not on the PMU (multiplexed hardware events).
@@ -192,7 +192,7 @@ pub fn open(events: &[String]) {
     // Kernel-side events (a switch, a fault) need the kernel included; that needs
     // paranoid <= 1 or privilege, else every such count would be a silent 0.
     let include_kernel = paranoid() <= 1 || nix::unistd::geteuid().is_root();
-    let mut s = Session {
+    let mut s = Counting {
         counters: Vec::new(),
         unavailable: BTreeMap::new(),
         base: BTreeMap::new(),

@@ -1,5 +1,5 @@
 //! A tracing session in an ftrace instance of oscost's own, run by the helper process
-//! `oscost __ftrace` (`helper_main`) and driven from the command through `Session`.
+//! `oscost __ftrace` (`helper_main`) and driven from the command through `TraceHelper`.
 //!
 //! Why ftrace and not perf samples: on these guests a perf tracepoint sample cost the traced
 //! thread 0.5-1 us, the ftrace ring buffer about 0.3 us; a same-CPU round trip of 6 us with its
@@ -41,7 +41,7 @@ pub struct Drained {
 }
 
 /// The command's side: the helper, its instance set up and waiting.
-pub struct Session {
+pub struct TraceHelper {
     child: Child,
     stdin: Option<ChildStdin>,
     out: BufReader<ChildStdout>,
@@ -49,9 +49,9 @@ pub struct Session {
     pub text: String,
 }
 
-impl Session {
+impl TraceHelper {
     /// Start the helper for `events` on `cpus`; Err says what is missing.
-    pub fn open(cpus: &[usize], events: &[&str]) -> Result<Session, CountError> {
+    pub fn open(cpus: &[usize], events: &[&str]) -> Result<TraceHelper, CountError> {
         let list: Vec<String> = cpus.iter().map(usize::to_string).collect();
         let mut child = helper_command("__ftrace")?
             .arg(list.join(","))
@@ -64,7 +64,7 @@ impl Session {
         let (Some(stdin), Some(out)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(CountError::Io("oscost __ftrace has no pipes".into()));
         };
-        let mut s = Session {
+        let mut s = TraceHelper {
             child,
             stdin: Some(stdin),
             out: BufReader::new(out),
@@ -152,7 +152,7 @@ impl Session {
     }
 }
 
-impl Drop for Session {
+impl Drop for TraceHelper {
     /// Closing the pipe tells the helper to remove the instance; wait until it has.
     fn drop(&mut self) {
         drop(self.stdin.take());

@@ -18,7 +18,8 @@ use crate::model::Placement;
 /// Options the coordinator passes to every worker.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct WorkerOptions {
-    pub sampler: SamplerConfigWire,
+    /// How each case is sampled.
+    pub sampler: SamplerConfig,
     /// The CPU single-thread benchmarks are pinned to.
     pub cpu: usize,
     /// CPUs the run may use.
@@ -41,33 +42,6 @@ pub struct WorkerOptions {
 /// The POSIX message queue name of this run.
 pub fn default_mq_name() -> String {
     format!("/oscost-{}", std::process::id())
-}
-
-/// `SamplerConfig` as it crosses the pipe to the worker.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
-pub struct SamplerConfigWire {
-    pub precision: f64,
-    pub budget_ns: u64,
-    pub min_time_ns: u64,
-    pub warmup_ns: u64,
-    pub fixed_samples: Option<usize>,
-    pub target_batch_ns: u64,
-    pub clock_cost_ns: f64,
-}
-
-impl From<SamplerConfigWire> for SamplerConfig {
-    fn from(w: SamplerConfigWire) -> SamplerConfig {
-        SamplerConfig {
-            precision: w.precision,
-            budget_ns: w.budget_ns,
-            min_time_ns: w.min_time_ns,
-            warmup_ns: w.warmup_ns,
-            fixed_samples: w.fixed_samples,
-            target_batch_ns: w.target_batch_ns,
-            clock_cost_ns: w.clock_cost_ns,
-            ..SamplerConfig::for_clock(w.clock_cost_ns)
-        }
-    }
 }
 
 /// One case as measured: raw samples and the evidence around them, or why there are none.
@@ -127,16 +101,10 @@ impl CpuWait {
     }
 }
 
-/// A wait share above which the case names what else was runnable on its CPU (and the
-/// analysis flags it). A task spinning on the CPU makes it ~50%; with none, a whole `--quick`
-/// suite on a 2-vCPU VM waited at most 8% (a kernel writeback worker, 20 ms passes), most
-/// results under 3%.
-pub const CPU_WAIT_SHARE: f64 = 0.10;
-
-/// ...and the least waiting, summed over a result's repetitions, that is flagged: one short
-/// blip (a writeback worker for a millisecond) in a pass of a few milliseconds is a large
-/// share and no contention; a task sharing the CPU makes tens of milliseconds.
-pub const CPU_WAIT_MIN_NS: u64 = 5_000_000;
+/// A wait share above which the case looks for what else was runnable on its CPU: evidence
+/// for the analysis, which judges (`analysis::CPU_WAIT_SHARE`, never below this one, so a
+/// flagged result always has its evidence looked for).
+pub const LOOK_BESIDE_SHARE: f64 = 0.05;
 
 impl CaseResult {
     /// A case with no numbers, only the reason.
@@ -252,7 +220,7 @@ fn cpu_wait(
         wait_ns: z.wait_ns.saturating_sub(a.wait_ns),
         beside: vec![],
     };
-    if w.share() > CPU_WAIT_SHARE {
+    if w.share() > LOOK_BESIDE_SHARE {
         // SAFETY: getpgrp takes no arguments and cannot fail.
         let own = unsafe { libc::getpgrp() };
         w.beside = noise::runnable_on(cpu, own, 4);

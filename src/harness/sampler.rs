@@ -6,9 +6,10 @@
 //! removed is timed the same way; its per-operation median is the baseline subtracted from every
 //! sample. Expensive operations (fork) are timed one by one, each time kept.
 //!
-//! After a warm-up, samples are taken until the 95% CI of the median is within `precision` of
-//! the median (and at least `min_samples` and `min_time` are reached), or the time budget ends,
-//! or exactly `fixed_samples` were taken when the user asked for a count. Each sample records
+//! After a warm-up, samples are taken until the config's `StopWhen` is met: a time (a
+//! repetition of `run`, `ab` or `ctx`, whose precision is the scheduler's rule across
+//! repetitions, `scheduler::repetition_plan`), the median's 95% CI within a precision (a
+//! single pass, `explain`), or a count (`--samples`); the budget caps all three. Each sample records
 //! whether the thread was preempted while it ran, and when it ended, so that slow phases of the
 //! machine can be found in the time series and reported.
 //!
@@ -23,41 +24,77 @@ use super::noise::PreemptionProbe;
 use crate::model::Batch;
 use crate::stats;
 
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// When a sampler stops taking samples (the budget, `SamplerConfig::budget_ns`, caps each).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub enum StopWhen {
+    /// After this much sampling time and `min_samples` samples: one repetition of `run`, `ab`
+    /// or `ctx`, where the scheduler decides across repetitions whether the median is precise.
+    Elapsed {
+        /// Sampling time, ns.
+        ns: u64,
+    },
+    /// Once the 95% CI half-width of the median is within `precision` of it, after at least
+    /// `min_ns` of sampling and `min_samples` samples: a pass that stands alone (`explain`).
+    Precise {
+        /// The fraction of the median the CI half-width must be within.
+        precision: f64,
+        /// Never before this much sampling time (ns): short bursts of noise average out.
+        min_ns: u64,
+    },
+    /// After exactly this many samples (`--samples`, shared out over the repetitions).
+    Count {
+        /// Samples to take.
+        n: usize,
+    },
+}
+
+/// How a sampler samples: its stop rule and the sizes around it.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SamplerConfig {
-    /// Stop when the 95% CI half-width of the median is within this fraction of it.
-    pub precision: f64,
-    /// Stop after this much sampling time (ns), whatever the precision.
+    /// When to stop.
+    pub stop: StopWhen,
+    /// Stop after this much sampling time (ns), whatever `stop` says (once 3 samples exist).
     pub budget_ns: u64,
-    /// Never stop before this much sampling time (ns): short bursts of noise average out.
-    pub min_time_ns: u64,
+    /// Time the operation runs untimed before sampling starts (ns).
     pub warmup_ns: u64,
-    /// Take exactly this many samples (overrides precision; the budget still caps it).
-    pub fixed_samples: Option<usize>,
+    /// No stop by time or precision before this many samples.
     pub min_samples: usize,
+    /// Stop at this many samples whatever `stop` says: bounds the memory a stream takes.
     pub max_samples: usize,
-    /// Desired duration of one batch.
+    /// Desired duration of one batch (ns).
     pub target_batch_ns: u64,
-    /// Per-read cost of the clock, subtracted from individually timed operations.
-    pub clock_cost_ns: f64,
+    /// Per-read cost of the clock (ns), subtracted from individually timed operations. `None`
+    /// until the coordinator has calibrated the run's clock (a plan is built before it does);
+    /// a sampler given `None` measures the clock itself.
+    pub clock_cost_ns: Option<f64>,
 }
 
 impl SamplerConfig {
-    /// Defaults for a clock whose read costs `clock_cost_ns`.
-    pub fn for_clock(clock_cost_ns: f64) -> SamplerConfig {
+    /// Defaults for a clock whose read costs `clock_cost_ns` (`None`: not known yet).
+    pub fn for_clock(clock_cost_ns: Option<f64>) -> SamplerConfig {
         SamplerConfig {
-            precision: 0.01,
-            budget_ns: 2_000_000_000,
             // The cost of a primitive moves between levels for 50-500 ms at a time on these
             // VMs; a median over a short window is whichever level the window caught. 400 ms
             // spans several phases (a command's repetitions set their own, `plan.rs`).
-            min_time_ns: 400_000_000,
+            stop: StopWhen::Precise {
+                precision: 0.01,
+                min_ns: 400_000_000,
+            },
+            budget_ns: 2_000_000_000,
             warmup_ns: 30_000_000,
-            fixed_samples: None,
             min_samples: 10,
             max_samples: 200_000,
             target_batch_ns: target_batch_ns(clock_cost_ns),
             clock_cost_ns,
+        }
+    }
+
+    /// This config for a clock whose read costs `cost_ns`: the cost and the batch length.
+    pub fn with_clock(self, cost_ns: f64) -> SamplerConfig {
+        SamplerConfig {
+            clock_cost_ns: Some(cost_ns),
+            target_batch_ns: target_batch_ns(Some(cost_ns)),
+            ..self
         }
     }
 }
@@ -65,11 +102,10 @@ impl SamplerConfig {
 /// 2000 clock reads, kept between 20 us and 1 ms: long enough that the clock's cost and
 /// resolution are noise (0.05%), short enough that a batch is rarely interrupted, and few
 /// enough samples per second to keep every raw sample.
-pub fn target_batch_ns(clock_cost_ns: f64) -> u64 {
-    let t = if clock_cost_ns.is_finite() {
-        clock_cost_ns * 2000.0
-    } else {
-        50_000.0
+pub fn target_batch_ns(clock_cost_ns: Option<f64>) -> u64 {
+    let t = match clock_cost_ns {
+        Some(c) if c.is_finite() => c * 2000.0,
+        _ => 50_000.0,
     };
     t.clamp(20_000.0, 1_000_000.0) as u64
 }
@@ -109,9 +145,15 @@ impl Measurement {
 /// Why sampling stopped (for tests and diagnostics).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopReason {
+    /// `StopWhen::Precise` was met.
     Precision,
+    /// `StopWhen::Elapsed` was met.
+    Elapsed,
+    /// The budget ended first.
     Budget,
+    /// `StopWhen::Count` was met.
     FixedCount,
+    /// `max_samples` were taken.
     MaxSamples,
 }
 
@@ -157,9 +199,13 @@ fn counting_repeats(batch_ns: f64) -> u64 {
     ((COUNTING_NS / batch_ns).ceil() as u64).clamp(2, 100_000)
 }
 
+/// Takes samples of one operation with a clock and a preemption probe (both fakes in tests).
 pub struct Sampler<C: Clock, P: PreemptionProbe> {
+    /// The clock that times batches and operations.
     pub clock: C,
+    /// Says whether the thread was preempted during a sample.
     pub probe: P,
+    /// The stop rule and sizes; its clock cost is always known (`Sampler::new`).
     pub cfg: SamplerConfig,
 }
 
@@ -181,33 +227,42 @@ impl StopRule {
     fn check(&mut self, samples: &[f64], ends: &[u64]) -> Option<StopReason> {
         let n = samples.len();
         let elapsed = ends.last().copied().unwrap_or(0);
-        if let Some(fixed) = self.cfg.fixed_samples {
-            if n >= fixed {
-                return Some(StopReason::FixedCount);
+        let cfg = &self.cfg;
+        match cfg.stop {
+            StopWhen::Count { n: count } if n >= count => return Some(StopReason::FixedCount),
+            StopWhen::Count { .. } => {}
+            _ if n >= cfg.max_samples => return Some(StopReason::MaxSamples),
+            StopWhen::Elapsed { ns } if elapsed >= ns && n >= cfg.min_samples => {
+                return Some(StopReason::Elapsed);
             }
-            return (elapsed >= self.cfg.budget_ns).then_some(StopReason::Budget);
-        }
-        if n >= self.cfg.max_samples {
-            return Some(StopReason::MaxSamples);
-        }
-        if elapsed >= self.cfg.budget_ns && n >= self.cfg.min_samples.min(3) {
-            return Some(StopReason::Budget);
-        }
-        if n >= self.next_check && elapsed >= self.cfg.min_time_ns && n >= self.cfg.min_samples {
-            // The CI costs a sort; check at geometrically spaced counts (every ~5% more samples).
-            self.next_check = n + (n / 20).max(1);
-            if let Some(st) = stats::summarize(samples)
-                && stats::relative_ci_halfwidth(&st) <= self.cfg.precision
-            {
-                return Some(StopReason::Precision);
+            StopWhen::Elapsed { .. } => {}
+            StopWhen::Precise { precision, min_ns } => {
+                if n >= self.next_check && elapsed >= min_ns && n >= cfg.min_samples {
+                    // The CI costs a sort; check at geometrically spaced counts (every ~5%
+                    // more samples).
+                    self.next_check = n + (n / 20).max(1);
+                    if let Some(st) = stats::summarize(samples)
+                        && stats::relative_ci_halfwidth(&st) <= precision
+                    {
+                        return Some(StopReason::Precision);
+                    }
+                }
             }
         }
-        None
+        (elapsed >= cfg.budget_ns && n >= cfg.min_samples.min(3)).then_some(StopReason::Budget)
     }
 }
 
 impl<C: Clock, P: PreemptionProbe> Sampler<C, P> {
+    /// A sampler with `cfg`; a clock cost not given is measured on `clock` now.
     pub fn new(clock: C, probe: P, cfg: SamplerConfig) -> Self {
+        let cfg = match cfg.clock_cost_ns {
+            Some(_) => cfg,
+            None => {
+                let (cost, _) = super::clock::measure_reader(&clock, || clock.now_ns());
+                cfg.with_clock(cost)
+            }
+        };
         Sampler { clock, probe, cfg }
     }
 
@@ -371,7 +426,7 @@ impl<C: Clock, P: PreemptionProbe> Sampler<C, P> {
             super::ipc_guard::unwind_if_dying();
             warm += 1;
         }
-        let base = self.cfg.clock_cost_ns;
+        let base = self.cfg.clock_cost_ns.unwrap_or(0.0);
         let start = self.clock.now_ns();
         let mut rule = StopRule::new(self.cfg);
         let (mut samples, mut ends, mut preempted) = (Vec::new(), Vec::new(), Vec::new());
@@ -452,15 +507,16 @@ mod tests {
 
     fn cfg() -> SamplerConfig {
         SamplerConfig {
-            precision: 0.01,
+            stop: StopWhen::Precise {
+                precision: 0.01,
+                min_ns: 1_000_000,
+            },
             budget_ns: 50_000_000,
-            min_time_ns: 1_000_000,
             warmup_ns: 1_000_000,
-            fixed_samples: None,
             min_samples: 10,
             max_samples: 100_000,
             target_batch_ns: 32_000,
-            clock_cost_ns: 0.0,
+            clock_cost_ns: Some(0.0),
         }
     }
 
@@ -508,7 +564,7 @@ mod tests {
     fn fixed_count_is_exact() {
         let clock = FakeClock::new(0);
         let mut c = cfg();
-        c.fixed_samples = Some(17);
+        c.stop = StopWhen::Count { n: 17 };
         let s = Sampler::new(clock.clone(), super::super::noise::NoProbe, c);
         let c1 = clock.clone();
         let (m, reason) = s.batched(&mut |n| c1.advance(n * 5), &mut |_| {});
@@ -524,7 +580,7 @@ mod tests {
             every: 4,
         };
         let mut c = cfg();
-        c.fixed_samples = Some(40);
+        c.stop = StopWhen::Count { n: 40 };
         let s = Sampler::new(clock.clone(), probe, c);
         let c1 = clock.clone();
         let (m, _) = s.batched(&mut |n| c1.advance(n * 5), &mut |_| {});
@@ -536,8 +592,8 @@ mod tests {
     fn individual_ops_keep_every_time_minus_clock_cost() {
         let clock = FakeClock::new(0);
         let mut c = cfg();
-        c.clock_cost_ns = 25.0;
-        c.fixed_samples = Some(5);
+        c.clock_cost_ns = Some(25.0);
+        c.stop = StopWhen::Count { n: 5 };
         let s = Sampler::new(clock.clone(), super::super::noise::NoProbe, c);
         let times = Cell::new(0u64);
         let c1 = clock.clone();
@@ -565,9 +621,9 @@ mod tests {
 
     #[test]
     fn target_batch_is_a_thousand_clock_reads_within_bounds() {
-        assert_eq!(target_batch_ns(27.0), 54_000);
-        assert_eq!(target_batch_ns(1.0), 20_000);
-        assert_eq!(target_batch_ns(5000.0), 1_000_000);
-        assert_eq!(target_batch_ns(f64::NAN), 50_000);
+        assert_eq!(target_batch_ns(Some(27.0)), 54_000);
+        assert_eq!(target_batch_ns(Some(1.0)), 20_000);
+        assert_eq!(target_batch_ns(Some(5000.0)), 1_000_000);
+        assert_eq!(target_batch_ns(None), 50_000);
     }
 }

@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use super::ftrace::{Drained, Session};
+use super::ftrace::{Drained, TraceHelper};
 use super::ringbuf;
 use super::tracefs::{CountError, Formats, SCHED_EVENTS, SYSCALL_EVENTS};
 
@@ -52,7 +52,7 @@ pub struct TraceEvent {
 
 /// A tracing session on every CPU in `cpus`, off until `enable`.
 pub struct Tracer {
-    session: Session,
+    session: TraceHelper,
     formats: Formats,
     /// Event name by id (`common_type`).
     names: BTreeMap<i64, String>,
@@ -69,7 +69,7 @@ impl Tracer {
         if syscalls {
             events.extend(SYSCALL_EVENTS);
         }
-        let session = Session::open(cpus, &events)?;
+        let session = TraceHelper::open(cpus, &events)?;
         let formats = Formats::parse(&session.text);
         let missing: Vec<String> = session
             .text

@@ -5,7 +5,7 @@
 //! group's variance at least its runs' typical own variance). A group of one run has a level
 //! but no scatter: its cells show the change and call nothing, and say how many runs to add.
 
-use super::{Cell, Column, Matrix, Row, RunToRun};
+use super::{BenchAcross, Cell, Column, Matrix, RunToRun};
 use crate::analysis::run_to_run::{self, RunLevel};
 use crate::compare::verdict;
 use crate::model::ResultRow;
@@ -135,7 +135,7 @@ pub fn build_groups(
             (bench, cells, base_levels)
         })
         .filter(|(_, cells, _): &(_, Vec<Cell>, _)| cells.iter().any(|c| c.missing.is_none()))
-        .map(|(bench, cells, base_levels)| Row {
+        .map(|(bench, cells, base_levels)| BenchAcross {
             bench: bench.clone(),
             cells,
             run_to_run: run_to_run::estimate(&base_levels).map(RunToRun::from),

@@ -25,7 +25,7 @@ struct CmpRow {
 
 /// The slowdown chart of a comparison, bars sorted by slowdown; `None` when nothing compared.
 fn slowdown_figure(cmp: &Comparison) -> Option<(String, Figure<'static>)> {
-    let mut rows: Vec<&crate::compare::Row> = cmp.rows.iter().collect();
+    let mut rows: Vec<&crate::compare::BenchComparison> = cmp.rows.iter().collect();
     rows.sort_by(|a, b| a.slowdown.total_cmp(&b.slowdown));
     let bars: Vec<Bar> = rows
         .iter()

@@ -6,7 +6,7 @@
 use comfy_table::{Cell, CellAlignment, Color};
 
 use super::{format_ns, signed_ns};
-use crate::compare::{Comparison, Row, Verdict};
+use crate::compare::{BenchComparison, Comparison, Verdict};
 
 const HEADERS: [&str; 8] = [
     "benchmark",
@@ -19,7 +19,7 @@ const HEADERS: [&str; 8] = [
     "verdict",
 ];
 
-fn cells(r: &Row) -> [String; 8] {
+fn cells(r: &BenchComparison) -> [String; 8] {
     [
         super::printable(&r.id).into_owned(),
         format_ns(r.base_median_ns),
@@ -72,7 +72,7 @@ fn side_line(c: &Comparison) -> String {
 
 /// The sentences for the largest changes, most changed first.
 pub fn headlines(c: &Comparison, most: usize) -> Vec<String> {
-    let mut changed: Vec<&Row> = c
+    let mut changed: Vec<&BenchComparison> = c
         .rows
         .iter()
         .filter(|r| matches!(r.verdict, Verdict::Slower | Verdict::Faster))

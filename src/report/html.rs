@@ -26,7 +26,7 @@ pub struct FigureOut {
 }
 
 #[derive(Debug, Clone, Serialize)]
-struct Row {
+struct ResultEntry {
     id: String,
     anchor: String,
     definition: String,
@@ -49,8 +49,8 @@ struct Row {
 struct FamilyOut {
     name: String,
     figures: Vec<FigureOut>,
-    rows: Vec<Row>,
-    details: Vec<(Row, Vec<FigureOut>)>,
+    rows: Vec<ResultEntry>,
+    details: Vec<(ResultEntry, Vec<FigureOut>)>,
 }
 
 fn placement_text(r: &BenchResult) -> String {
@@ -68,7 +68,7 @@ fn placement_text(r: &BenchResult) -> String {
     }
 }
 
-fn row(r: &BenchResult) -> Row {
+fn row(r: &BenchResult) -> ResultEntry {
     let mut flags: Vec<String> = r
         .disturbed
         .flag
@@ -103,7 +103,7 @@ fn row(r: &BenchResult) -> Row {
         ),
         None => ("-".into(), "-".into(), "-".into(), "-".into(), 0),
     };
-    Row {
+    ResultEntry {
         id: r.id.clone(),
         anchor: slug(&r.id),
         definition,

@@ -72,7 +72,7 @@ fn interval(ci: Option<[f64; 2]>, f: impl Fn(f64) -> String) -> String {
 /// One cell of the heatmap (column `i` of row `r`), and its line in the table of numbers.
 fn heat_cell(
     m: &Matrix,
-    r: &crate::matrix::Row,
+    r: &crate::matrix::BenchAcross,
     i: usize,
     c: &Cell,
     numbers: &mut Vec<Number>,

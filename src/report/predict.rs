@@ -150,7 +150,7 @@ pub fn render_text(v: &PredictionReport) -> String {
 }
 
 #[derive(Serialize)]
-struct Row {
+struct BreakdownLine {
     cells: [String; 5],
     assumed: bool,
 }
@@ -208,7 +208,7 @@ pub fn render_page(v: &PredictionReport) -> Result<Page, String> {
             svg: plot::svg(&f)?,
         });
     }
-    let table: Vec<Row> = rows(v, 40)
+    let table: Vec<BreakdownLine> = rows(v, 40)
         .into_iter()
         .zip(
             v.breakdown
@@ -216,7 +216,7 @@ pub fn render_page(v: &PredictionReport) -> Result<Page, String> {
                 .map(|l| l.assumed)
                 .chain(std::iter::repeat(false)),
         )
-        .map(|(cells, assumed)| Row { cells, assumed })
+        .map(|(cells, assumed)| BreakdownLine { cells, assumed })
         .collect();
     let html = render(
         "predict.html",

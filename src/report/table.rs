@@ -19,7 +19,7 @@ pub const HEADERS: [&str; 8] = [
 ];
 
 /// One row's cells, and whether the row deserves attention.
-pub struct Row {
+pub struct TableLine {
     pub cells: [String; 8],
     pub warn: bool,
 }
@@ -43,7 +43,7 @@ fn ci_text(lo: f64, hi: f64, median: f64) -> String {
 }
 
 /// Table rows and the numbered notes they refer to.
-pub fn rows(run: &Run) -> (Vec<Row>, Vec<String>) {
+pub fn rows(run: &Run) -> (Vec<TableLine>, Vec<String>) {
     let mut notes = Vec::new();
     let mut note = |id: &str, text: &str| {
         notes.push(format!(
@@ -91,7 +91,7 @@ pub fn rows(run: &Run) -> (Vec<Row>, Vec<String>) {
                 };
                 flag.push(format!("{word} [{}]", note(&r.id, t)));
             }
-            Row {
+            TableLine {
                 cells: cells(r, flag.join(" ")),
                 warn,
             }

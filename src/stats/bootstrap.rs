@@ -2,8 +2,8 @@
 //! On a shared machine the cost moves in phases of 50-500 ms, so neighbouring samples share the
 //! machine's state; resampling single samples gives intervals far narrower than the variation
 //! between runs. Here samples are grouped into blocks of consecutive samples (about 50 ms each),
-//! blocks into rounds (the repetitions of `ab`), and the resampling is done rounds first, then
-//! blocks within each chosen round.
+//! blocks into repetitions (each a fresh process), and the resampling is done repetitions first,
+//! then blocks within each chosen repetition.
 
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
@@ -52,14 +52,14 @@ pub fn blocks(samples: &[f64], batch: u64, max: usize) -> Vec<Vec<f64>> {
 
 /// A block: consecutive samples of one repetition (about 50 ms of them), resampled whole.
 pub type Block = Vec<f64>;
-/// A round: one repetition (one fresh process) cut into blocks.
-pub type Round = Vec<Block>;
-/// Every round of one side of a comparison: the two levels the hierarchical bootstrap
-/// resamples (rounds, then blocks within each).
-pub type Rounds = Vec<Round>;
+/// One repetition (one fresh process) cut into blocks.
+pub type Repetition = Vec<Block>;
+/// Every repetition of one side of a comparison: the two levels the hierarchical bootstrap
+/// resamples (repetitions, then blocks within each).
+pub type Repetitions = Vec<Repetition>;
 
-/// Two-stage resampling of a side's medians: rounds with replacement, then blocks within each
-/// chosen round, and the median of everything drawn.
+/// Two-stage resampling of a side's medians: repetitions with replacement, then blocks within
+/// each chosen repetition, and the median of everything drawn.
 ///
 /// Why not gather the drawn samples and select their median: that costs a pass over up to
 /// `max_samples` values per resample, and a comparison of two default runs spent 1.9 s in it.
@@ -75,24 +75,24 @@ pub struct MedianResampler {
     table: Vec<u32>,
     /// Samples per block.
     sizes: Vec<u32>,
-    /// First block of each round, and one past the last.
-    round_starts: Vec<usize>,
+    /// First block of each repetition, and one past the last.
+    rep_starts: Vec<usize>,
 }
 
 impl MedianResampler {
     /// `None` when memory for its table (samples x blocks counts) cannot be had: the caller
     /// falls back to an interval that needs none, rather than the process aborting with a
     /// measured run in memory.
-    pub fn new(rounds: &Rounds) -> Option<MedianResampler> {
-        let mut round_starts = vec![0];
+    pub fn new(reps: &Repetitions) -> Option<MedianResampler> {
+        let mut rep_starts = vec![0];
         let mut tagged: Vec<(f64, usize)> = Vec::new();
         let mut sizes = Vec::new();
-        for r in rounds {
+        for r in reps {
             for b in r {
                 tagged.extend(b.iter().map(|&x| (x, sizes.len())));
                 sizes.push(b.len() as u32);
             }
-            round_starts.push(sizes.len());
+            rep_starts.push(sizes.len());
         }
         tagged.sort_by(|a, b| a.0.total_cmp(&b.0));
         let nb = sizes.len();
@@ -109,12 +109,12 @@ impl MedianResampler {
             sorted: tagged.into_iter().map(|(x, _)| x).collect(),
             table,
             sizes,
-            round_starts,
+            rep_starts,
         })
     }
 
-    fn rounds(&self) -> usize {
-        self.round_starts.len() - 1
+    fn repetitions(&self) -> usize {
+        self.rep_starts.len() - 1
     }
 
     /// The smallest sample value whose count at or below it, under `weights`, reaches `need`.
@@ -141,7 +141,7 @@ impl MedianResampler {
 
     /// One resample's median (NaN when there is nothing to draw). `weights` is scratch space.
     pub fn draw(&self, rng: &mut StdRng, weights: &mut Vec<u32>) -> f64 {
-        let r = self.rounds();
+        let r = self.repetitions();
         if r == 0 || self.sorted.is_empty() {
             return f64::NAN;
         }
@@ -149,7 +149,7 @@ impl MedianResampler {
         weights.resize(self.sizes.len(), 0);
         for _ in 0..r {
             let k = rng.random_range(0..r);
-            let (first, end) = (self.round_starts[k], self.round_starts[k + 1]);
+            let (first, end) = (self.rep_starts[k], self.rep_starts[k + 1]);
             for _ in first..end {
                 weights[first + rng.random_range(0..end - first)] += 1;
             }
@@ -194,12 +194,12 @@ pub fn small_sample_expansion(r: usize) -> f64 {
 }
 
 /// Hierarchical bootstrap of the cand/base and cand-base medians: repetitions (or `ab`'s
-/// rounds) resampled as wholes first, then blocks within them, each side on its own. The
+/// repetitions) resampled as wholes first, then blocks within them, each side on its own. The
 /// intervals are expanded around `point` (ratio, difference) for the number of repetitions,
 /// as a run's own CI is, so a comparison and the two runs' CIs tell one story.
 pub fn ratio_and_difference(
-    base: &Rounds,
-    cand: &Rounds,
+    base: &Repetitions,
+    cand: &Repetitions,
     point: (f64, f64),
     resamples: usize,
     seed: u64,
@@ -276,7 +276,7 @@ fn t975(df: usize) -> f64 {
 /// across 8 runs of 10 repetitions each the bootstrap interval alone held another run's median
 /// in 62-80% of pairs, the union in 87% (docs/design-notes.md, "Repetitions and the CI").
 pub fn hierarchical_median_ci(
-    reps: &Rounds,
+    reps: &Repetitions,
     point: f64,
     resamples: usize,
     seed: u64,
@@ -292,7 +292,7 @@ pub fn hierarchical_median_ci(
 /// The bootstrap half of `hierarchical_median_ci`: the percentile interval of resampled
 /// medians, its distances from `point` expanded for the number of repetitions.
 fn expanded_bootstrap_ci(
-    reps: &Rounds,
+    reps: &Repetitions,
     point: f64,
     resamples: usize,
     seed: u64,
@@ -321,7 +321,7 @@ fn expanded_bootstrap_ci(
 /// the repetitions' medians (`repetition_spread`): the doubt about the level when each
 /// repetition (a fresh process) is one draw of it. `None` with fewer than `MIN_REPETITIONS`
 /// repetitions.
-pub fn repetition_t_interval(reps: &Rounds, point: f64) -> Option<[f64; 2]> {
+pub fn repetition_t_interval(reps: &Repetitions, point: f64) -> Option<[f64; 2]> {
     let r = reps.len();
     if r < MIN_REPETITIONS {
         return None;
@@ -385,7 +385,7 @@ mod tests {
 
     /// Repetitions of `per` samples each around level `1000 + offset(i)`, with a little
     /// deterministic jitter inside each.
-    fn reps(levels: &[f64], per: usize) -> Rounds {
+    fn reps(levels: &[f64], per: usize) -> Repetitions {
         levels
             .iter()
             .map(|&l| {
@@ -410,7 +410,7 @@ mod tests {
             &[960.0, 1040.0, 990.0, 1020.0, 980.0, 1010.0, 1030.0, 970.0],
             400,
         );
-        let ci = |r: &Rounds| hierarchical_median_ci(r, 1000.0, 2000, 7).unwrap();
+        let ci = |r: &Repetitions| hierarchical_median_ci(r, 1000.0, 2000, 7).unwrap();
         let (f, s, w) = (ci(&flat), ci(&spread), ci(&wider));
         assert!(
             width(f) < width(s) && width(s) < width(w),
@@ -483,10 +483,10 @@ mod tests {
     }
 
     /// What `MedianResampler::draw` replaces: gather the drawn blocks, select their median.
-    fn gathered_median(rng: &mut StdRng, rounds: &Rounds) -> f64 {
+    fn gathered_median(rng: &mut StdRng, reps: &Repetitions) -> f64 {
         let mut buf = Vec::new();
-        for _ in 0..rounds.len() {
-            let blocks = &rounds[rng.random_range(0..rounds.len())];
+        for _ in 0..reps.len() {
+            let blocks = &reps[rng.random_range(0..reps.len())];
             for _ in 0..blocks.len() {
                 buf.extend_from_slice(&blocks[rng.random_range(0..blocks.len())]);
             }
@@ -502,9 +502,9 @@ mod tests {
 
     #[test]
     fn the_weighted_resampler_draws_the_very_medians_of_gathering_the_samples() {
-        // Uneven rounds and blocks, ties, odd and even totals.
+        // Uneven repetitions and blocks, ties, odd and even totals.
         let mut noise = StdRng::seed_from_u64(11);
-        let rounds: Rounds = (0..7)
+        let reps: Repetitions = (0..7)
             .map(|r| {
                 (0..(3 + r % 4))
                     .map(|b| {
@@ -515,11 +515,11 @@ mod tests {
                     .collect()
             })
             .collect();
-        let fast = MedianResampler::new(&rounds).unwrap();
+        let fast = MedianResampler::new(&reps).unwrap();
         let (mut a, mut b) = (StdRng::seed_from_u64(5), StdRng::seed_from_u64(5));
         let mut w = Vec::new();
         for _ in 0..500 {
-            assert_eq!(fast.draw(&mut a, &mut w), gathered_median(&mut b, &rounds));
+            assert_eq!(fast.draw(&mut a, &mut w), gathered_median(&mut b, &reps));
         }
         assert!(
             MedianResampler::new(&vec![])

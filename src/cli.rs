@@ -32,14 +32,18 @@ nothing left behind).",
     args_conflicts_with_subcommands = true,
     allow_negative_numbers = true
 )]
+/// oscost's command line: a subcommand, or `run`'s arguments alone.
 pub struct Cli {
     #[command(subcommand)]
+    /// The subcommand (none: run).
     pub command: Option<Command>,
     #[command(flatten)]
+    /// `run`'s arguments when no subcommand is given.
     pub run: RunArgs,
 }
 
 #[derive(Debug, Subcommand)]
+/// oscost's subcommands.
 pub enum Command {
     /// Run benchmarks (all of the default suite, or the ids and prefixes given).
     Run(RunArgs),
@@ -89,7 +93,12 @@ pub enum Command {
     Man(crate::commands::shell::ManArgs),
     /// Internal: run one benchmark and stream its results to the coordinator.
     #[command(name = "__worker", hide = true)]
-    Worker { id: String, config: String },
+    Worker {
+        /// The benchmark's id.
+        id: String,
+        /// The worker options, as JSON.
+        config: String,
+    },
 }
 
 impl Cli {

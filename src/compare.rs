@@ -18,12 +18,15 @@ use crate::model::{BenchResult, Run, Status};
 use crate::stats::bootstrap::{Repetitions, blocks, ratio_and_difference};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
+/// How a comparison judges: its noise band and its bootstrap.
 pub struct Options {
     /// Relative half-width of the band called "no change" (0.02 = ±2%).
     pub threshold: f64,
+    /// Bootstrap resamples behind each interval.
     pub resamples: usize,
     /// Samples per side the bootstrap draws from (evenly thinned beyond this).
     pub max_samples: usize,
+    /// The bootstrap's seed: the same runs always give the same intervals.
     pub seed: u64,
 }
 
@@ -40,13 +43,18 @@ impl Default for Options {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+/// What a comparison says of one benchmark.
 pub enum Verdict {
+    /// The candidate is slower: its whole CI lies above the noise band.
     Slower,
+    /// The candidate is faster: its whole CI lies below the noise band.
     Faster,
+    /// Neither: the CI reaches into the noise band.
     NoChange,
 }
 
 impl Verdict {
+    /// The verdict as printed: "slower", "faster", "no change".
     pub fn word(self) -> &'static str {
         match self {
             Verdict::Slower => "slower",
@@ -57,17 +65,25 @@ impl Verdict {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One benchmark in two runs: the two medians, the slowdown and the addition with their CIs.
 pub struct BenchComparison {
+    /// The result's id.
     pub id: String,
+    /// The base run's median, ns.
     pub base_median_ns: f64,
+    /// The candidate run's median, ns.
     pub cand_median_ns: f64,
     /// cand / base.
     pub slowdown: f64,
+    /// The slowdown's 95% CI.
     pub slowdown_ci95: [f64; 2],
     /// cand - base, ns.
     pub addition_ns: f64,
+    /// The addition's 95% CI, ns.
     pub addition_ci95: [f64; 2],
+    /// Two-sided p-value of "no difference" from the bootstrap.
     pub p_value: f64,
+    /// Slower, faster or no change.
     pub verdict: Verdict,
     /// For "no change": the CI lies inside the noise band (false: it is wider than the band).
     pub within_band: bool,
@@ -84,11 +100,15 @@ pub struct BenchComparison {
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+/// How many benchmarks went which way, and what they share.
 pub struct Summary {
     /// Geometric mean of the slowdowns.
     pub geomean_slowdown: Option<f64>,
+    /// Benchmarks called slower.
     pub slower: usize,
+    /// Benchmarks called faster.
     pub faster: usize,
+    /// Benchmarks not called either way.
     pub no_change: usize,
     /// Of `no_change`, those whose CI is wider than the noise band.
     pub inconclusive: usize,
@@ -108,11 +128,15 @@ pub struct Summary {
 /// speed between them show it too, and `ab` is the way to tell such drift from a change.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OneFactor {
+    /// How many benchmarks changed.
     pub changed: usize,
+    /// Which way they all changed.
     pub verdict: Verdict,
     /// Smallest and largest base median, slowdown and addition among them.
     pub base_ns: [f64; 2],
+    /// Smallest and largest slowdown among them.
     pub slowdown: [f64; 2],
+    /// Smallest and largest addition among them, ns.
     pub addition_ns: [f64; 2],
 }
 
@@ -155,16 +179,23 @@ fn one_factor(rows: &[BenchComparison]) -> Option<OneFactor> {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Two runs (or two sides of an `ab`) compared benchmark by benchmark.
 pub struct Comparison {
+    /// The base side.
     pub base: ComparedSide,
+    /// The candidate side.
     pub cand: ComparedSide,
+    /// The noise band's relative half-width (0.02 = ±2%).
     pub threshold: f64,
+    /// One line per benchmark both measured, in the base's order.
     pub rows: Vec<BenchComparison>,
     /// Measured in one run only (or not measured in the other), with why.
     pub only_base: Vec<String>,
+    /// Measured in the candidate only (or not measured in the base), with why.
     pub only_cand: Vec<String>,
     /// Measured in neither run.
     pub unmeasured: Vec<String>,
+    /// The counts and what the changes share.
     pub summary: Summary,
     /// The two sides' repetitions alternated in one session (`ab`), so the machine's drift
     /// fell on both alike; false for two runs measured apart.
@@ -175,13 +206,18 @@ pub struct Comparison {
 /// What identifies a side in the output.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ComparedSide {
+    /// "base", "A", or the run's reference as given.
     pub name: String,
+    /// When its run started, RFC 3339.
     pub started_at: String,
+    /// Its run's label.
     pub label: Option<String>,
+    /// The wrapper it ran under.
     pub wrapper: Option<String>,
     /// The kernel settings it was measured under (`--set`, `--a-set`, `--b-set`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub settings: Vec<String>,
+    /// The kernel release it ran on.
     pub kernel: Option<String>,
     /// The run's own notes (the machine changed speed during it; an old schema): a reader
     /// weighing a difference needs them beside it.
@@ -197,6 +233,7 @@ pub struct ComparedSide {
 }
 
 impl ComparedSide {
+    /// The side of `run`, named `name`.
     pub fn of(run: &Run, name: &str) -> ComparedSide {
         ComparedSide {
             name: name.to_string(),

@@ -57,6 +57,7 @@ pub struct Effects {
 }
 
 impl Effects {
+    /// No effects yet.
     pub fn new() -> Effects {
         Effects::default()
     }
@@ -108,6 +109,16 @@ impl Effects {
         self.stores.push(("the results store".into(), db.cloned()));
         self.saves_into = Some(self.stores.len() - 1);
         self
+    }
+
+    /// The command's store, saved into unless the user said `--no-save` (then only read, for
+    /// the run-to-run history a measuring command judges against).
+    pub fn saves_unless(self, no_save: bool, db: Option<&PathBuf>) -> Effects {
+        if no_save {
+            self.store(db)
+        } else {
+            self.saves(db)
+        }
     }
 
     /// Another store written (push's `--to`), proven before any work.

@@ -1,6 +1,7 @@
 //! oscost as a library: the measurement engine, the benchmark catalogue, the result model and
 //! its views. The `oscost` binary (`main.rs`) is a thin command-line front end over it; the
 //! library form lets integration tests drive statistics, reports and comparisons directly.
+#![warn(missing_docs)]
 
 /// `eprintln!` that never panics (`text::say`).
 #[macro_export]

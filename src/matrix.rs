@@ -26,11 +26,17 @@ use crate::model::RunSummary;
 /// One run, as a column.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Column {
+    /// The run's id.
     pub run_id: i64,
+    /// When it started, RFC 3339.
     pub started_at: String,
+    /// Its label.
     pub label: Option<String>,
+    /// The host it ran on.
     pub host: Option<String>,
+    /// The kernel release it ran on.
     pub kernel: Option<String>,
+    /// The wrapper it ran under.
     pub wrapper: Option<String>,
     /// "run 12", then the values of what differs between the columns.
     pub title: Vec<String>,
@@ -40,17 +46,23 @@ pub struct Column {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One benchmark in one column: its median and, against the base column, what changed.
 pub struct Cell {
+    /// The median, ns (`None`: not measured here).
     pub median_ns: Option<f64>,
     /// Candidate over base; none for the base itself or a side without a median.
     pub slowdown: Option<f64>,
+    /// The slowdown's 95% CI.
     pub slowdown_ci95: Option<[f64; 2]>,
+    /// Candidate minus base, ns.
     pub addition_ns: Option<f64>,
+    /// The addition's 95% CI, ns.
     pub addition_ci95: Option<[f64; 2]>,
     /// None where there is nothing to call (the base, a missing side, no CI).
     pub verdict: Option<Verdict>,
     /// Not measured here: the status word ("failed", "skipped", "absent").
     pub missing: Option<String>,
+    /// Either side was flagged disturbed.
     pub disturbed: bool,
     /// The run-to-run spread added to the two runs' own CIs (they were measured apart), as
     /// `run to run ±x%` says it, with the runs it was learned from; `None` where no
@@ -67,8 +79,11 @@ pub use groups::{Group, build_groups};
 pub type SpreadOf<'a> = &'a dyn Fn(&str, i64) -> Option<Spread>;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One benchmark across the matrix's columns.
 pub struct BenchAcross {
+    /// The result's id.
     pub bench: String,
+    /// One cell per column, in column order.
     pub cells: Vec<Cell>,
     /// The base run's environment's run-to-run spread for this benchmark, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -78,29 +93,38 @@ pub struct BenchAcross {
 /// A level shift along the columns (in their order, oldest first when selected by `--where`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ColumnChange {
+    /// The result's id.
     pub bench: String,
     /// The first column of the new level.
     pub column: usize,
+    /// The run of that column.
     pub run_id: i64,
     /// The column before it (the last of the old level with a median).
     pub previous_run_id: i64,
+    /// The old level's median, ns.
     pub before_ns: f64,
+    /// The new level's median, ns.
     pub after_ns: f64,
+    /// New over old.
     pub ratio: f64,
+    /// The ratio's 95% CI.
     pub ratio_ci95: [f64; 2],
     /// What differs between the two runs' environments (filled in by the command).
     pub differs: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Runs as columns, benchmarks as rows, each cell judged against the base column.
 pub struct Matrix {
     /// Index of the base column.
     pub base: usize,
+    /// The runs (or groups of runs), in order.
     pub columns: Vec<Column>,
     /// What differs between the columns (host, kernel, label, wrapper), in that order.
     pub differs: Vec<String>,
     /// Half-width of the no-change band (0.02 = ±2%).
     pub threshold: f64,
+    /// One line per benchmark, in the base run's order.
     pub rows: Vec<BenchAcross>,
     /// Level shifts along the columns, per benchmark (`history --changes`'s method); searched
     /// only with at least `2 * MIN_SEGMENT` columns.

@@ -18,18 +18,29 @@ pub const V1_NOTE: &str = "schema_version 1: measured as one stream of samples i
 /// The machine a run was measured on (collected by `env.rs`, shown by `oscost env`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct Env {
+    /// The host's name (`uname`), the first thing a comparison titles a column with.
     pub hostname: Option<String>,
+    /// The operating system, "linux".
     pub os: String,
+    /// The kernel release (`uname -r`), e.g. "6.18.44".
     pub kernel_release: Option<String>,
+    /// The kernel build line (`uname -v`).
     pub kernel_version: Option<String>,
+    /// /proc/cmdline: the boot parameters (mitigations=, idle=, isolcpus=...).
     pub boot_cmdline: Option<String>,
+    /// The CPU's model name from /proc/cpuinfo.
     pub cpu_model: Option<String>,
+    /// The CPU's clock as /proc/cpuinfo reported it at the start, MHz.
     pub cpu_mhz: Option<f64>,
+    /// The CPUs online, as the kernel lists them ("0-1").
     pub online_cpus: Option<String>,
+    /// The CPUs this process was allowed to run on.
     pub allowed_cpus: Vec<usize>,
     /// Groups of CPUs that are SMT siblings of one core, e.g. ["0-1"].
     pub smt_siblings: Vec<String>,
+    /// The current clocksource (tsc, kvm-clock, hpet...).
     pub clocksource: Option<String>,
+    /// The clocksources the kernel offers.
     pub available_clocksources: Option<String>,
     /// The run's clock (CLOCK_MONOTONIC through the vDSO), as calibrated at start.
     #[serde(default)]
@@ -39,15 +50,21 @@ pub struct Env {
     pub clock_costs: BTreeMap<String, ClockCost>,
     /// /sys/devices/system/cpu/vulnerabilities/*: name -> status line.
     pub vulnerabilities: BTreeMap<String, String>,
+    /// Transparent huge pages: the `enabled` line, the bracketed word the mode.
     pub thp_enabled: Option<String>,
+    /// Transparent huge pages: the `defrag` line.
     pub thp_defrag: Option<String>,
     /// The CPU's `hypervisor` flag.
     pub hypervisor_flag: bool,
+    /// The machine's vendor from DMI (a cloud names itself here).
     pub dmi_vendor: Option<String>,
+    /// The machine's product name from DMI.
     pub dmi_product: Option<String>,
     /// cgroup v2 cpu.max of this process's cgroup ("max 100000" = unlimited).
     pub cgroup_cpu_max: Option<String>,
+    /// The C library's name and version.
     pub libc_version: Option<String>,
+    /// The cpufreq governor of the measuring CPU, where there is one.
     pub scaling_governor: Option<String>,
     /// kernel.perf_event_paranoid, which decides what oscost may count.
     #[serde(default)]
@@ -63,13 +80,16 @@ pub struct Env {
     /// when the run started, before any `--set` (name -> value).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub settings: BTreeMap<String, String>,
+    /// The version of oscost that measured the run.
     pub oscost_version: String,
     /// "release" or "debug": a debug build's loops are not the release build's.
     pub build_profile: String,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+/// What reading one clock costs here and how finely it steps.
 pub struct ClockCost {
+    /// Cost of one read, ns (median of batches of back-to-back reads).
     pub cost_ns: f64,
     /// Smallest non-zero step between consecutive reads; `None` if it never moved.
     pub step_ns: Option<f64>,
@@ -81,11 +101,15 @@ pub struct ClockCost {
 pub struct Curve {
     /// The figure's file stem ("ring": fig/ring.svg).
     pub name: &'static str,
+    /// The figure's title.
     pub title: &'static str,
     /// The parameter on the x axis, and how to describe it.
     pub x: &'static str,
+    /// The x axis's label.
     pub x_desc: &'static str,
+    /// The y axis's label.
     pub y_desc: &'static str,
+    /// Whether the x axis is drawn in powers of two.
     pub log2_x: bool,
     /// The parameter that splits points into series, and the words after its value in the
     /// legend ("16 KB per process").
@@ -101,17 +125,23 @@ pub struct Curve {
 /// One invocation of `oscost run`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Run {
+    /// The run file's format version (`SCHEMA_VERSION`).
     pub schema_version: u32,
+    /// The program that measured it.
     pub tool: Tool,
     /// RFC 3339, UTC.
     pub started_at: String,
     #[serde(default)]
+    /// The user's name for the run (`--label`), shown beside its id.
     pub label: Option<String>,
     /// The command the measuring part ran under (`--under`), if any.
     #[serde(default)]
     pub wrapper: Option<String>,
+    /// The machine it was measured on.
     pub env: Env,
+    /// The clock every sample was taken with.
     pub clock: ClockInfo,
+    /// One result per case measured, in the order measured.
     pub results: Vec<BenchResult>,
     /// How repetitions were scheduled (absent in version 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -147,8 +177,10 @@ pub struct Schedule {
 pub struct Repetition {
     /// Index of its first sample in `samples_ns`.
     pub start: usize,
+    /// How many samples it took.
     pub samples: usize,
     #[serde(deserialize_with = "crate::stats::nan::f64")]
+    /// The median of its samples, ns per operation.
     pub median_ns: f64,
     /// When it started, ms since the run started.
     pub started_ms: f64,
@@ -177,6 +209,7 @@ pub struct Repetition {
 pub struct Uncertainty {
     /// How the CI was computed, in words.
     pub method: String,
+    /// How many repetitions gave the CI.
     pub repetitions: usize,
     /// Half-width of the CI, percent of the median (NaN, `null` in JSON, when there is no CI).
     #[serde(deserialize_with = "crate::stats::nan::f64")]
@@ -192,12 +225,16 @@ pub struct Uncertainty {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// The program that wrote a run, and its version.
 pub struct Tool {
+    /// The program's name, "oscost".
     pub name: String,
+    /// Its version (Cargo's package version).
     pub version: String,
 }
 
 impl Tool {
+    /// This oscost.
     pub fn this() -> Tool {
         Tool {
             name: "oscost".into(),
@@ -219,7 +256,9 @@ pub struct ClockInfo {
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
+/// The clock samples are taken with.
 pub enum ClockSource {
+    /// CLOCK_MONOTONIC, read through the vDSO.
     ClockMonotonic,
 }
 
@@ -228,11 +267,20 @@ pub enum ClockSource {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Placement {
     /// One thread pinned to one CPU.
-    Pinned { cpu: usize },
+    Pinned {
+        /// The CPU.
+        cpu: usize,
+    },
     /// Every party on this one CPU.
-    Same { cpu: usize },
+    Same {
+        /// The CPU.
+        cpu: usize,
+    },
     /// Parties on distinct CPUs, in party order.
-    Cross { cpus: Vec<usize> },
+    Cross {
+        /// One CPU per party.
+        cpus: Vec<usize>,
+    },
     /// Left to the scheduler.
     Free,
 }
@@ -241,7 +289,9 @@ pub enum Placement {
 /// the batch time divided by `size`), or one operation per sample (`size` = 1, `batched` false).
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Batch {
+    /// Whether samples are batches of operations (true) or one operation each.
     pub batched: bool,
+    /// Operations per sample.
     pub size: u64,
 }
 
@@ -271,6 +321,7 @@ pub struct Disturbance {
 }
 
 impl Disturbance {
+    /// Whether anything disturbed the result (its flag says what).
     pub fn is_disturbed(&self) -> bool {
         !self.flag.is_empty()
     }
@@ -278,13 +329,24 @@ impl Disturbance {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "state", rename_all = "snake_case")]
+/// Whether a result was measured.
 pub enum Status {
+    /// Measured.
     Ok,
-    Skipped { reason: String },
-    Failed { reason: String },
+    /// Not measured here, and why (a missing privilege, a feature this kernel lacks).
+    Skipped {
+        /// Why, in words.
+        reason: String,
+    },
+    /// The measurement went wrong, and how.
+    Failed {
+        /// What went wrong, in words.
+        reason: String,
+    },
 }
 
 impl Status {
+    /// "ok", "skipped" or "failed".
     pub fn word(&self) -> &'static str {
         match self {
             Status::Ok => "ok",
@@ -292,6 +354,7 @@ impl Status {
             Status::Failed { .. } => "failed",
         }
     }
+    /// Why it was skipped or failed (`None` when measured).
     pub fn reason(&self) -> Option<&str> {
         match self {
             Status::Ok => None,
@@ -305,14 +368,18 @@ impl Status {
 pub struct BenchResult {
     /// `family/name`, with `@placement` for multi-party benchmarks.
     pub id: String,
+    /// The family, the part of the id before the first slash ("syscall").
     pub family: String,
     /// Parameters that distinguish this result (sizes, clock names, ...).
     #[serde(default)]
     pub params: BTreeMap<String, serde_json::Value>,
+    /// What the median is in ("ns/op").
     pub unit: String,
     /// What one sample is the cost of.
     pub definition: String,
+    /// Where its parties ran.
     pub placement: Placement,
+    /// How its samples were taken.
     pub batch: Batch,
     /// Per-operation cost of the loop without the operation, already subtracted from every
     /// sample.
@@ -322,17 +389,22 @@ pub struct BenchResult {
     /// Indices into `samples_ns` of samples that were preempted.
     #[serde(default)]
     pub preempted: Vec<usize>,
+    /// The median, its CI and the summary statistics (`None` without samples).
     pub stats: Option<Stats>,
+    /// Samples far from the rest, counted, never removed.
     pub outliers: Outliers,
+    /// What disturbed the measurement, with the evidence.
     pub disturbed: Disturbance,
     /// Notes on the number itself (at or below baseline, under the clock resolution, ...).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// Measured, skipped or failed, with why.
     pub status: Status,
     /// The repetitions the samples came from, in order (empty in version 1).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub repetitions: Vec<Repetition>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Where `stats.ci95` comes from and how sure it is.
     pub uncertainty: Option<Uncertainty>,
     /// Events per operation counted around its repetitions (absent in runs before counting).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -374,25 +446,44 @@ pub fn family_of(id: &str) -> &str {
 }
 
 #[derive(Debug, thiserror::Error)]
+/// Why a run file could not be read.
 pub enum LoadError {
     #[error("cannot read {path}: {source}")]
+    /// The file could not be read.
     Io {
+        /// The file.
         path: String,
+        /// Why it could not be read.
         source: std::io::Error,
     },
     #[error(
         "{path} is not an oscost run file ({source}); pass a JSON written by `oscost run --json`"
     )]
+    /// The file is not JSON of a run.
     Parse {
+        /// The file.
         path: String,
+        /// Where and why parsing failed.
         source: serde_json::Error,
     },
     #[error(
         "{path} has schema_version {found}, this oscost reads versions 1 and {SCHEMA_VERSION}; re-export it with a matching oscost"
     )]
-    Version { path: String, found: u64 },
+    /// The file is of a format version this oscost does not read.
+    Version {
+        /// The file.
+        path: String,
+        /// Its `schema_version`.
+        found: u64,
+    },
     #[error("{path} holds values no measurement gives ({why}); was it edited by hand?")]
-    Invalid { path: String, why: String },
+    /// The file holds values no measurement gives.
+    Invalid {
+        /// The file.
+        path: String,
+        /// Which values, in words.
+        why: String,
+    },
 }
 
 /// Events per operation (`harness::counters`): perf's event names to values, the empty loop's
@@ -400,10 +491,13 @@ pub enum LoadError {
 /// whether the benchmark's definition held.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Events {
+    /// Events per operation, by perf's event name, the empty loop's subtracted.
     pub per_op: BTreeMap<String, f64>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    /// Events that could not be counted, with why (never shown as 0).
     pub unavailable: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The definition held against these counts (`None`: nothing to check).
     pub check: Option<DefinitionCheck>,
 }
 
@@ -412,6 +506,7 @@ pub struct Events {
 pub struct DefinitionCheck {
     /// e.g. "2 context-switches per op (±0.1)".
     pub expected: String,
+    /// Whether the counts matched the expectation.
     pub met: bool,
 }
 
@@ -522,6 +617,7 @@ pub fn checked(run: Run, path: &str) -> Result<Run, LoadError> {
     Ok(run)
 }
 
+/// Read a run file (`--json`, `unsaved/`), checked as `run_from_json` checks it.
 pub fn load_run_file(path: &std::path::Path) -> Result<Run, LoadError> {
     let p = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|source| LoadError::Io {
@@ -534,24 +630,38 @@ pub fn load_run_file(path: &std::path::Path) -> Result<Run, LoadError> {
 /// One result's summary row, as `results` keeps it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResultRow {
+    /// The result's id.
     pub bench: String,
+    /// "ok", "skipped" or "failed".
     pub status: String,
+    /// Its median, ns (`None` without one).
     pub median: Option<f64>,
+    /// Its CI's lower bound, ns.
     pub ci_lo: Option<f64>,
+    /// Its CI's upper bound, ns.
     pub ci_hi: Option<f64>,
+    /// How many samples it took.
     pub samples: i64,
+    /// Whether anything disturbed it.
     pub disturbed: bool,
 }
 
 /// One line of `oscost history`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunSummary {
+    /// The run's id in the store.
     pub id: i64,
+    /// When it started, RFC 3339.
     pub started_at: String,
+    /// Its label.
     pub label: Option<String>,
+    /// The host it ran on.
     pub host: Option<String>,
+    /// The kernel release it ran on.
     pub kernel: Option<String>,
+    /// The wrapper it ran under.
     pub wrapper: Option<String>,
+    /// How many results it holds.
     pub benchmarks: i64,
     /// The rest of its environment, hashed (`store::env_key`); `None` for a store opened
     /// read-only before schema 5.
@@ -561,14 +671,23 @@ pub struct RunSummary {
 /// One benchmark in one run, for trends.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HistoryPoint {
+    /// The run's id in the store.
     pub run_id: i64,
+    /// When the run started, RFC 3339.
     pub started_at: String,
+    /// The run's label.
     pub label: Option<String>,
+    /// The wrapper the run ran under.
     pub wrapper: Option<String>,
+    /// "ok", "skipped" or "failed".
     pub status: String,
+    /// The median, ns.
     pub median: Option<f64>,
+    /// Its CI's lower bound, ns.
     pub ci_lo: Option<f64>,
+    /// Its CI's upper bound, ns.
     pub ci_hi: Option<f64>,
+    /// Whether anything disturbed it.
     pub disturbed: bool,
 }
 

@@ -157,7 +157,9 @@ pub fn check_writable(path: &Path) -> Result<Target, String> {
 
 /// A file an output must never replace, and what it is ("the results store").
 pub struct Kept {
+    /// The file.
     pub path: PathBuf,
+    /// What it is, for the message.
     pub what: &'static str,
 }
 

@@ -23,14 +23,18 @@ use crate::worker::{Interrupted, reap_group};
 /// One timed execution.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Timing {
+    /// Wall-clock time from start to exit, ns.
     pub wall_ns: f64,
+    /// CPU time it and its children used, ns.
     pub cpu_ns: f64,
     /// Exit code, or `None` when a signal ended it.
     pub code: Option<i32>,
+    /// The signal that ended it, if one did.
     pub signal: Option<i32>,
 }
 
 impl Timing {
+    /// Whether it exited with status 0.
     pub fn succeeded(&self) -> bool {
         self.code == Some(0)
     }
@@ -46,12 +50,16 @@ impl Timing {
 }
 
 #[derive(Debug, thiserror::Error)]
+/// Why a program could not be timed.
 pub enum ProgramError {
     #[error("cannot start '{0}': {1}")]
+    /// It could not be started.
     Start(String, std::io::Error),
     #[error("waiting for '{0}': {1}")]
+    /// Waiting for it failed.
     Wait(String, std::io::Error),
     #[error(transparent)]
+    /// A signal came; the program was killed.
     Interrupted(#[from] Interrupted),
 }
 
@@ -141,18 +149,23 @@ pub fn time_once(
 /// The two sides' timings, round by round (`plain[i]` and `wrapped[i]` are round i).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Rounds {
+    /// The plain program's timings.
     pub plain: Vec<Timing>,
+    /// The wrapped program's timings.
     pub wrapped: Vec<Timing>,
 }
 
 /// Something that times one execution of a command line (a fake in tests).
 pub trait Timer {
+    /// Run `argv` once to its end and time it.
     fn time(&mut self, argv: &[String]) -> Result<Timing, ProgramError>;
 }
 
 /// The real timer: `time_once` on a CPU, checking the interrupt flag.
 pub struct ProcessTimer<'a> {
+    /// The CPU to run it on.
     pub cpu: Option<usize>,
+    /// Set by the signal handler; a set flag kills the program.
     pub interrupted: &'a AtomicUsize,
 }
 
@@ -165,6 +178,7 @@ impl Timer for ProcessTimer<'_> {
 /// Why the rounds stopped early: one side failed where the other did not.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RoundsEnd {
+    /// Every round ran.
     Done,
     /// The plain program failed (its ending).
     PlainFailed(String),

@@ -21,14 +21,19 @@ use crate::worker::{Coordinator, Interrupted};
 /// Everything a run needs, validated (`commands::plan::build` makes it from a `plan::Request`).
 #[derive(Debug, Clone)]
 pub struct Plan {
+    /// The benchmarks, in the order measured.
     pub benchmarks: Vec<&'static Benchmark>,
     /// What every worker gets; its sampler settings are those of one repetition.
     pub opts: WorkerOptions,
     /// Longest one worker (one repetition) may take.
     pub timeout: Duration,
+    /// The wrapper's command line, split (`--under`).
     pub wrapper: Option<Vec<String>>,
+    /// The wrapper as the user gave it.
     pub wrapper_text: Option<String>,
+    /// The run's label.
     pub label: Option<String>,
+    /// How many repetitions and how long each.
     pub reps: RepetitionPlan,
     /// Start the wrapper itself on the measuring CPU (`predict`: a tracer then runs where the
     /// program it prices will run), not only the worker.
@@ -60,6 +65,7 @@ const SHARED_SAMPLING_S: f64 = 20.0;
 /// for the repetitions to sample the phases; shorter ones are mostly worker start-up.
 const REP_FLOOR_NS: u64 = 20_000_000;
 const REP_CEILING_NS: u64 = 60_000_000;
+/// The fewest repetitions a benchmark gets (the fewest that give a CI).
 pub const MIN_REPETITIONS: usize = crate::stats::bootstrap::MIN_REPETITIONS;
 
 /// The repetition plan for `cases` cases in all. `budget_s` (per benchmark) caps the repetitions;
@@ -205,6 +211,7 @@ fn progress(len: usize) -> indicatif::ProgressBar {
 /// coordinator (under a side's wrapper); in tests, a fake, so that rounds, interleaving, the
 /// stop rule and interrupts are checked without starting a process.
 pub trait Repeater {
+    /// Measure one repetition of `b` in a fresh worker.
     fn repeat(&self, b: &Benchmark, opts: &WorkerOptions) -> Result<Vec<CaseResult>, Interrupted>;
 }
 
@@ -308,6 +315,17 @@ fn rep_options(opts: &WorkerOptions, plan: &Plan, k: usize) -> WorkerOptions {
         };
     }
     o
+}
+
+/// One side per repeater, each with a fresh track for every benchmark of the plan.
+fn measured_sides<'a>(plan: &Plan, repeaters: &[&'a dyn Repeater]) -> Vec<MeasuredSide<'a>> {
+    repeaters
+        .iter()
+        .map(|&coord| MeasuredSide {
+            coord,
+            tracks: plan.benchmarks.iter().map(|b| Track::new(b)).collect(),
+        })
+        .collect()
 }
 
 /// Run round after round: each round one repetition (a fresh worker) of every benchmark still
@@ -434,13 +452,7 @@ fn measure_sides(
     repeaters: &[&dyn Repeater],
 ) -> Result<(RoundOrder, Vec<Vec<Track>>), Interrupted> {
     let bar = progress(plan.benchmarks.len() * plan.reps.min * repeaters.len());
-    let mut sides: Vec<MeasuredSide> = repeaters
-        .iter()
-        .map(|&coord| MeasuredSide {
-            coord,
-            tracks: plan.benchmarks.iter().map(|b| Track::new(b)).collect(),
-        })
-        .collect();
+    let mut sides = measured_sides(plan, repeaters);
     let order = run_rounds(plan, &s.opts, s.started, &mut sides, &bar);
     bar.finish_and_clear();
     Ok((order?, sides.into_iter().map(|x| x.tracks).collect()))
@@ -473,7 +485,9 @@ pub fn execute(plan: &Plan, interrupted: Arc<AtomicUsize>) -> anyhow::Result<Run
 
 /// One side of an A/B comparison: a wrapper (none for the plain system) and its text.
 pub struct AbSide {
+    /// The wrapper's command line (empty: none).
     pub wrapper: Vec<String>,
+    /// The wrapper as the user gave it.
     pub text: Option<String>,
 }
 
@@ -712,13 +726,7 @@ mod tests {
     type Outcome = Result<(Vec<Vec<String>>, Vec<Vec<(Option<&'static str>, usize)>>), Interrupted>;
 
     fn rounds_of(plan: &Plan, repeaters: &[&dyn Repeater]) -> Outcome {
-        let mut sides: Vec<MeasuredSide> = repeaters
-            .iter()
-            .map(|&coord| MeasuredSide {
-                coord,
-                tracks: plan.benchmarks.iter().map(|b| Track::new(b)).collect(),
-            })
-            .collect();
+        let mut sides = measured_sides(plan, repeaters);
         let bar = indicatif::ProgressBar::hidden();
         let order = run_rounds(
             plan,

@@ -28,6 +28,7 @@ pub struct Scratch {
 }
 
 impl Scratch {
+    /// Make a private directory with its marker and lock.
     pub fn create() -> std::io::Result<Scratch> {
         let dir = tempfile::Builder::new().prefix(PREFIX).tempdir()?;
         let lock = std::fs::OpenOptions::new()
@@ -48,6 +49,7 @@ impl Scratch {
         Ok(Scratch { dir, _lock: lock })
     }
 
+    /// The directory.
     pub fn path(&self) -> &Path {
         self.dir.path()
     }

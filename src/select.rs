@@ -133,6 +133,7 @@ fn check_date(value: &str) -> Result<(), String> {
 }
 
 impl Filter {
+    /// Whether run `r` passes this filter.
     pub fn matches(&self, r: &RunSummary) -> bool {
         let order = match self.key {
             Key::Id => r.id.cmp(&self.value.parse::<i64>().unwrap_or(i64::MIN)),
@@ -177,10 +178,12 @@ impl Filter {
 pub struct Selection(pub Vec<Filter>);
 
 impl Selection {
+    /// Whether it selects every run.
     pub fn is_all(&self) -> bool {
         self.0.is_empty()
     }
 
+    /// Whether run `r` is selected.
     pub fn matches(&self, r: &RunSummary) -> bool {
         self.0.iter().all(|f| f.matches(r))
     }
@@ -195,9 +198,13 @@ impl Selection {
 /// with the same value form one group, compared as a group against the others.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GroupKey {
+    /// The run's label.
     Label,
+    /// The host's name.
     Host,
+    /// The kernel release.
     Kernel,
+    /// The wrapper.
     Wrapper,
     /// The day the run started (`2026-11-24`): two nights compared.
     Day,
@@ -223,6 +230,7 @@ impl std::str::FromStr for GroupKey {
 }
 
 impl GroupKey {
+    /// The key as `--by` takes it.
     pub fn name(self) -> &'static str {
         match self {
             GroupKey::Label => "label",

@@ -29,13 +29,16 @@ use crate::harness::settings::{self, Kind, Scope, Setting, SettingError};
 /// worker to itself).
 #[derive(Debug, Clone, Default)]
 pub struct Side {
+    /// System-wide settings and the values to write.
     pub system: Vec<(Setting, String)>,
+    /// Per-task settings (name, value), applied by each worker to itself.
     pub task: Vec<(String, String)>,
     /// `NAME=VALUE` as given, for the run's record and the side's name.
     pub given: Vec<String>,
 }
 
 impl Side {
+    /// Whether it changes nothing.
     pub fn is_empty(&self) -> bool {
         self.given.is_empty()
     }

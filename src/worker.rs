@@ -49,6 +49,7 @@ pub struct Interrupted(pub i32);
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("interrupted by signal {signal} after saving {saved}")]
 pub struct InterruptedAfterSave {
+    /// The signal's number.
     pub signal: i32,
     /// What was saved, for the message ("run 7 in results.db").
     pub saved: String,
@@ -172,16 +173,20 @@ fn events_override() -> Option<Vec<String>> {
 
 /// Runs benchmarks in workers, one at a time.
 pub struct Coordinator {
+    /// This executable, started again as a worker.
     pub exe: PathBuf,
     /// argv of the wrapper, if any.
     pub wrapper: Vec<String>,
+    /// Longest one worker may take before it is killed.
     pub timeout: Duration,
+    /// Set by the signal handler: the signal that came (0: none).
     pub interrupted: Arc<AtomicUsize>,
     /// Start the worker (its wrapper, if any) on this CPU; `None`: where the coordinator runs.
     pub pin_cpu: Option<usize>,
 }
 
 impl Coordinator {
+    /// An error when a signal has come.
     pub fn check_interrupted(&self) -> Result<(), Interrupted> {
         match self.interrupted.load(Ordering::SeqCst) {
             0 => Ok(()),

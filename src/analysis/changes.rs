@@ -22,12 +22,17 @@ pub const THRESHOLD: f64 = 6.0;
 /// segments) and their ratio with a 95% bootstrap CI.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Change {
+    /// The first run of the new level.
     pub index: usize,
     /// The last run of the old level (gaps, runs without a median, are skipped).
     pub previous: usize,
+    /// The old level: the median of its segment.
     pub before: f64,
+    /// The new level: the median of its segment.
     pub after: f64,
+    /// New over old.
     pub ratio: f64,
+    /// The ratio's 95% bootstrap CI.
     pub ratio_ci: [f64; 2],
 }
 

@@ -104,17 +104,26 @@ pub const FINE: &[(&str, &str)] = &[
 /// One stage's statistics over the round trips.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StageStats {
+    /// The stage's name ("peer wakes").
     pub name: String,
+    /// Its median over the round trips, ns.
     pub median_ns: f64,
+    /// Its 90th percentile, ns.
     pub p90_ns: f64,
+    /// Which two events bound it, in words.
     pub definition: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A traced pass split into round trips and their stages.
 pub struct Split {
+    /// The peer thread the master's round trips went to.
     pub peer_tid: u32,
+    /// Round trips split.
     pub round_trips: usize,
+    /// Their median, ns.
     pub round_trip_ns: f64,
+    /// Each stage's statistics, in round-trip order.
     pub stages: Vec<StageStats>,
     /// Round trips whose milestones could not all be found (cut by the pass's ends, lost
     /// records, or with system calls a party that was not woken).

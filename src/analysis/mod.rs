@@ -29,8 +29,11 @@ pub use repetitions::{Judging, RepRun, halfwidth, merge_repetitions, repetition_
 /// Thresholds above which a benchmark is called disturbed.
 #[derive(Debug, Clone, Copy)]
 pub struct Thresholds {
+    /// Another allowed CPU busier than this, percent, disturbs.
     pub other_busy_pct: f64,
+    /// Time stolen by the hypervisor above this, percent, disturbs.
     pub steal_pct: f64,
+    /// A share of preempted samples above this disturbs.
     pub preempted_share: f64,
 }
 

@@ -32,9 +32,13 @@ use crate::model::{Batch, BenchResult, Status};
 
 /// The benchmark that prices every system call the catalogue does not time by name.
 pub const NULL_CALL: &str = "syscall/getppid";
+/// The benchmark that prices a process's creation.
 pub const FORK: &str = "spawn/fork";
+/// The benchmark that prices a thread's creation.
 pub const THREAD: &str = "spawn/thread";
+/// The benchmark that prices an exec.
 pub const EXEC: &str = "spawn/exec";
+/// The benchmark that prices starting a dynamic program in a new process.
 pub const FORK_EXEC_DYNAMIC: &str = "spawn/fork-exec-dynamic";
 /// The price of starting a dynamic program in a new process: `FORK_EXEC_DYNAMIC` less `FORK`.
 pub const PROGRAM_START: &str = "spawn/fork-exec-dynamic less spawn/fork";
@@ -59,7 +63,9 @@ const BY_NAME: &[(&str, &str)] = &[
 /// One kind of operation the program did: how many, and what prices it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Kind {
+    /// The operation ("read", "fork").
     pub kind: String,
+    /// How many times the program did it.
     pub count: u64,
     /// The benchmark whose addition prices it.
     pub priced_by: String,
@@ -70,24 +76,35 @@ pub struct Kind {
 /// What the wrapper adds to one operation of a benchmark (from `ab`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Price {
+    /// The addition per operation, ns.
     pub addition_ns: f64,
+    /// Its 95% CI, ns.
     pub ci95: [f64; 2],
 }
 
 /// One line of the breakdown: a kind, its count, its addition per operation, the total.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Line {
+    /// The operation.
     pub kind: String,
+    /// How many times the program did it.
     pub count: u64,
+    /// The benchmark whose addition prices it.
     pub priced_by: String,
+    /// Priced by the null-call model.
     pub assumed: bool,
+    /// The addition per operation, ns.
     pub addition_ns: f64,
+    /// Count times addition, ns.
     pub added_ns: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// What a wrapper is predicted to add to a program: the sum over its operations, with a CI.
 pub struct Prediction {
+    /// The predicted added time, ns.
     pub predicted_added_ns: f64,
+    /// Its 95% CI, ns.
     pub predicted_ci95: [f64; 2],
     /// Largest added time first.
     pub breakdown: Vec<Line>,
@@ -95,6 +112,7 @@ pub struct Prediction {
     pub assumed_added_ns: f64,
     /// Calls priced by the null-call model.
     pub assumed_count: u64,
+    /// What the prediction assumed, in words.
     pub assumptions: Vec<String>,
 }
 

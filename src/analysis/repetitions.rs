@@ -11,8 +11,11 @@ use crate::stats;
 /// how long the worker took before its first sample.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RepRun {
+    /// What the worker sent.
     pub case: CaseResult,
+    /// When the repetition started, ms since the run started.
     pub started_ms: f64,
+    /// The worker's start-up before its first sample, ms.
     pub startup_ms: f64,
 }
 

@@ -34,6 +34,7 @@ impl Spread {
 pub struct RunToRun {
     /// Half-width of the 95% interval of one run's level, percent.
     pub percent: f64,
+    /// How many runs it was learned from.
     pub runs: usize,
 }
 
@@ -62,7 +63,9 @@ pub fn widen(point: f64, ci: [f64; 2], tau: f64) -> [f64; 2] {
 /// One run's result: its median and 95% CI (all positive).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RunLevel {
+    /// The run's median.
     pub median: f64,
+    /// Its 95% CI.
     pub ci95: [f64; 2],
 }
 
@@ -199,9 +202,11 @@ mod tests {
 pub struct GroupDifference {
     /// Geometric means of the groups' medians.
     pub base: f64,
+    /// See `base`.
     pub cand: f64,
     /// cand / base, with its 95% interval.
     pub ratio: f64,
+    /// The ratio's 95% interval.
     pub ratio_ci95: [f64; 2],
     /// Two-sided p-value of Welch's t test on the log levels.
     pub p: f64,
@@ -236,6 +241,7 @@ pub fn group_level(g: &[RunLevel]) -> Option<(f64, [f64; 2])> {
     Some((mean.exp(), [(mean - half).exp(), (mean + half).exp()]))
 }
 
+/// Two groups of runs compared by their levels (`None` with fewer than two runs a side).
 pub fn group_difference(base: &[RunLevel], cand: &[RunLevel]) -> Option<GroupDifference> {
     use statrs::distribution::{ContinuousCDF, StudentsT};
     let (mb, vb, nb) = moments(base)?;

@@ -7,7 +7,9 @@ use crate::model::Run;
 /// A run's witness: ns per loop (median over its workers) and how many workers timed it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RunWitness {
+    /// The run's speed witness, ns per loop (the median of its workers').
     pub ns: f64,
+    /// How many workers timed it.
     pub workers: usize,
 }
 

@@ -11,10 +11,15 @@ use crate::harness::case::{Case, Measured, Meter};
 
 #[repr(C)]
 #[derive(Clone, Copy)]
+/// A 32-byte struct passed and returned by value (four registers' worth, so through memory).
 pub struct S32 {
+    /// First word.
     pub a: i64,
+    /// Second word.
     pub b: i64,
+    /// Third word.
     pub c: i64,
+    /// Fourth word.
     pub d: i64,
 }
 

@@ -93,6 +93,7 @@ pub fn registry() -> Vec<&'static Benchmark> {
         .collect()
 }
 
+/// The catalogue entry with id `id`.
 pub fn find(id: &str) -> Option<&'static Benchmark> {
     registry().into_iter().find(|b| b.id == id)
 }

@@ -14,6 +14,7 @@ use crate::gate::{Effects, Passed};
 use crate::scheduler::{self, AbSide};
 
 #[derive(Debug, Args, Clone)]
+/// `oscost ab`'s arguments.
 pub struct AbArgs {
     /// The command A runs under [default: nothing, the plain system].
     #[arg(long, value_name = "CMD")]
@@ -33,8 +34,10 @@ pub struct AbArgs {
           value_parser = clap::value_parser!(u64).range(1..=100))]
     pub rounds: u64,
     #[command(flatten)]
+    /// How the two sides are judged.
     pub compare: CompareArgs,
     #[command(flatten)]
+    /// What is measured, as `run` takes it.
     pub run: RunArgs,
 }
 
@@ -67,6 +70,7 @@ impl AbArgs {
         run.effects().sets(&[&self.a_set, &self.b_set])
     }
 
+    /// Measure both sides interleaved, save them, compare and write the comparison.
     pub fn run(self, mut passed: Passed) -> anyhow::Result<i32> {
         let interrupted = crate::signals::guard_processes()?;
         if self.run.runs > 1 {

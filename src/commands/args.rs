@@ -12,6 +12,7 @@ use clap::Args;
 #[error("{0}")]
 pub struct UsageError(pub String);
 
+/// A usage error (exit 2) with message `msg`.
 pub fn usage(msg: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(UsageError(msg.into()))
 }
@@ -37,6 +38,7 @@ pub struct SelectArgs {
 }
 
 impl SelectArgs {
+    /// The `--where` filters as one selection.
     pub fn selection(&self) -> crate::select::Selection {
         crate::select::Selection(self.filters.clone())
     }
@@ -99,6 +101,7 @@ fn parse_fail_above(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
+/// A percentage above 0 and at most 100, a `%` allowed after it.
 pub fn parse_percent(s: &str) -> Result<f64, String> {
     let v: f64 = s
         .trim_end_matches('%')
@@ -112,6 +115,7 @@ pub fn parse_percent(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
+/// A number of seconds above 0.
 pub fn parse_seconds(s: &str) -> Result<f64, String> {
     let v: f64 = s
         .trim_end_matches('s')

@@ -11,6 +11,7 @@ use crate::compare::{self, Comparison};
 use crate::{output, report};
 
 #[derive(Debug, Args, Clone)]
+/// `oscost compare`'s arguments.
 pub struct CompareCmd {
     /// The base: a JSON file, a stored run id, `last` or `last~N`.
     #[arg(required_unless_present = "base_group")]
@@ -28,8 +29,10 @@ pub struct CompareCmd {
     #[arg(long = "candidate", value_name = "COND", requires = "base_group")]
     pub cand_group: Vec<crate::select::Filter>,
     #[command(flatten)]
+    /// How the runs are judged.
     pub compare: CompareArgs,
     #[command(flatten)]
+    /// Where the comparison is written.
     pub outputs: OutputArgs,
     /// Also write an HTML report of the comparison into this directory.
     #[arg(long, value_name = "DIR")]
@@ -43,8 +46,10 @@ pub struct CompareCmd {
     #[arg(long)]
     pub together: bool,
     #[command(flatten)]
+    /// The store the runs are read from.
     pub store: StoreArgs,
     #[command(flatten)]
+    /// Which runs `last` and `last~N` count among.
     pub select: super::args::SelectArgs,
 }
 
@@ -60,6 +65,7 @@ impl CompareCmd {
             .writes_report("--report", self.report.as_ref())
     }
 
+    /// Compare the two runs and write the comparison.
     pub fn run(self) -> anyhow::Result<i32> {
         let interrupted = crate::signals::on_interrupt()?;
         let (Some(base), Some(cand)) = (&self.base, &self.cand) else {

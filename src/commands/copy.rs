@@ -14,6 +14,7 @@ use crate::model::{self, Run};
 use crate::store::{self, Saved, Store, StoreError};
 
 #[derive(Debug, Args, Clone)]
+/// `oscost push`'s arguments.
 pub struct PushArgs {
     /// Stored runs to copy: ids, `last`, `last~N`, or `all` (of the runs --where selects).
     #[arg(required = true, value_name = "RUN")]
@@ -25,10 +26,12 @@ pub struct PushArgs {
     #[command(flatten)]
     pub store: StoreArgs,
     #[command(flatten)]
+    /// Which runs are copied.
     pub select: super::args::SelectArgs,
 }
 
 #[derive(Debug, Args, Clone)]
+/// `oscost import`'s arguments.
 pub struct ImportArgs {
     /// Run files written by `--json` (or `oscost export`).
     #[arg(required = true, value_name = "FILE")]
@@ -80,6 +83,7 @@ impl PushArgs {
             .saves_other("push's target store", &self.to)
     }
 
+    /// Copy the selected runs into the other store.
     pub fn run(self, mut passed: crate::gate::Passed) -> anyhow::Result<i32> {
         let to = store::classify(self.to.clone()).map_err(store_err)?;
         let mut source = read_store(&self.store)?;
@@ -126,6 +130,7 @@ impl ImportArgs {
         e
     }
 
+    /// Read the run files and copy them into the store.
     pub fn run(self, mut passed: crate::gate::Passed) -> anyhow::Result<i32> {
         let mut runs = Vec::new();
         for f in &self.files {

@@ -15,6 +15,7 @@ use crate::scheduler::{self, Plan, repetition_plan};
 use crate::{output, report};
 
 #[derive(Debug, Args, Clone)]
+/// `oscost ctx`'s arguments (lmbench's lat_ctx's).
 pub struct CtxArgs {
     /// Working set each process sums, KB (repeat for several: -s 0 -s 16).
     #[arg(short = 's', value_name = "KB")]
@@ -48,6 +49,7 @@ impl CtxArgs {
             .writes("--json", self.json.as_ref())
     }
 
+    /// Measure the ring and print its points in xgraph's format.
     pub fn run(self) -> anyhow::Result<i32> {
         let interrupted = crate::signals::guard_processes()?;
         let max = self.procs.iter().copied().max().unwrap_or(2) * self.parallel;

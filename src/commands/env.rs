@@ -6,6 +6,7 @@ use super::print_stdout;
 use crate::harness::clock;
 
 #[derive(Debug, Args, Clone)]
+/// `oscost env`'s arguments.
 pub struct EnvArgs {
     /// Print as JSON.
     #[arg(long)]
@@ -13,6 +14,7 @@ pub struct EnvArgs {
 }
 
 impl EnvArgs {
+    /// Describe this machine.
     pub fn run(self) -> anyhow::Result<i32> {
         let e = crate::env::collect(Some(clock::calibrate()));
         let text = if self.json {

@@ -27,6 +27,7 @@ use crate::harness::{placement, runner};
 use crate::report::explain::Explanation;
 
 #[derive(Debug, Args, Clone)]
+/// `oscost explain`'s arguments.
 pub struct ExplainArgs {
     /// A two-party benchmark with its placement, e.g. switch/pipe-proc@cross.
     pub id: String,
@@ -107,6 +108,7 @@ impl ExplainArgs {
             .writes_report("--report", self.report.as_ref())
     }
 
+    /// Trace a pass, split its round trips into stages and write what it found.
     pub fn run(self) -> anyhow::Result<i32> {
         let interrupted = crate::signals::guard_processes()?;
         let stop = stopper(&interrupted);

@@ -8,14 +8,18 @@ use crate::model::Run;
 use crate::output;
 
 #[derive(Debug, Args, Clone)]
+/// `oscost export`'s arguments.
 pub struct ExportArgs {
     /// A stored run: its id, `last` or `last~N`.
     pub run: String,
     #[command(flatten)]
+    /// Where the run is written.
     pub outputs: OutputArgs,
     #[command(flatten)]
+    /// The store the run is read from.
     pub store: StoreArgs,
     #[command(flatten)]
+    /// Which runs `last` counts among.
     pub select: super::args::SelectArgs,
 }
 
@@ -29,6 +33,7 @@ impl ExportArgs {
         )
     }
 
+    /// Write the stored run to the files asked for.
     pub fn run(self) -> anyhow::Result<i32> {
         let _interrupted = crate::signals::on_interrupt()?;
         if self.outputs.paths().is_empty() {

@@ -8,6 +8,7 @@ use super::{color, print_stdout, read_store, store_err};
 use crate::{output, report};
 
 #[derive(Debug, Args, Clone)]
+/// `oscost history`'s arguments.
 pub struct HistoryArgs {
     /// A benchmark id (e.g. syscall/getpid).
     pub bench: Option<String>,
@@ -25,8 +26,10 @@ pub struct HistoryArgs {
     #[arg(long, value_name = "KEY", requires = "bench")]
     pub by: Option<crate::select::GroupKey>,
     #[command(flatten)]
+    /// The store the runs are read from.
     pub store: StoreArgs,
     #[command(flatten)]
+    /// Which runs are listed.
     pub select: super::args::SelectArgs,
 }
 
@@ -38,6 +41,7 @@ impl HistoryArgs {
             .writes_report("--report", self.report.as_ref())
     }
 
+    /// List the runs, or one benchmark across them with its trend.
     pub fn run(self) -> anyhow::Result<i32> {
         let interrupted = crate::signals::on_interrupt()?;
         let mut s = read_store(&self.store)?;

@@ -8,9 +8,11 @@ use super::print_stdout;
 use crate::bench;
 
 #[derive(Debug, Args, Clone)]
+/// `oscost list`'s arguments (none).
 pub struct ListArgs {}
 
 impl ListArgs {
+    /// Print the catalogue.
     pub fn run(self) -> anyhow::Result<i32> {
         print_stdout(&list_text())?;
         Ok(0)

@@ -15,6 +15,7 @@ use crate::analysis::run_to_run::{self, RunLevel, Spread};
 use crate::{matrix, output, report, store};
 
 #[derive(Debug, Args, Clone)]
+/// `oscost matrix`'s arguments.
 pub struct MatrixArgs {
     /// Stored runs, one column each (ids, `last`, `last~N`); none: every run --where selects.
     #[arg(value_name = "RUN")]
@@ -32,13 +33,16 @@ pub struct MatrixArgs {
     #[arg(long, value_name = "PCT", default_value = "2", value_parser = parse_percent)]
     pub threshold: f64,
     #[command(flatten)]
+    /// Where the matrix is written.
     pub outputs: OutputArgs,
     /// Also write the heatmap page into this directory.
     #[arg(long, value_name = "DIR")]
     pub report: Option<PathBuf>,
     #[command(flatten)]
+    /// Which runs are columns.
     pub select: SelectArgs,
     #[command(flatten)]
+    /// The store the runs are read from.
     pub store: StoreArgs,
 }
 
@@ -53,6 +57,7 @@ impl MatrixArgs {
             .writes_report("--report", self.report.as_ref())
     }
 
+    /// Build the matrix and write it.
     pub fn run(self) -> anyhow::Result<i32> {
         let interrupted = crate::signals::on_interrupt()?;
         let mut s = read_store(&self.store)?;
@@ -70,13 +75,7 @@ impl MatrixArgs {
             .filter_map(|id| all.iter().find(|r| r.id == *id).cloned())
             .collect();
         let base = runs.iter().position(|r| r.id == base_id).unwrap_or(0);
-        let order: Vec<String> = s
-            .load_bare(base_id)
-            .map_err(store_err)?
-            .results
-            .into_iter()
-            .map(|r| r.id)
-            .collect();
+        let order = result_order(&mut s, base_id)?;
         let rows = s.result_rows(&ids).map_err(store_err)?;
         let spreads = run_to_run_spreads(&mut s, &all, rows.iter().map(|(_, r)| r.bench.as_str()))?;
         let env_of: HashMap<i64, Environment> =
@@ -213,13 +212,7 @@ impl MatrixArgs {
             })?,
         };
         let ids: Vec<i64> = runs.iter().map(|r| r.id).collect();
-        let order: Vec<String> = s
-            .load_bare(groups[base].runs[0].id)
-            .map_err(store_err)?
-            .results
-            .into_iter()
-            .map(|r| r.id)
-            .collect();
+        let order = result_order(s, groups[base].runs[0].id)?;
         let rows = s.result_rows(&ids).map_err(store_err)?;
         Ok(matrix::build_groups(
             key,
@@ -330,4 +323,14 @@ pub fn spreads_of_runs(
         }
     }
     Ok(out)
+}
+
+/// The ids of a run's results in the order it measured them: the matrix's row order.
+fn result_order(s: &mut crate::store::Store, run: i64) -> anyhow::Result<Vec<String>> {
+    Ok(s.load_bare(run)
+        .map_err(store_err)?
+        .results
+        .into_iter()
+        .map(|r| r.id)
+        .collect())
 }

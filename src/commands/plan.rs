@@ -26,17 +26,25 @@ pub struct Request {
     pub ids: Vec<String>,
     /// Stop once the CI's half-width is within this percent of the median.
     pub precision_pct: f64,
+    /// A limit on each benchmark's time, seconds.
     pub budget_s: Option<f64>,
     /// Exactly this many samples per result.
     pub samples: Option<u64>,
+    /// Fewer repetitions and a looser precision.
     pub quick: bool,
+    /// The measuring CPU, when the user named one.
     pub cpu: Option<usize>,
+    /// Longest one worker may take, seconds.
     pub timeout_s: Option<f64>,
     /// The wrapper command line, as given.
     pub under: Option<String>,
+    /// The parent sizes of spawn/fork-rss, MiB.
     pub fork_sizes: Option<Vec<u64>>,
+    /// The placements of two-party benchmarks (same, cross, default).
     pub placement: Option<Vec<String>>,
+    /// The events to count (`None`: every known one).
     pub events: Option<Vec<String>>,
+    /// The run's label.
     pub label: Option<String>,
 }
 

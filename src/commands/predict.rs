@@ -33,6 +33,7 @@ use crate::stats;
 use crate::store::Store;
 
 #[derive(Debug, Args, Clone)]
+/// `oscost predict`'s arguments.
 pub struct PredictArgs {
     /// The wrapper, e.g. 'strace -f -o /dev/null' or 'scripts/ref/seccomp-layers 8 --'.
     #[arg(long, value_name = "CMD", required = true)]
@@ -57,6 +58,7 @@ pub struct PredictArgs {
     #[arg(long)]
     pub no_save: bool,
     #[command(flatten)]
+    /// The store both sides of the pricing are saved into.
     pub store: StoreArgs,
     /// The program and its arguments (after `--`).
     #[arg(
@@ -375,16 +377,13 @@ fn output(
 impl PredictArgs {
     /// The prediction's JSON and page, and the store both sides are saved into.
     pub fn effects(&self) -> Effects {
-        let e = Effects::new()
+        Effects::new()
             .writes("--json", self.json.as_ref())
-            .writes_report("--report", self.report.as_ref());
-        if self.no_save {
-            e.store(self.store.db.as_ref())
-        } else {
-            e.saves(self.store.db.as_ref())
-        }
+            .writes_report("--report", self.report.as_ref())
+            .saves_unless(self.no_save, self.store.db.as_ref())
     }
 
+    /// Count, price, predict, measure, and write the prediction.
     pub fn run(self, mut passed: Passed) -> anyhow::Result<i32> {
         let interrupted = crate::signals::guard_processes()?;
         let wrapper = split_command("--under", &self.under).map_err(|e| usage(e.0))?;

@@ -9,6 +9,7 @@ use super::{load_run, stopper};
 use crate::{bench, output, report};
 
 #[derive(Debug, Args, Clone)]
+/// `oscost report`'s arguments.
 pub struct ReportArgs {
     /// A JSON file, a stored run id, `last` or `last~N`.
     pub run: String,
@@ -19,8 +20,10 @@ pub struct ReportArgs {
     #[arg(long)]
     pub png: bool,
     #[command(flatten)]
+    /// The store the run is read from.
     pub store: StoreArgs,
     #[command(flatten)]
+    /// Which runs `last` counts among.
     pub select: super::args::SelectArgs,
 }
 
@@ -33,6 +36,7 @@ impl ReportArgs {
             .writes_report("-o", Some(&self.out))
     }
 
+    /// Write the stored run's page.
     pub fn run(self) -> anyhow::Result<i32> {
         let interrupted = crate::signals::on_interrupt()?;
         let (run, name) = load_run(&self.run, &self.store, &self.select)?;

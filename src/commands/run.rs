@@ -18,6 +18,7 @@ use crate::{output, report};
 use std::sync::Arc;
 
 #[derive(Debug, Args, Clone)]
+/// `oscost run`'s arguments.
 pub struct RunArgs {
     /// Benchmark ids or prefixes (`syscall/`, `call/f0`); none means the default suite.
     pub ids: Vec<String>,
@@ -51,6 +52,7 @@ pub struct RunArgs {
     pub timeout: Option<f64>,
 
     #[command(flatten)]
+    /// Where the run is written besides the store.
     pub outputs: OutputArgs,
 
     /// Run the measuring part under this command, e.g. 'strace -f -o /dev/null'.
@@ -106,6 +108,7 @@ pub struct RunArgs {
     pub settle: f64,
 
     #[command(flatten)]
+    /// The store the run is saved into.
     pub store: StoreArgs,
 }
 
@@ -142,16 +145,11 @@ impl RunArgs {
 
     /// What `run` (and `ab`, which shares these flags) writes and reads, for the gate.
     pub fn effects(&self) -> Effects {
-        let e = self
-            .outputs
+        self.outputs
             .declare(Effects::new())
             .writes_report("--report", self.report.as_ref())
-            .sets(&[&self.set]);
-        if self.no_save {
-            e.store(self.store.db.as_ref())
-        } else {
-            e.saves(self.store.db.as_ref())
-        }
+            .sets(&[&self.set])
+            .saves_unless(self.no_save, self.store.db.as_ref())
     }
 
     /// Measure, then save, export, print and report. Everything that can be refused is

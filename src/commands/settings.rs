@@ -10,9 +10,11 @@ use super::print_stdout;
 use crate::harness::settings::{self, Scope};
 
 #[derive(Debug, Args, Clone)]
+/// `oscost settings`'s arguments (none).
 pub struct SettingsArgs {}
 
 impl SettingsArgs {
+    /// Print the settings catalogue as this machine has it.
     pub fn run(self) -> anyhow::Result<i32> {
         print_stdout(&table())?;
         Ok(0)

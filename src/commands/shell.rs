@@ -6,6 +6,7 @@ use clap::Args;
 use super::print_stdout;
 
 #[derive(Debug, Args, Clone)]
+/// `oscost completions`'s arguments.
 pub struct CompletionsArgs {
     /// The shell: bash, zsh, fish, elvish or powershell. Bash: `source <(oscost completions
     /// bash)`; zsh: write it to a directory on $fpath as `_oscost`; fish: to
@@ -24,6 +25,7 @@ impl CompletionsArgs {
 }
 
 #[derive(Debug, Args, Clone)]
+/// `oscost man`'s arguments (none).
 pub struct ManArgs {}
 
 impl ManArgs {

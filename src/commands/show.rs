@@ -6,12 +6,15 @@ use super::args::StoreArgs;
 use super::{color, load_run, print_stdout};
 
 #[derive(Debug, Args, Clone)]
+/// `oscost show`'s arguments.
 pub struct ShowArgs {
     /// A stored run: its id, `last` or `last~N`.
     pub run: String,
     #[command(flatten)]
+    /// The store the run is read from.
     pub store: StoreArgs,
     #[command(flatten)]
+    /// Which runs `last` counts among.
     pub select: super::args::SelectArgs,
 }
 
@@ -23,6 +26,7 @@ impl ShowArgs {
             .reads("RUN", &self.run)
     }
 
+    /// Print the stored run as `run` would.
     pub fn run(self) -> anyhow::Result<i32> {
         let (run, name) = load_run(&self.run, &self.store, &self.select)?;
         crate::say!("oscost: {name}, started {}", run.started_at);

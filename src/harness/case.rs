@@ -25,14 +25,18 @@ pub use super::error::BenchError;
 /// A parameter value of a fixed variant.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Param {
+    /// A number (a size, a count).
     Int(i64),
+    /// A yes or no (touched or not).
     Flag(bool),
 }
 
 /// One fixed variant of a benchmark: the id suffix and the parameters it sets.
 #[derive(Debug)]
 pub struct Variant {
+    /// Appended to the benchmark id ("/4KiB-touched").
     pub suffix: &'static str,
+    /// The parameters it sets, by name.
     pub params: &'static [(&'static str, Param)],
 }
 
@@ -73,6 +77,7 @@ impl Default for VariantOptions {
     }
 }
 
+/// The parent sizes of spawn/fork-rss by default, MiB (cut to the memory available).
 pub fn default_fork_sizes() -> Vec<u64> {
     vec![0, 64, 256, 1024]
 }
@@ -80,7 +85,9 @@ pub fn default_fork_sizes() -> Vec<u64> {
 /// lat_ctx's parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RingOptions {
+    /// Processes in a ring (lat_ctx's N).
     pub procs: Vec<usize>,
+    /// Working set each process touches per hop, KiB (lat_ctx -s).
     pub sizes_kb: Vec<usize>,
     /// Rings run at once (lat_ctx -P).
     pub parallel: usize,
@@ -103,6 +110,7 @@ pub struct Case {
     pub definition: &'static str,
     /// Appended to the benchmark id to form the result id ("" for `Cases::One`).
     pub suffix: String,
+    /// The case's parameters (a variant's, a ring's N and size), recorded with its result.
     pub params: BTreeMap<String, serde_json::Value>,
     /// Where the parties run, for `Cases::Placements`; the runner has placed the master.
     pub parties: Option<Parties>,
@@ -155,6 +163,7 @@ pub struct Benchmark {
     pub definition: &'static str,
     /// In the suite that runs when no id is given.
     pub default: bool,
+    /// The cases it expands to: one, fixed variants, placements, a ring or a fork curve.
     pub cases: Cases,
     /// The operation hands the CPU over (a forked child preempting its parent, a blocked
     /// ping-pong party), so involuntary switches are not a disturbance.
@@ -172,6 +181,7 @@ pub struct Benchmark {
     /// Its cost is one that memory activity (ballooning, compaction, reclaim) moves: its
     /// workers read `/proc/vmstat` around it (`harness::memory`).
     pub memory_watch: bool,
+    /// Measures one case.
     pub run: CaseFn,
 }
 
@@ -179,7 +189,12 @@ pub struct Benchmark {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Expect {
     /// `value` within `tol`.
-    About { value: f64, tol: f64 },
+    About {
+        /// The events per operation.
+        value: f64,
+        /// How far from it a count may be.
+        tol: f64,
+    },
     /// At least this many.
     AtLeast(f64),
 }
@@ -201,6 +216,7 @@ impl Expect {
         tol: 0.1,
     };
 
+    /// Whether `x` events per operation meet it.
     pub fn holds(self, x: f64) -> bool {
         match self {
             Expect::About { value, tol } => (x - value).abs() <= tol,
@@ -208,6 +224,7 @@ impl Expect {
         }
     }
 
+    /// The expectation in words, "2 context-switches per op (±0.1)".
     pub fn describe(self, event: &str) -> String {
         match self {
             Expect::About { value, tol } => format!("{value} {event} per op (±{tol})"),
@@ -230,8 +247,11 @@ pub enum Among {
 /// One event a benchmark's results must cost per operation.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Expectation {
+    /// Which results it applies to.
     pub among: Among,
+    /// perf's name of the event.
     pub event: &'static str,
+    /// What one operation must cost in it.
     pub expect: Expect,
 }
 
@@ -294,6 +314,7 @@ impl Benchmark {
         }
     }
 
+    /// The family: the id before the first slash.
     pub fn family(&self) -> &'static str {
         self.id.split('/').next().unwrap_or(self.id)
     }
@@ -310,6 +331,7 @@ macro_rules! catalogue {
         const fn family(b: $crate::harness::case::Benchmark) -> $crate::harness::case::Benchmark {
             $crate::harness::case::Benchmark { $($fkey: $fval,)* ..b }
         }
+        /// The family's catalogue entries, in the order listed.
         pub static BENCHMARKS: &[$crate::harness::case::Benchmark] = &[$(
             $crate::harness::case::Benchmark {
                 $($($key: $val,)*)?
@@ -318,6 +340,7 @@ macro_rules! catalogue {
         )*];
     };
     ($( $id:literal => $run:path $({ $($key:ident : $val:expr),* $(,)? })? : $def:literal ;)*) => {
+        /// The family's catalogue entries, in the order listed.
         pub static BENCHMARKS: &[$crate::harness::case::Benchmark] = &[$(
             $crate::harness::case::Benchmark {
                 $($($key: $val,)*)?
@@ -331,17 +354,20 @@ macro_rules! catalogue {
 /// catalogue could not say in advance.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
+    /// The samples.
     pub measurement: Measurement,
     /// Parameters found while measuring (the program run, an overhead subtracted).
     pub params: BTreeMap<String, serde_json::Value>,
     /// A definition that depends on the case (the ring's overhead, a chain's length).
     pub definition: Option<String>,
+    /// Notes on the number, for the result.
     pub notes: Vec<String>,
     /// Where it ran, when the function placed its own parties (the ring).
     pub placed: Option<(crate::model::Placement, Vec<usize>)>,
 }
 
 impl Outcome {
+    /// An outcome of these samples and nothing more.
     pub fn of(measurement: Measurement) -> Outcome {
         Outcome {
             measurement,
@@ -352,6 +378,7 @@ impl Outcome {
         }
     }
 
+    /// With the parameter `key` found while measuring.
     pub fn param(mut self, key: &str, value: impl Into<serde_json::Value>) -> Outcome {
         self.params.insert(key.into(), value.into());
         self
@@ -361,6 +388,7 @@ impl Outcome {
 /// What a benchmark function measures with: the sampler on the pinned measuring CPU, and the
 /// worker's resources.
 pub struct Meter {
+    /// The sampler, on the real clock and rusage.
     pub sampler: Sampler<Monotonic, Rusage>,
     /// The measuring CPU.
     pub cpu: usize,

@@ -9,6 +9,7 @@ use crate::stats;
 /// A monotonic nanosecond clock. Behind a trait so the sampler can be driven by a fake clock in
 /// tests and give exact answers.
 pub trait Clock {
+    /// Now, ns.
     fn now_ns(&self) -> u64;
 }
 

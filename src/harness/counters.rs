@@ -29,8 +29,11 @@ use crate::model::Events;
 /// One countable event: perf's name (as `perf stat -e` takes it) and a short column name.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct EventDef {
+    /// perf's name of the event (`perf stat -e` takes it).
     pub name: &'static str,
+    /// Its column name in tables.
     pub short: &'static str,
+    /// A hardware event (a guest often lacks them), not a software one.
     pub hardware: bool,
 }
 
@@ -159,7 +162,9 @@ pub fn per_op(total: f64, base: f64, base_ops: u64, ops: u64) -> f64 {
 /// Which window the sampler is about to count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
+    /// The empty loop's window.
     Baseline,
+    /// The operation's window.
     Sampling,
 }
 

@@ -16,6 +16,7 @@ pub enum BenchError {
 }
 
 impl BenchError {
+    /// A failure of `what`, with the error that caused it.
     pub fn failed(what: &str, e: impl std::fmt::Display) -> BenchError {
         BenchError::Failed(format!("{what}: {e}"))
     }

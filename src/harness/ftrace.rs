@@ -34,9 +34,11 @@ const PREFIX: &str = "oscost-";
 /// What `off` brought back: every traced CPU's pages, and the events the kernel dropped.
 #[derive(Debug, Default)]
 pub struct Drained {
+    /// Where the page header's fields lie.
     pub layout: PageLayout,
     /// (cpu, page size, the pages read back to back).
     pub cpus: Vec<(usize, usize, Vec<u8>)>,
+    /// Events the kernel dropped because a buffer was full.
     pub lost: u64,
 }
 

@@ -40,6 +40,7 @@ pub struct Watch {
 }
 
 impl Watch {
+    /// Fork the watcher; `on_abandon` runs in it when this process dies without disarming it.
     pub fn start(on_abandon: &dyn Fn()) -> std::io::Result<Watch> {
         // Close-on-exec: a program started later must not hold the write end open past us.
         let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;

@@ -20,8 +20,11 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 /// Kinds of SysV object, as `HELD` encodes them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// A message queue.
     Msg = 1,
+    /// A shared memory segment.
     Shm = 2,
+    /// A semaphore set.
     Sem = 3,
 }
 

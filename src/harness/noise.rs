@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 /// Counts times the current thread was switched out against its will. Behind a trait so the
 /// sampler can be tested with scripted preemptions.
 pub trait PreemptionProbe {
+    /// The thread's involuntary context switches so far.
     fn involuntary_switches(&self) -> u64;
 }
 
@@ -43,12 +44,16 @@ impl PreemptionProbe for NoProbe {
 /// Cumulative jiffies of one CPU from /proc/stat.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CpuTimes {
+    /// Ticks spent running (user, nice, system, irq, softirq).
     pub busy: u64,
+    /// Ticks spent idle (idle and iowait).
     pub idle: u64,
+    /// Ticks stolen by the hypervisor.
     pub steal: u64,
 }
 
 impl CpuTimes {
+    /// Every tick counted.
     pub fn total(&self) -> u64 {
         self.busy + self.idle + self.steal
     }
@@ -88,6 +93,7 @@ pub fn parse_proc_stat(text: &str) -> CpuSnapshot {
     out
 }
 
+/// Every CPU's times now, from /proc/stat.
 pub fn read_proc_stat() -> CpuSnapshot {
     std::fs::read_to_string("/proc/stat")
         .map(|t| parse_proc_stat(&t))
@@ -98,10 +104,13 @@ pub fn read_proc_stat() -> CpuSnapshot {
 /// and time spent runnable but waiting for one, both cumulative nanoseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SchedStat {
+    /// Time on the CPU, ns.
     pub run_ns: u64,
+    /// Time runnable, waiting for the CPU, ns.
     pub wait_ns: u64,
 }
 
+/// A task's schedstat line ("run wait timeslices").
 pub fn parse_schedstat(text: &str) -> Option<SchedStat> {
     let mut it = text.split_whitespace().map(|x| x.parse::<u64>().ok());
     Some(SchedStat {
@@ -119,12 +128,17 @@ pub fn thread_schedstat() -> Option<SchedStat> {
 /// it last ran on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskState {
+    /// The task's command name.
     pub comm: String,
+    /// Its state letter (R running, S sleeping...).
     pub state: char,
+    /// Its process group.
     pub pgid: i32,
+    /// The CPU it last ran on.
     pub cpu: usize,
 }
 
+/// A task's /proc stat line.
 pub fn parse_task_stat(text: &str) -> Option<TaskState> {
     // The name is in parentheses and may hold anything, spaces and ')' included.
     let open = text.find('(')?;

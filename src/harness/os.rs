@@ -102,6 +102,7 @@ pub fn thread_failed(what: &str, e: std::io::Error) -> BenchError {
     BenchError::Failed(format!("cannot start {what}: {e}{why}"))
 }
 
+/// Raise the soft limit on open files to `needed`, or say why a case cannot have them.
 pub fn ensure_fds(needed: u64) -> Result<(), BenchError> {
     let mut rl = libc::rlimit {
         rlim_cur: 0,
@@ -172,14 +173,17 @@ impl Mapping {
         Ok(m)
     }
 
+    /// The mapping's first byte.
     pub fn ptr(&self) -> *mut u8 {
         self.ptr
     }
 
+    /// Its length, bytes.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether it is empty.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -192,6 +196,7 @@ impl Mapping {
         }
     }
 
+    /// madvise the whole mapping.
     pub fn advise(&self, advice: i32) -> Result<(), BenchError> {
         // SAFETY: advising our own mapping over its whole length.
         if unsafe { libc::madvise(self.ptr.cast::<c_void>(), self.len, advice) } != 0 {
@@ -214,6 +219,7 @@ impl Drop for Mapping {
 /// early, marks it dead and runs `nudge` to wake a master blocked on it.
 pub struct PeerProc {
     pid: libc::pid_t,
+    /// Set by the watchdog once the peer has died.
     pub dead: Arc<AtomicBool>,
     stopping: Arc<AtomicBool>,
     watchdog: Option<std::thread::JoinHandle<()>>,

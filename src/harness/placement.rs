@@ -22,6 +22,7 @@ pub enum Place {
 }
 
 impl Place {
+    /// The placement as in ids: "same", "cross", "default".
     pub fn word(self) -> &'static str {
         match self {
             Place::Same => "same",
@@ -30,6 +31,7 @@ impl Place {
         }
     }
 
+    /// A placement from its word.
     pub fn parse(s: &str) -> Option<Place> {
         match s {
             "same" => Some(Place::Same),
@@ -49,14 +51,18 @@ impl Place {
 /// records, for placement `place` with the master's CPU `me`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Parties {
+    /// The master's CPU.
     pub master: Option<usize>,
+    /// The peer's CPU.
     pub peer: Option<usize>,
+    /// What the result records.
     pub record: Placement,
     /// CPUs the benchmark runs on; the other allowed ones are watched for load.
     pub used: Vec<usize>,
 }
 
 impl Parties {
+    /// The parties of `place` with the master on `me`, among `allowed`.
     pub fn resolve(place: Place, me: usize, allowed: &[usize]) -> Result<Parties, BenchError> {
         match place {
             Place::Same => Ok(Parties {

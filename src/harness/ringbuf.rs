@@ -14,8 +14,11 @@
 /// Where the page header's fields lie (from `events/header_page`; these are 64-bit values).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PageLayout {
+    /// Offset of the commit field (bytes used on the page).
     pub commit_offset: usize,
+    /// Size of the commit field.
     pub commit_size: usize,
+    /// Offset of the first event.
     pub data_offset: usize,
 }
 
@@ -49,7 +52,9 @@ impl PageLayout {
 /// One event: its time in the trace clock's units and its data.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record<'a> {
+    /// When, in the trace clock's units.
     pub time: u64,
+    /// The event's payload.
     pub data: &'a [u8],
 }
 

@@ -24,6 +24,7 @@ pub struct WorkerOptions {
     pub cpu: usize,
     /// CPUs the run may use.
     pub allowed: Vec<usize>,
+    /// Placements, ring and fork sizes: what each benchmark expands to.
     pub variants: VariantOptions,
     /// Name of the POSIX message queue a worker may create.
     pub mq_name: String,
@@ -47,23 +48,32 @@ pub fn default_mq_name() -> String {
 /// One case as measured: raw samples and the evidence around them, or why there are none.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CaseResult {
+    /// The result id (benchmark id, variant suffix, placement).
     pub id: String,
     /// The catalogue id the case belongs to.
     pub bench: String,
+    /// The case's parameters.
     pub params: BTreeMap<String, serde_json::Value>,
+    /// What one sample is the cost of.
     pub definition: String,
+    /// Where its parties ran.
     pub placement: Placement,
     /// CPUs the case ran on; the other allowed ones are watched for load.
     pub used_cpus: Vec<usize>,
     /// SMT siblings of the CPUs it ran on (hardware threads of the same cores).
     #[serde(default)]
     pub smt_siblings: Vec<usize>,
+    /// Every CPU's times before the case.
     pub cpu_before: CpuSnapshot,
+    /// Every CPU's times after it.
     pub cpu_after: CpuSnapshot,
+    /// The samples (`None` when the case failed or was skipped).
     pub measurement: Option<Measurement>,
+    /// Notes on the number.
     pub notes: Vec<String>,
     /// Involuntary switches are part of the operation, not a disturbance.
     pub preemption_expected: bool,
+    /// Why it has no samples.
     pub error: Option<BenchError>,
     /// Events per operation (none when counting was off or nothing was sampled).
     #[serde(default)]
@@ -83,7 +93,9 @@ pub struct CaseResult {
 /// The measuring thread's wait for its own CPU over a timed pass.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CpuWait {
+    /// Time on the CPU, ns.
     pub run_ns: u64,
+    /// Time runnable, waiting for the CPU, ns.
     pub wait_ns: u64,
     /// Tasks of other programs runnable on the measuring CPU, "name (pid N)".
     pub beside: Vec<String>,

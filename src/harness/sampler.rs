@@ -119,6 +119,7 @@ pub struct Measurement {
     pub ends_ns: Vec<u64>,
     /// Indices of samples during which the thread was preempted.
     pub preempted: Vec<usize>,
+    /// How samples were taken.
     pub batch: Batch,
     /// What was subtracted from each sample.
     pub baseline_ns: f64,

@@ -34,11 +34,14 @@ pub enum Kind {
 /// System-wide, or for the measuring task only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
+    /// One value for the whole machine.
     System,
+    /// Applied by the worker to itself (prctl).
     Task,
 }
 
 impl Scope {
+    /// The scope as `oscost settings` prints it.
     pub fn word(self) -> &'static str {
         match self {
             Scope::System => "system",
@@ -51,10 +54,15 @@ impl Scope {
 /// (the part of the name after the first `.`: `mthp.2048kB`, `idle-state.1`).
 #[derive(Debug, Clone, Copy)]
 pub struct Entry {
+    /// The setting's name, as `--set` takes it.
     pub name: &'static str,
+    /// Its file, with `{cpu}` or `{arg}` where it has one per CPU or per argument.
     pub path: &'static str,
+    /// What it changes, in a sentence.
     pub meaning: &'static str,
+    /// What values it takes.
     pub kind: Kind,
+    /// System-wide or per task.
     pub scope: Scope,
     /// Benchmark ids or prefixes it is expected to move.
     pub moves: &'static [&'static str],
@@ -185,17 +193,40 @@ pub enum SettingError {
     #[error(
         "'{0}' is not a setting oscost knows (`oscost settings` lists them), nor a path under /proc/sys or /sys"
     )]
+    /// A name neither in the catalogue nor a path.
     Unknown(String),
     #[error("{0} is outside /proc/sys, /sys and debugfs; oscost writes nothing else")]
+    /// A path outside what oscost writes.
     Outside(String),
     #[error("{name}: no such file on this kernel ({path})")]
-    Missing { name: String, path: String },
+    /// The setting's file does not exist on this kernel.
+    Missing {
+        /// The setting.
+        name: String,
+        /// Its file.
+        path: String,
+    },
     #[error("'{0}' is not NAME=VALUE (e.g. thp=never)")]
+    /// Not NAME=VALUE.
     Malformed(String),
     #[error("{name} is given twice on one side, as {a} and as {b}; give it once")]
-    Twice { name: String, a: String, b: String },
+    /// The same setting twice on one side.
+    Twice {
+        /// The setting.
+        name: String,
+        /// Its first value.
+        a: String,
+        /// Its second value.
+        b: String,
+    },
     #[error("{name}: {why}")]
-    Refused { name: String, why: String },
+    /// The value is not one the setting takes, or the file refused it.
+    Refused {
+        /// The setting.
+        name: String,
+        /// Why, in words.
+        why: String,
+    },
 }
 
 /// A setting resolved to its files on this machine.
@@ -203,7 +234,9 @@ pub enum SettingError {
 pub struct Setting {
     /// As the user named it (`thp`, `mthp.64kB`, `/proc/sys/vm/swappiness`).
     pub name: String,
+    /// What values it takes.
     pub kind: Kind,
+    /// System-wide or per task.
     pub scope: Scope,
     /// The files (none for a per-task setting).
     pub files: Vec<PathBuf>,

@@ -37,7 +37,9 @@ const CLONE_THREAD: u64 = 0x10000;
 pub struct TracepointIds {
     /// `raw_syscalls:sys_enter`.
     pub sys_enter: Option<u64>,
+    /// `task:task_newtask`.
     pub newtask: Option<u64>,
+    /// `sched:sched_process_exec`.
     pub exec: Option<u64>,
 }
 
@@ -94,6 +96,7 @@ pub struct ProgramCounts {
 }
 
 impl ProgramCounts {
+    /// Every system call the program made.
     pub fn total_syscalls(&self) -> u64 {
         self.syscalls.values().sum()
     }

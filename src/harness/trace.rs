@@ -19,34 +19,49 @@ use super::tracefs::{CountError, Formats, SCHED_EVENTS, SYSCALL_EVENTS};
 /// What happened, in the terms stage splitting needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// A thread entered a system call.
     SysEnter {
+        /// Its number.
         nr: i64,
     },
+    /// A thread left a system call.
     SysExit {
+        /// Its number.
         nr: i64,
     },
     /// `tid` asked the scheduler to wake `pid`.
     Waking {
+        /// The woken thread.
         pid: i64,
     },
     /// `pid` was put on its CPU's run queue (on a remote CPU, once that CPU took the wake-up).
     Wakeup {
+        /// The woken thread.
         pid: i64,
     },
+    /// The CPU switched from one thread to another.
     Switch {
+        /// The thread that left.
         prev: i64,
+        /// The thread that came.
         next: i64,
     },
+    /// The CPU went idle.
     IdleEnter,
+    /// The CPU left idle.
     IdleExit,
 }
 
 /// One event: when (ns, CLOCK_MONOTONIC), on which CPU, in which thread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TraceEvent {
+    /// When, ns of CLOCK_MONOTONIC.
     pub time: u64,
+    /// The CPU it happened on.
     pub cpu: u32,
+    /// The thread that was running.
     pub tid: u32,
+    /// What happened.
     pub kind: Kind,
 }
 
@@ -64,6 +79,7 @@ pub struct Tracer {
 }
 
 impl Tracer {
+    /// Set up tracing on `cpus` (system calls too with `syscalls`), not yet on.
     pub fn open(cpus: &[usize], syscalls: bool) -> Result<Tracer, CountError> {
         let mut events: Vec<&str> = SCHED_EVENTS.to_vec();
         if syscalls {
@@ -107,10 +123,12 @@ impl Tracer {
         })
     }
 
+    /// Start recording.
     pub fn enable(&mut self) -> Result<(), CountError> {
         self.session.on()
     }
 
+    /// Stop recording.
     pub fn disable(&mut self) -> Result<(), CountError> {
         self.drained = Some(self.session.off()?);
         Ok(())

@@ -45,19 +45,25 @@ pub fn filter_of(ev: &str) -> Option<&'static str> {
 }
 
 #[derive(Debug, thiserror::Error)]
+/// Why tracing could not be set up or was cut short.
 pub enum CountError {
     #[error(
         "this needs the kernel's tracepoints: {0}; run as root (or with CAP_PERFMON and \
          CAP_SYS_ADMIN, kernel.perf_event_paranoid <= 1)"
     )]
+    /// This user may not trace.
     NoRights(String),
     #[error("this kernel has no system call tracepoints (CONFIG_FTRACE_SYSCALLS): {0}")]
+    /// The kernel lacks the tracepoints.
     NoTracepoints(String),
     #[error("cannot start '{0}': {1}")]
+    /// The traced program could not be started.
     Start(String, std::io::Error),
     #[error("{0}")]
+    /// Reading or writing tracefs failed.
     Io(String),
     #[error("interrupted by signal {0}")]
+    /// A signal stopped it (its number).
     Interrupted(i32),
 }
 
@@ -79,6 +85,7 @@ pub fn parse_field_line(line: &str) -> Option<(String, usize, usize)> {
 /// The ids of the events oscost uses and the traced ones' field layouts, on this kernel.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Formats {
+    /// Event name ("sched:sched_switch") to its id.
     pub ids: BTreeMap<String, u64>,
     /// (event, field) -> (offset, size).
     pub fields: BTreeMap<(String, String), (usize, usize)>,

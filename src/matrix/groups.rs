@@ -14,7 +14,9 @@ use crate::select::GroupKey;
 
 /// One column: the key's value and its runs, in column order.
 pub struct Group {
+    /// The key's value ("6.18.44", a host's name).
     pub value: String,
+    /// The runs with that value, oldest first.
     pub runs: Vec<RunSummary>,
 }
 

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use super::*;
 use crate::stats;
 
+/// A measured result `id` of these samples, summarised as a run would summarise it.
 pub fn result(id: &str, samples: Vec<f64>) -> BenchResult {
     BenchResult {
         id: id.into(),
@@ -55,6 +56,7 @@ pub fn run_scaled(factor: f64) -> Run {
     run
 }
 
+/// A run of a few results: measured, one disturbed, one skipped.
 pub fn run() -> Run {
     let mut disturbed = result("syscall/getppid", vec![200.0, 210.0, 190.0, 205.0]);
     disturbed.disturbed.flag = vec!["other CPU busy 97%".into()];

@@ -122,6 +122,7 @@ pub fn apart_line(c: &Comparison) -> Option<String> {
     ))
 }
 
+/// One line of counts: how many slower, faster, unchanged, and the geometric mean.
 pub fn summary_line(c: &Comparison) -> String {
     let s = &c.summary;
     format!(
@@ -213,6 +214,7 @@ fn tail(c: &Comparison) -> String {
     out
 }
 
+/// The comparison as a terminal table, its notes below.
 pub fn render(c: &Comparison, color: bool) -> String {
     let mut t = super::plain_table(color, HEADERS);
     for r in &c.rows {
@@ -282,6 +284,7 @@ pub fn csv(c: &Comparison) -> String {
     out
 }
 
+/// The comparison as Markdown (for a pull request or an issue).
 pub fn markdown(c: &Comparison) -> String {
     let mut out = String::from("# oscost comparison\n\n");
     for l in side_line(c).lines() {

@@ -4,6 +4,7 @@ use super::Exporter;
 use crate::compare::Comparison;
 use crate::model::Run;
 
+/// A run as CSV: one line per result.
 pub struct Csv;
 
 const HEADER: &str = "id,family,status,reason,unit,count,min,p1,p5,p25,median,p75,p95,p99,max,mean,stddev,mad,ci95_lo,ci95_hi,baseline_ns,batch_size,outliers_mild,outliers_severe,preempted_samples,disturbed,events_per_op,definition,events_unavailable";

@@ -12,21 +12,27 @@ use crate::analysis::explain::StageStats;
 /// What `oscost explain` found: what `--json` writes and the views show.
 #[derive(Debug, Clone, Serialize)]
 pub struct Explanation {
+    /// The result's id (with its placement).
     pub id: String,
     /// The median of the split round trips, traced.
     pub round_trip_ns: f64,
+    /// The median of the untraced pass, ns.
     pub untraced_median_ns: f64,
     /// traced / untraced.
     pub tracing_factor: f64,
     /// The benchmark's own median in the traced pass (every round trip, split or not): what
     /// tracing did to the number itself.
     pub traced_pass_median_ns: f64,
+    /// Round trips split into stages.
     pub round_trips: usize,
+    /// Round trips whose milestones could not all be found.
     pub incomplete: usize,
+    /// Trace records the kernel dropped.
     pub lost_records: u64,
     /// Rescheduling and function-call interrupts the traced CPUs received during the traced
     /// pass, per round trip (None where /proc/interrupts could not be read).
     pub ipis_per_round_trip: Option<f64>,
+    /// Round trips whose context switch the trace did not show.
     pub switches_unseen: usize,
     /// Round trips in which the peer, or the master, was not asleep, so not woken.
     pub unwoken: [usize; 2],
@@ -35,7 +41,9 @@ pub struct Explanation {
     /// Whether ftrace's command-name recorder ran with the events (someone else was tracing,
     /// so oscost's instance could not be made without it): each switch and wake-up cost more.
     pub command_name_recorder: bool,
+    /// Each stage's median and spread, in round-trip order.
     pub stages: Vec<StageStats>,
+    /// Events this kernel could not trace, so stages that could not be split.
     pub missing_events: Vec<String>,
 }
 
@@ -191,6 +199,7 @@ fn waterfall(v: &Explanation) -> String {
     s
 }
 
+/// The explanation as a page: the stages as a bar chart and a table.
 pub fn render_page(v: &Explanation) -> Result<Page, String> {
     let svg = waterfall(v);
     let html = render(

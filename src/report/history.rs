@@ -8,6 +8,7 @@ fn table(color: bool, headers: Vec<&str>) -> comfy_table::Table {
     super::plain_table(color, headers)
 }
 
+/// The stored runs as a terminal table, oldest first.
 pub fn runs(list: &[RunSummary], color: bool) -> String {
     if list.is_empty() {
         return "no runs stored yet (`oscost run` saves one)\n".into();

@@ -20,8 +20,11 @@ use crate::model::{BenchResult, Curve, Run, Status};
 /// A figure ready for the page: its file stem, title and SVG text.
 #[derive(Debug, Clone, Serialize)]
 pub struct FigureOut {
+    /// The figure's file stem.
     pub name: String,
+    /// Its title.
     pub title: String,
+    /// The SVG text.
     pub svg: String,
 }
 
@@ -162,7 +165,9 @@ pub(super) fn fig(name: String, title: String, f: &Figure) -> Option<FigureOut> 
 /// them is `output::write_page`'s job.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Page {
+    /// The page's `index.html`.
     pub html: String,
+    /// Its figure files: relative path and bytes.
     pub files: Vec<(String, Vec<u8>)>,
 }
 

@@ -5,6 +5,7 @@ use super::Exporter;
 use crate::compare::Comparison;
 use crate::model::Run;
 
+/// A run as oscost's JSON (`--json`): every sample and all the evidence.
 pub struct Json;
 
 impl Exporter<Run> for Json {

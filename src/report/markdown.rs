@@ -5,6 +5,7 @@ use super::table::{HEADERS, rows};
 use crate::compare::Comparison;
 use crate::model::Run;
 
+/// A run as a Markdown table.
 pub struct Markdown;
 
 /// A cell or line of text: no control characters or bidirectional overrides (the file is read

@@ -135,6 +135,7 @@ fn heat_cell(
     }
 }
 
+/// The matrix as a page: a heat map of the changes, the table, the level shifts.
 pub fn render_matrix(m: &Matrix) -> Result<Page, String> {
     let mut numbers = Vec::new();
     let rows: Vec<HeatRow> = m

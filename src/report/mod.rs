@@ -68,6 +68,7 @@ pub fn event_number(v: f64) -> String {
 
 /// Turns a run (or a comparison) into the bytes of one file format.
 pub trait Exporter<T: ?Sized = Run> {
+    /// The bytes of `x` in this format.
     fn serialize(&self, x: &T) -> anyhow::Result<Vec<u8>>;
 }
 

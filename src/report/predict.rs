@@ -16,27 +16,46 @@ use crate::analysis::predict::{Line, Price};
 /// What `oscost predict` found: what `--json` writes and the views show.
 #[derive(Debug, Clone, Serialize)]
 pub struct PredictionReport {
+    /// The program, as given.
     pub command: String,
+    /// The wrapper, as given.
     pub wrapper: String,
+    /// System calls the program made, by name.
     pub syscalls: BTreeMap<String, u64>,
+    /// Processes it created.
     pub processes: u64,
+    /// Threads it created.
     pub threads: u64,
+    /// Programs it executed.
     pub execs: u64,
+    /// What it did that no benchmark prices.
     pub uncounted: Vec<String>,
+    /// The time the wrapper adds, predicted from the counts and the prices, ns.
     pub predicted_added_ns: f64,
+    /// The prediction's 95% CI, ns.
     pub predicted_ci95: [f64; 2],
+    /// The time the wrapper added, measured, ns.
     pub measured_added_ns: f64,
+    /// The measurement's 95% CI, ns.
     pub measured_ci95: [f64; 2],
+    /// The CPU time the wrapper added, measured, ns.
     pub measured_cpu_added_ns: f64,
+    /// The program's median wall time plain, ns.
     pub plain_wall_ns: f64,
+    /// The program's median wall time under the wrapper, ns.
     pub wrapped_wall_ns: f64,
+    /// Rounds of plain and wrapped runs measured.
     pub rounds: usize,
     /// (predicted - measured) / measured.
     pub error: f64,
+    /// The prediction, kind of operation by kind.
     pub breakdown: Vec<Line>,
+    /// Each kind's price: what the wrapper adds to one operation.
     pub prices: BTreeMap<String, Price>,
+    /// What the prediction assumed, in words.
     pub assumptions: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// Why the prediction missed, when it missed.
     pub miss: Option<String>,
 }
 

@@ -7,6 +7,7 @@ use comfy_table::{Cell, Color};
 use super::format_ns;
 use crate::model::{BenchResult, Run, Status};
 
+/// The columns of a run's text table.
 pub const HEADERS: [&str; 8] = [
     "benchmark",
     "median",
@@ -20,7 +21,9 @@ pub const HEADERS: [&str; 8] = [
 
 /// One row's cells, and whether the row deserves attention.
 pub struct TableLine {
+    /// The line's cells, in `HEADERS` order.
     pub cells: [String; 8],
+    /// The line deserves attention (disturbed, a definition not met).
     pub warn: bool,
 }
 

@@ -13,10 +13,12 @@ pub mod units;
 pub mod nan {
     use serde::{Deserialize, Deserializer};
 
+    /// A number, `null` read as NaN.
     pub fn f64<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
         Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
     }
 
+    /// A pair of numbers, each `null` read as NaN.
     pub fn pair<'de, D: Deserializer<'de>>(d: D) -> Result<[f64; 2], D::Error> {
         let v = <[Option<f64>; 2]>::deserialize(d)?;
         Ok([v[0].unwrap_or(f64::NAN), v[1].unwrap_or(f64::NAN)])
@@ -29,16 +31,27 @@ use statrs::distribution::{Binomial, DiscreteCDF};
 /// Summary of a sample set. All values are in the samples' unit (ns in oscost).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Stats {
+    /// Samples summarised.
     pub count: usize,
+    /// The smallest.
     pub min: f64,
+    /// The 1st percentile.
     pub p1: f64,
+    /// The 5th percentile.
     pub p5: f64,
+    /// The first quartile.
     pub p25: f64,
+    /// The median.
     pub median: f64,
+    /// The third quartile.
     pub p75: f64,
+    /// The 95th percentile.
     pub p95: f64,
+    /// The 99th percentile.
     pub p99: f64,
+    /// The largest.
     pub max: f64,
+    /// The mean.
     pub mean: f64,
     /// Sample standard deviation (n - 1 denominator), computed with Welford's update.
     pub stddev: f64,
@@ -56,7 +69,9 @@ pub struct Stats {
 /// A severe outlier is not also counted as mild.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Outliers {
+    /// Samples beyond 1.5 IQR from the quartiles (and within 3).
     pub mild: usize,
+    /// Samples beyond 3 IQR from the quartiles.
     pub severe: usize,
 }
 

@@ -30,78 +30,137 @@ use crate::model::{self, HistoryPoint, Run, RunSummary};
 pub const SCHEMA: i32 = 6;
 
 #[derive(Debug, thiserror::Error)]
+/// Why a store could not be opened, read or written; each message says what to do.
 pub enum StoreError {
     #[error("cannot create {0}: {1}")]
+    /// The store's directory could not be created.
     Dir(PathBuf, std::io::Error),
     #[error(
         "{at} is not an oscost store ({why}); point --db (or OSCOST_DB) at another file, or move this one away"
     )]
-    NotOurs { at: String, why: String },
+    /// The file is not an oscost store.
+    NotOurs {
+        /// Where the store is.
+        at: String,
+        /// Why, in words.
+        why: String,
+    },
     #[error(
         "{at} is a symbolic link that leads to no file ({why}); point --db (or OSCOST_DB) at a file, or mend the link"
     )]
-    BadLink { at: String, why: String },
+    /// The path is a symbolic link that leads to no file.
+    BadLink {
+        /// Where the store is.
+        at: String,
+        /// Why, in words.
+        why: String,
+    },
     #[error(
         "{0} is not a regular file; point --db (or OSCOST_DB) at a file (it is created when missing)"
     )]
+    /// The path is a device, a FIFO or a directory.
     NotAFile(PathBuf),
     #[error(
         "no results store at {0}; `oscost run` creates it, or point --db (or OSCOST_DB) at one"
     )]
+    /// A command that only reads found no store.
     NoStore(String),
     #[error(
         "cannot save into {at}: {why}; make it writable for this user, or give --no-save or another --db"
     )]
-    ReadOnly { at: String, why: String },
+    /// This user cannot write the store.
+    ReadOnly {
+        /// Where the store is.
+        at: String,
+        /// Why, in words.
+        why: String,
+    },
     #[error(
         "--db takes a file path or a postgres:// URL; this oscost has no {0}:// store (a URL would become a directory named '{0}:'); give a path such as ./results.db"
     )]
+    /// A URL of a kind this oscost does not store into.
     Url(String),
     #[error(
         "cannot reach the PostgreSQL store {at}: {why}; check the URL, that the server runs and that this user may connect (sslmode, sslrootcert, PGPASSWORD and ~/.pgpass are read as libpq reads them)"
     )]
-    Unreachable { at: String, why: String },
+    /// The PostgreSQL server could not be reached or refused the connection.
+    Unreachable {
+        /// Where the store is.
+        at: String,
+        /// Why, in words.
+        why: String,
+    },
     #[error(
         "this user may not read the store ({0}); ask its owner for USAGE on schema oscost and SELECT on its tables, or point --db elsewhere"
     )]
+    /// This user lacks the privileges to read the PostgreSQL store.
     NoRights(String),
     #[error("{0} is locked by another process; wait for it, or give --no-save or another --db")]
+    /// Another process holds the store's lock.
     Locked(String),
     #[error(
         "no place for the results database: HOME and XDG_DATA_HOME are unset and this user has no home directory; give --db or set OSCOST_DB"
     )]
+    /// No default place for the store.
     NoHome,
     #[error(
         "{at} was written by a newer oscost (schema {found}, this one reads {SCHEMA}); upgrade oscost"
     )]
-    Newer { at: String, found: i32 },
+    /// The store was written by a newer oscost.
+    Newer {
+        /// Where the store is.
+        at: String,
+        /// The version it has.
+        found: i32,
+    },
     #[error("no run '{0}' in the store (`oscost history` lists them)")]
+    /// No run by that reference.
     NoSuchRun(String),
     #[error(
         "no run '{0}' among the runs --where selects (`oscost history` with the same --where lists them)"
     )]
+    /// A run that exists but that `--where` leaves out.
     NotSelected(String),
     #[error("stored run {id} cannot be read: {why}")]
-    BadRun { id: i64, why: String },
+    /// A stored run that cannot be decoded.
+    BadRun {
+        /// The run's id.
+        id: i64,
+        /// Why, in words.
+        why: String,
+    },
     #[error(
         "{column} in {table} is not what oscost writes ({why}): the store was altered outside oscost; restore it from a backup, or point --db elsewhere"
     )]
+    /// A table or column holds what oscost never writes.
     Altered {
+        /// The table.
         table: String,
+        /// The column.
         column: String,
+        /// What is wrong with it.
         why: String,
     },
     #[error(
         "a write to {at} was interrupted (its journal {journal} is still there) and this user cannot recover it; the next `oscost run` or `oscost import` by a user who may write it recovers it. Never move the store without its journal: that would corrupt it"
     )]
-    HotJournal { at: String, journal: String },
+    /// An interrupted write left a journal this user cannot roll back.
+    HotJournal {
+        /// Where the store is.
+        at: String,
+        /// The journal file left beside it.
+        journal: String,
+    },
     #[error("the save was interrupted; nothing was saved")]
+    /// A signal came before the save committed; it was rolled back.
     Interrupted,
     // Not `#[from]`: that would make the driver's text both this message and its source, and
     // the error would print it twice.
     #[error("database error: {0}")]
+    /// SQLite's own error.
     Sql(rusqlite::Error),
     #[error("PostgreSQL error: {0}")]
+    /// PostgreSQL's own error, as text.
     Pg(String),
 }
 
@@ -127,6 +186,7 @@ impl StoreError {
 /// Where a store is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Location {
+    /// An SQLite file.
     File(PathBuf),
     /// A libpq URL, as given.
     Postgres(String),
@@ -251,6 +311,7 @@ pub(crate) enum Fetched {
 /// What a save did with each run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Saved {
+    /// The run's id in the store.
     pub id: i64,
     /// False when the store already held this run (same digest) and kept the one it had.
     pub new: bool,
@@ -460,12 +521,14 @@ pub(crate) fn decode(id: i64, fetched: Fetched, whole: bool) -> Result<Run, Stor
 /// How a stored run is named on the command line: its id, `last`, or `last~N`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunRef {
+    /// A run's id.
     Id(i64),
     /// N runs before the last (`last` is 0).
     Back(u64),
 }
 
 impl RunRef {
+    /// The reference `reference` names, or `None` when it is not one.
     pub fn parse(reference: &str) -> Option<RunRef> {
         if let Ok(id) = reference.parse::<i64>() {
             return Some(RunRef::Id(id));
@@ -500,6 +563,7 @@ pub fn resolve_among(
     })
 }
 
+/// A results store, open: an SQLite file or a PostgreSQL database behind one interface.
 pub struct Store {
     backend: Box<dyn Backend>,
     location: Location,
@@ -571,6 +635,7 @@ impl Store {
         self.backend.insert_all(&rows, true, stop)
     }
 
+    /// Every run, oldest first, as `history` lists them.
     pub fn list(&mut self) -> Result<Vec<RunSummary>, StoreError> {
         self.backend.list()
     }
@@ -602,6 +667,7 @@ impl Store {
         found.ok_or_else(|| StoreError::NoSuchRun(reference.to_string()))
     }
 
+    /// One stored run, whole (its samples included).
     pub fn load(&mut self, id: i64) -> Result<Run, StoreError> {
         Ok(self.load_with_digest(id)?.0)
     }

@@ -24,6 +24,7 @@ use crate::model::BenchResult;
 use crate::stats;
 
 const FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
+/// Most points one series draws (a series with more is reduced to its envelope).
 pub const MAX_POINTS: usize = 600;
 // Okabe & Ito's colour-blind-safe palette (blue, orange, green, vermillion, reddish purple,
 // sky blue): distinct under every common colour-vision deficiency and in greyscale by lightness.
@@ -62,39 +63,58 @@ pub fn register_font() {
 /// reader sees where the uncertainty comes from).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Bar {
+    /// The benchmark or side it stands for.
     pub label: String,
+    /// Its median.
     pub value: f64,
+    /// The CI's lower bound.
     pub lo: f64,
+    /// The CI's upper bound.
     pub hi: f64,
+    /// Drawn in the warning colour (disturbed, or called).
     pub flagged: bool,
+    /// The repetitions' own levels, drawn as dots.
     pub points: Vec<f64>,
 }
 
 /// A curve point with its CI.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Point {
+    /// The parameter.
     pub x: f64,
+    /// The median.
     pub y: f64,
+    /// The CI's lower bound.
     pub lo: f64,
+    /// The CI's upper bound.
     pub hi: f64,
 }
 
 #[derive(Debug, Clone)]
+/// A figure a page draws.
 pub enum Figure<'a> {
     /// Every sample in order, with the median and its CI.
     TimeSeries(&'a BenchResult),
     /// Histogram of the samples with the median and its CI.
     Histogram(&'a BenchResult),
     /// Horizontal bars of medians (ns) with CI whiskers on a log axis.
-    Bars { title: String, bars: Vec<Bar> },
+    Bars {
+        /// The figure's title.
+        title: String,
+        /// The bars, top to bottom.
+        bars: Vec<Bar>,
+    },
     /// Lines of y (ns) against x with CI bands, one per named series.
     Curves {
+        /// The figure's title.
         title: String,
+        /// The x axis's label.
         x_desc: String,
         /// What one y value is, before the unit: "per switch", "per fork".
         y_desc: String,
         /// x grows in powers of two: drawn on a log2 axis with ticks at 2, 4, 8, ...
         log2_x: bool,
+        /// Named series of points.
         series: Vec<(String, Vec<Point>)>,
         /// Vertical marks: at x, a regime starts (wake/: the idle state entered from there).
         marks: Vec<(f64, String)>,
@@ -102,24 +122,33 @@ pub enum Figure<'a> {
     /// Cycles per operation against its time (ns), one dot per benchmark: the slope is the
     /// clock rate, and a dot off the line spent its time waiting, not computing.
     CyclesVsTime {
+        /// The figure's title.
         title: String,
+        /// (ns, cycles) per benchmark.
         points: Vec<(f64, f64)>,
     },
     /// The machine's speed over a run: each worker repetition's level (percent from its
     /// result's median) at its start time (s), and their moving median as a line.
     MachineSpeed {
+        /// The figure's title.
         title: String,
+        /// (s, percent) per repetition.
         points: Vec<(f64, f64)>,
+        /// The moving median of the points.
         smoothed: Vec<(f64, f64)>,
     },
     /// Slowdown per benchmark (ratio), sorted, CI whiskers, the noise band shaded.
     Slowdown {
+        /// The figure's title.
         title: String,
+        /// One bar per benchmark, the ratio with its CI.
         bars: Vec<Bar>,
+        /// The noise band's half-width (0.02 = ±2%).
         threshold: f64,
     },
 }
 
+/// Width and height of every figure, pixels.
 pub const SIZE: (u32, u32) = (820, 360);
 
 /// Height a figure needs (bar charts grow with their bars).
@@ -283,6 +312,7 @@ fn padded(lo: f64, hi: f64) -> (f64, f64) {
     (lo - d, hi + d)
 }
 
+/// Draw `f` on `root`.
 pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, f: &Figure) -> Res {
     root.fill(&WHITE).map_err(e2s)?;
     match f {
@@ -315,6 +345,7 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, f: &Figure) -> Re
 /// Lower and upper outlines of a series, as (x, y) points.
 pub type Envelope = (Vec<(f64, f64)>, Vec<(f64, f64)>);
 
+/// The lower and upper outline of `samples` in buckets, at most `MAX_POINTS` each.
 pub fn envelope(samples: &[f64]) -> Envelope {
     let n = samples.len();
     if n <= MAX_POINTS {

@@ -201,6 +201,10 @@ pub struct Comparison {
     /// fell on both alike; false for two runs measured apart.
     #[serde(default)]
     pub alternated: bool,
+    /// What differs between the machines and the confinement of the two runs ("seccomp
+    /// filters 0 -> 1", `analysis::changes::machine_differences`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub differs: Vec<String>,
 }
 
 /// What identifies a side in the output.
@@ -242,7 +246,11 @@ impl ComparedSide {
             wrapper: run.wrapper.clone(),
             settings: run.settings.clone(),
             kernel: run.env.kernel_release.clone(),
-            notes: run.notes.clone(),
+            // What confined its workers first: it enters every number of the side.
+            notes: crate::analysis::confinement_notes(run)
+                .into_iter()
+                .chain(run.notes.iter().cloned())
+                .collect(),
             witness_ns: crate::analysis::witness::run_witness(run).map(|w| w.ns),
             witness_workers: crate::analysis::witness::run_witness(run).map(|w| w.workers),
         }
@@ -443,6 +451,7 @@ pub fn compare<'a>(
         unmeasured: vec![],
         summary: Summary::default(),
         alternated: false,
+        differs: crate::analysis::changes::machine_differences(base, cand),
     };
     let mut ids: Vec<&String> = base.results.iter().map(|r| &r.id).collect();
     ids.extend(

@@ -238,6 +238,8 @@ pub fn collect(clock: Option<ClockInfo>) -> Env {
         }),
         memory: memory_state(),
         settings: crate::harness::settings::snapshot(&crate::harness::placement::allowed_cpus()),
+        // This process's own; a run replaces it with what its workers read of themselves.
+        confinement: Some(crate::harness::confinement::read()),
         oscost_version: env!("CARGO_PKG_VERSION").to_string(),
         build_profile: if cfg!(debug_assertions) {
             "debug"

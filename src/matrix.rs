@@ -120,7 +120,8 @@ pub struct Matrix {
     pub base: usize,
     /// The runs (or groups of runs), in order.
     pub columns: Vec<Column>,
-    /// What differs between the columns (host, kernel, label, wrapper), in that order.
+    /// What differs between the columns (host, kernel, label, wrapper, then what confined the
+    /// workers, `name_confinement`), in that order.
     pub differs: Vec<String>,
     /// Half-width of the no-change band (0.02 = ±2%).
     pub threshold: f64,
@@ -178,6 +179,36 @@ fn columns(runs: &[RunSummary]) -> (Vec<Column>, Vec<String>) {
         })
         .collect();
     (cols, differs.iter().map(|(n, _)| n.to_string()).collect())
+}
+
+/// Name what confined the columns' workers where it differs between them: each differing
+/// aspect (`analysis::confinement::aspects`: "seccomp filters", "CPU quota"...) joins
+/// `differs` and every column's title ("seccomp filters 1"). Columns that did not record it
+/// (runs made before it was) neither differ nor are titled by it.
+pub fn name_confinement(m: &mut Matrix, confinements: &[Option<crate::model::Confinement>]) {
+    let aspects: Vec<Option<Vec<(&'static str, String)>>> = confinements
+        .iter()
+        .map(|c| c.as_ref().map(crate::analysis::confinement::aspects))
+        .collect();
+    let known: Vec<&Vec<(&'static str, String)>> = aspects.iter().flatten().collect();
+    let Some(first) = known.first() else { return };
+    for (k, (name, _)) in first.iter().enumerate() {
+        if known.iter().all(|a| a[k].1 == first[k].1) {
+            continue;
+        }
+        m.differs.push(name.to_string());
+        for (col, a) in m.columns.iter_mut().zip(&aspects) {
+            if let Some(a) = a {
+                let v = match (a[k].1.as_str(), *name) {
+                    ("", "seccomp filters") => "0",
+                    ("", _) => "none",
+                    (v, _) => v,
+                };
+                col.title
+                    .push(format!("{name} {}", crate::text::printable(v)));
+            }
+        }
+    }
 }
 
 impl Cell {
@@ -532,6 +563,27 @@ mod tests {
         let m = build(&runs, &rows, 0, &["b".into(), "a".into()], 0.02, None);
         assert_eq!(m.differs, vec!["kernel", "label"]);
         assert_eq!(m.columns[2].title, vec!["run 3", "6.18.44", "label tracer"]);
+        // Confinement joins what differs where recorded columns differ; an old run (None)
+        // is neither compared nor titled by it.
+        let mut named = m.clone();
+        let open = crate::model::Confinement {
+            seccomp_mode: Some(0),
+            seccomp_filters: Some(0),
+            ..Default::default()
+        };
+        let filtered = crate::model::Confinement {
+            seccomp_mode: Some(2),
+            seccomp_filters: Some(2),
+            ..Default::default()
+        };
+        name_confinement(&mut named, &[None, Some(open.clone()), Some(filtered)]);
+        assert_eq!(named.differs, vec!["kernel", "label", "seccomp filters"]);
+        assert_eq!(named.columns[0].title, m.columns[0].title);
+        assert_eq!(named.columns[1].title.last().unwrap(), "seccomp filters 0");
+        assert_eq!(named.columns[2].title.last().unwrap(), "seccomp filters 2");
+        let mut same = m.clone();
+        name_confinement(&mut same, &[Some(open.clone()), None, Some(open)]);
+        assert_eq!(same, m);
         assert_eq!(m.columns[0].title, vec!["run 1", "6.1.0", "label -"]);
         assert_eq!(
             m.rows.iter().map(|r| r.bench.as_str()).collect::<Vec<_>>(),

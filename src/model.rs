@@ -84,6 +84,63 @@ pub struct Env {
     pub oscost_version: String,
     /// "release" or "debug": a debug build's loops are not the release build's.
     pub build_profile: String,
+    /// The measuring process's own confinement, read by a worker (so a `--under` wrapper's
+    /// sandbox is seen): `None` for a run made before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confinement: Option<Confinement>,
+}
+
+/// What confines a process: every field read from the process itself (`harness::confinement`),
+/// `None` or absent where it could not be read.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Confinement {
+    /// Seccomp mode: 0 none, 1 strict, 2 filter.
+    pub seccomp_mode: Option<u32>,
+    /// Seccomp filters attached: every system call runs each of them.
+    pub seccomp_filters: Option<u32>,
+    /// The no_new_privs bit (set by a sandbox before it installs a filter).
+    pub no_new_privs: Option<bool>,
+    /// Effective capabilities, hex as /proc shows them.
+    pub cap_eff: Option<String>,
+    /// The task's Speculative Store Bypass control, as /proc words it.
+    pub speculation_store_bypass: Option<String>,
+    /// The task's indirect branch speculation control, as /proc words it.
+    pub speculation_indirect_branch: Option<String>,
+    /// The CPUs the process may run on ("0-1").
+    pub cpus_allowed: Option<String>,
+    /// Its cgroup (the v2 path, or v1's cpu controller's).
+    pub cgroup: Option<String>,
+    /// The cgroup's limits by file name (`cpu.max`, `cpu.weight`, `cpuset.cpus.effective`,
+    /// `memory.max`; v1's `cpu.cfs_quota_us`, `cpu.cfs_period_us`, `cpu.shares`,
+    /// `memory.limit_in_bytes`), where readable.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub cgroup_limits: BTreeMap<String, String>,
+    /// The scheduling policy ("SCHED_OTHER").
+    pub sched_policy: Option<String>,
+    /// The nice value.
+    pub nice: Option<i32>,
+    /// Namespaces not shared with the machine's init ("user", "pid", "net"...): a container.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub namespaces: Vec<String>,
+    /// The active LSMs (/sys/kernel/security/lsm).
+    pub lsm: Option<String>,
+    /// The process's LSM label (AppArmor profile, SELinux context), where it has one.
+    pub lsm_label: Option<String>,
+    /// The rlimits that cap a benchmark (nofile, nproc, memlock, stack), "soft/hard".
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub rlimits: BTreeMap<String, String>,
+}
+
+/// CPU throttling counters of a cgroup (`cpu.stat`), summed over the process's cgroup and its
+/// ancestors.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct Throttle {
+    /// Quota periods that elapsed.
+    pub periods: u64,
+    /// Periods in which the group ran out of quota and was stopped.
+    pub throttled: u64,
+    /// Time the group was stopped, ns.
+    pub throttled_ns: u64,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
@@ -316,6 +373,10 @@ pub struct Disturbance {
     /// over (a same-CPU ping-pong).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_wait_pct: Option<f64>,
+    /// Time the worker's cgroup was stopped by its CPU quota while the result was measured,
+    /// ms, summed over its repetitions; `None` where no quota throttled it (or none is known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttled_ms: Option<f64>,
     /// Human-readable reasons; empty when undisturbed.
     pub flag: Vec<String>,
 }

@@ -477,10 +477,23 @@ pub fn execute(plan: &Plan, interrupted: Arc<AtomicUsize>) -> anyhow::Result<Run
     );
     let (order, mut tracks) = measure_sides(plan, &s, &[&coord])?;
     coord.check_interrupted()?;
-    let results = s.results(plan, tracks.remove(0));
+    let tracks = tracks.remove(0);
+    let confinement = confinement_of(&tracks);
+    let results = s.results(plan, tracks);
     let mut run = s.run_model(plan, plan.wrapper_text.clone(), None, results);
+    // The coordinator's own stands for its workers only where no wrapper came between.
+    run.env.confinement = confinement.or(run.env.confinement.filter(|_| plan.wrapper.is_none()));
     run.schedule = Some(s.schedule(plan, order, &run.results));
     Ok(run)
+}
+
+/// What confined the side's workers, as the first of them to say read it of itself.
+fn confinement_of(tracks: &[Track]) -> Option<crate::model::Confinement> {
+    tracks
+        .iter()
+        .flat_map(|t| &t.cases)
+        .flat_map(|(_, reps)| reps)
+        .find_map(|r| r.case.confinement.clone())
 }
 
 /// One side of an A/B comparison: a wrapper (none for the plain system) and its text.
@@ -581,8 +594,11 @@ pub fn execute_ab(
         (a, sa_tracks, a.text.clone(), "A"),
         (b, sb_tracks, b.text.clone(), "B"),
     ] {
+        let confinement = confinement_of(&tracks);
         let results = s.results(plan, tracks);
         let mut run = s.run_model(plan, text, label(l, side), results);
+        run.env.confinement =
+            confinement.or(run.env.confinement.filter(|_| side.wrapper.is_empty()));
         run.schedule = Some(s.schedule(plan, order.clone(), &run.results));
         runs.push(run);
     }

@@ -107,6 +107,9 @@ fn measure(id: &str, opts: WorkerOptions) -> Vec<CaseResult> {
         let why = BenchError::Failed(format!("no benchmark '{id}' in this oscost"));
         return vec![CaseResult::failed(id.to_string(), id, "", why)];
     };
+    // Read before pinning (which narrows the allowed CPUs) and before an IPC namespace of
+    // the worker's own: what confines the process as it was started.
+    let confinement = crate::harness::confinement::read();
     if let Err(e) = placement::pin_current_thread(opts.cpu) {
         let why = BenchError::Failed(e);
         return vec![CaseResult::failed(b.id.into(), b.id, b.definition, why)];
@@ -154,6 +157,9 @@ fn measure(id: &str, opts: WorkerOptions) -> Vec<CaseResult> {
         for c in &mut cases {
             c.params.insert("ipc_namespace".into(), said.clone().into());
         }
+    }
+    if let Some(first) = cases.first_mut() {
+        first.confinement = Some(confinement);
     }
     cases
 }

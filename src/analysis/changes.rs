@@ -140,8 +140,26 @@ pub fn find_changes(series: &[f64]) -> Vec<Change> {
         .collect()
 }
 
-/// What differs between two runs' environments, as "kernel a -> b".
+/// What differs between two runs' environments, as "kernel a -> b": the machine's
+/// (`machine_differences`), then the wrapper and the label.
 pub fn env_differences(a: &crate::model::Run, b: &crate::model::Run) -> Vec<String> {
+    let o = |v: &Option<String>| v.clone().unwrap_or_else(|| "?".into());
+    let mut d = machine_differences(a, b);
+    for (what, x, y) in [
+        ("wrapper", o(&a.wrapper), o(&b.wrapper)),
+        ("label", o(&a.label), o(&b.label)),
+    ] {
+        if x != y {
+            d.push(format!("{what} {x} -> {y}"));
+        }
+    }
+    d
+}
+
+/// What differs between the machines two runs were measured on and what confined them: host,
+/// kernel, boot command line, CPU, oscost, mitigations, the workers' confinement (where both
+/// runs recorded it). A comparison names these; its sides already say their wrapper and label.
+pub fn machine_differences(a: &crate::model::Run, b: &crate::model::Run) -> Vec<String> {
     let o = |v: &Option<String>| v.clone().unwrap_or_else(|| "?".into());
     let mut d = Vec::new();
     let mut cmp = |what: &str, x: String, y: String| {
@@ -162,8 +180,6 @@ pub fn env_differences(a: &crate::model::Run, b: &crate::model::Run) -> Vec<Stri
         a.env.oscost_version.clone(),
         b.env.oscost_version.clone(),
     );
-    cmp("wrapper", o(&a.wrapper), o(&b.wrapper));
-    cmp("label", o(&a.label), o(&b.label));
     let mitigations: Vec<&String> = a
         .env
         .vulnerabilities
@@ -180,6 +196,10 @@ pub fn env_differences(a: &crate::model::Run, b: &crate::model::Run) -> Vec<Stri
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
+    }
+    // Confinement recorded on both sides only: an old run says nothing of its own.
+    if let (Some(x), Some(y)) = (&a.env.confinement, &b.env.confinement) {
+        d.extend(super::confinement::differences(x, y));
     }
     d
 }

@@ -14,6 +14,7 @@ use crate::model::{BenchResult, Disturbance, Status, family_of};
 use crate::stats;
 
 pub mod changes;
+pub mod confinement;
 pub mod explain;
 mod machine_speed;
 pub mod predict;
@@ -187,7 +188,28 @@ fn judge_noise(
             d.flag.push(flag);
         }
     }
+    if let Some(t) = &raw.throttle
+        && t.throttled_ns > 0
+    {
+        let ms = t.throttled_ns as f64 / 1e6;
+        d.throttled_ms = Some(ms);
+        d.flag.push(format!(
+            "its cgroup's CPU quota stopped the worker for {ms:.1} ms in {} of {} periods \
+             (cpu.stat)",
+            t.throttled, t.periods
+        ));
+    }
     (d, notes)
+}
+
+/// What a run says at its top about what confined its workers (nothing for an unconfined run
+/// or one made before confinement was recorded).
+pub fn confinement_notes(run: &crate::model::Run) -> Vec<String> {
+    run.env
+        .confinement
+        .as_ref()
+        .map(confinement::said)
+        .unwrap_or_default()
 }
 
 /// A wait share above which a result is flagged as sharing its CPU. A task spinning on the CPU
@@ -425,7 +447,30 @@ mod tests {
             witness_ns: None,
             memory_events: Default::default(),
             cpu_wait: None,
+            throttle: None,
+            confinement: None,
         }
+    }
+
+    #[test]
+    fn a_quota_that_stopped_the_worker_is_flagged_with_its_time_and_none_is_not() {
+        let quiet = case(vec![10.0; 50]);
+        let (d, _) = judge_noise(&quiet, &[0], 0, 50);
+        assert_eq!((d.throttled_ms, d.is_disturbed()), (None, false));
+        let mut stopped = quiet.clone();
+        stopped.throttle = Some(crate::model::Throttle {
+            periods: 40,
+            throttled: 12,
+            throttled_ns: 250_000_000,
+        });
+        let (d, _) = judge_noise(&stopped, &[0], 0, 50);
+        assert_eq!(d.throttled_ms, Some(250.0));
+        assert_eq!(
+            d.flag,
+            vec![
+                "its cgroup's CPU quota stopped the worker for 250.0 ms in 12 of 40 periods (cpu.stat)"
+            ]
+        );
     }
 
     /// Repetition `k` of a case: 200 samples around `level`, its own baseline and overhead.

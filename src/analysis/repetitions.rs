@@ -221,6 +221,15 @@ fn concatenate(ok: &[&RepRun]) -> (CaseResult, Vec<(usize, usize)>) {
     }
     merged.events = merge_events(&cases);
     merged.cpu_wait = merge_waits(&cases);
+    merged.throttle =
+        cases
+            .iter()
+            .filter_map(|c| c.throttle)
+            .reduce(|a, b| crate::model::Throttle {
+                periods: a.periods + b.periods,
+                throttled: a.throttled + b.throttled,
+                throttled_ns: a.throttled_ns + b.throttled_ns,
+            });
     (merged, spans)
 }
 

@@ -160,6 +160,8 @@ impl CompareCmd {
             unmeasured: vec![],
             summary: compare::Summary::default(),
             alternated: false,
+            // Groups are chosen by what they share (`--where`), not compared run to run.
+            differs: vec![],
         };
         for bench in benches {
             group_row(

@@ -3,6 +3,7 @@
 
 pub mod case;
 pub mod clock;
+pub mod confinement;
 pub mod counters;
 pub mod error;
 pub mod ftrace;

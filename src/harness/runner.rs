@@ -88,6 +88,13 @@ pub struct CaseResult {
     /// Memory activity beside the worker's cases (`harness::memory`: counters that moved).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub memory_events: BTreeMap<String, u64>,
+    /// CPU throttling of the worker's cgroups during the case (`harness::confinement`), when
+    /// any quota stopped it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttle: Option<crate::model::Throttle>,
+    /// The worker's confinement, read by the worker itself: on the first case it sends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confinement: Option<crate::model::Confinement>,
 }
 
 /// The measuring thread's wait for its own CPU over a timed pass.
@@ -139,6 +146,8 @@ impl CaseResult {
             events: None,
             witness_ns: None,
             memory_events: BTreeMap::new(),
+            throttle: None,
+            confinement: None,
         }
     }
 }
@@ -273,9 +282,11 @@ fn run_case(meter: &Meter, b: &Benchmark, mut c: Case, variants: &VariantOptions
         Err(e) => return fail(e, c.params),
     };
     let before = noise::read_proc_stat();
+    let throttle_before = super::confinement::throttle_now();
     let sched_before = noise::thread_schedstat();
     let outcome = (b.run)(meter, &c);
     let sched_after = noise::thread_schedstat();
+    let throttle = throttled_between(throttle_before, super::confinement::throttle_now());
     let after = noise::read_proc_stat();
     let cpu_wait = cpu_wait(meter.cpu, sched_before, sched_after);
     // A second, untimed pass counts events; read after the case function returns, when its
@@ -323,7 +334,23 @@ fn run_case(meter: &Meter, b: &Benchmark, mut c: Case, variants: &VariantOptions
         cpu_wait,
         witness_ns: None,
         memory_events: BTreeMap::new(),
+        throttle,
+        confinement: None,
     }
+}
+
+/// The throttling between two readings, when it stopped the group at all.
+fn throttled_between(
+    before: Option<crate::model::Throttle>,
+    after: Option<crate::model::Throttle>,
+) -> Option<crate::model::Throttle> {
+    let (a, z) = (before?, after?);
+    let d = crate::model::Throttle {
+        periods: z.periods.saturating_sub(a.periods),
+        throttled: z.throttled.saturating_sub(a.throttled),
+        throttled_ns: z.throttled_ns.saturating_sub(a.throttled_ns),
+    };
+    (d.throttled > 0 || d.throttled_ns > 0).then_some(d)
 }
 
 /// For `Cases::Placements`: resolve and apply where the master runs, and tell the case where

@@ -93,7 +93,7 @@ pub fn render_comparison(cmp: &Comparison, png: bool) -> Result<Page, String> {
     let html = render(
         "compare.html",
         context! {
-            base => Serde(&cmp.base), cand => Serde(&cmp.cand),
+            base => Serde(&cmp.base), cand => Serde(&cmp.cand), differs => Serde(&cmp.differs),
             figure => Serde(figs.first()),
             rows => Serde(table),
             headlines => Serde(comparison::headlines(cmp, 8)),

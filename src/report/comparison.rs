@@ -107,7 +107,7 @@ pub fn apart_line(c: &Comparison) -> Option<String> {
     let learned: Vec<_> = c.rows.iter().filter_map(|r| r.run_to_run).collect();
     if unknown > 0 {
         return Some(format!(
-            "measured apart: {unknown} of {} benchmark(s) cannot be judged (? (apart)): no run-to-run spread is known here (fewer than 3 stored runs of either run's environment: host, kernel, wrapper, CPU, mitigations, THP, boot parameters and oscost version), and the runs' own CIs cannot see the host's drift between them; run `oscost run --runs 3` in each environment, use `oscost ab` if the change can be wrapped, or give --together if these runs' repetitions were interleaved",
+            "measured apart: {unknown} of {} benchmark(s) cannot be judged (? (apart)): no run-to-run spread is known here (fewer than 3 stored runs of either run's environment: host, kernel, wrapper, CPU, mitigations, THP, boot parameters, kernel settings, what confined the workers and oscost version), and the runs' own CIs cannot see the host's drift between them; run `oscost run --runs 3` in each environment, use `oscost ab` if the change can be wrapped, or give --together if these runs' repetitions were interleaved",
             c.rows.len()
         ));
     }
@@ -205,6 +205,12 @@ fn tail(c: &Comparison) -> String {
     }
     if let Some(words) = witness_words(c) {
         out.push_str(&format!("{words}\n"));
+    }
+    if !c.differs.is_empty() {
+        out.push_str(&format!(
+            "the runs differ in: {}\n",
+            super::printable(&super::differences_words(&c.differs))
+        ));
     }
     for (name, side) in [("base", &c.base), ("candidate", &c.cand)] {
         for n in &side.notes {

@@ -78,11 +78,83 @@ pub fn facts(env: &Env) -> Vec<(String, String)> {
             .map_or("(unknown)".into(), |p| p.to_string()),
     );
     line("hardware counters", o(&env.hardware_counters));
+    match &env.confinement {
+        None => line("confinement", "(not recorded)".into()),
+        Some(c) => {
+            for (k, v) in confinement_facts(c) {
+                line(k, v);
+            }
+        }
+    }
     line(
         "oscost",
         format!("{} ({} build)", env.oscost_version, env.build_profile),
     );
     out
+}
+
+/// The measuring process's confinement as (name, value) lines.
+fn confinement_facts(c: &crate::model::Confinement) -> Vec<(&'static str, String)> {
+    let o = |v: &Option<String>| v.clone().unwrap_or_else(|| "(unknown)".into());
+    let map = |m: &std::collections::BTreeMap<String, String>| {
+        if m.is_empty() {
+            "(none readable)".to_string()
+        } else {
+            m.iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    };
+    vec![
+        (
+            "seccomp",
+            match (c.seccomp_mode, c.seccomp_filters) {
+                (Some(0), _) => "none".to_string(),
+                (Some(1), _) => "strict mode".to_string(),
+                (Some(_), Some(n)) => format!("{n} filter{}", if n == 1 { "" } else { "s" }),
+                (Some(_), None) => "filter mode".to_string(),
+                (None, _) => "(unknown)".to_string(),
+            },
+        ),
+        (
+            "no_new_privs",
+            c.no_new_privs.map_or("(unknown)".into(), |b| {
+                if b { "set" } else { "clear" }.into()
+            }),
+        ),
+        ("capabilities (eff)", o(&c.cap_eff)),
+        (
+            "task speculation",
+            format!(
+                "store bypass: {}; indirect branch: {}",
+                o(&c.speculation_store_bypass),
+                o(&c.speculation_indirect_branch)
+            ),
+        ),
+        ("process cpus", o(&c.cpus_allowed)),
+        ("cgroup", o(&c.cgroup)),
+        ("cgroup limits", map(&c.cgroup_limits)),
+        (
+            "scheduling",
+            format!(
+                "{}, nice {}",
+                o(&c.sched_policy),
+                c.nice.map_or("(unknown)".into(), |n| n.to_string())
+            ),
+        ),
+        (
+            "namespaces",
+            if c.namespaces.is_empty() {
+                "the machine's (init's)".into()
+            } else {
+                format!("its own: {}", c.namespaces.join(", "))
+            },
+        ),
+        ("lsm", o(&c.lsm)),
+        ("lsm label", o(&c.lsm_label)),
+        ("rlimits (soft/hard)", map(&c.rlimits)),
+    ]
 }
 
 /// `oscost env` as text lines of `key: value`.
@@ -94,6 +166,14 @@ pub fn render(env: &Env) -> String {
     out.push_str("vulnerabilities:\n");
     for (k, v) in &env.vulnerabilities {
         out.push_str(&format!("  {k:<30} {v}\n"));
+    }
+    for n in env
+        .confinement
+        .as_ref()
+        .map(crate::analysis::confinement::said)
+        .unwrap_or_default()
+    {
+        out.push_str(&format!("note: {n}\n"));
     }
     out
 }

@@ -285,12 +285,17 @@ pub fn render_run(
         })
         .collect();
     let [ok_n, skipped, failed, disturbed] = counts(run);
+    // What confined the workers first (it enters every number), then the run's own notes.
+    let notes: Vec<String> = crate::analysis::confinement_notes(run)
+        .into_iter()
+        .chain(run.notes.iter().cloned())
+        .collect();
     let html = render(
         "report.html",
         context! {
             run => context! {
                 started_at => &run.started_at, label => &run.label, wrapper => &run.wrapper,
-                version => &run.tool.version, notes => &run.notes,
+                version => &run.tool.version, notes => &notes,
             },
             env => Serde(env_rows(run)),
             vulnerabilities => Serde(&run.env.vulnerabilities),

@@ -30,6 +30,9 @@ impl Exporter<Run> for Markdown {
             escape(run.env.cpu_model.as_deref().unwrap_or("?")),
             run.clock.cost_ns
         ));
+        for n in crate::analysis::confinement_notes(run) {
+            out.push_str(&format!("Note: {}\n\n", escape(&n)));
+        }
         out.push_str(&format!("| {} |\n", HEADERS.join(" | ")));
         out.push_str("|---|--:|--:|--:|--:|--:|---|---|\n");
         for r in rows {

@@ -146,7 +146,7 @@ fn run_legend(m: &Matrix) -> String {
 the 95% CI in percentage points, (the addition); ~ no change beyond ±{:.0}% could be told from \
 noise; ? no change called: a run without a CI, or runs measured apart with no run-to-run \
 spread known for either environment (fewer than 3 stored runs of the same host, kernel, \
-wrapper, CPU, mitigations, THP, boot parameters and oscost version: run more, or use `oscost \
+wrapper, CPU, mitigations, THP, boot parameters, kernel settings, confinement and oscost version: run more, or use `oscost \
 ab` if the change can be wrapped). Runs measured apart: \
 each interval adds the run-to-run spread learned from the store (the last column: the \
 base's environment, from that many runs).{}",

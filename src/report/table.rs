@@ -153,7 +153,11 @@ pub fn render(run: &Run, color: bool) -> String {
             c.set_cell_alignment(comfy_table::CellAlignment::Right);
         }
     }
-    let mut out = t.to_string();
+    let mut out = String::new();
+    for n in crate::analysis::confinement_notes(run) {
+        out.push_str(&format!("note: {}\n", super::printable(&n)));
+    }
+    out.push_str(&t.to_string());
     out.push('\n');
     for (i, n) in notes.iter().enumerate() {
         out.push_str(&format!("[{}] {n}\n", i + 1));

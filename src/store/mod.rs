@@ -402,7 +402,9 @@ pub fn digest(run: &Run) -> String {
 /// What a run's environment is beyond its host, kernel and wrapper (schema 5's `env_key`): the
 /// CPU model, the mitigations, transparent huge pages, the kernel's boot parameters and
 /// oscost's own version and build (its measuring code), and the kernel settings the run was
-/// measured under (`--set`; nothing for a plain run), hashed to 16 hex digits. Runs that
+/// measured under (`--set`; nothing for a plain run), and what confined its workers
+/// (`analysis::confinement::signature`: seccomp filters, a CPU quota, a lowered priority,
+/// namespaces, an LSM label; nothing for an unconfined run), hashed to 16 hex digits. Runs that
 /// share it, and their host, kernel and wrapper, are one environment: their scatter is the
 /// run-to-run spread a comparison of runs measured apart learns.
 pub fn env_key(run: &Run) -> String {
@@ -430,6 +432,15 @@ pub fn env_key(run: &Run) -> String {
     }
     if let Some(s) = &set {
         hash_text(&mut h, Some(s));
+    }
+    // Likewise a run whose workers something confined (a seccomp filter, a CPU quota...).
+    let confined = e
+        .confinement
+        .as_ref()
+        .and_then(crate::analysis::confinement::signature);
+    if let Some(c) = &confined {
+        hash_text(&mut h, Some("confinement"));
+        hash_text(&mut h, Some(c));
     }
     h.finalize()
         .iter()

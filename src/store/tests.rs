@@ -129,6 +129,22 @@ fn saves_lists_loads_and_resolves(f: &Fresh) {
     let mut thp = run.clone();
     thp.env.thp_enabled = Some("always [madvise] never".into());
     assert_ne!(Some(env_key(&thp)), list[0].env_key);
+    // What confined the workers: nothing confining keeps the key a run had before it was
+    // recorded; a seccomp filter makes an environment of its own.
+    let mut open = run.clone();
+    open.env.confinement = Some(crate::model::Confinement {
+        seccomp_mode: Some(0),
+        seccomp_filters: Some(0),
+        nice: Some(0),
+        ..Default::default()
+    });
+    assert_eq!(env_key(&open), env_key(&run));
+    let mut sandboxed = open.clone();
+    if let Some(c) = sandboxed.env.confinement.as_mut() {
+        c.seccomp_mode = Some(2);
+        c.seccomp_filters = Some(1);
+    }
+    assert_ne!(env_key(&sandboxed), env_key(&run));
     assert_eq!(s.resolve("last").unwrap(), b);
     assert_eq!(s.resolve("last~1").unwrap(), a);
     assert_eq!(s.resolve(&a.to_string()).unwrap(), a);

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Runs measured apart, checked: K plain runs saved into a fresh store with a pause between,
-# and a run under N permissive seccomp filters (scripts/ref/seccomp-layers.c: a known small
-# slowdown of every system call) measured in the middle of them. Then:
+# and a run with the whole oscost process under N permissive seccomp filters (as a container
+# runtime's profile would be; scripts/ref/seccomp-layers.c: a known small slowdown of every
+# system call) measured in the middle of them. Then:
 #   - the A/A false-call rate of `oscost matrix` over the plain runs (nothing may be called);
-#   - what the matrix calls in the sandboxed column (every null syscall must be slower);
+#   - what the matrix calls in the sandboxed column (every null syscall must be slower), that
+#     it names "seccomp filters" among what differs, and that the plain runs' run-to-run
+#     spread is learned from the plain runs alone (the sandboxed run recorded its filters,
+#     so it is an environment of its own);
 #   - the coverage of the run-to-run interval: how often one plain run's interval (its own
 #     CI widened by the run-to-run spread learned from the store) holds another's median;
 #   - beside each run, a witness that is not oscost (`perf bench syscall basic`, pinned alike)
@@ -50,8 +54,9 @@ for i in $(seq 1 "$K"); do
     w=$(witness)
     echo "seccomp run: witness ${w} ns/op" | tee -a "$work/witness.txt"
     # shellcheck disable=SC2086
-    "$bin" run $IDS --db "$store" --label seccomp \
-      --under "$work/seccomp-layers $LAYERS --" >/dev/null 2>"$work/run-seccomp.err"
+    "$work/seccomp-layers" "$LAYERS" -- "$bin" run $IDS --db "$store" --label seccomp \
+      >"$work/run-seccomp.txt" 2>"$work/run-seccomp.err"
+    head -1 "$work/run-seccomp.txt"
     sleep "$PAUSE"
   fi
 done
@@ -74,7 +79,12 @@ print(f"A/A (plain against the first plain run): {called} of {total} cells calle
       f"({100.0 * called / max(total, 1):.1f}%); target at most 5%")
 allm = json.load(open(f"{work}/all.json"))
 col = next(i for i, c in enumerate(allm["columns"]) if c.get("label") == "seccomp")
-print(f"sandboxed column (run {allm['columns'][col]['run_id']}, {sys.argv[0]}):")
+print(f"sandboxed column (run {allm['columns'][col]['run_id']}): title {allm['columns'][col]['title']}")
+print(f"the matrix's columns differ in: {allm['differs']} (must name 'seccomp filters')")
+plain_runs = sorted({r['run_to_run']['runs'] for r in aa['rows'] if r.get('run_to_run')})
+all_runs = sorted({r['run_to_run']['runs'] for r in allm['rows'] if r.get('run_to_run')})
+print(f"run-to-run spread learned from {plain_runs} runs over the plain runs and {all_runs} "
+      f"with the sandboxed run present (the same: it is not pooled)")
 for r in allm["rows"]:
     c = r["cells"][col]
     if r["bench"].startswith("syscall/") or r["bench"].startswith("switch/pipe-proc"):

@@ -194,5 +194,15 @@ mod tests {
         assert!(text.contains("kernel release") && text.contains("6.1.0"));
         assert!(text.contains("vulnerabilities:"));
         assert!(text.contains("(unknown)"));
+        // A run stored before confinement was recorded reads as not recorded, never as
+        // unconfined.
+        assert!(text.contains("confinement") && text.contains("(not recorded)"));
+        let json = serde_json::to_string(&Env::default()).unwrap();
+        assert!(
+            !json.contains("confinement"),
+            "an old run's env has no such key"
+        );
+        let old: Env = serde_json::from_str(&json).unwrap();
+        assert_eq!(old.confinement, None);
     }
 }

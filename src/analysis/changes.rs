@@ -156,50 +156,129 @@ pub fn env_differences(a: &crate::model::Run, b: &crate::model::Run) -> Vec<Stri
     d
 }
 
-/// What differs between the machines two runs were measured on and what confined them: host,
-/// kernel, boot command line, CPU, oscost, mitigations, the workers' confinement (where both
-/// runs recorded it). A comparison names these; its sides already say their wrapper and label.
+/// What differs between the machines two runs were measured on and what confined them, one
+/// entry a fact: host, kernel release and build, each boot parameter added, removed or
+/// changed, CPU model, each vulnerability line, THP's modes, clocksource, frequency governor,
+/// libc, oscost's version and build, each kernel setting of the catalogue as it read when the
+/// run started (`Env::settings`: mTHP, idle states, halt-poll, SMT, sysctls), and the workers'
+/// confinement. A fact either run did not record (an older oscost) is not named: it is not
+/// known to differ. A comparison names these; its sides already say their wrapper and label.
 pub fn machine_differences(a: &crate::model::Run, b: &crate::model::Run) -> Vec<String> {
-    let o = |v: &Option<String>| v.clone().unwrap_or_else(|| "?".into());
+    let (x, y) = (&a.env, &b.env);
     let mut d = Vec::new();
-    let mut cmp = |what: &str, x: String, y: String| {
-        if x != y {
-            d.push(format!("{what} {x} -> {y}"));
+    let mut fact = |what: &str, p: Option<&str>, q: Option<&str>| {
+        if let (Some(p), Some(q)) = (p, q)
+            && p != q
+        {
+            d.push(format!("{what} {p} -> {q}"));
         }
     };
-    cmp("host", o(&a.env.hostname), o(&b.env.hostname));
-    cmp("kernel", o(&a.env.kernel_release), o(&b.env.kernel_release));
-    cmp(
-        "boot command line",
-        o(&a.env.boot_cmdline),
-        o(&b.env.boot_cmdline),
+    fact("host", x.hostname.as_deref(), y.hostname.as_deref());
+    fact(
+        "kernel",
+        x.kernel_release.as_deref(),
+        y.kernel_release.as_deref(),
     );
-    cmp("CPU", o(&a.env.cpu_model), o(&b.env.cpu_model));
-    cmp(
+    // The build line only where the release is the same: a new release is a new build.
+    if x.kernel_release == y.kernel_release {
+        fact(
+            "kernel build",
+            x.kernel_version.as_deref(),
+            y.kernel_version.as_deref(),
+        );
+    }
+    fact("CPU", x.cpu_model.as_deref(), y.cpu_model.as_deref());
+    let thp = |v: &Option<String>| v.as_deref().map(bracketed);
+    fact(
+        "THP enabled",
+        thp(&x.thp_enabled).as_deref(),
+        thp(&y.thp_enabled).as_deref(),
+    );
+    fact(
+        "THP defrag",
+        thp(&x.thp_defrag).as_deref(),
+        thp(&y.thp_defrag).as_deref(),
+    );
+    fact(
+        "clocksource",
+        x.clocksource.as_deref(),
+        y.clocksource.as_deref(),
+    );
+    fact(
+        "governor",
+        x.scaling_governor.as_deref(),
+        y.scaling_governor.as_deref(),
+    );
+    fact("libc", x.libc_version.as_deref(), y.libc_version.as_deref());
+    fact(
         "oscost",
-        a.env.oscost_version.clone(),
-        b.env.oscost_version.clone(),
+        Some(&format!("{} ({})", x.oscost_version, x.build_profile)),
+        Some(&format!("{} ({})", y.oscost_version, y.build_profile)),
     );
-    let mitigations: Vec<&String> = a
-        .env
-        .vulnerabilities
-        .iter()
-        .filter(|(k, v)| b.env.vulnerabilities.get(*k) != Some(*v))
-        .map(|(k, _)| k)
-        .collect();
-    if !mitigations.is_empty() {
-        d.push(format!(
-            "mitigations of {}",
-            mitigations
-                .iter()
-                .map(|s| s.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
+    if let (Some(p), Some(q)) = (&x.boot_cmdline, &y.boot_cmdline) {
+        d.extend(boot_parameter_differences(p, q));
+    }
+    for (name, v) in &x.vulnerabilities {
+        if let Some(w) = y.vulnerabilities.get(name)
+            && v != w
+        {
+            d.push(format!("vulnerability {name}: {v} -> {w}"));
+        }
+    }
+    for (name, v) in &x.settings {
+        if let Some(w) = y.settings.get(name)
+            && v != w
+        {
+            d.push(format!("{name} {v} -> {w}"));
+        }
     }
     // Confinement recorded on both sides only: an old run says nothing of its own.
-    if let (Some(x), Some(y)) = (&a.env.confinement, &b.env.confinement) {
-        d.extend(super::confinement::differences(x, y));
+    if let (Some(p), Some(q)) = (&x.confinement, &y.confinement) {
+        d.extend(super::confinement::differences(p, q));
+    }
+    d
+}
+
+/// The mode of a sysfs choice line ("always [madvise] never" -> "madvise"), or the line.
+fn bracketed(line: &str) -> String {
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix('[')?.strip_suffix(']'))
+        .unwrap_or(line)
+        .to_string()
+}
+
+/// Each boot parameter added, removed or changed between two command lines ("boot parameter
+/// mitigations=off added", "boot parameter idle: poll -> halt").
+pub fn boot_parameter_differences(a: &str, b: &str) -> Vec<String> {
+    let params = |line: &str| -> Vec<(String, Option<String>)> {
+        line.split_whitespace()
+            .map(|w| match w.split_once('=') {
+                Some((k, v)) => (k.to_string(), Some(v.to_string())),
+                None => (w.to_string(), None),
+            })
+            .collect()
+    };
+    let (pa, pb) = (params(a), params(b));
+    let word = |k: &str, v: &Option<String>| match v {
+        Some(v) => format!("{k}={v}"),
+        None => k.to_string(),
+    };
+    let mut d = Vec::new();
+    for (k, v) in &pa {
+        match pb.iter().find(|(kb, _)| kb == k) {
+            None => d.push(format!("boot parameter {} removed", word(k, v))),
+            Some((_, w)) if w != v => d.push(format!(
+                "boot parameter {k}: {} -> {}",
+                v.as_deref().unwrap_or("(set)"),
+                w.as_deref().unwrap_or("(set)")
+            )),
+            Some(_) => {}
+        }
+    }
+    for (k, v) in &pb {
+        if !pa.iter().any(|(ka, _)| ka == k) {
+            d.push(format!("boot parameter {} added", word(k, v)));
+        }
     }
     d
 }
@@ -207,6 +286,45 @@ pub fn machine_differences(a: &crate::model::Run, b: &crate::model::Run) -> Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_boot_parameter_thp_mode_or_setting_changed_is_named_exactly() {
+        let base = crate::model::testdata::run();
+        let mut a = base.clone();
+        a.env.boot_cmdline = Some("BOOT_IMAGE=/vmlinuz ro quiet mitigations=auto".into());
+        a.env.thp_enabled = Some("always [madvise] never".into());
+        a.env.settings = [("halt-poll-ns".to_string(), "0".to_string())].into();
+        let mut b = a.clone();
+        assert!(machine_differences(&a, &b).is_empty());
+        b.env.boot_cmdline = Some("BOOT_IMAGE=/vmlinuz ro quiet mitigations=off".into());
+        assert_eq!(
+            machine_differences(&a, &b),
+            vec!["boot parameter mitigations: auto -> off"]
+        );
+        let mut c = a.clone();
+        c.env.thp_enabled = Some("[always] madvise never".into());
+        assert_eq!(
+            machine_differences(&a, &c),
+            vec!["THP enabled madvise -> always"]
+        );
+        let mut e = a.clone();
+        e.env
+            .settings
+            .insert("halt-poll-ns".into(), "200000".into());
+        assert_eq!(
+            machine_differences(&a, &e),
+            vec!["halt-poll-ns 0 -> 200000"]
+        );
+        // A fact one run did not record is not named.
+        let mut old = a.clone();
+        old.env.settings.clear();
+        old.env.thp_enabled = None;
+        assert!(machine_differences(&old, &e).is_empty());
+        assert_eq!(
+            boot_parameter_differences("ro quiet", "ro nosmt"),
+            vec!["boot parameter quiet removed", "boot parameter nosmt added"]
+        );
+    }
 
     /// A history with this machine's run-to-run noise (~3% sd), seeded.
     fn noisy(n: usize, seed: u64, level: impl Fn(usize) -> f64) -> Vec<f64> {

@@ -57,6 +57,16 @@ pub struct OutputArgs {
     /// Write the table as Markdown.
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
+    /// Write Bencher Metric Format JSON: each result's latency (ns) with its 95% CI as
+    /// lower/upper value; of a comparison or a matrix, the candidate's (the last column's)
+    /// latency and its slowdown with that CI.
+    #[arg(long, value_name = "FILE")]
+    pub bmf: Option<PathBuf>,
+    /// Write github-action-benchmark's customSmallerIsBetter JSON: name, unit ns, the median,
+    /// its range from the 95% CI, samples and repetitions (of a comparison or a matrix, the
+    /// candidate's median and its slowdown in extra).
+    #[arg(long, value_name = "FILE")]
+    pub github_benchmark: Option<PathBuf>,
 }
 
 impl OutputArgs {
@@ -65,14 +75,22 @@ impl OutputArgs {
         e.writes("--json", self.json.as_ref())
             .writes("--csv", self.csv.as_ref())
             .writes("--markdown", self.markdown.as_ref())
+            .writes("--bmf", self.bmf.as_ref())
+            .writes("--github-benchmark", self.github_benchmark.as_ref())
     }
 
     /// The paths given, in flag order.
     pub fn paths(&self) -> Vec<&PathBuf> {
-        [&self.json, &self.csv, &self.markdown]
-            .into_iter()
-            .flatten()
-            .collect()
+        [
+            &self.json,
+            &self.csv,
+            &self.markdown,
+            &self.bmf,
+            &self.github_benchmark,
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
     }
 }
 

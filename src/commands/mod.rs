@@ -30,6 +30,7 @@ use anyhow::Context;
 
 use crate::model::{self, Run};
 use crate::report::Exporter;
+use crate::report::ci_formats::{Bmf, GithubBenchmark};
 use crate::report::csv::Csv;
 use crate::report::json::Json;
 use crate::report::markdown::Markdown;
@@ -345,6 +346,8 @@ where
     Json: Exporter<T>,
     Csv: Exporter<T>,
     Markdown: Exporter<T>,
+    Bmf: Exporter<T>,
+    GithubBenchmark: Exporter<T>,
 {
     let mut v: Vec<(PathBuf, Box<dyn Exporter<T>>)> = Vec::new();
     if let Some(p) = &o.json {
@@ -355,6 +358,12 @@ where
     }
     if let Some(p) = &o.markdown {
         v.push((p.clone(), Box::new(Markdown)));
+    }
+    if let Some(p) = &o.bmf {
+        v.push((p.clone(), Box::new(Bmf)));
+    }
+    if let Some(p) = &o.github_benchmark {
+        v.push((p.clone(), Box::new(GithubBenchmark)));
     }
     v
 }

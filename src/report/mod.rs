@@ -2,6 +2,7 @@
 //! `serialize(x) -> bytes` (as in hyperfine), for runs and for comparisons alike, so each is
 //! tested on synthetic data; putting bytes on disk is `output.rs`'s job.
 
+pub mod ci_formats;
 pub mod compare_page;
 pub mod comparison;
 pub mod csv;

@@ -65,6 +65,79 @@ fn libc_version() -> Option<String> {
     None
 }
 
+/// Kernel options that move what a primitive costs, by prefix: preemption and the tick,
+/// mitigations, page-table isolation, seccomp and audit, the debugging options that slow every
+/// path, huge pages, accounting, context tracking, rseq.
+pub const KERNEL_CONFIG_PREFIXES: [&str; 22] = [
+    "CONFIG_PREEMPT",
+    "CONFIG_HZ",
+    "CONFIG_NO_HZ",
+    "CONFIG_MITIGATION_",
+    "CONFIG_RETPOLINE",
+    "CONFIG_PAGE_TABLE_ISOLATION",
+    "CONFIG_CPU_MITIGATIONS",
+    "CONFIG_SPECULATION_MITIGATIONS",
+    "CONFIG_SECCOMP",
+    "CONFIG_AUDIT",
+    "CONFIG_KASAN",
+    "CONFIG_KCSAN",
+    "CONFIG_LOCKDEP",
+    "CONFIG_PROVE_LOCKING",
+    "CONFIG_DEBUG_PAGEALLOC",
+    "CONFIG_SLUB_DEBUG_ON",
+    "CONFIG_TRANSPARENT_HUGEPAGE",
+    "CONFIG_VIRT_CPU_ACCOUNTING",
+    "CONFIG_IRQ_TIME_ACCOUNTING",
+    "CONFIG_CONTEXT_TRACKING",
+    "CONFIG_RSEQ",
+    "CONFIG_SCHED_CORE",
+];
+
+/// The running kernel's configuration, from /proc/config.gz or /boot/config-RELEASE.
+fn kernel_config(release: Option<&str>) -> Option<crate::model::KernelConfig> {
+    use std::io::Read;
+    let text = match fs::File::open("/proc/config.gz") {
+        Ok(f) => {
+            let mut s = String::new();
+            flate2::read::GzDecoder::new(f)
+                .read_to_string(&mut s)
+                .ok()?;
+            s
+        }
+        Err(_) => fs::read_to_string(format!("/boot/config-{}", release?)).ok()?,
+    };
+    Some(parse_kernel_config(&text))
+}
+
+/// A configuration's digest and the options of `KERNEL_CONFIG_PREFIXES`.
+pub fn parse_kernel_config(text: &str) -> crate::model::KernelConfig {
+    use sha2::Digest;
+    let mut set: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("CONFIG_"))
+        .collect();
+    set.sort_unstable();
+    let mut h = sha2::Sha256::new();
+    for l in &set {
+        h.update(l.as_bytes());
+        h.update(b"\n");
+    }
+    let digest = h
+        .finalize()
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let options = set
+        .iter()
+        .filter_map(|l| l.split_once('='))
+        .filter(|(k, _)| KERNEL_CONFIG_PREFIXES.iter().any(|p| k.starts_with(p)))
+        .map(|(k, v)| (k.to_string(), v.trim_matches('"').to_string()))
+        .collect();
+    crate::model::KernelConfig { digest, options }
+}
+
 fn cgroup_cpu_max() -> Option<String> {
     let cg = fs::read_to_string("/proc/self/cgroup").ok()?;
     let path = cg.lines().find_map(|l| l.strip_prefix("0::"))?;
@@ -238,6 +311,11 @@ pub fn collect(clock: Option<ClockInfo>) -> Env {
         }),
         memory: memory_state(),
         settings: crate::harness::settings::snapshot(&crate::harness::placement::allowed_cpus()),
+        microcode: cpuinfo_field(&cpuinfo, "microcode"),
+        idle_driver: read_trim("/sys/devices/system/cpu/cpuidle/current_driver"),
+        idle_governor: read_trim("/sys/devices/system/cpu/cpuidle/current_governor")
+            .or_else(|| read_trim("/sys/devices/system/cpu/cpuidle/current_governor_ro")),
+        kernel_config: kernel_config(uts.as_ref().map(|u| s(u.release())).as_deref()),
         // This process's own; a run replaces it with what its workers read of themselves.
         confinement: Some(crate::harness::confinement::read()),
         oscost_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -253,6 +331,26 @@ pub fn collect(clock: Option<ClockInfo>) -> Env {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kernel_config_keeps_its_digest_and_the_options_that_move_costs() {
+        let a = parse_kernel_config(
+            "# comment\nCONFIG_PREEMPT_VOLUNTARY=y\nCONFIG_HZ=250\nCONFIG_EXT4_FS=y\n\
+             # CONFIG_KASAN is not set\nCONFIG_SECCOMP=y\n",
+        );
+        assert_eq!(a.options.len(), 3, "{:?}", a.options);
+        assert_eq!(a.options["CONFIG_HZ"], "250");
+        assert!(!a.options.contains_key("CONFIG_EXT4_FS"));
+        // The order of lines does not change the digest; an option's value does.
+        let same = parse_kernel_config(
+            "CONFIG_SECCOMP=y\nCONFIG_HZ=250\nCONFIG_EXT4_FS=y\nCONFIG_PREEMPT_VOLUNTARY=y\n",
+        );
+        assert_eq!(a.digest, same.digest);
+        let other = parse_kernel_config(
+            "CONFIG_SECCOMP=y\nCONFIG_HZ=250\nCONFIG_EXT4_FS=m\nCONFIG_PREEMPT_VOLUNTARY=y\n",
+        );
+        assert_ne!(a.digest, other.digest);
+    }
 
     #[test]
     fn collects_what_linux_exposes() {

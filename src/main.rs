@@ -17,6 +17,43 @@ const STACK_BYTES: usize = 8 << 20;
 /// An address-space limit below this runs the command on the main thread (see `main`).
 const SMALL_ADDRESS_SPACE: u64 = 256 << 20;
 
+/// How much of the main thread's stack is made to exist before the command runs under a
+/// small address-space limit.
+const STACK_GROWN_BYTES: usize = 1 << 20;
+
+/// Touch `STACK_GROWN_BYTES` of the main thread's stack now, so the kernel maps it while
+/// address space is left. A stack grows as it is used, and growing it when the heap has taken
+/// the rest of a `ulimit -v` is a SIGSEGV, not an allocation failure the reserve could answer:
+/// a debug build's deflate encoder (`store::encode`) builds its 100 KB tables on the stack
+/// and died there under 25-29 MB limits.
+/// Whether the address space has `STACK_GROWN_BYTES` (and a margin) left for the stack to
+/// grow into: asked of mmap, which says no where a stack that grows would take a SIGSEGV.
+fn room_for_stack() -> bool {
+    let len = STACK_GROWN_BYTES + (256 << 10);
+    // SAFETY: a fresh private mapping, unmapped at once; nothing else refers to it.
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        if p == libc::MAP_FAILED {
+            return false;
+        }
+        libc::munmap(p, len);
+    }
+    true
+}
+
+#[inline(never)]
+fn grow_stack() {
+    let mut pages = [0u8; STACK_GROWN_BYTES];
+    std::hint::black_box(&mut pages);
+}
+
 fn main() {
     // A worker's parent-death signal is the main thread's attribute, set to SIGKILL by the
     // coordinator before exec; it must be SIGTERM, whose handler removes the worker's SysV
@@ -50,6 +87,13 @@ fn main() {
     let small_as = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_AS)
         .is_ok_and(|(soft, _)| soft < SMALL_ADDRESS_SPACE);
     if small_as {
+        if !room_for_stack() {
+            oscost::say!(
+                "oscost: the address-space limit (ulimit -v) leaves no room for oscost's stack; raise it"
+            );
+            std::process::exit(2);
+        }
+        grow_stack();
         std::process::exit(run());
     }
     let code = match std::thread::Builder::new()

@@ -120,8 +120,8 @@ pub struct Matrix {
     pub base: usize,
     /// The runs (or groups of runs), in order.
     pub columns: Vec<Column>,
-    /// What differs between the columns (host, kernel, label, wrapper, then what confined the
-    /// workers, `name_confinement`), in that order.
+    /// What differs between the columns (host, kernel, label, wrapper, then the rest of the
+    /// environment, `name_environment`), in that order.
     pub differs: Vec<String>,
     /// Half-width of the no-change band (0.02 = ±2%).
     pub threshold: f64,
@@ -181,31 +181,58 @@ fn columns(runs: &[RunSummary]) -> (Vec<Column>, Vec<String>) {
     (cols, differs.iter().map(|(n, _)| n.to_string()).collect())
 }
 
-/// Name what confined the columns' workers where it differs between them: each differing
-/// aspect (`analysis::confinement::aspects`: "seccomp filters", "CPU quota"...) joins
-/// `differs` and every column's title ("seccomp filters 1"). Columns that did not record it
-/// (runs made before it was) neither differ nor are titled by it.
-pub fn name_confinement(m: &mut Matrix, confinements: &[Option<crate::model::Confinement>]) {
-    let aspects: Vec<Option<Vec<(&'static str, String)>>> = confinements
-        .iter()
-        .map(|c| c.as_ref().map(crate::analysis::confinement::aspects))
-        .collect();
-    let known: Vec<&Vec<(&'static str, String)>> = aspects.iter().flatten().collect();
-    let Some(first) = known.first() else { return };
-    for (k, (name, _)) in first.iter().enumerate() {
-        if known.iter().all(|a| a[k].1 == first[k].1) {
+/// Most environment facts a column's title carries; `differs` names them all.
+const TITLE_FACTS: usize = 3;
+
+/// Name what differs between the columns' environments beyond host, kernel, label and wrapper
+/// (`analysis::changes::machine_facts`: a boot parameter, THP, a kernel setting, a kernel
+/// config option, the workers' confinement...): each differing fact joins `differs`, and the
+/// first few join every column's title ("seccomp filters 1"). `facts` is each column's run's
+/// facts, `None` where the run could not be read. A fact a column did not record (a run made
+/// before it was) neither differs nor titles that column; a boot parameter is "(absent)" from
+/// a column that recorded its command line without it.
+pub fn name_environment(m: &mut Matrix, facts: &[Option<Vec<(String, String)>>]) {
+    let value = |col: &Option<Vec<(String, String)>>, name: &str| -> Option<String> {
+        let f = col.as_ref()?;
+        match f.iter().find(|(n, _)| n == name) {
+            Some((_, v)) => Some(v.clone()),
+            None if name.starts_with("boot parameter ")
+                && f.iter().any(|(n, _)| n.starts_with("boot parameter ")) =>
+            {
+                Some("(absent)".into())
+            }
+            None => None,
+        }
+    };
+    let mut names: Vec<&str> = Vec::new();
+    for (n, _) in facts.iter().flatten().flatten() {
+        if !names.contains(&n.as_str()) {
+            names.push(n);
+        }
+    }
+    let kernels_differ = {
+        let k: Vec<String> = facts.iter().filter_map(|c| value(c, "kernel")).collect();
+        k.iter().any(|x| *x != k[0])
+    };
+    let mut titled = 0;
+    for name in names {
+        // Host and kernel title the columns already; a new kernel is a new build.
+        if name == "host" || name == "kernel" || (name == "kernel build" && kernels_differ) {
+            continue;
+        }
+        let values: Vec<Option<String>> = facts.iter().map(|c| value(c, name)).collect();
+        let known: Vec<&String> = values.iter().flatten().collect();
+        if known.iter().all(|v| *v == known[0]) {
             continue;
         }
         m.differs.push(name.to_string());
-        for (col, a) in m.columns.iter_mut().zip(&aspects) {
-            if let Some(a) = a {
-                let v = match (a[k].1.as_str(), *name) {
-                    ("", "seccomp filters") => "0",
-                    ("", _) => "none",
-                    (v, _) => v,
-                };
-                col.title
-                    .push(format!("{name} {}", crate::text::printable(v)));
+        if titled < TITLE_FACTS {
+            titled += 1;
+            for (col, v) in m.columns.iter_mut().zip(&values) {
+                if let Some(v) = v {
+                    col.title
+                        .push(format!("{name} {}", crate::text::printable(v)));
+                }
             }
         }
     }
@@ -563,8 +590,8 @@ mod tests {
         let m = build(&runs, &rows, 0, &["b".into(), "a".into()], 0.02, None);
         assert_eq!(m.differs, vec!["kernel", "label"]);
         assert_eq!(m.columns[2].title, vec!["run 3", "6.18.44", "label tracer"]);
-        // Confinement joins what differs where recorded columns differ; an old run (None)
-        // is neither compared nor titled by it.
+        // The environment's facts join what differs where recorded columns differ; an old
+        // run (None) is neither compared nor titled by them.
         let mut named = m.clone();
         let open = crate::model::Confinement {
             seccomp_mode: Some(0),
@@ -576,13 +603,24 @@ mod tests {
             seccomp_filters: Some(2),
             ..Default::default()
         };
-        name_confinement(&mut named, &[None, Some(open.clone()), Some(filtered)]);
+        let facts = |c: Option<crate::model::Confinement>| {
+            let mut r = crate::model::testdata::run();
+            r.env.confinement = c;
+            Some(crate::analysis::changes::machine_facts(&r))
+        };
+        name_environment(
+            &mut named,
+            &[None, facts(Some(open.clone())), facts(Some(filtered))],
+        );
         assert_eq!(named.differs, vec!["kernel", "label", "seccomp filters"]);
         assert_eq!(named.columns[0].title, m.columns[0].title);
         assert_eq!(named.columns[1].title.last().unwrap(), "seccomp filters 0");
         assert_eq!(named.columns[2].title.last().unwrap(), "seccomp filters 2");
         let mut same = m.clone();
-        name_confinement(&mut same, &[Some(open.clone()), None, Some(open)]);
+        name_environment(
+            &mut same,
+            &[facts(Some(open.clone())), None, facts(Some(open))],
+        );
         assert_eq!(same, m);
         assert_eq!(m.columns[0].title, vec!["run 1", "6.1.0", "label -"]);
         assert_eq!(

@@ -84,10 +84,35 @@ pub struct Env {
     pub oscost_version: String,
     /// "release" or "debug": a debug build's loops are not the release build's.
     pub build_profile: String,
+    /// The CPU's microcode revision (/proc/cpuinfo), `None` where not shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub microcode: Option<String>,
+    /// The cpuidle driver (haltpoll, intel_idle, acpi_idle...), `None` without cpuidle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_driver: Option<String>,
+    /// The cpuidle governor (menu, teo, haltpoll, ladder).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_governor: Option<String>,
+    /// The kernel's build configuration, where `/proc/config.gz` or `/boot/config-RELEASE` is
+    /// readable: a digest of every option set, and the options that move a primitive's cost
+    /// (`env::KERNEL_CONFIG_PREFIXES`) with their values.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_config: Option<KernelConfig>,
     /// The measuring process's own confinement, read by a worker (so a `--under` wrapper's
     /// sandbox is seen): `None` for a run made before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confinement: Option<Confinement>,
+}
+
+/// A kernel's build configuration, compactly: the whole of it as a digest, the options that
+/// move costs by name.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct KernelConfig {
+    /// SHA-256 (16 hex digits) of every `CONFIG_*=value` line, sorted.
+    pub digest: String,
+    /// The options that move a primitive's cost, name -> value ("y", "m", a number...);
+    /// an option not set is absent.
+    pub options: BTreeMap<String, String>,
 }
 
 /// What confines a process: every field read from the process itself (`harness::confinement`),

@@ -157,86 +157,92 @@ pub fn env_differences(a: &crate::model::Run, b: &crate::model::Run) -> Vec<Stri
 }
 
 /// What differs between the machines two runs were measured on and what confined them, one
-/// entry a fact: host, kernel release and build, each boot parameter added, removed or
-/// changed, CPU model, each vulnerability line, THP's modes, clocksource, frequency governor,
-/// libc, oscost's version and build, each kernel setting of the catalogue as it read when the
-/// run started (`Env::settings`: mTHP, idle states, halt-poll, SMT, sysctls), and the workers'
-/// confinement. A fact either run did not record (an older oscost) is not named: it is not
-/// known to differ. A comparison names these; its sides already say their wrapper and label.
+/// entry a fact of `machine_facts` ("THP enabled madvise -> always", "halt-poll-ns 0 ->
+/// 200000"), boot parameters as added, removed or changed. A fact either run did not record
+/// (an older oscost, a file this machine lacks) is not named: it is not known to differ. A
+/// comparison names these; its sides already say their wrapper and label.
 pub fn machine_differences(a: &crate::model::Run, b: &crate::model::Run) -> Vec<String> {
-    let (x, y) = (&a.env, &b.env);
+    let (fa, fb) = (machine_facts(a), machine_facts(b));
     let mut d = Vec::new();
-    let mut fact = |what: &str, p: Option<&str>, q: Option<&str>| {
-        if let (Some(p), Some(q)) = (p, q)
-            && p != q
-        {
-            d.push(format!("{what} {p} -> {q}"));
+    for (name, x) in &fa {
+        if name.starts_with("boot parameter ") {
+            continue;
         }
-    };
-    fact("host", x.hostname.as_deref(), y.hostname.as_deref());
-    fact(
-        "kernel",
-        x.kernel_release.as_deref(),
-        y.kernel_release.as_deref(),
-    );
-    // The build line only where the release is the same: a new release is a new build.
-    if x.kernel_release == y.kernel_release {
-        fact(
-            "kernel build",
-            x.kernel_version.as_deref(),
-            y.kernel_version.as_deref(),
-        );
+        // A new release is a new build: the build line is said only within one release.
+        if name == "kernel build" && a.env.kernel_release != b.env.kernel_release {
+            continue;
+        }
+        if let Some((_, y)) = fb.iter().find(|(n, _)| n == name)
+            && x != y
+        {
+            d.push(format!("{name} {x} -> {y}"));
+        }
     }
-    fact("CPU", x.cpu_model.as_deref(), y.cpu_model.as_deref());
-    let thp = |v: &Option<String>| v.as_deref().map(bracketed);
-    fact(
-        "THP enabled",
-        thp(&x.thp_enabled).as_deref(),
-        thp(&y.thp_enabled).as_deref(),
-    );
-    fact(
-        "THP defrag",
-        thp(&x.thp_defrag).as_deref(),
-        thp(&y.thp_defrag).as_deref(),
-    );
-    fact(
-        "clocksource",
-        x.clocksource.as_deref(),
-        y.clocksource.as_deref(),
-    );
-    fact(
-        "governor",
-        x.scaling_governor.as_deref(),
-        y.scaling_governor.as_deref(),
-    );
-    fact("libc", x.libc_version.as_deref(), y.libc_version.as_deref());
-    fact(
-        "oscost",
-        Some(&format!("{} ({})", x.oscost_version, x.build_profile)),
-        Some(&format!("{} ({})", y.oscost_version, y.build_profile)),
-    );
-    if let (Some(p), Some(q)) = (&x.boot_cmdline, &y.boot_cmdline) {
+    if let (Some(p), Some(q)) = (&a.env.boot_cmdline, &b.env.boot_cmdline) {
         d.extend(boot_parameter_differences(p, q));
     }
-    for (name, v) in &x.vulnerabilities {
-        if let Some(w) = y.vulnerabilities.get(name)
-            && v != w
-        {
-            d.push(format!("vulnerability {name}: {v} -> {w}"));
-        }
-    }
-    for (name, v) in &x.settings {
-        if let Some(w) = y.settings.get(name)
-            && v != w
-        {
-            d.push(format!("{name} {v} -> {w}"));
-        }
-    }
-    // Confinement recorded on both sides only: an old run says nothing of its own.
-    if let (Some(p), Some(q)) = (&x.confinement, &y.confinement) {
-        d.extend(super::confinement::differences(p, q));
-    }
     d
+}
+
+/// Every recorded fact of a run's machine and confinement as (name, value), in the order
+/// differences are named: host, kernel, kernel build, CPU, microcode, THP's modes, clocksource,
+/// frequency governor, idle driver and governor, libc, oscost and its build, the kernel
+/// config's digest and its cost-moving options, each boot parameter, each vulnerability line,
+/// each kernel setting of the catalogue as it read when the run started (mTHP, idle states,
+/// halt-poll, SMT, sysctls), and the confinement's aspects. Facts not recorded are absent.
+pub fn machine_facts(run: &crate::model::Run) -> Vec<(String, String)> {
+    let e = &run.env;
+    let mut f: Vec<(String, String)> = Vec::new();
+    let mut put = |name: &str, v: Option<String>| {
+        if let Some(v) = v {
+            f.push((name.to_string(), v));
+        }
+    };
+    put("host", e.hostname.clone());
+    put("kernel", e.kernel_release.clone());
+    put("kernel build", e.kernel_version.clone());
+    put("CPU", e.cpu_model.clone());
+    put("microcode", e.microcode.clone());
+    put("THP enabled", e.thp_enabled.as_deref().map(bracketed));
+    put("THP defrag", e.thp_defrag.as_deref().map(bracketed));
+    put("clocksource", e.clocksource.clone());
+    put("governor", e.scaling_governor.clone());
+    put("idle driver", e.idle_driver.clone());
+    put("idle governor", e.idle_governor.clone());
+    put("libc", e.libc_version.clone());
+    put(
+        "oscost",
+        Some(format!("{} ({})", e.oscost_version, e.build_profile)),
+    );
+    if let Some(k) = &e.kernel_config {
+        put("kernel config", Some(k.digest.clone()));
+        for (o, v) in &k.options {
+            put(o, Some(v.clone()));
+        }
+    }
+    if let Some(line) = &e.boot_cmdline {
+        for w in line.split_whitespace() {
+            let (k, v) = w.split_once('=').unwrap_or((w, "(set)"));
+            put(&format!("boot parameter {k}"), Some(v.to_string()));
+        }
+    }
+    for (name, v) in &e.vulnerabilities {
+        put(&format!("vulnerability {name}"), Some(v.clone()));
+    }
+    for (name, v) in &e.settings {
+        put(name, Some(v.clone()));
+    }
+    if let Some(c) = &e.confinement {
+        for (name, v) in super::confinement::aspects(c) {
+            let v = match (v.is_empty(), name) {
+                (true, "seccomp filters") => "0".to_string(),
+                (true, _) => "none".to_string(),
+                (false, _) => v,
+            };
+            put(name, Some(v));
+        }
+    }
+    f
 }
 
 /// The mode of a sysfs choice line ("always [madvise] never" -> "madvise"), or the line.

@@ -229,18 +229,18 @@ impl MatrixArgs {
 /// read once.
 fn name_differences(s: &mut crate::store::Store, m: &mut matrix::Matrix) {
     let mut bare = std::collections::HashMap::new();
-    // What confined each column's workers is in the run itself, not the store's summary rows.
+    // The environment's facts are in the run itself, not the store's summary rows.
     let ids: Vec<i64> = m.columns.iter().map(|c| c.run_id).collect();
-    let confinements: Vec<Option<crate::model::Confinement>> = ids
+    let facts: Vec<Option<Vec<(String, String)>>> = ids
         .iter()
         .map(|&id| {
             bare.entry(id)
                 .or_insert_with(|| s.load_bare(id).ok())
                 .as_ref()
-                .and_then(|r| r.env.confinement.clone())
+                .map(crate::analysis::changes::machine_facts)
         })
         .collect();
-    matrix::name_confinement(m, &confinements);
+    matrix::name_environment(m, &facts);
     for c in &mut m.changes {
         for id in [c.previous_run_id, c.run_id] {
             bare.entry(id).or_insert_with(|| s.load_bare(id).ok());

@@ -78,6 +78,24 @@ pub fn facts(env: &Env) -> Vec<(String, String)> {
             .map_or("(unknown)".into(), |p| p.to_string()),
     );
     line("hardware counters", o(&env.hardware_counters));
+    line("microcode", o(&env.microcode));
+    line(
+        "cpuidle",
+        format!(
+            "driver {}, governor {}",
+            o(&env.idle_driver),
+            o(&env.idle_governor)
+        ),
+    );
+    line(
+        "kernel config",
+        env.kernel_config
+            .as_ref()
+            .map_or("(not readable)".into(), |k| {
+                let opts: Vec<String> = k.options.iter().map(|(n, v)| format!("{n}={v}")).collect();
+                format!("digest {}; {}", k.digest, opts.join(" "))
+            }),
+    );
     match &env.confinement {
         None => line("confinement", "(not recorded)".into()),
         Some(c) => {

@@ -8,6 +8,14 @@ mod common;
 use common::*;
 use serde_json::Value;
 
+/// A start time, an edit of the environment, what compare says and what matrix names.
+type Case = (
+    &'static str,
+    Box<dyn Fn(&mut Value)>,
+    &'static str,
+    &'static str,
+);
+
 fn edited(base: &Value, start: &str, edit: impl Fn(&mut Value)) -> Value {
     let mut v = base.clone();
     // Another start: another run's identity, whatever else the edit leaves equal.
@@ -34,7 +42,7 @@ fn one_boot_parameter_thp_mode_or_sysctl_changed_is_named_by_compare_and_matrix(
     base["env"]["boot_cmdline"] = Value::String("ro quiet mitigations=auto".into());
     base["env"]["thp_enabled"] = Value::String("always [madvise] never".into());
     base["env"]["settings"]["numa-balancing"] = Value::String("0".into());
-    let cases: [(&str, Box<dyn Fn(&mut Value)>, &str, &str); 3] = [
+    let cases: [Case; 3] = [
         (
             "2026-01-01T00:00:01Z",
             Box::new(|e| e["boot_cmdline"] = "ro quiet mitigations=off".into()),

@@ -292,8 +292,8 @@ mod tests {
     fn bare_options_mean_run() {
         let c = Cli::try_parse_from(["oscost", "--quick", "syscall/"]).unwrap();
         assert!(c.command.is_none());
-        assert!(c.run.quick);
-        assert_eq!(c.run.ids, vec!["syscall/"]);
+        assert!(c.run.measure.quick);
+        assert_eq!(c.run.measure.ids, vec!["syscall/"]);
         let e = Cli::try_parse_from(["oscost", "run", "--samples", "20", "--precision", "2"]);
         assert!(e.is_err(), "--samples conflicts with --precision");
     }

@@ -4,7 +4,7 @@
 use clap::Args;
 
 use super::compare::{finish, options};
-use super::run::RunArgs;
+use super::run::MeasureArgs;
 use std::sync::Arc;
 
 use super::args::{CompareArgs, split_command, usage};
@@ -37,8 +37,9 @@ pub struct AbArgs {
     /// How the two sides are judged.
     pub compare: CompareArgs,
     #[command(flatten)]
-    /// What is measured, as `run` takes it.
-    pub run: RunArgs,
+    /// What is measured and where it is kept, as `run` takes it (ab's wrappers are --a and
+    /// --b, its settings --a-set and --b-set; it has no --runs).
+    pub measure: MeasureArgs,
 }
 
 /// One side: its wrapper split like a shell, and the text to show.
@@ -62,38 +63,20 @@ fn side(flag: &str, cmd: Option<&str>) -> anyhow::Result<AbSide> {
 impl AbArgs {
     /// The comparison's files and page, and the store both sides are saved into.
     pub fn effects(&self) -> Effects {
-        // Its sides' settings, not `--set`, which ab refuses.
-        let run = RunArgs {
-            set: vec![],
-            ..self.run.clone()
-        };
-        run.effects().sets(&[&self.a_set, &self.b_set])
+        self.measure.effects().sets(&[&self.a_set, &self.b_set])
     }
 
     /// Measure both sides interleaved, save them, compare and write the comparison.
     pub fn run(self, mut passed: Passed) -> anyhow::Result<i32> {
         let interrupted = crate::signals::guard_processes()?;
-        if self.run.runs > 1 {
-            return Err(usage(
-                "ab interleaves its two sides in one run; --runs is for `oscost run`",
-            ));
-        }
-        if self.run.under.is_some() {
-            return Err(usage("ab takes its wrappers as --a and --b, not --under"));
-        }
-        if !self.run.set.is_empty() {
-            return Err(usage(
-                "ab takes each side's kernel settings as --a-set and --b-set, not --set",
-            ));
-        }
         let (mut sa, mut sb) = (
             side("--a", self.a.as_deref())?,
             side("--b", self.b.as_deref())?,
         );
         // ab's files are the comparison's (written by `finish`), not a run's.
-        let outputs = self.run.outputs.clone();
-        let mut plan = super::plan::build(&self.run.request())?;
-        let mut store = if self.run.no_save {
+        let outputs = self.measure.outputs.clone();
+        let mut plan = super::plan::build(&self.measure.request())?;
+        let mut store = if self.measure.no_save {
             None
         } else {
             Some(saving_store(&mut passed)?)
@@ -101,7 +84,7 @@ impl AbArgs {
         // Each side's kernel settings: checked, guarded and tried before measuring, switched to
         // before each of its repetitions, put back when the measurement ends (the guard's
         // drop on an error path).
-        let settings = super::kernel_settings(&mut passed, self.run.settle)?;
+        let settings = super::kernel_settings(&mut passed, self.measure.settle)?;
         let mut before = None;
         let guard = settings.map(|(guard, sides, snapshot)| {
             // A side is named by its wrapper and its settings.
@@ -138,7 +121,7 @@ impl AbArgs {
                 run.env.settings = snapshot.clone();
                 run.notes.push(format!(
                     "kernel settings switched before each repetition, read back, {} s settle, put back after: {}",
-                    self.run.settle,
+                    self.measure.settle,
                     side.text().unwrap_or_else(|| "as found".into())
                 ));
             }
@@ -164,7 +147,7 @@ impl AbArgs {
         let mut cmp = compare::compare(&ra, &rb, &na, &nb, &options(&self.compare));
         cmp.alternated = true;
         // --report: the comparison's page (A against B), as `compare --report` draws it.
-        if let Some(d) = &self.run.report {
+        if let Some(d) = &self.measure.report {
             match crate::report::compare_page::render_comparison(&cmp, false) {
                 Ok(page) => match crate::output::write_page(d, &page, &stop) {
                     Ok(_) => crate::say!(

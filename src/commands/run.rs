@@ -18,8 +18,8 @@ use crate::{output, report};
 use std::sync::Arc;
 
 #[derive(Debug, Args, Clone)]
-/// `oscost run`'s arguments.
-pub struct RunArgs {
+/// What a measuring command measures and where it keeps it: the flags `run` and `ab` share.
+pub struct MeasureArgs {
     /// Benchmark ids or prefixes (`syscall/`, `call/f0`); none means the default suite.
     pub ids: Vec<String>,
 
@@ -55,10 +55,6 @@ pub struct RunArgs {
     /// Where the run is written besides the store.
     pub outputs: OutputArgs,
 
-    /// Run the measuring part under this command, e.g. 'strace -f -o /dev/null'.
-    #[arg(long, value_name = "CMD")]
-    pub under: Option<String>,
-
     /// Parent resident sizes for spawn/fork-rss: MiB, or with a unit (64M, 1G) [default: 0,64M,256M,1G].
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_size_mib,
           allow_negative_numbers = true)]
@@ -82,6 +78,30 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub report: Option<PathBuf>,
 
+    /// Do not save the run to the results database.
+    #[arg(long)]
+    pub no_save: bool,
+
+    /// Seconds to wait after changing kernel settings before measuring.
+    #[arg(long, value_name = "SECS", default_value = "0.2", value_parser = parse_settle)]
+    pub settle: f64,
+
+    #[command(flatten)]
+    /// The store the run is saved into.
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Args, Clone)]
+/// `oscost run`'s arguments.
+pub struct RunArgs {
+    #[command(flatten)]
+    /// What is measured and where it is kept.
+    pub measure: MeasureArgs,
+
+    /// Run the measuring part under this command, e.g. 'strace -f -o /dev/null'.
+    #[arg(long, value_name = "CMD")]
+    pub under: Option<String>,
+
     /// Measure N independent runs, each saved as a run of its own, with --pause between
     /// them: the history a comparison of runs measured apart needs (then the run-to-run
     /// spread of each benchmark is printed).
@@ -93,23 +113,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "SECS", value_parser = parse_seconds, requires = "runs")]
     pub pause: Option<f64>,
 
-    /// Do not save the run to the results database.
-    #[arg(long)]
-    pub no_save: bool,
-
     /// Measure under this kernel setting (repeatable): a name `oscost settings` lists, or a
     /// path under /proc/sys or /sys, `=VALUE`. Written before measuring, read back, and always
     /// put back (a guard process does it if oscost is killed).
     #[arg(long = "set", value_name = "NAME=VALUE")]
     pub set: Vec<String>,
-
-    /// Seconds to wait after changing kernel settings before measuring.
-    #[arg(long, value_name = "SECS", default_value = "0.2", value_parser = parse_settle)]
-    pub settle: f64,
-
-    #[command(flatten)]
-    /// The store the run is saved into.
-    pub store: StoreArgs,
 }
 
 /// A settle time: 0 to 60 s.
@@ -124,7 +132,7 @@ fn parse_settle(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
-impl RunArgs {
+impl MeasureArgs {
     /// What these flags ask to measure, as values (`plan::build` validates it).
     pub fn request(&self) -> super::plan::Request {
         super::plan::Request {
@@ -135,7 +143,7 @@ impl RunArgs {
             quick: self.quick,
             cpu: self.cpu,
             timeout_s: self.timeout,
-            under: self.under.clone(),
+            under: None,
             fork_sizes: self.fork_sizes.clone(),
             placement: self.placement.clone(),
             events: self.events.clone(),
@@ -143,13 +151,27 @@ impl RunArgs {
         }
     }
 
-    /// What `run` (and `ab`, which shares these flags) writes and reads, for the gate.
+    /// What a measuring command writes and reads through these flags, for the gate.
     pub fn effects(&self) -> Effects {
         self.outputs
             .declare(Effects::new())
             .writes_report("--report", self.report.as_ref())
-            .sets(&[&self.set])
             .saves_unless(self.no_save, self.store.db.as_ref())
+    }
+}
+
+impl RunArgs {
+    /// What these flags ask to measure, the wrapper included.
+    pub fn request(&self) -> super::plan::Request {
+        super::plan::Request {
+            under: self.under.clone(),
+            ..self.measure.request()
+        }
+    }
+
+    /// What `run` writes and reads, and the kernel settings it changes, for the gate.
+    pub fn effects(&self) -> Effects {
+        self.measure.effects().sets(&[&self.set])
     }
 
     /// Measure, then save, export, print and report. Everything that can be refused is
@@ -160,7 +182,7 @@ impl RunArgs {
         let mut plan = super::plan::build(&self.request())?;
         // Kernel settings: checked, guarded and tried before measuring; applied now and put
         // back when this returns, however it returns (the guard's drop).
-        let settings = super::kernel_settings(&mut passed, self.settle)?;
+        let settings = super::kernel_settings(&mut passed, self.measure.settle)?;
         let mut kernel = None;
         if let Some((mut guard, sides, before)) = settings {
             guard
@@ -170,7 +192,7 @@ impl RunArgs {
             crate::say!(
                 "oscost: measuring under {} (put back when done; {} s settle)",
                 sides[0].given.join(" "),
-                self.settle
+                self.measure.settle
             );
             kernel = Some((guard, sides[0].given.clone(), before));
         }
@@ -188,7 +210,7 @@ impl RunArgs {
                 run.notes.push(format!(
                     "measured under {} (set by oscost, read back, {} s settle, put back after)",
                     given.join(" "),
-                    self.settle
+                    self.measure.settle
                 ));
             }
         };
@@ -196,8 +218,8 @@ impl RunArgs {
             let code = self.series(&interrupted, passed, plan, &under);
             return finish_settings(kernel.map(|k| k.0), code);
         }
-        let exports = super::exporters::<Run>(&self.outputs);
-        let mut store = if self.no_save {
+        let exports = super::exporters::<Run>(&self.measure.outputs);
+        let mut store = if self.measure.no_save {
             None
         } else {
             Some(saving_store(&mut passed)?)
@@ -222,10 +244,10 @@ impl RunArgs {
         if let Err(e) = output::export(&result, &exports) {
             late.push(e.to_string());
         }
-        if let Err(e) = print_table(&result, &self.outputs) {
+        if let Err(e) = print_table(&result, &self.measure.outputs) {
             late.push(e.to_string());
         }
-        if let Some(d) = &self.report {
+        if let Some(d) = &self.measure.report {
             match report::html::render_run(&result, &bench::curves(), &bench::ladder(), false)
                 .map_err(|e| anyhow::anyhow!("cannot render the report: {e}"))
                 .and_then(|page| output::write_page(d, &page, &stop))
@@ -251,12 +273,12 @@ impl RunArgs {
         first: scheduler::Plan,
         under: &dyn Fn(&mut Run),
     ) -> anyhow::Result<i32> {
-        if self.no_save {
+        if self.measure.no_save {
             return Err(usage(
                 "--runs saves every run (that is its point); drop --no-save, or use --runs 1",
             ));
         }
-        if !self.outputs.paths().is_empty() || self.report.is_some() {
+        if !self.measure.outputs.paths().is_empty() || self.measure.report.is_some() {
             return Err(usage(
                 "--runs writes no files: each run is saved in the store; `oscost export ID` or `oscost matrix` them after",
             ));

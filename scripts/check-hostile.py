@@ -4,7 +4,7 @@
     scripts/check-hostile.py [OSCOST_BINARY]     (default: target/release/oscost)
 
 Builds every combination of a command (run, ab, export, matrix, compare, predict, explain,
-ctx, history, report), an output flag (--json, --csv, --markdown, --report, -o) and a hostile
+ctx, history, report), an output flag (--json, --csv, --markdown, --bmf, --github-benchmark, --report, -o) and a hostile
 target (the store itself spelled five ways, a hard link to it, its journals, a FIFO with no
 reader, a device, a socket, a directory, a name too long, a run file the command reads, a
 report directory whose index.html or fig/ file is the store or an input), plus hostile
@@ -155,14 +155,14 @@ def main():
         "page-input": "pagein",
     }
     commands = {
-        "run": (["run", "--samples", "40", "call/f0"], ["--json", "--csv", "--markdown"], True),
+        "run": (["run", "--samples", "40", "call/f0"], ["--json", "--csv", "--markdown", "--bmf", "--github-benchmark"], True),
         "run-nosave": (["run", "--samples", "40", "call/f0", "--no-save"],
-                       ["--json", "--csv", "--markdown"], True),
-        "export": (["export", "last"], ["--json", "--csv", "--markdown"], False),
-        "export-file": (["export", "r.json"], ["--json", "--csv", "--markdown"], False),
-        "matrix": (["matrix"], ["--json", "--csv", "--markdown"], True),
-        "compare": (["compare", "r.json", "last"], ["--json", "--csv", "--markdown"], True),
-        "ab": (["ab", "--b", "env", "--rounds", "1", "call/f0"], ["--json", "--csv", "--markdown"],
+                       ["--json", "--csv", "--markdown", "--bmf", "--github-benchmark"], True),
+        "export": (["export", "last"], ["--json", "--csv", "--markdown", "--bmf", "--github-benchmark"], False),
+        "export-file": (["export", "r.json"], ["--json", "--csv", "--markdown", "--bmf", "--github-benchmark"], False),
+        "matrix": (["matrix"], ["--json", "--csv", "--markdown", "--bmf", "--github-benchmark"], True),
+        "compare": (["compare", "r.json", "last"], ["--json", "--csv", "--markdown", "--bmf", "--github-benchmark"], True),
+        "ab": (["ab", "--b", "env", "--rounds", "1", "call/f0"], ["--json", "--csv", "--markdown", "--bmf", "--github-benchmark"],
                True),
         "predict": (["predict", "--quick", "--under", "env"], ["--json"], True),
         "explain": (["explain", "switch/pipe-proc@same"], ["--json"], True),
@@ -347,7 +347,8 @@ def main():
                 wrong.append(f"{path} holds {got} runs, not {want} (dropped or lost)")
         # An input must keep its bytes; a command that does not read a file may write it
         # (`run --json r.json`), and it is put back for the next case.
-        outputs = {"--json", "--csv", "--markdown", "--report", "-o", "--to", "--db"}
+        outputs = {"--json", "--csv", "--markdown", "--bmf", "--github-benchmark", "--report", "-o",
+                   "--to", "--db"}
         read = {a for i, a in enumerate(args) if i == 0 or args[i - 1] not in outputs}
         for path, what in [("r.json", "the run file r.json"),
                            ("pagein/index.html", "the page read as input")]:

@@ -25,7 +25,10 @@ pub mod witness;
 pub use machine_speed::{
     MIN_POINTS as SPEED_MIN_POINTS, levels_in_time, machine_speed_note, smoothed,
 };
-pub use repetitions::{Judging, RepRun, halfwidth, merge_repetitions, repetition_ci};
+pub use repetitions::{
+    DEPARTURE_NOTE, Judging, RepRun, SharedMove, halfwidth, merge_repetitions, repetition_ci,
+    shared_departures,
+};
 
 /// Thresholds above which a benchmark is called disturbed.
 #[derive(Debug, Clone, Copy)]

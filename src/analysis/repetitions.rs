@@ -337,9 +337,97 @@ fn name_departures(r: &mut BenchResult, preemption_expected: bool) {
         ));
     }
     if !said.is_empty() {
-        r.notes
-            .push(format!("kept, not removed: {}", said.join("; ")));
+        r.notes.push(format!("{DEPARTURE_NOTE}{}", said.join("; ")));
     }
+}
+
+/// How a result's note on its departing repetitions begins (`shared_departures` finds those
+/// the machine explains, which a table then says once for the run).
+pub const DEPARTURE_NOTE: &str = "kept, not removed: ";
+
+/// Departures of different results that start within this many ms of each other, the same
+/// way, are one moment of the machine's: its slow or fast phases last 50-500 ms here.
+const TOGETHER_MS: f64 = 300.0;
+
+/// A moment is the machine's when at least this many results departed in it together.
+const TOGETHER_RESULTS: usize = 3;
+
+/// One moment when repetitions of several results departed together, the same way.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SharedMove {
+    /// When it began, ms since the run started.
+    pub at_ms: f64,
+    /// The departures' range, percent.
+    pub pct: [f64; 2],
+    /// The results it touched.
+    pub results: usize,
+}
+
+/// The moments the machine moved many results' repetitions together, and the results whose
+/// every departure falls in one of them (their own notes need not say it again).
+pub fn shared_departures(run: &crate::model::Run) -> (Vec<SharedMove>, Vec<usize>) {
+    // (start, percent, result)
+    let mut all: Vec<(f64, f64, usize)> = run
+        .results
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| {
+            r.repetitions
+                .iter()
+                .filter_map(move |rep| rep.departs_pct.map(|p| (rep.started_ms, p, i)))
+        })
+        .collect();
+    all.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let shared = |&(t, p, i): &(f64, f64, usize)| {
+        let mut others: Vec<usize> = all
+            .iter()
+            .filter(|&&(u, q, j)| {
+                j != i && (u - t).abs() <= TOGETHER_MS && q.signum() == p.signum()
+            })
+            .map(|x| x.2)
+            .collect();
+        others.sort_unstable();
+        others.dedup();
+        others.len() + 1 >= TOGETHER_RESULTS
+    };
+    let flags: Vec<bool> = all.iter().map(shared).collect();
+    let mut moves: Vec<SharedMove> = Vec::new();
+    let mut members: Vec<Vec<usize>> = Vec::new();
+    for (d, _) in all.iter().zip(&flags).filter(|(_, s)| **s) {
+        match moves.last_mut() {
+            Some(m) if d.0 - m.at_ms <= TOGETHER_MS => {
+                m.pct = [m.pct[0].min(d.1), m.pct[1].max(d.1)];
+                if let Some(v) = members.last_mut() {
+                    v.push(d.2);
+                }
+            }
+            _ => {
+                moves.push(SharedMove {
+                    at_ms: d.0,
+                    pct: [d.1, d.1],
+                    results: 0,
+                });
+                members.push(vec![d.2]);
+            }
+        }
+    }
+    for (m, mut v) in moves.iter_mut().zip(members) {
+        v.sort_unstable();
+        v.dedup();
+        m.results = v.len();
+    }
+    let explained: Vec<usize> = (0..run.results.len())
+        .filter(|i| {
+            let mine: Vec<bool> = all
+                .iter()
+                .zip(&flags)
+                .filter(|(d, _)| d.2 == *i)
+                .map(|(_, s)| *s)
+                .collect();
+            !mine.is_empty() && mine.iter().all(|s| *s)
+        })
+        .collect();
+    (moves, explained)
 }
 
 /// A departure note names at most this many repetitions, then counts the rest.

@@ -118,6 +118,11 @@ pub struct RunArgs {
     /// put back (a guard process does it if oscost is killed).
     #[arg(long = "set", value_name = "NAME=VALUE")]
     pub set: Vec<String>,
+
+    /// Print every result's note on its departing repetitions, also where the machine moved
+    /// many results together (said once by default; the JSON keeps them all).
+    #[arg(long)]
+    pub verbose: bool,
 }
 
 /// A settle time: 0 to 60 s.
@@ -244,7 +249,7 @@ impl RunArgs {
         if let Err(e) = output::export(&result, &exports) {
             late.push(e.to_string());
         }
-        if let Err(e) = print_table(&result, &self.measure.outputs) {
+        if let Err(e) = print_table(&result, &self.measure.outputs, self.verbose) {
             late.push(e.to_string());
         }
         if let Some(d) = &self.measure.report {

@@ -16,6 +16,9 @@ pub struct ShowArgs {
     #[command(flatten)]
     /// Which runs `last` counts among.
     pub select: super::args::SelectArgs,
+    /// Print every result's note on its departing repetitions (as `run --verbose`).
+    #[arg(long)]
+    pub verbose: bool,
 }
 
 impl ShowArgs {
@@ -30,7 +33,7 @@ impl ShowArgs {
     pub fn run(self) -> anyhow::Result<i32> {
         let (run, name) = load_run(&self.run, &self.store, &self.select)?;
         crate::say!("oscost: {name}, started {}", run.started_at);
-        print_stdout(&crate::report::table::render(&run, color()))?;
+        print_stdout(&crate::report::table::render(&run, color(), self.verbose))?;
         Ok(0)
     }
 }

@@ -47,6 +47,12 @@ fn ci_text(lo: f64, hi: f64, median: f64) -> String {
 
 /// Table rows and the numbered notes they refer to.
 pub fn rows(run: &Run) -> (Vec<TableLine>, Vec<String>) {
+    rows_with(run, &[])
+}
+
+/// As `rows`, leaving out the departure notes of the results in `explained` (their every
+/// departing repetition moved with other results', which the run says once).
+fn rows_with(run: &Run, explained: &[usize]) -> (Vec<TableLine>, Vec<String>) {
     let mut notes = Vec::new();
     let mut note = |id: &str, text: &str| {
         notes.push(format!(
@@ -59,7 +65,8 @@ pub fn rows(run: &Run) -> (Vec<TableLine>, Vec<String>) {
     let rows = run
         .results
         .iter()
-        .map(|r| {
+        .enumerate()
+        .map(|(i, r)| {
             let mut flag = Vec::new();
             let mut warn = false;
             match &r.status {
@@ -86,6 +93,9 @@ pub fn rows(run: &Run) -> (Vec<TableLine>, Vec<String>) {
                 flag.push(format!("phase {shift:+.0}%@{share:.0}%"));
             }
             for t in &r.notes {
+                if explained.contains(&i) && t.starts_with(crate::analysis::DEPARTURE_NOTE) {
+                    continue;
+                }
                 warn = true;
                 let word = if t.starts_with("definition not met") {
                     "definition not met"
@@ -128,9 +138,40 @@ fn cells(r: &BenchResult, flag: String) -> [String; 8] {
     }
 }
 
-/// Render for a terminal (or a pipe). `color` is false for NO_COLOR and non-terminals.
-pub fn render(run: &Run, color: bool) -> String {
-    let (rows, notes) = rows(run);
+/// The run-level line for the moments the machine moved many results' repetitions together.
+fn shared_line(moves: &[crate::analysis::SharedMove], explained: usize) -> Option<String> {
+    if moves.is_empty() {
+        return None;
+    }
+    let when: Vec<String> = moves
+        .iter()
+        .map(|m| {
+            let pct = if (m.pct[1] - m.pct[0]).abs() < 0.05 {
+                format!("{:+.1}%", m.pct[0])
+            } else {
+                format!("{:+.1}% to {:+.1}%", m.pct[0], m.pct[1])
+            };
+            format!("{:.1} s ({pct}, {} results)", m.at_ms / 1e3, m.results)
+        })
+        .collect();
+    Some(format!(
+        "the machine moved repetitions of several results together at {}: kept, marked \
+         `departs_pct` in the JSON, and not noted again for the {explained} results whose every \
+         departing repetition was one of these (--verbose lists each)",
+        when.join(", ")
+    ))
+}
+
+/// Render for a terminal (or a pipe). `color` is false for NO_COLOR and non-terminals. A
+/// departure the machine explains (`analysis::shared_departures`) is said once for the run,
+/// not per result, unless `verbose`.
+pub fn render(run: &Run, color: bool, verbose: bool) -> String {
+    let (moves, explained) = if verbose {
+        (vec![], vec![])
+    } else {
+        crate::analysis::shared_departures(run)
+    };
+    let (rows, notes) = rows_with(run, &explained);
     let mut t = super::plain_table(color, HEADERS);
     for row in rows {
         let cells: Vec<Cell> = row
@@ -164,6 +205,9 @@ pub fn render(run: &Run, color: bool) -> String {
     }
     for n in &run.notes {
         out.push_str(&format!("note: {}\n", super::printable(n)));
+    }
+    if let Some(line) = shared_line(&moves, explained.len()) {
+        out.push_str(&format!("note: {line}\n"));
     }
     if let Some(line) = uncounted(run) {
         out.push_str(&format!("{}\n", super::printable(&line)));
@@ -229,7 +273,7 @@ mod tests {
 
     #[test]
     fn table_shows_scaled_units_flags_and_numbered_reasons() {
-        let text = render(&testdata::run(), false);
+        let text = render(&testdata::run(), false, false);
         assert!(text.contains("call/f0"));
         assert!(text.contains("1.50 ns"));
         assert!(text.contains("155 us"));
@@ -256,12 +300,68 @@ mod tests {
             }
             r.events = Some(e);
         }
-        let text = render(&run, false);
+        let text = render(&run, false, false);
         assert!(
             text.contains(&format!(
                 "events not counted: context-switches (not permitted); cycles, instructions ({no_pmu})"
             )),
             "{text}"
         );
+    }
+
+    #[test]
+    fn departures_the_machine_explains_are_said_once_and_a_lone_one_stays_with_its_result() {
+        use crate::model::Repetition;
+        let mut run = testdata::run();
+        let rep = |at: f64, pct: Option<f64>| Repetition {
+            start: 0,
+            samples: 1,
+            median_ns: 1.0,
+            started_ms: at,
+            startup_ms: 1.0,
+            preempted: 0,
+            departs_pct: pct,
+            witness_ns: None,
+            memory_events: Default::default(),
+        };
+        // Three results depart together at about 1.8 s; one of them and a fourth also depart
+        // alone, at other moments (or the other way).
+        let departures = [
+            vec![rep(1800.0, Some(4.0)), rep(5000.0, None)],
+            vec![rep(1850.0, Some(5.5)), rep(9000.0, Some(-6.0))],
+            vec![rep(1900.0, Some(3.0))],
+            vec![rep(1820.0, Some(-4.0))],
+        ];
+        run.results.truncate(3);
+        run.results.push(run.results[0].clone());
+        run.results[3].id = "call/f1".into();
+        for (r, reps) in run.results.iter_mut().zip(departures) {
+            r.repetitions = reps;
+            r.notes = vec![format!(
+                "{}repetition (at some ms)",
+                crate::analysis::DEPARTURE_NOTE
+            )];
+        }
+        let (moves, explained) = crate::analysis::shared_departures(&run);
+        assert_eq!(moves.len(), 1);
+        assert_eq!((moves[0].results, moves[0].pct), (3, [3.0, 5.5]));
+        assert_eq!(
+            explained,
+            vec![0, 2],
+            "result 1 also departed alone; 3 the other way"
+        );
+        let text = render(&run, false, false);
+        assert!(
+            text.contains("note: the machine moved repetitions of several results together at 1.8 s (+3.0% to +5.5%, 3 results)"),
+            "{text}"
+        );
+        assert_eq!(
+            text.matches(crate::analysis::DEPARTURE_NOTE).count(),
+            2,
+            "{text}"
+        );
+        let verbose = render(&run, false, true);
+        assert_eq!(verbose.matches(crate::analysis::DEPARTURE_NOTE).count(), 4);
+        assert!(!verbose.contains("the machine moved repetitions"));
     }
 }

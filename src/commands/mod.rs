@@ -81,12 +81,16 @@ pub fn stopper(flag: &Arc<AtomicUsize>) -> impl Fn() -> anyhow::Result<()> + '_ 
 }
 
 /// Print a run's table: on stdout, or on stderr when an export took stdout (`--json -`).
-pub fn print_table(run: &Run, outputs: &OutputArgs, verbose: bool) -> anyhow::Result<()> {
+pub fn print_table(
+    run: &Run,
+    outputs: &OutputArgs,
+    opts: crate::report::table::TableOptions,
+) -> anyhow::Result<()> {
     if crate::output::any_stdout(&outputs.paths()) {
-        crate::say_part!("{}", crate::report::table::render(run, false, verbose));
+        crate::say_part!("{}", crate::report::table::render(run, false, opts));
         Ok(())
     } else {
-        print_stdout(&crate::report::table::render(run, color(), verbose))
+        print_stdout(&crate::report::table::render(run, color(), opts))
     }
 }
 

@@ -123,6 +123,10 @@ pub struct RunArgs {
     /// many results together (said once by default; the JSON keeps them all).
     #[arg(long)]
     pub verbose: bool,
+
+    /// Print every column of the table (min and events/op too), past 100 columns.
+    #[arg(long)]
+    pub wide: bool,
 }
 
 /// A settle time: 0 to 60 s.
@@ -249,7 +253,14 @@ impl RunArgs {
         if let Err(e) = output::export(&result, &exports) {
             late.push(e.to_string());
         }
-        if let Err(e) = print_table(&result, &self.measure.outputs, self.verbose) {
+        if let Err(e) = print_table(
+            &result,
+            &self.measure.outputs,
+            crate::report::table::TableOptions {
+                verbose: self.verbose,
+                wide: self.wide,
+            },
+        ) {
             late.push(e.to_string());
         }
         if let Some(d) = &self.measure.report {

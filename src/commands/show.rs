@@ -19,6 +19,9 @@ pub struct ShowArgs {
     /// Print every result's note on its departing repetitions (as `run --verbose`).
     #[arg(long)]
     pub verbose: bool,
+    /// Print every column of the table (as `run --wide`).
+    #[arg(long)]
+    pub wide: bool,
 }
 
 impl ShowArgs {
@@ -33,7 +36,14 @@ impl ShowArgs {
     pub fn run(self) -> anyhow::Result<i32> {
         let (run, name) = load_run(&self.run, &self.store, &self.select)?;
         crate::say!("oscost: {name}, started {}", run.started_at);
-        print_stdout(&crate::report::table::render(&run, color(), self.verbose))?;
+        print_stdout(&crate::report::table::render(
+            &run,
+            color(),
+            crate::report::table::TableOptions {
+                verbose: self.verbose,
+                wide: self.wide,
+            },
+        ))?;
         Ok(0)
     }
 }

@@ -1,6 +1,8 @@
-//! The table a person reads: one row per result with median, 95% CI of the median, min, p99,
-//! sample count and a flag; the flag's reasons are numbered notes under the table. The rows are
-//! built once (`rows`) and drawn as a terminal table here and as Markdown in `markdown.rs`.
+//! The table a person reads: one row per result with median, 95% CI of the median, p99,
+//! sample count and a flag (min and events per operation too with `--wide`); the flag's
+//! reasons are numbered notes under the table, every line wrapped at the terminal's width so
+//! the default fits 100 columns. The rows are built once (`rows`) and drawn as a terminal table
+//! here and, with every column, as Markdown in `markdown.rs`.
 
 use comfy_table::{Cell, Color};
 
@@ -18,6 +20,66 @@ pub const HEADERS: [&str; 8] = [
     "events/op",
     "flag",
 ];
+
+/// The columns a terminal table shows by default (of `HEADERS`): min and events/op are left
+/// to `--wide`, so the table fits 100 columns.
+const NARROW: [usize; 6] = [0, 1, 2, 4, 5, 7];
+
+/// How a run's table is drawn on a terminal.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TableOptions {
+    /// Every departure note, also those the machine explains.
+    pub verbose: bool,
+    /// Every column (min and events/op too).
+    pub wide: bool,
+}
+
+/// The width in columns of the terminal stdout is. Without one (a pipe, a file) lines are not
+/// wrapped: a script that greps a note finds it on one line.
+fn terminal_width() -> usize {
+    let mut ws = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ fills a winsize we own; on a non-terminal it fails.
+    if unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0 && ws.ws_col > 20
+    {
+        return ws.ws_col as usize;
+    }
+    usize::MAX
+}
+
+/// `text` wrapped at `width` columns, lines after the first indented by `indent` spaces.
+pub fn wrap(text: &str, width: usize, indent: usize) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        let room = if out.is_empty() {
+            width
+        } else {
+            width - indent
+        };
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > room {
+            if !out.is_empty() {
+                out.push_str(&" ".repeat(indent));
+            }
+            out.push_str(&line);
+            out.push('\n');
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !out.is_empty() {
+        out.push_str(&" ".repeat(indent));
+    }
+    out.push_str(&line);
+    out
+}
 
 /// One row's cells, and whether the row deserves attention.
 pub struct TableLine {
@@ -165,21 +227,29 @@ fn shared_line(moves: &[crate::analysis::SharedMove], explained: usize) -> Optio
 /// Render for a terminal (or a pipe). `color` is false for NO_COLOR and non-terminals. A
 /// departure the machine explains (`analysis::shared_departures`) is said once for the run,
 /// not per result, unless `verbose`.
-pub fn render(run: &Run, color: bool, verbose: bool) -> String {
-    let (moves, explained) = if verbose {
+pub fn render(run: &Run, color: bool, opts: TableOptions) -> String {
+    render_at(run, color, opts, terminal_width())
+}
+
+/// As `render`, notes wrapped at `width` columns.
+pub fn render_at(run: &Run, color: bool, opts: TableOptions, width: usize) -> String {
+    let (moves, explained) = if opts.verbose {
         (vec![], vec![])
     } else {
         crate::analysis::shared_departures(run)
     };
     let (rows, notes) = rows_with(run, &explained);
-    let mut t = super::plain_table(color, HEADERS);
+    let shown: Vec<usize> = if opts.wide {
+        (0..HEADERS.len()).collect()
+    } else {
+        NARROW.to_vec()
+    };
+    let mut t = super::plain_table(color, shown.iter().map(|&i| HEADERS[i]).collect::<Vec<_>>());
     for row in rows {
-        let cells: Vec<Cell> = row
-            .cells
+        let cells: Vec<Cell> = shown
             .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let cell = Cell::new(c);
+            .map(|&i| {
+                let cell = Cell::new(&row.cells[i]);
                 if color && row.warn && i == 7 {
                     cell.fg(Color::Yellow)
                 } else {
@@ -189,40 +259,50 @@ pub fn render(run: &Run, color: bool, verbose: bool) -> String {
             .collect();
         t.add_row(cells);
     }
-    for i in 1..=5 {
-        if let Some(c) = t.column_mut(i) {
+    // The numbers, right-aligned: median, CI, min, p99, samples.
+    for (k, &i) in shown.iter().enumerate() {
+        if (1..=5).contains(&i)
+            && let Some(c) = t.column_mut(k)
+        {
             c.set_cell_alignment(comfy_table::CellAlignment::Right);
         }
     }
+    // Every line but the table's is wrapped at the terminal's width.
+    let said = |out: &mut String, line: &str| {
+        out.push_str(&wrap(line, width, 4));
+        out.push('\n');
+    };
     let mut out = String::new();
     for n in crate::analysis::confinement_notes(run) {
-        out.push_str(&format!("note: {}\n", super::printable(&n)));
+        said(&mut out, &format!("note: {}", super::printable(&n)));
     }
     out.push_str(&t.to_string());
     out.push('\n');
     for (i, n) in notes.iter().enumerate() {
-        out.push_str(&format!("[{}] {n}\n", i + 1));
+        said(&mut out, &format!("[{}] {n}", i + 1));
     }
     for n in &run.notes {
-        out.push_str(&format!("note: {}\n", super::printable(n)));
+        said(&mut out, &format!("note: {}", super::printable(n)));
     }
     if let Some(line) = shared_line(&moves, explained.len()) {
-        out.push_str(&format!("note: {line}\n"));
+        said(&mut out, &format!("note: {line}"));
     }
     if let Some(line) = uncounted(run) {
-        out.push_str(&format!("{}\n", super::printable(&line)));
+        said(&mut out, &super::printable(&line));
     }
     if let Some(w) = crate::analysis::witness::run_witness(run) {
-        out.push_str(&format!(
-            "speed witness: {} a loop of fixed user-space work (median of {} workers; compare \
-runs' witnesses to see whether the machine itself ran at another speed)\n",
-            super::format_ns(w.ns),
-            w.workers
-        ));
+        said(
+            &mut out,
+            &format!(
+                "speed witness: {} a loop of fixed user-space work (median of {} workers; \
+                 compare runs' witnesses to see whether the machine itself ran at another speed)",
+                super::format_ns(w.ns),
+                w.workers
+            ),
+        );
     }
     if let Some(legend) = phase_legend(run) {
-        out.push_str(legend);
-        out.push('\n');
+        said(&mut out, legend);
     }
     out
 }
@@ -273,7 +353,15 @@ mod tests {
 
     #[test]
     fn table_shows_scaled_units_flags_and_numbered_reasons() {
-        let text = render(&testdata::run(), false, false);
+        let text = render_at(
+            &testdata::run(),
+            false,
+            TableOptions {
+                verbose: false,
+                wide: true,
+            },
+            100,
+        );
         assert!(text.contains("call/f0"));
         assert!(text.contains("1.50 ns"));
         assert!(text.contains("155 us"));
@@ -300,7 +388,7 @@ mod tests {
             }
             r.events = Some(e);
         }
-        let text = render(&run, false, false);
+        let text = render_at(&run, false, TableOptions::default(), 1000);
         assert!(
             text.contains(&format!(
                 "events not counted: context-switches (not permitted); cycles, instructions ({no_pmu})"
@@ -350,7 +438,7 @@ mod tests {
             vec![0, 2],
             "result 1 also departed alone; 3 the other way"
         );
-        let text = render(&run, false, false);
+        let text = render_at(&run, false, TableOptions::default(), 1000);
         assert!(
             text.contains("note: the machine moved repetitions of several results together at 1.8 s (+3.0% to +5.5%, 3 results)"),
             "{text}"
@@ -360,8 +448,50 @@ mod tests {
             2,
             "{text}"
         );
-        let verbose = render(&run, false, true);
+        let verbose = render_at(
+            &run,
+            false,
+            TableOptions {
+                verbose: true,
+                wide: false,
+            },
+            1000,
+        );
         assert_eq!(verbose.matches(crate::analysis::DEPARTURE_NOTE).count(), 4);
         assert!(!verbose.contains("the machine moved repetitions"));
+    }
+
+    #[test]
+    fn the_default_table_fits_100_columns_and_wide_adds_min_and_events() {
+        let mut run = testdata::run();
+        run.notes = vec!["a run-level note ".repeat(20)];
+        let narrow = render_at(&run, false, TableOptions::default(), 100);
+        for line in narrow.lines() {
+            assert!(
+                line.chars().count() <= 100,
+                "{} columns: {line}",
+                line.chars().count()
+            );
+        }
+        let header = narrow.lines().next().unwrap();
+        assert!(
+            !header.contains("events/op") && !header.contains(" min "),
+            "{header}"
+        );
+        let wide = render_at(
+            &run,
+            false,
+            TableOptions {
+                verbose: false,
+                wide: true,
+            },
+            100,
+        );
+        let header = wide.lines().next().unwrap();
+        assert!(
+            header.contains("events/op") && header.contains("min"),
+            "{header}"
+        );
+        assert_eq!(wrap("aaa bbb ccc", 7, 2), "aaa bbb\n  ccc");
     }
 }

@@ -26,28 +26,6 @@ const STACK_GROWN_BYTES: usize = 1 << 20;
 /// the rest of a `ulimit -v` is a SIGSEGV, not an allocation failure the reserve could answer:
 /// a debug build's deflate encoder (`store::encode`) builds its 100 KB tables on the stack
 /// and died there under 25-29 MB limits.
-/// Whether the address space has `STACK_GROWN_BYTES` (and a margin) left for the stack to
-/// grow into: asked of mmap, which says no where a stack that grows would take a SIGSEGV.
-fn room_for_stack() -> bool {
-    let len = STACK_GROWN_BYTES + (256 << 10);
-    // SAFETY: a fresh private mapping, unmapped at once; nothing else refers to it.
-    unsafe {
-        let p = libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_NONE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        );
-        if p == libc::MAP_FAILED {
-            return false;
-        }
-        libc::munmap(p, len);
-    }
-    true
-}
-
 #[inline(never)]
 fn grow_stack() {
     let mut pages = [0u8; STACK_GROWN_BYTES];
@@ -87,7 +65,9 @@ fn main() {
     let small_as = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_AS)
         .is_ok_and(|(soft, _)| soft < SMALL_ADDRESS_SPACE);
     if small_as {
-        if !room_for_stack() {
+        // The stack's room (and a margin), asked of the system as the reserve asks it: where
+        // an allocation that size fails, a stack growing that far would take a SIGSEGV.
+        if !oscost::reserve::room_for(STACK_GROWN_BYTES + (256 << 10)) {
             oscost::say!(
                 "oscost: the address-space limit (ulimit -v) leaves no room for oscost's stack; raise it"
             );

@@ -308,6 +308,8 @@ fn rep_options(opts: &WorkerOptions, plan: &Plan, k: usize) -> WorkerOptions {
     if k > 0 {
         o.events.clear();
     }
+    // Likewise what confines the worker: every worker of a side is started alike.
+    o.read_confinement = k == 0;
     if let Some(total) = plan.reps.fixed_total {
         let r = plan.reps.min;
         o.sampler.stop = StopWhen::Count {
@@ -720,6 +722,7 @@ mod tests {
                 scratch_dir: None,
                 events: vec!["context-switches".into()],
                 task_settings: vec![],
+                read_confinement: false,
             },
             timeout: Duration::from_secs(1),
             wrapper: None,

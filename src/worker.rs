@@ -109,7 +109,9 @@ fn measure(id: &str, opts: WorkerOptions) -> Vec<CaseResult> {
     };
     // Read before pinning (which narrows the allowed CPUs) and before an IPC namespace of
     // the worker's own: what confines the process as it was started.
-    let confinement = crate::harness::confinement::read();
+    let confinement = opts
+        .read_confinement
+        .then(crate::harness::confinement::read);
     if let Err(e) = placement::pin_current_thread(opts.cpu) {
         let why = BenchError::Failed(e);
         return vec![CaseResult::failed(b.id.into(), b.id, b.definition, why)];
@@ -159,7 +161,7 @@ fn measure(id: &str, opts: WorkerOptions) -> Vec<CaseResult> {
         }
     }
     if let Some(first) = cases.first_mut() {
-        first.confinement = Some(confinement);
+        first.confinement = confinement;
     }
     cases
 }

@@ -108,6 +108,7 @@ pub fn build(args: &Request) -> anyhow::Result<Plan> {
             scratch_dir: None,
             events,
             task_settings: vec![],
+            read_confinement: false,
         },
         timeout,
         wrapper_text: args.under.clone(),

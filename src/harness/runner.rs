@@ -38,6 +38,10 @@ pub struct WorkerOptions {
     /// spec-store-bypass=disable`): (name, value).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub task_settings: Vec<(String, String)>,
+    /// Read the worker's own confinement and send it with the first case: asked of one
+    /// repetition (`scheduler::rep_options`), since every worker of a side is started alike.
+    #[serde(default)]
+    pub read_confinement: bool,
 }
 
 /// The POSIX message queue name of this run.

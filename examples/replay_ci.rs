@@ -11,8 +11,7 @@
 
 use std::path::Path;
 
-use oscost::analysis::repetition_ci;
-use oscost::scheduler::FINAL_JUDGING;
+use oscost::analysis::{FINAL_JUDGING, repetition_ci};
 use serde_json::Value;
 
 fn main() -> anyhow::Result<()> {

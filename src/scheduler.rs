@@ -283,11 +283,6 @@ const STOP_JUDGING: Judging = Judging {
     resamples: 300,
     max_samples: 2000,
 };
-/// The final interval's effort (public so `examples/replay_ci.rs` recomputes it exactly).
-pub const FINAL_JUDGING: Judging = Judging {
-    resamples: 1000,
-    max_samples: 4000,
-};
 
 /// Sampling time of a repetition's cases: the last sample's end.
 fn sampling_ns(cases: &[CaseResult]) -> u64 {
@@ -416,7 +411,7 @@ impl RunSetup {
                     analysis::merge_repetitions(
                         reps,
                         &self.opts.allowed,
-                        FINAL_JUDGING,
+                        analysis::FINAL_JUDGING,
                         plan.reps.precision,
                         stopped,
                     )

@@ -26,8 +26,9 @@ pub use machine_speed::{
     MIN_POINTS as SPEED_MIN_POINTS, levels_in_time, machine_speed_note, smoothed,
 };
 pub use repetitions::{
-    DEPARTURE_NOTE, Judging, RepRun, SharedMove, halfwidth, merge_repetitions, repetition_ci,
-    shared_departures,
+    DEPARTURE_NOTE, Departures, FINAL_JUDGING, Judging, LoneDepartures, RepRun, SharedMove,
+    departures, halfwidth, merge_repetitions, noted_alone, repetition_ci, shared_departures,
+    widening_by,
 };
 
 /// Thresholds above which a benchmark is called disturbed.

@@ -109,12 +109,65 @@ fn ci_text(lo: f64, hi: f64, median: f64) -> String {
 
 /// Table rows and the numbered notes they refer to.
 pub fn rows(run: &Run) -> (Vec<TableLine>, Vec<String>) {
-    rows_with(run, &[])
+    rows_with(run, &SaidOnce::default())
 }
 
-/// As `rows`, leaving out the departure notes of the results in `explained` (their every
-/// departing repetition moved with other results', which the run says once).
-fn rows_with(run: &Run, explained: &[usize]) -> (Vec<TableLine>, Vec<String>) {
+/// The departure notes a table says once for the run instead of with each result.
+#[derive(Debug, Default)]
+struct SaidOnce {
+    /// The moments the machine moved several results together.
+    moves: Vec<crate::analysis::SharedMove>,
+    /// Results whose every departure was one of `moves`.
+    explained: Vec<usize>,
+    /// Results whose lone departures left their CI near what the others give (percent of
+    /// each departure), counted in one line.
+    quiet: Vec<(usize, Vec<f64>)>,
+    /// Results whose lone departures are why their CI is wide: (result, with, without).
+    widened: Vec<(usize, [f64; 2])>,
+}
+
+impl SaidOnce {
+    /// Sort `run`'s departures (`analysis::departures`) for a table.
+    fn of(run: &Run) -> SaidOnce {
+        let d = crate::analysis::departures(run);
+        let has_note = |i: usize| {
+            run.results[i]
+                .notes
+                .iter()
+                .any(|n| n.starts_with(crate::analysis::DEPARTURE_NOTE))
+        };
+        let mut said = SaidOnce {
+            moves: d.moves,
+            explained: d.explained,
+            ..SaidOnce::default()
+        };
+        for lone in d.lone.into_iter().filter(|l| has_note(l.result)) {
+            match (lone.noted, lone.halfwidth_pct) {
+                (true, Some(w)) => said.widened.push((lone.result, w)),
+                (true, None) => {}
+                (false, _) => {
+                    let reps = &run.results[lone.result].repetitions;
+                    let pct = lone
+                        .reps
+                        .iter()
+                        .filter_map(|&k| reps.get(k).and_then(|r| r.departs_pct))
+                        .collect();
+                    said.quiet.push((lone.result, pct));
+                }
+            }
+        }
+        said
+    }
+
+    /// The departure note of result `i` is said for the run, not with it.
+    fn leaves_out(&self, i: usize) -> bool {
+        self.explained.contains(&i) || self.quiet.iter().any(|(q, _)| *q == i)
+    }
+}
+
+/// As `rows`, leaving out the departure notes `said` says once for the run, and adding to a
+/// lone departure that widened its result's CI by how much.
+fn rows_with(run: &Run, said: &SaidOnce) -> (Vec<TableLine>, Vec<String>) {
     let mut notes = Vec::new();
     let mut note = |id: &str, text: &str| {
         notes.push(format!(
@@ -155,7 +208,8 @@ fn rows_with(run: &Run, explained: &[usize]) -> (Vec<TableLine>, Vec<String>) {
                 flag.push(format!("phase {shift:+.0}%@{share:.0}%"));
             }
             for t in &r.notes {
-                if explained.contains(&i) && t.starts_with(crate::analysis::DEPARTURE_NOTE) {
+                let departure = t.starts_with(crate::analysis::DEPARTURE_NOTE);
+                if departure && said.leaves_out(i) {
                     continue;
                 }
                 warn = true;
@@ -164,7 +218,20 @@ fn rows_with(run: &Run, explained: &[usize]) -> (Vec<TableLine>, Vec<String>) {
                 } else {
                     "note"
                 };
-                flag.push(format!("{word} [{}]", note(&r.id, t)));
+                let widened = said.widened.iter().find(|(w, _)| *w == i);
+                let text = match widened {
+                    Some((_, [with, without])) if departure => format!(
+                        "{t}; the CI is ±{with:.1}% with {}, ±{without:.1}% from the other \
+                         repetitions alone",
+                        if t.matches(" sat ").count() == 1 {
+                            "it"
+                        } else {
+                            "them"
+                        }
+                    ),
+                    _ => t.clone(),
+                };
+                flag.push(format!("{word} [{}]", note(&r.id, &text)));
             }
             TableLine {
                 cells: cells(r, flag.join(" ")),
@@ -200,6 +267,22 @@ fn cells(r: &BenchResult, flag: String) -> [String; 8] {
     }
 }
 
+/// The run-level line for the results whose lone departures left their CI near what the
+/// other repetitions give.
+fn quiet_line(quiet: &[(usize, Vec<f64>)]) -> Option<String> {
+    let all = quiet.iter().flat_map(|(_, p)| p.iter().copied());
+    let (lo, hi) = crate::stats::extent(all);
+    (!quiet.is_empty()).then(|| {
+        format!(
+            "{} result{} had repetitions depart alone ({lo:+.1}% to {hi:+.1}%) that their CI \
+             absorbs (under 3x the precision asked, or under twice what the other repetitions \
+             give): kept, marked `departs_pct` in the JSON (--verbose lists each)",
+            quiet.len(),
+            if quiet.len() == 1 { "" } else { "s" }
+        )
+    })
+}
+
 /// The run-level line for the moments the machine moved many results' repetitions together.
 fn shared_line(moves: &[crate::analysis::SharedMove], explained: usize) -> Option<String> {
     if moves.is_empty() {
@@ -233,12 +316,12 @@ pub fn render(run: &Run, color: bool, opts: TableOptions) -> String {
 
 /// As `render`, notes wrapped at `width` columns.
 pub fn render_at(run: &Run, color: bool, opts: TableOptions, width: usize) -> String {
-    let (moves, explained) = if opts.verbose {
-        (vec![], vec![])
+    let said_once = if opts.verbose {
+        SaidOnce::default()
     } else {
-        crate::analysis::shared_departures(run)
+        SaidOnce::of(run)
     };
-    let (rows, notes) = rows_with(run, &explained);
+    let (rows, notes) = rows_with(run, &said_once);
     let shown: Vec<usize> = if opts.wide {
         (0..HEADERS.len()).collect()
     } else {
@@ -284,7 +367,10 @@ pub fn render_at(run: &Run, color: bool, opts: TableOptions, width: usize) -> St
     for n in &run.notes {
         said(&mut out, &format!("note: {}", super::printable(n)));
     }
-    if let Some(line) = shared_line(&moves, explained.len()) {
+    if let Some(line) = shared_line(&said_once.moves, said_once.explained.len()) {
+        said(&mut out, &format!("note: {line}"));
+    }
+    if let Some(line) = quiet_line(&said_once.quiet) {
         said(&mut out, &format!("note: {line}"));
     }
     if let Some(line) = uncounted(run) {
@@ -459,6 +545,104 @@ mod tests {
         );
         assert_eq!(verbose.matches(crate::analysis::DEPARTURE_NOTE).count(), 4);
         assert!(!verbose.contains("the machine moved repetitions"));
+    }
+
+    /// A result of 8 repetitions of 40 samples each, at `levels`, started 5 s apart, with
+    /// the repetitions `departing` marked as `name_departures` would and the repetitions' CI
+    /// for a 1% target, as a run has them.
+    fn result_with_levels(id: &str, levels: &[f64], departing: &[usize]) -> BenchResult {
+        let per = 40;
+        let samples: Vec<f64> = levels
+            .iter()
+            .flat_map(|&l| (0..per).map(move |k| l * (1.0 + 0.002 * ((k % 5) as f64 - 2.0))))
+            .collect();
+        let mut r = testdata::result(id, samples);
+        let center = crate::stats::median(levels);
+        r.repetitions = levels
+            .iter()
+            .enumerate()
+            .map(|(k, &l)| crate::model::Repetition {
+                start: k * per,
+                samples: per,
+                departs_pct: departing.contains(&k).then(|| 100.0 * (l / center - 1.0)),
+                ..testdata::repetition(l, 5000.0 * k as f64)
+            })
+            .collect();
+        let reps: Vec<&[f64]> = r.samples_ns.chunks(per).collect();
+        let st = r.stats.as_mut().unwrap();
+        st.ci95 =
+            crate::analysis::repetition_ci(&reps, 1000, st.median, crate::analysis::FINAL_JUDGING)
+                .unwrap();
+        r.uncertainty = Some(crate::model::Uncertainty {
+            method: String::new(),
+            repetitions: levels.len(),
+            halfwidth_pct: 100.0 * crate::analysis::halfwidth(Some(st.ci95), st.median),
+            target_pct: 1.0,
+            stopped: "budget".into(),
+            within_stream_ci95: st.ci95,
+        });
+        r.notes = vec![format!(
+            "{}repetition {} sat far from the others",
+            crate::analysis::DEPARTURE_NOTE,
+            departing[0] + 1
+        )];
+        r
+    }
+
+    #[test]
+    fn a_lone_departure_is_noted_with_its_result_only_where_it_is_why_the_ci_is_wide() {
+        let mut run = testdata::run();
+        let flat = [100.0, 100.2, 99.8, 100.1, 99.9, 100.0, 100.3, 99.7];
+        let mut slight = flat;
+        slight[3] = 102.5;
+        let mut far = flat;
+        far[5] = 140.0;
+        run.results = vec![
+            result_with_levels("syscall/a", &slight, &[3]),
+            result_with_levels("syscall/b", &far, &[5]),
+        ];
+        let d = crate::analysis::departures(&run);
+        assert!(d.moves.is_empty());
+        let noted: Vec<(usize, bool)> = d.lone.iter().map(|l| (l.result, l.noted)).collect();
+        assert_eq!(noted, vec![(0, false), (1, true)]);
+        let [with, without] = d.lone[1].halfwidth_pct.unwrap();
+        assert!(with > 3.0 && without < with / 2.0, "{with} {without}");
+        let text = render_at(&run, false, TableOptions::default(), 1000);
+        assert_eq!(
+            text.matches(crate::analysis::DEPARTURE_NOTE).count(),
+            1,
+            "{text}"
+        );
+        assert!(text.contains("syscall/b: kept, not removed"), "{text}");
+        assert!(text.contains("with it, ±"), "{text}");
+        assert!(
+            text.contains("note: 1 result had repetitions depart alone (+2.5% to +2.5%)"),
+            "{text}"
+        );
+        let verbose = render_at(
+            &run,
+            false,
+            TableOptions {
+                verbose: true,
+                wide: false,
+            },
+            1000,
+        );
+        assert_eq!(verbose.matches(crate::analysis::DEPARTURE_NOTE).count(), 2);
+        assert!(!verbose.contains("depart alone"), "{verbose}");
+    }
+
+    #[test]
+    fn a_lone_departure_is_noted_where_the_ci_is_3x_the_target_and_twice_the_others() {
+        use crate::analysis::noted_alone;
+        assert!(noted_alone(Some([3.0, 1.5]), 1.0));
+        assert!(!noted_alone(Some([2.9, 0.1]), 1.0), "under 3x the target");
+        assert!(
+            !noted_alone(Some([8.0, 4.1]), 1.0),
+            "under twice the others'"
+        );
+        assert!(noted_alone(None, 1.0), "too few others to tell");
+        assert!(!noted_alone(Some([5.0, 1.0]), 2.0), "--quick asks 2%");
     }
 
     #[test]

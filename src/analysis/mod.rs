@@ -26,9 +26,9 @@ pub use machine_speed::{
     MIN_POINTS as SPEED_MIN_POINTS, levels_in_time, machine_speed_note, smoothed,
 };
 pub use repetitions::{
-    DEPARTURE_NOTE, Departures, FINAL_JUDGING, Judging, LoneDepartures, RepRun, SharedMove,
-    departures, halfwidth, merge_repetitions, noted_alone, repetition_ci, shared_departures,
-    widening_by,
+    DEPARTURE_NOTE, Departures, FINAL_JUDGING, FamilyLevels, Judging, LoneDepartures, RepRun,
+    SharedMove, TWO_LEVELS_NOTE, departures, halfwidth, merge_repetitions, noted_alone,
+    repetition_ci, shared_departures, widening_by,
 };
 
 /// Thresholds above which a benchmark is called disturbed.

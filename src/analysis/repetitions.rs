@@ -345,6 +345,52 @@ fn name_departures(r: &mut BenchResult, preemption_expected: bool) {
 /// the machine explains, which a table then says once for the run).
 pub const DEPARTURE_NOTE: &str = "kept, not removed: ";
 
+/// How a result's note on repetitions at two levels begins. Its smaller group is marked as
+/// departing, so where every one of them moved with other results the machine explains it too.
+pub const TWO_LEVELS_NOTE: &str = "two levels, not one: ";
+
+/// Results of one family that ran at two levels each, whole repetitions at one or the other:
+/// on this kind of host every null system call does (getpid, getsid, close-badfd each at one
+/// level or another ~8% apart, per process), which is one fact about the machine and its
+/// process layout, said once, not a note per result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FamilyLevels {
+    /// The family (`syscall`).
+    pub family: String,
+    /// Its results with two levels (indices in the run).
+    pub results: Vec<usize>,
+    /// The levels' ratios (higher over lower), smallest and largest.
+    pub ratio: [f64; 2],
+}
+
+/// The families in which at least `TOGETHER_RESULTS` results ran at two levels (a
+/// `TWO_LEVELS_NOTE`), leaving out the results in `explained`.
+fn family_levels(run: &crate::model::Run, explained: &[usize]) -> Vec<FamilyLevels> {
+    let mut out: Vec<FamilyLevels> = Vec::new();
+    for (i, r) in run.results.iter().enumerate() {
+        if explained.contains(&i) || !r.notes.iter().any(|n| n.starts_with(TWO_LEVELS_NOTE)) {
+            continue;
+        }
+        let Some(t) = two_levels(&repetition_medians(r)) else {
+            continue;
+        };
+        let ratio = t.high_level / t.low_level;
+        match out.iter_mut().find(|f| f.family == r.family) {
+            Some(f) => {
+                f.results.push(i);
+                f.ratio = [f.ratio[0].min(ratio), f.ratio[1].max(ratio)];
+            }
+            None => out.push(FamilyLevels {
+                family: r.family.clone(),
+                results: vec![i],
+                ratio: [ratio, ratio],
+            }),
+        }
+    }
+    out.retain(|f| f.results.len() >= TOGETHER_RESULTS);
+    out
+}
+
 /// Departures of different results that start within this many ms of each other, the same
 /// way, are one moment of the machine's: its slow or fast phases last 50-500 ms here.
 const TOGETHER_MS: f64 = 300.0;
@@ -384,6 +430,8 @@ pub struct Departures {
     /// Each other result with departures, its repetitions that departed alone (at a moment no
     /// two other results did), and whether they matter enough to be noted with the result.
     pub lone: Vec<LoneDepartures>,
+    /// Families whose results (other than `explained`) ran at two levels together.
+    pub family_levels: Vec<FamilyLevels>,
 }
 
 /// A result's repetitions that departed alone, and what they did to its CI.
@@ -451,9 +499,14 @@ pub fn departures(run: &crate::model::Run) -> Departures {
     let flags: Vec<bool> = all.iter().map(shared).collect();
     let mut moves: Vec<SharedMove> = Vec::new();
     let mut members: Vec<Vec<usize>> = Vec::new();
+    // A moment goes on while shared departures follow within TOGETHER_MS of the last one: a
+    // slow phase of 500 ms is one moment, not two, the second with a single result.
+    let mut last_ms = f64::NEG_INFINITY;
     for (d, _) in all.iter().zip(&flags).filter(|(_, s)| **s) {
+        let follows = d.0 - last_ms <= TOGETHER_MS;
+        last_ms = d.0;
         match moves.last_mut() {
-            Some(m) if d.0 - m.at_ms <= TOGETHER_MS => {
+            Some(m) if follows => {
                 m.pct = [m.pct[0].min(d.1), m.pct[1].max(d.1)];
                 if let Some(v) = members.last_mut() {
                     v.push(d.2);
@@ -509,6 +562,7 @@ pub fn departures(run: &crate::model::Run) -> Departures {
         })
         .collect();
     Departures {
+        family_levels: family_levels(run, &explained),
         moves,
         explained,
         lone,
@@ -631,9 +685,9 @@ impl TwoLevels {
         });
         let evidence = preempted_words(pre, n, "of their samples", preemption_expected);
         format!(
-            "two levels, not one: repetition{} {} at {}{evidence}, the other {} at {} (x{:.2}), \
-             each whole repetition at one or the other (the machine's speed, or how processes \
-             were laid out); kept: the median follows the larger group, the CI spans both",
+            "{TWO_LEVELS_NOTE}repetition{} {} at {}{evidence}, the other {} at {} (x{:.2}), each \
+             whole repetition at one or the other (the machine's speed, or how processes were \
+             laid out); kept: the median follows the larger group, the CI spans both",
             if few.len() == 1 { "" } else { "s" },
             numbers.join(", "),
             stats::units::format_ns(few_level),

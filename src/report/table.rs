@@ -124,24 +124,31 @@ struct SaidOnce {
     quiet: Vec<(usize, Vec<f64>)>,
     /// Results whose lone departures are why their CI is wide: (result, with, without).
     widened: Vec<(usize, [f64; 2])>,
+    /// Families whose results ran at two levels together.
+    family_levels: Vec<crate::analysis::FamilyLevels>,
 }
 
 impl SaidOnce {
     /// Sort `run`'s departures (`analysis::departures`) for a table.
     fn of(run: &Run) -> SaidOnce {
         let d = crate::analysis::departures(run);
-        let has_note = |i: usize| {
-            run.results[i]
-                .notes
-                .iter()
-                .any(|n| n.starts_with(crate::analysis::DEPARTURE_NOTE))
+        let has_note = |i: usize, two_levels: bool| {
+            run.results[i].notes.iter().any(|n| {
+                n.starts_with(crate::analysis::DEPARTURE_NOTE)
+                    || (two_levels && n.starts_with(crate::analysis::TWO_LEVELS_NOTE))
+            })
         };
         let mut said = SaidOnce {
+            family_levels: d.family_levels,
             moves: d.moves,
-            explained: d.explained,
+            explained: d
+                .explained
+                .into_iter()
+                .filter(|&i| has_note(i, true))
+                .collect(),
             ..SaidOnce::default()
         };
-        for lone in d.lone.into_iter().filter(|l| has_note(l.result)) {
+        for lone in d.lone.into_iter().filter(|l| has_note(l.result, false)) {
             match (lone.noted, lone.halfwidth_pct) {
                 (true, Some(w)) => said.widened.push((lone.result, w)),
                 (true, None) => {}
@@ -162,6 +169,11 @@ impl SaidOnce {
     /// The departure note of result `i` is said for the run, not with it.
     fn leaves_out(&self, i: usize) -> bool {
         self.explained.contains(&i) || self.quiet.iter().any(|(q, _)| *q == i)
+    }
+
+    /// The two-levels note of result `i` is said for the run, not with it.
+    fn leaves_out_levels(&self, i: usize) -> bool {
+        self.explained.contains(&i) || self.family_levels.iter().any(|f| f.results.contains(&i))
     }
 }
 
@@ -209,7 +221,8 @@ fn rows_with(run: &Run, said: &SaidOnce) -> (Vec<TableLine>, Vec<String>) {
             }
             for t in &r.notes {
                 let departure = t.starts_with(crate::analysis::DEPARTURE_NOTE);
-                if departure && said.leaves_out(i) {
+                let two_levels = t.starts_with(crate::analysis::TWO_LEVELS_NOTE);
+                if (departure && said.leaves_out(i)) || (two_levels && said.leaves_out_levels(i)) {
                     continue;
                 }
                 warn = true;
@@ -267,6 +280,31 @@ fn cells(r: &BenchResult, flag: String) -> [String; 8] {
     }
 }
 
+/// The run-level line for each family whose results ran at two levels together.
+fn family_levels_lines(run: &Run, families: &[crate::analysis::FamilyLevels]) -> Vec<String> {
+    families
+        .iter()
+        .map(|f| {
+            let names: Vec<String> = f
+                .results
+                .iter()
+                .map(|&i| super::printable(&run.results[i].id).into_owned())
+                .collect();
+            format!(
+                "{} {}/ results ran at two levels, each whole repetition at one or the other \
+                 (x{:.2} to x{:.2}: the machine's speed, or how processes were laid out): {}; \
+                 kept: each median follows its larger group, each CI spans both (--verbose \
+                 says each)",
+                names.len(),
+                f.family,
+                f.ratio[0],
+                f.ratio[1],
+                names.join(", ")
+            )
+        })
+        .collect()
+}
+
 /// The run-level line for the results whose lone departures left their CI near what the
 /// other repetitions give.
 fn quiet_line(quiet: &[(usize, Vec<f64>)]) -> Option<String> {
@@ -296,7 +334,8 @@ fn shared_line(moves: &[crate::analysis::SharedMove], explained: usize) -> Optio
             } else {
                 format!("{:+.1}% to {:+.1}%", m.pct[0], m.pct[1])
             };
-            format!("{:.1} s ({pct}, {} results)", m.at_ms / 1e3, m.results)
+            let s = if m.results == 1 { "" } else { "s" };
+            format!("{:.1} s ({pct}, {} result{s})", m.at_ms / 1e3, m.results)
         })
         .collect();
     Some(format!(
@@ -368,6 +407,9 @@ pub fn render_at(run: &Run, color: bool, opts: TableOptions, width: usize) -> St
         said(&mut out, &format!("note: {}", super::printable(n)));
     }
     if let Some(line) = shared_line(&said_once.moves, said_once.explained.len()) {
+        said(&mut out, &format!("note: {line}"));
+    }
+    for line in family_levels_lines(run, &said_once.family_levels) {
         said(&mut out, &format!("note: {line}"));
     }
     if let Some(line) = quiet_line(&said_once.quiet) {
@@ -630,6 +672,70 @@ mod tests {
         );
         assert_eq!(verbose.matches(crate::analysis::DEPARTURE_NOTE).count(), 2);
         assert!(!verbose.contains("depart alone"), "{verbose}");
+    }
+
+    #[test]
+    fn a_family_at_two_levels_is_said_once_and_a_lone_two_level_result_keeps_its_note() {
+        let mut run = testdata::run();
+        let levels = |hi: f64| [100.0, hi, 100.2, hi * 1.001, 99.9, 100.1, 100.0, 99.8];
+        let mut two = |id: &str, hi: f64| {
+            let mut r = result_with_levels(id, &levels(hi), &[1, 3]);
+            r.notes = vec![format!(
+                "{}repetitions 2, 4",
+                crate::analysis::TWO_LEVELS_NOTE
+            )];
+            r
+        };
+        run.results = vec![
+            two("syscall/a", 108.0),
+            two("syscall/b", 106.0),
+            two("syscall/c", 110.0),
+            two("spawn/d", 120.0),
+        ];
+        // Spread the departures in time so that no moment is shared.
+        for (i, r) in run.results.iter_mut().enumerate() {
+            for (k, rep) in r.repetitions.iter_mut().enumerate() {
+                rep.started_ms = 10_000.0 * k as f64 + 1000.0 * i as f64;
+            }
+        }
+        let d = crate::analysis::departures(&run);
+        assert!(d.moves.is_empty());
+        assert_eq!(d.family_levels.len(), 1);
+        assert_eq!(d.family_levels[0].results, vec![0, 1, 2]);
+        let text = render_at(&run, false, TableOptions::default(), 1000);
+        assert_eq!(
+            text.matches(crate::analysis::TWO_LEVELS_NOTE).count(),
+            1,
+            "{text}"
+        );
+        assert!(text.contains("[1] spawn/d: two levels"), "{text}");
+        assert!(
+            text.contains("note: 3 syscall/ results ran at two levels, each whole repetition at one or the other (x1.06 to x1.10"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_moment_goes_on_while_shared_departures_follow_each_other() {
+        let mut run = testdata::run();
+        run.results.truncate(1);
+        let one = run.results[0].clone();
+        run.results = (0..6)
+            .map(|i| {
+                let mut r = one.clone();
+                r.id = format!("call/f{i}");
+                // Departures 150 ms apart: 0, 150, ..., 750 ms, each with two others in 300 ms.
+                r.repetitions = vec![crate::model::Repetition {
+                    departs_pct: Some(5.0),
+                    ..testdata::repetition(1.0, 150.0 * i as f64)
+                }];
+                r
+            })
+            .collect();
+        let (moves, explained) = crate::analysis::shared_departures(&run);
+        assert_eq!(moves.len(), 1, "{moves:?}");
+        assert_eq!(moves[0].results, 6);
+        assert_eq!(explained.len(), 6);
     }
 
     #[test]

@@ -678,7 +678,7 @@ mod tests {
     fn a_family_at_two_levels_is_said_once_and_a_lone_two_level_result_keeps_its_note() {
         let mut run = testdata::run();
         let levels = |hi: f64| [100.0, hi, 100.2, hi * 1.001, 99.9, 100.1, 100.0, 99.8];
-        let mut two = |id: &str, hi: f64| {
+        let two = |id: &str, hi: f64| {
             let mut r = result_with_levels(id, &levels(hi), &[1, 3]);
             r.notes = vec![format!(
                 "{}repetitions 2, 4",

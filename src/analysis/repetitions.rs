@@ -496,7 +496,17 @@ pub fn departures(run: &crate::model::Run) -> Departures {
         others.dedup();
         others.len() + 1 >= TOGETHER_RESULTS
     };
-    let flags: Vec<bool> = all.iter().map(shared).collect();
+    let centers: Vec<bool> = all.iter().map(shared).collect();
+    // A departure within TOGETHER_MS of one that is shared, the same way, belongs to that
+    // moment too (the window of the first of three results may not reach the third).
+    let flags: Vec<bool> = all
+        .iter()
+        .map(|&(t, p, _, _)| {
+            all.iter().zip(&centers).any(|(&(u, q, _, _), &c)| {
+                c && (u - t).abs() <= TOGETHER_MS && q.signum() == p.signum()
+            })
+        })
+        .collect();
     let mut moves: Vec<SharedMove> = Vec::new();
     let mut members: Vec<Vec<usize>> = Vec::new();
     // A moment goes on while shared departures follow within TOGETHER_MS of the last one: a

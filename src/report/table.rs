@@ -112,6 +112,17 @@ pub fn rows(run: &Run) -> (Vec<TableLine>, Vec<String>) {
     rows_with(run, &SaidOnce::default())
 }
 
+/// A result whose lone departures are why its CI is wide.
+#[derive(Debug)]
+struct Widened {
+    /// The result.
+    result: usize,
+    /// Its lone departing repetitions and how far each departed, percent.
+    departures: Vec<(usize, f64)>,
+    /// The CI's half-width with and without them, percent.
+    halfwidth_pct: [f64; 2],
+}
+
 /// The departure notes a table says once for the run instead of with each result.
 #[derive(Debug, Default)]
 struct SaidOnce {
@@ -122,15 +133,19 @@ struct SaidOnce {
     /// Results whose lone departures left their CI near what the others give (percent of
     /// each departure), counted in one line.
     quiet: Vec<(usize, Vec<f64>)>,
-    /// Results whose lone departures are why their CI is wide: (result, with, without).
-    widened: Vec<(usize, [f64; 2])>,
+    /// Results whose lone departures are why their CI is wide.
+    widened: Vec<Widened>,
+    /// Every note is printed with its result (`--verbose`): nothing is left out, and a
+    /// widening departure is said in its note rather than as a flag.
+    verbose: bool,
     /// Families whose results ran at two levels together.
     family_levels: Vec<crate::analysis::FamilyLevels>,
 }
 
 impl SaidOnce {
-    /// Sort `run`'s departures (`analysis::departures`) for a table.
-    fn of(run: &Run) -> SaidOnce {
+    /// Sort `run`'s departures (`analysis::departures`) for a table; `verbose` leaves every
+    /// note with its result.
+    fn of(run: &Run, verbose: bool) -> SaidOnce {
         let d = crate::analysis::departures(run);
         let has_note = |i: usize, two_levels: bool| {
             run.results[i].notes.iter().any(|n| {
@@ -149,26 +164,55 @@ impl SaidOnce {
             ..SaidOnce::default()
         };
         for lone in d.lone.into_iter().filter(|l| has_note(l.result, false)) {
+            let reps = &run.results[lone.result].repetitions;
+            let pct: Vec<(usize, f64)> = lone
+                .reps
+                .iter()
+                .filter_map(|&k| reps.get(k).and_then(|r| r.departs_pct).map(|p| (k, p)))
+                .collect();
             match (lone.noted, lone.halfwidth_pct) {
-                (true, Some(w)) => said.widened.push((lone.result, w)),
+                (true, Some(w)) => said.widened.push(Widened {
+                    result: lone.result,
+                    departures: pct,
+                    halfwidth_pct: w,
+                }),
                 (true, None) => {}
-                (false, _) => {
-                    let reps = &run.results[lone.result].repetitions;
-                    let pct = lone
-                        .reps
-                        .iter()
-                        .filter_map(|&k| reps.get(k).and_then(|r| r.departs_pct))
-                        .collect();
-                    said.quiet.push((lone.result, pct));
-                }
+                (false, _) => said
+                    .quiet
+                    .push((lone.result, pct.into_iter().map(|x| x.1).collect())),
             }
+        }
+        if verbose {
+            // Every note stays with its result; only the widths are added to it.
+            said = SaidOnce {
+                widened: said.widened,
+                verbose: true,
+                ..SaidOnce::default()
+            };
         }
         said
     }
 
-    /// The departure note of result `i` is said for the run, not with it.
+    /// The departure note of result `i` is said for the run or as a flag, not with it.
     fn leaves_out(&self, i: usize) -> bool {
-        self.explained.contains(&i) || self.quiet.iter().any(|(q, _)| *q == i)
+        self.explained.contains(&i)
+            || self.quiet.iter().any(|(q, _)| *q == i)
+            || (!self.verbose && self.widened.iter().any(|w| w.result == i))
+    }
+
+    /// The flag of result `i` whose lone departures widened its CI: "rep 3 +24%", or
+    /// "reps 2,6 +22..+35%".
+    fn departure_flag(&self, i: usize) -> Option<String> {
+        if self.verbose {
+            return None;
+        }
+        let pct = &self.widened.iter().find(|w| w.result == i)?.departures;
+        let ks: Vec<String> = pct.iter().map(|(k, _)| (k + 1).to_string()).collect();
+        let (lo, hi) = crate::stats::extent(pct.iter().map(|x| x.1));
+        Some(match pct.len() {
+            1 => format!("rep {} {lo:+.0}%", ks[0]),
+            _ => format!("reps {} {lo:+.0}..{hi:+.0}%", ks.join(",")),
+        })
     }
 
     /// The two-levels note of result `i` is said for the run, not with it.
@@ -214,6 +258,10 @@ fn rows_with(run: &Run, said: &SaidOnce) -> (Vec<TableLine>, Vec<String>) {
                 );
                 flag.push(format!("disturbed [{n}]"));
             }
+            if let Some(f) = said.departure_flag(i) {
+                warn = true;
+                flag.push(f);
+            }
             if let Some(shift) = r.disturbed.phase_shift_pct {
                 let share =
                     100.0 * r.disturbed.phase_samples as f64 / r.samples_ns.len().max(1) as f64;
@@ -231,9 +279,9 @@ fn rows_with(run: &Run, said: &SaidOnce) -> (Vec<TableLine>, Vec<String>) {
                 } else {
                     "note"
                 };
-                let widened = said.widened.iter().find(|(w, _)| *w == i);
-                let text = match widened {
-                    Some((_, [with, without])) if departure => format!(
+                let widened = said.widened.iter().find(|w| w.result == i);
+                let text = match widened.map(|w| w.halfwidth_pct) {
+                    Some([with, without]) if departure => format!(
                         "{t}; the CI is ±{with:.1}% with {}, ±{without:.1}% from the other \
                          repetitions alone",
                         if t.matches(" sat ").count() == 1 {
@@ -279,6 +327,11 @@ fn cells(r: &BenchResult, flag: String) -> [String; 8] {
         ],
     }
 }
+
+/// What a `rep K +X%` flag means.
+pub const DEPARTURE_LEGEND: &str = "rep K +X%: repetition K departed alone, by X%, and is why \
+    the result's CI is wide (past 3x the precision asked, and twice what the other repetitions \
+    give); kept (--verbose says how wide the CI is without it)";
 
 /// The run-level line for each family whose results ran at two levels together.
 fn family_levels_lines(run: &Run, families: &[crate::analysis::FamilyLevels]) -> Vec<String> {
@@ -355,11 +408,7 @@ pub fn render(run: &Run, color: bool, opts: TableOptions) -> String {
 
 /// As `render`, notes wrapped at `width` columns.
 pub fn render_at(run: &Run, color: bool, opts: TableOptions, width: usize) -> String {
-    let said_once = if opts.verbose {
-        SaidOnce::default()
-    } else {
-        SaidOnce::of(run)
-    };
+    let said_once = SaidOnce::of(run, opts.verbose);
     let (rows, notes) = rows_with(run, &said_once);
     let shown: Vec<usize> = if opts.wide {
         (0..HEADERS.len()).collect()
@@ -431,6 +480,9 @@ pub fn render_at(run: &Run, color: bool, opts: TableOptions, width: usize) -> St
     }
     if let Some(legend) = phase_legend(run) {
         said(&mut out, legend);
+    }
+    if !said_once.verbose && !said_once.widened.is_empty() {
+        said(&mut out, DEPARTURE_LEGEND);
     }
     out
 }
@@ -652,11 +704,12 @@ mod tests {
         let text = render_at(&run, false, TableOptions::default(), 1000);
         assert_eq!(
             text.matches(crate::analysis::DEPARTURE_NOTE).count(),
-            1,
+            0,
             "{text}"
         );
-        assert!(text.contains("syscall/b: kept, not removed"), "{text}");
-        assert!(text.contains("with it, ±"), "{text}");
+        let b = text.lines().find(|l| l.contains("syscall/b")).unwrap();
+        assert!(b.trim_end().ends_with("rep 6 +40%"), "{text}");
+        assert!(text.contains(DEPARTURE_LEGEND), "{text}");
         assert!(
             text.contains("note: 1 result had repetitions depart alone (+2.5% to +2.5%)"),
             "{text}"
@@ -672,6 +725,8 @@ mod tests {
         );
         assert_eq!(verbose.matches(crate::analysis::DEPARTURE_NOTE).count(), 2);
         assert!(!verbose.contains("depart alone"), "{verbose}");
+        assert!(verbose.contains("with it, ±"), "{verbose}");
+        assert!(!verbose.contains("rep 6 +40%"), "{verbose}");
     }
 
     #[test]

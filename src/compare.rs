@@ -97,6 +97,127 @@ pub struct BenchComparison {
     /// drift between them).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub apart_unknown: bool,
+    /// `ab`: the row is judged from its rounds (A and B repetitions measured side by side) by
+    /// the stop rule that ended them (`paired`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<Rounds>,
+}
+
+/// How `ab`'s stop rule ended for one benchmark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// The slowdown's sequential CI excludes 1 and the slowdown lies beyond the noise band.
+    Called,
+    /// The CI lies inside the noise band.
+    NoChange,
+    /// The budget ended first: the CI reaches into the band and past it.
+    Undecided,
+}
+
+/// The rounds behind an `ab` row and how its stop rule ended.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Rounds {
+    /// Rounds (pairs of an A and a B repetition) the row was judged on.
+    pub rounds: usize,
+    /// What the stop rule decided at the last look.
+    pub decision: Decision,
+}
+
+/// One benchmark's rounds judged as `ab`'s stop rule judges them: per round, the log of B's
+/// repetition median over A's (measured next to each other, so the machine's drift between
+/// rounds cancels), and the group-sequential interval of their mean (`stats::sequential`),
+/// valid at every look of the schedule together.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Paired {
+    /// The geometric mean of the rounds' ratios.
+    pub slowdown: f64,
+    /// Its sequential 95% CI.
+    pub ci: [f64; 2],
+    /// Two-sided p of the paired t test at this look (not adjusted for the looks).
+    pub p: f64,
+    /// The verdict for that CI and slowdown (`verdict`).
+    pub verdict: Verdict,
+    /// For "no change": the CI lies inside the band.
+    pub within_band: bool,
+    /// The rounds and what they decided.
+    pub rounds: Rounds,
+}
+
+/// Judge the rounds whose repetition medians are `base` and `cand` (index k of each measured
+/// in round k) against a noise band of ±`threshold`. `None` with fewer than 2 usable rounds.
+pub fn paired(base: &[f64], cand: &[f64], threshold: f64) -> Option<Paired> {
+    let logs: Vec<f64> = base
+        .iter()
+        .zip(cand)
+        .filter(|(b, c)| **b > 0.0 && **c > 0.0 && b.is_finite() && c.is_finite())
+        .map(|(b, c)| (c / b).ln())
+        .collect();
+    let n = logs.len();
+    let [lo, hi] = crate::stats::sequential::interval(&logs)?;
+    let mean = logs.iter().sum::<f64>() / n as f64;
+    let sd = (logs.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt();
+    let p = if sd > 0.0 {
+        use statrs::distribution::{ContinuousCDF, StudentsT};
+        let t = mean.abs() / (sd / (n as f64).sqrt());
+        StudentsT::new(0.0, 1.0, (n - 1) as f64).map_or(f64::NAN, |d| 2.0 * (1.0 - d.cdf(t)))
+    } else if mean == 0.0 {
+        1.0
+    } else {
+        0.0
+    };
+    let (slowdown, ci) = (mean.exp(), [lo.exp(), hi.exp()]);
+    let (v, within_band) = verdict(ci, slowdown, threshold);
+    let decision = match v {
+        Verdict::Slower | Verdict::Faster => Decision::Called,
+        Verdict::NoChange if within_band => Decision::NoChange,
+        Verdict::NoChange => Decision::Undecided,
+    };
+    Some(Paired {
+        slowdown,
+        ci,
+        p,
+        verdict: v,
+        within_band,
+        rounds: Rounds {
+            rounds: n,
+            decision,
+        },
+    })
+}
+
+/// Judge an `ab` comparison's rows by their rounds (`paired`): each row whose two results have
+/// repetitions in pairs gets the paired slowdown, its sequential CI, the addition on the base
+/// median, and `rounds`. A row whose sides lost a repetition (a failed worker) keeps the
+/// bootstrap of the two runs: its pairs would no longer be rounds.
+pub fn judge_rounds(cmp: &mut Comparison, base: &Run, cand: &Run) {
+    let medians = |run: &Run, id: &str| -> Option<Vec<f64>> {
+        let r = run.results.iter().find(|r| r.id == id)?;
+        Some(r.repetitions.iter().map(|x| x.median_ns).collect())
+    };
+    for r in &mut cmp.rows {
+        let (Some(b), Some(c)) = (medians(base, &r.id), medians(cand, &r.id)) else {
+            continue;
+        };
+        if b.len() != c.len() {
+            continue;
+        }
+        let Some(p) = paired(&b, &c, cmp.threshold) else {
+            continue;
+        };
+        r.slowdown = p.slowdown;
+        r.slowdown_ci95 = p.ci;
+        r.addition_ns = r.base_median_ns * (p.slowdown - 1.0);
+        r.addition_ci95 = [
+            r.base_median_ns * (p.ci[0] - 1.0),
+            r.base_median_ns * (p.ci[1] - 1.0),
+        ];
+        r.p_value = p.p;
+        r.verdict = p.verdict;
+        r.within_band = p.within_band;
+        r.rounds = Some(p.rounds);
+    }
+    cmp.summary = summarize(&cmp.rows);
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -361,6 +482,7 @@ fn row(id: &str, b: &BenchResult, c: &BenchResult, opts: &Options) -> Option<Ben
         disturbed: b.disturbed.is_disturbed() || c.disturbed.is_disturbed(),
         run_to_run: None,
         apart_unknown: false,
+        rounds: None,
     })
 }
 
@@ -580,6 +702,42 @@ mod tests {
     }
 
     #[test]
+    fn rounds_are_judged_by_their_paired_ratios_with_the_sequential_interval() {
+        let base = [
+            100.0, 108.0, 100.0, 108.0, 100.0, 100.0, 108.0, 100.0, 100.0, 108.0,
+        ];
+        // B 3% above A in every round, whichever level the round's processes sat at: the
+        // ratios agree though the levels swing 8%.
+        let cand: Vec<f64> = base.iter().map(|x| x * 1.03).collect();
+        let p = paired(&base, &cand, 0.01).unwrap();
+        assert!((p.slowdown - 1.03).abs() < 1e-9, "{p:?}");
+        assert_eq!(p.verdict, Verdict::Slower);
+        assert_eq!(
+            p.rounds,
+            Rounds {
+                rounds: 10,
+                decision: Decision::Called
+            }
+        );
+        // The same medians unpaired (B's levels in another order) decide nothing.
+        let mut shuffled = cand.clone();
+        shuffled.rotate_left(1);
+        let q = paired(&base, &shuffled, 0.01).unwrap();
+        assert_eq!(q.rounds.decision, Decision::Undecided, "{q:?}");
+        assert!(q.ci[0] < 1.0 && q.ci[1] > 1.02, "{q:?}");
+        // Identical sides: no change, inside the band, p = 1.
+        let same = paired(&base, &base, 0.01).unwrap();
+        assert_eq!(
+            (same.rounds.decision, same.within_band, same.p),
+            (Decision::NoChange, true, 1.0)
+        );
+        assert!(
+            paired(&[1.0], &[1.0], 0.01).is_none(),
+            "one round: no interval"
+        );
+    }
+
+    #[test]
     fn verdicts_at_the_edges_of_the_threshold() {
         let t = 0.02;
         assert_eq!(verdict([1.021, 1.05], 1.03, t), (Verdict::Slower, false));
@@ -691,6 +849,7 @@ mod tests {
             disturbed: false,
             run_to_run: None,
             apart_unknown: false,
+            rounds: None,
         }
     }
 

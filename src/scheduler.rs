@@ -55,6 +55,10 @@ pub struct RepetitionPlan {
     pub precision: f64,
     /// --samples N: exactly N samples per result, shared out over `min` repetitions.
     pub fixed_total: Option<usize>,
+    /// `ab`: stop a benchmark once its comparison has decided against a noise band of this
+    /// fraction (`compare::paired`, looked at on `stats::sequential`'s schedule), not once
+    /// each side is precise.
+    pub decide: Option<f64>,
 }
 
 /// Sampling time the repetitions of all selected cases share at their minimum count: the
@@ -101,6 +105,7 @@ pub fn repetition_plan(
         rep_ns,
         precision,
         fixed_total,
+        decide: None,
     }
 }
 
@@ -269,6 +274,19 @@ impl Track {
         })
     }
 
+    /// Each measured case's repetition medians, in the order measured.
+    fn medians(&self) -> Vec<Vec<f64>> {
+        self.cases
+            .iter()
+            .map(|(_, reps)| {
+                reps.iter()
+                    .filter_map(|r| r.case.measurement.as_ref())
+                    .map(|m| crate::stats::median(&m.samples_ns))
+                    .collect()
+            })
+            .collect()
+    }
+
     /// Nothing was measured in the first repetition (skipped or failed throughout): repeating
     /// would only say so again.
     fn nothing_to_repeat(&self) -> bool {
@@ -346,8 +364,16 @@ fn run_rounds(
         }
         let opts = rep_options(opts, plan, k);
         let mut round = Vec::new();
+        // A B in even rounds, B A in odd ones: a drift within a round, or whatever the first
+        // of a pair does to the second (a warm cache, a cold CPU), falls on both sides alike.
+        let first_last: Vec<usize> = if k % 2 == 0 {
+            (0..sides.len()).collect()
+        } else {
+            (0..sides.len()).rev().collect()
+        };
         for &i in &active {
-            for side in sides.iter_mut() {
+            for &si in &first_last {
+                let side = &mut sides[si];
                 let b = side.tracks[i].bench;
                 bar.set_message(format!("{} (repetition {})", b.id, k + 1));
                 let t0 = started.elapsed();
@@ -381,6 +407,17 @@ fn judge(plan: &Plan, sides: &mut [MeasuredSide], i: usize, done: usize) {
         None
     } else if reps.fixed_total.is_some() {
         Some("fixed")
+    } else if let (Some(band), [a, b]) = (reps.decide, &*sides) {
+        let last = done >= reps.max;
+        if !crate::stats::sequential::is_look(done, last) {
+            None
+        } else if decided(&a.tracks[i], &b.tracks[i], band) {
+            Some("decided")
+        } else if last {
+            Some("budget")
+        } else {
+            None
+        }
     } else if sides
         .iter()
         .all(|s| s.tracks[i].precise_enough(reps.precision))
@@ -396,6 +433,20 @@ fn judge(plan: &Plan, sides: &mut [MeasuredSide], i: usize, done: usize) {
             s.tracks[i].stopped = Some(why);
         }
     }
+}
+
+/// Whether every case both sides measured has decided (`compare::paired`: called, or no
+/// change inside the band). A case one side could not measure decides nothing and holds
+/// nothing back.
+fn decided(a: &Track, b: &Track, band: f64) -> bool {
+    a.medians().iter().zip(b.medians()).all(|(ma, mb)| {
+        if ma.is_empty() || mb.is_empty() {
+            return true;
+        }
+        let n = ma.len().min(mb.len());
+        crate::compare::paired(&ma[..n], &mb[..n], band)
+            .is_some_and(|p| p.rounds.decision != crate::compare::Decision::Undecided)
+    })
 }
 
 impl RunSetup {
@@ -729,6 +780,7 @@ mod tests {
                 rep_ns: 20_000_000,
                 precision: 0.01,
                 fixed_total,
+                decide: None,
             },
             pin_wrapper: false,
             cpu_asked: false,
@@ -789,6 +841,49 @@ mod tests {
         // Events are counted in the first repetition only.
         let given = a.given.borrow();
         assert!(given[0].0 && given[1].0 && given[2..].iter().all(|g| !g.0));
+    }
+
+    #[test]
+    fn ab_rounds_go_on_until_the_comparison_decides_or_the_budget_ends() {
+        let ab_plan = |ids: &[&str]| {
+            let mut p = plan(ids, None);
+            p.reps.min = crate::stats::sequential::MIN_ROUNDS;
+            p.reps.max = 40;
+            p.reps.decide = Some(0.01);
+            p
+        };
+        // B 5% slower with the same little noise: called at the first look.
+        let log = RefCell::new(vec![]);
+        let a = fake("A", &log, |_| vec![100.0, 101.0, 99.0, 100.5, 99.5, 100.2]);
+        let b = fake("B", &log, |_| {
+            vec![105.0, 106.0, 104.0, 105.5, 104.5, 105.2]
+        });
+        let (order, stops) = rounds_of(&ab_plan(&["syscall/getppid"]), &[&a, &b]).unwrap();
+        assert_eq!(stops[0], [(Some("decided"), 10)]);
+        assert_eq!(order.len(), 10);
+        // A B, then B A: each side goes first in every other round.
+        assert_eq!(
+            log.borrow()[..4],
+            [
+                "A syscall/getppid",
+                "B syscall/getppid",
+                "B syscall/getppid",
+                "A syscall/getppid"
+            ]
+        );
+        // The two sides alike: no change, inside the band, at the first look.
+        let log = RefCell::new(vec![]);
+        let a = fake("A", &log, |_| vec![100.0, 101.0, 99.0]);
+        let b = fake("B", &log, |_| vec![100.0, 101.0, 99.0]);
+        let (_, stops) = rounds_of(&ab_plan(&["syscall/getppid"]), &[&a, &b]).unwrap();
+        assert_eq!(stops[0], [(Some("decided"), 10)]);
+        // Rounds whose ratios swing ±8% around 1: neither called nor inside ±1% by round 40.
+        let log = RefCell::new(vec![]);
+        let a = fake("A", &log, |_| vec![100.0, 108.0]);
+        let b = fake("B", &log, |_| vec![108.0, 100.0, 100.0]);
+        let (order, stops) = rounds_of(&ab_plan(&["syscall/getppid"]), &[&a, &b]).unwrap();
+        assert_eq!(stops[0], [(Some("budget"), 40)]);
+        assert_eq!(order.len(), 40);
     }
 
     #[test]

@@ -235,7 +235,7 @@ const CASES: &[Case] = &[
     ),
     case("ab --set aslr=2 call/f0", 2, "unexpected argument '--set'"),
     case("ab --rounds 0 call/f0", 2, "--rounds"),
-    case("ab --rounds 101 call/f0", 2, "--rounds"),
+    case("ab --rounds 1001 call/f0", 2, "--rounds"),
     case("ab --threshold -1 call/f0", 2, "--threshold"),
     // compare and the run files it reads
     case("compare", 2, "required"),

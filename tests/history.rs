@@ -185,14 +185,22 @@ fn ab_under_strace_is_slower_by_more_than_twice() {
 #[test]
 #[ignore = "slow tier (statistical, default sampling): .ci/run runs it with --ignored"]
 fn ab_of_a_system_against_itself_finds_no_change() {
-    // The issue's own check, with default settings: `oscost ab syscall/`.
+    // The issue's own check, with default settings but the budget (each benchmark's rounds
+    // end when it has decided, at most 15 s here): `oscost ab syscall/ --budget 15`.
     let _g = measuring();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("same.db");
     let json = dir.path().join("same.json");
     ok(&with_db(
         &db,
-        &["ab", "syscall/", "--json", json.to_str().unwrap()],
+        &[
+            "ab",
+            "syscall/",
+            "--budget",
+            "15",
+            "--json",
+            json.to_str().unwrap(),
+        ],
     ));
     let cmp = read_comparison(&json);
     let same = cmp.rows.iter().filter(|r| r.verdict == Verdict::NoChange);

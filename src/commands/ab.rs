@@ -29,9 +29,12 @@ pub struct AbArgs {
     /// A kernel setting of side B (repeatable), e.g. halt-poll-ns=200000.
     #[arg(long = "b-set", value_name = "NAME=VALUE")]
     pub b_set: Vec<String>,
-    /// At least this many A/B repetitions per benchmark (each side a fresh worker each time).
-    #[arg(long, value_name = "K", default_value = "3",
-          value_parser = clap::value_parser!(u64).range(1..=100))]
+    /// At least this many rounds per benchmark (a round: one A and one B repetition, each a
+    /// fresh worker). The comparison is first asked whether it has decided after 10 rounds,
+    /// or K if more (below 10 a round-to-round spread is mostly chance); with --samples, the
+    /// rounds are exactly K.
+    #[arg(long, value_name = "K", default_value = "10",
+          value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub rounds: u64,
     #[command(flatten)]
     /// How the two sides are judged.
@@ -40,6 +43,40 @@ pub struct AbArgs {
     /// What is measured and where it is kept, as `run` takes it (ab's wrappers are --a and
     /// --b, its settings --a-set and --b-set; it has no --runs).
     pub measure: MeasureArgs,
+}
+
+/// ab's longest time on one benchmark, both sides, when --budget is not given, seconds. Enough
+/// here to decide x1.02 on a null system call: its rounds' ratios spread ~4% (fresh processes
+/// sit at one of two levels ~8% apart), so a CI of ±1% at the sequential level needs ~150
+/// rounds, ~25 s with 60 ms repetitions (docs/design-notes.md, "ab decides").
+pub const AB_BUDGET_S: f64 = 40.0;
+
+/// ab's budget with --quick, seconds: x1.05 on a null call decides well within it.
+pub const AB_QUICK_BUDGET_S: f64 = 10.0;
+
+/// ab's rounds: at least `rounds` (and `stats::sequential::MIN_ROUNDS`), then until the
+/// comparison has decided against `compare`'s noise band, or `budget_s` (both sides' sampling
+/// time) ends. With --samples the sides take their fixed samples as `run` does.
+fn decide_rounds(
+    plan: &mut crate::scheduler::Plan,
+    rounds: usize,
+    budget_s: Option<f64>,
+    quick: bool,
+    compare: &CompareArgs,
+) {
+    use crate::stats::sequential::{MAX_ROUNDS, MIN_ROUNDS};
+    if plan.reps.fixed_total.is_some() {
+        return;
+    }
+    let rep_s = plan.reps.rep_ns as f64 / 1e9;
+    let budget = budget_s.unwrap_or(if quick {
+        AB_QUICK_BUDGET_S
+    } else {
+        AB_BUDGET_S
+    });
+    plan.reps.min = rounds.max(MIN_ROUNDS);
+    plan.reps.max = ((budget / (2.0 * rep_s)) as usize).clamp(plan.reps.min, MAX_ROUNDS);
+    plan.reps.decide = Some(options(compare).threshold);
 }
 
 /// One side: its wrapper split like a shell, and the text to show.
@@ -76,6 +113,12 @@ impl AbArgs {
         // ab's files are the comparison's (written by `finish`), not a run's.
         let outputs = self.measure.outputs.clone();
         let mut plan = super::plan::build(&self.measure.request())?;
+        decide_rounds(
+            &mut plan,
+            self.rounds as usize,
+            self.measure.budget,
+            &self.compare,
+        );
         let mut store = if self.measure.no_save {
             None
         } else {
@@ -146,6 +189,9 @@ impl AbArgs {
         }
         let mut cmp = compare::compare(&ra, &rb, &na, &nb, &options(&self.compare));
         cmp.alternated = true;
+        if plan.reps.decide.is_some() {
+            compare::judge_rounds(&mut cmp, &ra, &rb);
+        }
         // --report: the comparison's page (A against B), as `compare --report` draws it.
         if let Some(d) = &self.measure.report {
             match crate::report::compare_page::render_comparison(&cmp, false) {

@@ -241,6 +241,7 @@ fn group_row(
         disturbed: false,
         run_to_run: None,
         apart_unknown: false,
+        rounds: None,
     });
 }
 

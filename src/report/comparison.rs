@@ -6,7 +6,7 @@
 use comfy_table::{Cell, CellAlignment, Color};
 
 use super::{format_ns, signed_ns};
-use crate::compare::{BenchComparison, Comparison, Verdict};
+use crate::compare::{BenchComparison, Comparison, Decision, Verdict};
 
 const HEADERS: [&str; 8] = [
     "benchmark",
@@ -33,21 +33,56 @@ fn cells(r: &BenchComparison) -> [String; 8] {
             format!("{:.3}", r.p_value)
         },
         format!(
-            "{}{}{}",
+            "{}{}{}{}",
             if r.apart_unknown {
                 "? (apart)"
+            } else if r.rounds.is_some_and(|x| x.decision == Decision::Undecided) {
+                "undecided"
             } else {
                 r.verdict.word()
             },
-            if r.verdict == Verdict::NoChange && !r.within_band && !r.apart_unknown {
+            if r.verdict == Verdict::NoChange
+                && !r.within_band
+                && !r.apart_unknown
+                && r.rounds.is_none()
+            {
                 "*"
             } else {
                 ""
             },
+            r.rounds
+                .map(|x| format!(", {} rounds", x.rounds))
+                .unwrap_or_default(),
             if r.disturbed { " (disturbed)" } else { "" }
         ),
     ]
 }
+
+/// `ab`'s rows whose budget ended before they decided, each in words with its CI.
+pub fn undecided_lines(c: &Comparison) -> Vec<String> {
+    c.rows
+        .iter()
+        .filter(|r| r.rounds.is_some_and(|x| x.decision == Decision::Undecided))
+        .map(|r| {
+            format!(
+                "undecided: {}: the change is between x{:.3} and x{:.3} after {} rounds, against \
+                 a noise band of ±{:.1}%; run longer (--budget) to decide",
+                super::printable(&r.id),
+                r.slowdown_ci95[0],
+                r.slowdown_ci95[1],
+                r.rounds.map_or(0, |x| x.rounds),
+                c.threshold * 100.0
+            )
+        })
+        .collect()
+}
+
+/// How `ab` judged its rows, when it judged them by rounds.
+pub const ROUNDS_LINE: &str = "ab: each benchmark's A and B repetitions alternated in rounds \
+    until its comparison decided: called when the slowdown's CI excludes 1 and the slowdown lies \
+    beyond the noise band, no change when the CI lies inside the band. The slowdown is the \
+    geometric mean of the rounds' ratios, its 95% CI sequential (valid however many times it \
+    was looked at: at 10, 12, 14, 17, ... rounds and at the budget's end)";
 
 fn side_line(c: &Comparison) -> String {
     let side = |s: &crate::compare::ComparedSide| {
@@ -256,7 +291,13 @@ pub fn render(c: &Comparison, color: bool) -> String {
     if let Some(p) = one_factor_line(c) {
         out.push_str(&format!("{p}\n"));
     }
-    if c.summary.inconclusive > 0 {
+    for u in undecided_lines(c) {
+        out.push_str(&format!("{u}\n"));
+    }
+    if c.rows.iter().any(|r| r.rounds.is_some()) {
+        out.push_str(&format!("{ROUNDS_LINE}\n"));
+    }
+    if c.summary.inconclusive > 0 && c.rows.iter().any(|r| r.rounds.is_none()) {
         out.push_str(&format!("{}\n", INCONCLUSIVE));
     }
     out.push_str(&tail(c));

@@ -6,6 +6,7 @@
 //! removed: on an OS benchmark the slow tail (a preemption, a page fault) is part of the cost.
 
 pub mod bootstrap;
+pub mod sequential;
 pub mod units;
 
 /// JSON has no NaN: serde_json writes a NaN as `null`. These read `null` back as NaN, so a

@@ -117,6 +117,7 @@ impl AbArgs {
             &mut plan,
             self.rounds as usize,
             self.measure.budget,
+            self.measure.quick,
             &self.compare,
         );
         let mut store = if self.measure.no_save {

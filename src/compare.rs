@@ -130,11 +130,11 @@ pub struct Rounds {
 /// valid at every look of the schedule together.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Paired {
-    /// The geometric mean of the rounds' ratios.
+    /// The rounds' ratios' trimmed geometric mean (`stats::sequential::TRIM` of each end).
     pub slowdown: f64,
     /// Its sequential 95% CI.
     pub ci: [f64; 2],
-    /// Two-sided p of the paired t test at this look (not adjusted for the looks).
+    /// Two-sided p of the trimmed paired t test at this look (not adjusted for the looks).
     pub p: f64,
     /// The verdict for that CI and slowdown (`verdict`).
     pub verdict: Verdict,
@@ -154,18 +154,8 @@ pub fn paired(base: &[f64], cand: &[f64], threshold: f64) -> Option<Paired> {
         .map(|(b, c)| (c / b).ln())
         .collect();
     let n = logs.len();
-    let [lo, hi] = crate::stats::sequential::interval(&logs)?;
-    let mean = logs.iter().sum::<f64>() / n as f64;
-    let sd = (logs.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt();
-    let p = if sd > 0.0 {
-        use statrs::distribution::{ContinuousCDF, StudentsT};
-        let t = mean.abs() / (sd / (n as f64).sqrt());
-        StudentsT::new(0.0, 1.0, (n - 1) as f64).map_or(f64::NAN, |d| 2.0 * (1.0 - d.cdf(t)))
-    } else if mean == 0.0 {
-        1.0
-    } else {
-        0.0
-    };
+    let (mean, [lo, hi]) = crate::stats::sequential::interval(&logs)?;
+    let p = crate::stats::sequential::p_value(&logs);
     let (slowdown, ci) = (mean.exp(), [lo.exp(), hi.exp()]);
     let (v, within_band) = verdict(ci, slowdown, threshold);
     let decision = match v {

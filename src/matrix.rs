@@ -133,6 +133,138 @@ pub struct Matrix {
     /// With `--by KEY`: the key whose values the columns are (each a group of runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<String>,
+    /// Runs at another machine speed than the other runs of their environment (`odd_runs`):
+    /// their cells are judged with that factor taken out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub odd_runs: Vec<OddRun>,
+}
+
+/// A run among runs of one environment measured apart whose benchmarks all moved by about one
+/// factor against the others': the machine ran at another speed, and calling each of its
+/// benchmarks a change would report that one fact as many regressions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OddRun {
+    /// Its column.
+    pub column: usize,
+    /// Its run.
+    pub run_id: i64,
+    /// The factor: the median over its benchmarks of its median over the other runs'.
+    pub factor: f64,
+    /// Benchmarks that moved with it (the same way, at least half as far).
+    pub moved: usize,
+    /// Benchmarks it was judged on.
+    pub of: usize,
+    /// The runs of its environment it was held against.
+    pub against: usize,
+}
+
+/// An odd run needs at least this many other runs of its environment to be held against...
+const ODD_OTHERS: usize = 3;
+/// ...and at least this many benchmarks with a median in it and in them...
+const ODD_BENCHMARKS: usize = 4;
+/// ...of which this share moved with it...
+const ODD_TOGETHER: f64 = 0.75;
+/// ...by a factor at least this far from 1...
+const ODD_MIN_SHIFT: f64 = 0.02;
+/// ...and this many times the typical shift of the other runs of its environment. The run the
+/// issue found sat ~7% off in getpgid-0, getuid, read-devzero and write-devnull while the
+/// other runs' shifts were ~1%.
+const ODD_DOMINANCE: f64 = 3.0;
+
+/// The runs (single-run columns, measured apart) whose benchmarks moved by one factor against
+/// the other runs of the same environment (`environment_of` a column: runs that are not the
+/// same environment are what is compared, never an outlier).
+pub fn odd_runs(m: &Matrix, environment_of: &dyn Fn(usize) -> String) -> Vec<OddRun> {
+    let n = m.columns.len();
+    let mut out = Vec::new();
+    // Each column's shift against the others of its environment, benchmark by benchmark.
+    let mut shifts: Vec<Option<(f64, usize, usize, usize)>> = vec![None; n];
+    for (j, shift) in shifts.iter_mut().enumerate() {
+        let env = environment_of(j);
+        let others: Vec<usize> = (0..n)
+            .filter(|&k| k != j && environment_of(k) == env)
+            .collect();
+        if others.len() < ODD_OTHERS {
+            continue;
+        }
+        let logs: Vec<f64> = m
+            .rows
+            .iter()
+            .filter_map(|r| {
+                let own = r.cells[j].median_ns.filter(|x| *x > 0.0)?;
+                let theirs: Vec<f64> = others
+                    .iter()
+                    .filter_map(|&k| r.cells[k].median_ns.filter(|x| *x > 0.0))
+                    .collect();
+                (theirs.len() >= ODD_OTHERS).then(|| (own / crate::stats::median(&theirs)).ln())
+            })
+            .collect();
+        if logs.len() < ODD_BENCHMARKS {
+            continue;
+        }
+        let f = crate::stats::median(&logs);
+        let moved = logs
+            .iter()
+            .filter(|d| d.signum() == f.signum() && d.abs() >= f.abs() / 2.0)
+            .count();
+        *shift = Some((f, moved, logs.len(), others.len()));
+    }
+    for (j, shift) in shifts.iter().enumerate() {
+        let Some((f, moved, of, against)) = *shift else {
+            continue;
+        };
+        let env = environment_of(j);
+        let typical: Vec<f64> = (0..n)
+            .filter(|&k| k != j && environment_of(k) == env)
+            .filter_map(|k| shifts[k].map(|s| s.0.abs()))
+            .collect();
+        let typical = if typical.is_empty() {
+            0.0
+        } else {
+            crate::stats::median(&typical)
+        };
+        if f.abs() >= ODD_MIN_SHIFT.ln_1p()
+            && f.abs() >= ODD_DOMINANCE * typical
+            && moved as f64 >= ODD_TOGETHER * of as f64
+        {
+            out.push(OddRun {
+                column: j,
+                run_id: m.columns[j].run_id,
+                factor: f.exp(),
+                moved,
+                of,
+                against,
+            });
+        }
+    }
+    out
+}
+
+/// Judge the cells of `m` again with each odd run's factor taken out of its side (the base's
+/// too, when the base is one): a benchmark that moved with its run is no change, one that
+/// moved much further is still called.
+pub fn judge_without_odd_runs(m: &mut Matrix) {
+    let factor = |j: usize| {
+        m.odd_runs
+            .iter()
+            .find(|o| o.column == j)
+            .map_or(1.0, |o| o.factor)
+    };
+    let base_factor = factor(m.base);
+    let factors: Vec<f64> = (0..m.columns.len()).map(factor).collect();
+    let threshold = m.threshold;
+    for r in &mut m.rows {
+        for (j, c) in r.cells.iter_mut().enumerate() {
+            let f = factors[j] / base_factor;
+            if j == m.base || (f - 1.0).abs() < 1e-12 {
+                continue;
+            }
+            if let (Some(ratio), Some([lo, hi]), Some(_)) = (c.slowdown, c.slowdown_ci95, c.verdict)
+            {
+                c.verdict = Some(verdict([lo / f, hi / f], ratio / f, threshold).0);
+            }
+        }
+    }
 }
 
 /// The columns for `runs`, titled by what differs between them (the start time when nothing
@@ -397,8 +529,17 @@ pub fn build(
         rows: rows_out,
         changes: vec![],
         by: None,
+        odd_runs: vec![],
     };
     m.changes = column_changes(&m);
+    if apart.is_some() {
+        let environment_of = |j: usize| {
+            let r = &runs[j];
+            format!("{:?}", (&r.host, &r.kernel, &r.wrapper, &r.env_key))
+        };
+        m.odd_runs = odd_runs(&m, &environment_of);
+        judge_without_odd_runs(&mut m);
+    }
     m
 }
 
@@ -490,6 +631,65 @@ mod tests {
         assert_eq!(m.rows[0].cells[1].verdict, Some(Verdict::NoChange));
         assert!(m.rows[0].run_to_run.is_some_and(|r| r.percent > 5.0));
         assert!(render_table(&m, false).contains("run to run"));
+    }
+
+    #[test]
+    fn a_run_whose_benchmarks_all_moved_by_one_factor_is_named_and_not_called() {
+        // Six runs of one environment, five benchmarks; run 4 ran everything 7% slower, and in
+        // run 6 one benchmark really regressed by 30%. A sandboxed run 7 (another environment)
+        // moved everything too, and is a comparison, not an outlier.
+        let benches = ["a", "b", "c", "d", "e"];
+        let base_ns = [150.0, 180.0, 210.0, 5000.0, 1e5];
+        let jitter = [1.0, 1.004, 0.997, 1.0, 1.003, 0.998];
+        let mut runs: Vec<RunSummary> = (1..=6).map(|i| summary(i, "6.1", None)).collect();
+        let mut sandboxed = summary(7, "6.1", None);
+        sandboxed.env_key = Some("seccomp".into());
+        runs.push(sandboxed);
+        let mut rows = Vec::new();
+        for (k, run) in runs.iter().enumerate() {
+            for (i, (b, ns)) in benches.iter().zip(base_ns).enumerate() {
+                let mut x = ns * jitter[k % 6];
+                if run.id == 4 {
+                    x *= 1.07;
+                }
+                if run.id == 6 && *b == "b" {
+                    x *= 1.3;
+                }
+                if run.id == 7 {
+                    x *= 1.0 + 0.1 * (i + 1) as f64;
+                }
+                rows.push((run.id, row(b, x, x * 0.996, x * 1.004)));
+            }
+        }
+        let spread_of = |_: &str, _: i64| Some(Spread { tau: 0.0, runs: 6 });
+        let order: Vec<String> = benches.iter().map(|b| b.to_string()).collect();
+        let m = build(&runs, &rows, 0, &order, 0.02, Some(&spread_of));
+        assert_eq!(m.odd_runs.len(), 1, "{:?}", m.odd_runs);
+        let odd = &m.odd_runs[0];
+        assert_eq!((odd.run_id, odd.moved, odd.of, odd.against), (4, 5, 5, 5));
+        assert!((odd.factor - 1.07).abs() < 0.01, "{odd:?}");
+        // Its cells are no change; the real regression in run 6 and the sandbox are called.
+        assert!(
+            m.rows
+                .iter()
+                .all(|r| r.cells[3].verdict == Some(Verdict::NoChange))
+        );
+        assert_eq!(m.rows[1].cells[5].verdict, Some(Verdict::Slower));
+        assert!(
+            m.rows
+                .iter()
+                .all(|r| r.cells[6].verdict == Some(Verdict::Slower))
+        );
+        let text = render_table(&m, false);
+        assert!(
+            text.contains("run 4: every benchmark x1.07") && text.contains("(5 of 5 moved"),
+            "{text}"
+        );
+        // With the odd run as the base, the others are judged against its level less its factor.
+        let m = build(&runs, &rows, 3, &order, 0.02, Some(&spread_of));
+        assert_eq!(m.odd_runs.len(), 1);
+        assert_eq!(m.rows[0].cells[0].verdict, Some(Verdict::NoChange));
+        assert_eq!(m.rows[1].cells[5].verdict, Some(Verdict::Slower));
     }
 
     fn row(bench: &str, median: f64, lo: f64, hi: f64) -> ResultRow {

@@ -398,6 +398,11 @@ pub struct Disturbance {
     /// over (a same-CPU ping-pong).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_wait_pct: Option<f64>,
+    /// Share of the measuring CPU's time that other programs took while the result was
+    /// measured, percent (the CPU's idle time and the worker tree's CPU time leave it:
+    /// `noise::CpuShare`); `None` without cpuidle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_foreign_pct: Option<f64>,
     /// Time the worker's cgroup was stopped by its CPU quota while the result was measured,
     /// ms, summed over its repetitions; `None` where no quota throttled it (or none is known).
     #[serde(default, skip_serializing_if = "Option::is_none")]

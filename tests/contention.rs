@@ -58,6 +58,56 @@ fn a_task_spinning_on_the_measuring_cpu_is_flagged_and_named_on_every_result() {
     }
 }
 
+/// A competitor at 60% duty where the time is spent in children (fork), in a page fault and in
+/// system calls: every result flagged, by its own wait or by the CPU's account, with the
+/// competitor named; without it, none.
+#[test]
+fn a_part_time_competitor_is_flagged_where_children_wait_for_the_cpu() {
+    let cpus = allowed_cpus();
+    if cpus.len() < 2 {
+        skip("contention", "one allowed CPU");
+        return;
+    }
+    let cpu = *cpus.last().unwrap();
+    let _g = measuring();
+    let cpu_arg = cpu.to_string();
+    let args = [
+        "--quick",
+        "--cpu",
+        &cpu_arg,
+        "syscall/getpid",
+        "syscall/read-devzero",
+        "spawn/fork",
+        "mem/fault-write",
+    ];
+    let shared_flag = |r: &oscost::model::BenchResult| {
+        r.disturbed
+            .flag
+            .iter()
+            .find(|f| f.contains("waited") || f.contains("other programs ran"))
+            .cloned()
+    };
+    let (_, quiet) = run_json(&unique_tag("quiet"), &args);
+    for r in &quiet.results {
+        assert_eq!(shared_flag(r), None, "{}: flagged with no competitor", r.id);
+    }
+    let busy = BusyCpu::with_duty(cpu, 60);
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let (_, shared) = run_json(&unique_tag("shared"), &args);
+    drop(busy);
+    let me = format!("(pid {})", std::process::id());
+    for r in &shared.results {
+        let flag = shared_flag(r).unwrap_or_else(|| {
+            panic!("{}: not flagged: {:?}", r.id, r.disturbed.flag);
+        });
+        assert!(
+            flag.contains(&me),
+            "{}: the competitor is not named: {flag}",
+            r.id
+        );
+    }
+}
+
 #[test]
 fn a_busy_default_cpu_gives_way_to_an_idle_one() {
     let cpus = allowed_cpus();

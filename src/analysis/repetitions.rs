@@ -244,6 +244,12 @@ fn merge_waits(cases: &[&CaseResult]) -> Option<crate::harness::runner::CpuWait>
     for w in waits {
         out.run_ns += w.run_ns;
         out.wait_ns += w.wait_ns;
+        if let Some(c) = w.cpu_share {
+            let sum = out.cpu_share.get_or_insert_with(Default::default);
+            sum.wall_ns += c.wall_ns;
+            sum.idle_ns += c.idle_ns;
+            sum.own_ns += c.own_ns;
+        }
         for b in &w.beside {
             if !out.beside.contains(b) && out.beside.len() < 4 {
                 out.beside.push(b.clone());

@@ -4,8 +4,11 @@
 //! (on these machines the two vCPUs share a core, so load on one slows the other 1.4-2x).
 //! Around the timed pass, the measuring thread's own schedstat: how long it waited, runnable,
 //! for its CPU, and which tasks were runnable there (a CPU shared with a spinning task halves
-//! the operation's throughput while the median of short batches barely moves).
-//! `analysis::assess` turns the evidence into a flag with reasons.
+//! the operation's throughput while the median of short batches barely moves). Where the
+//! worker sleeps while its children or peers run on that CPU (fork, exec, a ping-pong on one
+//! CPU), its schedstat shows nothing: then the CPU's own account does (`CpuShare`: its idle
+//! time from cpuidle, less the worker tree's CPU time, leaves other programs' time there), and
+//! `running_on` names who ran. `analysis::assess` turns the evidence into a flag with reasons.
 
 use serde::{Deserialize, Serialize};
 
@@ -185,6 +188,159 @@ pub fn runnable_on(cpu: usize, own_pgid: i32, limit: usize) -> Vec<String> {
                     return out;
                 }
             }
+        }
+    }
+    out
+}
+
+/// Time CPU `cpu` has spent idle, µs, from its cpuidle states (`/sys/devices/system/cpu/
+/// cpuN/cpuidle/state*/time`, microseconds, where /proc/stat counts 10 ms ticks). `None`
+/// without a cpuidle driver.
+pub fn cpu_idle_us(cpu: usize) -> Option<u64> {
+    let dir = format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle");
+    let mut total = 0u64;
+    let mut any = false;
+    for e in std::fs::read_dir(dir).ok()?.flatten() {
+        if !e.file_name().to_string_lossy().starts_with("state") {
+            continue;
+        }
+        if let Some(t) = std::fs::read_to_string(e.path().join("time"))
+            .ok()
+            .and_then(|t| t.trim().parse::<u64>().ok())
+        {
+            total += t;
+            any = true;
+        }
+    }
+    any.then_some(total)
+}
+
+/// CPU time of this process and of its children it has waited for, µs (`getrusage` SELF and
+/// CHILDREN, user and system): everything a worker's own processes ran.
+pub fn own_tree_us() -> u64 {
+    use nix::sys::resource::{UsageWho, getrusage};
+    let us = |t: nix::sys::time::TimeVal| (t.tv_sec() as u64) * 1_000_000 + t.tv_usec() as u64;
+    [UsageWho::RUSAGE_SELF, UsageWho::RUSAGE_CHILDREN]
+        .into_iter()
+        .filter_map(|w| getrusage(w).ok())
+        .map(|u| us(u.user_time()) + us(u.system_time()))
+        .sum()
+}
+
+/// What CPU `cpu` did over an interval: how long it was, how long the CPU idled and how long
+/// this process and its children ran (anywhere). The rest is other programs' time there (and
+/// interrupts): what a worker whose children or peers share its CPU cannot see in its own
+/// schedstat, since it sleeps while they wait.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuShare {
+    /// The interval, ns.
+    pub wall_ns: u64,
+    /// The CPU's idle time in it, ns.
+    pub idle_ns: u64,
+    /// This process tree's CPU time in it, ns.
+    pub own_ns: u64,
+}
+
+impl CpuShare {
+    /// Time on the CPU that was neither idle nor this process tree's, ns.
+    pub fn foreign_ns(&self) -> u64 {
+        self.wall_ns
+            .saturating_sub(self.idle_ns)
+            .saturating_sub(self.own_ns)
+    }
+}
+
+/// The start of a `CpuShare` interval: (when, the CPU's idle µs, the tree's CPU µs).
+#[derive(Debug, Clone, Copy)]
+pub struct CpuShareStart(std::time::Instant, u64, u64);
+
+impl CpuShareStart {
+    /// Start an interval on CPU `cpu` (`None` without cpuidle).
+    pub fn now(cpu: usize) -> Option<CpuShareStart> {
+        Some(CpuShareStart(
+            std::time::Instant::now(),
+            cpu_idle_us(cpu)?,
+            own_tree_us(),
+        ))
+    }
+
+    /// The interval from the start to now.
+    pub fn end(self, cpu: usize) -> Option<CpuShare> {
+        let own = own_tree_us();
+        let idle = cpu_idle_us(cpu)?;
+        Some(CpuShare {
+            wall_ns: self.0.elapsed().as_nanos() as u64,
+            idle_ns: idle.saturating_sub(self.1) * 1000,
+            own_ns: own.saturating_sub(self.2) * 1000,
+        })
+    }
+}
+
+/// Tasks of other process groups than `own_pgid` that ran on CPU `cpu` during a short look
+/// (their schedstat run time grew over `window`), "name (pid N)", at most `limit`: who took
+/// the CPU from a worker's children, which a look at the runnable tasks of one instant misses
+/// when the competitor runs in bursts.
+pub fn running_on(
+    cpu: usize,
+    own_pgid: i32,
+    window: std::time::Duration,
+    limit: usize,
+) -> Vec<String> {
+    // (task dir, name, run ns) of the candidates: last on `cpu`, not ours.
+    let look = || -> Vec<(std::path::PathBuf, String, u64)> {
+        let mut out = Vec::new();
+        let Ok(procs) = std::fs::read_dir("/proc") else {
+            return out;
+        };
+        for p in procs.flatten() {
+            let pid = p.file_name().to_string_lossy().into_owned();
+            if !pid.bytes().all(|b| b.is_ascii_digit()) {
+                continue;
+            }
+            let Ok(tasks) = std::fs::read_dir(p.path().join("task")) else {
+                continue;
+            };
+            for t in tasks.flatten() {
+                let dir = t.path();
+                let Some(st) = std::fs::read_to_string(dir.join("stat"))
+                    .ok()
+                    .and_then(|s| parse_task_stat(&s))
+                else {
+                    continue;
+                };
+                if st.cpu != cpu || st.pgid == own_pgid {
+                    continue;
+                }
+                if let Some(ss) = std::fs::read_to_string(dir.join("schedstat"))
+                    .ok()
+                    .and_then(|s| parse_schedstat(&s))
+                {
+                    let name = format!("{} (pid {pid})", crate::text::printable(&st.comm));
+                    out.push((dir, name, ss.run_ns));
+                }
+            }
+        }
+        out
+    };
+    let before = look();
+    std::thread::sleep(window);
+    let mut grew: Vec<(u64, String)> = before
+        .into_iter()
+        .filter_map(|(dir, name, run)| {
+            let now = std::fs::read_to_string(dir.join("schedstat"))
+                .ok()
+                .and_then(|s| parse_schedstat(&s))?;
+            (now.run_ns > run).then(|| (now.run_ns - run, name))
+        })
+        .collect();
+    grew.sort_by_key(|g| std::cmp::Reverse(g.0));
+    let mut out: Vec<String> = Vec::new();
+    for (_, name) in grew {
+        if !out.contains(&name) {
+            out.push(name);
+        }
+        if out.len() >= limit {
+            break;
         }
     }
     out

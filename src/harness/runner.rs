@@ -110,6 +110,10 @@ pub struct CpuWait {
     pub wait_ns: u64,
     /// Tasks of other programs runnable on the measuring CPU, "name (pid N)".
     pub beside: Vec<String>,
+    /// The measuring CPU's own account of the pass (`noise::CpuShare`): other programs' time
+    /// there, which the worker's children and peers waited for while the worker slept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_share: Option<noise::CpuShare>,
 }
 
 impl CpuWait {
@@ -244,6 +248,7 @@ fn cpu_wait(
         run_ns: z.run_ns.saturating_sub(a.run_ns),
         wait_ns: z.wait_ns.saturating_sub(a.wait_ns),
         beside: vec![],
+        cpu_share: None,
     };
     if w.share() > LOOK_BESIDE_SHARE {
         // SAFETY: getpgrp takes no arguments and cannot fail.
@@ -251,6 +256,25 @@ fn cpu_wait(
         w.beside = noise::runnable_on(cpu, own, 4);
     }
     Some(w)
+}
+
+/// How long a worker looks at who runs on its CPU when another program took a share of it.
+const RUNNING_ON_LOOK: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// Add the measuring CPU's own account of the pass to `w` and, when other programs took more
+/// than `LOOK_BESIDE_SHARE` of it, who ran there.
+fn add_cpu_share(w: &mut CpuWait, cpu: usize, share: Option<noise::CpuShare>) {
+    let Some(c) = share else { return };
+    w.cpu_share = Some(c);
+    if c.wall_ns > 0 && c.foreign_ns() as f64 / c.wall_ns as f64 > LOOK_BESIDE_SHARE {
+        // SAFETY: getpgrp takes no arguments and cannot fail.
+        let own = unsafe { libc::getpgrp() };
+        for name in noise::running_on(cpu, own, RUNNING_ON_LOOK, 4) {
+            if !w.beside.contains(&name) {
+                w.beside.push(name);
+            }
+        }
+    }
 }
 
 /// A second, untimed pass of the case that counts events; read after the case function
@@ -288,11 +312,16 @@ fn run_case(meter: &Meter, b: &Benchmark, mut c: Case, variants: &VariantOptions
     let before = noise::read_proc_stat();
     let throttle_before = super::confinement::throttle_now();
     let sched_before = noise::thread_schedstat();
+    let share_start = noise::CpuShareStart::now(meter.cpu);
     let outcome = (b.run)(meter, &c);
+    let share = share_start.and_then(|s| s.end(meter.cpu));
     let sched_after = noise::thread_schedstat();
     let throttle = throttled_between(throttle_before, super::confinement::throttle_now());
     let after = noise::read_proc_stat();
-    let cpu_wait = cpu_wait(meter.cpu, sched_before, sched_after);
+    let mut cpu_wait = cpu_wait(meter.cpu, sched_before, sched_after);
+    if let Some(w) = cpu_wait.as_mut() {
+        add_cpu_share(w, meter.cpu, share);
+    }
     // A second, untimed pass counts events; read after the case function returns, when its
     // peers have exited and their counts have joined ours.
     let events = if outcome.is_err() {

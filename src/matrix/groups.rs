@@ -152,6 +152,7 @@ pub fn build_groups(
         // Change points along columns are a time series of runs; groups are not one.
         changes: vec![],
         by: Some(key.name().to_string()),
+        odd_runs: vec![],
     }
 }
 

@@ -125,9 +125,26 @@ pub fn render_table(m: &Matrix, color: bool) -> String {
         run_legend(m)
     };
     format!(
-        "{t}\n{}{legend}\n",
-        crate::report::printable(&changes_text(m))
+        "{t}\n{}{}{legend}\n",
+        crate::report::printable(&changes_text(m)),
+        odd_runs_text(m)
     )
+}
+
+/// The runs at another machine speed, a line each.
+pub fn odd_runs_text(m: &Matrix) -> String {
+    m.odd_runs
+        .iter()
+        .map(|o| {
+            format!(
+                "run {}: every benchmark x{:.3} against the {} other runs of its environment \
+                 ({} of {} moved with it): the machine ran at another speed; its cells are \
+                 judged with that factor taken out, so only a benchmark that moved further is \
+                 called\n",
+                o.run_id, o.factor, o.against, o.moved, o.of
+            )
+        })
+        .collect()
 }
 
 /// The base column as the legends name it: "run 12", or a group's key, value and runs.

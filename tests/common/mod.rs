@@ -113,13 +113,27 @@ pub struct BusyCpu {
 
 impl BusyCpu {
     pub fn on(cpu: usize) -> BusyCpu {
+        BusyCpu::with_duty(cpu, 100)
+    }
+
+    /// A task pinned to `cpu` that spins `duty` percent of every 10 ms and sleeps the rest: a
+    /// competitor that is often not runnable at the instant anyone looks.
+    pub fn with_duty(cpu: usize, duty: u32) -> BusyCpu {
         let stop = Arc::new(AtomicBool::new(false));
         let s = Arc::clone(&stop);
         let handle = std::thread::spawn(move || {
             oscost::harness::placement::pin_current_thread(cpu).unwrap();
+            let period = std::time::Duration::from_millis(10);
+            let spin = period * duty.min(100) / 100;
             let mut x = 0u64;
             while !s.load(Ordering::Relaxed) {
-                x = std::hint::black_box(x.wrapping_add(1));
+                let t = std::time::Instant::now();
+                while t.elapsed() < spin {
+                    x = std::hint::black_box(x.wrapping_add(1));
+                }
+                if spin < period {
+                    std::thread::sleep(period - spin);
+                }
             }
         });
         BusyCpu {

@@ -3,7 +3,8 @@
 # and a run with the whole oscost process under N permissive seccomp filters (as a container
 # runtime's profile would be; scripts/ref/seccomp-layers.c: a known small slowdown of every
 # system call) measured in the middle of them. Then:
-#   - the A/A false-call rate of `oscost matrix` over the plain runs (nothing may be called);
+#   - the A/A false-call rate of `oscost matrix` over the plain runs (nothing may be called),
+#     and the runs it names as run at another machine speed (`matrix::odd_runs`);
 #   - what the matrix calls in the sandboxed column (every null syscall must be slower), that
 #     it names "seccomp filters" among what differs, and that the plain runs' run-to-run
 #     spread is learned from the plain runs alone (the sandboxed run recorded its filters,
@@ -77,7 +78,13 @@ for r in aa["rows"]:
         called += c.get("verdict") in ("Slower", "Faster", "slower", "faster")
 print(f"A/A (plain against the first plain run): {called} of {total} cells called "
       f"({100.0 * called / max(total, 1):.1f}%); target at most 5%")
+odd = [f"run {o['run_id']} x{o['factor']:.3f} ({o['moved']} of {o['of']})" for o in aa.get("odd_runs", [])]
+print(f"runs at another machine speed named (their cells judged with the factor taken out): "
+      f"{', '.join(odd) if odd else 'none'}")
 allm = json.load(open(f"{work}/all.json"))
+if any(o["run_id"] == allm["columns"][i]["run_id"] for o in allm.get("odd_runs", [])
+       for i, c in enumerate(allm["columns"]) if c.get("label") == "seccomp"):
+    print("  FAIL: the sandboxed run was named a machine-speed outlier")
 col = next(i for i, c in enumerate(allm["columns"]) if c.get("label") == "seccomp")
 print(f"sandboxed column (run {allm['columns'][col]['run_id']}): title {allm['columns'][col]['title']}")
 print(f"the matrix's columns differ in: {allm['differs']} (must name 'seccomp filters')")

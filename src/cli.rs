@@ -77,6 +77,9 @@ pub enum Command {
         override_usage = "oscost ctx [-s KB]... [-P PARALLEL] [-W WARMUP_US] [-N REPETITIONS] N..."
     )]
     Ctx(CtxArgs),
+    /// will-it-scale's runtest.py: one scale/ case at 1 to N copies, as processes and as
+    /// threads; prints its table (tasks,processes,processes_idle,threads,threads_idle,linear).
+    Scale(crate::commands::scale::ScaleArgs),
     /// Where a ping-pong's round trip goes: a traced pass split into stages (waking, idle
     /// exit, switch, return to user space), set against the untraced median.
     Explain(crate::commands::explain::ExplainArgs),
@@ -112,6 +115,7 @@ impl Cli {
             Some(Command::Predict(a)) => a.effects(),
             Some(Command::Explain(a)) => a.effects(),
             Some(Command::Ctx(a)) => a.effects(),
+            Some(Command::Scale(a)) => a.effects(),
             Some(Command::Report(a)) => a.effects(),
             Some(Command::History(a)) => a.effects(),
             Some(Command::Compare(a)) => a.effects(),
@@ -159,6 +163,7 @@ impl Cli {
             Some(Command::Compare(a)) => a.run(),
             Some(Command::Ab(a)) => a.run(passed),
             Some(Command::Ctx(a)) => a.run(),
+            Some(Command::Scale(a)) => a.run(),
             Some(Command::Push(a)) => a.run(passed),
             Some(Command::Matrix(a)) => a.run(),
             Some(Command::Import(a)) => a.run(passed),

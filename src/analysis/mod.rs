@@ -20,6 +20,7 @@ mod machine_speed;
 pub mod predict;
 mod repetitions;
 pub mod run_to_run;
+pub mod scaling;
 pub mod witness;
 
 pub use machine_speed::{
@@ -396,6 +397,7 @@ pub fn derive(cases: &Cases, results: &mut [BenchResult]) {
             }
         }
         Cases::ForkSizes => fork_slope(results),
+        Cases::Copies => scaling::derive(results),
         _ => {}
     }
 }

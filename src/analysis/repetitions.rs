@@ -210,6 +210,7 @@ fn concatenate(ok: &[&RepRun]) -> (CaseResult, Vec<(usize, usize)>) {
         .filter_map(|c| c.measurement.as_ref().map(|x| x.baseline_ns))
         .collect();
     m.baseline_ns = stats::median(&baselines);
+    let mut by_rep = Vec::new();
     for (key, value) in merged.params.iter_mut() {
         let per_rep: Vec<f64> = cases
             .iter()
@@ -217,8 +218,13 @@ fn concatenate(ok: &[&RepRun]) -> (CaseResult, Vec<(usize, usize)>) {
             .collect();
         if value.is_f64() && per_rep.len() == cases.len() {
             *value = serde_json::json!(stats::median(&per_rep));
+            // The few whose spread across repetitions a result states (scale/'s IPIs).
+            if super::scaling::PER_REPETITION.contains(&key.as_str()) {
+                by_rep.push((format!("{key}_by_rep"), serde_json::json!(per_rep)));
+            }
         }
     }
+    merged.params.extend(by_rep);
     merged.events = merge_events(&cases);
     merged.cpu_wait = merge_waits(&cases);
     merged.throttle =

@@ -21,6 +21,7 @@ macro_rules! touched_variant {
 pub mod call;
 pub mod ipc;
 pub mod mem;
+pub mod scale;
 pub mod spawn;
 pub mod switch;
 pub mod syscall;
@@ -90,6 +91,7 @@ pub fn registry() -> Vec<&'static Benchmark> {
         .chain(ipc::BENCHMARKS)
         .chain(mem::BENCHMARKS)
         .chain(wake::BENCHMARKS)
+        .chain(scale::BENCHMARKS)
         .collect()
 }
 

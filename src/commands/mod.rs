@@ -17,6 +17,7 @@ pub mod plan;
 pub mod predict;
 pub mod report;
 pub mod run;
+pub mod scale;
 pub mod settings;
 pub mod shell;
 pub mod show;

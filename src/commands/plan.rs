@@ -42,6 +42,8 @@ pub struct Request {
     pub fork_sizes: Option<Vec<u64>>,
     /// The placements of two-party benchmarks (same, cross, default).
     pub placement: Option<Vec<String>>,
+    /// Copies run at once by scale/ (counts or `all`; `None`: 1 and every allowed CPU).
+    pub copies: Option<Vec<String>>,
     /// The events to count (`None`: every known one).
     pub events: Option<Vec<String>>,
     /// The run's label.
@@ -62,6 +64,7 @@ impl Request {
             under: None,
             fork_sizes: None,
             placement: None,
+            copies: None,
             events: None,
             label: None,
         }
@@ -88,10 +91,12 @@ pub fn build(args: &Request) -> anyhow::Result<Plan> {
     let avail = mem_available_mib();
     let fork_sizes_mib = resolve_fork_sizes(args.fork_sizes.as_deref(), avail).map_err(usage)?;
     let placements = resolve_placements(args.placement.as_deref(), &id_places).map_err(usage)?;
+    let copies = resolve_copies(args.copies.as_deref(), allowed.len()).map_err(usage)?;
     let variants = VariantOptions {
         placements,
         ring: RingOptions::default(),
         fork_sizes_mib,
+        copies,
     };
     let (sampler, reps) = resolve_sampling(args, &benchmarks, &variants);
     let events = resolve_events(args.events.as_deref()).map_err(usage)?;
@@ -173,6 +178,33 @@ fn resolve_events(asked: Option<&[String]>) -> Result<Vec<String>, String> {
             })
             .collect(),
     }
+}
+
+/// The copies scale/ runs at once: the counts asked (`all`: every allowed CPU), sorted and
+/// each once, or 1 and every allowed CPU. A count past the allowed CPUs is refused here,
+/// before measuring: a copy never shares a CPU with another.
+fn resolve_copies(asked: Option<&[String]>, cpus: usize) -> Result<Vec<usize>, String> {
+    let mut v: Vec<usize> = match asked {
+        None => vec![1, cpus.max(1)],
+        Some(list) => list
+            .iter()
+            .map(|w| match w.trim() {
+                "all" => Ok(cpus.max(1)),
+                t => match t.parse::<usize>() {
+                    Ok(0) | Err(_) => Err(format!(
+                        "--copies: '{w}' is not a count of copies; give numbers from 1 to {cpus}, or all"
+                    )),
+                    Ok(n) if n > cpus => Err(format!(
+                        "--copies: {n} copies need {n} CPUs of their own; this process may use {cpus} (give at most {cpus}, or all)"
+                    )),
+                    Ok(n) => Ok(n),
+                },
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    v.sort_unstable();
+    v.dedup();
+    Ok(v)
 }
 
 /// `switch/pipe-proc@cross` is a result id: the benchmark, at that placement. Returns the
@@ -358,6 +390,24 @@ mod tests {
         let suite = bench::select(&[]).unwrap();
         let (_, many) = resolve_sampling(&args(&[]), &suite, &v);
         assert!(many.rep_ns < reps.rep_ns && many.max < reps.max);
+    }
+
+    #[test]
+    fn copies_default_to_one_and_every_cpu_and_never_exceed_them() {
+        assert_eq!(resolve_copies(None, 16), Ok(vec![1, 16]));
+        assert_eq!(resolve_copies(None, 1), Ok(vec![1]));
+        let asked = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            resolve_copies(Some(&asked(&["8", "all", "2", "8"])), 16),
+            Ok(vec![2, 8, 16])
+        );
+        assert!(
+            resolve_copies(Some(&asked(&["17"])), 16)
+                .unwrap_err()
+                .contains("16")
+        );
+        assert!(resolve_copies(Some(&asked(&["0"])), 16).is_err());
+        assert!(resolve_copies(Some(&asked(&["two"])), 16).is_err());
     }
 
     #[test]

@@ -65,6 +65,11 @@ pub struct MeasureArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub placement: Option<Vec<String>>,
 
+    /// Copies run at once by scale/ cases, one per CPU, as processes and as threads: a list
+    /// of counts, or `all` for every allowed CPU [default: 1 and every allowed CPU].
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub copies: Option<Vec<String>>,
+
     /// perf events to count per operation (perf's names, e.g. context-switches,minor-faults,
     /// cycles), or `none` [default: every event oscost knows; those the machine cannot count
     /// are listed with why].
@@ -156,6 +161,7 @@ impl MeasureArgs {
             under: None,
             fork_sizes: self.fork_sizes.clone(),
             placement: self.placement.clone(),
+            copies: self.copies.clone(),
             events: self.events.clone(),
             label: self.label.clone(),
         }

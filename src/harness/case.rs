@@ -54,6 +54,10 @@ pub enum Cases {
     Ring,
     /// The parent's resident sizes: `ID/{mib}MiB`. Analysis fits the cost's slope over them.
     ForkSizes,
+    /// N copies at once, as processes and as threads: `ID/process-N`, `ID/thread-N` for each N
+    /// of `--copies` (`harness::scaling`). Analysis adds each result's efficiency against one
+    /// copy and the thread mode's cost against the process mode's.
+    Copies,
 }
 
 /// Variants that come from the command line rather than the catalogue.
@@ -65,6 +69,16 @@ pub struct VariantOptions {
     pub ring: RingOptions,
     /// Resident sizes of the parent for spawn/fork-rss, MiB.
     pub fork_sizes_mib: Vec<u64>,
+    /// Copies run at once by the scale/ family (`--copies`), resolved against the allowed CPUs
+    /// when the plan is built.
+    #[serde(default = "default_copies")]
+    pub copies: Vec<usize>,
+}
+
+/// The copies of scale/ when nothing resolved them: one, and two where the run may use two
+/// CPUs (the plan replaces it with one and every allowed CPU).
+pub fn default_copies() -> Vec<usize> {
+    vec![1, 2]
 }
 
 impl Default for VariantOptions {
@@ -73,6 +87,7 @@ impl Default for VariantOptions {
             placements: Place::defaults(),
             ring: RingOptions::default(),
             fork_sizes_mib: default_fork_sizes(),
+            copies: default_copies(),
         }
     }
 }

@@ -16,6 +16,7 @@ pub mod placement;
 pub mod ringbuf;
 pub mod runner;
 pub mod sampler;
+pub mod scaling;
 pub mod settings;
 pub mod syscount;
 pub mod trace;

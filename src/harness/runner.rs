@@ -225,6 +225,15 @@ fn suffixes_and_params(b: &Benchmark, variants: &VariantOptions) -> Vec<(String,
             .iter()
             .map(|&mib| (format!("/{mib}MiB"), params(&[("rss_mib", json!(mib))])))
             .collect(),
+        Cases::Copies => super::scaling::Mode::BOTH
+            .iter()
+            .flat_map(|m| {
+                variants.copies.iter().map(move |&n| {
+                    let kv = [("mode", json!(m.word())), ("copies", json!(n))];
+                    (format!("/{}-{n}", m.word()), params(&kv))
+                })
+            })
+            .collect(),
     }
 }
 
@@ -441,6 +450,7 @@ mod tests {
                 parallel: 1,
             },
             fork_sizes_mib: vec![0, 64],
+            copies: vec![1, 4],
         };
         let suffixes = |cases: Cases| -> Vec<String> {
             let b = Benchmark {
@@ -457,6 +467,10 @@ mod tests {
             vec!["/n2-s0k", "/n8-s0k", "/n2-s16k", "/n8-s16k"]
         );
         assert_eq!(suffixes(Cases::ForkSizes), vec!["/0MiB", "/64MiB"]);
+        assert_eq!(
+            suffixes(Cases::Copies),
+            vec!["/process-1", "/process-4", "/thread-1", "/thread-4"]
+        );
         let b = Benchmark {
             cases: Cases::Fixed(SIZES),
             ..Benchmark::new("x/y", "d", nothing)

@@ -19,6 +19,7 @@ pub mod plot;
 pub mod predict;
 pub mod run_figures;
 pub mod table;
+pub mod wis;
 pub mod xgraph;
 
 use crate::model::Run;

@@ -115,21 +115,28 @@ fn curve_figure(results: &[&BenchResult], prefix: &str, curve: &Curve) -> Option
         }
         None => vec![(prefix.trim_end_matches('/').to_string(), points(&mine))],
         Some((key, words)) => {
-            let mut values: Vec<u64> = mine
+            // A number (a working set: "16 KB per process") or a word (scale/'s mode).
+            let value_of = |r: &BenchResult| -> Option<String> {
+                match r.params.get(key)? {
+                    serde_json::Value::String(s) => Some(s.clone()),
+                    v => Some(format!("{}", v.as_f64()? as u64)),
+                }
+            };
+            let mut values: Vec<(Option<u64>, String)> = mine
                 .iter()
-                .filter_map(|r| param(r, key).map(|v| v as u64))
+                .filter_map(|r| value_of(r).map(|v| (v.parse().ok(), v)))
                 .collect();
-            values.sort_unstable();
+            values.sort();
             values.dedup();
             values
                 .into_iter()
-                .map(|v| {
+                .map(|(_, v)| {
                     let rs: Vec<&BenchResult> = mine
                         .iter()
                         .copied()
-                        .filter(|r| param(r, key).map(|x| x as u64) == Some(v))
+                        .filter(|r| value_of(r).as_deref() == Some(v.as_str()))
                         .collect();
-                    (format!("{v} {words}"), points(&rs))
+                    (format!("{v} {words}").trim_end().to_string(), points(&rs))
                 })
                 .collect()
         }

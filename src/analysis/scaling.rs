@@ -1,0 +1,227 @@
+//! What a scale/ benchmark's results say together (`Cases::Copies`): each result's
+//! efficiency against one copy of its mode (the one-copy cost over its cost, with a CI from
+//! the hierarchical bootstrap of both over their repetitions), its operations per second per
+//! task and in total (from its median, so they agree with it), the IPIs per operation with a
+//! t interval over the repetitions, and, where threads and processes ran the same number of
+//! copies, the threads' cost against the processes': what sharing one address space and one
+//! file table costs, called only when its CI excludes 1 by more than the noise band.
+
+use serde_json::json;
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+use crate::model::BenchResult;
+use crate::stats::bootstrap::{Repetitions, blocks, ratio_and_difference};
+
+/// Bootstrap resamples for a derived ratio.
+const RESAMPLES: usize = 2000;
+/// The band within which a thread/process ratio is no news (as `compare`'s default).
+const BAND: f64 = 0.02;
+
+/// Parameters each repetition reports whose spread across repetitions the result keeps
+/// (`{key}_by_rep`), for a CI of their own.
+pub const PER_REPETITION: &[&str] = &["ipis_per_op", "tlb_ipis_per_op", "idle_pct"];
+
+fn mode(r: &BenchResult) -> Option<&str> {
+    r.params.get("mode")?.as_str()
+}
+
+fn copies(r: &BenchResult) -> Option<u64> {
+    r.params.get("copies")?.as_u64()
+}
+
+/// A result's repetitions as the bootstrap takes them.
+fn repetitions(r: &BenchResult) -> Repetitions {
+    let spans: Vec<(usize, usize)> = if r.repetitions.is_empty() {
+        vec![(0, r.samples_ns.len())]
+    } else {
+        r.repetitions.iter().map(|x| (x.start, x.samples)).collect()
+    };
+    spans
+        .into_iter()
+        .filter(|&(s, n)| n > 0 && s + n <= r.samples_ns.len())
+        .map(|(s, n)| blocks(&r.samples_ns[s..s + n], 1, 64))
+        .collect()
+}
+
+/// The ratio of `cand`'s median over `base`'s, with its 95% CI.
+pub fn ratio(base: &BenchResult, cand: &BenchResult) -> Option<(f64, [f64; 2])> {
+    let (b, c) = (base.stats.as_ref()?.median, cand.stats.as_ref()?.median);
+    if b <= 0.0 || c <= 0.0 {
+        return None;
+    }
+    let d = ratio_and_difference(
+        &repetitions(base),
+        &repetitions(cand),
+        (c / b, c - b),
+        RESAMPLES,
+        0x5ca1e,
+    );
+    d.ratio_ci
+        .iter()
+        .all(|x| x.is_finite())
+        .then_some((c / b, d.ratio_ci))
+}
+
+/// A mean with its 95% t interval.
+pub fn mean_ci(values: &[f64]) -> Option<(f64, [f64; 2])> {
+    let n = values.len();
+    if n < 2 {
+        return None;
+    }
+    let (mean, sd) = crate::stats::mean_stddev(values);
+    let t = StudentsT::new(0.0, 1.0, (n - 1) as f64)
+        .ok()?
+        .inverse_cdf(0.975);
+    let h = t * sd / (n as f64).sqrt();
+    Some((mean, [mean - h, mean + h]))
+}
+
+/// Efficiency, rates, IPIs and the thread/process contrast of every result of one scale/
+/// benchmark.
+pub fn derive(results: &mut [BenchResult]) {
+    let snapshot: Vec<BenchResult> = results.to_vec();
+    let find = |m: &str, n: u64| {
+        snapshot
+            .iter()
+            .find(|r| mode(r) == Some(m) && copies(r) == Some(n) && r.stats.is_some())
+    };
+    for r in results.iter_mut() {
+        let (Some(m), Some(n)) = (mode(r).map(str::to_string), copies(r)) else {
+            continue;
+        };
+        let Some(median) = r.stats.as_ref().map(|s| s.median) else {
+            continue;
+        };
+        if median > 0.0 {
+            let per_task = 1e9 / median;
+            r.params
+                .insert("ops_per_s_per_task".into(), json!(per_task));
+            r.params
+                .insert("ops_per_s_total".into(), json!(per_task * n as f64));
+        }
+        for key in PER_REPETITION {
+            let by_rep: Vec<f64> = r
+                .params
+                .get(&format!("{key}_by_rep"))
+                .and_then(|v| v.as_array())
+                .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
+                .unwrap_or_default();
+            if let Some((_, ci)) = mean_ci(&by_rep) {
+                r.params.insert(format!("{key}_ci95"), json!(ci));
+            }
+        }
+        if let Some(one) = find(&m, 1)
+            && let Some((x, ci)) = ratio(one, r)
+        {
+            // Efficiency is the inverse of the slowdown against one copy.
+            r.params.insert("efficiency".into(), json!(1.0 / x));
+            r.params
+                .insert("efficiency_ci95".into(), json!([1.0 / ci[1], 1.0 / ci[0]]));
+        }
+        if m == "thread"
+            && n >= 2
+            && let Some(p) = find("process", n)
+            && let Some((x, ci)) = ratio(p, r)
+        {
+            r.params.insert("vs_processes".into(), json!(x));
+            r.params.insert("vs_processes_ci95".into(), json!(ci));
+            if ci[0] > 1.0 && x > 1.0 + BAND {
+                r.notes.push(format!(
+                    "threads pay x{x:.2} ({:.2}-{:.2}) what processes do at {n} copies: they share one address space and one file table",
+                    ci[0], ci[1]
+                ));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Repetition, Status};
+
+    /// A result of `mode` at `n` copies whose repetitions sit at `levels` (each 20 samples
+    /// around its level, ±0.5%).
+    fn result(mode: &str, n: u64, levels: &[f64]) -> BenchResult {
+        let mut r = BenchResult::not_measured(&format!("scale/x/{mode}-{n}"), "d", Status::Ok);
+        r.params.insert("mode".into(), json!(mode));
+        r.params.insert("copies".into(), json!(n));
+        for (i, &l) in levels.iter().enumerate() {
+            let start = r.samples_ns.len();
+            r.samples_ns
+                .extend((0..20).map(|k| l * (1.0 + 0.005 * ((k % 5) as f64 - 2.0) / 2.0)));
+            r.repetitions.push(Repetition {
+                start,
+                samples: 20,
+                median_ns: l,
+                started_ms: i as f64,
+                startup_ms: 1.0,
+                preempted: 0,
+                departs_pct: None,
+                witness_ns: None,
+                memory_events: Default::default(),
+            });
+        }
+        r.stats = crate::stats::summarize(&r.samples_ns);
+        r
+    }
+
+    #[test]
+    fn efficiency_is_one_copy_over_n_with_a_ci_that_holds_it() {
+        let mut rs = vec![
+            result("process", 1, &[100.0, 101.0, 99.0, 100.0, 100.5]),
+            result("process", 2, &[101.0, 100.0, 102.0, 101.0, 100.0]),
+            result("thread", 1, &[100.0, 100.5, 99.5, 100.0, 101.0]),
+            result("thread", 2, &[400.0, 410.0, 395.0, 405.0, 400.0]),
+        ];
+        rs[3].params.insert(
+            "ipis_per_op_by_rep".into(),
+            json!([0.9, 1.0, 1.1, 1.0, 1.0]),
+        );
+        derive(&mut rs);
+        let eff = |r: &BenchResult| r.params["efficiency"].as_f64().unwrap();
+        let ci = |r: &BenchResult, k: &str| -> [f64; 2] {
+            serde_json::from_value(r.params[k].clone()).unwrap()
+        };
+        assert!((eff(&rs[0]) - 1.0).abs() < 1e-9);
+        assert!(eff(&rs[1]) > 0.97 && eff(&rs[1]) < 1.01, "{}", eff(&rs[1]));
+        assert!((eff(&rs[3]) - 0.25).abs() < 0.01, "{}", eff(&rs[3]));
+        let c = ci(&rs[3], "efficiency_ci95");
+        assert!(c[0] < eff(&rs[3]) && eff(&rs[3]) < c[1] && c[1] < 0.3);
+        // Rates follow the median: 1e9 / 400 ns per task, twice that in total.
+        let per = rs[3].params["ops_per_s_per_task"].as_f64().unwrap();
+        assert!((per - 1e9 / rs[3].stats.as_ref().unwrap().median).abs() < 1e-6);
+        assert!((rs[3].params["ops_per_s_total"].as_f64().unwrap() - 2.0 * per).abs() < 1e-6);
+        // Threads against processes at 2 copies: called, with the note.
+        let v = rs[3].params["vs_processes"].as_f64().unwrap();
+        assert!(v > 3.8 && v < 4.2);
+        assert!(rs[3].notes.iter().any(|n| n.contains("threads pay x")));
+        assert!(!rs[1].params.contains_key("vs_processes"));
+        // IPIs per operation: a t interval over the repetitions, above 0.
+        let i = ci(&rs[3], "ipis_per_op_ci95");
+        assert!(i[0] > 0.8 && i[1] < 1.2, "{i:?}");
+    }
+
+    #[test]
+    fn threads_like_processes_are_no_news() {
+        let mut rs = vec![
+            result("process", 1, &[100.0, 101.0, 99.0, 100.0]),
+            result("process", 2, &[100.0, 101.0, 99.0, 100.0]),
+            result("thread", 1, &[100.0, 101.0, 99.0, 100.0]),
+            result("thread", 2, &[100.5, 100.0, 99.5, 100.0]),
+        ];
+        derive(&mut rs);
+        assert!(rs.iter().all(|r| r.notes.is_empty()));
+        let v = rs[3].params["vs_processes"].as_f64().unwrap();
+        assert!((v - 1.0).abs() < 0.02);
+    }
+
+    #[test]
+    fn a_t_interval_needs_two_values() {
+        assert!(mean_ci(&[1.0]).is_none());
+        let (m, ci) = mean_ci(&[1.0, 2.0, 3.0]).unwrap();
+        assert_eq!(m, 2.0);
+        // t(2) = 4.303, sd 1: ±2.484.
+        assert!((ci[1] - 4.484).abs() < 0.01 && (ci[0] + 0.484).abs() < 0.01);
+    }
+}

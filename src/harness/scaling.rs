@@ -1,0 +1,813 @@
+//! Copies of one operation run at once, one per CPU, as processes or as threads of one process:
+//! will-it-scale's method, which the kernel test robot reports as `per_process_ops` and
+//! `per_thread_ops`. This module is the engine of the `scale/` family: where each copy runs
+//! (`layout`: one CPU per core first, SMT siblings last, over a `Topology` that tests fake),
+//! the board the copies count on (`Board`: one cache line each, in shared memory so forked
+//! copies count there too), starting them together (every copy prepares, then waits on one
+//! futex), measuring only while all of them run, and stopping and reaping them on every path.
+//!
+//! A sample is one window of time (`Shape::window_ns`) while every copy runs: N times the
+//! window over the operations all copies completed in it, the cost of one operation per task
+//! (1e9 over that task's operations per second). Warm-up windows are left out. The measuring
+//! thread sleeps between windows, as will-it-scale's parent does, so it takes nothing from the
+//! copies but a wake-up per window. Around the timed windows it reads /proc/interrupts
+//! (rescheduling, function-call and TLB-shootdown IPIs: what threads sharing one address space
+//! cost each other) and the CPUs' idle time (will-it-scale's `processes_idle`).
+
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::case::{BenchError, Outcome};
+use super::os::{Mapping, errno};
+use super::placement;
+use super::sampler::Measurement;
+use crate::model::{Batch, Placement};
+
+/// Processes or threads of one process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Mode {
+    /// Each copy a process of its own (will-it-scale's `processes`).
+    Process,
+    /// Each copy a thread of one process, sharing its address space and file table
+    /// (`threads`).
+    Thread,
+}
+
+impl Mode {
+    /// The word in result ids and parameters: `process`, `thread`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Mode::Process => "process",
+            Mode::Thread => "thread",
+        }
+    }
+
+    /// The mode a word names.
+    pub fn parse(s: &str) -> Option<Mode> {
+        match s {
+            "process" => Some(Mode::Process),
+            "thread" => Some(Mode::Thread),
+            _ => None,
+        }
+    }
+
+    /// Both, in the order results are listed.
+    pub const BOTH: [Mode; 2] = [Mode::Process, Mode::Thread];
+}
+
+/// Which core each CPU belongs to: the machine's (`SysTopology`), or a fake one in tests.
+pub trait Topology {
+    /// (package, core) of `cpu`; `None` where the machine does not say (a core of its own).
+    fn core_of(&self, cpu: usize) -> Option<(usize, usize)>;
+}
+
+/// The topology sysfs describes (`/sys/devices/system/cpu/cpuN/topology`).
+pub struct SysTopology;
+
+impl Topology for SysTopology {
+    fn core_of(&self, cpu: usize) -> Option<(usize, usize)> {
+        let read = |f: &str| -> Option<usize> {
+            std::fs::read_to_string(format!("/sys/devices/system/cpu/cpu{cpu}/topology/{f}"))
+                .ok()?
+                .trim()
+                .parse()
+                .ok()
+        };
+        Some((read("physical_package_id")?, read("core_id")?))
+    }
+}
+
+/// The CPUs copies run on, in the order copies take them: one CPU of each core first (the
+/// core of `first` first, `first` itself its first CPU), then each core's second hardware
+/// thread, and so on: as will-it-scale binds its tasks to hwloc's cores before its PUs, so
+/// that N copies share no core while N is at most the number of cores.
+pub fn layout(allowed: &[usize], first: usize, topo: &dyn Topology) -> Vec<usize> {
+    let mut cores: Vec<((usize, usize, usize), Vec<usize>)> = Vec::new();
+    let mut sorted = allowed.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    for &cpu in &sorted {
+        // A CPU whose core is unknown is a core of its own (a key no real core has).
+        let key = match topo.core_of(cpu) {
+            Some((p, c)) => (p, c, usize::MAX),
+            None => (usize::MAX, usize::MAX, cpu),
+        };
+        match cores.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, cpus)) => cpus.push(cpu),
+            None => cores.push((key, vec![cpu])),
+        }
+    }
+    // The core of `first` leads, `first` first within it; the others keep their order.
+    if let Some(i) = cores.iter().position(|(_, c)| c.contains(&first)) {
+        let mut core = cores.remove(i);
+        core.1.sort_by_key(|&c| c != first);
+        cores.insert(0, core);
+    }
+    let deepest = cores.iter().map(|(_, c)| c.len()).max().unwrap_or(0);
+    (0..deepest)
+        .flat_map(|r| cores.iter().filter_map(move |(_, c)| c.get(r).copied()))
+        .collect()
+}
+
+/// Why a copy could not run: the step that failed and its errno.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TaskError {
+    /// The call or step ("open of its file").
+    pub what: &'static str,
+    /// errno, 0 when none applies.
+    pub errno: i32,
+}
+
+impl TaskError {
+    /// The step `what` failed with the calling thread's errno.
+    pub fn last(what: &'static str) -> TaskError {
+        TaskError {
+            what,
+            errno: errno().raw_os_error().unwrap_or(0),
+        }
+    }
+}
+
+impl std::fmt::Display for TaskError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.errno == 0 {
+            write!(f, "{}", self.what)
+        } else {
+            write!(
+                f,
+                "{}: {}",
+                self.what,
+                std::io::Error::from_raw_os_error(self.errno)
+            )
+        }
+    }
+}
+
+const LINE: usize = 128;
+const WAIT: u32 = 0;
+const GO: u32 = 1;
+const STOP: u32 = 2;
+
+/// The board's header: how many copies are ready, and the state every copy waits on.
+#[repr(C)]
+struct Header {
+    ready: AtomicU32,
+    state: AtomicU32,
+    failed: AtomicU32,
+}
+
+/// One copy's line on the board: its operations so far, and why it failed.
+#[repr(C)]
+struct Slot {
+    ops: AtomicU64,
+    err_ptr: AtomicUsize,
+    err_len: AtomicUsize,
+    err_no: AtomicI32,
+}
+
+/// Where copies count, in memory shared across fork: a header line, then one line per copy,
+/// so that no two copies write one cache line.
+pub struct Board {
+    map: Mapping,
+    copies: usize,
+}
+
+// SAFETY: the board's memory is read and written only through atomics (`Header`, `Slot`), and
+// the mapping lives as long as the board.
+unsafe impl Sync for Board {}
+
+impl Board {
+    /// A board for `copies` copies.
+    pub fn new(copies: usize) -> Result<Board, BenchError> {
+        let map = Mapping::anonymous(LINE * (copies + 1), true, 0)?;
+        Ok(Board { map, copies })
+    }
+
+    fn header(&self) -> &Header {
+        // SAFETY: the mapping is at least one line, page-aligned, zeroed, and lives as long as
+        // the board; Header is atomics only.
+        unsafe { &*(self.map.ptr() as *const Header) }
+    }
+
+    fn slot(&self, i: usize) -> &Slot {
+        assert!(i < self.copies);
+        // SAFETY: line i+1 lies inside the mapping (copies + 1 lines); Slot is atomics only.
+        unsafe { &*(self.map.ptr().add(LINE * (i + 1)) as *const Slot) }
+    }
+
+    /// Every copy's operations so far.
+    pub fn total(&self) -> u64 {
+        (0..self.copies)
+            .map(|i| self.slot(i).ops.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    fn first_error(&self) -> Option<String> {
+        (0..self.copies).find_map(|i| {
+            let s = self.slot(i);
+            let len = s.err_len.load(Ordering::Acquire);
+            if len == 0 {
+                return None;
+            }
+            let ptr = s.err_ptr.load(Ordering::Acquire) as *const u8;
+            // SAFETY: a copy stores the pointer and length of a `&'static str` of this binary
+            // (a forked copy has the same image at the same addresses), length last.
+            let what =
+                unsafe { std::str::from_utf8_unchecked(std::slice::from_raw_parts(ptr, len)) };
+            let e = TaskError {
+                what,
+                errno: s.err_no.load(Ordering::Relaxed),
+            };
+            Some(format!("copy {i} of {}: {e}", self.copies))
+        })
+    }
+
+    fn set_state(&self, state: u32) {
+        let h = self.header();
+        h.state.store(state, Ordering::SeqCst);
+        // SAFETY: a live, aligned u32 in shared memory; wakes every waiter.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                h.state.as_ptr(),
+                libc::FUTEX_WAKE,
+                i32::MAX,
+            )
+        };
+    }
+}
+
+/// What a copy sees: its index and CPU, and the board it counts on.
+pub struct Task<'a> {
+    /// Which copy, from 0.
+    pub index: usize,
+    /// The CPU it is pinned to.
+    pub cpu: usize,
+    /// Process or thread.
+    pub mode: Mode,
+    board: &'a Board,
+}
+
+impl Task<'_> {
+    /// Say this copy is prepared and wait until every copy is: true to go on, false when the
+    /// case is being stopped instead.
+    pub fn start(&self) -> bool {
+        let h = self.board.header();
+        h.ready.fetch_add(1, Ordering::SeqCst);
+        loop {
+            let s = h.state.load(Ordering::SeqCst);
+            if s != WAIT {
+                return s == GO;
+            }
+            // SAFETY: a live, aligned u32 in shared memory; returns at once if it moved.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_futex,
+                    h.state.as_ptr(),
+                    libc::FUTEX_WAIT,
+                    WAIT,
+                    std::ptr::null::<libc::timespec>(),
+                )
+            };
+        }
+    }
+
+    /// Whether the copies are still to run.
+    #[inline(always)]
+    pub fn running(&self) -> bool {
+        self.board.header().state.load(Ordering::Relaxed) == GO
+    }
+
+    /// Count `k` operations done.
+    #[inline(always)]
+    pub fn done(&self, k: u64) {
+        let ops = &self.board.slot(self.index).ops;
+        // One writer per line: a plain store, no locked instruction in the loop.
+        ops.store(ops.load(Ordering::Relaxed) + k, Ordering::Relaxed);
+    }
+
+    fn record(&self, e: TaskError) {
+        let s = self.board.slot(self.index);
+        s.err_no.store(e.errno, Ordering::Relaxed);
+        s.err_ptr.store(e.what.as_ptr() as usize, Ordering::Release);
+        s.err_len.store(e.what.len(), Ordering::Release);
+        self.board.header().failed.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// What one copy runs: prepare, `task.start()`, then operations counted with `task.done`
+/// until `task.running()` is false. It must return once stopped.
+pub type Body<'b> = dyn Fn(&Task) -> Result<(), TaskError> + Sync + 'b;
+
+/// How a case is measured: the copies, where, and for how long.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shape {
+    /// Processes or threads.
+    pub mode: Mode,
+    /// The CPU of each copy (`layout`'s first N).
+    pub cpus: Vec<usize>,
+    /// One sample's window, ns.
+    pub window_ns: u64,
+    /// Windows left out after the start, ns.
+    pub warmup_ns: u64,
+    /// Timed windows for at least this long, ns (the repetition's sampling time).
+    pub length_ns: u64,
+}
+
+/// A case's copies: measured with every copy running, then stopped and reaped.
+pub fn measure(shape: &Shape, body: &Body) -> Result<Outcome, BenchError> {
+    let n = shape.cpus.len();
+    if n == 0 {
+        return Err(BenchError::Failed("no copies to run".into()));
+    }
+    let board = Board::new(n)?;
+    let timed = |board: &Board| timed_windows(shape, board);
+    let (measured, ipis, idle) = match shape.mode {
+        Mode::Process => with_processes(shape, &board, body, timed)?,
+        Mode::Thread => with_threads(shape, &board, body, timed)?,
+    };
+    let (ms, ops, wall_ns) = measured?;
+    let mut o = Outcome::of(ms);
+    let per_task = if wall_ns > 0 {
+        ops as f64 / n as f64 * 1e9 / wall_ns as f64
+    } else {
+        0.0
+    };
+    o = o
+        .param("ops_per_s_per_task", per_task)
+        .param("ops_per_s_total", per_task * n as f64)
+        .param("cpus", serde_json::json!(shape.cpus));
+    if let Some(i) = ipis
+        && ops > 0
+    {
+        let per = |x: u64| x as f64 / ops as f64;
+        o = o
+            .param("ipis_per_op", per(i.resched + i.call))
+            .param("tlb_ipis_per_op", per(i.tlb))
+            .param("resched_ipis_per_op", per(i.resched))
+            .param("call_ipis_per_op", per(i.call));
+    }
+    if let Some(idle) = idle {
+        o = o.param("idle_pct", idle * 100.0);
+    }
+    o.placed = Some(placement_of(&shape.cpus));
+    Ok(o)
+}
+
+fn placement_of(cpus: &[usize]) -> (Placement, Vec<usize>) {
+    let mut used = cpus.to_vec();
+    used.sort_unstable();
+    used.dedup();
+    let record = match cpus {
+        [one] => Placement::Pinned { cpu: *one },
+        _ => Placement::Cross {
+            cpus: cpus.to_vec(),
+        },
+    };
+    (record, used)
+}
+
+/// What the timed windows give: the samples, the operations and the time they covered.
+type Timed = Result<(Measurement, u64, u64), BenchError>;
+
+/// IPIs counted in /proc/interrupts, over every CPU.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Ipis {
+    /// Rescheduling interrupts (RES).
+    pub resched: u64,
+    /// Function-call interrupts (CAL), TLB shootdowns among them on x86.
+    pub call: u64,
+    /// TLB shootdowns (TLB).
+    pub tlb: u64,
+}
+
+/// The IPI lines of /proc/interrupts, summed over every CPU column.
+pub fn parse_ipis(text: &str) -> Ipis {
+    let mut out = Ipis::default();
+    for line in text.lines() {
+        let Some((name, rest)) = line.split_once(':') else {
+            continue;
+        };
+        let sum: u64 = rest
+            .split_whitespace()
+            .map_while(|w| w.parse::<u64>().ok())
+            .sum();
+        match name.trim() {
+            "RES" => out.resched += sum,
+            "CAL" => out.call += sum,
+            "TLB" => out.tlb += sum,
+            _ => {}
+        }
+    }
+    out
+}
+
+fn read_ipis() -> Option<Ipis> {
+    std::fs::read_to_string("/proc/interrupts")
+        .ok()
+        .map(|t| parse_ipis(&t))
+}
+
+/// Idle time of `cpus` so far, µs: cpuidle's account, or /proc/stat's ticks without one.
+fn idle_us(cpus: &[usize]) -> Option<u64> {
+    let from_cpuidle: Option<u64> = cpus.iter().map(|&c| super::noise::cpu_idle_us(c)).sum();
+    from_cpuidle.or_else(|| {
+        let snap = super::noise::read_proc_stat();
+        // SAFETY: sysconf takes no pointers.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+        cpus.iter()
+            .map(|&c| {
+                snap.get(c)
+                    .copied()
+                    .flatten()
+                    .map(|t| t.idle * 1_000_000 / hz)
+            })
+            .sum()
+    })
+}
+
+/// Copies as forked processes (each pinned, killed if the worker dies), measured, then
+/// stopped and reaped on every path.
+fn with_processes(
+    shape: &Shape,
+    board: &Board,
+    body: &Body,
+    timed: impl FnOnce(&Board) -> (Timed, Option<Ipis>, Option<f64>),
+) -> Result<(Timed, Option<Ipis>, Option<f64>), BenchError> {
+    struct Reaper<'a> {
+        pids: Vec<libc::pid_t>,
+        board: &'a Board,
+    }
+    impl Drop for Reaper<'_> {
+        fn drop(&mut self) {
+            self.board.set_state(STOP);
+            // Copies stop at their next operation; one stuck past a second is killed.
+            let deadline = Instant::now() + Duration::from_secs(1);
+            let mut left: Vec<libc::pid_t> = self.pids.clone();
+            while !left.is_empty() && Instant::now() < deadline {
+                left.retain(|&pid| {
+                    // SAFETY: our own child; WNOHANG.
+                    unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) == 0 }
+                });
+                if !left.is_empty() {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+            for &pid in &left {
+                // SAFETY: our own children that did not stop: killed and reaped.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                    libc::waitpid(pid, std::ptr::null_mut(), 0);
+                }
+            }
+        }
+    }
+    let mut reaper = Reaper {
+        pids: Vec::with_capacity(shape.cpus.len()),
+        board,
+    };
+    for (i, &cpu) in shape.cpus.iter().enumerate() {
+        let set = placement::cpu_set(&[cpu]);
+        // SAFETY: the child pins itself, runs the body (which prepares with system calls and
+        // counts on shared memory) and leaves with _exit, running none of the parent's
+        // destructors; glibc's allocator is safe across fork.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(BenchError::failed(
+                &format!("fork of copy {i} of {}", shape.cpus.len()),
+                errno(),
+            ));
+        }
+        if pid == 0 {
+            // SAFETY: integer prctl, and an affinity mask built before fork.
+            unsafe {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+                libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set);
+            }
+            let task = Task {
+                index: i,
+                cpu,
+                mode: Mode::Process,
+                board,
+            };
+            let rc = match body(&task) {
+                Ok(()) => 0,
+                Err(e) => {
+                    task.record(e);
+                    1
+                }
+            };
+            // SAFETY: ends the copy without the parent's destructors or atexit handlers.
+            unsafe { libc::_exit(rc) };
+        }
+        reaper.pids.push(pid);
+    }
+    Ok(timed(board))
+}
+
+/// Copies as threads of this process (each pinned), measured, then stopped and joined.
+fn with_threads(
+    shape: &Shape,
+    board: &Board,
+    body: &Body,
+    timed: impl FnOnce(&Board) -> (Timed, Option<Ipis>, Option<f64>),
+) -> Result<(Timed, Option<Ipis>, Option<f64>), BenchError> {
+    std::thread::scope(|s| {
+        // Stops the copies when the scope ends, however it ends (the scope then joins them).
+        struct Stop<'a>(&'a Board);
+        impl Drop for Stop<'_> {
+            fn drop(&mut self) {
+                self.0.set_state(STOP);
+            }
+        }
+        let _stop = Stop(board);
+        for (i, &cpu) in shape.cpus.iter().enumerate() {
+            let spawned = std::thread::Builder::new()
+                .name(format!("oscost-copy{i}"))
+                .spawn_scoped(s, move || {
+                    let task = Task {
+                        index: i,
+                        cpu,
+                        mode: Mode::Thread,
+                        board,
+                    };
+                    let r = placement::pin_current_thread(cpu)
+                        .map_err(|_| TaskError::last("pinning to its CPU"))
+                        .and_then(|()| body(&task));
+                    if let Err(e) = r {
+                        task.record(e);
+                    }
+                });
+            if let Err(e) = spawned {
+                return Err(super::os::thread_failed(
+                    &format!("copy {i} of {}", shape.cpus.len()),
+                    e,
+                ));
+            }
+        }
+        Ok(timed(board))
+    })
+}
+
+/// Wait for every copy, start them together, leave out the warm-up, then time windows until
+/// the length is reached; IPIs and idle time are read around the timed windows.
+fn timed_windows(shape: &Shape, board: &Board) -> (Timed, Option<Ipis>, Option<f64>) {
+    let n = shape.cpus.len() as u32;
+    let h = board.header();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (ready, failed) = (
+            h.ready.load(Ordering::SeqCst),
+            h.failed.load(Ordering::SeqCst),
+        );
+        if failed > 0 {
+            let why = board
+                .first_error()
+                .unwrap_or_else(|| "a copy failed".into());
+            return (Err(BenchError::Failed(why)), None, None);
+        }
+        if ready >= n {
+            break;
+        }
+        if Instant::now() > deadline {
+            return (
+                Err(BenchError::Failed(format!(
+                    "only {ready} of {n} copies were ready after 10 s"
+                ))),
+                None,
+                None,
+            );
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    board.set_state(GO);
+    std::thread::sleep(Duration::from_nanos(shape.warmup_ns));
+    if crate::harness::counters::active() {
+        return (count_window(shape, board), None, None);
+    }
+    let windows = (shape.length_ns / shape.window_ns.max(1)).max(3) as usize + 2;
+    let mut samples = Vec::with_capacity(windows * 2);
+    let mut ends = Vec::with_capacity(windows * 2);
+    let idle0 = idle_us(&crate::harness::placement::allowed_cpus());
+    let ipis0 = read_ipis();
+    let start = Instant::now();
+    let ops0 = board.total();
+    let (mut t_prev, mut ops_prev) = (start, ops0);
+    let give_up = start + Duration::from_nanos(shape.length_ns * 20 + 2_000_000_000);
+    loop {
+        std::thread::sleep(Duration::from_nanos(shape.window_ns));
+        if h.failed.load(Ordering::SeqCst) > 0 {
+            let why = board
+                .first_error()
+                .unwrap_or_else(|| "a copy failed".into());
+            return (Err(BenchError::Failed(why)), None, None);
+        }
+        let (t, ops) = (Instant::now(), board.total());
+        let elapsed = t.duration_since(start).as_nanos() as u64;
+        if ops > ops_prev {
+            // N copies ran for the window: per task, the window over its share of the
+            // operations.
+            let dt = t.duration_since(t_prev).as_nanos() as f64;
+            samples.push(n as f64 * dt / (ops - ops_prev) as f64);
+            ends.push(elapsed);
+            (t_prev, ops_prev) = (t, ops);
+        }
+        if (elapsed >= shape.length_ns && samples.len() >= 3) || t > give_up {
+            break;
+        }
+    }
+    let wall_ns = t_prev.duration_since(start).as_nanos() as u64;
+    let ops = ops_prev - ops0;
+    let ipis = match (ipis0, read_ipis()) {
+        (Some(a), Some(z)) => Some(Ipis {
+            resched: z.resched.saturating_sub(a.resched),
+            call: z.call.saturating_sub(a.call),
+            tlb: z.tlb.saturating_sub(a.tlb),
+        }),
+        _ => None,
+    };
+    let allowed = crate::harness::placement::allowed_cpus();
+    let idle = match (idle0, idle_us(&allowed)) {
+        (Some(a), Some(z)) if wall_ns > 0 => Some(
+            (z.saturating_sub(a) as f64 * 1e3 / (wall_ns as f64 * allowed.len() as f64)).min(1.0),
+        ),
+        _ => None,
+    };
+    if samples.is_empty() {
+        return (
+            Err(BenchError::Failed(format!(
+                "no copy completed an operation in {:.1} s",
+                wall_ns as f64 / 1e9
+            ))),
+            None,
+            None,
+        );
+    }
+    let m = Measurement {
+        samples_ns: samples,
+        ends_ns: ends,
+        preempted: vec![],
+        batch: Batch {
+            batched: true,
+            size: (ops / n as u64).max(1),
+        },
+        baseline_ns: 0.0,
+    };
+    (Ok((m, ops, wall_ns)), ipis, idle)
+}
+
+/// The untimed counting pass: events over one window of every copy running, per operation.
+fn count_window(shape: &Shape, board: &Board) -> Timed {
+    use crate::harness::counters::{self, Phase};
+    let window = Duration::from_nanos(shape.window_ns.max(20_000_000));
+    let (t0, ops0) = (Instant::now(), board.total());
+    counters::begin();
+    std::thread::sleep(window);
+    let ops = board.total() - ops0;
+    counters::end(Phase::Sampling, ops);
+    let wall = t0.elapsed().as_nanos() as u64;
+    let n = shape.cpus.len() as f64;
+    let sample = if ops > 0 {
+        n * wall as f64 / ops as f64
+    } else {
+        f64::NAN
+    };
+    let m = Measurement {
+        samples_ns: vec![sample],
+        ends_ns: vec![wall],
+        preempted: vec![],
+        batch: Batch {
+            batched: true,
+            size: 1,
+        },
+        baseline_ns: 0.0,
+    };
+    Ok((m, ops, wall))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 8 CPUs: 4 cores of 2 hardware threads, siblings n and n+4 (as Intel numbers them).
+    struct FourCoresSmt;
+    impl Topology for FourCoresSmt {
+        fn core_of(&self, cpu: usize) -> Option<(usize, usize)> {
+            Some((0, cpu % 4))
+        }
+    }
+
+    /// 2 packages of 2 cores, siblings adjacent (0,1), (2,3), ... (as AMD often numbers them).
+    struct AdjacentSiblings;
+    impl Topology for AdjacentSiblings {
+        fn core_of(&self, cpu: usize) -> Option<(usize, usize)> {
+            Some((cpu / 4, (cpu % 4) / 2))
+        }
+    }
+
+    struct Unknown;
+    impl Topology for Unknown {
+        fn core_of(&self, _: usize) -> Option<(usize, usize)> {
+            None
+        }
+    }
+
+    #[test]
+    fn copies_take_one_cpu_per_core_before_any_sibling() {
+        let all: Vec<usize> = (0..8).collect();
+        assert_eq!(layout(&all, 0, &FourCoresSmt), vec![0, 1, 2, 3, 4, 5, 6, 7]);
+        // The measuring CPU's core leads, with the measuring CPU itself first.
+        assert_eq!(layout(&all, 6, &FourCoresSmt), vec![6, 0, 1, 3, 2, 4, 5, 7]);
+        assert_eq!(
+            layout(&all, 0, &AdjacentSiblings),
+            vec![0, 2, 4, 6, 1, 3, 5, 7]
+        );
+        // Only the allowed CPUs, each once.
+        assert_eq!(layout(&[5, 1, 4, 1], 1, &FourCoresSmt), vec![1, 4, 5]);
+        // A machine that says nothing: every CPU a core of its own.
+        assert_eq!(layout(&[3, 1, 2], 2, &Unknown), vec![2, 1, 3]);
+        // N copies of N <= cores share no core.
+        let l = layout(&all, 0, &AdjacentSiblings);
+        let cores: std::collections::BTreeSet<_> = l[..4]
+            .iter()
+            .map(|&c| AdjacentSiblings.core_of(c))
+            .collect();
+        assert_eq!(cores.len(), 4);
+    }
+
+    #[test]
+    fn ipis_are_summed_over_every_cpu() {
+        let text = "           CPU0       CPU1\n  0:         34          0   IO-APIC   2-edge      timer\n\
+                    RES:      10059       7812   Rescheduling interrupts\n\
+                    CAL:      49518      41481   Function call interrupts\n\
+                    TLB:      16783      25131   TLB shootdowns\n";
+        let i = parse_ipis(text);
+        assert_eq!(
+            i,
+            Ipis {
+                resched: 17871,
+                call: 90999,
+                tlb: 41914
+            }
+        );
+    }
+
+    #[test]
+    fn modes_have_words() {
+        for m in Mode::BOTH {
+            assert_eq!(Mode::parse(m.word()), Some(m));
+        }
+        assert_eq!(Mode::parse("proc"), None);
+    }
+
+    /// Two copies of a counting body, both modes: they start together, count, stop when told
+    /// and leave nothing running (a process copy that outlived the case would keep counting).
+    #[test]
+    fn copies_count_together_and_stop() {
+        let body = |t: &Task| -> Result<(), TaskError> {
+            if !t.start() {
+                return Ok(());
+            }
+            while t.running() {
+                std::hint::black_box(t.index);
+                t.done(1);
+            }
+            Ok(())
+        };
+        let cpus = crate::harness::placement::allowed_cpus();
+        for mode in Mode::BOTH {
+            let shape = Shape {
+                mode,
+                cpus: vec![cpus[0]; 2],
+                window_ns: 2_000_000,
+                warmup_ns: 1_000_000,
+                length_ns: 10_000_000,
+            };
+            let o = measure(&shape, &body).unwrap();
+            assert!(o.measurement.samples_ns.len() >= 3);
+            assert!(o.measurement.samples_ns.iter().all(|&x| x > 0.0));
+            assert!(o.params["ops_per_s_per_task"].as_f64().unwrap() > 0.0);
+        }
+        let failing = |t: &Task| -> Result<(), TaskError> {
+            if t.index == 1 {
+                return Err(TaskError {
+                    what: "opening its file",
+                    errno: libc::ENOENT,
+                });
+            }
+            t.start();
+            Ok(())
+        };
+        let shape = Shape {
+            mode: Mode::Process,
+            cpus: vec![cpus[0]; 2],
+            window_ns: 2_000_000,
+            warmup_ns: 1_000_000,
+            length_ns: 10_000_000,
+        };
+        let e = measure(&shape, &failing).unwrap_err().to_string();
+        assert!(e.contains("copy 1 of 2: opening its file"), "{e}");
+    }
+}

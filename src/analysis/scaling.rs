@@ -76,6 +76,22 @@ pub fn mean_ci(values: &[f64]) -> Option<(f64, [f64; 2])> {
     Some((mean, [mean - h, mean + h]))
 }
 
+/// A 95% interval for a rate measured once per repetition (IPIs per operation, idle
+/// percent). Rates spread by factors, not by amounts (one repetition's 0.02 IPIs/op beside
+/// others' 0.003), so where every repetition saw some, the t interval is taken on their
+/// logarithms (the geometric mean's), which stays above 0; where one saw none, on the values,
+/// clamped at 0, since a count is never below it.
+pub fn rate_ci(values: &[f64]) -> Option<[f64; 2]> {
+    if values.iter().all(|&v| v > 0.0) {
+        let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
+        let (_, ci) = mean_ci(&logs)?;
+        Some([ci[0].exp(), ci[1].exp()])
+    } else {
+        let (_, ci) = mean_ci(values)?;
+        Some([ci[0].max(0.0), ci[1]])
+    }
+}
+
 /// Efficiency, rates, IPIs and the thread/process contrast of every result of one scale/
 /// benchmark.
 pub fn derive(results: &mut [BenchResult]) {
@@ -106,7 +122,7 @@ pub fn derive(results: &mut [BenchResult]) {
                 .and_then(|v| v.as_array())
                 .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
                 .unwrap_or_default();
-            if let Some((_, ci)) = mean_ci(&by_rep) {
+            if let Some(ci) = rate_ci(&by_rep) {
                 r.params.insert(format!("{key}_ci95"), json!(ci));
             }
         }
@@ -214,6 +230,16 @@ mod tests {
         assert!(rs.iter().all(|r| r.notes.is_empty()));
         let v = rs[3].params["vs_processes"].as_f64().unwrap();
         assert!((v - 1.0).abs() < 0.02);
+    }
+
+    #[test]
+    fn a_rate_seen_in_every_repetition_has_an_interval_above_zero() {
+        let skewed = [0.003, 0.004, 0.0035, 0.02, 0.003];
+        let ci = rate_ci(&skewed).unwrap();
+        assert!(ci[0] > 0.0 && ci[0] < 0.004 && ci[1] > 0.004, "{ci:?}");
+        // A repetition that saw none: the values' interval, never below 0.
+        let ci = rate_ci(&[0.0, 0.0, 0.001]).unwrap();
+        assert_eq!(ci[0], 0.0);
     }
 
     #[test]

@@ -81,9 +81,9 @@ catalogue! {
     "scale/pwrite-same" => pwrite_same:
         "pwrite of 4 KiB at offset 0 of one file each copy opened [will-it-scale pwrite2]";
     "scale/lock-separate" => lock_separate:
-        "one fcntl(F_SETLK) taking or dropping a write lock on a byte of the copy's own file [will-it-scale lock1]";
+        "one fcntl(F_SETLKW) taking or dropping a write lock on a byte of the copy's own file [will-it-scale lock1]";
     "scale/lock-same" => lock_same:
-        "one fcntl(F_SETLK) taking or dropping a write lock on a byte of one file each copy opened [will-it-scale lock2]";
+        "one fcntl(F_SETLKW) taking or dropping a write lock on a byte of one file each copy opened [will-it-scale lock2]";
     "scale/unlink-separate" => unlink_separate:
         "create (open O_CREAT) + close + unlink of the copy's own file, every copy's in one directory [will-it-scale unlink1]";
     "scale/unlink-dirs" => unlink_dirs:
@@ -777,8 +777,8 @@ fn lock_loop(t: &Task, f: &Fd) -> R {
             lk.l_type = kind as i16;
             check(
                 // SAFETY: a descriptor we own and a valid flock.
-                unsafe { libc::fcntl(f.0, libc::F_SETLK, &lk) } as libc::c_long,
-                "fcntl(F_SETLK)",
+                unsafe { libc::fcntl(f.0, libc::F_SETLKW, &lk) } as libc::c_long,
+                "fcntl(F_SETLKW)",
             )?;
         }
         Ok(2)

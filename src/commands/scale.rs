@@ -16,8 +16,8 @@ use crate::{output, report};
 #[derive(Debug, Args, Clone)]
 /// `oscost scale`'s arguments.
 pub struct ScaleArgs {
-    /// The case: a scale/ id (`scale/getppid`) or its name (`getppid`); `oscost list scale/`
-    /// lists them with the will-it-scale test each one is.
+    /// The case: a scale/ id (`scale/getppid`) or its name (`getppid`); `oscost list` gives
+    /// each with the will-it-scale test it is.
     #[arg(value_name = "CASE")]
     pub case: String,
     /// Copies to run at once: a list of counts, or `all` [default: every count from 1 to the

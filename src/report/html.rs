@@ -303,6 +303,7 @@ pub fn render_run(
             speed => Serde(owned_by(Owner::Speed).first()),
             ladder => Serde(owned_by(Owner::Ladder).first()),
             families => Serde(families),
+            scaling => Serde(super::scaling::lines(run)),
             ok => ok_n, skipped => skipped, failed => failed, disturbed => disturbed,
             total => run.results.len(),
             phase_legend => super::table::phase_legend(run).unwrap_or_default(),

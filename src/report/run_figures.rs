@@ -82,7 +82,12 @@ fn point(r: &BenchResult, x: f64) -> Option<Point> {
 
 /// One declared curve from the results under `prefix`: cost against `curve.x`, one line per
 /// value of `curve.series` (or one line named after the benchmark).
-fn curve_figure(results: &[&BenchResult], prefix: &str, curve: &Curve) -> Option<Figure<'static>> {
+fn curve_figure(
+    results: &[&BenchResult],
+    prefix: &str,
+    curve: &Curve,
+    title: &str,
+) -> Option<Figure<'static>> {
     let mine: Vec<&BenchResult> = results
         .iter()
         .copied()
@@ -144,7 +149,7 @@ fn curve_figure(results: &[&BenchResult], prefix: &str, curve: &Curve) -> Option
     let series: Vec<(String, Vec<Point>)> =
         series.into_iter().filter(|(_, p)| p.len() >= 2).collect();
     (!series.is_empty()).then(|| Figure::Curves {
-        title: curve.title.into(),
+        title: title.into(),
         x_desc: curve.x_desc.into(),
         y_desc: curve.y_desc.into(),
         log2_x: curve.log2_x,
@@ -320,10 +325,21 @@ fn family_figures<'a>(
         });
     }
     for (prefix, curve) in curves {
-        if let Some(figure) = curve_figure(rs, prefix, curve) {
+        // A curve several benchmarks declare (scale/'s, one per case) is named and titled
+        // after each benchmark, so their figures neither overwrite nor look alike.
+        let shared = curves.iter().filter(|(_, c)| c.name == curve.name).count() > 1;
+        let (name, title) = if shared {
+            (
+                format!("{}-curve", slug(prefix)),
+                format!("{}: {}", prefix.trim_end_matches('/'), curve.title),
+            )
+        } else {
+            (curve.name.to_string(), curve.title.to_string())
+        };
+        if let Some(figure) = curve_figure(rs, prefix, curve, &title) {
             out.push(Drawn {
-                name: curve.name.into(),
-                title: curve.title.into(),
+                name,
+                title,
                 owner: owner.clone(),
                 figure,
             });

@@ -449,6 +449,9 @@ pub fn render_at(run: &Run, color: bool, opts: TableOptions, width: usize) -> St
     }
     out.push_str(&t.to_string());
     out.push('\n');
+    if let Some(scaling) = super::scaling::text(run) {
+        out.push_str(&scaling);
+    }
     for (i, n) in notes.iter().enumerate() {
         said(&mut out, &format!("[{}] {n}", i + 1));
     }

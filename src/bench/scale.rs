@@ -287,6 +287,7 @@ fn measure(m: &Meter, c: &Case, t: &Testcase) -> Measured {
         window_ns,
         warmup_ns: window_ns.max(5_000_000),
         length_ns,
+        watched: m.allowed.clone(),
     };
     let body = |task: &Task| (t.body)(task, &prepared);
     let mut o = scaling::measure(&shape, &body)?;

@@ -314,6 +314,9 @@ pub struct Shape {
     pub warmup_ns: u64,
     /// Timed windows for at least this long, ns (the repetition's sampling time).
     pub length_ns: u64,
+    /// The CPUs whose idle time is the case's idle share: every CPU the run may use (the
+    /// worker itself is pinned to one, so its own affinity would say only that one).
+    pub watched: Vec<usize>,
 }
 
 /// A case's copies: measured with every copy running, then stopped and reaped.
@@ -410,22 +413,23 @@ fn read_ipis() -> Option<Ipis> {
         .map(|t| parse_ipis(&t))
 }
 
-/// Idle time of `cpus` so far, µs: cpuidle's account, or /proc/stat's ticks without one.
+/// Idle time of `cpus` so far, µs, from /proc/stat. Not cpuidle's per-state `time`: that is
+/// added when a CPU leaves idle, so a CPU halted through a whole repetition (the one no copy
+/// runs on) shows none, where /proc/stat counts the idle period under way. Its unit is a
+/// clock tick (10 ms), which a repetition's tens of milliseconds make coarse: the median over
+/// repetitions is what a result gives.
 fn idle_us(cpus: &[usize]) -> Option<u64> {
-    let from_cpuidle: Option<u64> = cpus.iter().map(|&c| super::noise::cpu_idle_us(c)).sum();
-    from_cpuidle.or_else(|| {
-        let snap = super::noise::read_proc_stat();
-        // SAFETY: sysconf takes no pointers.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-        cpus.iter()
-            .map(|&c| {
-                snap.get(c)
-                    .copied()
-                    .flatten()
-                    .map(|t| t.idle * 1_000_000 / hz)
-            })
-            .sum()
-    })
+    let snap = super::noise::read_proc_stat();
+    // SAFETY: sysconf takes no pointers.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    cpus.iter()
+        .map(|&c| {
+            snap.get(c)
+                .copied()
+                .flatten()
+                .map(|t| t.idle * 1_000_000 / hz)
+        })
+        .sum()
 }
 
 /// Copies as forked processes (each pinned, killed if the worker dies), measured, then
@@ -590,7 +594,7 @@ fn timed_windows(shape: &Shape, board: &Board) -> (Timed, Option<Ipis>, Option<f
     let windows = (shape.length_ns / shape.window_ns.max(1)).max(3) as usize + 2;
     let mut samples = Vec::with_capacity(windows * 2);
     let mut ends = Vec::with_capacity(windows * 2);
-    let idle0 = idle_us(&crate::harness::placement::allowed_cpus());
+    let idle0 = idle_us(&shape.watched);
     let ipis0 = read_ipis();
     let start = Instant::now();
     let ops0 = board.total();
@@ -628,11 +632,11 @@ fn timed_windows(shape: &Shape, board: &Board) -> (Timed, Option<Ipis>, Option<f
         }),
         _ => None,
     };
-    let allowed = crate::harness::placement::allowed_cpus();
-    let idle = match (idle0, idle_us(&allowed)) {
-        (Some(a), Some(z)) if wall_ns > 0 => Some(
-            (z.saturating_sub(a) as f64 * 1e3 / (wall_ns as f64 * allowed.len() as f64)).min(1.0),
-        ),
+    let watched = shape.watched.len().max(1) as f64;
+    let idle = match (idle0, idle_us(&shape.watched)) {
+        (Some(a), Some(z)) if wall_ns > 0 => {
+            Some((z.saturating_sub(a) as f64 * 1e3 / (wall_ns as f64 * watched)).min(1.0))
+        }
         _ => None,
     };
     if samples.is_empty() {
@@ -784,6 +788,7 @@ mod tests {
                 window_ns: 2_000_000,
                 warmup_ns: 1_000_000,
                 length_ns: 10_000_000,
+                watched: cpus.clone(),
             };
             let o = measure(&shape, &body).unwrap();
             assert!(o.measurement.samples_ns.len() >= 3);
@@ -806,6 +811,7 @@ mod tests {
             window_ns: 2_000_000,
             warmup_ns: 1_000_000,
             length_ns: 10_000_000,
+            watched: cpus.clone(),
         };
         let e = measure(&shape, &failing).unwrap_err().to_string();
         assert!(e.contains("copy 1 of 2: opening its file"), "{e}");

@@ -35,6 +35,7 @@ const INVOCATIONS: &[(&str, &[&str])] = &[
     ("predict", &["predict", "--under", "env", "--", "/bin/true"]),
     ("explain", &["explain", "switch/pipe-proc@same"]),
     ("ctx", &["ctx", "2"]),
+    ("scale", &["scale", "getppid", "--copies", "1"]),
     ("report", &["report", "{run}", "-o", "{dir}"]),
     ("history", &["history"]),
     ("show", &["show", "last"]),

@@ -399,22 +399,8 @@ fn shared_line(moves: &[crate::analysis::SharedMove], explained: usize) -> Optio
     ))
 }
 
-/// Render for a terminal (or a pipe). `color` is false for NO_COLOR and non-terminals. A
-/// departure the machine explains (`analysis::shared_departures`) is said once for the run,
-/// not per result, unless `verbose`.
-pub fn render(run: &Run, color: bool, opts: TableOptions) -> String {
-    render_at(run, color, opts, terminal_width())
-}
-
-/// As `render`, notes wrapped at `width` columns.
-pub fn render_at(run: &Run, color: bool, opts: TableOptions, width: usize) -> String {
-    let said_once = SaidOnce::of(run, opts.verbose);
-    let (rows, notes) = rows_with(run, &said_once);
-    let shown: Vec<usize> = if opts.wide {
-        (0..HEADERS.len()).collect()
-    } else {
-        NARROW.to_vec()
-    };
+/// The table of `rows`, the columns `shown`.
+fn table_of(rows: &[TableLine], shown: &[usize], color: bool) -> comfy_table::Table {
     let mut t = super::plain_table(color, shown.iter().map(|&i| HEADERS[i]).collect::<Vec<_>>());
     for row in rows {
         let cells: Vec<Cell> = shown
@@ -437,6 +423,88 @@ pub fn render_at(run: &Run, color: bool, opts: TableOptions, width: usize) -> St
         {
             c.set_cell_alignment(comfy_table::CellAlignment::Right);
         }
+    }
+    t
+}
+
+/// The columns the default table fits in.
+const TABLE_COLUMNS: usize = 100;
+
+fn widest(text: &str) -> usize {
+    text.lines().map(|l| l.chars().count()).max().unwrap_or(0)
+}
+
+/// A flag's short form: a `rep K +X%` departure as it is, and every numbered reference in one
+/// bracket, after one word (`worded`: "disturbed [12,13]" when one of them is, else
+/// "notes [12,13]") or alone ("[12,13]"), for a table that is still too wide.
+fn compact_flag(flag: &str, worded: bool) -> String {
+    let refs: Vec<&str> = flag
+        .split('[')
+        .skip(1)
+        .filter_map(|x| x.split(']').next())
+        .collect();
+    if refs.is_empty() {
+        return flag.to_string();
+    }
+    // "rep 3 +24%" or "reps 2,6 +22..+35%": three words from where it starts.
+    let departure = flag
+        .find("rep")
+        .map(|i| flag[i..].split(' ').take(3).collect::<Vec<_>>().join(" "));
+    let word = if flag.starts_with("FAILED") {
+        "FAILED"
+    } else if flag.starts_with("skipped") {
+        "skipped"
+    } else if flag.contains("disturbed") {
+        "disturbed"
+    } else {
+        "notes"
+    };
+    let short = if worded {
+        format!("{word} [{}]", refs.join(","))
+    } else {
+        format!("[{}]", refs.join(","))
+    };
+    match departure {
+        Some(d) => format!("{d} {short}"),
+        None => short,
+    }
+}
+
+/// Render for a terminal (or a pipe). `color` is false for NO_COLOR and non-terminals. A
+/// departure the machine explains (`analysis::shared_departures`) is said once for the run,
+/// not per result, unless `verbose`.
+pub fn render(run: &Run, color: bool, opts: TableOptions) -> String {
+    render_at(run, color, opts, terminal_width())
+}
+
+/// As `render`, notes wrapped at `width` columns.
+pub fn render_at(run: &Run, color: bool, opts: TableOptions, width: usize) -> String {
+    let said_once = SaidOnce::of(run, opts.verbose);
+    let (rows, notes) = rows_with(run, &said_once);
+    let shown: Vec<usize> = if opts.wide {
+        (0..HEADERS.len()).collect()
+    } else {
+        NARROW.to_vec()
+    };
+    let mut rows = rows;
+    let mut t = table_of(&rows, &shown, color);
+    // The narrow table fits 100 columns: the longest flags give way to their short form
+    // (their references kept) until it does.
+    while !opts.wide && widest(&t.to_string()) > TABLE_COLUMNS {
+        let shorter = |f: &str| {
+            [compact_flag(f, true), compact_flag(f, false)]
+                .into_iter()
+                .find(|c| c.len() < f.len())
+        };
+        let Some(longest) = rows
+            .iter_mut()
+            .filter(|r| shorter(&r.cells[7]).is_some())
+            .max_by_key(|r| r.cells[7].len())
+        else {
+            break;
+        };
+        longest.cells[7] = shorter(&longest.cells[7]).unwrap_or_default();
+        t = table_of(&rows, &shown, color);
     }
     // Every line but the table's is wrapped at the terminal's width.
     let said = |out: &mut String, line: &str| {
@@ -841,5 +909,39 @@ mod tests {
             "{header}"
         );
         assert_eq!(wrap("aaa bbb ccc", 7, 2), "aaa bbb\n  ccc");
+    }
+
+    /// A long id beside a result that is disturbed, has a definition not met and notes: its
+    /// flag gives way to the short form, references kept, and the table still fits.
+    #[test]
+    fn a_row_of_many_flags_is_shortened_to_fit_100_columns() {
+        let mut run = testdata::run();
+        let mut r = testdata::result("ipc/posix-mq-roundtrip/64KiB@cross", vec![1.0e6; 9]);
+        r.disturbed.flag = vec!["other CPU busy 97%".into()];
+        r.notes = vec![
+            "definition not met: 2 context-switches per op expected".into(),
+            "a note".into(),
+            "another note".into(),
+        ];
+        run.results.push(r);
+        let text = render_at(&run, false, TableOptions::default(), 100);
+        let table: Vec<&str> = text.lines().take(run.results.len() + 2).collect();
+        for line in &table {
+            assert!(line.chars().count() <= 100, "{line}");
+        }
+        let row = table
+            .iter()
+            .find(|l| l.contains("posix-mq-roundtrip"))
+            .unwrap();
+        assert!(row.trim_end().ends_with(']') && row.contains(','), "{row}");
+        // Every reference still has its note under the table.
+        assert!(text.contains("another note"));
+        assert_eq!(
+            compact_flag("disturbed [12] rep 3 +24% note [13]", true),
+            "rep 3 +24% disturbed [12,13]"
+        );
+        assert_eq!(compact_flag("note [4] note [5]", true), "notes [4,5]");
+        assert_eq!(compact_flag("note [4] note [5]", false), "[4,5]");
+        assert_eq!(compact_flag("rep 2 -8%", true), "rep 2 -8%");
     }
 }

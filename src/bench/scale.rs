@@ -807,38 +807,34 @@ fn b_unlink(t: &Task, p: &Prepared) -> R {
     })
 }
 
-fn futex_loop(t: &Task, op: i32, val: u32) -> R {
+/// A futex call that returns at once, each operation: a wake with no waiter, or a wait on a
+/// value the word does not hold (0, not 1).
+fn futex_loop(t: &Task, wake: bool, private: bool) -> R {
     let word = AtomicU32::new(0);
     looped(t, || {
-        // SAFETY: a live, aligned u32; a wake with no waiter, or a wait on a value the word
-        // does not hold, returns at once.
-        std::hint::black_box(unsafe {
-            libc::syscall(
-                libc::SYS_futex,
-                word.as_ptr(),
-                op,
-                val,
-                std::ptr::null::<libc::timespec>(),
-            )
-        });
+        if wake {
+            super::futex_wake(&word, private);
+        } else {
+            super::futex_wait(&word, 1, private);
+        }
         Ok(1)
     })
 }
 
 fn b_futex_wake(t: &Task, _: &Prepared) -> R {
-    futex_loop(t, libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG, 1)
+    futex_loop(t, true, true)
 }
 
 fn b_futex_wake_shared(t: &Task, _: &Prepared) -> R {
-    futex_loop(t, libc::FUTEX_WAKE, 1)
+    futex_loop(t, true, false)
 }
 
 fn b_futex_wait(t: &Task, _: &Prepared) -> R {
-    futex_loop(t, libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG, 1)
+    futex_loop(t, false, true)
 }
 
 fn b_futex_wait_shared(t: &Task, _: &Prepared) -> R {
-    futex_loop(t, libc::FUTEX_WAIT, 1)
+    futex_loop(t, false, false)
 }
 
 fn pipe_pair_fds() -> Result<[Fd; 4], TaskError> {

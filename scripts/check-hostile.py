@@ -4,7 +4,7 @@
     scripts/check-hostile.py [OSCOST_BINARY]     (default: target/release/oscost)
 
 Builds every combination of a command (run, ab, export, matrix, compare, predict, explain,
-ctx, history, report), an output flag (--json, --csv, --markdown, --bmf, --github-benchmark, --report, -o) and a hostile
+ctx, scale, history, report), an output flag (--json, --csv, --markdown, --bmf, --github-benchmark, --report, -o) and a hostile
 target (the store itself spelled five ways, a hard link to it, its journals, a FIFO with no
 reader, a device, a socket, a directory, a name too long, a run file the command reads, a
 report directory whose index.html or fig/ file is the store or an input), plus hostile
@@ -167,6 +167,8 @@ def main():
         "predict": (["predict", "--quick", "--under", "env"], ["--json"], True),
         "explain": (["explain", "switch/pipe-proc@same"], ["--json"], True),
         "ctx": (["ctx", "2"], ["--json"], False),
+        "scale": (["scale", "getppid", "--copies", "1", "--quick"], ["--json"], False),
+        "run-scale": (["run", "--quick", "scale/getppid", "--copies", "1"], ["--json", "--csv", "--markdown"], True),
         "history": (["history"], [], True),
     }
     cases = []

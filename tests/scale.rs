@@ -165,12 +165,7 @@ fn an_interrupted_scale_run_leaves_no_process_and_no_file() {
 }
 
 fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "exit {:?}: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(out);
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 

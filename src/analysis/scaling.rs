@@ -92,62 +92,68 @@ pub fn rate_ci(values: &[f64]) -> Option<[f64; 2]> {
     }
 }
 
-/// Efficiency, rates, IPIs and the thread/process contrast of every result of one scale/
-/// benchmark.
-pub fn derive(results: &mut [BenchResult]) {
-    let snapshot: Vec<BenchResult> = results.to_vec();
-    let find = |m: &str, n: u64| {
-        snapshot
-            .iter()
-            .find(|r| mode(r) == Some(m) && copies(r) == Some(n) && r.stats.is_some())
+/// What one result of a scale/ benchmark gets (parameters, notes), from it and its siblings
+/// (`all`, the benchmark's results as measured).
+fn additions(
+    r: &BenchResult,
+    all: &[BenchResult],
+) -> (Vec<(String, serde_json::Value)>, Vec<String>) {
+    let (mut params, mut notes) = (Vec::new(), Vec::new());
+    let (Some(m), Some(n), Some(median)) = (mode(r), copies(r), r.stats.as_ref().map(|s| s.median))
+    else {
+        return (params, notes);
     };
-    for r in results.iter_mut() {
-        let (Some(m), Some(n)) = (mode(r).map(str::to_string), copies(r)) else {
-            continue;
-        };
-        let Some(median) = r.stats.as_ref().map(|s| s.median) else {
-            continue;
-        };
-        if median > 0.0 {
-            let per_task = 1e9 / median;
-            r.params
-                .insert("ops_per_s_per_task".into(), json!(per_task));
-            r.params
-                .insert("ops_per_s_total".into(), json!(per_task * n as f64));
+    let find = |m: &str, n: u64| {
+        all.iter()
+            .find(|x| mode(x) == Some(m) && copies(x) == Some(n) && x.stats.is_some())
+    };
+    if median > 0.0 {
+        let per_task = 1e9 / median;
+        params.push(("ops_per_s_per_task".into(), json!(per_task)));
+        params.push(("ops_per_s_total".into(), json!(per_task * n as f64)));
+    }
+    for key in PER_REPETITION {
+        let by_rep: Vec<f64> = r
+            .params
+            .get(&format!("{key}_by_rep"))
+            .and_then(|v| v.as_array())
+            .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
+            .unwrap_or_default();
+        if let Some(ci) = rate_ci(&by_rep) {
+            params.push((format!("{key}_ci95"), json!(ci)));
         }
-        for key in PER_REPETITION {
-            let by_rep: Vec<f64> = r
-                .params
-                .get(&format!("{key}_by_rep"))
-                .and_then(|v| v.as_array())
-                .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
-                .unwrap_or_default();
-            if let Some(ci) = rate_ci(&by_rep) {
-                r.params.insert(format!("{key}_ci95"), json!(ci));
-            }
+    }
+    if let Some(one) = find(m, 1)
+        && let Some((x, ci)) = ratio(one, r)
+    {
+        // Efficiency is the inverse of the slowdown against one copy.
+        params.push(("efficiency".into(), json!(1.0 / x)));
+        params.push(("efficiency_ci95".into(), json!([1.0 / ci[1], 1.0 / ci[0]])));
+    }
+    if m == "thread"
+        && n >= 2
+        && let Some(p) = find("process", n)
+        && let Some((x, ci)) = ratio(p, r)
+    {
+        params.push(("vs_processes".into(), json!(x)));
+        params.push(("vs_processes_ci95".into(), json!(ci)));
+        if ci[0] > 1.0 && x > 1.0 + BAND {
+            notes.push(format!(
+                "threads pay x{x:.2} ({:.2}-{:.2}) what processes do at {n} copies: they share one address space and one file table",
+                ci[0], ci[1]
+            ));
         }
-        if let Some(one) = find(&m, 1)
-            && let Some((x, ci)) = ratio(one, r)
-        {
-            // Efficiency is the inverse of the slowdown against one copy.
-            r.params.insert("efficiency".into(), json!(1.0 / x));
-            r.params
-                .insert("efficiency_ci95".into(), json!([1.0 / ci[1], 1.0 / ci[0]]));
-        }
-        if m == "thread"
-            && n >= 2
-            && let Some(p) = find("process", n)
-            && let Some((x, ci)) = ratio(p, r)
-        {
-            r.params.insert("vs_processes".into(), json!(x));
-            r.params.insert("vs_processes_ci95".into(), json!(ci));
-            if ci[0] > 1.0 && x > 1.0 + BAND {
-                r.notes.push(format!(
-                    "threads pay x{x:.2} ({:.2}-{:.2}) what processes do at {n} copies: they share one address space and one file table",
-                    ci[0], ci[1]
-                ));
-            }
-        }
+    }
+    (params, notes)
+}
+
+/// Efficiency, rates, IPIs and the thread/process contrast of every result of one scale/
+/// benchmark: each computed from the results as measured, then written.
+pub fn derive(results: &mut [BenchResult]) {
+    let added: Vec<_> = results.iter().map(|r| additions(r, results)).collect();
+    for (r, (params, notes)) in results.iter_mut().zip(added) {
+        r.params.extend(params);
+        r.notes.extend(notes);
     }
 }
 

@@ -58,26 +58,13 @@ pub(crate) fn round_trips(m: &Meter, w: i32, r: i32, lost: &str) -> Measured {
     })
 }
 
-/// futex(2) wait while `*word == val`, and wake one waiter. `private` for threads of one
-/// process, shared for a word in shared memory.
-pub(crate) fn futex_wait(word: &AtomicU32, val: u32, private: bool) {
-    let op = libc::FUTEX_WAIT | if private { libc::FUTEX_PRIVATE_FLAG } else { 0 };
-    // SAFETY: word is a live, aligned u32.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            op,
-            val,
-            std::ptr::null::<libc::timespec>(),
-        )
-    };
-}
+/// futex(2) wait while `*word == val` (`harness::os::futex_wait`).
+pub(crate) use crate::harness::os::futex_wait;
 
+/// futex(2): wake one waiter. `private` for threads of one process, shared for a word in
+/// shared memory.
 pub(crate) fn futex_wake(word: &AtomicU32, private: bool) {
-    let op = libc::FUTEX_WAKE | if private { libc::FUTEX_PRIVATE_FLAG } else { 0 };
-    // SAFETY: as above.
-    unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), op, 1) };
+    crate::harness::os::futex_wake(word, 1, private);
 }
 
 /// Every benchmark, in suite order.

@@ -252,13 +252,12 @@ fn measure(m: &Meter, c: &Case, t: &Testcase) -> Measured {
             m.allowed.len()
         )));
     }
-    if let Some(avail) = mem_available()
-        && t.memory * n > avail / 2
+    if let Some(avail_mib) = crate::harness::os::mem_available_mib()
+        && ((t.memory * n) >> 20) as u64 > avail_mib / 2
     {
         return Err(BenchError::Skipped(format!(
-            "{n} copies map {} MiB at once; {} MiB is available",
-            (t.memory * n) >> 20,
-            avail >> 20
+            "{n} copies map {} MiB at once; {avail_mib} MiB is available",
+            (t.memory * n) >> 20
         )));
     }
     ensure_fds(t.fds * 2 * n as u64 + 64)?;
@@ -303,13 +302,6 @@ fn measure(m: &Meter, c: &Case, t: &Testcase) -> Measured {
         t.wis
     ));
     Ok(o.param("wis", t.wis))
-}
-
-fn mem_available() -> Option<usize> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib << 10)
 }
 
 extern "C" fn empty_handler(_: libc::c_int) {}

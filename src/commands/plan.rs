@@ -327,12 +327,7 @@ fn resolve_placements(asked: Option<&[String]>, from_ids: &[String]) -> Result<V
 }
 
 /// MemAvailable from /proc/meminfo, MiB.
-pub fn mem_available_mib() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib / 1024)
-}
+pub use crate::harness::os::mem_available_mib;
 
 #[cfg(test)]
 mod tests {

@@ -8,7 +8,7 @@
 
 use std::ffi::c_void;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use super::error::BenchError;
 use super::placement;
@@ -125,6 +125,38 @@ pub fn ensure_fds(needed: u64) -> Result<(), BenchError> {
         return Err(BenchError::failed("setrlimit(RLIMIT_NOFILE)", errno()));
     }
     Ok(())
+}
+
+/// futex(2) wait while `*word == val`: returns at once when it does not hold `val`, else when
+/// woken (or on a signal). `private` for threads of one process, shared for a word in shared
+/// memory (forked processes).
+pub fn futex_wait(word: &AtomicU32, val: u32, private: bool) {
+    let op = libc::FUTEX_WAIT | if private { libc::FUTEX_PRIVATE_FLAG } else { 0 };
+    // SAFETY: word is a live, aligned u32.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            op,
+            val,
+            std::ptr::null::<libc::timespec>(),
+        )
+    };
+}
+
+/// futex(2): wake up to `n` waiters on `word`.
+pub fn futex_wake(word: &AtomicU32, n: i32, private: bool) {
+    let op = libc::FUTEX_WAKE | if private { libc::FUTEX_PRIVATE_FLAG } else { 0 };
+    // SAFETY: word is a live, aligned u32.
+    unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), op, n) };
+}
+
+/// MemAvailable from /proc/meminfo, MiB.
+pub fn mem_available_mib() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024)
 }
 
 /// Anonymous memory mapped for a benchmark, unmapped on drop. Shared mappings survive fork

@@ -227,15 +227,7 @@ impl Board {
     fn set_state(&self, state: u32) {
         let h = self.header();
         h.state.store(state, Ordering::SeqCst);
-        // SAFETY: a live, aligned u32 in shared memory; wakes every waiter.
-        unsafe {
-            libc::syscall(
-                libc::SYS_futex,
-                h.state.as_ptr(),
-                libc::FUTEX_WAKE,
-                i32::MAX,
-            )
-        };
+        super::os::futex_wake(&h.state, i32::MAX, false);
     }
 }
 
@@ -261,16 +253,8 @@ impl Task<'_> {
             if s != WAIT {
                 return s == GO;
             }
-            // SAFETY: a live, aligned u32 in shared memory; returns at once if it moved.
-            unsafe {
-                libc::syscall(
-                    libc::SYS_futex,
-                    h.state.as_ptr(),
-                    libc::FUTEX_WAIT,
-                    WAIT,
-                    std::ptr::null::<libc::timespec>(),
-                )
-            };
+            // Shared: forked copies wait on the same page. Returns at once if it moved.
+            super::os::futex_wait(&h.state, WAIT, false);
         }
     }
 

@@ -35,7 +35,8 @@ fn pair(r: &BenchResult, k: &str) -> Option<[f64; 2]> {
     serde_json::from_value(r.params.get(k)?.clone()).ok()
 }
 
-fn with_ci(r: Option<&BenchResult>, k: &str, prefix: &str) -> String {
+/// A parameter `k` of `r` with its CI (`{k}_ci95`): "0.99 (0.97-1.01)", or "-".
+pub(super) fn with_ci(r: Option<&BenchResult>, k: &str, prefix: &str) -> String {
     let Some(r) = r else {
         return "-".into();
     };

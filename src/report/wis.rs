@@ -88,16 +88,9 @@ fn point_note(r: &BenchResult) -> String {
         s.ci95[1],
         num(r, "ops_per_s_per_task").unwrap_or(f64::NAN)
     );
-    if let (Some(e), Some(ci)) = (
-        num(r, "efficiency"),
-        r.params.get("efficiency_ci95").and_then(|v| v.as_array()),
-    ) && ci.len() == 2
-    {
-        line.push_str(&format!(
-            ", efficiency {e:.2} ({:.2}-{:.2})",
-            ci[0].as_f64().unwrap_or(f64::NAN),
-            ci[1].as_f64().unwrap_or(f64::NAN)
-        ));
+    if num(r, "efficiency").is_some() {
+        let e = super::scaling::with_ci(Some(r), "efficiency", "");
+        line.push_str(&format!(", efficiency {e}"));
     }
     if let Some(i) = num(r, "ipis_per_op") {
         line.push_str(&format!(", {i:.3} IPIs/op"));

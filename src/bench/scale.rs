@@ -217,7 +217,7 @@ impl Drop for Prepared {
 
 /// One will-it-scale test: what each copy runs, and how it is measured.
 struct Testcase {
-    /// The catalogue id (for the case's directory).
+    /// The catalogue id (names the case's directory).
     id: &'static str,
     /// will-it-scale's name of the test.
     wis: &'static str,
@@ -230,8 +230,22 @@ struct Testcase {
     /// One sample's window, ms: long enough to hold many of the case's cycles (a 128 MiB
     /// fault cycle with its munmap takes ~10 ms).
     window_ms: u64,
+    /// What the process needs before its copies start, beyond files.
+    before: Before,
     /// What one copy does.
     body: fn(&Task, &Prepared) -> Result<(), TaskError>,
+}
+
+/// Process-wide state a case sets before its copies start (threads share it; forked copies
+/// inherit it), undone when `Prepared` drops.
+#[derive(Clone, Copy)]
+enum Before {
+    /// Nothing.
+    Nothing,
+    /// Read the break once, so every brk copy moves it from the same place.
+    ReadBreak,
+    /// SIGUSR1 handled by a handler that does nothing (put back on drop).
+    EmptySigusr1Handler,
 }
 
 /// Measure one case of `t`: its mode and copies from the case, its CPUs from the layout.
@@ -266,12 +280,13 @@ fn measure(m: &Meter, c: &Case, t: &Testcase) -> Measured {
         .take(n)
         .collect();
     let mut prepared = Prepared::new(m, t.id, n, t.files)?;
-    if t.id == "scale/brk" {
-        // SAFETY: brk(0) returns the current break and changes nothing.
-        prepared.brk_base = unsafe { libc::syscall(libc::SYS_brk, 0usize) } as usize;
-    }
-    if t.id == "scale/signal" {
-        prepared.old_sigusr1 = Some(set_empty_handler()?);
+    match t.before {
+        Before::Nothing => {}
+        Before::ReadBreak => {
+            // SAFETY: brk(0) returns the current break and changes nothing.
+            prepared.brk_base = unsafe { libc::syscall(libc::SYS_brk, 0usize) } as usize;
+        }
+        Before::EmptySigusr1Handler => prepared.old_sigusr1 = Some(set_empty_handler()?),
     }
     let window_ns = t.window_ms * 1_000_000;
     let length_ns = match m.sampler.cfg.stop {
@@ -326,7 +341,9 @@ fn set_empty_handler() -> Result<libc::sigaction, BenchError> {
 
 /// The catalogue's functions, one per test case, and the test cases they measure.
 macro_rules! testcases {
-    ($( $f:ident: $id:literal, $wis:literal, $files:expr, fds $fds:literal, mem $mem:expr, window $w:literal, $body:path; )*) => {
+    (@before) => { Before::Nothing };
+    (@before $b:ident) => { Before::$b };
+    ($( $f:ident: $id:literal, $wis:literal, $files:expr, fds $fds:literal, mem $mem:expr, window $w:literal, $({ before $b:ident },)? $body:path; )*) => {
         $(
             fn $f(m: &Meter, c: &Case) -> Measured {
                 measure(m, c, &Testcase {
@@ -336,6 +353,7 @@ macro_rules! testcases {
                     fds: $fds,
                     memory: $mem,
                     window_ms: $w,
+                    before: testcases!(@before $($b)?),
                     body: $body,
                 })
             }
@@ -350,7 +368,7 @@ testcases! {
     page_fault_shared: "scale/page-fault-shared", "page_fault3", Files::None, fds 1, mem MIB128, window 50, b_page_fault_shared;
     mmap_anon: "scale/mmap-anon", "mmap1", Files::None, fds 0, mem 0, window 5, b_mmap_anon;
     mmap_file: "scale/mmap-file", "mmap2", Files::None, fds 1, mem 0, window 5, b_mmap_file;
-    brk: "scale/brk", "brk1", Files::None, fds 0, mem 0, window 5, b_brk;
+    brk: "scale/brk", "brk1", Files::None, fds 0, mem 0, window 5, { before ReadBreak }, b_brk;
     tlb_flush: "scale/tlb-flush", "tlb_flush1", Files::None, fds 1, mem MIB128, window 20, b_tlb_flush;
     open_separate: "scale/open-separate", "open1", Files::Own, fds 1, mem 0, window 5, b_open;
     open_dirs: "scale/open-dirs", "open2", Files::OwnDirs, fds 1, mem 0, window 5, b_open;
@@ -378,7 +396,7 @@ testcases! {
     poll_1: "scale/poll-1", "poll1", Files::None, fds 1, mem 0, window 5, b_poll_1;
     poll_128: "scale/poll-128", "poll2", Files::None, fds 128, mem 0, window 5, b_poll_128;
     posix_sem: "scale/posix-sem", "posix_semaphore1", Files::None, fds 0, mem 0, window 5, b_posix_sem;
-    signal: "scale/signal", "signal1", Files::None, fds 0, mem 0, window 5, b_signal;
+    signal: "scale/signal", "signal1", Files::None, fds 0, mem 0, window 5, { before EmptySigusr1Handler }, b_signal;
     sched_yield: "scale/sched-yield", "sched_yield", Files::None, fds 0, mem 0, window 5, b_sched_yield;
     unix: "scale/unix", "unix1", Files::None, fds 2, mem 0, window 5, b_unix;
 }

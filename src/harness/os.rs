@@ -151,6 +151,55 @@ pub fn futex_wake(word: &AtomicU32, n: i32, private: bool) {
     unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), op, n) };
 }
 
+/// IPIs counted in /proc/interrupts.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Ipis {
+    /// Rescheduling interrupts (RES).
+    pub resched: u64,
+    /// Function-call interrupts (CAL), TLB shootdowns among them on x86.
+    pub call: u64,
+    /// TLB shootdowns (TLB).
+    pub tlb: u64,
+}
+
+/// The IPI rows of /proc/interrupts, summed over the CPUs `cpus` (every CPU: `None`), each
+/// column matched to its CPU by the header.
+pub fn parse_ipis(text: &str, cpus: Option<&[usize]>) -> Ipis {
+    let mut lines = text.lines();
+    let header: Vec<usize> = lines
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .filter_map(|w| w.strip_prefix("CPU")?.parse().ok())
+        .collect();
+    let mut out = Ipis::default();
+    for line in lines {
+        let Some((name, rest)) = line.split_once(':') else {
+            continue;
+        };
+        let sum: u64 = header
+            .iter()
+            .zip(rest.split_whitespace().map_while(|w| w.parse::<u64>().ok()))
+            .filter(|(c, _)| cpus.is_none_or(|want| want.contains(c)))
+            .map(|(_, n)| n)
+            .sum();
+        match name.trim() {
+            "RES" => out.resched += sum,
+            "CAL" => out.call += sum,
+            "TLB" => out.tlb += sum,
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The IPIs received so far by `cpus` (every CPU: `None`).
+pub fn read_ipis(cpus: Option<&[usize]>) -> Option<Ipis> {
+    std::fs::read_to_string("/proc/interrupts")
+        .ok()
+        .map(|t| parse_ipis(&t, cpus))
+}
+
 /// MemAvailable from /proc/meminfo, MiB.
 pub fn mem_available_mib() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::case::{BenchError, Outcome};
-use super::os::{Mapping, errno};
+use super::os::{Ipis, Mapping, errno, read_ipis};
 use super::placement;
 use super::sampler::Measurement;
 use crate::model::{Batch, Placement};
@@ -359,44 +359,6 @@ fn placement_of(cpus: &[usize]) -> (Placement, Vec<usize>) {
 /// What the timed windows give: the samples, the operations and the time they covered.
 type Timed = Result<(Measurement, u64, u64), BenchError>;
 
-/// IPIs counted in /proc/interrupts, over every CPU.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Ipis {
-    /// Rescheduling interrupts (RES).
-    pub resched: u64,
-    /// Function-call interrupts (CAL), TLB shootdowns among them on x86.
-    pub call: u64,
-    /// TLB shootdowns (TLB).
-    pub tlb: u64,
-}
-
-/// The IPI lines of /proc/interrupts, summed over every CPU column.
-pub fn parse_ipis(text: &str) -> Ipis {
-    let mut out = Ipis::default();
-    for line in text.lines() {
-        let Some((name, rest)) = line.split_once(':') else {
-            continue;
-        };
-        let sum: u64 = rest
-            .split_whitespace()
-            .map_while(|w| w.parse::<u64>().ok())
-            .sum();
-        match name.trim() {
-            "RES" => out.resched += sum,
-            "CAL" => out.call += sum,
-            "TLB" => out.tlb += sum,
-            _ => {}
-        }
-    }
-    out
-}
-
-fn read_ipis() -> Option<Ipis> {
-    std::fs::read_to_string("/proc/interrupts")
-        .ok()
-        .map(|t| parse_ipis(&t))
-}
-
 /// Idle time of `cpus` so far, µs, from /proc/stat. Not cpuidle's per-state `time`: that is
 /// added when a CPU leaves idle, so a CPU halted through a whole repetition (the one no copy
 /// runs on) shows none, where /proc/stat counts the idle period under way. Its unit is a
@@ -579,7 +541,7 @@ fn timed_windows(shape: &Shape, board: &Board) -> (Timed, Option<Ipis>, Option<f
     let mut samples = Vec::with_capacity(windows * 2);
     let mut ends = Vec::with_capacity(windows * 2);
     let idle0 = idle_us(&shape.watched);
-    let ipis0 = read_ipis();
+    let ipis0 = read_ipis(None);
     let start = Instant::now();
     let ops0 = board.total();
     let (mut t_prev, mut ops_prev) = (start, ops0);
@@ -608,7 +570,7 @@ fn timed_windows(shape: &Shape, board: &Board) -> (Timed, Option<Ipis>, Option<f
     }
     let wall_ns = t_prev.duration_since(start).as_nanos() as u64;
     let ops = ops_prev - ops0;
-    let ipis = match (ipis0, read_ipis()) {
+    let ipis = match (ipis0, read_ipis(None)) {
         (Some(a), Some(z)) => Some(Ipis {
             resched: z.resched.saturating_sub(a.resched),
             call: z.call.saturating_sub(a.call),
@@ -731,7 +693,7 @@ mod tests {
                     RES:      10059       7812   Rescheduling interrupts\n\
                     CAL:      49518      41481   Function call interrupts\n\
                     TLB:      16783      25131   TLB shootdowns\n";
-        let i = parse_ipis(text);
+        let i = crate::harness::os::parse_ipis(text, None);
         assert_eq!(
             i,
             Ipis {

@@ -170,36 +170,13 @@ impl Tracer {
 /// interrupts, the two a remote wake-up sends, from /proc/interrupts): counted, not traced,
 /// since an IPI event on the waker's path cost a cross-CPU round trip about 0.7 us here.
 pub fn ipis_received(cpus: &[usize]) -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/interrupts").ok()?;
-    Some(ipi_count(&text, cpus))
+    super::os::read_ipis(Some(cpus)).map(|i| i.resched + i.call)
 }
 
+#[cfg(test)]
 fn ipi_count(text: &str, cpus: &[usize]) -> u64 {
-    let mut lines = text.lines();
-    let header: Vec<usize> = lines
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .filter_map(|w| w.strip_prefix("CPU")?.parse().ok())
-        .collect();
-    lines
-        .filter(|l| matches!(l.split(':').next().map(str::trim), Some("RES" | "CAL")))
-        .map(|l| {
-            let counts: Vec<u64> = l
-                .split(':')
-                .nth(1)
-                .unwrap_or("")
-                .split_whitespace()
-                .map_while(|w| w.parse().ok())
-                .collect();
-            header
-                .iter()
-                .zip(&counts)
-                .filter(|(c, _)| cpus.contains(c))
-                .map(|(_, n)| n)
-                .sum::<u64>()
-        })
-        .sum()
+    let i = super::os::parse_ipis(text, Some(cpus));
+    i.resched + i.call
 }
 
 /// A raw record as the event it is.

@@ -223,7 +223,11 @@ impl Coordinator {
         opts: &WorkerOptions,
     ) -> Result<Vec<CaseResult>, Interrupted> {
         let failed = |reason: String| vec![failed_case(b, reason)];
-        let mut worker = match self.spawn(b, opts) {
+        // The worker starts on the CPUs the coordinator has now, which then moves off the
+        // measuring CPU while the worker lives, back where it was after it is reaped.
+        let allowed = crate::harness::placement::allowed_cpus();
+        let _off = crate::harness::placement::keep_off(opts.cpu);
+        let mut worker = match self.spawn(b, opts, &allowed) {
             Ok(w) => w,
             Err(reason) => return Ok(failed(reason)),
         };
@@ -248,7 +252,12 @@ impl Coordinator {
 
     /// Start `oscost __worker ID CONFIG` (under the wrapper, if any) in a process group of its
     /// own, with the result pipe on fd 3.
-    fn spawn(&self, b: &Benchmark, opts: &WorkerOptions) -> Result<Worker, String> {
+    fn spawn(
+        &self,
+        b: &Benchmark,
+        opts: &WorkerOptions,
+        allowed: &[usize],
+    ) -> Result<Worker, String> {
         let config = serde_json::to_string(opts).map_err(|e| format!("worker options: {e}"))?;
         let (res_r, res_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
             .map_err(|e| format!("cannot create a pipe: {e}"))?;
@@ -269,9 +278,13 @@ impl Coordinator {
             .stderr(Stdio::piped())
             .process_group(0);
         let w = res_w.as_raw_fd();
-        let pin = self
-            .pin_cpu
-            .map(|c| crate::harness::placement::cpu_set(&[c]));
+        // The worker starts where it was asked to, or on every CPU the coordinator was allowed
+        // before it moved off the measuring one (`placement::keep_off`).
+        let start_on = match self.pin_cpu {
+            Some(c) => vec![c],
+            None => allowed.to_vec(),
+        };
+        let pin = (!start_on.is_empty()).then(|| crate::harness::placement::cpu_set(&start_on));
         // SAFETY: only async-signal-safe calls (dup2, fcntl, prctl, sched_setaffinity) between
         // fork and exec; the CPU set was built before the fork.
         unsafe {

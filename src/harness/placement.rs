@@ -138,6 +138,58 @@ pub fn allowed_cpus() -> Vec<usize> {
     }
 }
 
+/// Every thread of this process moved off one CPU until dropped, then given back the CPUs
+/// they had. The coordinator holds it while a worker measures there: the coordinator's own
+/// wakeups (its poll of the worker's pipes, a signal) then land elsewhere instead of in the
+/// measuring thread's wait, where they would be counted as another program sharing its CPU.
+pub struct KeptOff {
+    restore: Option<CpuSet>,
+}
+
+/// Move every thread of this process off `cpu`, onto the others it may use; nothing when
+/// `cpu` is the only one.
+pub fn keep_off(cpu: usize) -> KeptOff {
+    let none = KeptOff { restore: None };
+    let Ok(original) = sched_getaffinity(Pid::from_raw(0)) else {
+        return none;
+    };
+    let mut elsewhere = original;
+    if elsewhere.unset(cpu).is_err() {
+        return none;
+    }
+    let others = (0..CpuSet::count()).any(|c| elsewhere.is_set(c).unwrap_or(false));
+    if !others || !original.is_set(cpu).unwrap_or(false) {
+        return none;
+    }
+    set_every_thread(&elsewhere);
+    KeptOff {
+        restore: Some(original),
+    }
+}
+
+impl Drop for KeptOff {
+    fn drop(&mut self) {
+        if let Some(set) = &self.restore {
+            set_every_thread(set);
+        }
+    }
+}
+
+/// Set the affinity of every thread of this process (a mask is per thread; new threads
+/// inherit their creator's).
+fn set_every_thread(set: &CpuSet) {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        let _ = sched_setaffinity(Pid::from_raw(0), set);
+        return;
+    };
+    for t in tasks.flatten() {
+        if let Ok(tid) = t.file_name().to_string_lossy().parse::<i32>() {
+            // A thread that has just exited is no error.
+            let _ = sched_setaffinity(Pid::from_raw(tid), set);
+        }
+    }
+}
+
 /// Pin the calling thread to `cpu`.
 pub fn pin_current_thread(cpu: usize) -> Result<(), String> {
     let mut set = CpuSet::new();

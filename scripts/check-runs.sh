@@ -17,6 +17,9 @@
 #
 #   scripts/check-runs.sh [K]        (default 6; PAUSE=15 seconds, LAYERS=2, IDS=...)
 #   KEEP=DIR scripts/check-runs.sh   keeps the store and the witness lines in DIR
+#   RETALLY=1 KEEP=DIR scripts/check-runs.sh
+#                                    measures nothing: judges DIR's kept store again with
+#                                    this build (a change to the judging, on the same runs)
 #
 # Needs a release build (cargo build --release), a C compiler, and python3 for the tally.
 set -euo pipefail
@@ -30,8 +33,11 @@ bin=$PWD/target/release/oscost
 work=${KEEP:-$(mktemp -d /tmp/oscost-check-runs.XXXXXX)}
 mkdir -p "$work"
 [ -n "${KEEP:-}" ] || trap 'rm -rf "$work"' EXIT
-cc -O2 -o "$work/seccomp-layers" scripts/ref/seccomp-layers.c
 store=$work/runs.db
+if [ -n "${RETALLY:-}" ]; then
+  [ -n "${KEEP:-}" ] && [ -f "$store" ] || { echo "RETALLY needs KEEP=DIR with a kept runs.db" >&2; exit 2; }
+else
+cc -O2 -o "$work/seccomp-layers" scripts/ref/seccomp-layers.c
 rm -f "$store"
 cpu=$(( $(nproc) - 1 ))
 
@@ -61,6 +67,7 @@ for i in $(seq 1 "$K"); do
     sleep "$PAUSE"
   fi
 done
+fi
 
 "$bin" matrix --db "$store" --where label=plain --json "$work/aa.json" >"$work/aa.txt"
 "$bin" matrix --db "$store" --json "$work/all.json" >"$work/all.txt"
@@ -103,8 +110,13 @@ db = sqlite3.connect(store)
 rows = db.execute("""SELECT results.bench, runs.id, median, ci_lo, ci_hi FROM results
                      JOIN runs ON runs.id = results.run_id
                      WHERE runs.label = 'plain' AND status = 'ok'""").fetchall()
-tau = {r["bench"]: math.log(1 + r["run_to_run"]["percent"] / 100) / 1.96
+# The run-to-run term is stated as a percent taken by a quantile (Student's t for the runs
+# it was learned from); the interval below takes it back by the same one.
+tau = {r["bench"]: math.log(1 + r["run_to_run"]["percent"] / 100)
+       / r["run_to_run"].get("quantile", 1.96)
        for r in aa["rows"] if r.get("run_to_run")}
+quantile = {r["bench"]: r["run_to_run"].get("quantile", 1.96)
+            for r in aa["rows"] if r.get("run_to_run")}
 by = {}
 for b, rid, m, lo, hi in rows:
     by.setdefault(b, []).append((rid, m, lo, hi))
@@ -114,13 +126,13 @@ for b, runs in by.items():
         continue
     for (i, mi, lo, hi), (j, mj, _, _) in itertools.permutations(runs, 2):
         # The run's own interval, each side widened by the run-to-run term in quadrature.
-        drift = (1.96 * tau[b]) ** 2
+        drift = (quantile[b] * tau[b]) ** 2
         low = mi * math.exp(-math.sqrt(math.log(mi / lo) ** 2 + drift))
         high = mi * math.exp(math.sqrt(math.log(hi / mi) ** 2 + drift))
         pairs += 1
         held += low <= mj <= high
         own_held += lo <= mj <= hi
-spread = sorted(round(100 * (math.exp(1.96 * t) - 1), 1) for t in tau.values())
+spread = sorted(round(100 * (math.exp(quantile[b] * t) - 1), 1) for b, t in tau.items())
 print(f"run-to-run spread learned (±%, per benchmark): {spread}")
 print(f"run-to-run interval holds another plain run's median in {held} of {pairs} pairs "
       f"({100.0 * held / max(pairs, 1):.1f}%; target at least 75%); the run's own CI alone: "

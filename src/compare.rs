@@ -605,7 +605,7 @@ pub fn apart(
     for r in &mut cmp.rows {
         match spread_of(&r.id) {
             Some(s) => {
-                let ci = crate::analysis::run_to_run::widen(r.slowdown, r.slowdown_ci95, s.tau);
+                let ci = crate::analysis::run_to_run::widen(r.slowdown, r.slowdown_ci95, s);
                 r.slowdown_ci95 = ci;
                 r.addition_ci95 = [
                     r.base_median_ns * (ci[0] - 1.0),

@@ -444,7 +444,7 @@ pub fn cell_apart(
     };
     // The together-interval's sides are the two runs' own in quadrature; the drift between
     // runs joins them there.
-    let interval = run_to_run::widen(r, together, spread.tau);
+    let interval = run_to_run::widen(r, together, spread);
     let b = base.median.unwrap_or(f64::NAN);
     cell.slowdown_ci95 = Some(interval);
     cell.addition_ci95 = Some([b * (interval[0] - 1.0), b * (interval[1] - 1.0)]);
@@ -514,10 +514,7 @@ pub fn build(
                 cells,
                 run_to_run: apart
                     .and_then(|spread_of| spread_of(bench, base_id))
-                    .map(|s| RunToRun {
-                        percent: s.percent(),
-                        runs: s.runs,
-                    }),
+                    .map(RunToRun::from),
             }
         })
         .collect();

@@ -77,24 +77,23 @@ impl MatrixArgs {
         let base = runs.iter().position(|r| r.id == base_id).unwrap_or(0);
         let order = result_order(&mut s, base_id)?;
         let rows = s.result_rows(&ids).map_err(store_err)?;
-        let spreads = run_to_run_spreads(&mut s, &all, rows.iter().map(|(_, r)| r.bench.as_str()))?;
-        let env_of: HashMap<i64, Environment> =
-            all.iter().map(|r| (r.id, environment(r))).collect();
-        let spread_of = |bench: &str, run: i64| {
-            let env = env_of.get(&run)?;
-            spreads
-                .get(&(bench.to_string(), env.clone()))
-                .copied()
-                .flatten()
-        };
-        let mut m = matrix::build(
-            &runs,
-            &rows,
+        let threshold = self.threshold / 100.0;
+        let columns = Columns {
+            all: &all,
+            runs: &runs,
+            rows: &rows,
             base,
-            &order,
-            self.threshold / 100.0,
-            Some(&spread_of),
-        );
+            order: &order,
+        };
+        let mut m = columns.build(&mut s, threshold, &HashMap::new())?;
+        // A run at another machine speed is one fact, not every benchmark's scatter: its
+        // factor is taken out of its levels and the spreads learned again (the odd runs
+        // themselves come from the medians alone, so they are the same the second time).
+        if !m.odd_runs.is_empty() {
+            let factors: HashMap<i64, f64> =
+                m.odd_runs.iter().map(|o| (o.run_id, o.factor)).collect();
+            m = columns.build(&mut s, threshold, &factors)?;
+        }
         name_differences(&mut s, &mut m);
         self.show(&m, &interrupted)
     }
@@ -252,6 +251,48 @@ fn name_differences(s: &mut crate::store::Store, m: &mut matrix::Matrix) {
     }
 }
 
+/// What a matrix of single runs is built from.
+struct Columns<'a> {
+    /// Every stored run (the spreads are learned from all of an environment's).
+    all: &'a [crate::model::RunSummary],
+    /// The columns' runs, in order.
+    runs: &'a [crate::model::RunSummary],
+    rows: &'a [(i64, crate::model::ResultRow)],
+    base: usize,
+    order: &'a [String],
+}
+
+impl Columns<'_> {
+    /// The matrix, each cell widened by the run-to-run spread of its environment, learned with
+    /// the runs in `factors` divided by their factor.
+    fn build(
+        &self,
+        s: &mut crate::store::Store,
+        threshold: f64,
+        factors: &HashMap<i64, f64>,
+    ) -> anyhow::Result<matrix::Matrix> {
+        let benches = self.rows.iter().map(|(_, r)| r.bench.as_str());
+        let spreads = run_to_run_spreads(s, self.all, benches, factors)?;
+        let env_of: HashMap<i64, Environment> =
+            self.all.iter().map(|r| (r.id, environment(r))).collect();
+        let spread_of = |bench: &str, run: i64| {
+            let env = env_of.get(&run)?;
+            spreads
+                .get(&(bench.to_string(), env.clone()))
+                .copied()
+                .flatten()
+        };
+        Ok(matrix::build(
+            self.runs,
+            self.rows,
+            self.base,
+            self.order,
+            threshold,
+            Some(&spread_of),
+        ))
+    }
+}
+
 /// What runs must share for their scatter to be one environment's: host, kernel, wrapper and
 /// the rest of the environment as `store::env_key` hashes it (CPU model, mitigations, THP,
 /// boot parameters, oscost's version and build), all from the store's summary rows.
@@ -272,11 +313,13 @@ fn environment(r: &crate::model::RunSummary) -> Environment {
 }
 
 /// The run-to-run spread of every benchmark of `rows` in every environment of the store,
-/// learned from all of its stored runs (one query a benchmark).
+/// learned from all of its stored runs (one query a benchmark), with the runs in `factors`
+/// (runs at another machine speed) divided by their factor first.
 fn run_to_run_spreads<'a>(
     s: &mut crate::store::Store,
     all: &[crate::model::RunSummary],
     benches: impl Iterator<Item = &'a str>,
+    factors: &HashMap<i64, f64>,
 ) -> anyhow::Result<HashMap<(String, Environment), Option<Spread>>> {
     let env_of: HashMap<i64, Environment> = all.iter().map(|r| (r.id, environment(r))).collect();
     let mut benches: Vec<&str> = benches.collect();
@@ -293,9 +336,10 @@ fn run_to_run_spreads<'a>(
                 continue;
             }
             if let Some(env) = env_of.get(&p.run_id) {
+                let f = factors.get(&p.run_id).copied().unwrap_or(1.0);
                 groups.entry(env.clone()).or_default().push(RunLevel {
-                    median,
-                    ci95: [lo, hi],
+                    median: median / f,
+                    ci95: [lo / f, hi / f],
                 });
             }
         }
@@ -321,7 +365,7 @@ pub fn spreads_of_runs(
     let benches = runs
         .iter()
         .flat_map(|r| r.results.iter().map(|x| x.id.as_str()));
-    let by_env = run_to_run_spreads(&mut s, &all, benches)?;
+    let by_env = run_to_run_spreads(&mut s, &all, benches, &HashMap::new())?;
     for (i, run) in runs.iter().enumerate() {
         let env: Environment = (
             run.env.hostname.clone(),

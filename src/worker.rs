@@ -223,11 +223,10 @@ impl Coordinator {
         opts: &WorkerOptions,
     ) -> Result<Vec<CaseResult>, Interrupted> {
         let failed = |reason: String| vec![failed_case(b, reason)];
-        // The worker starts on the CPUs the coordinator has now, which then moves off the
-        // measuring CPU while the worker lives, back where it was after it is reaped.
-        let allowed = crate::harness::placement::allowed_cpus();
-        let _off = crate::harness::placement::keep_off(opts.cpu);
-        let mut worker = match self.spawn(b, opts, &allowed) {
+        // The coordinator moves off the measuring CPU while the worker lives, back where it
+        // was after it is reaped; the worker starts on the CPUs it had before.
+        let off = crate::harness::placement::keep_off(opts.cpu);
+        let mut worker = match self.spawn(b, opts, &off.before) {
             Ok(w) => w,
             Err(reason) => return Ok(failed(reason)),
         };

@@ -417,7 +417,7 @@ fn the_coordinator_keeps_off_the_measuring_cpu_while_its_worker_measures() {
         let list = status
             .lines()
             .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?;
-        Some(parse_cpu_list(list.trim()))
+        Some(oscost::harness::placement::parse_cpu_list(list))
     };
     let mut looked = 0;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
@@ -458,14 +458,4 @@ fn the_coordinator_keeps_off_the_measuring_cpu_while_its_worker_measures() {
     }
     assert!(child.wait().unwrap().success());
     assert!(looked > 0, "never saw a worker measuring");
-}
-
-fn parse_cpu_list(list: &str) -> Vec<usize> {
-    list.split(',')
-        .filter(|p| !p.is_empty())
-        .flat_map(|part| match part.split_once('-') {
-            Some((a, b)) => (a.parse().unwrap()..=b.parse().unwrap()).collect::<Vec<usize>>(),
-            None => vec![part.parse().unwrap()],
-        })
-        .collect()
 }

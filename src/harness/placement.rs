@@ -130,12 +130,14 @@ pub fn place_current_thread(cpu: Option<usize>, allowed: &[usize]) -> Result<(),
 
 /// CPUs this process is allowed to run on, ascending.
 pub fn allowed_cpus() -> Vec<usize> {
-    match sched_getaffinity(Pid::from_raw(0)) {
-        Ok(set) => (0..CpuSet::count())
-            .filter(|&c| set.is_set(c).unwrap_or(false))
-            .collect(),
-        Err(_) => vec![],
-    }
+    sched_getaffinity(Pid::from_raw(0)).map_or(vec![], |set| cpus_of(&set))
+}
+
+/// The CPUs of an affinity mask, ascending.
+fn cpus_of(set: &CpuSet) -> Vec<usize> {
+    (0..CpuSet::count())
+        .filter(|&c| set.is_set(c).unwrap_or(false))
+        .collect()
 }
 
 /// Every thread of this process moved off one CPU until dropped, then given back the CPUs
@@ -143,26 +145,33 @@ pub fn allowed_cpus() -> Vec<usize> {
 /// wakeups (its poll of the worker's pipes, a signal) then land elsewhere instead of in the
 /// measuring thread's wait, where they would be counted as another program sharing its CPU.
 pub struct KeptOff {
+    /// The CPUs the process had before (ascending), which a worker it starts is given.
+    pub before: Vec<usize>,
     restore: Option<CpuSet>,
 }
 
 /// Move every thread of this process off `cpu`, onto the others it may use; nothing when
 /// `cpu` is the only one.
 pub fn keep_off(cpu: usize) -> KeptOff {
-    let none = KeptOff { restore: None };
     let Ok(original) = sched_getaffinity(Pid::from_raw(0)) else {
-        return none;
+        return KeptOff {
+            before: vec![],
+            restore: None,
+        };
     };
+    let before = cpus_of(&original);
+    if !before.contains(&cpu) || before.len() < 2 {
+        return KeptOff {
+            before,
+            restore: None,
+        };
+    }
     let mut elsewhere = original;
-    if elsewhere.unset(cpu).is_err() {
-        return none;
-    }
-    let others = (0..CpuSet::count()).any(|c| elsewhere.is_set(c).unwrap_or(false));
-    if !others || !original.is_set(cpu).unwrap_or(false) {
-        return none;
-    }
+    // `cpu` is in the set, so below CpuSet::count().
+    let _ = elsewhere.unset(cpu);
     set_every_thread(&elsewhere);
     KeptOff {
+        before,
         restore: Some(original),
     }
 }

@@ -7,9 +7,12 @@
 #
 # Whether the host was quiet is judged by a witness that is not oscost: right after each
 # oscost run, `perf bench syscall basic` (getppid in a loop, one process) runs pinned to the
-# same CPU, and the spread of its 8 results is printed. When the witness itself moves by more
-# than a few percent between runs, no honest 3%-wide CI can hold the other runs' medians, and
-# the verdict says the quiet-host thresholds cannot be judged on this host. Without perf the
+# same CPU in WINDOWS short windows (default 5 of ~70 ms, as long together as one 2M-loop run).
+# Two spreads are printed: of each gap's median (the host between runs) and of every window
+# (the host's slow moments, which last 100-500 ms here and which one 0.35 s average dilutes
+# to a third). The host moved by the larger. When it moves by more than a few percent, no
+# honest 3%-wide CI can hold the other runs' medians, and the verdict says the quiet-host
+# thresholds cannot be judged on this host. Without perf the
 # witness is skipped (and said). It also counts the runs in which oscost itself noted that the
 # machine changed speed (repetitions that ran one after another agreed in level), and prints
 # each run's level across all benchmarks beside the witness's: whole runs moving together is the
@@ -33,10 +36,14 @@ else
   tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fi
 cpu=${CPU:-$(( $(nproc) - 1 ))}
-witness() { # ns per getppid from perf, pinned like oscost; nothing without perf
+windows=${WINDOWS:-5}
+witness() { # one line: ns per getppid from perf in each window, pinned like oscost
   command -v perf >/dev/null || return 0
-  taskset -c "$cpu" perf bench syscall basic -l 2000000 2>/dev/null \
-    | awk '/usecs\/op/ {print $1 * 1000}'
+  for _ in $(seq 1 "$windows"); do
+    taskset -c "$cpu" perf bench syscall basic -l 400000 2>/dev/null \
+      | awk '/usecs\/op/ {printf "%s ", $1 * 1000}'
+  done
+  echo
 }
 command -v perf >/dev/null || echo "perf not found: no host witness (apt-get install linux-perf)" >&2
 # REPORT_ONLY=1 with KEEP=DIR reads a kept batch again instead of measuring.
@@ -93,18 +100,28 @@ for r in per_run:
     logs = [math.log(m / middle[i]) for i, m in r.items() if m > 0 and middle[i] > 0]
     levels.append(f"{100 * (math.exp(sum(logs) / len(logs)) - 1):+.0f}%" if logs else "-")
 print(f"{'each run against the batch (geometric mean over the benchmarks):':65} " + " ".join(levels))
-w = [float(x) for x in open(f"{tmp}/witness").read().split()] if os.path.exists(f"{tmp}/witness") else []
+# One line a gap, its windows' ns/op (a batch kept before the windows has one each).
+gaps = []
+if os.path.exists(f"{tmp}/witness"):
+    gaps = [[float(x) for x in line.split()] for line in open(f"{tmp}/witness")]
+    gaps = [g for g in gaps if g]
+w = [st.median(g) for g in gaps]
+every = [x for g in gaps for x in g]
 if w:
     mw = st.median(w)
     print(f"{'the witness in the same runs:':65} "
           + " ".join(f"{100 * (x / mw - 1):+.0f}%" for x in w))
 quiet = None
 if len(w) >= 2:
-    spread = 100 * (max(w) / min(w) - 1)
+    between = 100 * (max(w) / min(w) - 1)
+    within = 100 * (max(every) / min(every) - 1)
+    spread = max(between, within)
     quiet = spread <= 3.0
-    print(f"host witness: perf bench syscall basic beside each run, {len(w)} results "
-          f"{min(w):.0f}-{max(w):.0f} ns/op, spread {spread:.2f}% "
-          f"({'quiet' if quiet else 'not quiet: the host itself moved between runs'})")
+    print(f"host witness: perf bench syscall basic beside each run, {len(w)} gaps of "
+          f"{len(every) // len(w)} window(s): gap medians {min(w):.0f}-{max(w):.0f} ns/op "
+          f"(between runs {between:.2f}%), windows {min(every):.0f}-{max(every):.0f} "
+          f"(spread {within:.2f}%); the host moved {spread:.2f}% "
+          f"({'quiet' if quiet else 'not quiet: the host itself moved'})")
 print(f"oscost itself: the machine changed speed during {moved} of {runs} runs "
       "(its repetitions agreed with their neighbours in time; see the run note)")
 verdict = lambda ok: "met" if ok else "NOT met"

@@ -87,7 +87,9 @@ const UNDECIDED_MAX: usize = 4 * MIN_REPETITIONS;
 
 /// The repetition plan for `cases` cases in all. `budget_s` (per benchmark) caps the repetitions;
 /// without it a benchmark may take up to twice the minimum (fewer in a big suite, so the
-/// default suite's time stays bounded however noisy the machine). --quick stops at the minimum.
+/// default suite's time stays bounded however noisy the machine), and up to `UNDECIDED_MAX`
+/// in a small selection while its outlying repetitions could be half. --quick stops at the
+/// minimum.
 pub fn repetition_plan(
     cases: usize,
     precision: f64,

@@ -64,30 +64,40 @@ fn a_cross_cpu_round_trip_is_split_into_stages_that_add_up() {
     let mounted_before = tracefs();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("e.json");
-    let out = oscost(&unique_tag("explain"))
-        .args(["explain", "switch/pipe-proc@cross", "--json"])
-        .arg(&json)
-        .arg("--report")
-        .arg(dir.path().join("page"))
-        .output()
-        .unwrap();
-    assert_success(&out);
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let explain = || {
+        let out = oscost(&unique_tag("explain"))
+            .args(["explain", "switch/pipe-proc@cross", "--json"])
+            .arg(&json)
+            .arg("--report")
+            .arg(dir.path().join("page"))
+            .output()
+            .unwrap();
+        assert_success(&out);
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        let stages = v["stages"].as_array().unwrap();
+        assert!(stages.len() >= 4, "{v}");
+        let sum: f64 = stages
+            .iter()
+            .map(|s| s["median_ns"].as_f64().unwrap())
+            .sum();
+        (v.clone(), sum, v["round_trip_ns"].as_f64().unwrap())
+    };
+    // Medians are not additive, but over many round trips of one shape they come close. A
+    // host in one of its slow moments mixes shapes for a whole pass (CI, 2026-11-27: a 134 us
+    // round trip whose stages' medians summed to 221 us, the peer's turn 87 us), so a second,
+    // fresh pass is asked before failing: stages that do not add up fail both.
+    let (mut v, mut sum, mut rt) = explain();
+    if (sum - rt).abs() > 0.25 * rt {
+        (v, sum, rt) = explain();
+    }
     let stages = v["stages"].as_array().unwrap();
-    assert!(stages.len() >= 4, "{v}");
-    let sum: f64 = stages
-        .iter()
-        .map(|s| s["median_ns"].as_f64().unwrap())
-        .sum();
-    let rt = v["round_trip_ns"].as_f64().unwrap();
     assert!(
         rt > 0.0 && v["untraced_median_ns"].as_f64().unwrap() > 0.0,
         "{v}"
     );
-    // Medians are not additive, but over many round trips of one shape they come close.
     assert!(
         (sum - rt).abs() <= 0.25 * rt,
-        "stages sum to {sum} against {rt}: {v}"
+        "stages sum to {sum} against {rt}, in two passes: {v}"
     );
     assert!(v["round_trips"].as_u64().unwrap() >= 10, "{v}");
     for s in stages {

@@ -75,6 +75,9 @@ const REP_FLOOR_NS: u64 = 20_000_000;
 const REP_CEILING_NS: u64 = 60_000_000;
 /// The fewest repetitions a benchmark gets (the fewest that give a CI).
 pub const MIN_REPETITIONS: usize = crate::stats::bootstrap::MIN_REPETITIONS;
+/// A selection of more cases than this is a suite: shorter repetitions, a maximum of 8 and no
+/// `UNDECIDED_MAX`, so the default suite's time stays bounded however noisy the machine.
+const SUITE_CASES: usize = 20;
 /// How far a benchmark of a small selection (not a suite, no `--budget`, not `--quick`) goes
 /// past its maximum while its outlying repetitions could be half of them. On a host whose slow
 /// moments (every kernel-heavy benchmark 20-45% slower for 100-500 ms) fall on 20-40% of the
@@ -105,7 +108,7 @@ pub fn repetition_plan(
     };
     let default_max = if quick {
         MIN_REPETITIONS
-    } else if cases > 20 {
+    } else if cases > SUITE_CASES {
         8
     } else {
         2 * MIN_REPETITIONS
@@ -117,7 +120,11 @@ pub fn repetition_plan(
     RepetitionPlan {
         min: MIN_REPETITIONS,
         max,
-        undecided_max: if quick || budget_s.is_some() || fixed_total.is_some() || cases > 20 {
+        undecided_max: if quick
+            || budget_s.is_some()
+            || fixed_total.is_some()
+            || cases > SUITE_CASES
+        {
             0
         } else {
             UNDECIDED_MAX

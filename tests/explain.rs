@@ -80,7 +80,8 @@ fn a_cross_cpu_round_trip_is_split_into_stages_that_add_up() {
             .iter()
             .map(|s| s["median_ns"].as_f64().unwrap())
             .sum();
-        (v.clone(), sum, v["round_trip_ns"].as_f64().unwrap())
+        let rt = v["round_trip_ns"].as_f64().unwrap();
+        (v, sum, rt)
     };
     // Medians are not additive, but over many round trips of one shape they come close. A
     // host in one of its slow moments mixes shapes for a whole pass (CI, 2026-11-27: a 134 us

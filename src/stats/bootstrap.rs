@@ -348,12 +348,9 @@ pub fn repetition_t_interval(reps: &Repetitions, point: f64) -> Option<[f64; 2]>
 /// then the interval spans the other level. Replayed on that day's check-ci batches:
 /// docs/design-notes.md, "Repetitions and the CI".
 pub fn repetition_spread(medians: &[f64]) -> f64 {
-    let center = super::median(medians);
-    let robust = 1.4826 * super::mad_of(medians, center);
-    if outliers_could_be_half(medians) {
-        super::mean_stddev(medians).1
-    } else {
-        robust
+    match robust_spread(medians) {
+        (_, true) => super::mean_stddev(medians).1,
+        (robust, false) => robust,
     }
 }
 
@@ -361,18 +358,22 @@ pub fn repetition_spread(medians: &[f64]) -> f64 {
 /// sign test: P(Binomial(R, 1/2) <= k) >= 2.5%): then `repetition_spread` is the plain standard
 /// deviation, and more repetitions can still tell (the scheduler's `undecided_max`).
 pub fn outliers_could_be_half(medians: &[f64]) -> bool {
+    !medians.is_empty() && robust_spread(medians).1
+}
+
+/// The robust standard deviation of `medians` (1.4826 MAD) and whether the ones beyond 3 of
+/// it could be half of them (`outliers_could_be_half`).
+fn robust_spread(medians: &[f64]) -> (f64, bool) {
     use statrs::distribution::{Binomial, DiscreteCDF};
-    if medians.is_empty() {
-        return false;
-    }
     let center = super::median(medians);
     let robust = 1.4826 * super::mad_of(medians, center);
     let outlying = medians
         .iter()
         .filter(|&&m| (m - center).abs() > 3.0 * robust)
         .count();
-    outlying > 0
-        && Binomial::new(0.5, medians.len() as u64).is_ok_and(|b| b.cdf(outlying as u64) >= 0.025)
+    let could_be_half = outlying > 0
+        && Binomial::new(0.5, medians.len() as u64).is_ok_and(|b| b.cdf(outlying as u64) >= 0.025);
+    (robust, could_be_half)
 }
 
 #[cfg(test)]

@@ -284,8 +284,9 @@ impl Coordinator {
             None => allowed.to_vec(),
         };
         let pin = (!start_on.is_empty()).then(|| crate::harness::placement::cpu_set(&start_on));
-        // SAFETY: only async-signal-safe calls (dup2, fcntl, prctl, sched_setaffinity) between
-        // fork and exec; the CPU set was built before the fork.
+        let coordinator = std::process::id() as libc::pid_t;
+        // SAFETY: only async-signal-safe calls (dup2, fcntl, prctl, getppid, kill,
+        // sched_setaffinity) between fork and exec; the CPU set was built before the fork.
         unsafe {
             cmd.pre_exec(move || {
                 if let Some(set) = &pin {
@@ -296,7 +297,7 @@ impl Coordinator {
                 } else if libc::dup2(w, RESULT_FD) < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+                crate::harness::os::die_with_parent(coordinator, libc::SIGKILL);
                 Ok(())
             });
         }

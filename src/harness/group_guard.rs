@@ -18,10 +18,11 @@ use std::os::unix::process::CommandExt;
 /// dies.
 pub fn own_group_dying_with_us(cmd: &mut std::process::Command) {
     cmd.process_group(0);
-    // SAFETY: between fork and exec only prctl (async-signal-safe) is called.
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: between fork and exec only async-signal-safe calls (`die_with_parent`).
     unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        cmd.pre_exec(move || {
+            super::os::die_with_parent(parent, libc::SIGKILL);
             Ok(())
         });
     }

@@ -13,6 +13,22 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use super::error::BenchError;
 use super::placement;
 
+/// In a child just forked from `parent` (its pid, read before the fork): `sig` when the
+/// parent dies, and at once if it already has. `PR_SET_PDEATHSIG` alone misses a parent that
+/// dies between the fork and the prctl; the child is then an orphan no signal ever reaches
+/// (CI, 2026-11-27: a process of a run killed with SIGKILL at 888 ms was still alive a second
+/// later). Only async-signal-safe calls (prctl, getppid, kill, getpid), so it may run between
+/// fork and exec in a multi-threaded process.
+pub fn die_with_parent(parent: libc::pid_t, sig: libc::c_int) {
+    // SAFETY: integer arguments only; each call is async-signal-safe.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, sig, 0, 0, 0);
+        if libc::getppid() != parent {
+            libc::kill(libc::getpid(), sig);
+        }
+    }
+}
+
 /// The calling thread's last OS error.
 pub fn errno() -> std::io::Error {
     std::io::Error::last_os_error()
@@ -319,6 +335,7 @@ impl PeerProc {
             Some(c) => placement::cpu_set(&[c]),
             None => placement::cpu_set(allowed),
         };
+        let parent = std::process::id() as libc::pid_t;
         // SAFETY: the child makes only async-signal-safe calls (prctl, affinity, the body,
         // _exit); the parent goes on as usual.
         let pid = unsafe { libc::fork() };
@@ -326,9 +343,9 @@ impl PeerProc {
             return Err(BenchError::failed("fork of the peer", errno()));
         }
         if pid == 0 {
-            // SAFETY: in the child: integer prctl and an affinity mask built before fork.
+            die_with_parent(parent, libc::SIGKILL);
+            // SAFETY: in the child: an affinity mask built before fork.
             unsafe {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
                 libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set);
             }
             body();

@@ -420,6 +420,7 @@ fn with_processes(
     };
     for (i, &cpu) in shape.cpus.iter().enumerate() {
         let set = placement::cpu_set(&[cpu]);
+        let parent = std::process::id() as libc::pid_t;
         // SAFETY: the child pins itself, runs the body (which prepares with system calls and
         // counts on shared memory) and leaves with _exit, running none of the parent's
         // destructors; glibc's allocator is safe across fork.
@@ -431,9 +432,9 @@ fn with_processes(
             ));
         }
         if pid == 0 {
-            // SAFETY: integer prctl, and an affinity mask built before fork.
+            super::os::die_with_parent(parent, libc::SIGKILL);
+            // SAFETY: an affinity mask built before fork.
             unsafe {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
                 libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set);
             }
             let task = Task {

@@ -11,15 +11,19 @@ report directory whose index.html or fig/ file is the store or an input), plus h
 labels, --where conditions, store URLs with passwords, a stderr that cannot be written, a
 store left with a hot journal, runs whose every result failed, started in one second, pushed
 together, predict signalled while it counts its program, and foreign `$TMPDIR/oscost-*`
-directories, and kernel settings (`--set`, `--a-set`, `--b-set`: bad ones, and a run under one
-signalled, SIGKILL included); checks after each case:
+directories, and kernel settings (`--set`, `--a-set`, `--b-set`: bad ones, one file named
+twice, a run under one signalled, SIGKILL of oscost or its process group at 0.2, 1.2 and 5 s,
+a --runs series killed in its pause, state files planted in /run/oscost, a second run on a
+setting another live run holds, from another XDG_DATA_HOME and another PID namespace);
+checks after each case:
   - no panic (exit 101, "panicked");
   - the store is still an SQLite file holding the runs it held (none lost or dropped);
   - the run file and the page a command reads keep their bytes;
   - special files are what they were (the FIFO a FIFO, /dev/null a device);
   - foreign directories under $TMPDIR are still there;
   - no process the case started is left running;
-  - ASLR and THP read what they read before the pass (within 5 s: the guard's time);
+  - ASLR and THP read what they read before the pass within 1 s, checked before any other
+    oscost command runs (which would put them back itself);
   - no password and no raw control character or bidirectional override was printed;
   - a case still waiting 1.5 s in is sent SIGINT and must end within 1 s.
 Prints one line per failing case and a closing "N passed, N failed" line. Uses
@@ -66,27 +70,76 @@ def tagged(tag):
 CASE_NO = [0]
 
 
-def run(args, env=None, wait_before_int=1.5, stderr=subprocess.STDOUT, sig=signal.SIGINT):
-    """Run oscost; send `sig` if still running after `wait_before_int` s. Returns
-    (code, output, took_after_int or None); the case's processes are tagged."""
+def run(args, env=None, wait_before_int=1.5, stderr=subprocess.STDOUT, sig=signal.SIGINT,
+        group=False, prefix=()):
+    """Run oscost (after `prefix`, e.g. unshare); send `sig` if still running after
+    `wait_before_int` s, to its whole process group when `group`. Returns (code, output,
+    took_after_int or None); the case's processes are tagged."""
     e = dict(os.environ, NO_COLOR="1")
     e.update(env or {})
     CASE_NO[0] += 1
     e[TAG] = f"{os.getpid()}-{CASE_NO[0]}"
-    p = subprocess.Popen([BIN] + args, stdout=subprocess.PIPE, stderr=stderr, env=e,
-                         stdin=subprocess.DEVNULL)
+    p = subprocess.Popen(list(prefix) + [BIN] + args, stdout=subprocess.PIPE, stderr=stderr,
+                         env=e, stdin=subprocess.DEVNULL, start_new_session=group)
     try:
         out, _ = p.communicate(timeout=wait_before_int)
         return p.returncode, out.decode("utf-8", "replace"), None
     except subprocess.TimeoutExpired:
         t = time.monotonic()
-        p.send_signal(sig)
+        if group:
+            os.killpg(p.pid, sig)
+        else:
+            p.send_signal(sig)
         try:
             out, _ = p.communicate(timeout=5)
         except subprocess.TimeoutExpired:
             p.kill()
             out, _ = p.communicate()
         return p.returncode, out.decode("utf-8", "replace"), time.monotonic() - t
+
+
+STATE_HELD = "/run/oscost/held"
+
+
+def plant_states(work):
+    """State files no oscost wrote, in the machine's state directory and in the data
+    directory an older oscost used: a `..` path out of /proc/sys, a record under another
+    file's name, a FIFO, a link to /dev/zero, a 2 GB sparse file, a file of another user."""
+    open(os.path.join(work, "victim"), "w").write("untouched")
+    victim = f"/proc/sys/../../{work.lstrip('/')}/victim"
+    boot = open("/proc/sys/kernel/random/boot_id").read().strip()
+    import json
+    forged = json.dumps({"file": victim, "original": "PWNED", "holder": "x", "boot": boot})
+    legacy = os.path.join(work, "data", "oscost", "settings")
+    os.makedirs(legacy, exist_ok=True)
+    open(os.path.join(legacy, "pending-999999.json"), "w").write(
+        json.dumps({"pid": 999999, "start": 1, "files": [[victim, "PWNED"]]}))
+    if not os.path.isdir(STATE_HELD):
+        return
+    name = lambda p: p.replace("%", "%25").replace("/", "%2F")
+    open(os.path.join(STATE_HELD, name(victim)), "w").write(forged)
+    open(os.path.join(STATE_HELD, name("/proc/sys/vm/swappiness")), "w").write(
+        json.dumps({"file": "/proc/sys/kernel/randomize_va_space", "original": "0",
+                    "holder": "x", "boot": boot}))
+    os.mkfifo(os.path.join(STATE_HELD, "hostile-fifo"))
+    os.symlink("/dev/zero", os.path.join(STATE_HELD, "hostile-zero"))
+    with open(os.path.join(STATE_HELD, "hostile-sparse"), "wb") as f:
+        f.truncate(2 << 30)
+    other = os.path.join(STATE_HELD, name("/proc/sys/kernel/sched_autogroup_enabled"))
+    open(other, "w").write(json.dumps({"file": "/proc/sys/kernel/sched_autogroup_enabled",
+                                       "original": "0", "holder": "x", "boot": boot}))
+    os.chown(other, 65534, 65534)
+
+
+def planted_harm(work):
+    """What a planted state did: a write, or a state still there to be read again."""
+    wrong = []
+    if open(os.path.join(work, "victim")).read() != "untouched":
+        wrong.append("a planted state was written from")
+    left = [n for n in os.listdir(STATE_HELD) if n.startswith("hostile-") or "%2F..%2F" in n]
+    if left:
+        wrong.append(f"planted states not set aside: {left}")
+    return wrong
 
 
 def hot_journal(db):
@@ -262,7 +315,13 @@ def main():
     if os.geteuid() == 0:
         other = "1" if kernel_before.get(aslr_path, "2").strip() != "1" else "2"
         for bad in ["nosuch=1", "/etc/hostname=x", "aslr", "thp=bogus", "/proc/sys/kernel/osrelease=x",
-                    "/proc/sys/../../etc/passwd=x", "aslr=1 --set aslr=0", "smt=off", "preempt=full"]:
+                    "/proc/sys/../../etc/passwd=x", "aslr=1 --set aslr=0", "smt=off", "preempt=full",
+                    # One file named twice on a side, whatever the spelling.
+                    "aslr=1 --set /proc/sys/kernel/./randomize_va_space=1",
+                    "aslr=1 --set /proc/sys//kernel/randomize_va_space=2",
+                    "aslr=1 --set /proc/sys/kernel/randomize_va_spac*=1",
+                    "thp=always --set /sys/kernel/mm/transparent_hugepage/enabled=never",
+                    "spec-store-bypass=bogus"]:
             add(f"run --set {bad}", ["run", "--samples", "40", "call/f0", "--set"] + bad.split())
             add(f"ab --b-set {bad}", ["ab", "--samples", "40", "call/f0", "--b-set"] + bad.split())
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
@@ -270,6 +329,38 @@ def main():
                 ["run", "--quick", "syscall/", "spawn/", "--set", f"aslr={other}"], sig=sig)
             add(f"ab --b-set aslr={other}, {sig.name}",
                 ["ab", "syscall/", "--b-set", f"aslr={other}"], sig=sig)
+        # SIGKILL at moments across the run: before the first worker, mid-run, in a --runs
+        # pause; of oscost alone and of its whole process group. The value must be back
+        # within 1 s with no other oscost command run first (the check below comes first).
+        thp_other = "always" if "[always]" not in kernel_before.get(thp_path, "") else "never"
+        for at in (0.2, 1.2, 5.0):
+            for group in (False, True):
+                how = "group" if group else "oscost"
+                add(f"run --set aslr={other}, SIGKILL of {how} at {at} s",
+                    ["run", "--no-save", "--quick", "syscall/", "spawn/", "--settle", "0", "--set",
+                     f"aslr={other}"], sig=signal.SIGKILL, wait=at, group=group)
+                add(f"ab --b-set thp={thp_other}, SIGKILL of {how} at {at} s",
+                    ["ab", "--no-save", "syscall/", "mem/", "--b-set", f"thp={thp_other}"],
+                    sig=signal.SIGKILL, wait=at, group=group)
+                add(f"run --runs 3 --set aslr={other}, SIGKILL of {how} at {at} s",
+                    ["run", "--runs", "3", "--pause", "10", "--no-save", "--samples", "40", "call/f0",
+                     "--set", f"aslr={other}"], sig=signal.SIGKILL, wait=at, group=group)
+        # Planted states: nothing written from them, nothing hangs, every command answers.
+        add("planted states, list", ["list"], setup="planted", within=1.0)
+        add("planted states, run --set", ["run", "--samples", "40", "call/f0", "--no-save", "--set",
+                                          f"aslr={other}"], setup="planted", within=15.0)
+        # Another live oscost holds the setting changed: refused (exit 2) before measuring,
+        # under another XDG_DATA_HOME and from another PID namespace.
+        third = "0" if other != "0" and kernel_before.get(aslr_path, "").strip() != "0" else "1"
+        add("a second run on a held setting", ["run", "--samples", "40", "call/f0", "--set",
+                                               f"aslr={third}"], {"XDG_DATA_HOME": "other-data"},
+            setup="holder", code=2, wait=30)
+        add("ab on a held setting", ["ab", "--samples", "40", "call/f0", "--b-set",
+                                     f"aslr={third}"], setup="holder", code=2, wait=30)
+        if shutil.which("unshare"):
+            add("a run in a PID namespace on a held setting",
+                ["run", "--samples", "40", "call/f0", "--set", f"aslr={third}"],
+                setup="holder", code=2, wait=30, prefix=["unshare", "-pf", "--mount-proc"])
         for tname, t in targets.items():
             add(f"ab --a-set --json {tname}", ["ab", "--samples", "40", "call/f0", "--a-set",
                                                 f"aslr={other}", "--json", t])
@@ -294,7 +385,23 @@ def main():
         code, out, _ = run(["history", "--db", path], env, wait_before_int=10)
         return sum(1 for l in out.splitlines() if l.strip()[:1].isdigit()) if code == 0 else None
 
+    holders = []
+
     def setup(kind, args):
+        if kind == "planted":
+            plant_states(work)
+            return None
+        if kind == "holder":
+            # A live run that holds ASLR changed until the case is over.
+            e = dict(os.environ, NO_COLOR="1", **env)
+            h = subprocess.Popen([BIN, "run", "--no-save", "--quick", "syscall/", "spawn/", "--set",
+                                  f"aslr={other}"], env=e, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+            holders.append(h)
+            deadline = time.monotonic() + 20
+            while open(aslr_path).read().strip() != other and time.monotonic() < deadline:
+                time.sleep(0.02)
+            return None
         if kind == "hot":
             for f in ("hot.db", "hot.db-journal"):
                 if os.path.exists(f):
@@ -328,11 +435,39 @@ def main():
         stderr = subprocess.STDOUT
         if opts.get("stderr") == "full":
             stderr = open("/dev/full", "w")
+        began = time.monotonic()
         code, out, took = run(args, dict(env, **extra), wait_before_int=opts.get("wait", 1.5),
-                              stderr=stderr, sig=opts.get("sig", signal.SIGINT))
+                              stderr=stderr, sig=opts.get("sig", signal.SIGINT),
+                              group=opts.get("group", False), prefix=opts.get("prefix", ()))
+        elapsed = time.monotonic() - began
         case_tag = f"{os.getpid()}-{CASE_NO[0]}"
         out = out or ""
         wrong = []
+        # A holder's value is expected while it lives: it ends first, then the check.
+        for h in holders:
+            h.send_signal(signal.SIGINT)
+            h.wait()
+        holders.clear()
+        # Kernel settings first, before any other oscost command could put them back: the
+        # guard alone must have done it, within 1 s.
+        deadline = time.monotonic() + 1
+        while time.monotonic() < deadline and any(open(p).read() != v for p, v in kernel_before.items()):
+            time.sleep(0.02)
+        changed = [p for p, v in kernel_before.items() if open(p).read() != v]
+        if changed:
+            wrong.append(f"kernel settings left changed 1 s after: {changed}")
+            for p in changed:
+                try:
+                    v = kernel_before[p]
+                    open(p, "w").write(v.split("[")[1].split("]")[0] if "[" in v else v.strip())
+                except OSError:
+                    pass
+        if "code" in opts and code != opts["code"]:
+            wrong.append(f"exit {code}, not {opts['code']}")
+        if "within" in opts and elapsed > opts["within"]:
+            wrong.append(f"took {elapsed:.1f} s, more than {opts['within']} s")
+        if opts.get("setup") == "planted":
+            wrong.extend(planted_harm(work))
         if code == 101 or "panicked" in out:
             wrong.append("panic")
         if took is not None and took > 1.0 and opts.get("sig", signal.SIGINT) != signal.SIGKILL:
@@ -374,18 +509,6 @@ def main():
             for pid in left:
                 try:
                     os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and any(open(p).read() != v for p, v in kernel_before.items()):
-            time.sleep(0.05)
-        changed = [p for p, v in kernel_before.items() if open(p).read() != v]
-        if changed:
-            wrong.append(f"kernel settings left changed: {changed}")
-            for p in changed:
-                try:
-                    v = kernel_before[p]
-                    open(p, "w").write(v.split("[")[1].split("]")[0] if "[" in v else v.strip())
                 except OSError:
                     pass
         if SECRET in out:

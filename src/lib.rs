@@ -43,6 +43,7 @@ pub mod matrix;
 pub mod model;
 pub mod output;
 pub mod program;
+pub mod put_back;
 pub mod report;
 pub mod reserve;
 pub mod sample_codec;

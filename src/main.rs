@@ -49,6 +49,15 @@ fn main() {
         }
         std::process::exit(run());
     }
+    // The guard that puts back what oscost changed outside itself: a process of its own,
+    // single-threaded, started by a measuring command before its first change.
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == oscost::put_back::GUARD_ARG)
+    {
+        let args: Vec<String> = std::env::args().skip(2).collect();
+        std::process::exit(oscost::put_back::guard_main(&args));
+    }
     // Mounting tracefs in a mount namespace of its own needs a single-threaded process.
     if std::env::args_os().nth(1).is_some_and(|a| a == "__tracefs") {
         std::process::exit(oscost::harness::tracefs::helper_main());

@@ -2,28 +2,28 @@
 //!
 //! `prepare` turns each side's `NAME=VALUE`s into resolved settings and refuses what cannot
 //! be done before anything is written: an unknown name, a path outside `/proc/sys` and `/sys`,
-//! a setting given twice on one side with two values, a read-only file, not root. `Guard::start`
-//! reads the original value of every file any side touches before the first write, writes them
-//! to a state file (`$XDG_DATA_HOME/oscost/settings/pending-PID.json`, atomically), and forks a
-//! guard (`harness::group_guard::Watch`, the watcher predict's program group has too): a child
-//! in a process group of its own, blocked on a pipe whose only write end oscost
-//! holds, with the originals prepared as raw bytes. When oscost ends the guard normally it
-//! writes `d`; when the pipe closes without it (oscost killed, SIGKILL included) the guard
-//! writes every original back, removes the state file and exits, using only async-signal-safe
-//! calls (open, write, close, unlink). When even the guard dies (the whole session killed), the
-//! state file remains, and the next oscost command puts the values back and says so
-//! (`recover`). `Guard::trial` writes each side's values once, reads them back and puts the
-//! originals back, so a value the kernel refuses is exit 2 before measuring; `Guard::apply`
+//! a setting given twice on one side with two values, two names or spellings of one file on
+//! one side (a catalogue name and its path, `./`, `//`, a glob), a per-task value that is not
+//! one, a read-only file, not root. `Guard::start` starts the guard process
+//! (`put_back::Guardian`) before anything is changed, then holds every file any side touches
+//! (`put_back::state::hold`: the machine-wide lock, refused when another live oscost holds
+//! the file changed, and the original recorded once) and hands each original and its lock to
+//! the guard, which puts them back if oscost dies however it dies. `Guard::trial` writes each
+//! side's values once, reads them back and puts the originals back, and tries each per-task
+//! value in a child, so a value the kernel refuses is exit 2 before measuring; `Guard::apply`
 //! switches to a side between repetitions (only the files that differ), reads back and fails
-//! the comparison if the kernel did not keep the value, then waits the settle time. Nothing
-//! outside `/proc/sys` and `/sys` (debugfs included) is ever written.
+//! the comparison if the kernel did not keep the value, then waits the settle time. The end
+//! (`restore`, or the drop on an error path) puts everything back, removes the states it put
+//! back, keeps with the reason those it could not, and releases the guard. Nothing outside
+//! `/proc/sys` and `/sys` (debugfs included) is ever written.
 
-use std::ffi::CString;
-use std::path::{Path, PathBuf};
+use std::os::fd::AsFd;
+use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::harness::group_guard::Watch;
 use crate::harness::settings::{self, Kind, Scope, Setting, SettingError};
+use crate::put_back::state::{self, Held, StateError};
+use crate::put_back::{Change, Guardian};
 
 /// One side's settings: system-wide ones (written by oscost) and per-task ones (applied by the
 /// worker to itself).
@@ -73,6 +73,19 @@ pub fn prepare(sides: &[&[String]], cpus: &[usize]) -> Result<Vec<Side>, Setting
                 name: name.clone(),
                 why,
             })?;
+            // One file, one value: another name or spelling of a file already named.
+            for f in &s.files {
+                if let Some((other, _)) = side.system.iter().find(|(o, _)| o.files.contains(f)) {
+                    return Err(SettingError::SameFile {
+                        a: other.name.clone(),
+                        b: name,
+                        file: f.display().to_string(),
+                    });
+                }
+            }
+            if s.scope == Scope::Task {
+                settings::check_task_value(&name, &value)?;
+            }
             side.given.push(format!("{name}={value}"));
             match s.scope {
                 Scope::Task => side.task.push((name, value)),
@@ -84,22 +97,6 @@ pub fn prepare(sides: &[&[String]], cpus: &[usize]) -> Result<Vec<Side>, Setting
     Ok(out)
 }
 
-/// Where a guard's state file is kept.
-pub fn state_dir() -> Option<PathBuf> {
-    crate::store::data_dir().ok().map(|d| d.join("settings"))
-}
-
-/// The originals, as the state file holds them.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
-struct State {
-    pid: u32,
-    /// The process's start time (`harness::os::start_time`): a reused pid is not it.
-    #[serde(default)]
-    start: u64,
-    /// (file, value to write back).
-    files: Vec<(PathBuf, String)>,
-}
-
 /// Settings changed and the guard that puts them back.
 pub struct Guard {
     originals: Vec<(PathBuf, String)>,
@@ -109,53 +106,73 @@ pub struct Guard {
     current: Option<usize>,
     sides: Vec<Side>,
     settle: Duration,
-    state_file: Option<PathBuf>,
-    watch: Option<Watch>,
+    /// Each file's lock and state, one per original.
+    held: Vec<Held>,
+    guardian: Option<Guardian>,
 }
 
 impl Guard {
-    /// Read the originals, write the state file, start the guard. Nothing is changed yet.
-    pub fn start(sides: Vec<Side>, settle: Duration) -> std::io::Result<Guard> {
+    /// Start the guard process, hold every file any side touches (refused when another live
+    /// oscost holds one changed) and hand each original to the guard. Nothing is changed yet.
+    /// Lines about state files found untrusted go to `said`.
+    pub fn start(
+        sides: Vec<Side>,
+        settle: Duration,
+        said: &mut Vec<String>,
+    ) -> Result<Guard, SettingError> {
         let mut touched: Vec<Setting> = Vec::new();
         for s in sides.iter().flat_map(|s| &s.system) {
             if !touched.iter().any(|t| t.files == s.0.files) {
                 touched.push(s.0.clone());
             }
         }
-        let mut originals = Vec::new();
-        for s in &touched {
-            for (f, v) in s.files.iter().zip(settings::read(s)?) {
-                originals.push((f.clone(), v));
-            }
-        }
-        let state_file = match (state_dir(), originals.is_empty()) {
-            (Some(dir), false) => {
-                let state = State {
-                    pid: std::process::id(),
-                    start: crate::harness::os::start_time(std::process::id()).unwrap_or(0),
-                    files: originals.clone(),
-                };
-                let bytes = serde_json::to_vec(&state).map_err(std::io::Error::other)?;
-                let name = format!("pending-{}.json", std::process::id());
-                let _ = std::fs::remove_file(dir.join(&name));
-                Some(crate::output::write_new(&dir, &name, &bytes)?)
-            }
-            _ => None,
-        };
-        let watch = if originals.is_empty() {
-            None
-        } else {
-            Some(fork_guard(&originals, state_file.as_deref())?)
-        };
-        Ok(Guard {
-            originals,
-            touched,
+        let mut guard = Guard {
+            originals: Vec::new(),
+            touched: touched.clone(),
             current: None,
             sides,
             settle,
-            state_file,
-            watch,
-        })
+            held: Vec::new(),
+            guardian: None,
+        };
+        if touched.is_empty() {
+            return Ok(guard);
+        }
+        let not_now = |name: &str, why: String| SettingError::NotNow {
+            name: name.into(),
+            why,
+        };
+        let mut guardian = Guardian::start()
+            .map_err(|e| not_now(&touched[0].name, format!("cannot start its guard: {e}")))?;
+        let holder = state::describe_self();
+        for s in &touched {
+            for f in &s.files {
+                let kind = s.kind;
+                let read = || std::fs::read_to_string(f).map(|t| settings::value_of(kind, &t));
+                let held = state::hold(f, &holder, &read, said).map_err(|e| match e {
+                    StateError::Busy { holder, .. } => not_now(
+                        &s.name,
+                        format!(
+                            "another oscost is changing it ({holder}); run this when it has ended"
+                        ),
+                    ),
+                    StateError::Unusable(why) => not_now(&s.name, why),
+                })?;
+                let change = Change::File {
+                    file: f.clone(),
+                    original: held.record.original.clone(),
+                    state: held.path.clone(),
+                };
+                let kept = guardian.keep(&change, Some(held.lock_file().as_fd()));
+                guard
+                    .originals
+                    .push((f.clone(), held.record.original.clone()));
+                guard.held.push(held);
+                kept.map_err(|e| not_now(&s.name, format!("its guard did not take it: {e}")))?;
+            }
+        }
+        guard.guardian = Some(guardian);
+        Ok(guard)
     }
 
     /// The per-task settings of side `i`, for its workers.
@@ -169,6 +186,11 @@ impl Guard {
     /// Every side's values written once, read back, and the originals put back: a value the
     /// kernel refuses (EINVAL) or does not keep is found before measuring.
     pub fn trial(&mut self) -> Result<(), SettingError> {
+        for side in &self.sides {
+            for (name, value) in &side.task {
+                settings::try_task(name, value)?;
+            }
+        }
         let mut result = Ok(());
         'sides: for side in &self.sides {
             for (s, value) in &side.system {
@@ -226,8 +248,8 @@ impl Guard {
         Ok(())
     }
 
-    /// Write every original back; the files that would not take theirs, said.
-    fn put_back(&mut self) -> Vec<String> {
+    /// Write every original back; the files that would not take theirs, with why.
+    fn put_back(&mut self) -> Vec<(PathBuf, String)> {
         let mut failed = Vec::new();
         for (f, v) in &self.originals {
             let kind = self
@@ -240,29 +262,39 @@ impl Guard {
                 continue;
             }
             if let Err(e) = settings::write_file(f, v) {
-                failed.push(format!("{} could not be put back to {v}: {e}", f.display()));
+                failed.push((f.clone(), format!("{e}")));
             }
         }
         self.current = None;
         failed
     }
 
-    /// Put everything back, end the guard, remove the state file; what could not be put back.
+    /// Put everything back, end the guard, remove the states; what could not be put back.
     pub fn restore(mut self) -> Vec<String> {
         self.finish()
     }
 
     fn finish(&mut self) -> Vec<String> {
         let failed = self.put_back();
-        if let Some(w) = &mut self.watch {
-            w.release();
+        let mut said = Vec::new();
+        for h in self.held.drain(..) {
+            match failed.iter().find(|(f, _)| *f == h.record.file) {
+                None => h.finish(Ok(())),
+                Some((f, why)) => {
+                    said.push(format!(
+                        "{} could not be put back to {} ({why}); its state is kept in {} and every oscost command tries again",
+                        f.display(),
+                        h.record.original,
+                        h.path.display()
+                    ));
+                    h.finish(Err(why.clone()));
+                }
+            }
         }
-        if failed.is_empty()
-            && let Some(p) = self.state_file.take()
-        {
-            let _ = std::fs::remove_file(p);
+        if let Some(g) = self.guardian.take() {
+            g.release();
         }
-        failed
+        said
     }
 }
 
@@ -295,84 +327,12 @@ fn write_and_check(s: &Setting, value: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Start the guard (`harness::group_guard::Watch`): if oscost dies without releasing it, it
-/// writes every original back and removes the state file.
-fn fork_guard(
-    originals: &[(PathBuf, String)],
-    state_file: Option<&Path>,
-) -> std::io::Result<Watch> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).map_err(std::io::Error::other);
-    // Everything the child touches is made before fork: it may not allocate.
-    let files: Vec<(CString, Vec<u8>)> = originals
-        .iter()
-        .map(|(p, v)| Ok((c(p)?, v.as_bytes().to_vec())))
-        .collect::<std::io::Result<_>>()?;
-    let state = state_file.map(c).transpose()?;
-    Watch::start(&|| {
-        for (path, value) in &files {
-            // SAFETY: open, write, close and unlink are async-signal-safe, on buffers made
-            // before the fork.
-            unsafe {
-                let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-                if fd >= 0 {
-                    libc::write(fd, value.as_ptr().cast(), value.len());
-                    libc::close(fd);
-                }
-            }
-        }
-        if let Some(s) = &state {
-            // SAFETY: as above.
-            unsafe { libc::unlink(s.as_ptr()) };
-        }
-    })
-}
-
-/// Put back what a killed oscost left changed (its state file remains and its process is
-/// gone); the lines say what was put back.
+/// Put back what oscosts killed with their guards left changed, and name state files that are
+/// not to be trusted; the lines say what was done.
 pub fn recover() -> Vec<String> {
-    let Some(dir) = state_dir() else {
-        return vec![];
-    };
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return vec![];
-    };
-    let mut said = Vec::new();
-    for e in entries.flatten() {
-        let p = e.path();
-        let is_state = p
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with("pending-") && n.ends_with(".json"));
-        if !is_state {
-            continue;
-        }
-        let Some(state) = std::fs::read(&p)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<State>(&b).ok())
-        else {
-            continue;
-        };
-        let alive = crate::harness::os::start_time(state.pid) == Some(state.start);
-        if alive && state.pid != std::process::id() {
-            continue; // its oscost still runs (its guard puts the values back if it dies)
-        }
-        let mut put = Vec::new();
-        for (f, v) in &state.files {
-            // Only the kernel's own trees, whatever the file says.
-            if settings::ALLOWED_TREES.iter().any(|t| f.starts_with(t))
-                && settings::write_file(f, v).is_ok()
-            {
-                put.push(format!("{}={v}", f.display()));
-            }
-        }
-        let _ = std::fs::remove_file(&p);
-        said.push(format!(
-            "put back {} kernel setting(s) a killed oscost (pid {}) had changed: {}",
-            put.len(),
-            state.pid,
-            put.join(", ")
-        ));
+    let mut said = state::recover();
+    if let Ok(data) = crate::store::data_dir() {
+        said.extend(state::ignore_legacy(&data));
     }
     said
 }

@@ -35,6 +35,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("scratch", 6),
     ("signals", 6),
     ("settings_guard", 6),
+    ("put_back", 6),
     ("worker", 7),
     ("program", 7),
     ("scheduler", 7),

@@ -247,11 +247,18 @@ pub fn kernel_settings(
     };
     let cpus = crate::harness::placement::allowed_cpus();
     let before = crate::harness::settings::snapshot(&cpus);
-    let mut guard = crate::settings_guard::Guard::start(
+    let mut said = Vec::new();
+    let started = crate::settings_guard::Guard::start(
         prepared.clone(),
         std::time::Duration::from_secs_f64(settle_s),
-    )
-    .map_err(|e| anyhow::anyhow!("cannot guard the kernel settings: {e}"))?;
+        &mut said,
+    );
+    for line in said {
+        crate::say!("oscost: {line}");
+    }
+    // Refused before anything was changed: another oscost holds a file, or its state cannot
+    // be kept.
+    let mut guard = started.map_err(|e| usage(e.to_string()))?;
     guard.trial().map_err(|e| usage(e.to_string()))?;
     Ok(Some((guard, prepared, before)))
 }

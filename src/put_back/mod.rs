@@ -1,0 +1,316 @@
+//! What oscost changes outside itself, put back on every exit path, SIGKILL of oscost
+//! included: the guard process.
+//!
+//! A command that is about to change something outside itself (a kernel setting today; a
+//! program or hook a side starts, next) starts a guard first (`Guardian::start`), before any
+//! worker. The guard is `oscost __guard`, started as a grandchild whose parent exits at once,
+//! with this process's child-subreaper flag off for that instant: it is reparented away from
+//! oscost, in a session of its own, so neither worker reaping (which kills every child of
+//! the coordinator), nor a SIGKILL of oscost's process group, nor a terminal's hangup reaches
+//! it. It is told each thing to put back (`Change`) over a socket before the thing is
+//! changed, with the thing's lock (`state::Held`) passed along so the lock outlives oscost
+//! exactly as long as the guard does. When oscost ends it says `Release` (it put everything
+//! back itself) and waits for the guard to be gone, so that the next command finds the locks
+//! free; when the socket closes without that (oscost killed, a panic that aborts) or the
+//! guard is sent SIGTERM, the guard puts every change back, newest first, within
+//! milliseconds, removes the states it put back and exits. Its only output is a line per
+//! change on the standard error oscost had.
+//!
+//! Where even the guard is killed (SIGKILL of every oscost process at once, a cgroup killed
+//! whole), the states remain in `state::STATE_DIR` and the next oscost command puts them back
+//! (`state::recover`).
+
+pub mod state;
+
+use std::io::IoSlice;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use nix::sys::socket::{
+    AddressFamily, ControlMessage, ControlMessageOwned, MsgFlags, SockFlag, SockType, recvmsg,
+    sendmsg, socketpair,
+};
+
+/// The name the guard is started under (`main` dispatches it).
+pub const GUARD_ARG: &str = "__guard";
+
+/// Something changed outside oscost and how to put it back.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Change {
+    /// A kernel setting file, its original value, and its state (removed once put back).
+    File {
+        /// The file, resolved.
+        file: PathBuf,
+        /// What to write back.
+        original: String,
+        /// Its state in `state::STATE_DIR`.
+        state: PathBuf,
+    },
+}
+
+/// What oscost tells its guard.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+enum Order {
+    /// Put this back if oscost dies (its lock, if any, comes with the message).
+    Keep(Change),
+    /// oscost put everything back itself: exit, touching nothing.
+    Release,
+}
+
+/// The largest message: a change is a path and a short value.
+const MAX_ORDER_BYTES: usize = 64 << 10;
+/// How long oscost waits for its guard to answer.
+const ANSWER_WAIT: Duration = Duration::from_secs(5);
+
+/// oscost's end of its guard. Dropped without `release`, its socket closes and the guard puts
+/// everything back.
+#[derive(Debug)]
+pub struct Guardian {
+    socket: OwnedFd,
+}
+
+impl Guardian {
+    /// Start the guard: reparented away from oscost, in a session of its own, ready when this
+    /// returns.
+    pub fn start() -> std::io::Result<Guardian> {
+        let (ours, theirs) = socketpair(
+            AddressFamily::Unix,
+            SockType::SeqPacket,
+            None,
+            SockFlag::SOCK_CLOEXEC,
+        )?;
+        let theirs_fd: RawFd = theirs.as_raw_fd();
+        let subreaper = {
+            let mut was: libc::c_int = 0;
+            // SAFETY: prctl writes one int to the address given, a local that outlives it.
+            unsafe { libc::prctl(libc::PR_GET_CHILD_SUBREAPER, &raw mut was, 0, 0, 0) };
+            was != 0
+        };
+        // A subreaper would have the guard back as its child when the guard's parent exits:
+        // the flag is off for this instant (no worker exists yet to lose an orphan to init).
+        if subreaper {
+            // SAFETY: as above.
+            unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) };
+        }
+        use std::os::unix::process::CommandExt;
+        let mut cmd = std::process::Command::new("/proc/self/exe");
+        cmd.arg0("oscost")
+            .arg(GUARD_ARG)
+            .arg(theirs_fd.to_string())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null());
+        // SAFETY: between fork and exec only async-signal-safe calls (fork, _exit, setsid,
+        // fcntl) on plain integers.
+        unsafe {
+            cmd.pre_exec(move || {
+                match libc::fork() {
+                    -1 => return Err(std::io::Error::last_os_error()),
+                    0 => {}
+                    _ => libc::_exit(0),
+                }
+                libc::setsid();
+                let flags = libc::fcntl(theirs_fd, libc::F_GETFD);
+                libc::fcntl(theirs_fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC);
+                Ok(())
+            });
+        }
+        let spawned = cmd.spawn().and_then(|mut middle| middle.wait());
+        if subreaper {
+            // SAFETY: as above.
+            unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+        }
+        spawned?;
+        drop(theirs);
+        let mut g = Guardian { socket: ours };
+        match g.answer()?.as_str() {
+            "ready" => Ok(g),
+            other => Err(std::io::Error::other(format!(
+                "the guard did not start ({other})"
+            ))),
+        }
+    }
+
+    /// Tell the guard to put `change` back if oscost dies, with the lock that goes with it;
+    /// returns once the guard has it.
+    pub fn keep(&mut self, change: &Change, lock: Option<BorrowedFd>) -> std::io::Result<()> {
+        let bytes =
+            serde_json::to_vec(&Order::Keep(change.clone())).map_err(std::io::Error::other)?;
+        let fds: Vec<RawFd> = lock.iter().map(|f| f.as_raw_fd()).collect();
+        let cmsg: Vec<ControlMessage> = if fds.is_empty() {
+            vec![]
+        } else {
+            vec![ControlMessage::ScmRights(&fds)]
+        };
+        sendmsg::<()>(
+            self.socket.as_raw_fd(),
+            &[IoSlice::new(&bytes)],
+            &cmsg,
+            MsgFlags::MSG_NOSIGNAL,
+            None,
+        )?;
+        match self.answer()?.as_str() {
+            "kept" => Ok(()),
+            other => Err(std::io::Error::other(format!(
+                "the guard did not take it ({other})"
+            ))),
+        }
+    }
+
+    /// One line from the guard, waited for at most `ANSWER_WAIT`.
+    fn answer(&mut self) -> std::io::Result<String> {
+        let mut buf = [0u8; 64];
+        if !readable(self.socket.as_fd(), ANSWER_WAIT) {
+            return Err(std::io::Error::other("the guard did not answer"));
+        }
+        let n = nix::unistd::read(&self.socket, &mut buf)?;
+        if n == 0 {
+            return Err(std::io::Error::other("the guard is gone"));
+        }
+        Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
+    }
+
+    /// Everything was put back by oscost itself: the guard exits without touching anything,
+    /// and is gone (its locks with it) when this returns.
+    pub fn release(self) {
+        let bytes = serde_json::to_vec(&Order::Release).unwrap_or_default();
+        if nix::unistd::write(&self.socket, &bytes).is_ok() {
+            // The guard closes its end when it exits, after its locks.
+            let mut buf = [0u8; 16];
+            while readable(self.socket.as_fd(), ANSWER_WAIT) {
+                match nix::unistd::read(&self.socket, &mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+            }
+        }
+    }
+}
+
+/// Whether `fd` has something to read (or is closed) within `wait`.
+fn readable(fd: BorrowedFd, wait: Duration) -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+    let ms = PollTimeout::try_from(wait.as_millis().min(60_000) as i32).unwrap_or(PollTimeout::MAX);
+    loop {
+        match poll(&mut fds, ms) {
+            Ok(n) => return n > 0,
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => return false,
+        }
+    }
+}
+
+/// Set by SIGTERM in the guard.
+static TERMINATED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_term(_: libc::c_int) {
+    TERMINATED.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// The guard process (`oscost __guard FD`): keeps what it is told until oscost releases it,
+/// puts it all back when oscost is gone. Its exit status is 0 unless it was started wrongly.
+pub fn guard_main(args: &[String]) -> i32 {
+    let Some(fd) = args.first().and_then(|a| a.parse::<RawFd>().ok()) else {
+        crate::say!("oscost: {GUARD_ARG} is started by oscost itself");
+        return 2;
+    };
+    // SAFETY: the descriptor was left open for us by the oscost that started us.
+    let socket = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: prctl with a static name; signal dispositions of our own process.
+    unsafe {
+        libc::prctl(libc::PR_SET_NAME, c"oscost-guard".as_ptr(), 0, 0, 0);
+        for sig in [libc::SIGINT, libc::SIGHUP, libc::SIGPIPE, libc::SIGQUIT] {
+            libc::signal(sig, libc::SIG_IGN);
+        }
+    }
+    // SIGTERM (a shutdown, `pkill oscost`) puts everything back: the handler interrupts the
+    // wait (no SA_RESTART).
+    let action = nix::sys::signal::SigAction::new(
+        nix::sys::signal::SigHandler::Handler(on_term),
+        nix::sys::signal::SaFlags::empty(),
+        nix::sys::signal::SigSet::empty(),
+    );
+    // SAFETY: the handler only stores to an atomic.
+    let _ = unsafe { nix::sys::signal::sigaction(nix::sys::signal::Signal::SIGTERM, &action) };
+    // Memory running short must not take the one process that puts things back (root only;
+    // best effort).
+    let _ = crate::harness::settings::write_file(
+        std::path::Path::new("/proc/self/oom_score_adj"),
+        "-1000",
+    );
+    if nix::unistd::write(&socket, b"ready").is_err() {
+        return 0;
+    }
+    let mut kept: Vec<(Change, Option<OwnedFd>)> = Vec::new();
+    let mut buf = vec![0u8; MAX_ORDER_BYTES];
+    loop {
+        if TERMINATED.load(std::sync::atomic::Ordering::SeqCst) {
+            break;
+        }
+        let mut space = nix::cmsg_space!([RawFd; 4]);
+        let mut iov = [std::io::IoSliceMut::new(&mut buf)];
+        let got = recvmsg::<()>(
+            socket.as_raw_fd(),
+            &mut iov,
+            Some(&mut space),
+            MsgFlags::MSG_CMSG_CLOEXEC,
+        );
+        let (n, fds) = match got {
+            Ok(msg) => {
+                let mut fds: Vec<OwnedFd> = Vec::new();
+                if let Ok(cmsgs) = msg.cmsgs() {
+                    for c in cmsgs {
+                        if let ControlMessageOwned::ScmRights(r) = c {
+                            // SAFETY: descriptors just received are ours alone.
+                            fds.extend(r.into_iter().map(|f| unsafe { OwnedFd::from_raw_fd(f) }));
+                        }
+                    }
+                }
+                (msg.bytes, fds)
+            }
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => break,
+        };
+        if n == 0 {
+            break; // oscost is gone
+        }
+        match serde_json::from_slice::<Order>(&buf[..n]) {
+            Ok(Order::Keep(c)) => {
+                kept.push((c, fds.into_iter().next()));
+                let _ = nix::unistd::write(&socket, b"kept");
+            }
+            Ok(Order::Release) => return 0,
+            Err(_) => {
+                let _ = nix::unistd::write(&socket, b"not understood");
+            }
+        }
+    }
+    for (change, lock) in kept.into_iter().rev() {
+        match change {
+            Change::File {
+                file,
+                original,
+                state,
+            } => {
+                let shown = format!("{}={original}", file.display());
+                match crate::harness::settings::write_file(&file, &original) {
+                    Ok(()) => {
+                        if let Some(l) = &lock {
+                            state::unlink_if_same(&state, l.as_fd());
+                        }
+                        crate::say!(
+                            "oscost: put back {shown} (the oscost that changed it ended without doing so)"
+                        );
+                    }
+                    Err(e) => crate::say!(
+                        "oscost: could not put back {shown} ({e}); its state stays in {} and every oscost command tries again",
+                        state.display()
+                    ),
+                }
+            }
+        }
+        drop(lock);
+    }
+    0
+}

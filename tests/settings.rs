@@ -644,7 +644,7 @@ fn planted_states_write_nothing_and_hang_nothing() {
     }
     assert!(first.contains("pending-999999.json"), "{first}");
     assert!(
-        !first.contains("put back"),
+        !first.contains("put back /"),
         "something was put back from a planted state: {first}"
     );
     // Named once: the next command says nothing of them.

@@ -359,8 +359,15 @@ fn writable_entries() -> Vec<(String, std::path::PathBuf, String)> {
         else {
             continue;
         };
-        let Ok(s) = resolve(name, &cpus) else {
-            continue;
+        let s = match resolve(name, &cpus) {
+            Ok(s) => s,
+            Err(e) => {
+                skip(
+                    "every_writable_setting_is_put_back_by_the_guard_alone",
+                    &format!("{name} cannot be changed here: {e}"),
+                );
+                continue;
+            }
         };
         let Some(file) = s.files.first().cloned() else {
             continue;

@@ -781,6 +781,28 @@ fn overlapping_runs_on_one_setting_are_refused_and_leave_it_as_found() {
             assert!(!err.contains("benchmark(s)"), "run {i} measured: {err}");
             assert_eq!(aslr(), mine, "run {i} changed the first run's value");
         }
+        // Any command, from either side of the namespace boundary, leaves a live run's value
+        // alone (its lock is held: it is not taken for a killed oscost's).
+        for across in [false, true] {
+            if across && !namespaces {
+                continue;
+            }
+            let mut c = oscost_in(&unique_tag("overlap-list"), data[1].path());
+            c.arg("list");
+            let out = if across != first_in_namespace {
+                in_namespace(c)
+            } else {
+                c
+            }
+            .output()
+            .unwrap();
+            assert_success(&out);
+            assert_eq!(
+                aslr(),
+                mine,
+                "a command put the value back under a live run"
+            );
+        }
         let out = first.wait_with_output().unwrap();
         assert!(
             out.status.success(),
@@ -833,4 +855,55 @@ fn overlapping_runs_on_one_setting_are_refused_and_leave_it_as_found() {
     assert_eq!(out.status.code(), Some(2));
     let _ = first.wait();
     assert_eq!(aslr(), original);
+}
+
+/// A state whose value cannot be written back (here a read-only kernel file) is kept with the
+/// reason and said at every command until it is done, never dropped as if put back.
+#[test]
+fn a_state_that_cannot_be_put_back_is_kept_and_said_every_time() {
+    if !is_root() {
+        skip(
+            "a_state_that_cannot_be_put_back_is_kept_and_said_every_time",
+            "the state directory is root's",
+        );
+        return;
+    }
+    let _m = measuring();
+    use std::os::unix::fs::PermissionsExt;
+    let held = held_dir();
+    std::fs::create_dir_all(&held).unwrap();
+    for d in [held.parent().unwrap(), held.as_path()] {
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    let file = "/proc/sys/kernel/osrelease";
+    let before = std::fs::read_to_string(file).unwrap();
+    let state = held.join(oscost::put_back::state::state_name(Path::new(file)));
+    std::fs::write(
+        &state,
+        serde_json::json!({"file": file, "original": "not-this-kernel", "holder": "a test",
+                           "boot": oscost::put_back::state::boot_id()})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    for round in 0..2 {
+        let out = oscost_in(&unique_tag("unput"), data.path())
+            .arg("list")
+            .output()
+            .unwrap();
+        assert_success(&out);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("could not put back") && err.contains(file),
+            "round {round}: {err}"
+        );
+        assert!(!err.contains("put back 0"), "{err}");
+        assert!(state.exists(), "round {round}: the state was dropped");
+        let kept: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
+        assert!(kept["unput"].is_string(), "the reason is not kept: {kept}");
+    }
+    assert_eq!(std::fs::read_to_string(file).unwrap(), before);
+    std::fs::remove_file(&state).unwrap();
 }

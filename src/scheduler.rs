@@ -244,12 +244,34 @@ fn progress(len: usize) -> indicatif::ProgressBar {
 /// stop rule and interrupts are checked without starting a process.
 pub trait Repeater {
     /// Measure one repetition of `b` in a fresh worker.
-    fn repeat(&self, b: &Benchmark, opts: &WorkerOptions) -> Result<Vec<CaseResult>, Interrupted>;
+    fn repeat(&self, b: &Benchmark, opts: &WorkerOptions) -> Result<Vec<CaseResult>, Stopped>;
+}
+
+/// Why measuring stopped before its plan was done.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Stopped {
+    /// A signal came (SIGINT, SIGTERM, SIGHUP).
+    #[error(transparent)]
+    Signal(#[from] Interrupted),
+    /// A side's condition did not hold (a kernel setting the kernel did not keep): what was
+    /// measured would not be of that side, so the comparison is void.
+    #[error("a kernel setting did not hold, so the comparison is void: {0}")]
+    ConditionFailed(String),
+}
+
+impl Stopped {
+    /// As the command's error: a signal stays an `Interrupted` (main exits 128+N for it).
+    pub fn into_error(self) -> anyhow::Error {
+        match self {
+            Stopped::Signal(i) => i.into(),
+            other => anyhow::Error::new(other),
+        }
+    }
 }
 
 impl Repeater for Coordinator {
-    fn repeat(&self, b: &Benchmark, opts: &WorkerOptions) -> Result<Vec<CaseResult>, Interrupted> {
-        self.run(b, opts)
+    fn repeat(&self, b: &Benchmark, opts: &WorkerOptions) -> Result<Vec<CaseResult>, Stopped> {
+        Ok(self.run(b, opts)?)
     }
 }
 
@@ -388,7 +410,7 @@ fn run_rounds(
     started: std::time::Instant,
     sides: &mut [MeasuredSide],
     bar: &indicatif::ProgressBar,
-) -> Result<Vec<Vec<String>>, Interrupted> {
+) -> Result<Vec<Vec<String>>, Stopped> {
     let mut order = Vec::new();
     for k in 0..plan.reps.max.max(plan.reps.undecided_max) {
         let active: Vec<usize> = (0..plan.benchmarks.len())
@@ -538,7 +560,7 @@ fn measure_sides(
     plan: &Plan,
     s: &RunSetup,
     repeaters: &[&dyn Repeater],
-) -> Result<(RoundOrder, Vec<Vec<Track>>), Interrupted> {
+) -> Result<(RoundOrder, Vec<Vec<Track>>), Stopped> {
     let bar = progress(plan.benchmarks.len() * plan.reps.min * repeaters.len());
     let mut sides = measured_sides(plan, repeaters);
     let order = run_rounds(plan, &s.opts, s.started, &mut sides, &bar);
@@ -563,7 +585,7 @@ pub fn execute(plan: &Plan, interrupted: Arc<AtomicUsize>) -> anyhow::Result<Run
             .map(|w| format!(", under `{w}`"))
             .unwrap_or_default()
     );
-    let (order, mut tracks) = measure_sides(plan, &s, &[&coord])?;
+    let (order, mut tracks) = measure_sides(plan, &s, &[&coord]).map_err(Stopped::into_error)?;
     coord.check_interrupted()?;
     let tracks = tracks.remove(0);
     let confinement = confinement_of(&tracks);
@@ -594,21 +616,20 @@ pub struct AbSide {
 
 /// A side whose kernel settings are switched to before each of its repetitions (`Guard::apply`
 /// writes only what differs, reads it back and waits the settle time), and whose workers get
-/// its per-task settings. A value the kernel did not keep ends the comparison: it is recorded
-/// in `failed`, and the repetition reports an interruption the caller turns into that error.
+/// its per-task settings. A value the kernel did not keep ends the comparison
+/// (`Stopped::ConditionFailed`).
 struct Switching<'a> {
     inner: &'a dyn Repeater,
     side: usize,
     guard: &'a std::cell::RefCell<crate::settings_guard::Guard>,
-    failed: &'a std::cell::RefCell<Option<String>>,
 }
 
 impl Repeater for Switching<'_> {
-    fn repeat(&self, b: &Benchmark, opts: &WorkerOptions) -> Result<Vec<CaseResult>, Interrupted> {
-        if let Err(e) = self.guard.borrow_mut().apply(self.side) {
-            *self.failed.borrow_mut() = Some(e);
-            return Err(Interrupted(0));
-        }
+    fn repeat(&self, b: &Benchmark, opts: &WorkerOptions) -> Result<Vec<CaseResult>, Stopped> {
+        self.guard
+            .borrow_mut()
+            .apply(self.side)
+            .map_err(Stopped::ConditionFailed)?;
         let mut o = opts.clone();
         o.task_settings = self.guard.borrow().task_settings(self.side);
         self.inner.repeat(b, &o)
@@ -645,29 +666,23 @@ pub fn execute_ab(
         plan.reps.max,
         s.opts.cpu
     );
-    let failed = std::cell::RefCell::new(None);
     let measured = match settings {
         Some(guard) => {
             let sa = Switching {
                 inner: &ca,
                 side: 0,
                 guard,
-                failed: &failed,
             };
             let sb = Switching {
                 inner: &cb,
                 side: 1,
                 guard,
-                failed: &failed,
             };
             measure_sides(plan, &s, &[&sa, &sb])
         }
         None => measure_sides(plan, &s, &[&ca, &cb]),
     };
-    if let Some(why) = failed.borrow_mut().take() {
-        anyhow::bail!("a kernel setting did not hold, so the comparison is void: {why}");
-    }
-    let (order, mut tracks) = measured?;
+    let (order, mut tracks) = measured.map_err(Stopped::into_error)?;
     ca.check_interrupted()?;
     let (sb_tracks, sa_tracks) = (tracks.pop().expect("two sides"), tracks.remove(0));
     // The user's --label leads; the side says which of the pair a stored run is.
@@ -725,13 +740,9 @@ mod tests {
     }
 
     impl Repeater for Fake<'_> {
-        fn repeat(
-            &self,
-            b: &Benchmark,
-            opts: &WorkerOptions,
-        ) -> Result<Vec<CaseResult>, Interrupted> {
+        fn repeat(&self, b: &Benchmark, opts: &WorkerOptions) -> Result<Vec<CaseResult>, Stopped> {
             if Some(self.log.borrow().len()) == self.interrupt_at {
-                return Err(Interrupted(libc::SIGINT));
+                return Err(Interrupted(libc::SIGINT).into());
             }
             let k = self
                 .log
@@ -830,7 +841,7 @@ mod tests {
 
     /// The rounds of `repeaters` over `plan`: the order, and each side's benchmarks' stop
     /// reasons and repetition counts.
-    type Outcome = Result<(Vec<Vec<String>>, Vec<Vec<(Option<&'static str>, usize)>>), Interrupted>;
+    type Outcome = Result<(Vec<Vec<String>>, Vec<Vec<(Option<&'static str>, usize)>>), Stopped>;
 
     fn rounds_of(plan: &Plan, repeaters: &[&dyn Repeater]) -> Outcome {
         let mut sides = measured_sides(plan, repeaters);
@@ -1002,7 +1013,7 @@ mod tests {
         };
         let plan = plan(&["call/f0", "syscall/getppid"], None);
         let e = rounds_of(&plan, &[&a, &b]).unwrap_err();
-        assert_eq!(e, Interrupted(libc::SIGINT));
+        assert_eq!(e, Stopped::Signal(Interrupted(libc::SIGINT)));
         assert_eq!(log.borrow().len(), 3, "no repetition after the signal");
     }
 
@@ -1024,6 +1035,19 @@ mod tests {
         assert_eq!(
             repetition_plan(1, 0.01, None, Some(37), false).fixed_total,
             Some(37)
+        );
+    }
+
+    #[test]
+    fn a_condition_that_did_not_hold_is_its_own_error_not_a_signal() {
+        let e =
+            Stopped::ConditionFailed("thp: the kernel did not keep 'always'".into()).into_error();
+        assert!(e.downcast_ref::<Interrupted>().is_none(), "{e}");
+        assert!(e.to_string().contains("did not keep"), "{e}");
+        let e = Stopped::Signal(Interrupted(libc::SIGINT)).into_error();
+        assert_eq!(
+            e.downcast_ref::<Interrupted>(),
+            Some(&Interrupted(libc::SIGINT))
         );
     }
 }

@@ -38,6 +38,27 @@ fn wait_for(what: &str, limit: Duration, ok: impl Fn() -> bool) {
     }
 }
 
+/// The measuring lock for a test that needs root; `None`, with a skip line, without root.
+fn as_root(test: &str, why: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
+    if !is_root() {
+        skip(test, why);
+        return None;
+    }
+    Some(measuring())
+}
+
+/// The machine's state directory's `held/`, made the way oscost makes it (root's, 0700) where
+/// no oscost has made it yet.
+fn held_dir_made() -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let held = held_dir();
+    std::fs::create_dir_all(&held).unwrap();
+    for d in [held.parent().unwrap(), held.as_path()] {
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    held
+}
+
 fn oscost_in(tag: &str, data: &Path) -> std::process::Command {
     let mut c = oscost(tag);
     c.env("XDG_DATA_HOME", data);
@@ -46,14 +67,12 @@ fn oscost_in(tag: &str, data: &Path) -> std::process::Command {
 
 #[test]
 fn a_setting_is_put_back_however_oscost_ends() {
-    if !is_root() {
-        skip(
-            "a_setting_is_put_back_however_oscost_ends",
-            "changing kernel settings needs root",
-        );
+    let Some(_m) = as_root(
+        "a_setting_is_put_back_however_oscost_ends",
+        "changing kernel settings needs root",
+    ) else {
         return;
-    }
-    let _m = measuring();
+    };
     let data = tempfile::tempdir().unwrap();
     let original = aslr();
     let set = format!("aslr={}", other(&original));
@@ -182,14 +201,12 @@ fn a_setting_is_put_back_however_oscost_ends() {
 
 #[test]
 fn bad_settings_are_refused_in_one_line_and_change_nothing() {
-    if !is_root() {
-        skip(
-            "bad_settings_are_refused_in_one_line_and_change_nothing",
-            "changing kernel settings needs root",
-        );
+    let Some(_m) = as_root(
+        "bad_settings_are_refused_in_one_line_and_change_nothing",
+        "changing kernel settings needs root",
+    ) else {
         return;
-    }
-    let _m = measuring();
+    };
     let data = tempfile::tempdir().unwrap();
     let thp = "/sys/kernel/mm/transparent_hugepage/enabled";
     let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
@@ -276,14 +293,12 @@ fn bad_settings_are_refused_in_one_line_and_change_nothing() {
 /// records its own settings and is named by them.
 #[test]
 fn ab_switches_a_setting_per_side_and_puts_it_back() {
-    if !is_root() {
-        skip(
-            "ab_switches_a_setting_per_side_and_puts_it_back",
-            "changing kernel settings needs root",
-        );
+    let Some(_m) = as_root(
+        "ab_switches_a_setting_per_side_and_puts_it_back",
+        "changing kernel settings needs root",
+    ) else {
         return;
-    }
-    let _m = measuring();
+    };
     let data = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("s.db");
@@ -415,14 +430,12 @@ fn writable_entries() -> Vec<(String, std::path::PathBuf, String)> {
 #[test]
 #[ignore = "slow: about a minute of runs killed at moments"]
 fn every_writable_setting_is_put_back_by_the_guard_alone() {
-    if !is_root() {
-        skip(
-            "every_writable_setting_is_put_back_by_the_guard_alone",
-            "changing kernel settings needs root",
-        );
+    let Some(_m) = as_root(
+        "every_writable_setting_is_put_back_by_the_guard_alone",
+        "changing kernel settings needs root",
+    ) else {
         return;
-    }
-    let _m = measuring();
+    };
     let entries = writable_entries();
     assert!(
         !entries.is_empty(),
@@ -546,25 +559,17 @@ fn every_writable_setting_is_put_back_by_the_guard_alone() {
 /// answers within a second, and each is named once.
 #[test]
 fn planted_states_write_nothing_and_hang_nothing() {
-    if !is_root() {
-        skip(
-            "planted_states_write_nothing_and_hang_nothing",
-            "the state directory is root's",
-        );
+    let Some(_m) = as_root(
+        "planted_states_write_nothing_and_hang_nothing",
+        "the state directory is root's",
+    ) else {
         return;
-    }
-    let _m = measuring();
-    use std::os::unix::fs::PermissionsExt;
+    };
     let data = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
     let victim = work.path().join("victim");
     std::fs::write(&victim, "untouched").unwrap();
-    // Made the way oscost makes them: the directory may not exist yet.
-    let held = held_dir();
-    std::fs::create_dir_all(&held).unwrap();
-    for d in [held.parent().unwrap(), held.as_path()] {
-        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700)).unwrap();
-    }
+    let held = held_dir_made();
     let boot = oscost::put_back::state::boot_id();
     let through = format!("/proc/sys/../..{}", victim.display());
     let name = |p: &str| oscost::put_back::state::state_name(Path::new(p));
@@ -673,14 +678,12 @@ fn planted_states_write_nothing_and_hang_nothing() {
 /// as found after.
 #[test]
 fn overlapping_runs_on_one_setting_are_refused_and_leave_it_as_found() {
-    if !is_root() {
-        skip(
-            "overlapping_runs_on_one_setting_are_refused_and_leave_it_as_found",
-            "changing kernel settings needs root",
-        );
+    let Some(_m) = as_root(
+        "overlapping_runs_on_one_setting_are_refused_and_leave_it_as_found",
+        "changing kernel settings needs root",
+    ) else {
         return;
-    }
-    let _m = measuring();
+    };
     let original = aslr();
     let mine = other(&original);
     let theirs = if mine == "1" && original != "0" {
@@ -861,20 +864,13 @@ fn overlapping_runs_on_one_setting_are_refused_and_leave_it_as_found() {
 /// reason and said at every command until it is done, never dropped as if put back.
 #[test]
 fn a_state_that_cannot_be_put_back_is_kept_and_said_every_time() {
-    if !is_root() {
-        skip(
-            "a_state_that_cannot_be_put_back_is_kept_and_said_every_time",
-            "the state directory is root's",
-        );
+    let Some(_m) = as_root(
+        "a_state_that_cannot_be_put_back_is_kept_and_said_every_time",
+        "the state directory is root's",
+    ) else {
         return;
-    }
-    let _m = measuring();
-    use std::os::unix::fs::PermissionsExt;
-    let held = held_dir();
-    std::fs::create_dir_all(&held).unwrap();
-    for d in [held.parent().unwrap(), held.as_path()] {
-        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700)).unwrap();
-    }
+    };
+    let held = held_dir_made();
     let file = "/proc/sys/kernel/osrelease";
     let before = std::fs::read_to_string(file).unwrap();
     let state = held.join(oscost::put_back::state::state_name(Path::new(file)));
@@ -885,6 +881,7 @@ fn a_state_that_cannot_be_put_back_is_kept_and_said_every_time() {
         .to_string(),
     )
     .unwrap();
+    use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o600)).unwrap();
     let data = tempfile::tempdir().unwrap();
     for round in 0..2 {

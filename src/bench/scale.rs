@@ -16,8 +16,7 @@ use std::ffi::CString;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU32;
 
-use crate::catalogue;
-use crate::harness::case::{BenchError, Case, Cases, Measured, Meter};
+use crate::harness::case::{BenchError, Benchmark, Case, Cases, Measured, Meter};
 use crate::harness::os::ensure_fds;
 use crate::harness::sampler::StopWhen;
 use crate::harness::scaling::{self, Mode, Shape, SysTopology, Task, TaskError};
@@ -36,82 +35,125 @@ pub(crate) const SCALE_CURVE: Curve = Curve {
     regime: None,
 };
 
-catalogue! {
+/// The catalogue and its functions from one row per will-it-scale test case: the function's
+/// name (and the entry's own fields), the id, will-it-scale's name, what the case prepares,
+/// descriptors and memory per copy, a sample's window, what the process sets before its
+/// copies, the body, and the definition (will-it-scale's name is added to it from the row).
+macro_rules! scale_cases {
+    (@before) => { Before::Nothing };
+    (@before $b:ident) => { Before::$b };
+    (family { $($fkey:ident : $fval:expr),* $(,)? } ;
+     $( $f:ident $({ $($key:ident : $val:expr),* $(,)? })? : $id:literal, wis $wis:literal,
+        $files:expr, fds $fds:literal, mem $mem:expr, window $w:literal, $({ before $b:ident },)?
+        $body:path, $def:literal ; )*) => {
+        /// The family's facts over an entry's defaults.
+        const fn family(b: Benchmark) -> Benchmark {
+            Benchmark { $($fkey: $fval,)* ..b }
+        }
+        /// The family's catalogue entries, in the order listed.
+        pub static BENCHMARKS: &[Benchmark] = &[$(
+            Benchmark {
+                $($($key: $val,)*)?
+                ..family(Benchmark::new(
+                    $id,
+                    concat!($def, " [will-it-scale ", $wis, "]"),
+                    $f,
+                ))
+            },
+        )*];
+        $(
+            fn $f(m: &Meter, c: &Case) -> Measured {
+                measure(m, c, &Testcase {
+                    id: $id,
+                    wis: $wis,
+                    files: $files,
+                    fds: $fds,
+                    memory: $mem,
+                    window_ms: $w,
+                    before: scale_cases!(@before $($b)?),
+                    body: $body,
+                })
+            }
+        )*
+    };
+}
+
+scale_cases! {
     family { default: false, cases: Cases::Copies, curve: Some(SCALE_CURVE), preempts: true };
-    "scale/getppid" => getppid:
-        "one getppid() [will-it-scale getppid1]";
-    "scale/page-fault-anon" => page_fault_anon { memory_watch: true }:
-        "a write fault on a page of a fresh 128 MiB private anonymous mapping, its munmap shared out over its pages [will-it-scale page_fault1]";
-    "scale/page-fault-file" => page_fault_file { memory_watch: true }:
-        "a write fault on a page of a 128 MiB private mapping of the copy's own file (copy on write), its munmap shared out [will-it-scale page_fault2]";
-    "scale/page-fault-shared" => page_fault_shared { memory_watch: true }:
-        "a write fault on a page of a 128 MiB shared mapping of the copy's own file, its munmap shared out [will-it-scale page_fault3]";
-    "scale/mmap-anon" => mmap_anon:
-        "mmap + munmap of 128 MiB of private anonymous memory, untouched [will-it-scale mmap1]";
-    "scale/mmap-file" => mmap_file:
-        "mmap + munmap of a 128 MiB private mapping of the copy's own file, untouched [will-it-scale mmap2]";
-    "scale/brk" => brk:
-        "one brk() moving the break a page up or back down [will-it-scale brk1]";
-    "scale/tlb-flush" => tlb_flush { memory_watch: true }:
-        "a page of a private file mapping written, madvise(MADV_DONTNEED)d and read back: a TLB flush across the CPUs the address space runs on [will-it-scale tlb_flush1]";
-    "scale/open-separate" => open_separate:
-        "open + close of the copy's own file, every copy's in one directory [will-it-scale open1]";
-    "scale/open-dirs" => open_dirs:
-        "open + close of the copy's own file in a directory of its own [will-it-scale open2]";
-    "scale/open-same" => open_same:
-        "open + close of one file every copy opens [will-it-scale open3]";
-    "scale/dup" => dup:
-        "dup + close of a descriptor of the copy's own file [will-it-scale dup1]";
-    "scale/lseek-separate" => lseek_separate:
-        "lseek(0, SEEK_SET) on the copy's own file [will-it-scale lseek1]";
-    "scale/lseek-same" => lseek_same:
-        "lseek(0, SEEK_SET) on one file each copy opened [will-it-scale lseek2]";
-    "scale/read-separate" => read_separate:
-        "read of 4 KiB of the copy's own 1 MiB file, back to its start at the end [will-it-scale read1]";
-    "scale/read-same" => read_same:
-        "read of 4 KiB of one 1 MiB file each copy opened, back to its start at the end [will-it-scale read2]";
-    "scale/pread-separate" => pread_separate:
-        "pread of 4 KiB at offset 0 of the copy's own file [will-it-scale pread1]";
-    "scale/pread-same" => pread_same:
-        "pread of 4 KiB at offset 0 of one file each copy opened [will-it-scale pread2]";
-    "scale/write-separate" => write_separate:
-        "write of 4 KiB to the copy's own file, back to its start every 1 MiB [will-it-scale write1]";
-    "scale/pwrite-separate" => pwrite_separate:
-        "pwrite of 4 KiB at offset 0 of the copy's own file [will-it-scale pwrite1]";
-    "scale/pwrite-same" => pwrite_same:
-        "pwrite of 4 KiB at offset 0 of one file each copy opened [will-it-scale pwrite2]";
-    "scale/lock-separate" => lock_separate:
-        "one fcntl(F_SETLKW) taking or dropping a write lock on a byte of the copy's own file [will-it-scale lock1]";
-    "scale/lock-same" => lock_same:
-        "one fcntl(F_SETLKW) taking or dropping a write lock on a byte of one file each copy opened [will-it-scale lock2]";
-    "scale/unlink-separate" => unlink_separate:
-        "create (open O_CREAT) + close + unlink of the copy's own file, every copy's in one directory [will-it-scale unlink1]";
-    "scale/unlink-dirs" => unlink_dirs:
-        "create + close + unlink of the copy's own file in a directory of its own [will-it-scale unlink2]";
-    "scale/futex-wake" => futex_wake:
-        "FUTEX_WAKE_PRIVATE with no waiter [will-it-scale futex3]";
-    "scale/futex-wake-shared" => futex_wake_shared:
-        "FUTEX_WAKE (shared: the key is looked up through the mapping) with no waiter [will-it-scale futex1]";
-    "scale/futex-wait" => futex_wait:
-        "FUTEX_WAIT_PRIVATE on a word that does not hold the value (returns EAGAIN at once) [will-it-scale futex4]";
-    "scale/futex-wait-shared" => futex_wait_shared:
-        "FUTEX_WAIT (shared) on a word that does not hold the value [will-it-scale futex2]";
-    "scale/pipe-pair" => pipe_pair:
-        "one switch of a pipe ping-pong between each copy and a partner of its own on its CPU: half a round trip [will-it-scale context_switch1]";
-    "scale/eventfd" => eventfd:
-        "write + read of 8 bytes on an eventfd of the copy's own [will-it-scale eventfd1]";
-    "scale/poll-1" => poll_1:
-        "poll of 1 descriptor of the copy's own, ready [will-it-scale poll1]";
-    "scale/poll-128" => poll_128:
-        "poll of 128 descriptors of the copy's own files, all ready [will-it-scale poll2]";
-    "scale/posix-sem" => posix_sem:
-        "sem_wait + sem_post on an uncontended POSIX semaphore of the copy's own [will-it-scale posix_semaphore1]";
-    "scale/signal" => signal:
-        "raise(SIGUSR1) to the copy itself, delivered to an empty handler [will-it-scale signal1]";
-    "scale/sched-yield" => sched_yield:
-        "sched_yield() with nothing else runnable on the copy's CPU [will-it-scale sched_yield]";
-    "scale/unix" => unix:
-        "write + read of 1 byte through a unix stream socket pair of the copy's own [will-it-scale unix1]";
+    getppid: "scale/getppid", wis "getppid1", Files::None, fds 0, mem 0, window 5, b_getppid,
+        "one getppid()";
+    page_fault_anon { memory_watch: true }: "scale/page-fault-anon", wis "page_fault1", Files::None, fds 0, mem MIB128, window 50, b_page_fault_anon,
+        "a write fault on a page of a fresh 128 MiB private anonymous mapping, its munmap shared out over its pages";
+    page_fault_file { memory_watch: true }: "scale/page-fault-file", wis "page_fault2", Files::None, fds 1, mem MIB128, window 50, b_page_fault_file,
+        "a write fault on a page of a 128 MiB private mapping of the copy's own file (copy on write), its munmap shared out";
+    page_fault_shared { memory_watch: true }: "scale/page-fault-shared", wis "page_fault3", Files::None, fds 1, mem MIB128, window 50, b_page_fault_shared,
+        "a write fault on a page of a 128 MiB shared mapping of the copy's own file, its munmap shared out";
+    mmap_anon: "scale/mmap-anon", wis "mmap1", Files::None, fds 0, mem 0, window 5, b_mmap_anon,
+        "mmap + munmap of 128 MiB of private anonymous memory, untouched";
+    mmap_file: "scale/mmap-file", wis "mmap2", Files::None, fds 1, mem 0, window 5, b_mmap_file,
+        "mmap + munmap of a 128 MiB private mapping of the copy's own file, untouched";
+    brk: "scale/brk", wis "brk1", Files::None, fds 0, mem 0, window 5, { before ReadBreak }, b_brk,
+        "one brk() moving the break a page up or back down";
+    tlb_flush { memory_watch: true }: "scale/tlb-flush", wis "tlb_flush1", Files::None, fds 1, mem MIB128, window 20, b_tlb_flush,
+        "a page of a private file mapping written, madvise(MADV_DONTNEED)d and read back: a TLB flush across the CPUs the address space runs on";
+    open_separate: "scale/open-separate", wis "open1", Files::Own, fds 1, mem 0, window 5, b_open,
+        "open + close of the copy's own file, every copy's in one directory";
+    open_dirs: "scale/open-dirs", wis "open2", Files::OwnDirs, fds 1, mem 0, window 5, b_open,
+        "open + close of the copy's own file in a directory of its own";
+    open_same: "scale/open-same", wis "open3", Files::Shared, fds 1, mem 0, window 5, b_open_same,
+        "open + close of one file every copy opens";
+    dup: "scale/dup", wis "dup1", Files::None, fds 2, mem 0, window 5, b_dup,
+        "dup + close of a descriptor of the copy's own file";
+    lseek_separate: "scale/lseek-separate", wis "lseek1", Files::None, fds 1, mem 0, window 5, b_lseek_separate,
+        "lseek(0, SEEK_SET) on the copy's own file";
+    lseek_same: "scale/lseek-same", wis "lseek2", Files::Shared, fds 1, mem 0, window 5, b_lseek_same,
+        "lseek(0, SEEK_SET) on one file each copy opened";
+    read_separate: "scale/read-separate", wis "read1", Files::None, fds 1, mem 0, window 5, b_read_separate,
+        "read of 4 KiB of the copy's own 1 MiB file, back to its start at the end";
+    read_same: "scale/read-same", wis "read2", Files::Shared, fds 1, mem 0, window 5, b_read_same,
+        "read of 4 KiB of one 1 MiB file each copy opened, back to its start at the end";
+    pread_separate: "scale/pread-separate", wis "pread1", Files::None, fds 1, mem 0, window 5, b_pread_separate,
+        "pread of 4 KiB at offset 0 of the copy's own file";
+    pread_same: "scale/pread-same", wis "pread2", Files::Shared, fds 1, mem 0, window 5, b_pread_same,
+        "pread of 4 KiB at offset 0 of one file each copy opened";
+    write_separate: "scale/write-separate", wis "write1", Files::None, fds 1, mem 0, window 5, b_write_separate,
+        "write of 4 KiB to the copy's own file, back to its start every 1 MiB";
+    pwrite_separate: "scale/pwrite-separate", wis "pwrite1", Files::None, fds 1, mem 0, window 5, b_pwrite_separate,
+        "pwrite of 4 KiB at offset 0 of the copy's own file";
+    pwrite_same: "scale/pwrite-same", wis "pwrite2", Files::Shared, fds 1, mem 0, window 5, b_pwrite_same,
+        "pwrite of 4 KiB at offset 0 of one file each copy opened";
+    lock_separate: "scale/lock-separate", wis "lock1", Files::None, fds 1, mem 0, window 5, b_lock_separate,
+        "one fcntl(F_SETLKW) taking or dropping a write lock on a byte of the copy's own file";
+    lock_same: "scale/lock-same", wis "lock2", Files::Shared, fds 1, mem 0, window 5, b_lock_same,
+        "one fcntl(F_SETLKW) taking or dropping a write lock on a byte of one file each copy opened";
+    unlink_separate: "scale/unlink-separate", wis "unlink1", Files::OwnNames, fds 1, mem 0, window 5, b_unlink,
+        "create (open O_CREAT) + close + unlink of the copy's own file, every copy's in one directory";
+    unlink_dirs: "scale/unlink-dirs", wis "unlink2", Files::OwnDirNames, fds 1, mem 0, window 5, b_unlink,
+        "create + close + unlink of the copy's own file in a directory of its own";
+    futex_wake: "scale/futex-wake", wis "futex3", Files::None, fds 0, mem 0, window 5, b_futex_wake,
+        "FUTEX_WAKE_PRIVATE with no waiter";
+    futex_wake_shared: "scale/futex-wake-shared", wis "futex1", Files::None, fds 0, mem 0, window 5, b_futex_wake_shared,
+        "FUTEX_WAKE (shared: the key is looked up through the mapping) with no waiter";
+    futex_wait: "scale/futex-wait", wis "futex4", Files::None, fds 0, mem 0, window 5, b_futex_wait,
+        "FUTEX_WAIT_PRIVATE on a word that does not hold the value (returns EAGAIN at once)";
+    futex_wait_shared: "scale/futex-wait-shared", wis "futex2", Files::None, fds 0, mem 0, window 5, b_futex_wait_shared,
+        "FUTEX_WAIT (shared) on a word that does not hold the value";
+    pipe_pair: "scale/pipe-pair", wis "context_switch1", Files::None, fds 4, mem 0, window 5, b_pipe_pair,
+        "one switch of a pipe ping-pong between each copy and a partner of its own on its CPU: half a round trip";
+    eventfd: "scale/eventfd", wis "eventfd1", Files::None, fds 1, mem 0, window 5, b_eventfd,
+        "write + read of 8 bytes on an eventfd of the copy's own";
+    poll_1: "scale/poll-1", wis "poll1", Files::None, fds 1, mem 0, window 5, b_poll_1,
+        "poll of 1 descriptor of the copy's own, ready";
+    poll_128: "scale/poll-128", wis "poll2", Files::None, fds 128, mem 0, window 5, b_poll_128,
+        "poll of 128 descriptors of the copy's own files, all ready";
+    posix_sem: "scale/posix-sem", wis "posix_semaphore1", Files::None, fds 0, mem 0, window 5, b_posix_sem,
+        "sem_wait + sem_post on an uncontended POSIX semaphore of the copy's own";
+    signal: "scale/signal", wis "signal1", Files::None, fds 0, mem 0, window 5, { before EmptySigusr1Handler }, b_signal,
+        "raise(SIGUSR1) to the copy itself, delivered to an empty handler";
+    sched_yield: "scale/sched-yield", wis "sched_yield", Files::None, fds 0, mem 0, window 5, b_sched_yield,
+        "sched_yield() with nothing else runnable on the copy's CPU";
+    unix: "scale/unix", wis "unix1", Files::None, fds 2, mem 0, window 5, b_unix,
+        "write + read of 1 byte through a unix stream socket pair of the copy's own";
 }
 
 const MIB128: usize = 128 << 20;
@@ -337,68 +379,6 @@ fn set_empty_handler() -> Result<libc::sigaction, BenchError> {
         }
         Ok(old)
     }
-}
-
-/// The catalogue's functions, one per test case, and the test cases they measure.
-macro_rules! testcases {
-    (@before) => { Before::Nothing };
-    (@before $b:ident) => { Before::$b };
-    ($( $f:ident: $id:literal, $wis:literal, $files:expr, fds $fds:literal, mem $mem:expr, window $w:literal, $({ before $b:ident },)? $body:path; )*) => {
-        $(
-            fn $f(m: &Meter, c: &Case) -> Measured {
-                measure(m, c, &Testcase {
-                    id: $id,
-                    wis: $wis,
-                    files: $files,
-                    fds: $fds,
-                    memory: $mem,
-                    window_ms: $w,
-                    before: testcases!(@before $($b)?),
-                    body: $body,
-                })
-            }
-        )*
-    };
-}
-
-testcases! {
-    getppid: "scale/getppid", "getppid1", Files::None, fds 0, mem 0, window 5, b_getppid;
-    page_fault_anon: "scale/page-fault-anon", "page_fault1", Files::None, fds 0, mem MIB128, window 50, b_page_fault_anon;
-    page_fault_file: "scale/page-fault-file", "page_fault2", Files::None, fds 1, mem MIB128, window 50, b_page_fault_file;
-    page_fault_shared: "scale/page-fault-shared", "page_fault3", Files::None, fds 1, mem MIB128, window 50, b_page_fault_shared;
-    mmap_anon: "scale/mmap-anon", "mmap1", Files::None, fds 0, mem 0, window 5, b_mmap_anon;
-    mmap_file: "scale/mmap-file", "mmap2", Files::None, fds 1, mem 0, window 5, b_mmap_file;
-    brk: "scale/brk", "brk1", Files::None, fds 0, mem 0, window 5, { before ReadBreak }, b_brk;
-    tlb_flush: "scale/tlb-flush", "tlb_flush1", Files::None, fds 1, mem MIB128, window 20, b_tlb_flush;
-    open_separate: "scale/open-separate", "open1", Files::Own, fds 1, mem 0, window 5, b_open;
-    open_dirs: "scale/open-dirs", "open2", Files::OwnDirs, fds 1, mem 0, window 5, b_open;
-    open_same: "scale/open-same", "open3", Files::Shared, fds 1, mem 0, window 5, b_open_same;
-    dup: "scale/dup", "dup1", Files::None, fds 2, mem 0, window 5, b_dup;
-    lseek_separate: "scale/lseek-separate", "lseek1", Files::None, fds 1, mem 0, window 5, b_lseek_separate;
-    lseek_same: "scale/lseek-same", "lseek2", Files::Shared, fds 1, mem 0, window 5, b_lseek_same;
-    read_separate: "scale/read-separate", "read1", Files::None, fds 1, mem 0, window 5, b_read_separate;
-    read_same: "scale/read-same", "read2", Files::Shared, fds 1, mem 0, window 5, b_read_same;
-    pread_separate: "scale/pread-separate", "pread1", Files::None, fds 1, mem 0, window 5, b_pread_separate;
-    pread_same: "scale/pread-same", "pread2", Files::Shared, fds 1, mem 0, window 5, b_pread_same;
-    write_separate: "scale/write-separate", "write1", Files::None, fds 1, mem 0, window 5, b_write_separate;
-    pwrite_separate: "scale/pwrite-separate", "pwrite1", Files::None, fds 1, mem 0, window 5, b_pwrite_separate;
-    pwrite_same: "scale/pwrite-same", "pwrite2", Files::Shared, fds 1, mem 0, window 5, b_pwrite_same;
-    lock_separate: "scale/lock-separate", "lock1", Files::None, fds 1, mem 0, window 5, b_lock_separate;
-    lock_same: "scale/lock-same", "lock2", Files::Shared, fds 1, mem 0, window 5, b_lock_same;
-    unlink_separate: "scale/unlink-separate", "unlink1", Files::OwnNames, fds 1, mem 0, window 5, b_unlink;
-    unlink_dirs: "scale/unlink-dirs", "unlink2", Files::OwnDirNames, fds 1, mem 0, window 5, b_unlink;
-    futex_wake: "scale/futex-wake", "futex3", Files::None, fds 0, mem 0, window 5, b_futex_wake;
-    futex_wake_shared: "scale/futex-wake-shared", "futex1", Files::None, fds 0, mem 0, window 5, b_futex_wake_shared;
-    futex_wait: "scale/futex-wait", "futex4", Files::None, fds 0, mem 0, window 5, b_futex_wait;
-    futex_wait_shared: "scale/futex-wait-shared", "futex2", Files::None, fds 0, mem 0, window 5, b_futex_wait_shared;
-    pipe_pair: "scale/pipe-pair", "context_switch1", Files::None, fds 4, mem 0, window 5, b_pipe_pair;
-    eventfd: "scale/eventfd", "eventfd1", Files::None, fds 1, mem 0, window 5, b_eventfd;
-    poll_1: "scale/poll-1", "poll1", Files::None, fds 1, mem 0, window 5, b_poll_1;
-    poll_128: "scale/poll-128", "poll2", Files::None, fds 128, mem 0, window 5, b_poll_128;
-    posix_sem: "scale/posix-sem", "posix_semaphore1", Files::None, fds 0, mem 0, window 5, b_posix_sem;
-    signal: "scale/signal", "signal1", Files::None, fds 0, mem 0, window 5, { before EmptySigusr1Handler }, b_signal;
-    sched_yield: "scale/sched-yield", "sched_yield", Files::None, fds 0, mem 0, window 5, b_sched_yield;
-    unix: "scale/unix", "unix1", Files::None, fds 2, mem 0, window 5, b_unix;
 }
 
 type R = Result<(), TaskError>;

@@ -209,3 +209,55 @@ fn a_busy_default_cpu_gives_way_to_an_idle_one_as_for_run() {
         "{err}"
     );
 }
+
+/// Where tracefs is already mounted (systemd mounts it at boot, perf and bpftrace on first
+/// use), explain uses that mount instead of failing to mount it again; an instance named like
+/// oscost's that oscost did not make (no marker of its helpers) is left alone.
+#[test]
+fn a_mounted_tracefs_is_used_and_a_foreign_instance_left_alone() {
+    if !root_and_two_cpus("a_mounted_tracefs_is_used_and_a_foreign_instance_left_alone") {
+        return;
+    }
+    let _g = measuring();
+    // In a private mount namespace of unshare's, so the host's mounts stay as they are; the
+    // foreign instance is the kernel's (instances are one set whoever mounts tracefs), removed
+    // by the script whatever explain did.
+    const SCRIPT: &str = "mount -t tracefs nodev /sys/kernel/tracing || exit 77
+        mkdir /sys/kernel/tracing/instances/oscost-1 || exit 78
+        \"$1\" explain switch/pipe-proc@same; rc=$?
+        [ -d /sys/kernel/tracing/instances/oscost-1 ] && echo foreign-instance-kept
+        rmdir /sys/kernel/tracing/instances/oscost-1
+        exit $rc";
+    let inner = oscost(&unique_tag("explain-mounted"));
+    let mut c = std::process::Command::new("unshare");
+    c.args(["-m", "--propagation", "private", "sh", "-c", SCRIPT, "sh"])
+        .arg(inner.get_program());
+    for (k, v) in inner.get_envs() {
+        if let Some(v) = v {
+            c.env(k, v);
+        }
+    }
+    let Ok(out) = c.output() else {
+        skip(
+            "a_mounted_tracefs_is_used_and_a_foreign_instance_left_alone",
+            "unshare (util-linux) cannot be run here",
+        );
+        return;
+    };
+    let (text, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    if matches!(out.status.code(), Some(77 | 78)) {
+        skip(
+            "a_mounted_tracefs_is_used_and_a_foreign_instance_left_alone",
+            &format!("tracefs cannot be mounted in a private namespace here: {err}"),
+        );
+        return;
+    }
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(text.contains("foreign-instance-kept"), "{text}\n{err}");
+    if let Some(left) = oscost_instances() {
+        assert!(left.is_empty(), "instances left: {left:?}");
+    }
+}

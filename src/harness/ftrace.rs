@@ -4,17 +4,19 @@
 //! Why ftrace and not perf samples: on these guests a perf tracepoint sample cost the traced
 //! thread 0.5-1 us, the ftrace ring buffer about 0.3 us; a same-CPU round trip of 6 us with its
 //! four scheduler events went from x1.41 (perf) to x1.22 (ftrace). Why a helper: tracefs is
-//! not mounted on these machines and a mount namespace can only be entered by a
-//! single-threaded process; the helper unshares one, mounts tracefs there (the mount dies with
-//! it), creates `instances/oscost-PID` (a buffer of its own: the host's tracing, if any, is
-//! never touched), and answers `on` (events enabled, tracing on) and `off` (tracing off, events
+//! not mounted on every machine and a mount namespace can only be entered by a
+//! single-threaded process; the helper unshares one, uses the tracefs mounted there or mounts
+//! it (such a mount dies with it), creates `instances/oscost-PID-NONCE` (a buffer of its own:
+//! the host's tracing, if any, is never touched), and answers `on` (events enabled, tracing on) and `off` (tracing off, events
 //! disabled, every traced CPU's `trace_pipe_raw` pages sent back). Its events are enabled only
 //! between the two: an enabled tracepoint costs even while its buffer is off (an enabled
 //! system call event sends every call through the slow path), so the untraced pass runs with
 //! nothing hooked. When the command's end of the pipe closes (its end, an interrupt, a crash)
 //! the helper disables and removes the instance; it ignores SIGINT/SIGTERM/SIGHUP so that a
-//! Ctrl-C to the group cannot stop it before that. An instance left by a helper killed with
-//! SIGKILL is removed by the next helper (its PID no longer lives).
+//! Ctrl-C to the group cannot stop it before that. Each helper marks the instance it made with
+//! a file of the same name in `/run/oscost/ftrace/` (root's), locked while it lives; an
+//! instance whose marker's lock is free (its helper killed with SIGKILL) is removed by the
+//! next helper, and an instance without a marker is never touched, whatever its name.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
@@ -180,21 +182,91 @@ pub fn helper_main(args: &[String]) -> i32 {
         Ok(r) => r,
         Err(e) => return say_error(&e),
     };
-    remove_stale(root);
-    let inst = root
-        .join("instances")
-        .join(format!("{PREFIX}{}", std::process::id()));
-    let recorder = match create_instance(root, &inst) {
+    remove_stale(&root);
+    // Unique across PID namespaces (instances are the machine's, whoever mounts tracefs).
+    let name = format!(
+        "{PREFIX}{}-{:x}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos())
+    );
+    let marker = Marker::make(&name);
+    let inst = root.join("instances").join(&name);
+    let recorder = match create_instance(&root, &inst) {
         Ok(r) => r,
         Err(e) => return say_error(&e),
     };
     crate::tell!("recorder {}", if recorder { "on" } else { "off" });
-    let code = match serve(root, &inst, &cpus, events) {
+    let code = match serve(&root, &inst, &cpus, events) {
         Ok(()) => 0,
         Err(e) => say_error(&e),
     };
     remove(&inst);
+    drop(marker);
     code
+}
+
+/// Where the helpers mark their instances (beside the state of what oscost changes).
+fn markers_dir() -> PathBuf {
+    Path::new(super::os::STATE_DIR).join("ftrace")
+}
+
+/// This helper's mark on the instance it made: a file of the instance's name, locked while
+/// the helper lives, removed when it ends.
+struct Marker {
+    path: PathBuf,
+    _lock: std::fs::File,
+}
+
+impl Marker {
+    /// `None` where no marker can be made (not root, a directory not root's own): the
+    /// instance is then removed by its helper alone.
+    fn make(name: &str) -> Option<Marker> {
+        use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+        let dir = markers_dir();
+        let _ = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir);
+        let meta = std::fs::symlink_metadata(&dir).ok()?;
+        let euid = nix::unistd::geteuid().as_raw();
+        if !meta.is_dir() || meta.uid() != euid || meta.mode() & 0o077 != 0 {
+            return None;
+        }
+        let path = dir.join(name);
+        let lock = open_marker(&path, true)?;
+        // SAFETY: flock on a descriptor we own.
+        if unsafe {
+            libc::flock(
+                std::os::fd::AsRawFd::as_raw_fd(&lock),
+                libc::LOCK_EX | libc::LOCK_NB,
+            )
+        } != 0
+        {
+            return None;
+        }
+        Some(Marker { path, _lock: lock })
+    }
+}
+
+impl Drop for Marker {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// A marker opened without following a link or blocking; `None` unless a regular file.
+fn open_marker(path: &Path, create: bool) -> Option<std::fs::File> {
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(create)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .ok()?;
+    f.metadata().ok()?.file_type().is_file().then_some(f)
 }
 
 /// Create the instance; whether its events will run the command-name recorder.
@@ -359,29 +431,35 @@ fn remove(inst: &Path) {
     let _ = std::fs::remove_dir(inst);
 }
 
-/// Instances of helpers that no longer live (killed with SIGKILL before they could clean up).
+/// Instances of helpers that no longer live (killed with SIGKILL before they could clean
+/// up): those whose marker nobody holds locked. Only marked instances are ever removed.
 fn remove_stale(root: &Path) {
-    let Ok(dir) = std::fs::read_dir(root.join("instances")) else {
+    let Ok(dir) = std::fs::read_dir(markers_dir()) else {
         return;
     };
-    let stale: Vec<PathBuf> = dir
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().to_string();
-            let pid: u32 = name.strip_prefix(PREFIX)?.parse().ok()?;
-            (!helper_alive(pid)).then(|| e.path())
-        })
-        .collect();
-    for s in stale {
-        remove(&s);
+    for e in dir.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        if !name.starts_with(PREFIX) || name.contains('/') {
+            continue;
+        }
+        let Some(marker) = open_marker(&e.path(), false) else {
+            continue;
+        };
+        // SAFETY: flock on a descriptor we own.
+        let free = unsafe {
+            libc::flock(
+                std::os::fd::AsRawFd::as_raw_fd(&marker),
+                libc::LOCK_EX | libc::LOCK_NB,
+            )
+        } == 0;
+        if free {
+            let inst = root.join("instances").join(&name);
+            if inst.is_dir() {
+                remove(&inst);
+            }
+            let _ = std::fs::remove_file(e.path());
+        }
     }
-}
-
-/// Whether `pid` is a running `oscost __ftrace` (not gone, not a zombie, not a reused pid).
-/// A zombie's command line reads empty.
-fn helper_alive(pid: u32) -> bool {
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .is_ok_and(|c| c.split(|&b| b == 0).any(|a| a == b"__ftrace"))
 }
 
 #[cfg(test)]
@@ -394,13 +472,6 @@ mod tests {
         assert_eq!(cpumask(&[1]), "2");
         assert_eq!(cpumask(&[0, 33]), "2,1");
         assert_eq!(cpumask(&[]), "0");
-    }
-
-    #[test]
-    fn only_a_live_helper_keeps_its_instance() {
-        assert!(!helper_alive(u32::MAX));
-        // This test binary is not a helper.
-        assert!(!helper_alive(std::process::id()));
     }
 
     #[test]

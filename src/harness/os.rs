@@ -13,6 +13,11 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use super::error::BenchError;
 use super::placement;
 
+/// Where oscost keeps, for the whole machine, the state of what it changes outside itself and
+/// the marks on what it makes there (root's, 0700): the same for every user, `XDG_DATA_HOME`
+/// and PID namespace.
+pub const STATE_DIR: &str = "/run/oscost";
+
 /// In a child just forked from `parent` (its pid, read before the fork): `sig` when the
 /// parent dies, and at once if it already has. `PR_SET_PDEATHSIG` alone misses a parent that
 /// dies between the fork and the prctl; the child is then an orphan no signal ever reaches

@@ -1,8 +1,9 @@
 //! tracefs, where the kernel lists its tracepoints: each one's id (what perf_event_open takes)
-//! and format (where each field of its record lies on this kernel). These machines do not
-//! mount it; `oscost __tracefs` (`helper_main`, started by `tracefs_text`) mounts it in a
-//! mount namespace of its own, prints what oscost needs and exits: the mount dies with the
-//! namespace, so nothing is left mounted even if it is killed. `syscount.rs` (counting a
+//! and format (where each field of its record lies on this kernel). Some machines do not
+//! mount it; `oscost __tracefs` (`helper_main`, started by `tracefs_text`) enters a mount
+//! namespace of its own, uses the tracefs mounted there already (found in mountinfo) or mounts
+//! it, prints what oscost needs and exits: a mount it made dies with the namespace, so nothing
+//! is left mounted even if it is killed. `syscount.rs` (counting a
 //! program's calls) and `trace.rs` (a traced pass) both read it through `Formats`.
 
 use std::collections::BTreeMap;
@@ -161,7 +162,7 @@ fn mounted_tracefs() -> Option<PathBuf> {
 /// Mount tracefs in a private mount namespace of this process's own, which must be
 /// single-threaded (a mount namespace cannot be entered by one thread of many); the mount
 /// dies with the namespace. Returns where it is mounted.
-pub fn mount_private() -> Result<&'static Path, String> {
+pub fn mount_private() -> Result<PathBuf, String> {
     use nix::mount::{MsFlags, mount};
     use nix::sched::{CloneFlags, unshare};
     unshare(CloneFlags::CLONE_NEWNS)
@@ -175,6 +176,14 @@ pub fn mount_private() -> Result<&'static Path, String> {
         None::<&str>,
     )
     .map_err(|e| format!("cannot make the mount namespace private: {e}"))?;
+    // Where the host already mounts it (systemd at boot, perf or bpftrace on first use), the
+    // namespace's copy of that mount is used: tracefs is one file system whatever mounts it,
+    // and mounting it again on the same path is EBUSY.
+    if let Some(root) =
+        mounted(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default())
+    {
+        return Ok(root);
+    }
     let target = TRACEFS[0];
     mount(
         Some("tracefs"),
@@ -184,14 +193,34 @@ pub fn mount_private() -> Result<&'static Path, String> {
         None::<&str>,
     )
     .map_err(|e| format!("cannot mount tracefs on {target}: {e}"))?;
-    Ok(Path::new(target))
+    Ok(PathBuf::from(target))
+}
+
+/// Where tracefs is mounted, from a `/proc/PID/mountinfo` text: the usual place first, else
+/// the first mount of it (a mount point with an escaped character is passed over).
+fn mounted(mountinfo: &str) -> Option<PathBuf> {
+    let points: Vec<&str> = mountinfo
+        .lines()
+        .filter_map(|l| {
+            let (fields, rest) = l.split_once(" - ")?;
+            (rest.split_whitespace().next()? == "tracefs")
+                .then(|| fields.split_whitespace().nth(4))
+                .flatten()
+        })
+        .filter(|p| !p.contains('\\'))
+        .collect();
+    TRACEFS
+        .iter()
+        .find(|t| points.contains(t))
+        .map(|t| PathBuf::from(*t))
+        .or_else(|| points.first().map(PathBuf::from))
 }
 
 /// Entry point of `oscost __tracefs`: mount tracefs privately, print the ids, exit.
 pub fn helper_main() -> i32 {
     match mount_private() {
         Ok(root) => {
-            crate::tell_part!("{}", list(root));
+            crate::tell_part!("{}", list(&root));
             0
         }
         Err(e) => {
@@ -253,5 +282,22 @@ mod tests {
             Some(("prev_comm".into(), 8, 16))
         );
         assert_eq!(parse_field_line("format:"), None);
+    }
+
+    #[test]
+    fn a_tracefs_already_mounted_is_found_in_mountinfo() {
+        let line = |id: u32, point: &str, fs: &str| {
+            format!("{id} 1 0:{id} / {point} rw,nosuid shared:{id} - {fs} {fs} rw\n")
+        };
+        let host = [
+            line(22, "/sys", "sysfs"),
+            line(40, "/sys/kernel/debug/tracing", "tracefs"),
+            line(41, "/sys/kernel/tracing", "tracefs"),
+        ]
+        .concat();
+        assert_eq!(mounted(&host), Some(PathBuf::from("/sys/kernel/tracing")));
+        let elsewhere = [line(22, "/sys", "sysfs"), line(50, "/mnt/t", "tracefs")].concat();
+        assert_eq!(mounted(&elsewhere), Some(PathBuf::from("/mnt/t")));
+        assert_eq!(mounted(&line(22, "/sys", "sysfs")), None);
     }
 }

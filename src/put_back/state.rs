@@ -29,7 +29,7 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// Where the state lives: one directory for the whole machine.
-pub const STATE_DIR: &str = "/run/oscost";
+pub const STATE_DIR: &str = crate::harness::os::STATE_DIR;
 /// The states of the settings being changed (or left changed by a killed oscost).
 const HELD: &str = "held";
 /// Where what was found in `held/` and not trusted is moved.

@@ -321,7 +321,7 @@ def main():
                     "aslr=1 --set /proc/sys//kernel/randomize_va_space=2",
                     "aslr=1 --set /proc/sys/kernel/randomize_va_spac*=1",
                     "thp=always --set /sys/kernel/mm/transparent_hugepage/enabled=never",
-                    "spec-store-bypass=bogus"]:
+                    "spec-store-bypass=bogus", "/proc/sys/vm/drop_caches=1"]:
             add(f"run --set {bad}", ["run", "--samples", "40", "call/f0", "--set"] + bad.split())
             add(f"ab --b-set {bad}", ["ab", "--samples", "40", "call/f0", "--b-set"] + bad.split())
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):

@@ -249,6 +249,7 @@ fn bad_settings_are_refused_in_one_line_and_change_nothing() {
             "no such file",
         ),
         (vec!["--set", "/proc/sys/kernel/osrelease=x"], "read-only"),
+        (vec!["--set", "/proc/sys/vm/drop_caches=1"], "write-only"),
     ] {
         let out = oscost_in(&unique_tag("set-bad"), data.path())
             .args(["run", "--no-save", "--samples", "40", "call/f0"])

@@ -401,9 +401,17 @@ pub fn hold(
         };
         let original = match adopted {
             Some(o) => o,
-            None => read_original().map_err(|e| {
-                StateError::Unusable(format!("cannot read {}: {e}", file.display()))
-            })?,
+            None => match read_original() {
+                Ok(o) => o,
+                Err(e) => {
+                    // Nothing recorded, nothing changed: the state goes with the refusal.
+                    unlink_if_same(&path, f.as_fd());
+                    return Err(StateError::Unusable(format!(
+                        "cannot read {} ({e}): oscost changes only what it can read back and put back (a write-only control is not a setting)",
+                        file.display()
+                    )));
+                }
+            },
         };
         let record = Record {
             file: file.to_path_buf(),

@@ -176,7 +176,10 @@ fn nice_19_and_namespaces_of_its_own_are_recorded_and_said() {
         .args(["-Urpf", "--mount-proc", "true"])
         .output();
     if !probe.is_ok_and(|o| o.status.success()) {
-        eprintln!("skipped: unshare -Urpf --mount-proc is not possible here");
+        skip(
+            "nice_19_and_namespaces_of_its_own_are_recorded_and_said",
+            "unshare -Urpf --mount-proc is not possible here: the namespaces case is not tried",
+        );
         return;
     }
     let out = Command::new("unshare")
@@ -237,7 +240,10 @@ impl Drop for QuotaGroup {
 #[test]
 fn a_cpu_quota_that_throttles_the_worker_flags_its_results_and_none_flags_nothing() {
     if !is_root() {
-        eprintln!("skipped: making a cgroup needs root");
+        skip(
+            "a_cpu_quota_that_throttles_the_worker_flags_its_results_and_none_flags_nothing",
+            "making a cgroup needs root",
+        );
         return;
     }
     let _m = measuring();
@@ -245,7 +251,10 @@ fn a_cpu_quota_that_throttles_the_worker_flags_its_results_and_none_flags_nothin
     let group = match QuotaGroup::new(&format!("oscost-test-{}", std::process::id()), 10_000) {
         Ok(g) => g,
         Err(why) => {
-            eprintln!("skipped: no CPU cgroup can be made here ({why})");
+            skip(
+                "a_cpu_quota_that_throttles_the_worker_flags_its_results_and_none_flags_nothing",
+                &format!("no CPU cgroup can be made here ({why})"),
+            );
             return;
         }
     };

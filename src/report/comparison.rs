@@ -408,4 +408,45 @@ mod tests {
                 .ends_with("A and B alternated, so the machine's drift fell on both alike")
         );
     }
+
+    /// ab's rows say how their stop rule ended: the rounds behind each, "undecided" for a row
+    /// whose budget ended first (with a line giving its CI and what to do), the rounds line
+    /// once; a comparison of two runs says none of it.
+    #[test]
+    fn abs_rounds_and_undecided_rows_are_said() {
+        use crate::compare::{Decision, Rounds};
+        let base = testdata::run();
+        let cand = testdata::run_scaled(1.02);
+        let plain = compare(&base, &cand, "A", "B", &Options::default());
+        let text = render(&plain, false);
+        assert!(
+            !text.contains(ROUNDS_LINE) && !text.contains(" rounds") && !text.contains("undecided"),
+            "{text}"
+        );
+        let mut c = plain.clone();
+        c.rows[0].rounds = Some(Rounds {
+            rounds: 23,
+            decision: Decision::Called,
+        });
+        c.rows[1].rounds = Some(Rounds {
+            rounds: 80,
+            decision: Decision::Undecided,
+        });
+        let text = render(&c, false);
+        assert!(text.contains(", 23 rounds"), "{text}");
+        assert!(text.contains("undecided, 80 rounds"), "{text}");
+        assert_eq!(text.matches(ROUNDS_LINE).count(), 1, "{text}");
+        let lines = undecided_lines(&c);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0].starts_with(&format!(
+                "undecided: {}: the change is between x",
+                c.rows[1].id
+            )) && lines[0].contains("after 80 rounds")
+                && lines[0].ends_with("run longer (--budget) to decide"),
+            "{}",
+            lines[0]
+        );
+        assert!(text.contains(&lines[0]), "{text}");
+    }
 }

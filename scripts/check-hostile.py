@@ -302,6 +302,18 @@ def main():
     # Runs whose every result failed, started in the same second, pushed together: three runs.
     add("runs of failures pushed together", ["push", "all", "--to", "failed-target.db"],
         {"OSCOST_DB": "failed.db"}, setup="failed", wait=30)
+    # A store altered outside oscost: refused before any work (exit 2), the table named.
+    for alt, sql in [("dropped column", "ALTER TABLE runs DROP COLUMN env_key"),
+                     ("renamed column", "ALTER TABLE results RENAME COLUMN median TO med"),
+                     ("view for samples", "ALTER TABLE samples RENAME TO s2; "
+                                          "CREATE VIEW samples AS SELECT * FROM s2"),
+                     ("insert trigger", "CREATE TRIGGER t BEFORE INSERT ON runs "
+                                        "BEGIN SELECT RAISE(ABORT, 'no'); END")]:
+        for c in (["run", "--samples", "40", "call/f0"], ["history"]):
+            if c[0] == "history" and alt == "insert trigger":
+                continue  # reading it is fine
+            add(f"{c[0]} on a store with a {alt}", c + ["--db", "altered.db"],
+                setup="altered:" + sql, code=2, wait=30)
     # A store left with a hot journal: read commands recover it, never call it foreign.
     for c in (["history"], ["show", "last"], ["matrix"], ["export", "last", "--json", "-"],
               ["run", "--samples", "40", "call/f0"]):
@@ -388,6 +400,16 @@ def main():
     holders = []
 
     def setup(kind, args):
+        if kind.startswith("altered:"):
+            import sqlite3
+            if os.path.exists("altered.db"):
+                os.remove("altered.db")
+            shutil.copy(db, "altered.db")
+            c = sqlite3.connect("altered.db")
+            c.executescript(kind.split(":", 1)[1])
+            c.commit()
+            c.close()
+            return None
         if kind == "planted":
             plant_states(work)
             return None

@@ -29,6 +29,98 @@ use crate::model::{self, HistoryPoint, Run, RunSummary};
 /// and each failed or skipped result's reason (recomputed for every run).
 pub const SCHEMA: i32 = 6;
 
+/// Every table oscost reads and writes at `SCHEMA`: its name, its columns, its primary key. A
+/// store whose table is missing, is a view, lacks a column (dropped or renamed) or another
+/// primary key (a table rebuilt with `CREATE TABLE AS`) was altered outside oscost, and is
+/// refused before any work (both backends check it against this one list).
+pub const TABLES: &[(&str, &[&str], &[&str])] = &[
+    (
+        "runs",
+        &[
+            "id",
+            "started_at",
+            "label",
+            "host",
+            "kernel",
+            "wrapper",
+            "benchmarks",
+            "run_json",
+            "run_z",
+            "digest",
+            "env_key",
+        ],
+        &["id"],
+    ),
+    (
+        "results",
+        &[
+            "run_id",
+            "bench",
+            "status",
+            "median",
+            "ci_lo",
+            "ci_hi",
+            "samples",
+            "disturbed",
+        ],
+        &["run_id", "bench"],
+    ),
+    ("samples", &["run_id", "idx", "data"], &["run_id", "idx"]),
+];
+
+/// One table as a store holds it: whether it is a table (not a view), its columns, its primary
+/// key's columns.
+#[derive(Debug, Clone, Default)]
+pub struct TableSeen {
+    /// A table, not a view.
+    pub is_table: bool,
+    /// Its columns.
+    pub columns: Vec<String>,
+    /// Its primary key's columns.
+    pub key: Vec<String>,
+}
+
+/// The first way the tables `seen` (by name; `None`: missing) differ from `TABLES`.
+pub fn altered(
+    seen: &mut dyn FnMut(&str) -> Result<Option<TableSeen>, StoreError>,
+) -> Result<(), StoreError> {
+    for (table, columns, key) in TABLES {
+        let altered = |column: &str, why: &str| StoreError::Altered {
+            table: (*table).to_string(),
+            column: column.to_string(),
+            why: why.to_string(),
+        };
+        let table_is = |why: &str| StoreError::AlteredTable {
+            table: (*table).to_string(),
+            why: why.to_string(),
+        };
+        let Some(t) = seen(table)? else {
+            return Err(table_is("it is missing"));
+        };
+        if !t.is_table {
+            return Err(table_is("it is a view"));
+        }
+        if let Some(c) = columns.iter().find(|c| !t.columns.iter().any(|x| x == *c)) {
+            return Err(altered(c, "it is missing: dropped or renamed"));
+        }
+        let mut have = t.key.clone();
+        have.sort();
+        let mut want: Vec<String> = key.iter().map(|k| k.to_string()).collect();
+        want.sort();
+        if have != want {
+            return Err(altered(
+                &key.join(", "),
+                &format!(
+                    "the primary key is ({}), not ({}): the table was rebuilt",
+                    t.key.join(", "),
+                    key.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 #[derive(Debug, thiserror::Error)]
 /// Why a store could not be opened, read or written; each message says what to do.
 pub enum StoreError {
@@ -127,6 +219,16 @@ pub enum StoreError {
         /// The run's id.
         id: i64,
         /// Why, in words.
+        why: String,
+    },
+    #[error(
+        "the table {table} is not what oscost writes ({why}): the store was altered outside oscost; restore it from a backup, or point --db elsewhere"
+    )]
+    /// A table oscost writes is missing or is a view.
+    AlteredTable {
+        /// The table.
+        table: String,
+        /// What is wrong with it.
         why: String,
     },
     #[error(

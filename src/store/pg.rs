@@ -140,12 +140,59 @@ impl Pg {
             None => pg.migrate()?,
             Some(_) => {}
         }
+        if pg.version()? == Some(SCHEMA) {
+            super::altered(&mut |t| table_seen(&mut pg.client, t))?;
+        }
         if create {
             pg.probe_write()?;
         }
         pg.has_env_key = create || version.is_some_and(|v| v >= 5);
         Ok(pg)
     }
+}
+
+/// One table of schema oscost as the server holds it (`None`: no such table or view).
+fn table_seen(
+    client: &mut postgres::Client,
+    table: &str,
+) -> Result<Option<super::TableSeen>, StoreError> {
+    let kind = client
+        .query_opt(
+            "SELECT table_type FROM information_schema.tables
+             WHERE table_schema = 'oscost' AND table_name = $1",
+            &[&table],
+        )
+        .map_err(|e| pg_err(&e))?;
+    let Some(kind) = kind else {
+        return Ok(None);
+    };
+    let kind: String = kind.try_get(0).map_err(|e| pg_err(&e))?;
+    let names = |sql: &str, client: &mut postgres::Client| -> Result<Vec<String>, StoreError> {
+        client
+            .query(sql, &[&table])
+            .map_err(|e| pg_err(&e))?
+            .iter()
+            .map(|r| r.try_get(0).map_err(|e| pg_err(&e)))
+            .collect()
+    };
+    let columns = names(
+        "SELECT column_name::text FROM information_schema.columns
+         WHERE table_schema = 'oscost' AND table_name = $1",
+        client,
+    )?;
+    let key = names(
+        "SELECT k.column_name::text FROM information_schema.table_constraints c
+         JOIN information_schema.key_column_usage k
+           ON k.constraint_name = c.constraint_name AND k.table_schema = c.table_schema
+         WHERE c.table_schema = 'oscost' AND c.table_name = $1
+           AND c.constraint_type = 'PRIMARY KEY'",
+        client,
+    )?;
+    Ok(Some(super::TableSeen {
+        is_table: kind == "BASE TABLE",
+        columns,
+        key,
+    }))
 }
 
 /// A failed write: the user's to fix when the server is read-only or the user may not write.

@@ -180,7 +180,43 @@ impl Sqlite {
         if version < SCHEMA && !store.conn.is_readonly(rusqlite::MAIN_DB)? {
             store.migrate()?;
         }
+        if store.version()? == SCHEMA {
+            super::altered(&mut |t| store.table_seen(t))?;
+        }
         Ok(store)
+    }
+
+    /// One table as this file holds it (`None`: no such table or view).
+    fn table_seen(&self, table: &str) -> Result<Option<super::TableSeen>, StoreError> {
+        let kind: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT type FROM sqlite_master WHERE name = ?1 AND type IN ('table', 'view')",
+                [table],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.unreadable(e))?;
+        let Some(kind) = kind else {
+            return Ok(None);
+        };
+        let mut q = self
+            .conn
+            .prepare("SELECT name, pk FROM pragma_table_info(?1) ORDER BY pk")
+            .map_err(|e| self.unreadable(e))?;
+        let cols: Vec<(String, i64)> = q
+            .query_map([table], |r| Ok((r.get(0)?, r.get(1)?)))
+            .and_then(|rows| rows.collect())
+            .map_err(|e| self.unreadable(e))?;
+        Ok(Some(super::TableSeen {
+            is_table: kind == "table",
+            key: cols
+                .iter()
+                .filter(|(_, pk)| *pk > 0)
+                .map(|(n, _)| n.clone())
+                .collect(),
+            columns: cols.into_iter().map(|(n, _)| n).collect(),
+        }))
     }
 
     /// Write a throwaway row and roll it back, waiting only briefly for a lock: this finds a
@@ -210,6 +246,11 @@ impl Sqlite {
             ) => StoreError::ReadOnly {
                 at: at(),
                 why: e.to_string(),
+            },
+            // A trigger or a constraint added outside oscost refuses the row it would save.
+            Some(rusqlite::ErrorCode::ConstraintViolation) => StoreError::AlteredTable {
+                table: "runs".into(),
+                why: format!("a row like the one a run saves is refused: {e}"),
             },
             _ => StoreError::Sql(e),
         })

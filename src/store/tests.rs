@@ -104,6 +104,7 @@ on_every_backend!(
     runs_of_failures_started_together_are_three_runs,
     concurrent_copies_lose_nothing,
     bare_runs_and_summary_rows_need_no_samples,
+    a_store_altered_outside_oscost_is_refused_naming_what,
 );
 
 fn labelled(label: &str) -> Run {
@@ -392,4 +393,90 @@ fn a_postgres_store_that_is_newer_or_foreign_is_refused() {
     assert!(matches!(e, StoreError::Newer { found: 99, .. }), "{e}");
     let e = Store::open_existing(&f.at).err().unwrap();
     assert!(matches!(e, StoreError::Newer { .. }), "{e}");
+}
+
+/// SQL run on a store as someone else would run it (sqlite3, psql): `{s}` is the schema's
+/// prefix (`oscost.` on PostgreSQL, nothing on SQLite).
+fn outside(f: &Fresh, sql: &str) {
+    match &f.at {
+        Location::File(p) => rusqlite::Connection::open(p)
+            .unwrap()
+            .execute_batch(&sql.replace("{s}", ""))
+            .unwrap(),
+        Location::Postgres(url) => postgres::Client::connect(url, postgres::NoTls)
+            .unwrap()
+            .batch_execute(&sql.replace("{s}", "oscost."))
+            .unwrap(),
+    }
+}
+
+/// A store altered outside oscost (a column renamed or dropped, a view in place of a table)
+/// is refused when opened, to save or to read, naming the table and the column; put back as
+/// it was, it opens again.
+fn a_store_altered_outside_oscost_is_refused_naming_what(f: &Fresh) {
+    let mut s = Store::open(&f.at).unwrap();
+    s.save(&testdata::run()).unwrap();
+    drop(s);
+    let refused = |table: &str, column: Option<&str>| {
+        for e in [
+            Store::open(&f.at).err().unwrap(),
+            Store::open_existing(&f.at).err().unwrap(),
+        ] {
+            match (&e, column) {
+                (
+                    StoreError::Altered {
+                        table: t,
+                        column: c,
+                        ..
+                    },
+                    Some(col),
+                ) => {
+                    assert_eq!((t.as_str(), c.as_str()), (table, col), "{e}")
+                }
+                (StoreError::AlteredTable { table: t, .. }, None) => assert_eq!(t, table, "{e}"),
+                _ => panic!("not refused as altered: {e}"),
+            }
+        }
+    };
+    outside(f, "ALTER TABLE {s}results RENAME COLUMN median TO med;");
+    refused("results", Some("median"));
+    outside(f, "ALTER TABLE {s}results RENAME COLUMN med TO median;");
+    outside(
+        f,
+        "ALTER TABLE {s}samples RENAME TO samples_kept;
+         CREATE VIEW {s}samples AS SELECT run_id, idx, data FROM {s}samples_kept;",
+    );
+    refused("samples", None);
+    outside(
+        f,
+        "DROP VIEW {s}samples; ALTER TABLE {s}samples_kept RENAME TO samples;",
+    );
+    assert_eq!(
+        Store::open_existing(&f.at).unwrap().list().unwrap().len(),
+        1
+    );
+    outside(f, "ALTER TABLE {s}runs DROP COLUMN env_key;");
+    refused("runs", Some("env_key"));
+}
+
+/// An insert trigger added outside oscost that refuses a run's row: found by the write probe
+/// before any work, the table named (exit 2), not a database error after measuring.
+#[test]
+fn an_insert_trigger_that_refuses_runs_is_found_before_work() {
+    let f = fresh_sqlite();
+    Store::open(&f.at).unwrap().save(&testdata::run()).unwrap();
+    outside(
+        &f,
+        "CREATE TRIGGER no_runs BEFORE INSERT ON runs BEGIN SELECT RAISE(ABORT, 'no'); END;",
+    );
+    let e = Store::open(&f.at).err().unwrap();
+    assert!(
+        matches!(&e, StoreError::AlteredTable { table, .. } if table == "runs"),
+        "{e}"
+    );
+    // Reading is not refused: nothing is written.
+    assert_eq!(
+        Store::open_existing(&f.at).unwrap().list().unwrap().len(),
+        1
+    );
 }

@@ -314,6 +314,8 @@ def main():
                 continue  # reading it is fine
             add(f"{c[0]} on a store with a {alt}", c + ["--db", "altered.db"],
                 setup="altered:" + sql, code=2, wait=30)
+    add("run --db /proc/version", ["run", "--samples", "40", "call/f0", "--db", "/proc/version"],
+        code=2)
     # A store left with a hot journal: read commands recover it, never call it foreign.
     for c in (["history"], ["show", "last"], ["matrix"], ["export", "last", "--json", "-"],
               ["run", "--samples", "40", "call/f0"]):

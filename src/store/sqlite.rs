@@ -178,7 +178,12 @@ impl Sqlite {
             )));
         }
         if version < SCHEMA && !store.conn.is_readonly(rusqlite::MAIN_DB)? {
-            store.migrate()?;
+            // A file that cannot take a journal (in /proc, on a full or read-only file
+            // system) is found here when new: refused as a save would be, before any work.
+            store.migrate().map_err(|e| match e {
+                StoreError::Sql(e) => store.write_refused(e),
+                e => e,
+            })?;
         }
         if store.version()? == SCHEMA {
             super::altered(&mut |t| store.table_seen(t))?;
@@ -232,8 +237,15 @@ impl Sqlite {
             let _ = self.conn.execute_batch("ROLLBACK");
         }
         self.conn.busy_timeout(SAVE_WAIT)?;
+        r.map_err(|e| self.write_refused(e))
+    }
+
+    /// A write this store refused, as what the user can do about it: locked by another
+    /// process, not writable here (a read-only file or directory, a file system that is full
+    /// or cannot hold a journal), a row refused by what was added outside oscost.
+    fn write_refused(&self, e: rusqlite::Error) -> StoreError {
         let at = || self.path.display().to_string();
-        r.map_err(|e| match e.sqlite_error_code() {
+        match e.sqlite_error_code() {
             Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
                 StoreError::Locked(locked_by(&self.path))
             }
@@ -253,7 +265,7 @@ impl Sqlite {
                 why: format!("a row like the one a run saves is refused: {e}"),
             },
             _ => StoreError::Sql(e),
-        })
+        }
     }
 
     fn fetch_compact(&self, id: i64, with_samples: bool) -> Result<Option<Fetched>, StoreError> {

@@ -480,3 +480,13 @@ fn an_insert_trigger_that_refuses_runs_is_found_before_work() {
         1
     );
 }
+
+/// A file that cannot take a journal (in /proc) is refused when opened to save, as a store
+/// this user cannot write, not a database error after measuring.
+#[test]
+fn a_store_path_that_cannot_hold_a_journal_is_refused_before_work() {
+    let e = Store::open(&Location::File("/proc/version".into()))
+        .err()
+        .unwrap();
+    assert!(matches!(e, StoreError::ReadOnly { .. }), "{e}");
+}

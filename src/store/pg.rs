@@ -151,15 +151,18 @@ impl Pg {
     }
 }
 
-/// One table of schema oscost as the server holds it (`None`: no such table or view).
+/// One table of schema oscost as the server holds it (`None`: no such table or view). Read
+/// from pg_catalog, which shows every table whatever this user's rights on it
+/// (information_schema hides the keys of a table this user may only read).
 fn table_seen(
     client: &mut postgres::Client,
     table: &str,
 ) -> Result<Option<super::TableSeen>, StoreError> {
     let kind = client
         .query_opt(
-            "SELECT table_type FROM information_schema.tables
-             WHERE table_schema = 'oscost' AND table_name = $1",
+            "SELECT c.relkind::text FROM pg_catalog.pg_class c
+             JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+             WHERE n.nspname = 'oscost' AND c.relname = $1 AND c.relkind IN ('r', 'p', 'v', 'm')",
             &[&table],
         )
         .map_err(|e| pg_err(&e))?;
@@ -176,20 +179,22 @@ fn table_seen(
             .collect()
     };
     let columns = names(
-        "SELECT column_name::text FROM information_schema.columns
-         WHERE table_schema = 'oscost' AND table_name = $1",
+        "SELECT a.attname::text FROM pg_catalog.pg_attribute a
+         JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
+         JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+         WHERE n.nspname = 'oscost' AND c.relname = $1 AND a.attnum > 0 AND NOT a.attisdropped",
         client,
     )?;
     let key = names(
-        "SELECT k.column_name::text FROM information_schema.table_constraints c
-         JOIN information_schema.key_column_usage k
-           ON k.constraint_name = c.constraint_name AND k.table_schema = c.table_schema
-         WHERE c.table_schema = 'oscost' AND c.table_name = $1
-           AND c.constraint_type = 'PRIMARY KEY'",
+        "SELECT a.attname::text FROM pg_catalog.pg_index i
+         JOIN pg_catalog.pg_class c ON c.oid = i.indrelid
+         JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+         JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+         WHERE n.nspname = 'oscost' AND c.relname = $1 AND i.indisprimary",
         client,
     )?;
     Ok(Some(super::TableSeen {
-        is_table: kind == "BASE TABLE",
+        is_table: kind == "r" || kind == "p",
         columns,
         key,
     }))

@@ -10,7 +10,6 @@
 //! taken. A directory without the marker (a user's `oscost-notes`, a report written to
 //! `$TMPDIR/oscost-report`, an older oscost's scratch) is never touched.
 
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -36,7 +35,7 @@ impl Scratch {
             .create_new(true)
             .open(dir.path().join(LOCK))?;
         // Nothing else can hold the lock of a file this instant created.
-        try_lock(&lock)?;
+        crate::harness::os::lock_now(&lock)?;
         let pid = std::process::id();
         let text = format!(
             "{MARKER_HEAD}\npid {pid}\nstart {}\n",
@@ -52,17 +51,6 @@ impl Scratch {
     /// The directory.
     pub fn path(&self) -> &Path {
         self.dir.path()
-    }
-}
-
-/// An exclusive, non-blocking flock; the descriptor is close-on-exec (std opens files so), so
-/// no worker or benchmark child keeps a dead run's lock alive.
-fn try_lock(f: &std::fs::File) -> std::io::Result<()> {
-    // SAFETY: flock on a descriptor we own.
-    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
     }
 }
 
@@ -111,7 +99,7 @@ fn reclaim_in(tmp: &Path) -> Vec<PathBuf> {
         };
         let unlocked = std::fs::File::open(e.path().join(LOCK))
             .ok()
-            .is_some_and(|f| try_lock(&f).is_ok());
+            .is_some_and(|f| crate::harness::os::lock_now(&f).is_ok());
         if owner_gone(pid, start) && unlocked && std::fs::remove_dir_all(e.path()).is_ok() {
             removed.push(e.path());
         }
@@ -147,7 +135,7 @@ mod tests {
             crate::harness::os::start_time(me).unwrap(),
         );
         let held = std::fs::File::open(live.join(LOCK)).unwrap();
-        try_lock(&held).unwrap();
+        crate::harness::os::lock_now(&held).unwrap();
         // A pid that is ours but a start time that is not: a reused pid, the run is gone.
         let dead = scratch_of(
             tmp.path(),

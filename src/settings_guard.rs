@@ -99,14 +99,13 @@ pub fn prepare(sides: &[&[String]], cpus: &[usize]) -> Result<Vec<Side>, Setting
 
 /// Settings changed and the guard that puts them back.
 pub struct Guard {
-    originals: Vec<(PathBuf, String)>,
     /// Every system setting any side touches, with its kind.
     touched: Vec<Setting>,
     /// Which side is applied now (`None`: the originals).
     current: Option<usize>,
     sides: Vec<Side>,
     settle: Duration,
-    /// Each file's lock and state, one per original.
+    /// Each file's lock and state: its original, as recorded once by the first holder.
     held: Vec<Held>,
     guardian: Option<Guardian>,
 }
@@ -127,7 +126,6 @@ impl Guard {
             }
         }
         let mut guard = Guard {
-            originals: Vec::new(),
             touched: touched.clone(),
             current: None,
             sides,
@@ -164,9 +162,6 @@ impl Guard {
                     state: held.path.clone(),
                 };
                 let kept = guardian.keep(&change, Some(held.lock_file().as_fd()));
-                guard
-                    .originals
-                    .push((f.clone(), held.record.original.clone()));
                 guard.held.push(held);
                 kept.map_err(|e| not_now(&s.name, format!("its guard did not take it: {e}")))?;
             }
@@ -224,12 +219,12 @@ impl Guard {
                 Some((s, v)) => want.push((s.clone(), v.clone())),
                 None => {
                     for f in &t.files {
-                        if let Some((_, v)) = self.originals.iter().find(|(p, _)| p == f) {
+                        if let Some(v) = self.original(f) {
                             let one = Setting {
                                 files: vec![f.clone()],
                                 ..t.clone()
                             };
-                            want.push((one, v.clone()));
+                            want.push((one, v.to_string()));
                         }
                     }
                 }
@@ -248,10 +243,22 @@ impl Guard {
         Ok(())
     }
 
+    /// The original of `file`, as its held state recorded it.
+    fn original(&self, file: &std::path::Path) -> Option<&str> {
+        self.held
+            .iter()
+            .find(|h| h.record.file == file)
+            .map(|h| h.record.original.as_str())
+    }
+
     /// Write every original back; the files that would not take theirs, with why.
     fn put_back(&mut self) -> Vec<(PathBuf, String)> {
         let mut failed = Vec::new();
-        for (f, v) in &self.originals {
+        for (f, v) in self
+            .held
+            .iter()
+            .map(|h| (&h.record.file, &h.record.original))
+        {
             let kind = self
                 .touched
                 .iter()

@@ -223,29 +223,12 @@ impl Marker {
     /// `None` where no marker can be made (not root, a directory not root's own): the
     /// instance is then removed by its helper alone.
     fn make(name: &str) -> Option<Marker> {
-        use std::os::unix::fs::{DirBuilderExt, MetadataExt};
         let dir = markers_dir();
-        let _ = std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&dir);
-        let meta = std::fs::symlink_metadata(&dir).ok()?;
-        let euid = nix::unistd::geteuid().as_raw();
-        if !meta.is_dir() || meta.uid() != euid || meta.mode() & 0o077 != 0 {
-            return None;
-        }
+        super::os::private_dir(Path::new(super::os::STATE_DIR), true).ok()?;
+        super::os::private_dir(&dir, true).ok()?;
         let path = dir.join(name);
         let lock = open_marker(&path, true)?;
-        // SAFETY: flock on a descriptor we own.
-        if unsafe {
-            libc::flock(
-                std::os::fd::AsRawFd::as_raw_fd(&lock),
-                libc::LOCK_EX | libc::LOCK_NB,
-            )
-        } != 0
-        {
-            return None;
-        }
+        super::os::lock_now(&lock).ok()?;
         Some(Marker { path, _lock: lock })
     }
 }
@@ -258,14 +241,7 @@ impl Drop for Marker {
 
 /// A marker opened without following a link or blocking; `None` unless a regular file.
 fn open_marker(path: &Path, create: bool) -> Option<std::fs::File> {
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(create)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-        .ok()?;
+    let f = super::os::open_untrusted(path, create).ok()?;
     f.metadata().ok()?.file_type().is_file().then_some(f)
 }
 
@@ -445,13 +421,7 @@ fn remove_stale(root: &Path) {
         let Some(marker) = open_marker(&e.path(), false) else {
             continue;
         };
-        // SAFETY: flock on a descriptor we own.
-        let free = unsafe {
-            libc::flock(
-                std::os::fd::AsRawFd::as_raw_fd(&marker),
-                libc::LOCK_EX | libc::LOCK_NB,
-            )
-        } == 0;
+        let free = super::os::lock_now(&marker).is_ok();
         if free {
             let inst = root.join("instances").join(&name);
             if inst.is_dir() {

@@ -18,6 +18,73 @@ use super::placement;
 /// and PID namespace.
 pub const STATE_DIR: &str = "/run/oscost";
 
+/// An exclusive, non-blocking `flock` on `f` (close-on-exec, as std opens files, so no child
+/// keeps a dead process's lock alive). The lock is the open file's: it lives while any
+/// descriptor of it does.
+pub fn lock_now(f: &std::fs::File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a descriptor we own.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Open a file oscost keeps in a directory of its own without trusting what it finds there:
+/// read-write, never following a link, never blocking (a FIFO opens at once), made 0600 when
+/// `create`. The caller checks what it opened (`fstat`).
+pub fn open_untrusted(path: &std::path::Path, create: bool) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(create)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+}
+
+/// A directory of the euid's own, closed to others, not a link; made (0700) when `create` and
+/// missing. `Ok(false)`: missing and not made. `Err`: why it cannot be trusted.
+pub fn private_dir(path: &std::path::Path, create: bool) -> Result<bool, String> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let meta = match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && create => {
+            match std::fs::DirBuilder::new().mode(0o700).create(path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(format!("cannot make {}: {e}", path.display())),
+            }
+            std::fs::symlink_metadata(path).map_err(|e| format!("{}: {e}", path.display()))?
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+        Ok(m) => m,
+    };
+    let euid = nix::unistd::geteuid().as_raw();
+    if !meta.is_dir() {
+        Err(format!(
+            "{} is not a directory (a link or a file)",
+            path.display()
+        ))
+    } else if meta.uid() != euid {
+        Err(format!(
+            "{} is owned by uid {}, not {euid}",
+            path.display(),
+            meta.uid()
+        ))
+    } else if meta.mode() & 0o077 != 0 {
+        Err(format!(
+            "{} is open to others (mode {:o})",
+            path.display(),
+            meta.mode() & 0o7777
+        ))
+    } else {
+        Ok(true)
+    }
+}
+
 /// In a child just forked from `parent` (its pid, read before the fork): `sig` when the
 /// parent dies, and at once if it already has. `PR_SET_PDEATHSIG` alone misses a parent that
 /// dies between the fork and the prctl; the child is then an orphan no signal ever reaches

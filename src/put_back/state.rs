@@ -23,9 +23,9 @@
 //! Anything else is moved to `ignored/`, named once, and never written from.
 
 use std::io::{Read, Seek, Write};
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// Where the state lives: one directory for the whole machine.
@@ -159,42 +159,14 @@ pub fn state_name(file: &Path) -> String {
     out
 }
 
-/// A directory of the euid's own, closed to others, not a link: made when `create` and
-/// missing.
+/// A directory of the euid's own (`harness::os::private_dir`); why not, in a sentence that
+/// says what to do.
 fn private_dir(path: &Path, create: bool) -> Result<bool, String> {
-    let meta = match std::fs::symlink_metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && create => {
-            match std::fs::DirBuilder::new().mode(0o700).create(path) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(format!("cannot make {}: {e}", path.display())),
-            }
-            std::fs::symlink_metadata(path).map_err(|e| format!("{}: {e}", path.display()))?
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-        Err(e) => return Err(format!("{}: {e}", path.display())),
-        Ok(m) => m,
-    };
-    let euid = nix::unistd::geteuid().as_raw();
-    let why = if !meta.is_dir() {
-        Some("is not a directory (a link or a file)".to_string())
-    } else if meta.uid() != euid {
-        Some(format!("is owned by uid {}, not {euid}", meta.uid()))
-    } else if meta.mode() & 0o077 != 0 {
-        Some(format!(
-            "is open to others (mode {:o})",
-            meta.mode() & 0o7777
-        ))
-    } else {
-        None
-    };
-    match why {
-        Some(why) => Err(format!(
-            "{} {why}: oscost keeps the state of the kernel settings it changes there and cannot trust it; remove it",
-            path.display()
-        )),
-        None => Ok(true),
-    }
+    crate::harness::os::private_dir(path, create).map_err(|why| {
+        format!(
+            "{why}: oscost keeps the state of the kernel settings it changes there and cannot trust it; remove it"
+        )
+    })
 }
 
 /// `STATE_DIR/held`, checked (and made when `create`); `None` when it does not exist.
@@ -225,20 +197,12 @@ fn untrusted(f: &std::fs::File) -> Option<String> {
     }
 }
 
-/// Open a state file without following a link or blocking (a FIFO opens at once).
 fn open_state(path: &Path, create: bool) -> std::io::Result<std::fs::File> {
-    std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(create)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
+    crate::harness::os::open_untrusted(path, create)
 }
 
 fn try_lock(f: &std::fs::File) -> bool {
-    // SAFETY: flock on a descriptor we own.
-    unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+    crate::harness::os::lock_now(f).is_ok()
 }
 
 fn read_capped(f: &mut std::fs::File) -> std::io::Result<String> {

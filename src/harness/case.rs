@@ -231,6 +231,18 @@ impl Expect {
         tol: 0.1,
     };
 
+    /// A round trip over a unix stream socket on one CPU: about three. Each byte sent is
+    /// charged to the sender's socket, and the reader's freeing it calls the sender's
+    /// `unix_write_space`, which wakes that socket's one wait queue, where the sender sleeps
+    /// waiting to *read* its answer. So every round trip wakes the peer once early (88% of the
+    /// wake-ups in a sched_wakeup profile come from `sock_wfree`), and in most trips it runs,
+    /// finds nothing and blocks again: 2.9-3.2 switches, where pipes, eventfds and a datagram
+    /// socketpair count 2.00 (docs/design-notes.md, "Definitions").
+    pub const UNIX_STREAM_ROUND_TRIP: Expect = Expect::About {
+        value: 3.0,
+        tol: 0.35,
+    };
+
     /// Whether `x` events per operation meet it.
     pub fn holds(self, x: f64) -> bool {
         match self {

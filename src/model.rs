@@ -567,6 +567,18 @@ pub enum LoadError {
         /// Its `schema_version`.
         found: u64,
     },
+    #[error(
+        "{path} holds {samples} samples, which need about {mib} MiB of memory this process cannot have (ulimit -v, a cgroup's limit, or the machine's); raise the limit, or import it where there is room"
+    )]
+    /// The run is larger than the memory this process may take.
+    TooLarge {
+        /// The file (or files).
+        path: String,
+        /// How many samples it holds.
+        samples: u64,
+        /// The memory it needs, MiB.
+        mib: u64,
+    },
     #[error("{path} holds values no measurement gives ({why}); was it edited by hand?")]
     /// The file holds values no measurement gives.
     Invalid {
@@ -663,32 +675,16 @@ pub fn validate(run: &Run) -> Result<(), String> {
 /// another version gets that message, not a confusing field error. Not yet validated: the
 /// store fills in the raw samples it keeps apart first.
 pub fn parse_run(text: &str, path: &str) -> Result<Run, LoadError> {
-    let value: serde_json::Value =
-        serde_json::from_str(text).map_err(|source| LoadError::Parse {
-            path: path.into(),
-            source,
-        })?;
-    let version = value.get("schema_version").and_then(|v| v.as_u64());
-    match version {
-        Some(v) if v == SCHEMA_VERSION as u64 || v == 1 => {}
-        Some(found) => {
-            return Err(LoadError::Version {
-                path: path.into(),
-                found,
-            });
-        }
-        None => {
-            return Err(LoadError::Parse {
-                path: path.into(),
-                source: serde::de::Error::custom("missing schema_version"),
-            });
-        }
-    }
-    let mut run: Run = serde_json::from_value(value).map_err(|source| LoadError::Parse {
+    let parse = |source| LoadError::Parse {
         path: path.into(),
         source,
-    })?;
-    if version == Some(1) && !run.notes.iter().any(|n| n == V1_NOTE) {
+    };
+    // The version first, with nothing else kept; then the run straight into its types (a
+    // `serde_json::Value` of a large run takes several times the text).
+    let version: file::Scanned = serde_json::from_str(text).map_err(parse)?;
+    file::supported(version.schema_version(), path)?;
+    let mut run: Run = serde_json::from_str(text).map_err(parse)?;
+    if version.schema_version() == Some(1) && !run.notes.iter().any(|n| n == V1_NOTE) {
         run.notes.push(V1_NOTE.into());
     }
     Ok(run)
@@ -708,15 +704,8 @@ pub fn checked(run: Run, path: &str) -> Result<Run, LoadError> {
     Ok(run)
 }
 
-/// Read a run file (`--json`, `unsaved/`), checked as `run_from_json` checks it.
-pub fn load_run_file(path: &std::path::Path) -> Result<Run, LoadError> {
-    let p = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Io {
-        path: p.clone(),
-        source,
-    })?;
-    run_from_json(&text, &p)
-}
+pub mod file;
+pub use file::load_run_file;
 
 /// One result's summary row, as `results` keeps it.
 #[derive(Debug, Clone, PartialEq)]

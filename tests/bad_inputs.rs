@@ -413,3 +413,44 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
         })
         .collect()
 }
+
+/// A run file larger than the address space oscost may take (`ulimit -v`) is refused before
+/// any work, exit 2, in one line that says its size; never an allocation failure (exit 134).
+/// The same limit lets a small run in, so the refusal is about the file, not the limit.
+#[test]
+fn an_import_too_large_for_the_address_space_is_refused_not_aborted() {
+    use std::os::unix::process::CommandExt;
+    let fx = Fixtures::new();
+    let mut run: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fx.dir.path().join("ok.json")).unwrap()).unwrap();
+    let samples: Vec<f64> = (0..3_000_000).map(|i| 1.0 + (i % 7) as f64).collect();
+    run["results"][0]["samples_ns"] = serde_json::json!(samples);
+    let big = fx.dir.path().join("big.json");
+    std::fs::write(&big, serde_json::to_vec(&run).unwrap()).unwrap();
+    let import = |file: &Path| {
+        let db = fx.dir.path().join("limited.db");
+        let mut cmd = oscost(&unique_tag("import-limit"));
+        cmd.arg("import").arg(file).arg("--db").arg(&db);
+        // SAFETY: only setrlimit between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                let lim = libc::rlimit {
+                    rlim_cur: 60_000 << 10,
+                    rlim_max: 60_000 << 10,
+                };
+                libc::setrlimit(libc::RLIMIT_AS, &lim);
+                Ok(())
+            });
+        }
+        cmd.output().unwrap()
+    };
+    let out = import(&big);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("3000000 samples") && err.contains("MiB"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert_success(&import(&fx.dir.path().join("ok.json")));
+}

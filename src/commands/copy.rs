@@ -132,9 +132,22 @@ impl ImportArgs {
 
     /// Read the run files and copy them into the store.
     pub fn run(self, mut passed: crate::gate::Passed) -> anyhow::Result<i32> {
-        let mut runs = Vec::new();
+        // Every run is held at once (one transaction): room for all of them is asked before
+        // any is read whole.
+        let mut scanned = Vec::new();
         for f in &self.files {
-            let run = model::load_run_file(f).map_err(|e| usage(e.to_string()))?;
+            scanned.push(model::file::scan(f).map_err(|e| usage(e.to_string()))?);
+        }
+        let samples = scanned.iter().map(|s| s.samples()).sum();
+        let bytes = scanned.iter().map(|s| s.bytes_needed()).sum();
+        let what = match self.files.as_slice() {
+            [one] => one.display().to_string(),
+            many => format!("the {} files", many.len()),
+        };
+        model::file::room(bytes, samples, &what).map_err(|e| usage(e.to_string()))?;
+        let mut runs = Vec::new();
+        for (f, s) in self.files.iter().zip(&scanned) {
+            let run = model::file::load_scanned(f, s).map_err(|e| usage(e.to_string()))?;
             runs.push((f.display().to_string(), run));
         }
         let mut target = super::saving_store(&mut passed)?;

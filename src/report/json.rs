@@ -87,8 +87,10 @@ mod tests {
         assert!(e.to_string().contains("schema_version 99"), "{e}");
         let e = run_from_json(r#"{"schema_version": 1, "resu"#, "f.json").unwrap_err();
         assert!(e.to_string().contains("not an oscost run file"), "{e}");
-        let e = run_from_json("[]", "f.json").unwrap_err();
+        let e = run_from_json("{}", "f.json").unwrap_err();
         assert!(e.to_string().contains("missing schema_version"), "{e}");
+        let e = run_from_json("[]", "f.json").unwrap_err();
+        assert!(e.to_string().contains("not an oscost run file"), "{e}");
     }
 
     #[test]

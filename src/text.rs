@@ -29,14 +29,52 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
         .into()
 }
 
+/// `text` safe for a terminal as a whole view or message: as `printable`, but a tab stays, and
+/// where `keep_sgr` (the view colours its own output) the colour sequences it wrote
+/// (`ESC [ digits ; ... m`) stay too. Every other control character, a lone escape or another
+/// escape sequence from a stored label, a host name or a file is shown escaped, whichever
+/// string it came in: the sinks (`say`, `commands::print_stdout`) apply it, so no view has to
+/// remember which of its strings came from outside.
+pub fn terminal_safe(text: &str, keep_sgr: bool) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| (c.is_control() && c != '\n' && c != '\t') || is_spoofing(c);
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if keep_sgr && c == '\u{1b}' {
+            let sgr = rest[1..].strip_prefix('[').and_then(|r| {
+                let end = r.find(|x: char| !x.is_ascii_digit() && x != ';')?;
+                (r[end..].starts_with('m')).then_some(end + 3)
+            });
+            if let Some(len) = sgr {
+                out.push_str(&rest[..len]);
+                rest = &rest[len..];
+                continue;
+            }
+        }
+        if unsafe_char(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    out.into()
+}
+
 /// Write a message to standard error, dropping it when stderr cannot take it (closed, a full
 /// device, a pipe whose reader left): a message is never worth a panic, and the exit status
 /// still tells the truth. Used through `say!` and `say_part!`, never `eprintln!` (clippy.toml
-/// forbids the panicking macros).
+/// forbids the panicking macros). Control characters in it are shown escaped
+/// (`terminal_safe`).
 pub fn say(args: std::fmt::Arguments, newline: bool) {
     use std::io::Write;
+    // Messages name paths, hosts and values read from outside: escaped here, once for all.
+    let text = args.to_string();
     let mut err = std::io::stderr().lock();
-    let _ = err.write_fmt(args);
+    let _ = err.write_all(terminal_safe(&text, false).as_bytes());
     if newline {
         let _ = err.write_all(b"\n");
     }
@@ -53,4 +91,25 @@ pub fn tell(args: std::fmt::Arguments, newline: bool) {
         let _ = out.write_all(b"\n");
     }
     let _ = out.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_view_keeps_its_colours_and_loses_everything_else() {
+        let view = "\u{1b}[1mgetpid\u{1b}[0m\t1.0 us\n";
+        assert_eq!(terminal_safe(view, true), view);
+        assert_eq!(
+            terminal_safe(view, false),
+            "\\u{1b}[1mgetpid\\u{1b}[0m\t1.0 us\n"
+        );
+        let label = "a\u{1b}]0;title\u{7}b\u{202e}c\u{1b}[2J";
+        assert_eq!(
+            terminal_safe(label, true),
+            "a\\u{1b}]0;title\\u{7}b\\u{202e}c\\u{1b}[2J"
+        );
+        assert_eq!(terminal_safe("\u{1b}", true), "\\u{1b}");
+    }
 }

@@ -454,3 +454,57 @@ fn an_import_too_large_for_the_address_space_is_refused_not_aborted() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert_success(&import(&fx.dir.path().join("ok.json")));
 }
+
+/// Strings read from a store, a file or the environment reach no terminal raw: a label, a
+/// host name and a note holding an escape sequence, a bell and a right-to-left override come
+/// out escaped from every view and export that shows them, and so does a message naming an
+/// `XDG_DATA_HOME` that holds them.
+#[test]
+fn stored_and_environment_strings_reach_no_terminal_raw() {
+    let fx = Fixtures::new();
+    let mut run: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fx.dir.path().join("ok.json")).unwrap()).unwrap();
+    let evil = "a\u{1b}[2J\u{1b}]0;t\u{7}b\u{202e}c";
+    run["label"] = serde_json::json!(evil);
+    run["env"]["hostname"] = serde_json::json!(evil);
+    run["results"][0]["notes"] = serde_json::json!([format!("kept: {evil}")]);
+    let file = fx.dir.path().join("evil.json");
+    std::fs::write(&file, serde_json::to_vec(&run).unwrap()).unwrap();
+    let db = fx.dir.path().join("evil.db");
+    let db = db.to_str().unwrap();
+    let tag = unique_tag("escaping");
+    assert_success(
+        &oscost(&tag)
+            .args(["import", file.to_str().unwrap(), "--db", db])
+            .output()
+            .unwrap(),
+    );
+    let raw = |text: &[u8]| {
+        let t = String::from_utf8_lossy(text);
+        t.contains('\u{1b}') || t.contains('\u{7}') || t.contains('\u{202e}')
+    };
+    for args in [
+        vec!["history", "--db", db],
+        vec!["show", "1", "--db", db],
+        vec!["export", "1", "--db", db, "--csv", "-"],
+        vec!["export", "1", "--db", db, "--markdown", "-"],
+        vec!["matrix", "1", "--db", db, "--csv", "-"],
+    ] {
+        let out = oscost(&tag).args(&args).output().unwrap();
+        assert!(
+            !raw(&out.stdout) && !raw(&out.stderr),
+            "{args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.code() != Some(101), "{args:?} panicked");
+    }
+    let out = oscost(&tag)
+        .args(["history"])
+        .env("XDG_DATA_HOME", format!("/nonexistent/{evil}"))
+        .env_remove("OSCOST_DB")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!raw(&out.stderr) && err.contains("\\u{1b}"), "{err}");
+}

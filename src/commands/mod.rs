@@ -49,8 +49,11 @@ fn color() -> bool {
     use_color(std::io::stdout().is_terminal())
 }
 
-/// Write to stdout; a closed pipe (`| head`) is not an error.
+/// Write a view to stdout, made `terminal_safe`; a closed pipe (`| head`) is not an error.
 pub fn print_stdout(text: &str) -> anyhow::Result<()> {
+    // Views hold labels, hosts and notes read from stores and files: whatever a view forgot,
+    // no control character reaches the terminal raw (its own colours excepted).
+    let text = crate::text::terminal_safe(text, color());
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),

@@ -314,7 +314,7 @@ pub fn csv(c: &Comparison) -> String {
     for r in &c.rows {
         out.push_str(&format!(
             "{},{},{},{},{},{},{},{},{},{},{},{}\n",
-            r.id,
+            super::csv::field(&r.id),
             r.base_median_ns,
             r.cand_median_ns,
             r.slowdown,

@@ -9,12 +9,15 @@ pub struct Csv;
 
 const HEADER: &str = "id,family,status,reason,unit,count,min,p1,p5,p25,median,p75,p95,p99,max,mean,stddev,mad,ci95_lo,ci95_hi,baseline_ns,batch_size,outliers_mild,outliers_severe,preempted_samples,disturbed,events_per_op,definition,events_unavailable";
 
-/// RFC 4180 quoting where needed.
-fn field(s: &str) -> String {
+/// A text field of any oscost CSV (runs, comparisons, matrices): control characters and
+/// bidirectional overrides shown escaped (`text::printable`: a stored id or label may hold
+/// them, and a CSV is read in terminals and spreadsheets), then RFC 4180 quoting where needed.
+pub fn field(s: &str) -> String {
+    let s = crate::text::printable(s);
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
-        s.to_string()
+        s.into_owned()
     }
 }
 

@@ -223,13 +223,7 @@ percentage points, and the addition; ~ no change beyond ±{:.0}%; ? no CI.\n",
 /// One CSV line per benchmark and run.
 pub fn render_csv(m: &Matrix) -> String {
     let f = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v}"));
-    let q = |s: &str| {
-        if s.contains([',', '"', '\n']) {
-            format!("\"{}\"", s.replace('"', "\"\""))
-        } else {
-            s.to_string()
-        }
-    };
+    let q = super::csv::field;
     let mut out = String::from(
         "bench,run_id,column,is_base,median_ns,slowdown,slowdown_lo,slowdown_hi,addition_ns,addition_lo,addition_hi,verdict,missing\n",
     );
@@ -250,7 +244,7 @@ pub fn render_csv(m: &Matrix) -> String {
                 f(c.addition_ci95.map(|x| x[0])),
                 f(c.addition_ci95.map(|x| x[1])),
                 c.verdict.map_or("", |v| v.word()),
-                c.missing.as_deref().unwrap_or("")
+                q(c.missing.as_deref().unwrap_or(""))
             ));
         }
     }

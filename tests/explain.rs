@@ -261,3 +261,40 @@ fn a_mounted_tracefs_is_used_and_a_foreign_instance_left_alone() {
         assert!(left.is_empty(), "instances left: {left:?}");
     }
 }
+
+/// Inside a PID namespace (its own /proc too) the tracepoints record the host's thread ids,
+/// which the measuring thread's `gettid` does not give: explain still finds it (by the name it
+/// takes for the pass) and splits the round trip, at both placements, and the thread's own
+/// name is back afterwards (nothing to see from outside: it is a worker of the command).
+#[test]
+fn explain_works_inside_a_pid_namespace() {
+    if !root_and_two_cpus("explain_works_inside_a_pid_namespace") {
+        return;
+    }
+    let _g = measuring();
+    for id in ["switch/pipe-proc@same", "switch/pipe-proc@cross"] {
+        let inner = oscost(&unique_tag("explain-pidns"));
+        let mut c = std::process::Command::new("unshare");
+        c.args(["--pid", "--fork", "--mount-proc"])
+            .arg(inner.get_program())
+            .args(["explain", id]);
+        for (k, v) in inner.get_envs() {
+            if let Some(v) = v {
+                c.env(k, v);
+            }
+        }
+        let Ok(out) = c.output() else {
+            skip(
+                "explain_works_inside_a_pid_namespace",
+                "unshare (util-linux) cannot be run here",
+            );
+            return;
+        };
+        let (text, err) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert_eq!(out.status.code(), Some(0), "{id}: {text}\n{err}");
+        assert!(text.contains("master switched in"), "{id}: {text}");
+    }
+}

@@ -5,14 +5,17 @@
 //! split into stages (`analysis::explain`). The output says how far tracing moved the round
 //! trip against the untraced median.
 //!
-//! In this process, not in a worker: the measuring thread is then this thread, whose id the
-//! trace is filtered by, and the peer is the thread it wakes. Needs root (mounting tracefs in
+//! In this process, not in a worker: the measuring thread is then this thread, found in the
+//! trace by a name it takes for the traced pass (the tracepoints record the initial PID
+//! namespace's ids, which `gettid` in a container does not give), and the peer is the thread
+//! it wakes. Needs root (mounting tracefs in
 //! a namespace of the helper's own); without, exit 2 saying what is missing. Nothing stays
 //! traced or mounted: the helper removes the instance when the tracer is dropped (or the
 //! command dies), and its mount dies with its namespace.
 
 use std::path::PathBuf;
 
+use anyhow::Context;
 use clap::Args;
 
 use super::args::usage;
@@ -25,6 +28,34 @@ use crate::harness::sampler::{Sampler, SamplerConfig, StopWhen};
 use crate::harness::trace::{Tracer, ipis_received};
 use crate::harness::{placement, runner};
 use crate::report::explain::Explanation;
+
+/// The measuring thread's name for the traced pass, unique to it (a nonce), and its own
+/// name again when dropped, on every path out of the pass.
+struct PassName {
+    name: String,
+    before: std::ffi::CString,
+}
+
+impl PassName {
+    fn set() -> anyhow::Result<PassName> {
+        let before = nix::sys::prctl::get_name().context("cannot read the thread's name")?;
+        let nonce = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos())
+            ^ std::process::id();
+        // 15 bytes at most: the kernel's command names are 16 with the NUL.
+        let name = format!("oscost-m{:07x}", nonce & 0x0fff_ffff);
+        let c = std::ffi::CString::new(name.clone()).context("a thread name")?;
+        nix::sys::prctl::set_name(&c).context("cannot name the measuring thread")?;
+        Ok(PassName { name, before })
+    }
+}
+
+impl Drop for PassName {
+    fn drop(&mut self) {
+        let _ = nix::sys::prctl::set_name(&self.before);
+    }
+}
 
 #[derive(Debug, Args, Clone)]
 /// `oscost explain`'s arguments.
@@ -140,12 +171,18 @@ impl ExplainArgs {
                     .map_or("no result".into(), |e| e.to_string())
             )
         })?;
-        // SAFETY: gettid has no arguments and cannot fail.
-        let master = unsafe { libc::gettid() } as u32;
+        // The measuring thread is found in the trace by a name of its own for the pass: the
+        // tracepoints record the initial PID namespace's ids, not `gettid`'s (`tid_named`).
+        let named = PassName::set()?;
         let ipis_before = ipis_received(&allowed);
         tracer.enable()?;
         let traced = runner::run_cases(&meter(true), b, &plan.opts.variants);
         tracer.disable()?;
+        let master = tracer.tid_named(&named.name);
+        drop(named);
+        let master = master.ok_or_else(|| {
+            anyhow::anyhow!("the measuring thread was not seen switching in the trace of {id}")
+        })?;
         let ipis = ipis_before
             .zip(ipis_received(&allowed))
             .map(|(a, b)| b.saturating_sub(a));

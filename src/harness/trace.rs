@@ -134,6 +134,31 @@ impl Tracer {
         Ok(())
     }
 
+    /// The thread id, as the tracepoints record it, of the thread that was named `comm` while
+    /// recording (seen switched in or out); call before `read`. Inside a PID namespace the
+    /// tracepoints record the initial namespace's ids, which `gettid` does not give, and
+    /// `/proc` may not either (a namespace with its own /proc mount): a name the thread gives
+    /// itself for the pass is what finds it on every machine.
+    pub fn tid_named(&self, comm: &str) -> Option<u32> {
+        let d = self.drained.as_ref()?;
+        let f = &self.formats;
+        let ev = "sched/sched_switch";
+        let switch_id = *f.ids.get(ev)? as i64;
+        for (_, size, pages) in &d.cpus {
+            for r in ringbuf::records(pages, *size, d.layout) {
+                if f.get(ev, "common_type", r.data) != Some(switch_id) {
+                    continue;
+                }
+                for (name, pid) in [("next_comm", "next_pid"), ("prev_comm", "prev_pid")] {
+                    if f.text(ev, name, r.data) == Some(comm.as_bytes()) {
+                        return f.get(ev, pid, r.data).map(|p| p as u32);
+                    }
+                }
+            }
+        }
+        None
+    }
+
     /// Every record, parsed and time-ordered, and how many the kernel dropped.
     pub fn read(&mut self) -> (Vec<TraceEvent>, u64) {
         let Some(d) = self.drained.take() else {

@@ -115,6 +115,13 @@ impl Formats {
         f
     }
 
+    /// A character array field in a raw record (a command name), up to its first NUL.
+    pub fn text<'a>(&self, event: &str, field: &str, raw: &'a [u8]) -> Option<&'a [u8]> {
+        let &(off, size) = self.fields.get(&(event.to_string(), field.to_string()))?;
+        let b = raw.get(off..off + size)?;
+        Some(b.split(|&c| c == 0).next().unwrap_or(b))
+    }
+
     /// A field's value in a raw record (little-endian, as the kernel wrote it on this host).
     pub fn get(&self, event: &str, field: &str, raw: &[u8]) -> Option<i64> {
         let &(off, size) = self.fields.get(&(event.to_string(), field.to_string()))?;

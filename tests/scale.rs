@@ -93,11 +93,12 @@ fn the_null_call_scales_and_a_shared_address_space_shows_its_cost() {
         }
     }
     // The null call scales in both modes: two copies do clearly more than one (a point above
-    // 0.6, where 0.5 is no gain), its CI reaches 0.85, and it scales better than the TLB
-    // flush of threads sharing one address space (~0.2 here). Not the point above 0.85:
-    // `--quick` on a shared 2-vCPU host gave 0.76-1.19 over twelve runs and CI saw 0.81, as
-    // the one-copy and the all-copies rates are measured at different instants; the CI's
-    // upper end was above 0.85 in all of 20 looks.
+    // 0.6, where 0.5 is no gain), measured from windows paired in time, and it scales better
+    // than the TLB flush of threads sharing one address space (~0.2 here). Not a point above
+    // 0.9: on these guests two busy vCPUs each run at 0.75 or 0.87 of one for the first
+    // 0.3-1 s after the second wakes (the host's placement settling; a C loop shows the same
+    // levels, docs/design-notes.md, "Efficiency from one instant"), and a repetition is
+    // shorter than that; paired, the CI is tight around whichever level the host gave.
     let flush = param(
         result(&run, &format!("scale/tlb-flush/thread-{n}")),
         "efficiency",
@@ -105,9 +106,15 @@ fn the_null_call_scales_and_a_shared_address_space_shows_its_cost() {
     for mode in ["process", "thread"] {
         let r = result(&run, &format!("scale/getppid/{mode}-{n}"));
         let e = param(r, "efficiency");
+        assert_eq!(
+            r.params.get("efficiency_paired"),
+            Some(&serde_json::json!(true)),
+            "{}",
+            r.id
+        );
         let e_ci = ci(r, "efficiency_ci95");
         assert!(
-            e > 0.6 && e_ci[1] > 0.85 && e > flush,
+            e > 0.6 && e_ci[0] <= e && e <= e_ci[1] && e > flush,
             "{}: efficiency {e} {e_ci:?}, the threads' TLB flush {flush}",
             r.id
         );

@@ -1,6 +1,9 @@
 //! What a scale/ benchmark's results say together (`Cases::Copies`): each result's
-//! efficiency against one copy of its mode (the one-copy cost over its cost, with a CI from
-//! the hierarchical bootstrap of both over their repetitions), its operations per second per
+//! efficiency against one copy of its mode (from windows paired in time where the result has
+//! them: copy 0 alone just before and after the all-copies windows of each repetition, a
+//! geometric mean with a t interval on logarithms, flagged when above 1 beyond it; else the
+//! one-copy cost over its cost, with a CI from the hierarchical bootstrap of both over their
+//! repetitions), its operations per second per
 //! task and in total (from its median, so they agree with it), the IPIs per operation with a
 //! t interval over the repetitions, and, where threads and processes ran the same number of
 //! copies, the threads' cost against the processes': what sharing one address space and one
@@ -19,7 +22,12 @@ const BAND: f64 = 0.02;
 
 /// Parameters each repetition reports whose spread across repetitions the result keeps
 /// (`{key}_by_rep`), for a CI of their own.
-pub const PER_REPETITION: &[&str] = &["ipis_per_op", "tlb_ipis_per_op", "idle_pct"];
+pub const PER_REPETITION: &[&str] = &[
+    "ipis_per_op",
+    "tlb_ipis_per_op",
+    "idle_pct",
+    "paired_efficiency",
+];
 
 fn mode(r: &BenchResult) -> Option<&str> {
     r.params.get("mode")?.as_str()
@@ -92,6 +100,24 @@ pub fn rate_ci(values: &[f64]) -> Option<[f64; 2]> {
     }
 }
 
+/// Efficiency from the windows each repetition paired in time (copy 0 alone just before and
+/// after the all-copies windows, `harness::scaling`): the geometric mean of the repetitions'
+/// ratios, with the t interval of their logarithms (a ratio spreads by factors). None for a
+/// result without them (one copy, or a run stored before they were taken).
+fn paired_efficiency(r: &BenchResult) -> Option<(f64, [f64; 2])> {
+    let by_rep: Vec<f64> = r
+        .params
+        .get("paired_efficiency_by_rep")?
+        .as_array()?
+        .iter()
+        .filter_map(|x| x.as_f64())
+        .filter(|x| x.is_finite() && *x > 0.0)
+        .collect();
+    let logs: Vec<f64> = by_rep.iter().map(|v| v.ln()).collect();
+    let (mean, ci) = mean_ci(&logs)?;
+    Some((mean.exp(), [ci[0].exp(), ci[1].exp()]))
+}
+
 /// What one result of a scale/ benchmark gets (parameters, notes), from it and its siblings
 /// (`all`, the benchmark's results as measured).
 fn additions(
@@ -123,10 +149,21 @@ fn additions(
             params.push((format!("{key}_ci95"), json!(ci)));
         }
     }
-    if let Some(one) = find(m, 1)
+    if let Some((e, ci)) = paired_efficiency(r) {
+        params.push(("efficiency".into(), json!(e)));
+        params.push(("efficiency_ci95".into(), json!(ci)));
+        params.push(("efficiency_paired".into(), json!(true)));
+        if ci[0] > 1.0 {
+            notes.push(format!(
+                "efficiency {e:.2} ({:.2}-{:.2}) above 1 beyond its CI: {n} copies ran faster each than one alone at the same moments, which sharing cannot do; the host moved (another guest's load, a frequency change) between the paired windows",
+                ci[0], ci[1]
+            ));
+        }
+    } else if let Some(one) = find(m, 1)
         && let Some((x, ci)) = ratio(one, r)
     {
-        // Efficiency is the inverse of the slowdown against one copy.
+        // Efficiency is the inverse of the slowdown against one copy: runs stored before the
+        // paired windows, and the one-copy results themselves.
         params.push(("efficiency".into(), json!(1.0 / x)));
         params.push(("efficiency_ci95".into(), json!([1.0 / ci[1], 1.0 / ci[0]])));
     }
@@ -186,6 +223,49 @@ mod tests {
         }
         r.stats = crate::stats::summarize(&r.samples_ns);
         r
+    }
+
+    /// With windows paired in time, efficiency comes from them, not from the two results'
+    /// medians (which a host that moved between them would bias: here the one-copy result
+    /// was measured at a slow moment, 130 ns, against the pairs' 100); a point above 1 beyond
+    /// its CI is said as the host moving.
+    #[test]
+    fn paired_windows_give_efficiency_and_a_point_above_one_is_flagged() {
+        let mut rs = vec![
+            result("process", 1, &[130.0, 131.0, 129.0]),
+            result("process", 2, &[100.0, 101.0, 100.0]),
+            result("thread", 1, &[100.0, 100.0, 100.0]),
+            result("thread", 2, &[90.0, 90.5, 89.5]),
+        ];
+        rs[1].params.insert(
+            "paired_efficiency_by_rep".into(),
+            json!([0.98, 1.0, 1.01, 0.99]),
+        );
+        rs[3].params.insert(
+            "paired_efficiency_by_rep".into(),
+            json!([1.11, 1.12, 1.10, 1.11]),
+        );
+        derive(&mut rs);
+        let eff = |r: &BenchResult| r.params["efficiency"].as_f64().unwrap();
+        let ci = |r: &BenchResult| -> [f64; 2] {
+            serde_json::from_value(r.params["efficiency_ci95"].clone()).unwrap()
+        };
+        assert!((eff(&rs[1]) - 0.995).abs() < 0.005, "{}", eff(&rs[1]));
+        let c = ci(&rs[1]);
+        assert!(c[0] < 0.995 && c[1] > 0.995 && c[1] < 1.02, "{c:?}");
+        assert_eq!(rs[1].params["efficiency_paired"], json!(true));
+        assert!(!rs[1].notes.iter().any(|n| n.contains("above 1")));
+        assert!(ci(&rs[3])[0] > 1.0);
+        assert!(
+            rs[3]
+                .notes
+                .iter()
+                .any(|n| n.contains("above 1 beyond its CI") && n.contains("host moved")),
+            "{:?}",
+            rs[3].notes
+        );
+        // One copy keeps its efficiency of 1, from the ratio with itself.
+        assert!((eff(&rs[0]) - 1.0).abs() < 1e-9);
     }
 
     #[test]

@@ -146,9 +146,20 @@ impl std::fmt::Display for TaskError {
 }
 
 const LINE: usize = 128;
+// The state every copy reads before each operation is a set of bits: copy 0 runs while
+// `FIRST` is set, the others while `OTHERS` is. Each copy tests its own bit, one load and one
+// AND whatever the state, so copy 0 alone runs the very loop it runs with every copy (a
+// second comparison for the solo state cost a debug build's loop 60% of its speed).
+const FIRST: u32 = 0b01;
+const OTHERS: u32 = 0b10;
+/// Not started yet (the board's zeroed memory).
 const WAIT: u32 = 0;
-const GO: u32 = 1;
-const STOP: u32 = 2;
+/// Every copy runs.
+const GO: u32 = FIRST | OTHERS;
+/// Copy 0 alone runs; the others wait on the state (a futex) until it moves.
+const SOLO: u32 = FIRST;
+/// Every copy returns.
+const STOP: u32 = 0b100;
 
 /// The board's header: how many copies are ready, and the state every copy waits on.
 #[repr(C)]
@@ -240,9 +251,22 @@ pub struct Task<'a> {
     /// Process or thread.
     pub mode: Mode,
     board: &'a Board,
+    /// The state bit under which this copy runs (`FIRST` or `OTHERS`).
+    runs_under: u32,
 }
 
-impl Task<'_> {
+impl<'a> Task<'a> {
+    fn new(index: usize, cpu: usize, mode: Mode, board: &'a Board) -> Task<'a> {
+        let runs_under = if index == 0 { FIRST } else { OTHERS };
+        Task {
+            index,
+            cpu,
+            mode,
+            board,
+            runs_under,
+        }
+    }
+
     /// Say this copy is prepared and wait until every copy is: true to go on, false when the
     /// case is being stopped instead.
     pub fn start(&self) -> bool {
@@ -251,17 +275,36 @@ impl Task<'_> {
         loop {
             let s = h.state.load(Ordering::SeqCst);
             if s != WAIT {
-                return s == GO;
+                return self.may_run(s);
             }
             // Shared: forked copies wait on the same page. Returns at once if it moved.
             super::os::futex_wait(&h.state, WAIT, false);
         }
     }
 
-    /// Whether the copies are still to run.
+    /// Whether the copies are still to run (a copy other than the first waits here while the
+    /// first runs alone).
     #[inline(always)]
     pub fn running(&self) -> bool {
-        self.board.header().state.load(Ordering::Relaxed) == GO
+        let s = self.board.header().state.load(Ordering::Relaxed);
+        s & self.runs_under != 0 || self.may_run(s)
+    }
+
+    /// The slow path of `running`: wait out a solo phase (copies but the first), then say
+    /// whether to go on.
+    #[cold]
+    fn may_run(&self, mut s: u32) -> bool {
+        let h = self.board.header();
+        loop {
+            if s & self.runs_under != 0 {
+                return true;
+            }
+            if s != SOLO {
+                return false;
+            }
+            super::os::futex_wait(&h.state, SOLO, false);
+            s = h.state.load(Ordering::SeqCst);
+        }
     }
 
     /// Count `k` operations done.
@@ -311,11 +354,13 @@ pub fn measure(shape: &Shape, body: &Body) -> Result<Outcome, BenchError> {
     }
     let board = Board::new(n)?;
     let timed = |board: &Board| timed_windows(shape, board);
-    let (measured, ipis, idle) = match shape.mode {
+    let w = match shape.mode {
         Mode::Process => with_processes(shape, &board, body, timed)?,
         Mode::Thread => with_threads(shape, &board, body, timed)?,
     };
-    let (ms, ops, wall_ns) = measured?;
+    let (ipis, idle) = (w.ipis, w.idle);
+    let (ms, ops, wall_ns) = w.timed?;
+    let ms_samples = ms.samples_ns.clone();
     let mut o = Outcome::of(ms);
     let per_task = if wall_ns > 0 {
         ops as f64 / n as f64 * 1e9 / wall_ns as f64
@@ -338,6 +383,12 @@ pub fn measure(shape: &Shape, body: &Body) -> Result<Outcome, BenchError> {
     }
     if let Some(idle) = idle {
         o = o.param("idle_pct", idle * 100.0);
+    }
+    if let Some(solo) = w.solo_ns
+        && let Some(all) = median_of(&ms_samples)
+        && all > 0.0
+    {
+        o = o.param("paired_efficiency", solo / all);
     }
     o.placed = Some(placement_of(&shape.cpus));
     Ok(o)
@@ -384,8 +435,8 @@ fn with_processes(
     shape: &Shape,
     board: &Board,
     body: &Body,
-    timed: impl FnOnce(&Board) -> (Timed, Option<Ipis>, Option<f64>),
-) -> Result<(Timed, Option<Ipis>, Option<f64>), BenchError> {
+    timed: impl FnOnce(&Board) -> Windows,
+) -> Result<Windows, BenchError> {
     struct Reaper<'a> {
         pids: Vec<libc::pid_t>,
         board: &'a Board,
@@ -437,12 +488,7 @@ fn with_processes(
             unsafe {
                 libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set);
             }
-            let task = Task {
-                index: i,
-                cpu,
-                mode: Mode::Process,
-                board,
-            };
+            let task = Task::new(i, cpu, Mode::Process, board);
             let rc = match body(&task) {
                 Ok(()) => 0,
                 Err(e) => {
@@ -463,8 +509,8 @@ fn with_threads(
     shape: &Shape,
     board: &Board,
     body: &Body,
-    timed: impl FnOnce(&Board) -> (Timed, Option<Ipis>, Option<f64>),
-) -> Result<(Timed, Option<Ipis>, Option<f64>), BenchError> {
+    timed: impl FnOnce(&Board) -> Windows,
+) -> Result<Windows, BenchError> {
     std::thread::scope(|s| {
         // Stops the copies when the scope ends, however it ends (the scope then joins them).
         struct Stop<'a>(&'a Board);
@@ -478,12 +524,7 @@ fn with_threads(
             let spawned = std::thread::Builder::new()
                 .name(format!("oscost-copy{i}"))
                 .spawn_scoped(s, move || {
-                    let task = Task {
-                        index: i,
-                        cpu,
-                        mode: Mode::Thread,
-                        board,
-                    };
+                    let task = Task::new(i, cpu, Mode::Thread, board);
                     let r = placement::pin_current_thread(cpu)
                         .map_err(|_| TaskError::last("pinning to its CPU"))
                         .and_then(|()| body(&task));
@@ -502,43 +543,127 @@ fn with_threads(
     })
 }
 
-/// Wait for every copy, start them together, leave out the warm-up, then time windows until
-/// the length is reached; IPIs and idle time are read around the timed windows.
-fn timed_windows(shape: &Shape, board: &Board) -> (Timed, Option<Ipis>, Option<f64>) {
-    let n = shape.cpus.len() as u32;
+/// What one repetition's windows give: the all-copies windows (samples, operations, time),
+/// the IPIs and idle share around them, and copy 0's cost alone beside them.
+pub struct Windows {
+    timed: Timed,
+    ipis: Option<Ipis>,
+    idle: Option<f64>,
+    /// Copy 0's ns per operation while it ran alone, just before and just after the
+    /// all-copies windows (the median of those windows): efficiency's other half, measured
+    /// at the same moment of the host.
+    solo_ns: Option<f64>,
+}
+
+impl Windows {
+    fn failed(why: String) -> Windows {
+        Windows {
+            timed: Err(BenchError::Failed(why)),
+            ipis: None,
+            idle: None,
+            solo_ns: None,
+        }
+    }
+}
+
+/// The median of `xs` (none when empty).
+fn median_of(xs: &[f64]) -> Option<f64> {
+    (!xs.is_empty()).then(|| crate::stats::median(xs))
+}
+
+/// Wait for every copy to be ready (or one to fail, or 10 s to pass).
+fn all_ready(board: &Board) -> Result<(), String> {
+    let n = board.copies as u32;
     let h = board.header();
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let (ready, failed) = (
-            h.ready.load(Ordering::SeqCst),
-            h.failed.load(Ordering::SeqCst),
-        );
-        if failed > 0 {
-            let why = board
+        if h.failed.load(Ordering::SeqCst) > 0 {
+            return Err(board
                 .first_error()
-                .unwrap_or_else(|| "a copy failed".into());
-            return (Err(BenchError::Failed(why)), None, None);
+                .unwrap_or_else(|| "a copy failed".into()));
         }
+        let ready = h.ready.load(Ordering::SeqCst);
         if ready >= n {
-            break;
+            return Ok(());
         }
         if Instant::now() > deadline {
-            return (
-                Err(BenchError::Failed(format!(
-                    "only {ready} of {n} copies were ready after 10 s"
-                ))),
-                None,
-                None,
-            );
+            return Err(format!("only {ready} of {n} copies were ready after 10 s"));
         }
         std::thread::sleep(Duration::from_micros(200));
     }
-    board.set_state(GO);
-    std::thread::sleep(Duration::from_nanos(shape.warmup_ns));
-    if crate::harness::counters::active() {
-        return (count_window(shape, board), None, None);
+}
+
+/// Copy 0 alone: `windows` windows after `settle`, its ns per operation in each.
+fn solo_windows(shape: &Shape, board: &Board, settle: Duration, windows: usize) -> Vec<f64> {
+    board.set_state(SOLO);
+    std::thread::sleep(settle);
+    let ops = || board.slot(0).ops.load(Ordering::Relaxed);
+    let (mut t_prev, mut ops_prev) = (Instant::now(), ops());
+    let mut out = Vec::with_capacity(windows);
+    let give_up = t_prev + Duration::from_nanos(shape.window_ns * windows as u64 * 20);
+    while out.len() < windows && Instant::now() < give_up {
+        std::thread::sleep(Duration::from_nanos(shape.window_ns));
+        let (t, k) = (Instant::now(), ops());
+        if k > ops_prev {
+            out.push(t.duration_since(t_prev).as_nanos() as f64 / (k - ops_prev) as f64);
+            (t_prev, ops_prev) = (t, k);
+        }
     }
-    let windows = (shape.length_ns / shape.window_ns.max(1)).max(3) as usize + 2;
+    out
+}
+
+/// Wait for every copy, then time the all-copies windows until the length is reached, with
+/// IPIs and idle time read around them. With several copies, copy 0 also runs alone for a
+/// few windows just before and just after (the others waiting on the board), so that
+/// efficiency is a ratio of two rates taken at one moment of the host, not of two results
+/// measured seconds apart (`analysis::scaling`).
+fn timed_windows(shape: &Shape, board: &Board) -> Windows {
+    if let Err(why) = all_ready(board) {
+        return Windows::failed(why);
+    }
+    let n = shape.cpus.len();
+    let warmup = Duration::from_nanos(shape.warmup_ns);
+    if crate::harness::counters::active() {
+        board.set_state(GO);
+        std::thread::sleep(warmup);
+        return Windows {
+            timed: count_window(shape, board),
+            ipis: None,
+            idle: None,
+            solo_ns: None,
+        };
+    }
+    let go_windows = (shape.length_ns / shape.window_ns.max(1)).max(3) as usize;
+    // A quarter of the all-copies windows alone on each side; the settle covers the waiting
+    // copies' wake-up (a cross-CPU wake-up is 30-65 us on these guests) and their stopping.
+    let solo_each = (go_windows / 4).max(2);
+    let settle = Duration::from_nanos((shape.window_ns / 5).max(1_000_000));
+    let mut solo = Vec::new();
+    if n > 1 {
+        solo = solo_windows(shape, board, warmup, solo_each);
+    }
+    board.set_state(GO);
+    std::thread::sleep(warmup);
+    let mut w = go_phase(shape, board, go_windows);
+    if n > 1 && w.timed.is_ok() {
+        solo.extend(solo_windows(shape, board, settle, solo_each));
+        w.solo_ns = median_of(&solo);
+    }
+    if board.header().failed.load(Ordering::SeqCst) > 0 {
+        return Windows::failed(
+            board
+                .first_error()
+                .unwrap_or_else(|| "a copy failed".into()),
+        );
+    }
+    w
+}
+
+/// The all-copies windows, every copy running, until `windows` are timed and the length
+/// reached; IPIs and idle time around them.
+fn go_phase(shape: &Shape, board: &Board, windows: usize) -> Windows {
+    let n = shape.cpus.len();
+    let h = board.header();
     let mut samples = Vec::with_capacity(windows * 2);
     let mut ends = Vec::with_capacity(windows * 2);
     let idle0 = idle_us(&shape.watched);
@@ -550,10 +675,11 @@ fn timed_windows(shape: &Shape, board: &Board) -> (Timed, Option<Ipis>, Option<f
     loop {
         std::thread::sleep(Duration::from_nanos(shape.window_ns));
         if h.failed.load(Ordering::SeqCst) > 0 {
-            let why = board
-                .first_error()
-                .unwrap_or_else(|| "a copy failed".into());
-            return (Err(BenchError::Failed(why)), None, None);
+            return Windows::failed(
+                board
+                    .first_error()
+                    .unwrap_or_else(|| "a copy failed".into()),
+            );
         }
         let (t, ops) = (Instant::now(), board.total());
         let elapsed = t.duration_since(start).as_nanos() as u64;
@@ -587,14 +713,10 @@ fn timed_windows(shape: &Shape, board: &Board) -> (Timed, Option<Ipis>, Option<f
         _ => None,
     };
     if samples.is_empty() {
-        return (
-            Err(BenchError::Failed(format!(
-                "no copy completed an operation in {:.1} s",
-                wall_ns as f64 / 1e9
-            ))),
-            None,
-            None,
-        );
+        return Windows::failed(format!(
+            "no copy completed an operation in {:.1} s",
+            wall_ns as f64 / 1e9
+        ));
     }
     let m = Measurement {
         samples_ns: samples,
@@ -606,7 +728,12 @@ fn timed_windows(shape: &Shape, board: &Board) -> (Timed, Option<Ipis>, Option<f
         },
         baseline_ns: 0.0,
     };
-    (Ok((m, ops, wall_ns)), ipis, idle)
+    Windows {
+        timed: Ok((m, ops, wall_ns)),
+        ipis,
+        idle,
+        solo_ns: None,
+    }
 }
 
 /// The untimed counting pass: events over one window of every copy running, per operation.
@@ -741,6 +868,10 @@ mod tests {
             assert!(o.measurement.samples_ns.len() >= 3);
             assert!(o.measurement.samples_ns.iter().all(|&x| x > 0.0));
             assert!(o.params["ops_per_s_per_task"].as_f64().unwrap() > 0.0);
+            // Both copies on one CPU: together each gets about half of what copy 0 alone
+            // got in the windows paired with them (the other waits on the board meanwhile).
+            let paired = o.params["paired_efficiency"].as_f64().unwrap();
+            assert!(paired > 0.4 && paired < 0.6, "{mode:?}: {paired}");
         }
         let failing = |t: &Task| -> Result<(), TaskError> {
             if t.index == 1 {

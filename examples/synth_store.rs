@@ -10,7 +10,7 @@
 
 use std::path::PathBuf;
 
-use oscost::store::{Store, classify};
+use oscost::effects::store::{Store, classify};
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();

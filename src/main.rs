@@ -5,10 +5,10 @@
 
 use clap::Parser;
 
+use oscost::base::text::printable;
 use oscost::cli::Cli;
-use oscost::commands::args::UsageError;
-use oscost::text::printable;
-use oscost::worker::{Interrupted, InterruptedAfterSave};
+use oscost::cli::commands::args::UsageError;
+use oscost::processes::worker::{Interrupted, InterruptedAfterSave};
 
 /// The stack the command runs on, whatever RLIMIT_STACK gives the main thread (under
 /// `prlimit --stack=32768` argument parsing alone overflowed it).
@@ -45,7 +45,7 @@ fn main() {
         // mapping would be one more for fork to copy) on a worker's start.
         let args: Vec<String> = std::env::args().skip(2).collect();
         if let [id, config] = args.as_slice() {
-            std::process::exit(oscost::worker::worker_main(id, config));
+            std::process::exit(oscost::processes::worker::worker_main(id, config));
         }
         std::process::exit(run());
     }
@@ -53,10 +53,10 @@ fn main() {
     // single-threaded, started by a measuring command before its first change.
     if std::env::args_os()
         .nth(1)
-        .is_some_and(|a| a == oscost::put_back::GUARD_ARG)
+        .is_some_and(|a| a == oscost::effects::put_back::GUARD_ARG)
     {
         let args: Vec<String> = std::env::args().skip(2).collect();
-        std::process::exit(oscost::put_back::guard_main(&args));
+        std::process::exit(oscost::effects::put_back::guard_main(&args));
     }
     // Mounting tracefs in a mount namespace of its own needs a single-threaded process.
     if std::env::args_os().nth(1).is_some_and(|a| a == "__tracefs") {
@@ -68,7 +68,7 @@ fn main() {
     }
     // Address space held back for the moment memory runs short after measuring (`reserve`):
     // the command's process only, not its workers and helpers.
-    oscost::reserve::arm(oscost::reserve::RESERVE_BYTES);
+    oscost::base::reserve::arm(oscost::base::reserve::RESERVE_BYTES);
     // Under a small address-space limit (`ulimit -v`) an 8 MiB stack mapped whole would take
     // what the heap needs: the main thread's stack, which grows as used, serves instead.
     let small_as = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_AS)
@@ -76,7 +76,7 @@ fn main() {
     if small_as {
         // The stack's room (and a margin), asked of the system as the reserve asks it: where
         // an allocation that size fails, a stack growing that far would take a SIGSEGV.
-        if !oscost::reserve::room_for(STACK_GROWN_BYTES + (256 << 10)) {
+        if !oscost::base::reserve::room_for(STACK_GROWN_BYTES + (256 << 10)) {
             oscost::say!(
                 "oscost: the address-space limit (ulimit -v) leaves no room for oscost's stack; raise it"
             );
@@ -108,7 +108,7 @@ fn run() -> i32 {
         Ok(code) => code,
         Err(e) => exit_status(&e),
     };
-    if oscost::reserve::spent() {
+    if oscost::base::reserve::spent() {
         oscost::say!(
             "oscost: memory ran short (a limit such as `ulimit -v`, or the machine's): oscost used its emergency reserve to finish; give it more memory"
         );

@@ -100,7 +100,7 @@ fn env_describes_the_machine() {
         assert!(text.contains(key), "env lacks {key}:\n{text}");
     }
     let out = oscost("env").args(["env", "--json"]).output().unwrap();
-    let env: oscost::model::Env = serde_json::from_slice(&out.stdout).unwrap();
+    let env: oscost::base::model::Env = serde_json::from_slice(&out.stdout).unwrap();
     assert!(env.clock.unwrap().cost_ns > 0.0);
 }
 

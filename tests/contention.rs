@@ -28,7 +28,7 @@ fn a_task_spinning_on_the_measuring_cpu_is_flagged_and_named_on_every_result() {
         "call/f0",
         "timer/monotonic",
     ];
-    let waited = |r: &oscost::model::BenchResult| {
+    let waited = |r: &oscost::base::model::BenchResult| {
         r.disturbed
             .flag
             .iter()
@@ -79,7 +79,7 @@ fn a_part_time_competitor_is_flagged_where_children_wait_for_the_cpu() {
         "spawn/fork",
         "mem/fault-write",
     ];
-    let shared_flag = |r: &oscost::model::BenchResult| {
+    let shared_flag = |r: &oscost::base::model::BenchResult| {
         r.disturbed
             .flag
             .iter()
@@ -110,7 +110,7 @@ fn a_part_time_competitor_is_flagged_where_children_wait_for_the_cpu() {
 /// every time.
 fn quiet_flags_nothing(
     args: &[&str],
-    flag: impl Fn(&oscost::model::BenchResult) -> Option<String>,
+    flag: impl Fn(&oscost::base::model::BenchResult) -> Option<String>,
 ) {
     let mut seen = Vec::new();
     for _ in 0..2 {
@@ -155,7 +155,7 @@ fn a_busy_default_cpu_gives_way_to_an_idle_one() {
     }
     assert!(err.contains(&format!("CPU {last} was")), "{err}");
     match &run.results[0].placement {
-        oscost::model::Placement::Pinned { cpu } => assert_ne!(*cpu, last, "{err}"),
+        oscost::base::model::Placement::Pinned { cpu } => assert_ne!(*cpu, last, "{err}"),
         other => panic!("{other:?}"),
     }
 }
@@ -187,7 +187,9 @@ fn a_series_saves_every_run_and_says_its_run_to_run_spread() {
         text.contains("call/f0") && text.contains("(3 runs)"),
         "{text}"
     );
-    let mut s = oscost::store::Store::open_existing(&oscost::store::Location::File(db)).unwrap();
+    let mut s =
+        oscost::effects::store::Store::open_existing(&oscost::effects::store::Location::File(db))
+            .unwrap();
     let list = s.list().unwrap();
     assert_eq!(list.len(), 3);
     let last = s.load(list[2].id).unwrap();
@@ -285,7 +287,7 @@ fn groups_of_runs_are_compared_as_groups() {
             r.samples_ns
                 .iter_mut()
                 .for_each(|x| *x = (*x * f * 1000.0).round() / 1000.0);
-            r.stats = oscost::stats::summarize(&r.samples_ns);
+            r.stats = oscost::base::stats::summarize(&r.samples_ns);
             if let (Some(s), Some([lo, hi])) = (r.stats.as_mut(), ci) {
                 s.ci95 = [lo * f, hi * f];
             }

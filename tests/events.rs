@@ -6,11 +6,6 @@ mod common;
 
 use common::*;
 
-/// Results that count other than their definition on Linux, kept flagged rather than
-/// redefined (docs/design-notes.md, "Definitions"): a unix stream round trip on one CPU
-/// switches about three times, not two.
-const KNOWN_DEPARTURES: &[&str] = &["switch/unix-proc@same"];
-
 /// Every benchmark whose catalogue entry declares events per operation, measured with both
 /// parties on one CPU: each of its results that counted the events meets them. Driven by the
 /// catalogue, so a new entry's expectations are checked here without editing this test.
@@ -41,26 +36,10 @@ fn counted_events_match_the_definitions() {
     let mut checked = 0;
     for r in &run.results {
         let expected = oscost::bench::expected_events(&r.id);
-        if expected.is_empty() || r.status != oscost::model::Status::Ok {
+        if expected.is_empty() || r.status != oscost::base::model::Status::Ok {
             continue;
         }
         let ev = r.events.as_ref().expect("events counted");
-        if KNOWN_DEPARTURES.contains(&r.id.as_str()) {
-            // Flagged, as designed: the check fails and the note says so with the counts.
-            assert!(
-                ev.check.as_ref().is_some_and(|c| !c.met),
-                "{}: {ev:?}",
-                r.id
-            );
-            assert!(
-                r.notes.iter().any(|n| n.starts_with("definition not met")),
-                "{}: {:?}",
-                r.id,
-                r.notes
-            );
-            checked += 1;
-            continue;
-        }
         for (event, x) in &expected {
             let got = ev.per_op[*event];
             assert!(

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::*;
-use oscost::store::{Location, Store};
+use oscost::effects::store::{Location, Store};
 
 /// A database of its own on the test server, dropped after; `None` without a server.
 struct Db {

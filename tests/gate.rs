@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use clap::CommandFactory;
 use common::*;
-use oscost::store::{Location, Store};
+use oscost::effects::store::{Location, Store};
 
 /// The smallest valid invocation of each command, `{run}` the run file. A command missing
 /// here fails the test: a new command must say how it is called before it can be checked.

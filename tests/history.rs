@@ -9,7 +9,7 @@ use std::process::Output;
 use std::time::Duration;
 
 use common::*;
-use oscost::compare::{Comparison, Verdict};
+use oscost::analysis::compare::{Comparison, Verdict};
 
 /// A comparison written with --json, through its typed model.
 fn read_comparison(path: &Path) -> Comparison {
@@ -97,7 +97,7 @@ fn runs_are_saved_listed_trended_shown_exported_and_compared() {
     let mut run = read_run(&out);
     for r in &mut run.results {
         r.samples_ns.iter_mut().for_each(|x| *x *= 4.0);
-        r.stats = oscost::stats::summarize(&r.samples_ns);
+        r.stats = oscost::base::stats::summarize(&r.samples_ns);
     }
     let slow = dir.path().join("slow.json");
     std::fs::write(&slow, serde_json::to_string(&run).unwrap()).unwrap();

@@ -7,42 +7,28 @@
 //! - inside one folder, the sibling files use each other in no circle (a parent `mod.rs` and
 //!   its children may: the parent declares them and they use what it defines).
 //!
-//! A new top-level module must be given a layer here.
+//! `src/` holds only these folders, lib.rs and main.rs: a new module goes into the folder of
+//! its layer (a test below says so where a file or folder is added beside them).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use syn::visit::Visit;
 
-/// Lowest first. Same number: same layer (they may use each other, but not in a circle).
+/// Lowest first: the folders of `src/`, one per layer (docs/ARCHITECTURE.md's table). Inside a
+/// folder the files may use each other but in no circle (checked below), which orders them:
+/// `base`'s model above its statistics, `effects`' gate above its output.
 const LAYERS: &[(&str, u32)] = &[
-    ("stats", 0),
-    ("text", 0),
-    ("sample_codec", 0),
-    ("reserve", 0),
-    ("model", 1),
-    ("env", 2),
-    ("harness", 2),
-    ("bench", 3),
-    ("analysis", 4),
-    ("compare", 4),
-    ("select", 4),
-    ("matrix", 4),
-    ("report", 5),
-    ("output", 6),
-    ("gate", 6),
-    ("store", 6),
-    ("scratch", 6),
-    ("signals", 6),
-    ("settings_guard", 6),
-    ("put_back", 6),
-    ("worker", 7),
-    ("program", 7),
-    ("scheduler", 7),
-    ("commands", 8),
-    ("cli", 9),
-    ("lib", 10),
-    ("main", 10),
+    ("base", 0),
+    ("harness", 1),
+    ("bench", 2),
+    ("analysis", 3),
+    ("report", 4),
+    ("effects", 5),
+    ("processes", 6),
+    ("cli", 7),
+    ("lib", 8),
+    ("main", 8),
 ];
 
 fn layer(module: &str) -> Option<u32> {
@@ -398,4 +384,33 @@ fn the_checker_sees_every_kind_of_path_and_skips_only_test_items() {
     g.insert("b".to_string(), BTreeSet::from(["a".to_string()]));
     g.insert("c".to_string(), BTreeSet::from(["a".to_string()]));
     assert_eq!(circled(&g), ["a", "b"]);
+}
+
+/// `ls src` reads as ARCHITECTURE's layer table: one folder per layer of `LAYERS`, lib.rs and
+/// main.rs, nothing else (a new module goes into the folder of its layer).
+#[test]
+fn src_holds_one_folder_per_layer_and_nothing_else() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut found: Vec<String> = std::fs::read_dir(&src)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    found.sort();
+    let mut want: Vec<String> = LAYERS
+        .iter()
+        .map(|(m, _)| match *m {
+            "lib" | "main" => format!("{m}.rs"),
+            folder => folder.to_string(),
+        })
+        .collect();
+    want.sort();
+    assert_eq!(
+        found, want,
+        "src/ must hold the layers' folders, lib.rs and main.rs"
+    );
+    assert!(found.len() <= 10, "{found:?}");
+    for (m, _) in LAYERS.iter().filter(|(m, _)| !matches!(*m, "lib" | "main")) {
+        assert!(src.join(m).is_dir(), "layer {m} is a folder");
+    }
 }

@@ -23,7 +23,7 @@ fn json_follows_the_result_model_and_costs_are_ordered() {
         "timer/monotonic",
     ]);
     let (out, run) = run_json(&tag, &args);
-    assert_eq!(run.schema_version, oscost::model::SCHEMA_VERSION);
+    assert_eq!(run.schema_version, oscost::base::model::SCHEMA_VERSION);
     assert_eq!(run.tool.name, "oscost");
     assert!(run.clock.cost_ns > 0.0);
     assert!(run.env.kernel_release.is_some());
@@ -36,7 +36,7 @@ fn json_follows_the_result_model_and_costs_are_ordered() {
         assert!(r.baseline_ns > 0.0);
         assert!(matches!(
             r.placement,
-            oscost::model::Placement::Pinned { .. }
+            oscost::base::model::Placement::Pinned { .. }
         ));
     }
     // A positive call cost, or a note saying why not.

@@ -237,7 +237,7 @@ fn one_failed_benchmark_among_many_is_exit_1_with_the_rest_printed_exported_and_
     );
     let run = read_run(&json);
     assert_eq!(state(&run, "ipc/pipe-1b"), "ok");
-    let mut s = oscost::store::Store::open_existing(&file_store(&db)).unwrap();
+    let mut s = oscost::effects::store::Store::open_existing(&file_store(&db)).unwrap();
     assert_eq!(s.list().unwrap().len(), 1);
 }
 
@@ -383,7 +383,7 @@ fn kill_9_of_ab_never_leaves_one_side_without_the_other() {
         let status = child.wait().unwrap();
         completed += usize::from(status.success());
         if db.exists() {
-            let n = oscost::store::Store::open_existing(&file_store(&db))
+            let n = oscost::effects::store::Store::open_existing(&file_store(&db))
                 .map(|mut s| s.list().unwrap().len())
                 .unwrap_or(0);
             assert_eq!(n % 2, 0, "{n} runs after a kill at {t:?}: one side alone");
@@ -418,7 +418,7 @@ fn eight_concurrent_first_uses_of_a_fresh_database_all_succeed() {
         let out = c.wait_with_output().unwrap();
         assert_success(&out);
     }
-    let mut s = oscost::store::Store::open_existing(&file_store(&db)).unwrap();
+    let mut s = oscost::effects::store::Store::open_existing(&file_store(&db)).unwrap();
     assert_eq!(s.list().unwrap().len(), 8);
 }
 
@@ -494,8 +494,8 @@ fn thread_limits_and_a_tiny_stack_give_reasons_not_panics() {
     assert!(text.contains("RLIMIT_NPROC"), "{text}");
 }
 
-fn file_store(p: &std::path::Path) -> oscost::store::Location {
-    oscost::store::Location::File(p.to_path_buf())
+fn file_store(p: &std::path::Path) -> oscost::effects::store::Location {
+    oscost::effects::store::Location::File(p.to_path_buf())
 }
 
 /// Under an address-space limit (`ulimit -v`) tight enough that memory runs out after
@@ -541,10 +541,12 @@ fn a_run_measured_under_a_tight_memory_limit_is_saved_or_kept() {
             .unwrap_or(0)
     };
     let stored = || {
-        oscost::store::Store::open_existing(&oscost::store::Location::File(db.clone()))
-            .and_then(|mut s| s.list())
-            .map(|l| l.len())
-            .unwrap_or(0)
+        oscost::effects::store::Store::open_existing(&oscost::effects::store::Location::File(
+            db.clone(),
+        ))
+        .and_then(|mut s| s.list())
+        .map(|l| l.len())
+        .unwrap_or(0)
     };
     let mut measured = 0;
     for kib in (floor..floor + 14_000).step_by(1_000) {
@@ -600,8 +602,10 @@ fn an_unwritable_stderr_loses_no_run_and_panics_nowhere() {
         .output()
         .unwrap();
     assert_ne!(out.status.code(), Some(101));
-    let mut s =
-        oscost::store::Store::open_existing(&oscost::store::Location::File(db.clone())).unwrap();
+    let mut s = oscost::effects::store::Store::open_existing(
+        &oscost::effects::store::Location::File(db.clone()),
+    )
+    .unwrap();
     assert_eq!(s.list().unwrap().len(), 2, "both runs saved");
     for args in [&["history"][..], &["matrix"], &["show", "last"], &["list"]] {
         let full = std::fs::OpenOptions::new()

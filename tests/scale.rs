@@ -10,7 +10,7 @@ use std::process::Output;
 use std::time::Duration;
 
 use common::*;
-use oscost::compare::{Comparison, Verdict};
+use oscost::analysis::compare::{Comparison, Verdict};
 use serde_json::Value;
 
 fn param(r: &BenchResult, k: &str) -> f64 {

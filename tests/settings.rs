@@ -323,18 +323,23 @@ fn ab_switches_a_setting_per_side_and_puts_it_back() {
     assert_eq!(aslr(), original);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("B = aslr=2"), "{err}");
-    let mut s = oscost::store::Store::open_existing(&oscost::store::Location::File(db)).unwrap();
+    let mut s =
+        oscost::effects::store::Store::open_existing(&oscost::effects::store::Location::File(db))
+            .unwrap();
     let ids: Vec<i64> = s.list().unwrap().iter().map(|r| r.id).collect();
     let (a, b) = (s.load(ids[0]).unwrap(), s.load(ids[1]).unwrap());
     assert_eq!(a.settings, vec!["aslr=0".to_string()]);
     assert_eq!(b.settings, vec!["aslr=2".to_string()]);
     // A run under a setting is an environment of its own (its own run-to-run history).
-    assert_ne!(oscost::store::env_key(&a), oscost::store::env_key(&b));
+    assert_ne!(
+        oscost::effects::store::env_key(&a),
+        oscost::effects::store::env_key(&b)
+    );
 }
 
-/// The machine's state directory (`oscost::put_back::state::STATE_DIR`) and its states.
+/// The machine's state directory (`oscost::effects::put_back::state::STATE_DIR`) and its states.
 fn held_dir() -> std::path::PathBuf {
-    Path::new(oscost::put_back::state::STATE_DIR).join("held")
+    Path::new(oscost::effects::put_back::state::STATE_DIR).join("held")
 }
 
 /// A value other than `now` that a catalogue setting takes: another of a bracketed file's
@@ -548,7 +553,7 @@ fn every_writable_setting_is_put_back_by_the_guard_alone() {
     assert!(failures.is_empty(), "{failures:#?}");
     // Nothing held is left behind by them.
     for (_, file, _) in &entries {
-        let state = held_dir().join(oscost::put_back::state::state_name(file));
+        let state = held_dir().join(oscost::effects::put_back::state::state_name(file));
         assert!(!state.exists(), "{} left its state", file.display());
     }
 }
@@ -571,9 +576,9 @@ fn planted_states_write_nothing_and_hang_nothing() {
     let victim = work.path().join("victim");
     std::fs::write(&victim, "untouched").unwrap();
     let held = held_dir_made();
-    let boot = oscost::put_back::state::boot_id();
+    let boot = oscost::effects::put_back::state::boot_id();
     let through = format!("/proc/sys/../..{}", victim.display());
-    let name = |p: &str| oscost::put_back::state::state_name(Path::new(p));
+    let name = |p: &str| oscost::effects::put_back::state::state_name(Path::new(p));
     let record = |file: &str, value: &str| {
         serde_json::json!({"file": file, "original": value, "holder": "planted", "boot": boot})
             .to_string()
@@ -874,11 +879,13 @@ fn a_state_that_cannot_be_put_back_is_kept_and_said_every_time() {
     let held = held_dir_made();
     let file = "/proc/sys/kernel/osrelease";
     let before = std::fs::read_to_string(file).unwrap();
-    let state = held.join(oscost::put_back::state::state_name(Path::new(file)));
+    let state = held.join(oscost::effects::put_back::state::state_name(Path::new(
+        file,
+    )));
     std::fs::write(
         &state,
         serde_json::json!({"file": file, "original": "not-this-kernel", "holder": "a test",
-                           "boot": oscost::put_back::state::boot_id()})
+                           "boot": oscost::effects::put_back::state::boot_id()})
         .to_string(),
     )
     .unwrap();

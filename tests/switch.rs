@@ -33,14 +33,17 @@ fn ping_pong_is_placed_on_one_cpu_and_across_two() {
     for b in ["switch/pipe-proc", "switch/futex-thread"] {
         let r = result(&run, &format!("{b}@cross"));
         assert!(
-            matches!(&r.placement, oscost::model::Placement::Cross { cpus } if cpus.len() == 2),
+            matches!(&r.placement, oscost::base::model::Placement::Cross { cpus } if cpus.len() == 2),
             "{:?}",
             r.placement
         );
         assert!(r.params["per_switch_median_ns"].as_f64().unwrap() > 0.0);
     }
     let y = result(&run, "switch/futex-thread@same");
-    assert!(matches!(y.placement, oscost::model::Placement::Same { .. }));
+    assert!(matches!(
+        y.placement,
+        oscost::base::model::Placement::Same { .. }
+    ));
 }
 
 /// On these VMs a round trip across two CPUs waits for the other CPU to wake (32-35 us against

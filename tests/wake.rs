@@ -24,7 +24,7 @@ fn every_gap_is_measured_across_cpus_with_the_sleepers_idle_states() {
             assert_eq!(r.status.word(), "ok", "{id}: {:?}", r.notes);
             let sleeper = r.params["sleeper_cpu"].as_u64().unwrap() as usize;
             match &r.placement {
-                oscost::model::Placement::Cross { cpus } => {
+                oscost::base::model::Placement::Cross { cpus } => {
                     assert_eq!(cpus.len(), 2, "{id}");
                     assert_eq!(cpus[1], sleeper, "{id}");
                     assert_ne!(cpus[0], sleeper, "{id}: the sleeper must be on another CPU");

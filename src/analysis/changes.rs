@@ -11,7 +11,7 @@
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
-use crate::stats;
+use crate::base::stats;
 
 /// Fewest runs on either side of a change.
 pub const MIN_SEGMENT: usize = 5;
@@ -142,7 +142,7 @@ pub fn find_changes(series: &[f64]) -> Vec<Change> {
 
 /// What differs between two runs' environments, as "kernel a -> b": the machine's
 /// (`machine_differences`), then the wrapper and the label.
-pub fn env_differences(a: &crate::model::Run, b: &crate::model::Run) -> Vec<String> {
+pub fn env_differences(a: &crate::base::model::Run, b: &crate::base::model::Run) -> Vec<String> {
     let o = |v: &Option<String>| v.clone().unwrap_or_else(|| "?".into());
     let mut d = machine_differences(a, b);
     for (what, x, y) in [
@@ -161,7 +161,10 @@ pub fn env_differences(a: &crate::model::Run, b: &crate::model::Run) -> Vec<Stri
 /// 200000"), boot parameters as added, removed or changed. A fact either run did not record
 /// (an older oscost, a file this machine lacks) is not named: it is not known to differ. A
 /// comparison names these; its sides already say their wrapper and label.
-pub fn machine_differences(a: &crate::model::Run, b: &crate::model::Run) -> Vec<String> {
+pub fn machine_differences(
+    a: &crate::base::model::Run,
+    b: &crate::base::model::Run,
+) -> Vec<String> {
     let (fa, fb) = (machine_facts(a), machine_facts(b));
     let mut d = Vec::new();
     for (name, x) in &fa {
@@ -190,7 +193,7 @@ pub fn machine_differences(a: &crate::model::Run, b: &crate::model::Run) -> Vec<
 /// config's digest and its cost-moving options, each boot parameter, each vulnerability line,
 /// each kernel setting of the catalogue as it read when the run started (mTHP, idle states,
 /// halt-poll, SMT, sysctls), and the confinement's aspects. Facts not recorded are absent.
-pub fn machine_facts(run: &crate::model::Run) -> Vec<(String, String)> {
+pub fn machine_facts(run: &crate::base::model::Run) -> Vec<(String, String)> {
     let e = &run.env;
     let mut f: Vec<(String, String)> = Vec::new();
     let mut put = |name: &str, v: Option<String>| {
@@ -295,7 +298,7 @@ mod tests {
 
     #[test]
     fn one_boot_parameter_thp_mode_or_setting_changed_is_named_exactly() {
-        let base = crate::model::testdata::run();
+        let base = crate::base::model::testdata::run();
         let mut a = base.clone();
         a.env.boot_cmdline = Some("BOOT_IMAGE=/vmlinuz ro quiet mitigations=auto".into());
         a.env.thp_enabled = Some("always [madvise] never".into());

@@ -4,7 +4,7 @@
 //! LSM label), the part of it that makes a run an environment of its own (`signature`, in
 //! `store::env_key`), and its aspects as named in "what differs" between two runs.
 
-use crate::model::Confinement;
+use crate::base::model::Confinement;
 
 /// The lines a run says at its top: what confined its workers and how that enters the numbers.
 /// Nothing for a process that nothing confines.

@@ -271,7 +271,7 @@ fn round_trip(
 }
 
 fn quantile(v: &[f64], q: f64) -> f64 {
-    crate::stats::quantile_sorted(&crate::stats::sorted_copy(v), q)
+    crate::base::stats::quantile_sorted(&crate::base::stats::sorted_copy(v), q)
 }
 
 /// Split every round trip of `master` with its peer. Err when no round trip was found.

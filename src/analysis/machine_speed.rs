@@ -17,8 +17,8 @@ use rand::seq::SliceRandom;
 use std::collections::BTreeMap;
 
 use super::repetitions::{repetition_medians, two_levels};
-use crate::model::BenchResult;
-use crate::stats;
+use crate::base::model::BenchResult;
+use crate::base::stats;
 
 /// Fewer worker repetitions than this cannot show a change of speed.
 pub const MIN_POINTS: usize = 8;
@@ -171,7 +171,7 @@ pub fn machine_speed_note(results: &[BenchResult]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::testdata;
+    use crate::base::model::testdata;
 
     /// A result whose repetition k started at `starts[k]` with median `meds[k]`.
     fn result(id: &str, starts: &[f64], meds: &[f64]) -> BenchResult {

@@ -7,20 +7,23 @@
 
 use serde_json::json;
 
+use crate::base::model::{BenchResult, Disturbance, Status, family_of};
+use crate::base::stats;
 use crate::harness::case::{BenchError, Cases};
 use crate::harness::noise::{CpuSnapshot, CpuTimes};
 use crate::harness::runner::CaseResult;
-use crate::model::{BenchResult, Disturbance, Status, family_of};
-use crate::stats;
 
 pub mod changes;
+pub mod compare;
 pub mod confinement;
 pub mod explain;
 mod machine_speed;
+pub mod matrix;
 pub mod predict;
 mod repetitions;
 pub mod run_to_run;
 pub mod scaling;
+pub mod select;
 pub mod witness;
 
 pub use machine_speed::{
@@ -218,7 +221,7 @@ fn judge_noise(
 
 /// What a run says at its top about what confined its workers (nothing for an unconfined run
 /// or one made before confinement was recorded).
-pub fn confinement_notes(run: &crate::model::Run) -> Vec<String> {
+pub fn confinement_notes(run: &crate::base::model::Run) -> Vec<String> {
     run.env
         .confinement
         .as_ref()
@@ -307,7 +310,7 @@ pub fn check_definition(r: &mut BenchResult) {
         ev.check = None;
         return;
     }
-    ev.check = Some(crate::model::DefinitionCheck {
+    ev.check = Some(crate::base::model::DefinitionCheck {
         expected: expected.join("; "),
         met: missed.is_empty(),
     });
@@ -421,9 +424,9 @@ fn fork_slope(results: &mut [BenchResult]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::model::{Batch, Placement};
     use crate::harness::noise::parse_proc_stat;
     use crate::harness::sampler::Measurement;
-    use crate::model::{Batch, Placement};
 
     #[test]
     fn a_flagged_wait_always_had_its_evidence_looked_for() {
@@ -432,8 +435,8 @@ mod tests {
 
     /// A ping-pong result whose counters saw `cs` switches per round trip.
     fn pingpong(cs: f64) -> BenchResult {
-        let mut r = crate::model::testdata::result("switch/pipe-proc@same", vec![5000.0; 50]);
-        r.events = Some(crate::model::Events {
+        let mut r = crate::base::model::testdata::result("switch/pipe-proc@same", vec![5000.0; 50]);
+        r.events = Some(crate::base::model::Events {
             per_op: [("context-switches".to_string(), cs)].into_iter().collect(),
             ..Default::default()
         });
@@ -456,8 +459,8 @@ mod tests {
         assert!(good.events.unwrap().check.unwrap().met);
         assert!(good.notes.iter().all(|n| !n.contains("definition")));
         // An event that could not be counted is not checked at all.
-        let mut r = crate::model::testdata::result("syscall/getpid", vec![100.0; 50]);
-        r.events = Some(crate::model::Events {
+        let mut r = crate::base::model::testdata::result("syscall/getpid", vec![100.0; 50]);
+        r.events = Some(crate::base::model::Events {
             unavailable: [("context-switches".into(), "not permitted".into())].into(),
             ..Default::default()
         });
@@ -505,7 +508,7 @@ mod tests {
         let (d, _) = judge_noise(&quiet, &[0], 0, 50);
         assert_eq!((d.throttled_ms, d.is_disturbed()), (None, false));
         let mut stopped = quiet.clone();
-        stopped.throttle = Some(crate::model::Throttle {
+        stopped.throttle = Some(crate::base::model::Throttle {
             periods: 40,
             throttled: 12,
             throttled_ns: 250_000_000,

@@ -27,8 +27,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::base::model::{Batch, BenchResult, Status};
 use crate::harness::syscount::ProgramCounts;
-use crate::model::{Batch, BenchResult, Status};
 
 /// The benchmark that prices every system call the catalogue does not time by name.
 pub const NULL_CALL: &str = "syscall/getppid";
@@ -306,7 +306,7 @@ pub fn miss_note(p: &Prediction, measured_ns: f64, measured_ci95: [f64; 2]) -> O
     let word = if gap > 0.0 { "under" } else { "over" };
     let mut s = format!(
         "the prediction is {word} the measurement by {} ({:+.0}%)",
-        crate::stats::units::format_ns(gap.abs()),
+        crate::base::stats::units::format_ns(gap.abs()),
         100.0 * gap / measured_ns.abs().max(1e-9)
     );
     if p.assumed_count > 0 {
@@ -323,7 +323,7 @@ pub fn miss_note(p: &Prediction, measured_ns: f64, measured_ci95: [f64; 2]) -> O
             "; the {} calls priced as the null call ({}; largest: {}) would have to add {:.0} ns \
              each instead of {:.0} ns to close it",
             p.assumed_count,
-            crate::stats::units::format_ns(p.assumed_added_ns),
+            crate::base::stats::units::format_ns(p.assumed_added_ns),
             largest.join(", "),
             per,
             now
@@ -358,8 +358,8 @@ pub fn program_result(id: &str, definition: &str, command: &str, wall_ns: &[f64]
         size: 1,
     };
     r.samples_ns = wall_ns.to_vec();
-    r.stats = crate::stats::summarize(wall_ns);
-    r.outliers = crate::stats::tukey_outliers(wall_ns);
+    r.stats = crate::base::stats::summarize(wall_ns);
+    r.outliers = crate::base::stats::tukey_outliers(wall_ns);
     r
 }
 

@@ -3,9 +3,9 @@
 //! with the repetitions whose level departs from the others named.
 
 use super::{CaseResult, analyze};
+use crate::base::model::{BenchResult, Repetition, Uncertainty};
+use crate::base::stats;
 use crate::harness::noise::{CpuSnapshot, CpuTimes};
-use crate::model::{BenchResult, Repetition, Uncertainty};
-use crate::stats;
 
 /// One repetition of a case as the scheduler saw it: what the worker sent, when it started and
 /// how long the worker took before its first sample.
@@ -231,7 +231,7 @@ fn concatenate(ok: &[&RepRun]) -> (CaseResult, Vec<(usize, usize)>) {
         cases
             .iter()
             .filter_map(|c| c.throttle)
-            .reduce(|a, b| crate::model::Throttle {
+            .reduce(|a, b| crate::base::model::Throttle {
                 periods: a.periods + b.periods,
                 throttled: a.throttled + b.throttled,
                 throttled_ns: a.throttled_ns + b.throttled_ns,
@@ -267,10 +267,11 @@ fn merge_waits(cases: &[&CaseResult]) -> Option<crate::harness::runner::CpuWait>
 
 /// The repetitions' events per operation, averaged (each repetition counted its own window);
 /// an event any repetition could not count is listed with its reason.
-fn merge_events(cases: &[&CaseResult]) -> Option<crate::model::Events> {
-    let all: Vec<&crate::model::Events> = cases.iter().filter_map(|c| c.events.as_ref()).collect();
+fn merge_events(cases: &[&CaseResult]) -> Option<crate::base::model::Events> {
+    let all: Vec<&crate::base::model::Events> =
+        cases.iter().filter_map(|c| c.events.as_ref()).collect();
     let first = all.first()?;
-    let mut out = crate::model::Events {
+    let mut out = crate::base::model::Events {
         unavailable: all.iter().flat_map(|e| e.unavailable.clone()).collect(),
         ..Default::default()
     };
@@ -377,7 +378,7 @@ pub struct FamilyLevels {
 
 /// The families in which at least `TOGETHER_RESULTS` results ran at two levels (a
 /// `TWO_LEVELS_NOTE`), leaving out the results in `explained`.
-fn family_levels(run: &crate::model::Run, explained: &[usize]) -> Vec<FamilyLevels> {
+fn family_levels(run: &crate::base::model::Run, explained: &[usize]) -> Vec<FamilyLevels> {
     let mut out: Vec<FamilyLevels> = Vec::new();
     for (i, r) in run.results.iter().enumerate() {
         if explained.contains(&i) || !r.notes.iter().any(|n| n.starts_with(TWO_LEVELS_NOTE)) {
@@ -423,7 +424,7 @@ pub struct SharedMove {
 
 /// The moments the machine moved many results' repetitions together, and the results whose
 /// every departure falls in one of them (their own notes need not say it again).
-pub fn shared_departures(run: &crate::model::Run) -> (Vec<SharedMove>, Vec<usize>) {
+pub fn shared_departures(run: &crate::base::model::Run) -> (Vec<SharedMove>, Vec<usize>) {
     let d = departures(run);
     (d.moves, d.explained)
 }
@@ -483,7 +484,7 @@ pub fn noted_alone(halfwidth_pct: Option<[f64; 2]>, target_pct: f64) -> bool {
 
 /// Sort a run's departing repetitions into moments of the machine's (`shared_departures`) and
 /// departures each result's own.
-pub fn departures(run: &crate::model::Run) -> Departures {
+pub fn departures(run: &crate::base::model::Run) -> Departures {
     let mut all: Vec<Departure> = run
         .results
         .iter()
@@ -799,11 +800,11 @@ mod tests {
 
     #[test]
     fn memory_activity_is_said_with_its_counts_and_the_level_it_went_with() {
-        let mut r = crate::model::testdata::result("spawn/fork", vec![1.0]);
+        let mut r = crate::base::model::testdata::result("spawn/fork", vec![1.0]);
         r.repetitions = [100.0, 102.0, 131.0, 99.0, 128.0]
             .iter()
             .enumerate()
-            .map(|(k, &m)| crate::model::testdata::repetition(m, 50.0 * k as f64))
+            .map(|(k, &m)| crate::base::model::testdata::repetition(m, 50.0 * k as f64))
             .collect();
         assert_eq!(memory_note(&r), None, "nothing counted, nothing said");
         for k in [2, 4] {
@@ -832,7 +833,7 @@ mod tests {
                 start: 100 * k,
                 samples: 100,
                 preempted: 1,
-                ..crate::model::testdata::repetition(m, 50.0 * k as f64)
+                ..crate::base::model::testdata::repetition(m, 50.0 * k as f64)
             })
             .collect();
         let t = two_levels(&meds).unwrap();

@@ -12,8 +12,8 @@
 use serde_json::json;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use crate::model::BenchResult;
-use crate::stats::bootstrap::{Repetitions, blocks, ratio_and_difference};
+use crate::base::model::BenchResult;
+use crate::base::stats::bootstrap::{Repetitions, blocks, ratio_and_difference};
 
 /// Bootstrap resamples for a derived ratio.
 const RESAMPLES: usize = 2000;
@@ -76,7 +76,7 @@ pub fn mean_ci(values: &[f64]) -> Option<(f64, [f64; 2])> {
     if n < 2 {
         return None;
     }
-    let (mean, sd) = crate::stats::mean_stddev(values);
+    let (mean, sd) = crate::base::stats::mean_stddev(values);
     let t = StudentsT::new(0.0, 1.0, (n - 1) as f64)
         .ok()?
         .inverse_cdf(0.975);
@@ -197,7 +197,7 @@ pub fn derive(results: &mut [BenchResult]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Repetition, Status};
+    use crate::base::model::{Repetition, Status};
 
     /// A result of `mode` at `n` copies whose repetitions sit at `levels` (each 20 samples
     /// around its level, ±0.5%).
@@ -221,7 +221,7 @@ mod tests {
                 memory_events: Default::default(),
             });
         }
-        r.stats = crate::stats::summarize(&r.samples_ns);
+        r.stats = crate::base::stats::summarize(&r.samples_ns);
         r
     }
 

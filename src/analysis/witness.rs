@@ -2,7 +2,7 @@
 //! user-space loop each timed around its cases, and what two runs' witnesses say about a
 //! difference between them. Cases of one benchmark share a worker, so one worker counts once.
 
-use crate::model::Run;
+use crate::base::model::Run;
 
 /// A run's witness: ns per loop (median over its workers) and how many workers timed it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -29,7 +29,7 @@ pub fn run_witness(run: &Run) -> Option<RunWitness> {
         }
     }
     (!values.is_empty()).then(|| RunWitness {
-        ns: crate::stats::median(&values),
+        ns: crate::base::stats::median(&values),
         workers: values.len(),
     })
 }
@@ -62,13 +62,13 @@ sharing, not the kernel's costs)",
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::testdata;
+    use crate::base::model::testdata;
 
     #[test]
     fn one_worker_counts_once_and_the_shift_is_said() {
         let mut run = testdata::run();
         run.results = vec![testdata::result("a/x", vec![1.0])];
-        let rep = |ms: f64, w: f64| crate::model::Repetition {
+        let rep = |ms: f64, w: f64| crate::base::model::Repetition {
             witness_ns: Some(w),
             ..testdata::repetition(1.0, ms)
         };

@@ -28,9 +28,9 @@ pub mod syscall;
 pub mod timer;
 pub mod wake;
 
+use crate::base::model::Curve;
 use crate::harness::case::{BenchError, Benchmark, Expect, Measured, Meter, Param, Variant};
 use crate::harness::os::{read_byte, write_byte};
-use crate::model::Curve;
 use std::sync::atomic::AtomicU32;
 
 /// Two sizes several families use: a page and a mebibyte (`/4KiB`, `/1MiB`, param `bytes`).
@@ -183,7 +183,7 @@ pub fn curves() -> Vec<(String, Curve)> {
     for b in registry() {
         let Some(c) = b.curve else { continue };
         let prefix = if c.across_family {
-            format!("{}/", crate::model::family_of(b.id))
+            format!("{}/", crate::base::model::family_of(b.id))
         } else {
             format!("{}/", b.id)
         };

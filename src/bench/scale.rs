@@ -16,11 +16,11 @@ use std::ffi::CString;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU32;
 
+use crate::base::model::Curve;
 use crate::harness::case::{BenchError, Benchmark, Case, Cases, Measured, Meter};
 use crate::harness::os::ensure_fds;
 use crate::harness::sampler::StopWhen;
 use crate::harness::scaling::{self, Mode, Shape, SysTopology, Task, TaskError};
-use crate::model::Curve;
 
 /// Each case's cost per task against the copies running, processes and threads as two lines.
 pub(crate) const SCALE_CURVE: Curve = Curve {

@@ -12,11 +12,11 @@ use std::ptr::null_mut;
 
 use crate::catalogue;
 
+use crate::base::model::Curve;
 use crate::harness::case::{Among, BenchError, Case, Cases, Expect, Measured, Meter};
 use crate::harness::clock::{Clock, Monotonic};
 use crate::harness::os::{Mapping, errno};
 use crate::harness::sampler::SamplerConfig;
-use crate::model::Curve;
 
 catalogue! {
     family { memory_watch: true };
@@ -359,7 +359,7 @@ fn exec_chain(m: &Meter, _: &Case) -> Measured {
     for _ in 0..15 {
         base.push(zero.fork_exec(&clock)?);
     }
-    let base_ns = crate::stats::median(&base);
+    let base_ns = crate::base::stats::median(&base);
     let mut o = m
         .individual(&mut || Ok((chain.fork_exec(&clock)? - base_ns) / EXEC_CHAIN as f64))?
         .param("chain", EXEC_CHAIN)

@@ -22,13 +22,13 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::{futex_wait, futex_wake};
+use crate::base::model::{Curve, Placement};
 use crate::catalogue;
 use crate::harness::case::{BenchError, Case, Cases, Measured, Meter, Param, Variant};
 use crate::harness::clock::{Clock, Monotonic};
 use crate::harness::os::{
     PeerThread, close, eventfd, eventfd_post, eventfd_take, pipe, read_byte, write_byte,
 };
-use crate::model::{Curve, Placement};
 
 catalogue! {
     "wake/futex" => futex { cases: Cases::Fixed(GAPS), preempts: true, default: false, curve: Some(WAKE_CURVE) }:
@@ -256,7 +256,7 @@ fn idle_note(cpu: usize, per_op: &[(String, f64, f64)]) -> String {
             if *n > 0.0 {
                 format!(
                     "{name} {n:.2} times (idle {} each)",
-                    crate::stats::units::format_ns(us / n * 1000.0)
+                    crate::base::stats::units::format_ns(us / n * 1000.0)
                 )
             } else {
                 format!("{name} 0 times")

@@ -18,7 +18,7 @@ use super::clock::Monotonic;
 use super::noise::Rusage;
 use super::placement::{Parties, Place};
 use super::sampler::{Measurement, Sampler, SamplerConfig};
-use crate::model::Curve;
+use crate::base::model::Curve;
 
 pub use super::error::BenchError;
 
@@ -390,7 +390,7 @@ pub struct Outcome {
     /// Notes on the number, for the result.
     pub notes: Vec<String>,
     /// Where it ran, when the function placed its own parties (the ring).
-    pub placed: Option<(crate::model::Placement, Vec<usize>)>,
+    pub placed: Option<(crate::base::model::Placement, Vec<usize>)>,
 }
 
 impl Outcome {

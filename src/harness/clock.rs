@@ -3,8 +3,8 @@
 //! (what one read adds to a measurement) and its resolution (the smallest step it shows) are
 //! measured, recorded in the run, and used to size batches (docs/ARCHITECTURE.md §2).
 
-use crate::model::{ClockInfo, ClockSource};
-use crate::stats;
+use crate::base::model::{ClockInfo, ClockSource};
+use crate::base::stats;
 
 /// A monotonic nanosecond clock. Behind a trait so the sampler can be driven by a fake clock in
 /// tests and give exact answers.

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::model::{Confinement, Throttle};
+use crate::base::model::{Confinement, Throttle};
 
 /// Namespaces whose init instance has a fixed inode (`include/linux/proc_ns.h`): a process
 /// whose link shows another inode is in a namespace of its own, whatever /proc/1 is.

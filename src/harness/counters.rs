@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use perf_event::events::{Cache, CacheId, CacheOp, CacheResult, Hardware, Software};
 use perf_event::{Builder, Counter};
 
-use crate::model::Events;
+use crate::base::model::Events;
 
 /// One countable event: perf's name (as `perf stat -e` takes it) and a short column name.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -5,6 +5,7 @@ pub mod case;
 pub mod clock;
 pub mod confinement;
 pub mod counters;
+pub mod env;
 pub mod error;
 pub mod ftrace;
 pub mod group_guard;

@@ -180,7 +180,7 @@ pub fn runnable_on(cpu: usize, own_pgid: i32, limit: usize) -> Vec<String> {
                 continue;
             };
             if st.state == 'R' && st.cpu == cpu && st.pgid != own_pgid {
-                let name = format!("{} (pid {pid})", crate::text::printable(&st.comm));
+                let name = format!("{} (pid {pid})", crate::base::text::printable(&st.comm));
                 if !out.contains(&name) {
                     out.push(name);
                 }
@@ -315,7 +315,7 @@ pub fn running_on(
                     .ok()
                     .and_then(|s| parse_schedstat(&s))
                 {
-                    let name = format!("{} (pid {pid})", crate::text::printable(&st.comm));
+                    let name = format!("{} (pid {pid})", crate::base::text::printable(&st.comm));
                     out.push((dir, name, ss.run_ns));
                 }
             }

@@ -7,7 +7,7 @@ use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 
 use super::error::BenchError;
-use crate::model::Placement;
+use crate::base::model::Placement;
 
 /// Where the two parties of a ping-pong run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -13,7 +13,7 @@ use super::case::{BenchError, Benchmark, Case, Cases, Meter, Outcome, Param, Var
 use super::noise::{self, CpuSnapshot};
 use super::placement::{self, Parties};
 use super::sampler::{Measurement, SamplerConfig};
-use crate::model::Placement;
+use crate::base::model::Placement;
 
 /// Options the coordinator passes to every worker.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -81,7 +81,7 @@ pub struct CaseResult {
     pub error: Option<BenchError>,
     /// Events per operation (none when counting was off or nothing was sampled).
     #[serde(default)]
-    pub events: Option<crate::model::Events>,
+    pub events: Option<crate::base::model::Events>,
     /// How long the measuring thread ran and waited, runnable, for its CPU during the timed
     /// pass, and what else was runnable there when it waited much.
     #[serde(default)]
@@ -95,10 +95,10 @@ pub struct CaseResult {
     /// CPU throttling of the worker's cgroups during the case (`harness::confinement`), when
     /// any quota stopped it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub throttle: Option<crate::model::Throttle>,
+    pub throttle: Option<crate::base::model::Throttle>,
     /// The worker's confinement, read by the worker itself: on the first case it sends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub confinement: Option<crate::model::Confinement>,
+    pub confinement: Option<crate::base::model::Confinement>,
 }
 
 /// The measuring thread's wait for its own CPU over a timed pass.
@@ -288,7 +288,7 @@ fn add_cpu_share(w: &mut CpuWait, cpu: usize, share: Option<noise::CpuShare>) {
 
 /// A second, untimed pass of the case that counts events; read after the case function
 /// returns, when its peers have exited and their counts have joined ours.
-fn count_events(meter: &Meter, b: &Benchmark, c: &Case) -> Option<crate::model::Events> {
+fn count_events(meter: &Meter, b: &Benchmark, c: &Case) -> Option<crate::base::model::Events> {
     if meter.events.is_empty() {
         return None;
     }
@@ -383,11 +383,11 @@ fn run_case(meter: &Meter, b: &Benchmark, mut c: Case, variants: &VariantOptions
 
 /// The throttling between two readings, when it stopped the group at all.
 fn throttled_between(
-    before: Option<crate::model::Throttle>,
-    after: Option<crate::model::Throttle>,
-) -> Option<crate::model::Throttle> {
+    before: Option<crate::base::model::Throttle>,
+    after: Option<crate::base::model::Throttle>,
+) -> Option<crate::base::model::Throttle> {
     let (a, z) = (before?, after?);
-    let d = crate::model::Throttle {
+    let d = crate::base::model::Throttle {
         periods: z.periods.saturating_sub(a.periods),
         throttled: z.throttled.saturating_sub(a.throttled),
         throttled_ns: z.throttled_ns.saturating_sub(a.throttled_ns),

@@ -21,8 +21,8 @@ use std::convert::Infallible;
 use super::clock::Clock;
 use super::counters::{self, Phase};
 use super::noise::PreemptionProbe;
-use crate::model::Batch;
-use crate::stats;
+use crate::base::model::Batch;
+use crate::base::stats;
 
 /// When a sampler stops taking samples (the budget, `SamplerConfig::budget_ns`, caps each).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]

@@ -23,7 +23,7 @@ use super::case::{BenchError, Outcome};
 use super::os::{Ipis, Mapping, errno, read_ipis};
 use super::placement;
 use super::sampler::Measurement;
-use crate::model::{Batch, Placement};
+use crate::base::model::{Batch, Placement};
 
 /// Processes or threads of one process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -568,7 +568,7 @@ impl Windows {
 
 /// The median of `xs` (none when empty).
 fn median_of(xs: &[f64]) -> Option<f64> {
-    (!xs.is_empty()).then(|| crate::stats::median(xs))
+    (!xs.is_empty()).then(|| crate::base::stats::median(xs))
 }
 
 /// Wait for every copy to be ready (or one to fail, or 10 s to pass).

@@ -51,7 +51,7 @@ pub fn witness_ns(timings: &[f64]) -> Option<f64> {
         .copied()
         .filter(|t| t.is_finite() && *t > 0.0)
         .collect();
-    (!ok.is_empty()).then(|| crate::stats::median(&ok))
+    (!ok.is_empty()).then(|| crate::base::stats::median(&ok))
 }
 
 #[cfg(test)]

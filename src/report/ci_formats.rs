@@ -10,9 +10,9 @@
 use serde_json::{Map, Value, json};
 
 use super::Exporter;
-use crate::compare::Comparison;
-use crate::matrix::Matrix;
-use crate::model::Run;
+use crate::analysis::compare::Comparison;
+use crate::analysis::matrix::Matrix;
+use crate::base::model::Run;
 
 /// Bencher Metric Format.
 pub struct Bmf;
@@ -198,7 +198,7 @@ mod tests {
 
     #[test]
     fn bmf_of_a_run_has_latency_with_the_ci_as_bounds_and_leaves_out_unmeasured() {
-        let run = crate::model::testdata::run();
+        let run = crate::base::model::testdata::run();
         let v: Value = serde_json::from_slice(&Bmf.serialize(&run).unwrap()).unwrap();
         let top = v.as_object().unwrap();
         assert!(!top.contains_key("timer/rdtscp"), "skipped: no number");
@@ -217,7 +217,7 @@ mod tests {
 
     #[test]
     fn github_benchmark_of_a_run_is_a_list_of_name_unit_value_range_extra() {
-        let run = crate::model::testdata::run();
+        let run = crate::base::model::testdata::run();
         let v: Value = serde_json::from_slice(&GithubBenchmark.serialize(&run).unwrap()).unwrap();
         let list = v.as_array().unwrap();
         assert_eq!(list.len(), 3);

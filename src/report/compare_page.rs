@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::html::{FigureOut, Page, render};
 use super::plot::{self, Bar, Figure};
 use super::{comparison, format_ns};
-use crate::compare::Comparison;
+use crate::analysis::compare::Comparison;
 
 #[derive(Debug, Clone, Serialize)]
 struct CmpRow {
@@ -25,7 +25,7 @@ struct CmpRow {
 
 /// The slowdown chart of a comparison, bars sorted by slowdown; `None` when nothing compared.
 fn slowdown_figure(cmp: &Comparison) -> Option<(String, Figure<'static>)> {
-    let mut rows: Vec<&crate::compare::BenchComparison> = cmp.rows.iter().collect();
+    let mut rows: Vec<&crate::analysis::compare::BenchComparison> = cmp.rows.iter().collect();
     rows.sort_by(|a, b| a.slowdown.total_cmp(&b.slowdown));
     let bars: Vec<Bar> = rows
         .iter()
@@ -80,7 +80,7 @@ pub fn render_comparison(cmp: &Comparison, png: bool) -> Result<Page, String> {
             verdict: format!(
                 "{}{}{}",
                 r.verdict.word(),
-                if r.verdict == crate::compare::Verdict::NoChange && !r.within_band {
+                if r.verdict == crate::analysis::compare::Verdict::NoChange && !r.within_band {
                     "*"
                 } else {
                     ""
@@ -117,8 +117,8 @@ pub fn render_comparison(cmp: &Comparison, png: bool) -> Result<Page, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::{Options, compare};
-    use crate::model::testdata;
+    use crate::analysis::compare::{Options, compare};
+    use crate::base::model::testdata;
 
     #[test]
     fn the_page_has_both_sides_every_row_and_the_runs_notes() {

@@ -6,7 +6,7 @@
 use comfy_table::{Cell, CellAlignment, Color};
 
 use super::{format_ns, signed_ns};
-use crate::compare::{BenchComparison, Comparison, Decision, Verdict};
+use crate::analysis::compare::{BenchComparison, Comparison, Decision, Verdict};
 
 const HEADERS: [&str; 8] = [
     "benchmark",
@@ -85,7 +85,7 @@ pub const ROUNDS_LINE: &str = "ab: each benchmark's A and B repetitions alternat
     was looked at: at 10, 12, 14, 17, ... rounds and at the budget's end)";
 
 fn side_line(c: &Comparison) -> String {
-    let side = |s: &crate::compare::ComparedSide| {
+    let side = |s: &crate::analysis::compare::ComparedSide| {
         let mut t = format!("{} ({})", s.name, s.started_at);
         if let Some(l) = &s.label {
             t.push_str(&format!(", label '{l}'"));
@@ -138,7 +138,7 @@ pub fn apart_line(c: &Comparison) -> Option<String> {
     if c.alternated {
         return None;
     }
-    let unknown = crate::compare::unknown_apart(c).len();
+    let unknown = crate::analysis::compare::unknown_apart(c).len();
     let learned: Vec<_> = c.rows.iter().filter_map(|r| r.run_to_run).collect();
     if unknown > 0 {
         return Some(format!(
@@ -149,7 +149,7 @@ pub fn apart_line(c: &Comparison) -> Option<String> {
     if learned.is_empty() {
         return None;
     }
-    let (lo, hi) = crate::stats::extent(learned.iter().map(|r| r.percent));
+    let (lo, hi) = crate::base::stats::extent(learned.iter().map(|r| r.percent));
     Some(format!(
         "measured apart: each interval adds the run-to-run spread learned from the store (±{lo:.1}% to ±{hi:.1}%, from {} to {} runs)",
         learned.iter().map(|r| r.runs).min().unwrap_or(0),
@@ -215,7 +215,7 @@ pub fn one_factor_line(c: &Comparison) -> Option<String> {
 /// What the two sides' speed witnesses say, when both have one.
 pub fn witness_words(c: &Comparison) -> Option<String> {
     use crate::analysis::witness::{RunWitness, shift_words};
-    let side = |s: &crate::compare::ComparedSide| {
+    let side = |s: &crate::analysis::compare::ComparedSide| {
         Some(RunWitness {
             ns: s.witness_ns?,
             workers: s.witness_workers?,
@@ -314,7 +314,7 @@ pub fn csv(c: &Comparison) -> String {
     for r in &c.rows {
         out.push_str(&format!(
             "{},{},{},{},{},{},{},{},{},{},{},{}\n",
-            super::csv::field(&r.id),
+            crate::base::text::csv_field(&r.id),
             r.base_median_ns,
             r.cand_median_ns,
             r.slowdown,
@@ -363,8 +363,8 @@ pub fn markdown(c: &Comparison) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::{Options, compare};
-    use crate::model::testdata;
+    use crate::analysis::compare::{Options, compare};
+    use crate::base::model::testdata;
 
     #[test]
     fn says_what_changed_in_a_sentence_and_a_table() {
@@ -414,7 +414,7 @@ mod tests {
     /// once; a comparison of two runs says none of it.
     #[test]
     fn abs_rounds_and_undecided_rows_are_said() {
-        use crate::compare::{Decision, Rounds};
+        use crate::analysis::compare::{Decision, Rounds};
         let base = testdata::run();
         let cand = testdata::run_scaled(1.02);
         let plain = compare(&base, &cand, "A", "B", &Options::default());

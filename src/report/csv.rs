@@ -1,25 +1,15 @@
 //! CSV export: one row of statistics per result, times in ns. Raw samples stay in the JSON.
 
 use super::Exporter;
-use crate::compare::Comparison;
-use crate::model::Run;
+use crate::analysis::compare::Comparison;
+use crate::base::model::Run;
 
 /// A run as CSV: one line per result.
 pub struct Csv;
 
 const HEADER: &str = "id,family,status,reason,unit,count,min,p1,p5,p25,median,p75,p95,p99,max,mean,stddev,mad,ci95_lo,ci95_hi,baseline_ns,batch_size,outliers_mild,outliers_severe,preempted_samples,disturbed,events_per_op,definition,events_unavailable";
 
-/// A text field of any oscost CSV (runs, comparisons, matrices): control characters and
-/// bidirectional overrides shown escaped (`text::printable`: a stored id or label may hold
-/// them, and a CSV is read in terminals and spreadsheets), then RFC 4180 quoting where needed.
-pub fn field(s: &str) -> String {
-    let s = crate::text::printable(s);
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.into_owned()
-    }
-}
+use crate::base::text::csv_field as field;
 
 impl Exporter<Run> for Csv {
     fn serialize(&self, run: &Run) -> anyhow::Result<Vec<u8>> {
@@ -77,8 +67,8 @@ impl Exporter<Comparison> for Csv {
     }
 }
 
-impl Exporter<crate::matrix::Matrix> for Csv {
-    fn serialize(&self, m: &crate::matrix::Matrix) -> anyhow::Result<Vec<u8>> {
+impl Exporter<crate::analysis::matrix::Matrix> for Csv {
+    fn serialize(&self, m: &crate::analysis::matrix::Matrix) -> anyhow::Result<Vec<u8>> {
         Ok(crate::report::matrix_views::render_csv(m).into_bytes())
     }
 }
@@ -86,7 +76,7 @@ impl Exporter<crate::matrix::Matrix> for Csv {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::testdata;
+    use crate::base::model::testdata;
 
     #[test]
     fn every_row_has_the_header_width_and_values_are_exact() {

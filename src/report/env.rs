@@ -1,7 +1,7 @@
 //! The machine's facts, once (`facts`): `oscost env` prints them as `key: value` lines, and
 //! the report page shows the same list.
 
-use crate::model::Env;
+use crate::base::model::Env;
 
 /// Every fact about the machine, in order, as (name, value): the one list `oscost env`
 /// prints and the report page shows (its vulnerabilities are listed after, by each view).
@@ -112,7 +112,7 @@ pub fn facts(env: &Env) -> Vec<(String, String)> {
 }
 
 /// The measuring process's confinement as (name, value) lines.
-fn confinement_facts(c: &crate::model::Confinement) -> Vec<(&'static str, String)> {
+fn confinement_facts(c: &crate::base::model::Confinement) -> Vec<(&'static str, String)> {
     let o = |v: &Option<String>| v.clone().unwrap_or_else(|| "(unknown)".into());
     let map = |m: &std::collections::BTreeMap<String, String>| {
         if m.is_empty() {

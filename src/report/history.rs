@@ -2,7 +2,7 @@
 //! sparkline, the change from the previous and from the first run).
 
 use super::format_ns;
-use crate::model::{HistoryPoint, RunSummary};
+use crate::base::model::{HistoryPoint, RunSummary};
 
 fn table(color: bool, headers: Vec<&str>) -> comfy_table::Table {
     super::plain_table(color, headers)
@@ -55,7 +55,7 @@ fn cis_overlap(a: &HistoryPoint, b: &HistoryPoint) -> bool {
 pub fn sparkline(values: &[f64]) -> String {
     const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
     let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
-    let (lo, hi) = crate::stats::extent(finite.iter().copied());
+    let (lo, hi) = crate::base::stats::extent(finite.iter().copied());
     values
         .iter()
         .map(|&v| {
@@ -85,7 +85,7 @@ pub fn fit(values: &[f64], width: usize) -> Vec<f64> {
             if v.is_empty() {
                 f64::NAN
             } else {
-                crate::stats::median(&v)
+                crate::base::stats::median(&v)
             }
         })
         .collect()
@@ -242,7 +242,7 @@ pub fn groups(
         let change = match (i, group_difference(&base, &lv)) {
             (0, _) => "base".to_string(),
             (_, Some(d)) => {
-                let (v, _) = crate::compare::verdict(d.ratio_ci95, d.ratio, threshold);
+                let (v, _) = crate::analysis::compare::verdict(d.ratio_ci95, d.ratio, threshold);
                 let pct = |r: f64| (r - 1.0) * 100.0;
                 format!(
                     "{:+.1}% [{:+.1}, {:+.1}] {}",

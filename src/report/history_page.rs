@@ -10,7 +10,7 @@ use super::format_ns;
 use super::html::{Page, render};
 use super::plot::{self, Figure, Point};
 use crate::analysis::changes::Change;
-use crate::model::HistoryPoint;
+use crate::base::model::HistoryPoint;
 
 #[derive(Debug, Serialize)]
 struct RunRow {
@@ -52,7 +52,7 @@ fn figure(bench: &str, points: &[HistoryPoint], changes: &[Change]) -> Option<Fi
         if seg.is_empty() {
             continue;
         }
-        let y = crate::stats::median(&seg);
+        let y = crate::base::stats::median(&seg);
         for x in [w[0] + 1, w[1]] {
             levels.push(Point {
                 x: x as f64,

@@ -15,7 +15,7 @@ use serde::Serialize;
 use super::format_ns;
 use super::plot::{self, Figure};
 use super::run_figures::{Drawn, Owner, families, figures, ok, slug};
-use crate::model::{BenchResult, Curve, Run, Status};
+use crate::base::model::{BenchResult, Curve, Run, Status};
 
 /// A figure ready for the page: its file stem, title and SVG text.
 #[derive(Debug, Clone, Serialize)]
@@ -58,16 +58,16 @@ struct FamilyOut {
 
 fn placement_text(r: &BenchResult) -> String {
     match &r.placement {
-        crate::model::Placement::Pinned { cpu } => format!("pinned to CPU {cpu}"),
-        crate::model::Placement::Same { cpu } => format!("all on CPU {cpu}"),
-        crate::model::Placement::Cross { cpus } => format!(
+        crate::base::model::Placement::Pinned { cpu } => format!("pinned to CPU {cpu}"),
+        crate::base::model::Placement::Same { cpu } => format!("all on CPU {cpu}"),
+        crate::base::model::Placement::Cross { cpus } => format!(
             "across CPUs {}",
             cpus.iter()
                 .map(|c| c.to_string())
                 .collect::<Vec<_>>()
                 .join(" and ")
         ),
-        crate::model::Placement::Free => "unpinned".into(),
+        crate::base::model::Placement::Free => "unpinned".into(),
     }
 }
 
@@ -319,7 +319,7 @@ pub fn render_run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::testdata;
+    use crate::base::model::testdata;
     use crate::report::run_figures::speed_figure;
 
     #[test]
@@ -360,7 +360,7 @@ mod tests {
         second.id = format!("{}-again", second.id);
         counted.results.push(second);
         for r in &mut counted.results {
-            r.events = Some(crate::model::Events {
+            r.events = Some(crate::base::model::Events {
                 per_op: [(
                     "cycles".to_string(),
                     3.0 * r.stats.as_ref().map_or(1.0, |s| s.median),

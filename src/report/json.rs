@@ -2,8 +2,8 @@
 //! pretty: a full suite holds over a million samples, and one per line would double the file.
 
 use super::Exporter;
-use crate::compare::Comparison;
-use crate::model::Run;
+use crate::analysis::compare::Comparison;
+use crate::base::model::Run;
 
 /// A run as oscost's JSON (`--json`): every sample and all the evidence.
 pub struct Json;
@@ -22,8 +22,8 @@ impl Exporter<Comparison> for Json {
     }
 }
 
-impl Exporter<crate::matrix::Matrix> for Json {
-    fn serialize(&self, m: &crate::matrix::Matrix) -> anyhow::Result<Vec<u8>> {
+impl Exporter<crate::analysis::matrix::Matrix> for Json {
+    fn serialize(&self, m: &crate::analysis::matrix::Matrix) -> anyhow::Result<Vec<u8>> {
         Ok(terminal_safe(serde_json::to_vec_pretty(m)?))
     }
 }
@@ -55,8 +55,8 @@ fn terminal_safe(json: Vec<u8>) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::testdata;
-    use crate::model::{SCHEMA_VERSION, run_from_json};
+    use crate::base::model::testdata;
+    use crate::base::model::{SCHEMA_VERSION, run_from_json};
 
     #[test]
     fn bidirectional_overrides_are_escaped_losslessly() {
@@ -99,7 +99,7 @@ mod tests {
         run.schema_version = 1;
         let text = String::from_utf8(Exporter::<Run>::serialize(&Json, &run).unwrap()).unwrap();
         let back = run_from_json(&text, "old.json").unwrap();
-        assert_eq!(back.notes, vec![crate::model::V1_NOTE.to_string()]);
+        assert_eq!(back.notes, vec![crate::base::model::V1_NOTE.to_string()]);
         assert!(back.results.iter().all(|r| r.repetitions.is_empty()));
     }
 

@@ -2,8 +2,8 @@
 
 use super::Exporter;
 use super::table::{HEADERS, rows};
-use crate::compare::Comparison;
-use crate::model::Run;
+use crate::analysis::compare::Comparison;
+use crate::base::model::Run;
 
 /// A run as a Markdown table.
 pub struct Markdown;
@@ -62,8 +62,8 @@ impl Exporter<Comparison> for Markdown {
     }
 }
 
-impl Exporter<crate::matrix::Matrix> for Markdown {
-    fn serialize(&self, m: &crate::matrix::Matrix) -> anyhow::Result<Vec<u8>> {
+impl Exporter<crate::analysis::matrix::Matrix> for Markdown {
+    fn serialize(&self, m: &crate::analysis::matrix::Matrix) -> anyhow::Result<Vec<u8>> {
         Ok(crate::report::matrix_views::render_markdown(m).into_bytes())
     }
 }
@@ -71,7 +71,7 @@ impl Exporter<crate::matrix::Matrix> for Markdown {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::testdata;
+    use crate::base::model::testdata;
 
     #[test]
     fn is_a_table_with_one_line_per_result_and_notes() {

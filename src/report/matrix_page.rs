@@ -10,8 +10,8 @@ use serde::Serialize;
 use super::html::{Page, render};
 use super::matrix_views::change_text;
 use super::{format_ns, signed_ns};
-use crate::compare::Verdict;
-use crate::matrix::{Cell, Matrix};
+use crate::analysis::compare::Verdict;
+use crate::analysis::matrix::{Cell, Matrix};
 
 #[derive(Debug, Serialize)]
 struct HeatCell {
@@ -72,7 +72,7 @@ fn interval(ci: Option<[f64; 2]>, f: impl Fn(f64) -> String) -> String {
 /// One cell of the heatmap (column `i` of row `r`), and its line in the table of numbers.
 fn heat_cell(
     m: &Matrix,
-    r: &crate::matrix::BenchAcross,
+    r: &crate::analysis::matrix::BenchAcross,
     i: usize,
     c: &Cell,
     numbers: &mut Vec<Number>,
@@ -162,7 +162,7 @@ pub fn render_matrix(m: &Matrix) -> Result<Page, String> {
                 threshold => format!("{:.0}%", m.threshold * 100.0),
                 rows => Serde(&rows),
                 changes => crate::report::matrix_views::change_lines(m),
-                looked => crate::matrix::looked_for_changes(m),
+                looked => crate::analysis::matrix::looked_for_changes(m),
                 numbers => Serde(&numbers),
         },
     )?;
@@ -175,8 +175,8 @@ pub fn render_matrix(m: &Matrix) -> Result<Page, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::RunSummary;
-    use crate::store::ResultRow;
+    use crate::base::model::RunSummary;
+    use crate::effects::store::ResultRow;
 
     #[test]
     fn called_changes_are_coloured_by_direction_and_the_rest_is_neutral() {
@@ -226,7 +226,7 @@ mod tests {
             samples: 10,
             disturbed: false,
         };
-        let m = crate::matrix::build(
+        let m = crate::analysis::matrix::build(
             &runs,
             &[(1, row(100.0)), (2, row(150.0))],
             0,

@@ -1,9 +1,9 @@
 //! The matrix's views: the terminal table with its legend, Markdown, CSV, and the words of a
 //! cell and of the change points along the columns (the heatmap page is `matrix_page`). The
-//! matrix itself, its cells and their statistics, is `crate::matrix`.
+//! matrix itself, its cells and their statistics, is `crate::analysis::matrix`.
 
-use crate::compare::Verdict;
-use crate::matrix::{Cell, Matrix, looked_for_changes};
+use crate::analysis::compare::Verdict;
+use crate::analysis::matrix::{Cell, Matrix, looked_for_changes};
 
 /// One line per change point: the benchmark, where, how much, and what differed.
 pub fn change_lines(m: &Matrix) -> Vec<String> {
@@ -223,7 +223,7 @@ percentage points, and the addition; ~ no change beyond ±{:.0}%; ? no CI.\n",
 /// One CSV line per benchmark and run.
 pub fn render_csv(m: &Matrix) -> String {
     let f = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v}"));
-    let q = super::csv::field;
+    let q = crate::base::text::csv_field;
     let mut out = String::from(
         "bench,run_id,column,is_base,median_ns,slowdown,slowdown_lo,slowdown_hi,addition_ns,addition_lo,addition_hi,verdict,missing\n",
     );

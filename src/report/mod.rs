@@ -23,14 +23,14 @@ pub mod table;
 pub mod wis;
 pub mod xgraph;
 
-use crate::model::Run;
+use crate::base::model::Run;
 
-pub use crate::text::{is_spoofing, printable};
+pub use crate::base::text::{is_spoofing, printable};
 
 /// The events that matter to a result's family, per operation, compactly: "2.00 cs" for a
 /// switch or a spawn, "1.00 flt" for memory, and cycles and IPC wherever they were counted;
 /// empty when nothing was counted.
-pub fn key_events(r: &crate::model::BenchResult) -> String {
+pub fn key_events(r: &crate::base::model::BenchResult) -> String {
     let Some(ev) = &r.events else {
         return String::new();
     };
@@ -92,7 +92,7 @@ pub fn plain_table<T: Into<comfy_table::Row>>(color: bool, headers: T) -> comfy_
     t
 }
 
-pub use crate::stats::units::{format_ns, scale, three_digits};
+pub use crate::base::stats::units::{format_ns, scale, three_digits};
 
 /// A time with its sign always shown: "+19.2 ns", "-1.05 us".
 pub fn signed_ns(ns: f64) -> String {

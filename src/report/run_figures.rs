@@ -5,7 +5,7 @@
 use super::format_ns;
 use super::plot::{Bar, Figure, Point};
 use crate::analysis;
-use crate::model::{BenchResult, Curve, Run, Status};
+use crate::base::model::{BenchResult, Curve, Run, Status};
 
 pub(super) fn ok(r: &BenchResult) -> bool {
     r.status == Status::Ok && r.stats.is_some()
@@ -393,7 +393,7 @@ mod tests {
     use super::*;
 
     fn result(id: &str, x: f64, state: Option<&str>) -> BenchResult {
-        let mut r = crate::model::testdata::result(id, vec![1.0, 2.0, 3.0]);
+        let mut r = crate::base::model::testdata::result(id, vec![1.0, 2.0, 3.0]);
         r.params.insert("gap_decade".into(), serde_json::json!(x));
         if let Some(s) = state {
             r.params.insert("idle_state".into(), serde_json::json!(s));

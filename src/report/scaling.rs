@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use crate::model::{BenchResult, Run, Status};
+use crate::base::model::{BenchResult, Run, Status};
 
 /// One case at its largest number of copies.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -128,7 +128,7 @@ pub fn text(run: &Run) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::testdata;
+    use crate::base::model::testdata;
     use serde_json::json;
 
     fn point(case: &str, mode: &str, n: u64, eff: f64) -> BenchResult {

@@ -7,7 +7,7 @@
 use comfy_table::{Cell, Color};
 
 use super::format_ns;
-use crate::model::{BenchResult, Run, Status};
+use crate::base::model::{BenchResult, Run, Status};
 
 /// The columns of a run's text table.
 pub const HEADERS: [&str; 8] = [
@@ -208,7 +208,7 @@ impl SaidOnce {
         }
         let pct = &self.widened.iter().find(|w| w.result == i)?.departures;
         let ks: Vec<String> = pct.iter().map(|(k, _)| (k + 1).to_string()).collect();
-        let (lo, hi) = crate::stats::extent(pct.iter().map(|x| x.1));
+        let (lo, hi) = crate::base::stats::extent(pct.iter().map(|x| x.1));
         Some(match pct.len() {
             1 => format!("rep {} {lo:+.0}%", ks[0]),
             _ => format!("reps {} {lo:+.0}..{hi:+.0}%", ks.join(",")),
@@ -362,7 +362,7 @@ fn family_levels_lines(run: &Run, families: &[crate::analysis::FamilyLevels]) ->
 /// other repetitions give.
 fn quiet_line(quiet: &[(usize, Vec<f64>)]) -> Option<String> {
     let all = quiet.iter().flat_map(|(_, p)| p.iter().copied());
-    let (lo, hi) = crate::stats::extent(all);
+    let (lo, hi) = crate::base::stats::extent(all);
     (!quiet.is_empty()).then(|| {
         format!(
             "{} result{} had repetitions depart alone ({lo:+.1}% to {hi:+.1}%) that their CI \
@@ -600,7 +600,7 @@ pub const PHASE_LEGEND: &str = "phase +X%@Y%: Y% of the samples ran X% slower th
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::testdata;
+    use crate::base::model::testdata;
 
     #[test]
     fn table_shows_scaled_units_flags_and_numbered_reasons() {
@@ -630,7 +630,7 @@ mod tests {
         let mut run = testdata::run();
         let no_pmu = "not supported: no hardware counters here";
         for (i, r) in run.results.iter_mut().take(2).enumerate() {
-            let mut e = crate::model::Events::default();
+            let mut e = crate::base::model::Events::default();
             e.unavailable.insert("cycles".into(), no_pmu.into());
             e.unavailable.insert("instructions".into(), no_pmu.into());
             if i == 1 {
@@ -650,7 +650,7 @@ mod tests {
 
     #[test]
     fn departures_the_machine_explains_are_said_once_and_a_lone_one_stays_with_its_result() {
-        use crate::model::Repetition;
+        use crate::base::model::Repetition;
         let mut run = testdata::run();
         let rep = |at: f64, pct: Option<f64>| Repetition {
             start: 0,
@@ -722,11 +722,11 @@ mod tests {
             .flat_map(|&l| (0..per).map(move |k| l * (1.0 + 0.002 * ((k % 5) as f64 - 2.0))))
             .collect();
         let mut r = testdata::result(id, samples);
-        let center = crate::stats::median(levels);
+        let center = crate::base::stats::median(levels);
         r.repetitions = levels
             .iter()
             .enumerate()
-            .map(|(k, &l)| crate::model::Repetition {
+            .map(|(k, &l)| crate::base::model::Repetition {
                 start: k * per,
                 samples: per,
                 departs_pct: departing.contains(&k).then(|| 100.0 * (l / center - 1.0)),
@@ -738,7 +738,7 @@ mod tests {
         st.ci95 =
             crate::analysis::repetition_ci(&reps, 1000, st.median, crate::analysis::FINAL_JUDGING)
                 .unwrap();
-        r.uncertainty = Some(crate::model::Uncertainty {
+        r.uncertainty = Some(crate::base::model::Uncertainty {
             method: String::new(),
             repetitions: levels.len(),
             halfwidth_pct: 100.0 * crate::analysis::halfwidth(Some(st.ci95), st.median),
@@ -851,7 +851,7 @@ mod tests {
                 let mut r = one.clone();
                 r.id = format!("call/f{i}");
                 // Departures 150 ms apart: 0, 150, ..., 750 ms, each with two others in 300 ms.
-                r.repetitions = vec![crate::model::Repetition {
+                r.repetitions = vec![crate::base::model::Repetition {
                     departs_pct: Some(5.0),
                     ..testdata::repetition(1.0, 150.0 * i as f64)
                 }];

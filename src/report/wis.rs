@@ -5,7 +5,7 @@
 //! `*_idle` the CPUs' idle percent while they ran, `linear` N times the better one-task
 //! figure. CIs, efficiencies and anything not measured go to a second text, for stderr.
 
-use crate::model::{BenchResult, Run, Status};
+use crate::base::model::{BenchResult, Run, Status};
 
 fn copies(r: &BenchResult) -> Option<u64> {
     r.params.get("copies")?.as_u64()
@@ -105,7 +105,7 @@ fn point_note(r: &BenchResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::testdata;
+    use crate::base::model::testdata;
     use serde_json::json;
 
     fn point(mode: &str, n: u64, total: f64, idle: f64) -> BenchResult {

@@ -4,7 +4,7 @@
 //! so the graph stays parseable. Sizes and counts come from each result's parameters (failed
 //! points carry them too), never from parsing ids.
 
-use crate::model::{BenchResult, Run, Status};
+use crate::base::model::{BenchResult, Run, Status};
 
 fn param(r: &BenchResult, k: &str) -> Option<f64> {
     r.params.get(k).and_then(|v| v.as_f64())
@@ -66,7 +66,7 @@ pub fn lat_ctx(run: &Run) -> (String, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::testdata;
+    use crate::base::model::testdata;
 
     fn point(n: u64, kb: u64, samples: Vec<f64>) -> BenchResult {
         let mut r = testdata::result(&format!("switch/ring/n{n}-s{kb}k"), samples);

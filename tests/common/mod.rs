@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 #[allow(unused_imports)]
-pub use oscost::model::{BenchResult, Run, Status};
-pub use oscost::stats::Stats;
+pub use oscost::base::model::{BenchResult, Run, Status};
+pub use oscost::base::stats::Stats;
 
 pub const TAG_VAR: &str = "OSCOST_TEST_TAG";
 
@@ -187,7 +187,7 @@ pub fn run_json(tag: &str, args: &[&str]) -> (std::process::Output, Run) {
 
 /// A run file, through the loader users get (schema checks included).
 pub fn read_run(path: &std::path::Path) -> Run {
-    oscost::model::load_run_file(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    oscost::base::model::load_run_file(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 pub fn result<'a>(run: &'a Run, id: &str) -> &'a BenchResult {

@@ -5,10 +5,10 @@
 
 use std::sync::Mutex;
 
+use crate::base::model::{Curve, Placement};
 use crate::harness::case::{BenchError, Case, Measured, Meter, Outcome};
 use crate::harness::os::{close, ensure_fds, errno, pipe, read_byte, write_byte};
 use crate::harness::placement;
-use crate::model::{Curve, Placement};
 
 /// The ring's cost against its size, one line per working set, as reports draw it.
 pub(super) const RING_CURVE: Curve = Curve {
@@ -185,7 +185,7 @@ fn ring_overhead_ns(m: &Meter, kb: usize) -> Result<f64, BenchError> {
     });
     close(p[0]);
     close(p[1]);
-    let ns = crate::stats::median(&r?.measurement.samples_ns);
+    let ns = crate::base::stats::median(&r?.measurement.samples_ns);
     known.push((kb, ns));
     Ok(ns)
 }

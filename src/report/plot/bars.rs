@@ -9,13 +9,13 @@ use plotters::prelude::*;
 use super::{
     BLUE_, Bar, CAPTION, GREEN_, GREY_, ORANGE_, RED_, Res, TEXT, e2s, log_tick, unit_for,
 };
-use crate::stats;
+use crate::base::stats;
 
 type BarChart<'a, DB> = ChartContext<'a, DB, Cartesian2d<LogCoord<f64>, RangedCoordf64>>;
 
 /// The x range of the bars (whiskers and the band included), widened for breathing room.
 fn log_range(bars: &[Bar], div: f64, band: Option<f64>) -> (f64, f64) {
-    let (mut x0, mut x1) = crate::stats::extent(
+    let (mut x0, mut x1) = crate::base::stats::extent(
         bars.iter()
             .flat_map(|b| [b.value, b.lo, b.hi])
             .map(|v| v / div)

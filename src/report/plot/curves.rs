@@ -8,7 +8,7 @@ use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
-use crate::stats::{extent, quantile_sorted, sorted_copy};
+use crate::base::stats::{extent, quantile_sorted, sorted_copy};
 
 use super::{
     CAPTION, GREY_, LEGEND_ROOM, PALETTE, Point, Res, TEXT, axes, e2s, legend, padded, tick,

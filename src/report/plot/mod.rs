@@ -20,8 +20,8 @@ use bars::bar_chart;
 use curves::curves;
 
 use super::{format_ns, scale};
-use crate::model::BenchResult;
-use crate::stats;
+use crate::base::model::BenchResult;
+use crate::base::stats;
 
 const FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
 /// Most points one series draws (a series with more is reduced to its envelope).
@@ -181,10 +181,10 @@ pub fn png(f: &Figure) -> Result<Vec<u8>, String> {
     // failure aborts: a process short of memory says so instead. Once the emergency reserve
     // is spent no more bitmaps are drawn; before each, room for it and a margin is probed.
     let n = w as usize * h as usize * 3;
-    if crate::reserve::spent() {
+    if crate::base::reserve::spent() {
         return Err("memory ran short, so no more PNG figures were drawn (the SVGs were)".into());
     }
-    if !crate::reserve::room_for(2 * n + (4 << 20)) {
+    if !crate::base::reserve::room_for(2 * n + (4 << 20)) {
         return Err(format!("not enough memory to draw a {w}x{h} PNG figure"));
     }
     let mut rgb: Vec<u8> = Vec::new();
@@ -362,7 +362,7 @@ pub fn envelope(samples: &[f64]) -> Envelope {
     let mut hi = Vec::with_capacity(buckets);
     for (k, chunk) in samples.chunks(per).enumerate() {
         let x = (k * per + chunk.len() / 2) as f64;
-        let (a, b) = crate::stats::extent(chunk.iter().copied());
+        let (a, b) = crate::base::stats::extent(chunk.iter().copied());
         lo.push((x, a));
         hi.push((x, b));
     }
@@ -504,7 +504,7 @@ fn histogram<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &BenchResult)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::testdata;
+    use crate::base::model::testdata;
 
     #[test]
     fn ticks_drop_needless_decimals() {

@@ -1,0 +1,949 @@
+//! Two runs -> what changed (docs/ARCHITECTURE.md §2). Per benchmark in both: the base and candidate medians,
+//! the slowdown (ratio of medians) and the addition (difference) each with a 95% CI from a
+//! hierarchical bootstrap over the repetitions, a p-value from that same resampling, and a
+//! verdict. A change is called when the CI of the ratio excludes 1 and the ratio lies beyond
+//! the noise threshold (`verdict` says why not the whole CI, as criterion.rs asks); otherwise
+//! the verdict is "no change", with `within_band` false (shown as `*`) when the CI is wider
+//! than the band, so a smaller change cannot be ruled out.
+//!
+//! Pure: no I/O. The block bootstrap (`stats::bootstrap`) uses a seeded generator, so a
+//! comparison is reproducible. Runs measured apart get the run-to-run spread (`apart`); groups
+//! of runs are compared in `commands/compare.rs` through `analysis::run_to_run`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::base::model::{BenchResult, Run, Status};
+use crate::base::stats::bootstrap::{Repetitions, blocks, ratio_and_difference};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+/// How a comparison judges: its noise band and its bootstrap.
+pub struct Options {
+    /// Relative half-width of the band called "no change" (0.02 = ±2%).
+    pub threshold: f64,
+    /// Bootstrap resamples behind each interval.
+    pub resamples: usize,
+    /// Samples per side the bootstrap draws from (evenly thinned beyond this).
+    pub max_samples: usize,
+    /// The bootstrap's seed: the same runs always give the same intervals.
+    pub seed: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            threshold: 0.02,
+            resamples: 1000,
+            max_samples: 4000,
+            seed: 0x0005_c057,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+/// What a comparison says of one benchmark.
+pub enum Verdict {
+    /// The candidate is slower: its whole CI lies above the noise band.
+    Slower,
+    /// The candidate is faster: its whole CI lies below the noise band.
+    Faster,
+    /// Neither: the CI reaches into the noise band.
+    NoChange,
+}
+
+impl Verdict {
+    /// The verdict as printed: "slower", "faster", "no change".
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Slower => "slower",
+            Verdict::Faster => "faster",
+            Verdict::NoChange => "no change",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One benchmark in two runs: the two medians, the slowdown and the addition with their CIs.
+pub struct BenchComparison {
+    /// The result's id.
+    pub id: String,
+    /// The base run's median, ns.
+    pub base_median_ns: f64,
+    /// The candidate run's median, ns.
+    pub cand_median_ns: f64,
+    /// cand / base.
+    pub slowdown: f64,
+    /// The slowdown's 95% CI.
+    pub slowdown_ci95: [f64; 2],
+    /// cand - base, ns.
+    pub addition_ns: f64,
+    /// The addition's 95% CI, ns.
+    pub addition_ci95: [f64; 2],
+    /// Two-sided p-value of "no difference" from the bootstrap.
+    pub p_value: f64,
+    /// Slower, faster or no change.
+    pub verdict: Verdict,
+    /// For "no change": the CI lies inside the noise band (false: it is wider than the band).
+    pub within_band: bool,
+    /// Either side was flagged disturbed.
+    pub disturbed: bool,
+    /// Runs measured apart: the run-to-run spread added to the interval (see `apart`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_to_run: Option<crate::analysis::run_to_run::RunToRun>,
+    /// Runs measured apart with no run-to-run spread known for either environment: nothing is
+    /// called (the verdict is "no change", the CI the runs' own, which cannot see the host's
+    /// drift between them).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub apart_unknown: bool,
+    /// `ab`: the row is judged from its rounds (A and B repetitions measured side by side) by
+    /// the stop rule that ended them (`paired`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<Rounds>,
+}
+
+/// How `ab`'s stop rule ended for one benchmark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// The slowdown's sequential CI excludes 1 and the slowdown lies beyond the noise band.
+    Called,
+    /// The CI lies inside the noise band.
+    NoChange,
+    /// The budget ended first: the CI reaches into the band and past it.
+    Undecided,
+}
+
+/// The rounds behind an `ab` row and how its stop rule ended.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Rounds {
+    /// Rounds (pairs of an A and a B repetition) the row was judged on.
+    pub rounds: usize,
+    /// What the stop rule decided at the last look.
+    pub decision: Decision,
+}
+
+/// One benchmark's rounds judged as `ab`'s stop rule judges them: per round, the log of B's
+/// repetition median over A's (measured next to each other, so the machine's drift between
+/// rounds cancels), and the group-sequential interval of their mean (`stats::sequential`),
+/// valid at every look of the schedule together.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Paired {
+    /// The rounds' ratios' trimmed geometric mean (`stats::sequential::TRIM` of each end).
+    pub slowdown: f64,
+    /// Its sequential 95% CI.
+    pub ci: [f64; 2],
+    /// Two-sided p of the trimmed paired t test at this look (not adjusted for the looks).
+    pub p: f64,
+    /// The verdict for that CI and slowdown (`verdict`).
+    pub verdict: Verdict,
+    /// For "no change": the CI lies inside the band.
+    pub within_band: bool,
+    /// The rounds and what they decided.
+    pub rounds: Rounds,
+}
+
+/// Judge the rounds whose repetition medians are `base` and `cand` (index k of each measured
+/// in round k) against a noise band of ±`threshold`. `None` with fewer than 2 usable rounds.
+pub fn paired(base: &[f64], cand: &[f64], threshold: f64) -> Option<Paired> {
+    let logs: Vec<f64> = base
+        .iter()
+        .zip(cand)
+        .filter(|(b, c)| **b > 0.0 && **c > 0.0 && b.is_finite() && c.is_finite())
+        .map(|(b, c)| (c / b).ln())
+        .collect();
+    let n = logs.len();
+    let (mean, [lo, hi]) = crate::base::stats::sequential::interval(&logs)?;
+    let p = crate::base::stats::sequential::p_value(&logs);
+    let (slowdown, ci) = (mean.exp(), [lo.exp(), hi.exp()]);
+    let (v, within_band) = verdict(ci, slowdown, threshold);
+    let decision = match v {
+        Verdict::Slower | Verdict::Faster => Decision::Called,
+        Verdict::NoChange if within_band => Decision::NoChange,
+        Verdict::NoChange => Decision::Undecided,
+    };
+    Some(Paired {
+        slowdown,
+        ci,
+        p,
+        verdict: v,
+        within_band,
+        rounds: Rounds {
+            rounds: n,
+            decision,
+        },
+    })
+}
+
+/// Judge an `ab` comparison's rows by their rounds (`paired`): each row whose two results have
+/// repetitions in pairs gets the paired slowdown, its sequential CI, the addition on the base
+/// median, and `rounds`. A row whose sides lost a repetition (a failed worker) keeps the
+/// bootstrap of the two runs: its pairs would no longer be rounds.
+pub fn judge_rounds(cmp: &mut Comparison, base: &Run, cand: &Run) {
+    let medians = |run: &Run, id: &str| -> Option<Vec<f64>> {
+        let r = run.results.iter().find(|r| r.id == id)?;
+        Some(r.repetitions.iter().map(|x| x.median_ns).collect())
+    };
+    for r in &mut cmp.rows {
+        let (Some(b), Some(c)) = (medians(base, &r.id), medians(cand, &r.id)) else {
+            continue;
+        };
+        if b.len() != c.len() {
+            continue;
+        }
+        let Some(p) = paired(&b, &c, cmp.threshold) else {
+            continue;
+        };
+        r.slowdown = p.slowdown;
+        r.slowdown_ci95 = p.ci;
+        r.addition_ns = r.base_median_ns * (p.slowdown - 1.0);
+        r.addition_ci95 = [
+            r.base_median_ns * (p.ci[0] - 1.0),
+            r.base_median_ns * (p.ci[1] - 1.0),
+        ];
+        r.p_value = p.p;
+        r.verdict = p.verdict;
+        r.within_band = p.within_band;
+        r.rounds = Some(p.rounds);
+    }
+    cmp.summary = summarize(&cmp.rows);
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+/// How many benchmarks went which way, and what they share.
+pub struct Summary {
+    /// Geometric mean of the slowdowns.
+    pub geomean_slowdown: Option<f64>,
+    /// Benchmarks called slower.
+    pub slower: usize,
+    /// Benchmarks called faster.
+    pub faster: usize,
+    /// Benchmarks not called either way.
+    pub no_change: usize,
+    /// Of `no_change`, those whose CI is wider than the noise band.
+    pub inconclusive: usize,
+    /// Not judged: runs measured apart with no run-to-run spread known (not in `no_change`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub apart_unknown: usize,
+    /// The changes were about one factor over a wide range of costs (a machine's speed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub one_factor: Option<OneFactor>,
+}
+
+/// The changed benchmarks, all one way and with base costs at least 10x apart, moved by about
+/// one factor (their log slowdowns within 2x of each other), and so by very different amounts.
+/// That is what a machine running at another speed does (a host, a clock, virtualization); a
+/// cost added to each operation (a hook, a mitigation) adds about one amount instead, which
+/// over costs 10x apart is factors 10x apart. Two runs measured apart on a host that changed
+/// speed between them show it too, and `ab` is the way to tell such drift from a change.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OneFactor {
+    /// How many benchmarks changed.
+    pub changed: usize,
+    /// Which way they all changed.
+    pub verdict: Verdict,
+    /// Smallest and largest base median, slowdown and addition among them.
+    pub base_ns: [f64; 2],
+    /// Smallest and largest slowdown among them.
+    pub slowdown: [f64; 2],
+    /// Smallest and largest addition among them, ns.
+    pub addition_ns: [f64; 2],
+}
+
+/// At least this many changed benchmarks, all one way...
+const ONE_FACTOR_MIN_CHANGED: usize = 3;
+/// ...over base costs at least this far apart...
+const ONE_FACTOR_MIN_BASE_SPAN: f64 = 10.0;
+/// ...whose log slowdowns are within this of each other.
+const ONE_FACTOR_AGREEMENT: f64 = 2.0;
+
+fn one_factor(rows: &[BenchComparison]) -> Option<OneFactor> {
+    let changed: Vec<&BenchComparison> = rows
+        .iter()
+        .filter(|r| r.verdict != Verdict::NoChange)
+        .collect();
+    let verdict = changed.first()?.verdict;
+    if changed.len() < ONE_FACTOR_MIN_CHANGED || changed.iter().any(|r| r.verdict != verdict) {
+        return None;
+    }
+    let range = |f: &dyn Fn(&BenchComparison) -> f64| {
+        let (lo, hi) = crate::base::stats::extent(changed.iter().map(|r| f(r)));
+        [lo, hi]
+    };
+    let base_ns = range(&|r| r.base_median_ns);
+    let excess = range(&|r| r.slowdown.ln().abs());
+    let spread = |[lo, hi]: [f64; 2]| hi / lo;
+    if !(base_ns[0] > 0.0 && excess[0] > 0.0)
+        || spread(base_ns) < ONE_FACTOR_MIN_BASE_SPAN
+        || spread(excess) > ONE_FACTOR_AGREEMENT
+    {
+        return None;
+    }
+    Some(OneFactor {
+        changed: changed.len(),
+        verdict,
+        base_ns,
+        slowdown: range(&|r| r.slowdown),
+        addition_ns: range(&|r| r.addition_ns),
+    })
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Two runs (or two sides of an `ab`) compared benchmark by benchmark.
+pub struct Comparison {
+    /// The base side.
+    pub base: ComparedSide,
+    /// The candidate side.
+    pub cand: ComparedSide,
+    /// The noise band's relative half-width (0.02 = ±2%).
+    pub threshold: f64,
+    /// One line per benchmark both measured, in the base's order.
+    pub rows: Vec<BenchComparison>,
+    /// Measured in one run only (or not measured in the other), with why.
+    pub only_base: Vec<String>,
+    /// Measured in the candidate only (or not measured in the base), with why.
+    pub only_cand: Vec<String>,
+    /// Measured in neither run.
+    pub unmeasured: Vec<String>,
+    /// The counts and what the changes share.
+    pub summary: Summary,
+    /// The two sides' repetitions alternated in one session (`ab`), so the machine's drift
+    /// fell on both alike; false for two runs measured apart.
+    #[serde(default)]
+    pub alternated: bool,
+    /// What differs between the machines and the confinement of the two runs ("seccomp
+    /// filters 0 -> 1", `analysis::changes::machine_differences`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub differs: Vec<String>,
+}
+
+/// What identifies a side in the output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComparedSide {
+    /// "base", "A", or the run's reference as given.
+    pub name: String,
+    /// When its run started, RFC 3339.
+    pub started_at: String,
+    /// Its run's label.
+    pub label: Option<String>,
+    /// The wrapper it ran under.
+    pub wrapper: Option<String>,
+    /// The kernel settings it was measured under (`--set`, `--a-set`, `--b-set`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settings: Vec<String>,
+    /// The kernel release it ran on.
+    pub kernel: Option<String>,
+    /// The run's own notes (the machine changed speed during it; an old schema): a reader
+    /// weighing a difference needs them beside it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// The run's speed witness, ns per loop (`analysis::witness`); none for a group or a run
+    /// made before witnesses were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub witness_ns: Option<f64>,
+    /// How many workers timed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub witness_workers: Option<usize>,
+}
+
+impl ComparedSide {
+    /// The side of `run`, named `name`.
+    pub fn of(run: &Run, name: &str) -> ComparedSide {
+        ComparedSide {
+            name: name.to_string(),
+            started_at: run.started_at.clone(),
+            label: run.label.clone(),
+            wrapper: run.wrapper.clone(),
+            settings: run.settings.clone(),
+            kernel: run.env.kernel_release.clone(),
+            // What confined its workers first: it enters every number of the side.
+            notes: crate::analysis::confinement_notes(run)
+                .into_iter()
+                .chain(run.notes.iter().cloned())
+                .collect(),
+            witness_ns: crate::analysis::witness::run_witness(run).map(|w| w.ns),
+            witness_workers: crate::analysis::witness::run_witness(run).map(|w| w.workers),
+        }
+    }
+}
+
+/// The repetitions of one side (each a fresh process), cut into time blocks.
+pub fn repetitions_of(r: &BenchResult, max: usize) -> Repetitions {
+    let n = r.samples_ns.len();
+    // Version 2: the repetitions; version 1: the rounds of an `ab`, or one stream.
+    let mut starts: Vec<usize> = if r.repetitions.is_empty() {
+        r.params
+            .get("round_starts")
+            .and_then(|v| v.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_u64())
+                    .map(|x| x as usize)
+                    .collect()
+            })
+            .unwrap_or_default()
+    } else {
+        r.repetitions.iter().map(|x| x.start).collect()
+    };
+    starts.retain(|&s| s < n);
+    if starts.first() != Some(&0) {
+        starts.insert(0, 0);
+    }
+    starts.push(n);
+    let k = (starts.len() - 1).max(1);
+    starts
+        .windows(2)
+        .map(|w| blocks(&r.samples_ns[w[0]..w[1]], r.batch.size, max / k))
+        .filter(|b| !b.is_empty())
+        .collect()
+}
+
+/// The verdict for a ratio (`point`, with its CI) against a band of ±threshold: a change is
+/// called when the CI excludes no change (1) and the ratio lies beyond the band, whether or not
+/// the whole CI does. Otherwise there is no change, and `within` says whether the CI fits
+/// inside the band (a firm "no change") or is wider than it (no change detected: one smaller
+/// than the CI cannot be ruled out).
+///
+/// Why not "the whole CI beyond the band": fork under 32 seccomp layers came out x1.046 with a
+/// CI of 1.018-1.075 (p = 0.002) and was called "no change": a change shown beyond doubt and
+/// larger than the band, hidden because its lower edge sat inside the band. An A/A run of 29
+/// benchmarks has one CI in ~20 that misses 1 by chance; with the ratio also beyond ±2% none
+/// did (2026-11-24: the one that missed, x1.007, stays "no change").
+pub fn verdict(ci: [f64; 2], point: f64, threshold: f64) -> (Verdict, bool) {
+    let (lo, hi) = (ci[0], ci[1]);
+    if !(lo.is_finite() && hi.is_finite() && point.is_finite()) {
+        return (Verdict::NoChange, false);
+    }
+    if lo > 1.0 + threshold || (lo > 1.0 && point > 1.0 + threshold) {
+        (Verdict::Slower, false)
+    } else if hi < 1.0 - threshold || (hi < 1.0 && point < 1.0 - threshold) {
+        (Verdict::Faster, false)
+    } else {
+        (
+            Verdict::NoChange,
+            lo >= 1.0 - threshold && hi <= 1.0 + threshold,
+        )
+    }
+}
+
+fn why_missing(r: Option<&BenchResult>, side: &str) -> String {
+    match r {
+        None => format!("not in the {side} run"),
+        Some(r) => format!(
+            "{} in the {side} run{}",
+            r.status.word(),
+            r.status
+                .reason()
+                .map(|x| format!(": {x}"))
+                .unwrap_or_default()
+        ),
+    }
+}
+
+/// Both sides measured with samples: one row of the comparison.
+fn row(id: &str, b: &BenchResult, c: &BenchResult, opts: &Options) -> Option<BenchComparison> {
+    let (bs, cs) = (b.stats.as_ref()?, c.stats.as_ref()?);
+    let slowdown = if bs.median != 0.0 {
+        cs.median / bs.median
+    } else {
+        f64::NAN
+    };
+    let d = ratio_and_difference(
+        &repetitions_of(b, opts.max_samples),
+        &repetitions_of(c, opts.max_samples),
+        (slowdown, cs.median - bs.median),
+        opts.resamples,
+        opts.seed,
+    );
+    let (ratio_ci, diff_ci) = (d.ratio_ci, d.diff_ci);
+    let (verdict, within_band) = verdict(ratio_ci, slowdown, opts.threshold);
+    Some(BenchComparison {
+        id: id.to_string(),
+        base_median_ns: bs.median,
+        cand_median_ns: cs.median,
+        slowdown,
+        slowdown_ci95: ratio_ci,
+        addition_ns: cs.median - bs.median,
+        addition_ci95: diff_ci,
+        p_value: d.p,
+        verdict,
+        within_band,
+        disturbed: b.disturbed.is_disturbed() || c.disturbed.is_disturbed(),
+        run_to_run: None,
+        apart_unknown: false,
+        rounds: None,
+    })
+}
+
+/// The rows of benchmarks measured on both sides, in their order, computed on every CPU: the
+/// bootstrap is most of a comparison's time, each row is seeded alike whichever thread takes
+/// it, so the answer does not depend on the number of threads.
+fn rows_in_parallel(
+    both: &[(&str, &BenchResult, &BenchResult)],
+    opts: &Options,
+) -> Vec<BenchComparison> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let per = both.len().div_ceil(threads.max(1)).max(1);
+    std::thread::scope(|s| {
+        let parts: Vec<_> = both
+            .chunks(per)
+            .map(|part| {
+                s.spawn(move || {
+                    part.iter()
+                        .filter_map(|&(id, b, c)| row(id, b, c, opts))
+                        .collect::<Vec<BenchComparison>>()
+                })
+            })
+            .collect();
+        // A row cannot panic short of a bug; if one did, say so rather than lose the rows.
+        parts
+            .into_iter()
+            .flat_map(|h| h.join().expect("a comparison thread panicked"))
+            .collect()
+    })
+}
+
+/// Counts of verdicts and the geometric mean slowdown.
+fn summarize(rows: &[BenchComparison]) -> Summary {
+    let logs: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.slowdown.is_finite() && r.slowdown > 0.0)
+        .map(|r| r.slowdown.ln())
+        .collect();
+    let count = |v: Verdict| {
+        rows.iter()
+            .filter(|r| r.verdict == v && !r.apart_unknown)
+            .count()
+    };
+    Summary {
+        geomean_slowdown: (!logs.is_empty())
+            .then(|| (logs.iter().sum::<f64>() / logs.len() as f64).exp()),
+        slower: count(Verdict::Slower),
+        faster: count(Verdict::Faster),
+        no_change: count(Verdict::NoChange),
+        inconclusive: rows
+            .iter()
+            .filter(|r| r.verdict == Verdict::NoChange && !r.within_band && !r.apart_unknown)
+            .count(),
+        apart_unknown: rows.iter().filter(|r| r.apart_unknown).count(),
+        one_factor: one_factor(rows),
+    }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// A result with numbers to compare.
+fn measured(r: Option<&BenchResult>) -> Option<&BenchResult> {
+    r.filter(|r| r.status == Status::Ok && r.stats.is_some() && !r.samples_ns.is_empty())
+}
+
+/// Compare `cand` against `base`, benchmark by benchmark (base order first, then what only the
+/// candidate has); what one side lacks is listed with the reason.
+pub fn compare<'a>(
+    base: &'a Run,
+    cand: &'a Run,
+    base_name: &str,
+    cand_name: &str,
+    opts: &Options,
+) -> Comparison {
+    let by_id = |run: &'a Run| -> BTreeMap<&'a str, &'a BenchResult> {
+        run.results.iter().map(|r| (r.id.as_str(), r)).collect()
+    };
+    let (bm, cm) = (by_id(base), by_id(cand));
+    let mut cmp = Comparison {
+        base: ComparedSide::of(base, base_name),
+        cand: ComparedSide::of(cand, cand_name),
+        threshold: opts.threshold,
+        rows: vec![],
+        only_base: vec![],
+        only_cand: vec![],
+        unmeasured: vec![],
+        summary: Summary::default(),
+        alternated: false,
+        differs: crate::analysis::changes::machine_differences(base, cand),
+    };
+    let mut ids: Vec<&String> = base.results.iter().map(|r| &r.id).collect();
+    ids.extend(
+        cand.results
+            .iter()
+            .map(|r| &r.id)
+            .filter(|id| !bm.contains_key(id.as_str())),
+    );
+    let mut both = Vec::new();
+    for id in ids {
+        let (b, c) = (bm.get(id.as_str()).copied(), cm.get(id.as_str()).copied());
+        match (measured(b), measured(c)) {
+            (Some(b), Some(c)) => both.push((id.as_str(), b, c)),
+            (Some(_), None) => cmp
+                .only_base
+                .push(format!("{id}: {}", why_missing(c, "candidate"))),
+            (None, Some(_)) => cmp
+                .only_cand
+                .push(format!("{id}: {}", why_missing(b, "base"))),
+            (None, None) => cmp.unmeasured.push(format!(
+                "{id}: {}; {}",
+                why_missing(b, "base"),
+                why_missing(c, "candidate")
+            )),
+        }
+    }
+    cmp.rows = rows_in_parallel(&both, opts);
+    cmp.summary = summarize(&cmp.rows);
+    cmp
+}
+
+/// Treat the two runs as measured apart (two kernels, two nights): each row's interval is
+/// widened by the run-to-run spread `spread_of` gives for its benchmark (learned from the
+/// store) and judged again; a row with none known calls nothing (`apart_unknown`).
+pub fn apart(
+    cmp: &mut Comparison,
+    spread_of: &dyn Fn(&str) -> Option<crate::analysis::run_to_run::Spread>,
+) {
+    for r in &mut cmp.rows {
+        match spread_of(&r.id) {
+            Some(s) => {
+                let ci = crate::analysis::run_to_run::widen(r.slowdown, r.slowdown_ci95, s);
+                r.slowdown_ci95 = ci;
+                r.addition_ci95 = [
+                    r.base_median_ns * (ci[0] - 1.0),
+                    r.base_median_ns * (ci[1] - 1.0),
+                ];
+                (r.verdict, r.within_band) = verdict(ci, r.slowdown, cmp.threshold);
+                r.run_to_run = Some(s.into());
+            }
+            None => {
+                r.verdict = Verdict::NoChange;
+                r.within_band = false;
+                r.apart_unknown = true;
+            }
+        }
+    }
+    cmp.summary = summarize(&cmp.rows);
+}
+
+/// The summary again after the rows were made elsewhere (groups of runs).
+pub fn resummarize(cmp: &mut Comparison) {
+    cmp.summary = summarize(&cmp.rows);
+}
+
+/// The rows that could not be judged: measured apart, run-to-run spread unknown.
+pub fn unknown_apart(cmp: &Comparison) -> Vec<&BenchComparison> {
+    cmp.rows.iter().filter(|r| r.apart_unknown).collect()
+}
+
+/// Benchmarks slower than `pct` percent beyond doubt (the CI's lower end), for --fail-above.
+pub fn regressions(cmp: &Comparison, pct: f64) -> Vec<&BenchComparison> {
+    cmp.rows
+        .iter()
+        .filter(|r| r.slowdown_ci95[0] > 1.0 + pct / 100.0)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::model::testdata;
+
+    fn run_with(id: &str, samples: Vec<f64>) -> Run {
+        let mut r = testdata::run();
+        r.results = vec![testdata::result(id, samples)];
+        r
+    }
+
+    fn noisy(center: f64, n: usize) -> Vec<f64> {
+        // Deterministic jitter of ±0.5%.
+        (0..n)
+            .map(|i| center * (1.0 + 0.005 * (((i * 7919) % 101) as f64 / 50.0 - 1.0)))
+            .collect()
+    }
+
+    #[test]
+    fn exact_ratio_and_difference_with_cis_that_contain_them() {
+        let base = run_with("syscall/getpid", noisy(150.0, 500));
+        let cand = run_with("syscall/getpid", noisy(570.0, 500));
+        let c = compare(&base, &cand, "base", "cand", &Options::default());
+        let r = &c.rows[0];
+        assert!((r.slowdown - 3.8).abs() < 1e-9, "{}", r.slowdown);
+        assert!((r.addition_ns - 420.0).abs() < 1e-9);
+        assert!(r.slowdown_ci95[0] <= r.slowdown && r.slowdown <= r.slowdown_ci95[1]);
+        assert!(r.addition_ci95[0] <= r.addition_ns && r.addition_ns <= r.addition_ci95[1]);
+        assert_eq!(r.verdict, Verdict::Slower);
+        assert!(r.p_value <= 1e-3, "{}", r.p_value);
+        assert!((c.summary.geomean_slowdown.unwrap() - 3.8).abs() < 1e-9);
+        assert_eq!(c.summary.slower, 1);
+        // The same comparison again gives the same CIs (seeded).
+        let again = compare(&base, &cand, "base", "cand", &Options::default());
+        assert_eq!(again.rows, c.rows);
+    }
+
+    #[test]
+    fn identical_runs_are_no_change_and_faster_is_faster() {
+        let base = run_with("call/f0", noisy(100.0, 400));
+        let c = compare(&base, &base, "a", "b", &Options::default());
+        assert_eq!(c.rows[0].verdict, Verdict::NoChange);
+        assert!(c.rows[0].within_band, "{:?}", c.rows[0].slowdown_ci95);
+        assert!((c.rows[0].slowdown - 1.0).abs() < 1e-12);
+        let fast = run_with("call/f0", noisy(50.0, 400));
+        let c = compare(&base, &fast, "a", "b", &Options::default());
+        assert_eq!(c.rows[0].verdict, Verdict::Faster);
+    }
+
+    #[test]
+    fn rounds_are_judged_by_their_paired_ratios_with_the_sequential_interval() {
+        let base = [
+            100.0, 108.0, 100.0, 108.0, 100.0, 100.0, 108.0, 100.0, 100.0, 108.0,
+        ];
+        // B 3% above A in every round, whichever level the round's processes sat at: the
+        // ratios agree though the levels swing 8%.
+        let cand: Vec<f64> = base.iter().map(|x| x * 1.03).collect();
+        let p = paired(&base, &cand, 0.01).unwrap();
+        assert!((p.slowdown - 1.03).abs() < 1e-9, "{p:?}");
+        assert_eq!(p.verdict, Verdict::Slower);
+        assert_eq!(
+            p.rounds,
+            Rounds {
+                rounds: 10,
+                decision: Decision::Called
+            }
+        );
+        // The same medians unpaired (B's levels in another order) decide nothing.
+        let mut shuffled = cand.clone();
+        shuffled.rotate_left(1);
+        let q = paired(&base, &shuffled, 0.01).unwrap();
+        assert_eq!(q.rounds.decision, Decision::Undecided, "{q:?}");
+        assert!(q.ci[0] < 1.0 && q.ci[1] > 1.02, "{q:?}");
+        // Identical sides: no change, inside the band, p = 1.
+        let same = paired(&base, &base, 0.01).unwrap();
+        assert_eq!(
+            (same.rounds.decision, same.within_band, same.p),
+            (Decision::NoChange, true, 1.0)
+        );
+        assert!(
+            paired(&[1.0], &[1.0], 0.01).is_none(),
+            "one round: no interval"
+        );
+    }
+
+    #[test]
+    fn verdicts_at_the_edges_of_the_threshold() {
+        let t = 0.02;
+        assert_eq!(verdict([1.021, 1.05], 1.03, t), (Verdict::Slower, false));
+        assert_eq!(
+            verdict([1.02, 1.05], 1.02, t),
+            (Verdict::NoChange, false),
+            "touching the edge is not beyond it"
+        );
+        assert_eq!(
+            verdict([0.98, 1.02], 1.0, t),
+            (Verdict::NoChange, true),
+            "the edges belong to the band"
+        );
+        assert_eq!(verdict([0.979, 1.0], 0.99, t), (Verdict::NoChange, false));
+        assert_eq!(verdict([0.90, 0.979], 0.95, t), (Verdict::Faster, false));
+        assert_eq!(verdict([f64::NAN, 1.0], 1.0, t), (Verdict::NoChange, false));
+        // A change shown beyond doubt whose CI reaches into the band: called by its ratio.
+        assert_eq!(verdict([1.018, 1.075], 1.046, t), (Verdict::Slower, false));
+        assert_eq!(verdict([0.93, 0.995], 0.97, t), (Verdict::Faster, false));
+        // A CI that misses 1 by a little, with a ratio inside the band: no change.
+        assert_eq!(
+            verdict([1.001, 1.061], 1.007, t),
+            (Verdict::NoChange, false)
+        );
+        // A ratio beyond the band whose CI holds 1: not shown, no change.
+        assert_eq!(verdict([0.99, 1.08], 1.03, t), (Verdict::NoChange, false));
+    }
+
+    #[test]
+    fn benchmarks_in_one_run_only_are_listed_with_why() {
+        let mut base = testdata::run();
+        let cand = run_with("call/f0", noisy(1.5, 50));
+        base.results.truncate(2);
+        let c = compare(&base, &cand, "a", "b", &Options::default());
+        assert_eq!(c.rows.len(), 1);
+        assert_eq!(
+            c.only_base,
+            vec!["syscall/getppid: not in the candidate run".to_string()]
+        );
+        let skipped = testdata::run();
+        let c = compare(&cand, &skipped, "a", "b", &Options::default());
+        assert!(
+            c.only_cand
+                .contains(&"syscall/getppid: not in the base run".to_string())
+        );
+        assert_eq!(
+            c.unmeasured,
+            vec![
+                "timer/rdtscp: not in the base run; skipped in the candidate run: no rdtscp"
+                    .to_string()
+            ]
+        );
+    }
+
+    #[test]
+    fn regressions_need_the_whole_ci_beyond_the_limit() {
+        let base = run_with("x/y", noisy(100.0, 400));
+        let cand = run_with("x/y", noisy(110.0, 400));
+        let c = compare(&base, &cand, "a", "b", &Options::default());
+        assert_eq!(regressions(&c, 5.0).len(), 1);
+        assert_eq!(regressions(&c, 15.0).len(), 0);
+    }
+
+    #[test]
+    fn a_phase_that_hits_one_side_widens_the_interval_instead_of_calling_a_change() {
+        // Same operation; the machine was slow (+40%) for 45% of the base run and 55% of the
+        // candidate's, so the medians sit at different levels. Resampling single samples calls
+        // that a 40% change with a CI of a fraction of a percent; blocks do not.
+        let mut base: Vec<f64> = noisy(100.0, 2000);
+        base[..900].iter_mut().for_each(|x| *x *= 1.4);
+        let mut cand = noisy(100.0, 2000);
+        cand[900..].iter_mut().for_each(|x| *x *= 1.4);
+        let mut b = testdata::result("x/y", base);
+        let mut c = testdata::result("x/y", cand);
+        b.batch.size = 2500; // 100 ns x 2500 = 250 us a sample: 200 samples a block
+        c.batch.size = 2500;
+        let (rb, rc) = (
+            Run {
+                results: vec![b],
+                ..testdata::run()
+            },
+            Run {
+                results: vec![c],
+                ..testdata::run()
+            },
+        );
+        let cmp = compare(&rb, &rc, "a", "b", &Options::default());
+        assert_eq!(cmp.rows[0].verdict, Verdict::NoChange, "{:?}", cmp.rows[0]);
+    }
+
+    /// A row changed by `ratio` on a base of `base` ns, called as the ratio says.
+    fn changed(id: &str, base: f64, ratio: f64) -> BenchComparison {
+        let verdict = match ratio {
+            r if r > 1.02 => Verdict::Slower,
+            r if r < 0.98 => Verdict::Faster,
+            _ => Verdict::NoChange,
+        };
+        BenchComparison {
+            id: id.into(),
+            base_median_ns: base,
+            cand_median_ns: base * ratio,
+            slowdown: ratio,
+            slowdown_ci95: [ratio * 0.99, ratio * 1.01],
+            addition_ns: base * (ratio - 1.0),
+            addition_ci95: [base * (ratio - 1.0) - 1.0, base * (ratio - 1.0) + 1.0],
+            p_value: 0.001,
+            verdict,
+            within_band: true,
+            disturbed: false,
+            run_to_run: None,
+            apart_unknown: false,
+            rounds: None,
+        }
+    }
+
+    #[test]
+    fn changes_by_one_factor_over_a_wide_range_of_costs_are_said() {
+        // Two runs of one build 19 s apart on a host that moved between two speeds.
+        let machine = [
+            changed("syscall/getpid", 138.0, 1.356),
+            changed("spawn/fork", 107_000.0, 1.390),
+            changed("switch/pipe-proc@same", 5_200.0, 1.318),
+            changed("mem/fault-write", 1_330.0, 1.279),
+            changed("call/f0", 1.08, 1.001),
+        ];
+        let f = one_factor(&machine).unwrap();
+        assert_eq!((f.changed, f.verdict), (4, Verdict::Slower));
+        assert_eq!(f.base_ns, [138.0, 107_000.0]);
+        assert_eq!(f.slowdown, [1.279, 1.390]);
+        assert_eq!(f.addition_ns[0].round(), 49.0);
+        assert_eq!(f.addition_ns[1].round(), 41_730.0);
+        // Faster by one factor is said as such.
+        let faster: Vec<BenchComparison> = machine
+            .iter()
+            .map(|r| changed(&r.id, r.base_median_ns, 1.0 / r.slowdown))
+            .collect();
+        assert_eq!(one_factor(&faster).unwrap().verdict, Verdict::Faster);
+    }
+
+    #[test]
+    fn one_factor_is_not_claimed_where_the_changes_cannot_show_it() {
+        // 43 ns added to each system call: about one amount, factors 10x apart.
+        let hook = [
+            changed("syscall/getpid", 138.0, 181.0 / 138.0),
+            changed("syscall/read-devzero", 263.0, 306.0 / 263.0),
+            changed("mem/read-file/4KiB", 612.0, 655.0 / 612.0),
+            changed("x/one-entry", 1_380.0, 1_423.0 / 1_380.0),
+        ];
+        assert_eq!(one_factor(&hook), None, "one amount, not one factor");
+        let close_costs = [
+            changed("syscall/getpid", 138.0, 1.30),
+            changed("syscall/getppid", 150.0, 1.28),
+            changed("syscall/read-devzero", 263.0, 1.29),
+        ];
+        assert_eq!(one_factor(&close_costs), None, "bases under 10x apart");
+        let two = [changed("a/b", 100.0, 1.3), changed("a/c", 1e5, 1.3)];
+        assert_eq!(one_factor(&two), None, "two are not a pattern");
+        let both_ways = [
+            changed("syscall/getpid", 138.0, 1.30),
+            changed("spawn/fork", 107_000.0, 1.0 / 1.30),
+            changed("mem/fault-write", 1_330.0, 1.30),
+        ];
+        assert_eq!(one_factor(&both_ways), None, "some slower, some faster");
+    }
+
+    #[test]
+    fn repetitions_are_the_repetitions_of_the_bootstrap() {
+        let mut r = testdata::result("x/y", vec![1.0, 2.0, 3.0, 4.0, 5.0]);
+        assert_eq!(
+            repetitions_of(&r, 100).len(),
+            1,
+            "one stream: one repetition"
+        );
+        r.repetitions = [0usize, 3]
+            .iter()
+            .zip([3usize, 2])
+            .map(|(&start, samples)| crate::base::model::Repetition {
+                start,
+                samples,
+                ..testdata::repetition(0.0, 0.0)
+            })
+            .collect();
+        let reps = repetitions_of(&r, 100);
+        assert_eq!(reps.len(), 2);
+        assert_eq!(reps[0].concat(), vec![1.0, 2.0, 3.0]);
+        assert_eq!(reps[1].concat(), vec![4.0, 5.0]);
+    }
+
+    #[test]
+    fn runs_measured_apart_are_judged_with_their_spread_or_not_at_all() {
+        let base = run_with(
+            "call/f0",
+            (0..400).map(|i| 100.0 + (i % 7) as f64 * 0.1).collect(),
+        );
+        let cand = run_with(
+            "call/f0",
+            (0..400).map(|i| 104.0 + (i % 7) as f64 * 0.1).collect(),
+        );
+        let together = compare(&base, &cand, "a", "b", &Options::default());
+        assert_eq!(
+            together.rows[0].verdict,
+            Verdict::Slower,
+            "{:?}",
+            together.rows[0]
+        );
+        let mut wide = together.clone();
+        let spread = crate::analysis::run_to_run::Spread { tau: 0.05, runs: 4 };
+        apart(&mut wide, &|_| Some(spread));
+        assert_eq!(wide.rows[0].verdict, Verdict::NoChange);
+        assert!(wide.rows[0].slowdown_ci95[0] < together.rows[0].slowdown_ci95[0]);
+        assert_eq!(wide.rows[0].run_to_run.map(|r| r.runs), Some(4));
+        let mut unknown = together.clone();
+        apart(&mut unknown, &|_| None);
+        assert!(unknown.rows[0].apart_unknown);
+        assert_eq!(unknown.summary.apart_unknown, 1);
+        assert_eq!((unknown.summary.slower, unknown.summary.no_change), (0, 0));
+        assert_eq!(unknown_apart(&unknown).len(), 1);
+    }
+}

@@ -1,0 +1,775 @@
+//! The result model: the serde types every output (table, JSON, CSV, Markdown, the store) is a
+//! view of. This is the contract (docs/ARCHITECTURE.md §1); `SCHEMA_VERSION` changes when a field's meaning
+//! does, and the loader refuses files of another version.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::base::stats::{Outliers, Stats};
+
+/// 2: results carry their repetitions (each in a fresh worker process) and a CI computed across
+/// them; runs of version 1 still load, with a note.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// Note added to runs of schema_version 1 when they are loaded.
+pub const V1_NOTE: &str = "schema_version 1: measured as one stream of samples in one process; its CIs carry no repetition structure and are narrower than the variation between runs";
+
+/// The machine a run was measured on (collected by `env.rs`, shown by `oscost env`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Env {
+    /// The host's name (`uname`), the first thing a comparison titles a column with.
+    pub hostname: Option<String>,
+    /// The operating system, "linux".
+    pub os: String,
+    /// The kernel release (`uname -r`), e.g. "6.18.44".
+    pub kernel_release: Option<String>,
+    /// The kernel build line (`uname -v`).
+    pub kernel_version: Option<String>,
+    /// /proc/cmdline: the boot parameters (mitigations=, idle=, isolcpus=...).
+    pub boot_cmdline: Option<String>,
+    /// The CPU's model name from /proc/cpuinfo.
+    pub cpu_model: Option<String>,
+    /// The CPU's clock as /proc/cpuinfo reported it at the start, MHz.
+    pub cpu_mhz: Option<f64>,
+    /// The CPUs online, as the kernel lists them ("0-1").
+    pub online_cpus: Option<String>,
+    /// The CPUs this process was allowed to run on.
+    pub allowed_cpus: Vec<usize>,
+    /// Groups of CPUs that are SMT siblings of one core, e.g. ["0-1"].
+    pub smt_siblings: Vec<String>,
+    /// The current clocksource (tsc, kvm-clock, hpet...).
+    pub clocksource: Option<String>,
+    /// The clocksources the kernel offers.
+    pub available_clocksources: Option<String>,
+    /// The run's clock (CLOCK_MONOTONIC through the vDSO), as calibrated at start.
+    #[serde(default)]
+    pub clock: Option<ClockInfo>,
+    /// Cost of one read of every clock, ns (median of batches), and its smallest step.
+    #[serde(default)]
+    pub clock_costs: BTreeMap<String, ClockCost>,
+    /// /sys/devices/system/cpu/vulnerabilities/*: name -> status line.
+    pub vulnerabilities: BTreeMap<String, String>,
+    /// Transparent huge pages: the `enabled` line, the bracketed word the mode.
+    pub thp_enabled: Option<String>,
+    /// Transparent huge pages: the `defrag` line.
+    pub thp_defrag: Option<String>,
+    /// The CPU's `hypervisor` flag.
+    pub hypervisor_flag: bool,
+    /// The machine's vendor from DMI (a cloud names itself here).
+    pub dmi_vendor: Option<String>,
+    /// The machine's product name from DMI.
+    pub dmi_product: Option<String>,
+    /// cgroup v2 cpu.max of this process's cgroup ("max 100000" = unlimited).
+    pub cgroup_cpu_max: Option<String>,
+    /// The C library's name and version.
+    pub libc_version: Option<String>,
+    /// The cpufreq governor of the measuring CPU, where there is one.
+    pub scaling_governor: Option<String>,
+    /// kernel.perf_event_paranoid, which decides what oscost may count.
+    #[serde(default)]
+    pub perf_event_paranoid: Option<i32>,
+    /// "available", or why hardware counters (cycles, instructions, cache misses) are not.
+    #[serde(default)]
+    pub hardware_counters: Option<String>,
+    /// What in a guest can move memory costs between runs: free page reporting, virtio
+    /// balloon and virtio-mem, KSM, DAMON, zswap, swap, khugepaged (fact -> state).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub memory: BTreeMap<String, String>,
+    /// Every kernel setting of the catalogue (`harness::settings`) readable here, as it read
+    /// when the run started, before any `--set` (name -> value).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub settings: BTreeMap<String, String>,
+    /// The version of oscost that measured the run.
+    pub oscost_version: String,
+    /// "release" or "debug": a debug build's loops are not the release build's.
+    pub build_profile: String,
+    /// The CPU's microcode revision (/proc/cpuinfo), `None` where not shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub microcode: Option<String>,
+    /// The cpuidle driver (haltpoll, intel_idle, acpi_idle...), `None` without cpuidle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_driver: Option<String>,
+    /// The cpuidle governor (menu, teo, haltpoll, ladder).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_governor: Option<String>,
+    /// The kernel's build configuration, where `/proc/config.gz` or `/boot/config-RELEASE` is
+    /// readable: a digest of every option set, and the options that move a primitive's cost
+    /// (`env::KERNEL_CONFIG_PREFIXES`) with their values.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_config: Option<KernelConfig>,
+    /// The measuring process's own confinement, read by a worker (so a `--under` wrapper's
+    /// sandbox is seen): `None` for a run made before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confinement: Option<Confinement>,
+}
+
+/// A kernel's build configuration, compactly: the whole of it as a digest, the options that
+/// move costs by name.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct KernelConfig {
+    /// SHA-256 (16 hex digits) of every `CONFIG_*=value` line, sorted.
+    pub digest: String,
+    /// The options that move a primitive's cost, name -> value ("y", "m", a number...);
+    /// an option not set is absent.
+    pub options: BTreeMap<String, String>,
+}
+
+/// What confines a process: every field read from the process itself (`harness::confinement`),
+/// `None` or absent where it could not be read.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Confinement {
+    /// Seccomp mode: 0 none, 1 strict, 2 filter.
+    pub seccomp_mode: Option<u32>,
+    /// Seccomp filters attached: every system call runs each of them.
+    pub seccomp_filters: Option<u32>,
+    /// The no_new_privs bit (set by a sandbox before it installs a filter).
+    pub no_new_privs: Option<bool>,
+    /// Effective capabilities, hex as /proc shows them.
+    pub cap_eff: Option<String>,
+    /// The task's Speculative Store Bypass control, as /proc words it.
+    pub speculation_store_bypass: Option<String>,
+    /// The task's indirect branch speculation control, as /proc words it.
+    pub speculation_indirect_branch: Option<String>,
+    /// The CPUs the process may run on ("0-1").
+    pub cpus_allowed: Option<String>,
+    /// Its cgroup (the v2 path, or v1's cpu controller's).
+    pub cgroup: Option<String>,
+    /// The cgroup's limits by file name (`cpu.max`, `cpu.weight`, `cpuset.cpus.effective`,
+    /// `memory.max`; v1's `cpu.cfs_quota_us`, `cpu.cfs_period_us`, `cpu.shares`,
+    /// `memory.limit_in_bytes`), where readable.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub cgroup_limits: BTreeMap<String, String>,
+    /// The scheduling policy ("SCHED_OTHER").
+    pub sched_policy: Option<String>,
+    /// The nice value.
+    pub nice: Option<i32>,
+    /// Namespaces not shared with the machine's init ("user", "pid", "net"...): a container.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub namespaces: Vec<String>,
+    /// The active LSMs (/sys/kernel/security/lsm).
+    pub lsm: Option<String>,
+    /// The process's LSM label (AppArmor profile, SELinux context), where it has one.
+    pub lsm_label: Option<String>,
+    /// The rlimits that cap a benchmark (nofile, nproc, memlock, stack), "soft/hard".
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub rlimits: BTreeMap<String, String>,
+}
+
+/// CPU throttling counters of a cgroup (`cpu.stat`), summed over the process's cgroup and its
+/// ancestors.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct Throttle {
+    /// Quota periods that elapsed.
+    pub periods: u64,
+    /// Periods in which the group ran out of quota and was stopped.
+    pub throttled: u64,
+    /// Time the group was stopped, ns.
+    pub throttled_ns: u64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+/// What reading one clock costs here and how finely it steps.
+pub struct ClockCost {
+    /// Cost of one read, ns (median of batches of back-to-back reads).
+    pub cost_ns: f64,
+    /// Smallest non-zero step between consecutive reads; `None` if it never moved.
+    pub step_ns: Option<f64>,
+}
+
+/// Results of one benchmark that form a curve over a parameter (lat_ctx's ring, fork against
+/// resident memory), declared by the catalogue so views can draw it without knowing benchmarks.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Curve {
+    /// The figure's file stem ("ring": fig/ring.svg).
+    pub name: &'static str,
+    /// The figure's title.
+    pub title: &'static str,
+    /// The parameter on the x axis, and how to describe it.
+    pub x: &'static str,
+    /// The x axis's label.
+    pub x_desc: &'static str,
+    /// The y axis's label.
+    pub y_desc: &'static str,
+    /// Whether the x axis is drawn in powers of two.
+    pub log2_x: bool,
+    /// The parameter that splits points into series, and the words after its value in the
+    /// legend ("16 KB per process").
+    pub series: Option<(&'static str, &'static str)>,
+    /// One figure for the whole family, one line per benchmark (wake/: a line per mechanism),
+    /// instead of one figure per benchmark.
+    pub across_family: bool,
+    /// A parameter (a string) naming each point's regime (wake/: the idle state the sleeper's
+    /// CPU spent most of its idle time in); the figure marks where it starts and changes.
+    pub regime: Option<&'static str>,
+}
+
+/// One invocation of `oscost run`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    /// The run file's format version (`SCHEMA_VERSION`).
+    pub schema_version: u32,
+    /// The program that measured it.
+    pub tool: Tool,
+    /// RFC 3339, UTC.
+    pub started_at: String,
+    #[serde(default)]
+    /// The user's name for the run (`--label`), shown beside its id.
+    pub label: Option<String>,
+    /// The command the measuring part ran under (`--under`), if any.
+    #[serde(default)]
+    pub wrapper: Option<String>,
+    /// The machine it was measured on.
+    pub env: Env,
+    /// The clock every sample was taken with.
+    pub clock: ClockInfo,
+    /// One result per case measured, in the order measured.
+    pub results: Vec<BenchResult>,
+    /// How repetitions were scheduled (absent in version 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<Schedule>,
+    /// Things to know about the whole run (added on load for older versions).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// The kernel settings this run (or this side of an `ab`) was measured under
+    /// (`--set`, `--a-set`, `--b-set`): `NAME=VALUE`, as given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settings: Vec<String>,
+}
+
+/// The order repetitions ran in: round by round, each round one repetition of every benchmark
+/// still sampling, so drift of the machine spreads over all of them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Schedule {
+    /// "round robin".
+    pub order: String,
+    /// Benchmark ids of each round, in the order their workers ran.
+    pub rounds: Vec<Vec<String>>,
+    /// Sampling time of one repetition, ms.
+    pub repetition_ms: f64,
+    /// Repetitions every benchmark gets before the stop rule is asked.
+    pub min_repetitions: usize,
+    /// Median start-up of a worker (exec to first sample), ms.
+    #[serde(deserialize_with = "crate::base::stats::nan::f64")]
+    pub worker_startup_ms: f64,
+}
+
+/// One repetition of a result: a stretch of its samples, measured by one fresh worker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Repetition {
+    /// Index of its first sample in `samples_ns`.
+    pub start: usize,
+    /// How many samples it took.
+    pub samples: usize,
+    #[serde(deserialize_with = "crate::base::stats::nan::f64")]
+    /// The median of its samples, ns per operation.
+    pub median_ns: f64,
+    /// When it started, ms since the run started.
+    pub started_ms: f64,
+    /// Worker start-up before its first sample (exec, pinning, setup, warm-up), ms.
+    pub startup_ms: f64,
+    /// Its samples during which another task preempted the measuring thread (0 where the
+    /// operation itself hands the CPU over, as in the result's `disturbed`).
+    pub preempted: usize,
+    /// How far its level sat from the others, percent, when that is more than its own spread
+    /// and the others' explain (a phase of the machine, or this process's layout).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub departs_pct: Option<f64>,
+    /// The speed witness its worker timed around its cases (`harness::witness`): ns per loop
+    /// of fixed user-space work, the machine's speed at that moment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub witness_ns: Option<f64>,
+    /// Memory activity counted while its worker ran (`harness::memory`: reclaim, compaction,
+    /// swapping, migration, khugepaged, balloon; only counters that moved), for the benchmarks
+    /// whose cost it moves.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub memory_events: BTreeMap<String, u64>,
+}
+
+/// Where `stats.ci95` comes from and how sure it is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Uncertainty {
+    /// How the CI was computed, in words.
+    pub method: String,
+    /// How many repetitions gave the CI.
+    pub repetitions: usize,
+    /// Half-width of the CI, percent of the median (NaN, `null` in JSON, when there is no CI).
+    #[serde(deserialize_with = "crate::base::stats::nan::f64")]
+    pub halfwidth_pct: f64,
+    /// The precision asked for, percent.
+    pub target_pct: f64,
+    /// Why sampling stopped: "precision", "budget" or "fixed".
+    pub stopped: String,
+    /// The order-statistics CI of all samples as one stream: how well this run knows its own
+    /// samples, not what the operation costs.
+    #[serde(deserialize_with = "crate::base::stats::nan::pair")]
+    pub within_stream_ci95: [f64; 2],
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// The program that wrote a run, and its version.
+pub struct Tool {
+    /// The program's name, "oscost".
+    pub name: String,
+    /// Its version (Cargo's package version).
+    pub version: String,
+}
+
+impl Tool {
+    /// This oscost.
+    pub fn this() -> Tool {
+        Tool {
+            name: "oscost".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        }
+    }
+}
+
+/// The clock every sample was taken with, as calibrated at the start of the run.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct ClockInfo {
+    /// e.g. "CLOCK_MONOTONIC (vDSO)".
+    pub source: ClockSource,
+    /// Cost of one clock read, median of batches.
+    pub cost_ns: f64,
+    /// Smallest non-zero step seen between consecutive reads (clock_getres may claim 1 ns).
+    pub resolution_ns: f64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+/// The clock samples are taken with.
+pub enum ClockSource {
+    /// CLOCK_MONOTONIC, read through the vDSO.
+    ClockMonotonic,
+}
+
+/// Where the parties of a benchmark ran.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Placement {
+    /// One thread pinned to one CPU.
+    Pinned {
+        /// The CPU.
+        cpu: usize,
+    },
+    /// Every party on this one CPU.
+    Same {
+        /// The CPU.
+        cpu: usize,
+    },
+    /// Parties on distinct CPUs, in party order.
+    Cross {
+        /// One CPU per party.
+        cpus: Vec<usize>,
+    },
+    /// Left to the scheduler.
+    Free,
+}
+
+/// How a sample was taken: a batch of `size` operations between two clock reads (the sample is
+/// the batch time divided by `size`), or one operation per sample (`size` = 1, `batched` false).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Batch {
+    /// Whether samples are batches of operations (true) or one operation each.
+    pub batched: bool,
+    /// Operations per sample.
+    pub size: u64,
+}
+
+/// Evidence that the machine disturbed the measurement, and whether it crossed the line.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Disturbance {
+    /// Samples during which the measuring thread was involuntarily switched out.
+    pub preempted_samples: usize,
+    /// Steal time on the measuring CPUs over the benchmark, percent of their time.
+    pub steal_pct: f64,
+    /// Busy share of the CPUs the benchmark did not use, percent. `None` when every CPU was used.
+    pub other_cpu_busy_pct: Option<f64>,
+    /// Samples in a slow phase of the machine (schema_version 1, which looked for phases in one
+    /// long stream; version 2 names departing repetitions instead).
+    #[serde(default)]
+    pub phase_samples: usize,
+    /// How much slower the slow phase was than the rest, percent.
+    #[serde(default)]
+    pub phase_shift_pct: Option<f64>,
+    /// Share of the measuring thread's time it spent runnable but waiting for its CPU, percent
+    /// (schedstat); `None` where the kernel keeps no schedstat, or the operation hands its CPU
+    /// over (a same-CPU ping-pong).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_wait_pct: Option<f64>,
+    /// Share of the measuring CPU's time that other programs took while the result was
+    /// measured, percent (the CPU's idle time and the worker tree's CPU time leave it:
+    /// `noise::CpuShare`); `None` without cpuidle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_foreign_pct: Option<f64>,
+    /// Time the worker's cgroup was stopped by its CPU quota while the result was measured,
+    /// ms, summed over its repetitions; `None` where no quota throttled it (or none is known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttled_ms: Option<f64>,
+    /// Human-readable reasons; empty when undisturbed.
+    pub flag: Vec<String>,
+}
+
+impl Disturbance {
+    /// Whether anything disturbed the result (its flag says what).
+    pub fn is_disturbed(&self) -> bool {
+        !self.flag.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "state", rename_all = "snake_case")]
+/// Whether a result was measured.
+pub enum Status {
+    /// Measured.
+    Ok,
+    /// Not measured here, and why (a missing privilege, a feature this kernel lacks).
+    Skipped {
+        /// Why, in words.
+        reason: String,
+    },
+    /// The measurement went wrong, and how.
+    Failed {
+        /// What went wrong, in words.
+        reason: String,
+    },
+}
+
+impl Status {
+    /// "ok", "skipped" or "failed".
+    pub fn word(&self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Skipped { .. } => "skipped",
+            Status::Failed { .. } => "failed",
+        }
+    }
+    /// Why it was skipped or failed (`None` when measured).
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Status::Ok => None,
+            Status::Skipped { reason } | Status::Failed { reason } => Some(reason),
+        }
+    }
+}
+
+/// One benchmark's result.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BenchResult {
+    /// `family/name`, with `@placement` for multi-party benchmarks.
+    pub id: String,
+    /// The family, the part of the id before the first slash ("syscall").
+    pub family: String,
+    /// Parameters that distinguish this result (sizes, clock names, ...).
+    #[serde(default)]
+    pub params: BTreeMap<String, serde_json::Value>,
+    /// What the median is in ("ns/op").
+    pub unit: String,
+    /// What one sample is the cost of.
+    pub definition: String,
+    /// Where its parties ran.
+    pub placement: Placement,
+    /// How its samples were taken.
+    pub batch: Batch,
+    /// Per-operation cost of the loop without the operation, already subtracted from every
+    /// sample.
+    pub baseline_ns: f64,
+    /// Raw per-operation samples after baseline subtraction, in the order taken.
+    pub samples_ns: Vec<f64>,
+    /// Indices into `samples_ns` of samples that were preempted.
+    #[serde(default)]
+    pub preempted: Vec<usize>,
+    /// The median, its CI and the summary statistics (`None` without samples).
+    pub stats: Option<Stats>,
+    /// Samples far from the rest, counted, never removed.
+    pub outliers: Outliers,
+    /// What disturbed the measurement, with the evidence.
+    pub disturbed: Disturbance,
+    /// Notes on the number itself (at or below baseline, under the clock resolution, ...).
+    #[serde(default)]
+    pub notes: Vec<String>,
+    /// Measured, skipped or failed, with why.
+    pub status: Status,
+    /// The repetitions the samples came from, in order (empty in version 1).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repetitions: Vec<Repetition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Where `stats.ci95` comes from and how sure it is.
+    pub uncertainty: Option<Uncertainty>,
+    /// Events per operation counted around its repetitions (absent in runs before counting).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<Events>,
+}
+
+impl BenchResult {
+    /// A result that carries no measurement.
+    pub fn not_measured(id: &str, definition: &str, status: Status) -> BenchResult {
+        BenchResult {
+            id: id.to_string(),
+            family: family_of(id).to_string(),
+            params: BTreeMap::new(),
+            unit: "ns".into(),
+            definition: definition.to_string(),
+            placement: Placement::Free,
+            batch: Batch {
+                batched: false,
+                size: 0,
+            },
+            baseline_ns: 0.0,
+            samples_ns: vec![],
+            preempted: vec![],
+            stats: None,
+            outliers: Outliers::default(),
+            disturbed: Disturbance::default(),
+            notes: vec![],
+            status,
+            repetitions: vec![],
+            uncertainty: None,
+            events: None,
+        }
+    }
+}
+
+/// `call/f0` -> `call`.
+pub fn family_of(id: &str) -> &str {
+    id.split('/').next().unwrap_or(id)
+}
+
+#[derive(Debug, thiserror::Error)]
+/// Why a run file could not be read.
+pub enum LoadError {
+    #[error("cannot read {path}: {source}")]
+    /// The file could not be read.
+    Io {
+        /// The file.
+        path: String,
+        /// Why it could not be read.
+        source: std::io::Error,
+    },
+    #[error(
+        "{path} is not an oscost run file ({source}); pass a JSON written by `oscost run --json`"
+    )]
+    /// The file is not JSON of a run.
+    Parse {
+        /// The file.
+        path: String,
+        /// Where and why parsing failed.
+        source: serde_json::Error,
+    },
+    #[error(
+        "{path} has schema_version {found}, this oscost reads versions 1 and {SCHEMA_VERSION}; re-export it with a matching oscost"
+    )]
+    /// The file is of a format version this oscost does not read.
+    Version {
+        /// The file.
+        path: String,
+        /// Its `schema_version`.
+        found: u64,
+    },
+    #[error(
+        "{path} holds {samples} samples, which need about {mib} MiB of memory this process cannot have (ulimit -v, a cgroup's limit, or the machine's); raise the limit, or import it where there is room"
+    )]
+    /// The run is larger than the memory this process may take.
+    TooLarge {
+        /// The file (or files).
+        path: String,
+        /// How many samples it holds.
+        samples: u64,
+        /// The memory it needs, MiB.
+        mib: u64,
+    },
+    #[error("{path} holds values no measurement gives ({why}); was it edited by hand?")]
+    /// The file holds values no measurement gives.
+    Invalid {
+        /// The file.
+        path: String,
+        /// Which values, in words.
+        why: String,
+    },
+}
+
+/// Events per operation (`harness::counters`): perf's event names to values, the empty loop's
+/// events subtracted; the events that could not be counted, with why (never shown as 0); and
+/// whether the benchmark's definition held.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Events {
+    /// Events per operation, by perf's event name, the empty loop's subtracted.
+    pub per_op: BTreeMap<String, f64>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    /// Events that could not be counted, with why (never shown as 0).
+    pub unavailable: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The definition held against these counts (`None`: nothing to check).
+    pub check: Option<DefinitionCheck>,
+}
+
+/// What the benchmark's definition says one operation costs in events, and whether it held.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DefinitionCheck {
+    /// e.g. "2 context-switches per op (±0.1)".
+    pub expected: String,
+    /// Whether the counts matched the expectation.
+    pub met: bool,
+}
+
+/// Longest time one operation may be said to take: 1000 s. Anything beyond is not a
+/// measurement (a file with 1e308 in it), and would overflow the statistics built on it.
+const MAX_NS: f64 = 1e12;
+
+/// What a run read from a file or the store must satisfy before anything is computed from it:
+/// samples finite, normal (or zero) and below `MAX_NS`; statistics only with samples; a
+/// result called ok has some sample above zero (all zero or negative gives ratios and
+/// "faster" verdicts that mean nothing).
+pub fn validate(run: &Run) -> Result<(), String> {
+    if chrono::DateTime::parse_from_rfc3339(&run.started_at).is_err() {
+        return Err(format!(
+            "started_at {:?} is not a time (oscost writes 2026-11-24T00:00:00Z)",
+            run.started_at.chars().take(40).collect::<String>()
+        ));
+    }
+    // A NUL in any text (a label, a host name) is refused by PostgreSQL on every later push,
+    // and no measurement writes one.
+    if serde_json::to_string(run).is_ok_and(|j| j.contains("\\u0000")) {
+        return Err("a text field holds a NUL character".into());
+    }
+    for r in &run.results {
+        let id = &r.id;
+        if !id.contains('/')
+            || id.len() > 200
+            || id.chars().any(|c| c.is_control() || c.is_whitespace())
+        {
+            return Err(format!(
+                "{:?} is not a benchmark id (family/name)",
+                id.chars().take(60).collect::<String>()
+            ));
+        }
+        if let Some(x) = r
+            .samples_ns
+            .iter()
+            .find(|x| !x.is_finite() || x.is_subnormal() || x.abs() > MAX_NS)
+        {
+            return Err(format!("{id}: a sample of {x:.3e} ns"));
+        }
+        let Some(st) = &r.stats else { continue };
+        if r.samples_ns.is_empty() {
+            return Err(format!("{id}: statistics but no samples"));
+        }
+        let values = [st.min, st.median, st.max, st.mean, st.p5, st.p95];
+        if values.iter().any(|v| !v.is_finite() || v.abs() > MAX_NS) {
+            return Err(format!("{id}: statistics that are not finite"));
+        }
+        // A cost below the loop's jitter can give a median at or below zero, but a real
+        // measurement always has some positive samples.
+        if matches!(r.status, Status::Ok) && r.samples_ns.iter().all(|x| *x <= 0.0) {
+            return Err(format!("{id}: no sample above zero"));
+        }
+        if st.ci95.iter().any(|v| v.is_infinite() || v.abs() > MAX_NS) {
+            return Err(format!("{id}: a confidence interval out of range"));
+        }
+    }
+    Ok(())
+}
+
+/// Parse a run from JSON text, checking the schema version before anything else so a file of
+/// another version gets that message, not a confusing field error. Not yet validated: the
+/// store fills in the raw samples it keeps apart first.
+pub fn parse_run(text: &str, path: &str) -> Result<Run, LoadError> {
+    let parse = |source| LoadError::Parse {
+        path: path.into(),
+        source,
+    };
+    // The version first, with nothing else kept; then the run straight into its types (a
+    // `serde_json::Value` of a large run takes several times the text).
+    let version: file::Scanned = serde_json::from_str(text).map_err(parse)?;
+    file::supported(version.schema_version(), path)?;
+    let mut run: Run = serde_json::from_str(text).map_err(parse)?;
+    if version.schema_version() == Some(1) && !run.notes.iter().any(|n| n == V1_NOTE) {
+        run.notes.push(V1_NOTE.into());
+    }
+    Ok(run)
+}
+
+/// Load a run from JSON text: parsed (`parse_run`), then checked (`validate`).
+pub fn run_from_json(text: &str, path: &str) -> Result<Run, LoadError> {
+    checked(parse_run(text, path)?, path)
+}
+
+/// A parsed run, once checked against what measurements can give.
+pub fn checked(run: Run, path: &str) -> Result<Run, LoadError> {
+    validate(&run).map_err(|why| LoadError::Invalid {
+        path: path.into(),
+        why,
+    })?;
+    Ok(run)
+}
+
+pub mod file;
+pub use file::load_run_file;
+
+/// One result's summary row, as `results` keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResultRow {
+    /// The result's id.
+    pub bench: String,
+    /// "ok", "skipped" or "failed".
+    pub status: String,
+    /// Its median, ns (`None` without one).
+    pub median: Option<f64>,
+    /// Its CI's lower bound, ns.
+    pub ci_lo: Option<f64>,
+    /// Its CI's upper bound, ns.
+    pub ci_hi: Option<f64>,
+    /// How many samples it took.
+    pub samples: i64,
+    /// Whether anything disturbed it.
+    pub disturbed: bool,
+}
+
+/// One line of `oscost history`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSummary {
+    /// The run's id in the store.
+    pub id: i64,
+    /// When it started, RFC 3339.
+    pub started_at: String,
+    /// Its label.
+    pub label: Option<String>,
+    /// The host it ran on.
+    pub host: Option<String>,
+    /// The kernel release it ran on.
+    pub kernel: Option<String>,
+    /// The wrapper it ran under.
+    pub wrapper: Option<String>,
+    /// How many results it holds.
+    pub benchmarks: i64,
+    /// The rest of its environment, hashed (`store::env_key`); `None` for a store opened
+    /// read-only before schema 5.
+    pub env_key: Option<String>,
+}
+
+/// One benchmark in one run, for trends.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryPoint {
+    /// The run's id in the store.
+    pub run_id: i64,
+    /// When the run started, RFC 3339.
+    pub started_at: String,
+    /// The run's label.
+    pub label: Option<String>,
+    /// The wrapper the run ran under.
+    pub wrapper: Option<String>,
+    /// "ok", "skipped" or "failed".
+    pub status: String,
+    /// The median, ns.
+    pub median: Option<f64>,
+    /// Its CI's lower bound, ns.
+    pub ci_lo: Option<f64>,
+    /// Its CI's upper bound, ns.
+    pub ci_hi: Option<f64>,
+    /// Whether anything disturbed it.
+    pub disturbed: bool,
+}
+
+#[cfg(test)]
+pub mod testdata;

@@ -1,0 +1,246 @@
+//! The argument groups several commands share (the store, the selection of runs, the output
+//! files, how a comparison judges), the parsers of raw values (percentages, seconds, sizes, a
+//! wrapper's command line), and the usage error they raise: one line, exit status 2, found
+//! before anything is measured.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+/// A mistake in what the user asked for. `main` prints it and exits with status 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// A usage error (exit 2) with message `msg`.
+pub fn usage(msg: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(UsageError(msg.into()))
+}
+
+/// Where runs are kept.
+#[derive(Debug, Args, Clone, Default)]
+pub struct StoreArgs {
+    /// The results store: a file, or a postgres:// URL [default: $OSCOST_DB, else
+    /// $XDG_DATA_HOME/oscost/results.db].
+    #[arg(long, value_name = "PATH|URL")]
+    pub db: Option<PathBuf>,
+}
+
+/// Which stored runs a command considers: `last`, `last~N` and `all` count within them, and an
+/// id outside them is refused.
+#[derive(Debug, Args, Clone, Default)]
+pub struct SelectArgs {
+    /// Only runs where this holds (repeatable, all must hold): KEY=VALUE, KEY!=VALUE,
+    /// KEY~TEXT (contains), and for date and id also >=, <=, >, <. Keys: label, host, kernel,
+    /// wrapper, date (prefix of 2026-11-23T00:40:55Z), id.
+    #[arg(long = "where", value_name = "COND")]
+    pub filters: Vec<crate::analysis::select::Filter>,
+}
+
+impl SelectArgs {
+    /// The `--where` filters as one selection.
+    pub fn selection(&self) -> crate::analysis::select::Selection {
+        crate::analysis::select::Selection(self.filters.clone())
+    }
+}
+
+/// Files a command can write: for a run, the result model (JSON, raw samples included), one
+/// CSV row of statistics per result, the table as Markdown; for a comparison, its rows.
+#[derive(Debug, Args, Clone, Default)]
+pub struct OutputArgs {
+    /// Write JSON (a run: the result model with raw samples; a comparison: its rows).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write CSV (one row of statistics per result, or per compared benchmark).
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Write the table as Markdown.
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+    /// Write Bencher Metric Format JSON: each result's latency (ns) with its 95% CI as
+    /// lower/upper value; of a comparison or a matrix, the candidate's (the last column's)
+    /// latency and its slowdown with that CI.
+    #[arg(long, value_name = "FILE")]
+    pub bmf: Option<PathBuf>,
+    /// Write github-action-benchmark's customSmallerIsBetter JSON: name, unit ns, the median,
+    /// its range from the 95% CI, samples and repetitions (of a comparison or a matrix, the
+    /// candidate's median and its slowdown in extra).
+    #[arg(long, value_name = "FILE")]
+    pub github_benchmark: Option<PathBuf>,
+}
+
+impl OutputArgs {
+    /// The files these flags write, declared to the gate.
+    pub fn declare(&self, e: crate::effects::gate::Effects) -> crate::effects::gate::Effects {
+        e.writes("--json", self.json.as_ref())
+            .writes("--csv", self.csv.as_ref())
+            .writes("--markdown", self.markdown.as_ref())
+            .writes("--bmf", self.bmf.as_ref())
+            .writes("--github-benchmark", self.github_benchmark.as_ref())
+    }
+
+    /// The paths given, in flag order.
+    pub fn paths(&self) -> Vec<&PathBuf> {
+        [
+            &self.json,
+            &self.csv,
+            &self.markdown,
+            &self.bmf,
+            &self.github_benchmark,
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+}
+
+/// How a comparison judges.
+#[derive(Debug, Args, Clone)]
+pub struct CompareArgs {
+    /// Half-width of the band called "no change", percent.
+    #[arg(long, value_name = "PCT", default_value = "2", value_parser = parse_percent,
+          allow_negative_numbers = true)]
+    pub threshold: f64,
+    /// Exit 1 when a benchmark is slower by more than PCT percent beyond doubt (CI gating).
+    #[arg(long, value_name = "PCT", value_parser = parse_fail_above, allow_negative_numbers = true)]
+    pub fail_above: Option<f64>,
+}
+
+fn parse_fail_above(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number (a percentage such as 5)"))?;
+    if !(v.is_finite() && v >= 0.0) {
+        return Err(format!(
+            "'{s}' is out of range: give a percentage of 0 or more"
+        ));
+    }
+    Ok(v)
+}
+
+/// A percentage above 0 and at most 100, a `%` allowed after it.
+pub fn parse_percent(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number (a percentage such as 1 or 0.5)"))?;
+    if !(v > 0.0 && v <= 100.0) {
+        return Err(format!(
+            "'{s}' is out of range: give a percentage above 0 and at most 100"
+        ));
+    }
+    Ok(v)
+}
+
+/// A number of seconds above 0.
+pub fn parse_seconds(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim_end_matches('s')
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    if !(v.is_finite() && v > 0.0 && v <= 86_400.0) {
+        return Err(format!(
+            "'{s}' is out of range: give seconds above 0 and at most 86400"
+        ));
+    }
+    Ok(v)
+}
+
+/// A memory size in MiB: a plain number is MiB; K, M, G (KiB, MiB, GiB) may follow.
+pub fn parse_size_mib(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
+        Some((0, _)) => return Err(format!("'{s}' is not a size (e.g. 64, 64M, 1G)")),
+        Some((i, _)) => {
+            let unit = t[i..].to_ascii_uppercase();
+            let unit = unit.trim_end_matches("IB").trim_end_matches('B');
+            let m = match unit {
+                "K" => 1.0 / 1024.0,
+                "M" => 1.0,
+                "G" => 1024.0,
+                _ => return Err(format!("'{s}': unknown unit (use K, M or G)")),
+            };
+            (&t[..i], m)
+        }
+        None => (t, 1.0),
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size (e.g. 64, 64M, 1G)"))?;
+    if !v.is_finite() || v < 0.0 {
+        return Err(format!("'{s}': a size cannot be negative"));
+    }
+    let mib = v * mult;
+    if mib.fract() != 0.0 {
+        return Err(format!("'{s}': give whole MiB"));
+    }
+    Ok(mib as u64)
+}
+
+/// Split a wrapper command the way a shell would (quotes, escapes), without running a shell.
+/// A wrapper command given to `flag` (--under, --a, --b), split like a shell would.
+pub fn split_command(flag: &str, cmd: &str) -> Result<Vec<String>, UsageError> {
+    let words = shlex::split(cmd)
+        .ok_or_else(|| UsageError(format!("{flag} '{cmd}': unbalanced quotes")))?;
+    if words.is_empty() {
+        return Err(UsageError(format!(
+            "{flag} needs a command, e.g. {flag} 'strace -f -o /dev/null'"
+        )));
+    }
+    Ok(words)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::text::printable;
+
+    #[test]
+    fn control_characters_are_escaped_for_the_terminal() {
+        assert_eq!(printable("plain"), "plain");
+        assert_eq!(printable("a\u{1b}[2Jb\r"), "a\\u{1b}[2Jb\\r");
+        assert_eq!(printable("two\nlines"), "two\nlines");
+    }
+
+    #[test]
+    fn numbers_are_validated() {
+        assert_eq!(parse_percent("0.5"), Ok(0.5));
+        assert_eq!(parse_percent("2%"), Ok(2.0));
+        assert!(parse_percent("0").is_err());
+        assert!(parse_percent("abc").is_err());
+        assert!(parse_percent("NaN").is_err());
+        assert!(parse_seconds("-1").is_err());
+        assert!(parse_seconds("inf").is_err());
+        assert_eq!(parse_seconds("1.5"), Ok(1.5));
+    }
+
+    #[test]
+    fn sizes_take_units() {
+        assert_eq!(parse_size_mib("64"), Ok(64));
+        assert_eq!(parse_size_mib("64M"), Ok(64));
+        assert_eq!(parse_size_mib("1G"), Ok(1024));
+        assert_eq!(parse_size_mib("1GiB"), Ok(1024));
+        assert_eq!(parse_size_mib("2048k"), Ok(2));
+        assert!(parse_size_mib("-1").is_err());
+        assert!(parse_size_mib("abc").is_err());
+        assert!(parse_size_mib("1T").is_err());
+        assert!(parse_size_mib("1k").is_err());
+    }
+
+    #[test]
+    fn wrapper_is_split_like_a_shell() {
+        assert_eq!(
+            split_command("--under", "strace -f -o '/dev/null'").unwrap(),
+            vec!["strace", "-f", "-o", "/dev/null"]
+        );
+        assert!(split_command("--b", "'unbalanced").is_err());
+        assert!(
+            split_command("--b", "   ")
+                .unwrap_err()
+                .0
+                .starts_with("--b needs")
+        );
+    }
+}

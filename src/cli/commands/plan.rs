@@ -1,0 +1,438 @@
+//! What a measuring command asks for, without clap (`Request`), and its validation into the
+//! scheduler's `Plan` (`build`): benchmark ids and placements, the measuring CPU (the named or
+//! the default one), sampling and repetitions, fork sizes, events, the wrapper. `build` reads
+//! only what validating needs (the CPUs this process may use, `PATH` for the wrapper,
+//! MemAvailable for fork sizes) and measures nothing; `settle_cpu`, called by each command once
+//! it has accepted every input, watches the CPUs for 100 ms and trades a busy default CPU for
+//! an idle one unless the user named it (`measuring_cpu` does the same for `predict`, which
+//! runs no plan of its own). `run` makes a request from its flags,
+//! `ab` from the same flags (its wrappers are its sides'), `ctx` from lmbench's, `predict` and
+//! `explain` from theirs; none of them builds another command's arguments.
+
+use std::time::Duration;
+
+use super::args::{split_command, usage};
+use crate::bench;
+use crate::harness::case::{Benchmark, RingOptions, VariantOptions, default_fork_sizes};
+use crate::harness::placement::{self, Place};
+use crate::harness::runner::{self, WorkerOptions, default_mq_name};
+use crate::harness::sampler::{SamplerConfig, StopWhen};
+use crate::processes::scheduler::{Plan, RepetitionPlan, repetition_plan};
+
+/// A measurement asked for, as values (what `oscost run`'s flags say, defaults included).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// Ids or prefixes, a placement allowed after `@`; none: the default suite.
+    pub ids: Vec<String>,
+    /// Stop once the CI's half-width is within this percent of the median.
+    pub precision_pct: f64,
+    /// A limit on each benchmark's time, seconds.
+    pub budget_s: Option<f64>,
+    /// Exactly this many samples per result.
+    pub samples: Option<u64>,
+    /// Fewer repetitions and a looser precision.
+    pub quick: bool,
+    /// The measuring CPU, when the user named one.
+    pub cpu: Option<usize>,
+    /// Longest one worker may take, seconds.
+    pub timeout_s: Option<f64>,
+    /// The wrapper command line, as given.
+    pub under: Option<String>,
+    /// The parent sizes of spawn/fork-rss, MiB.
+    pub fork_sizes: Option<Vec<u64>>,
+    /// The placements of two-party benchmarks (same, cross, default).
+    pub placement: Option<Vec<String>>,
+    /// Copies run at once by scale/ (counts or `all`; `None`: 1 and every allowed CPU).
+    pub copies: Option<Vec<String>>,
+    /// The events to count (`None`: every known one).
+    pub events: Option<Vec<String>>,
+    /// The run's label.
+    pub label: Option<String>,
+}
+
+impl Request {
+    /// The default request for `ids`: 1% precision, the default CPU, placements and events.
+    pub fn new(ids: Vec<String>) -> Request {
+        Request {
+            ids,
+            precision_pct: 1.0,
+            budget_s: None,
+            samples: None,
+            quick: false,
+            cpu: None,
+            timeout_s: None,
+            under: None,
+            fork_sizes: None,
+            placement: None,
+            copies: None,
+            events: None,
+            label: None,
+        }
+    }
+}
+
+/// Validate a request into a plan. Every error here is a usage error (exit 2). The
+/// clock-dependent sampler settings (clock cost, batch length) are filled in by the scheduler
+/// once the clock is calibrated.
+pub fn build(args: &Request) -> anyhow::Result<Plan> {
+    let (ids, id_places) = split_placements(&args.ids);
+    let benchmarks = bench::select(&ids).map_err(usage)?;
+    let allowed = placement::allowed_cpus();
+    let cpu = resolve_cpu(args.cpu, &allowed).map_err(usage)?;
+    let wrapper = args
+        .under
+        .as_deref()
+        .map(|c| split_command("--under", c))
+        .transpose()
+        .map_err(|e| usage(e.0))?;
+    if let Some(w) = &wrapper {
+        super::check_program("--under", w)?;
+    }
+    let avail = mem_available_mib();
+    let fork_sizes_mib = resolve_fork_sizes(args.fork_sizes.as_deref(), avail).map_err(usage)?;
+    let placements = resolve_placements(args.placement.as_deref(), &id_places).map_err(usage)?;
+    let copies = resolve_copies(args.copies.as_deref(), allowed.len()).map_err(usage)?;
+    let variants = VariantOptions {
+        placements,
+        ring: RingOptions::default(),
+        fork_sizes_mib,
+        copies,
+    };
+    let (sampler, reps) = resolve_sampling(args, &benchmarks, &variants);
+    let events = resolve_events(args.events.as_deref()).map_err(usage)?;
+    let rep_s = reps.rep_ns as f64 / 1e9;
+    let timeout = Duration::from_secs_f64(args.timeout_s.unwrap_or(30.0 + 40.0 * rep_s));
+    Ok(Plan {
+        benchmarks,
+        opts: WorkerOptions {
+            sampler,
+            cpu,
+            allowed,
+            variants,
+            mq_name: default_mq_name(),
+            scratch_dir: None,
+            events,
+            task_settings: vec![],
+            read_confinement: false,
+        },
+        timeout,
+        wrapper_text: args.under.clone(),
+        wrapper,
+        label: args.label.clone(),
+        reps,
+        pin_wrapper: false,
+        cpu_asked: args.cpu.is_some(),
+    })
+}
+
+/// A look at the CPUs right before measuring, once the command has accepted every input (so
+/// that bad input is refused in one line, whatever the CPUs are doing): the default CPU may be
+/// where the user pinned other work (`taskset -c 1`), and gives way to an idle one, said on
+/// stderr. A CPU the user named (`asked`) is taken as given.
+pub fn settle_cpu(plan: &mut Plan) {
+    if !plan.cpu_asked {
+        plan.opts.cpu = settled(plan.opts.cpu, &plan.opts.allowed);
+    }
+}
+
+/// The measuring CPU of a command that runs no plan of its own (`predict`'s program): the one
+/// asked for, checked against the allowed CPUs, or the default settled as `settle_cpu` does.
+pub fn measuring_cpu(asked: Option<usize>) -> anyhow::Result<usize> {
+    let allowed = placement::allowed_cpus();
+    let cpu = resolve_cpu(asked, &allowed).map_err(usage)?;
+    Ok(match asked {
+        Some(_) => cpu,
+        None => settled(cpu, &allowed),
+    })
+}
+
+/// `default` unless it is busy and another allowed CPU is idle.
+fn settled(default: usize, allowed: &[usize]) -> usize {
+    if allowed.len() < 2 {
+        return default;
+    }
+    let busy = placement::busy_now(allowed, Duration::from_millis(100));
+    let (chosen, said) = placement::choose_idle(default, &busy);
+    if let Some(line) = said {
+        crate::say!("oscost: {line}");
+    }
+    chosen
+}
+
+/// The events `--events` names (every known one by default, none for `none`).
+fn resolve_events(asked: Option<&[String]>) -> Result<Vec<String>, String> {
+    use crate::harness::counters::{EVENTS, find};
+    match asked {
+        None => Ok(EVENTS.iter().map(|e| e.name.to_string()).collect()),
+        Some([none]) if none == "none" => Ok(vec![]),
+        Some(list) => list
+            .iter()
+            .map(|e| {
+                find(e).map(|d| d.name.to_string()).ok_or_else(|| {
+                    let known: Vec<&str> = EVENTS.iter().map(|d| d.name).collect();
+                    format!(
+                        "--events: unknown event '{e}'; known: {}, or none",
+                        known.join(", ")
+                    )
+                })
+            })
+            .collect(),
+    }
+}
+
+/// The copies scale/ runs at once: the counts asked (`all`: every allowed CPU), sorted and
+/// each once, or 1 and every allowed CPU. A count past the allowed CPUs is refused here,
+/// before measuring: a copy never shares a CPU with another.
+fn resolve_copies(asked: Option<&[String]>, cpus: usize) -> Result<Vec<usize>, String> {
+    let mut v: Vec<usize> = match asked {
+        None => vec![1, cpus.max(1)],
+        Some(list) => list
+            .iter()
+            .map(|w| match w.trim() {
+                "all" => Ok(cpus.max(1)),
+                t => match t.parse::<usize>() {
+                    Ok(0) | Err(_) => Err(format!(
+                        "--copies: '{w}' is not a count of copies; give numbers from 1 to {cpus}, or all"
+                    )),
+                    Ok(n) if n > cpus => Err(format!(
+                        "--copies: {n} copies need {n} CPUs of their own; this process may use {cpus} (give at most {cpus}, or all)"
+                    )),
+                    Ok(n) => Ok(n),
+                },
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    v.sort_unstable();
+    v.dedup();
+    Ok(v)
+}
+
+/// `switch/pipe-proc@cross` is a result id: the benchmark, at that placement. Returns the
+/// benchmark ids and the placements named this way.
+fn split_placements(ids: &[String]) -> (Vec<String>, Vec<String>) {
+    let mut places = Vec::new();
+    let bare = ids
+        .iter()
+        .map(|id| match id.split_once('@') {
+            Some((base, place)) => {
+                places.push(place.to_string());
+                base.to_string()
+            }
+            None => id.clone(),
+        })
+        .collect();
+    (bare, places)
+}
+
+/// The measuring CPU: the one asked for if it is allowed, else the default.
+fn resolve_cpu(asked: Option<usize>, allowed: &[usize]) -> Result<usize, String> {
+    let list = || {
+        let v: Vec<String> = allowed.iter().map(|c| c.to_string()).collect();
+        v.join(",")
+    };
+    match asked {
+        _ if allowed.is_empty() => {
+            Err("this process may run on no CPU (sched_getaffinity failed)".into())
+        }
+        Some(c) if allowed.contains(&c) => Ok(c),
+        Some(c) => Err(format!(
+            "--cpu {c}: not an allowed CPU; allowed: {}",
+            list()
+        )),
+        None => placement::default_cpu(allowed).ok_or_else(|| "no allowed CPU".into()),
+    }
+}
+
+/// The repetitions (how many, how long each, when to stop: see `scheduler::repetition_plan`)
+/// and the sampler settings of one repetition: it samples for exactly the repetition's time
+/// after a short warm-up (or takes its share of --samples).
+fn resolve_sampling(
+    args: &Request,
+    benchmarks: &[&Benchmark],
+    variants: &VariantOptions,
+) -> (SamplerConfig, RepetitionPlan) {
+    let cases: usize = benchmarks
+        .iter()
+        .map(|b| runner::expand(b, variants).len())
+        .sum();
+    let precision = if args.quick && args.precision_pct == 1.0 {
+        0.02
+    } else {
+        args.precision_pct / 100.0
+    };
+    let fixed = args.samples.map(|n| n as usize);
+    let reps = repetition_plan(cases, precision, args.budget_s, fixed, args.quick);
+    let sampler = SamplerConfig {
+        // The scheduler shares a fixed count out over the repetitions (`rep_options`).
+        stop: match fixed {
+            Some(n) => StopWhen::Count { n },
+            None => StopWhen::Elapsed { ns: reps.rep_ns },
+        },
+        // A fixed count may take longer than a repetition's time: --budget still caps it.
+        budget_ns: match fixed {
+            Some(_) => args.budget_s.map_or(60_000_000_000, |b| (b * 1e9) as u64),
+            None => reps.rep_ns,
+        },
+        warmup_ns: 5_000_000,
+        // The clock is calibrated when the scheduler's session starts.
+        ..SamplerConfig::for_clock(None)
+    };
+    (sampler, reps)
+}
+
+/// The parent sizes of spawn/fork-rss: those asked for (sorted, at most the memory available),
+/// or the default curve cut where this machine's free memory stops.
+fn resolve_fork_sizes(asked: Option<&[u64]>, avail_mib: Option<u64>) -> Result<Vec<u64>, String> {
+    match asked {
+        Some(v) => {
+            let mut v = v.to_vec();
+            v.sort_unstable();
+            v.dedup();
+            if let (Some(&max), Some(avail)) = (v.last(), avail_mib)
+                && max > avail
+            {
+                return Err(format!(
+                    "--fork-sizes: {max} MiB is more than the {avail} MiB of memory available"
+                ));
+            }
+            Ok(v)
+        }
+        None => {
+            let avail = avail_mib.unwrap_or(u64::MAX);
+            Ok(default_fork_sizes()
+                .into_iter()
+                .filter(|&m| m.saturating_mul(2) <= avail)
+                .collect())
+        }
+    }
+}
+
+/// Placements from ids written `ID@PLACE` (the most specific thing the user wrote: it wins),
+/// else from --placement, else the defaults.
+fn resolve_placements(asked: Option<&[String]>, from_ids: &[String]) -> Result<Vec<Place>, String> {
+    let words = match asked {
+        _ if !from_ids.is_empty() => from_ids,
+        Some(list) => list,
+        None => return Ok(Place::defaults()),
+    };
+    let mut v = Vec::new();
+    for w in words {
+        let p = Place::parse(w.trim())
+            .ok_or_else(|| format!("--placement: '{w}' is not one of same, cross, free"))?;
+        if !v.contains(&p) {
+            v.push(p);
+        }
+    }
+    Ok(v)
+}
+
+/// MemAvailable from /proc/meminfo, MiB.
+pub use crate::harness::os::mem_available_mib;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    /// The request `oscost run ARGV` makes.
+    fn args(argv: &[&str]) -> Request {
+        let full: Vec<&str> = ["oscost", "run"].iter().chain(argv).copied().collect();
+        match Cli::try_parse_from(full).unwrap().command {
+            Some(Command::Run(a)) => a.request(),
+            _ => unreachable!("a run command line"),
+        }
+    }
+
+    #[test]
+    fn the_default_request_is_what_run_without_flags_asks_for() {
+        assert_eq!(args(&["syscall/"]), Request::new(vec!["syscall/".into()]));
+    }
+
+    #[test]
+    fn ids_with_a_placement_name_the_benchmark_and_the_placement() {
+        let (ids, places) = split_placements(&["switch/pipe-proc@cross".into(), "syscall/".into()]);
+        assert_eq!(ids, vec!["switch/pipe-proc", "syscall/"]);
+        assert_eq!(places, vec!["cross"]);
+    }
+
+    #[test]
+    fn cpu_must_be_allowed_and_defaults_to_the_last() {
+        assert_eq!(resolve_cpu(None, &[0, 1]), Ok(1));
+        assert_eq!(resolve_cpu(Some(0), &[0, 1]), Ok(0));
+        let e = resolve_cpu(Some(7), &[0, 1]).unwrap_err();
+        assert!(e.contains("allowed: 0,1"), "{e}");
+        assert!(resolve_cpu(None, &[]).is_err());
+    }
+
+    #[test]
+    fn sampling_follows_quick_budget_samples_and_the_suite_size() {
+        let v = VariantOptions::default();
+        let getpid = bench::select(&["syscall/getpid".into()]).unwrap();
+        let (w, reps) = resolve_sampling(&args(&[]), &getpid, &v);
+        assert_eq!(
+            (w.stop, w.budget_ns),
+            (StopWhen::Elapsed { ns: reps.rep_ns }, reps.rep_ns)
+        );
+        assert_eq!((reps.min, reps.max, reps.precision), (5, 10, 0.01));
+        let (_, quick) = resolve_sampling(&args(&["--quick"]), &getpid, &v);
+        assert_eq!((quick.max, quick.precision), (5, 0.02));
+        let (w, fixed) =
+            resolve_sampling(&args(&["--budget", "0.1", "--samples", "50"]), &getpid, &v);
+        assert_eq!((w.budget_ns, fixed.fixed_total), (100_000_000, Some(50)));
+        assert_eq!(w.stop, StopWhen::Count { n: 50 });
+        // The suite's cases share the time: shorter repetitions than one benchmark gets.
+        let suite = bench::select(&[]).unwrap();
+        let (_, many) = resolve_sampling(&args(&[]), &suite, &v);
+        assert!(many.rep_ns < reps.rep_ns && many.max < reps.max);
+    }
+
+    #[test]
+    fn copies_default_to_one_and_every_cpu_and_never_exceed_them() {
+        assert_eq!(resolve_copies(None, 16), Ok(vec![1, 16]));
+        assert_eq!(resolve_copies(None, 1), Ok(vec![1]));
+        let asked = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            resolve_copies(Some(&asked(&["8", "all", "2", "8"])), 16),
+            Ok(vec![2, 8, 16])
+        );
+        assert!(
+            resolve_copies(Some(&asked(&["17"])), 16)
+                .unwrap_err()
+                .contains("16")
+        );
+        assert!(resolve_copies(Some(&asked(&["0"])), 16).is_err());
+        assert!(resolve_copies(Some(&asked(&["two"])), 16).is_err());
+    }
+
+    #[test]
+    fn fork_sizes_are_sorted_and_bounded_by_memory() {
+        assert_eq!(
+            resolve_fork_sizes(Some(&[64, 0, 64]), Some(1000)),
+            Ok(vec![0, 64])
+        );
+        assert!(resolve_fork_sizes(Some(&[2048]), Some(1000)).is_err());
+        assert_eq!(resolve_fork_sizes(None, Some(600)), Ok(vec![0, 64, 256]));
+        assert_eq!(resolve_fork_sizes(None, None), Ok(default_fork_sizes()));
+    }
+
+    #[test]
+    fn placements_come_from_the_ids_then_the_flag_then_the_defaults() {
+        assert_eq!(
+            resolve_placements(Some(&["cross".into()]), &["same".into()]),
+            Ok(vec![Place::Same])
+        );
+        assert_eq!(
+            resolve_placements(Some(&["same".into()]), &[]),
+            Ok(vec![Place::Same])
+        );
+        assert_eq!(
+            resolve_placements(None, &["free".into()]),
+            Ok(vec![Place::Free])
+        );
+        assert_eq!(resolve_placements(None, &[]), Ok(Place::defaults()));
+        let dup = ["cross".into(), " cross".into()];
+        assert_eq!(resolve_placements(Some(&dup), &[]), Ok(vec![Place::Cross]));
+        assert!(resolve_placements(Some(&["both".into()]), &[]).is_err());
+    }
+}

@@ -1,0 +1,435 @@
+//! `oscost predict --under WRAPPER -- CMD ARGS...`: what a wrapper costs a real program,
+//! predicted from the program's own system calls and measured, side by side.
+//!
+//! 1. Count: CMD runs once plainly under the kernel's tracepoint counters
+//!    (`harness::syscount`): system calls by name, processes, threads, execs.
+//! 2. Price: the catalogue's benchmarks for the kinds that appeared are measured plain and
+//!    under the wrapper, interleaved as `ab` does (`scheduler::execute_ab`); their additions
+//!    and CIs are the prices (`analysis::predict`).
+//! 3. Measure: CMD plain and under the wrapper in alternating rounds (`program::alternate`);
+//!    the added time is the median of the rounds' paired differences, its CI from order
+//!    statistics.
+//! 4. Show and keep: predicted against measured with the breakdown (table, `--json`,
+//!    `--report`), and both sides saved as runs that carry the priced benchmarks and the
+//!    program's wall time as `program/NAME-HASH`, so `history` and `matrix` show it.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::Args;
+
+use super::args::{StoreArgs, split_command, usage};
+use super::{check_program, saving_store, stopper};
+use crate::analysis::predict::{self as model, Price};
+use crate::base::model::Run;
+use crate::base::stats;
+use crate::effects::gate::{Effects, Passed};
+use crate::effects::store::Store;
+use crate::harness::syscount::{self, ProgramCounts};
+use crate::processes::program::{self, ProcessTimer, Rounds, RoundsEnd};
+use crate::processes::scheduler::{self, AbSide};
+use crate::report::predict::PredictionReport;
+
+#[derive(Debug, Args, Clone)]
+/// `oscost predict`'s arguments.
+pub struct PredictArgs {
+    /// The wrapper, e.g. 'strace -f -o /dev/null' or 'scripts/ref/seccomp-layers 8 --'.
+    #[arg(long, value_name = "CMD", required = true)]
+    pub under: String,
+    /// Rounds of the program plain and wrapped [default: 5 to 30, until the added time's CI is
+    /// within ±5% or a minute has passed].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(3..=1000))]
+    pub rounds: Option<u64>,
+    /// Price with shorter, less precise repetitions (as `run --quick`).
+    #[arg(long)]
+    pub quick: bool,
+    /// Pin the pricing benchmarks to this CPU [default: an idle one].
+    #[arg(long, value_name = "N")]
+    pub cpu: Option<usize>,
+    /// Write the prediction and the measurement as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write a page drawing the breakdown and the two intervals into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
+    /// Do not save the two runs in the store.
+    #[arg(long)]
+    pub no_save: bool,
+    #[command(flatten)]
+    /// The store both sides of the pricing are saved into.
+    pub store: StoreArgs,
+    /// The program and its arguments (after `--`).
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
+    pub command: Vec<String>,
+}
+
+/// The paired differences' median and its 95% CI (order statistics).
+fn added(plain: &[f64], wrapped: &[f64]) -> (f64, [f64; 2]) {
+    let d: Vec<f64> = wrapped.iter().zip(plain).map(|(w, p)| w - p).collect();
+    match stats::summarize(&d) {
+        Some(s) => (s.median, s.ci95),
+        None => (f64::NAN, [f64::NAN, f64::NAN]),
+    }
+}
+
+fn wall(ts: &[program::Timing]) -> Vec<f64> {
+    ts.iter().map(|t| t.wall_ns).collect()
+}
+
+/// A command line as a person would type it: a word is quoted only when the shell would
+/// split or expand it.
+pub fn shell_words(argv: &[String]) -> String {
+    let plain = |w: &str| {
+        !w.is_empty()
+            && w.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c))
+    };
+    argv.iter()
+        .map(|w| {
+            if plain(w) {
+                w.clone()
+            } else {
+                shlex::try_quote(w).map_or_else(|_| format!("{w:?}"), |q| q.to_string())
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `program/dd-1a2b3c`: the program's name and a short hash of the whole command line, so two
+/// programs of one name stay apart in the history.
+pub fn program_id(argv: &[String]) -> String {
+    use sha2::{Digest, Sha256};
+    let name = std::path::Path::new(&argv[0])
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_else(|| "cmd".into());
+    let name: String = name
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || "-_.".contains(*c))
+        .take(40)
+        .collect();
+    let h = Sha256::digest(argv.join("\u{1f}").as_bytes());
+    let hex: String = h.iter().take(3).map(|b| format!("{b:02x}")).collect();
+    format!("program/{name}-{hex}")
+}
+
+/// What the steps of one prediction share.
+struct Ctx<'a> {
+    args: &'a PredictArgs,
+    wrapper: Vec<String>,
+    cmd_text: String,
+    cpu: usize,
+    interrupted: &'a Arc<std::sync::atomic::AtomicUsize>,
+}
+
+const TRUE: &str = "true";
+
+impl Ctx<'_> {
+    fn stop(&self) -> anyhow::Result<()> {
+        stopper(self.interrupted)()
+    }
+
+    fn timer(&self) -> ProcessTimer<'_> {
+        ProcessTimer {
+            cpu: Some(self.cpu),
+            interrupted: self.interrupted,
+        }
+    }
+
+    /// Step 1, count the program, and `true` (what one program start asks of the kernel).
+    fn count(&self) -> anyhow::Result<(ProgramCounts, Vec<model::Kind>)> {
+        let ids = syscount::tracepoint_ids().map_err(|e| usage(e.to_string()))?;
+        let count = |argv: &[String]| {
+            syscount::count(argv, Some(self.cpu), &ids, self.interrupted).map_err(|e| match e {
+                syscount::CountError::NoRights(_) => usage(e.to_string()),
+                syscount::CountError::Interrupted(s) => {
+                    crate::processes::worker::Interrupted(s).into()
+                }
+                e => anyhow::anyhow!(e),
+            })
+        };
+        let counts = count(&self.args.command)?;
+        self.stop()?;
+        if counts.exit_code != Some(0) {
+            anyhow::bail!(
+                "`{}` failed when run plainly ({}): predict times a program that succeeds",
+                self.cmd_text,
+                counts
+                    .exit_code
+                    .map_or("killed by a signal".into(), |c| format!("exit status {c}"))
+            );
+        }
+        let start = count(&[TRUE.to_string()])
+            .ok()
+            .filter(|c| c.exit_code == Some(0));
+        let kinds = model::kinds(&counts, start.as_ref());
+        crate::say!(
+            "oscost: `{}` made {} system calls of {} kinds, {} processes, {} threads, {} execs; \
+             everything below runs on CPU {}",
+            self.cmd_text,
+            counts.total_syscalls(),
+            counts.syscalls.len(),
+            counts.processes,
+            counts.threads,
+            counts.execs,
+            self.cpu
+        );
+        Ok((counts, kinds))
+    }
+
+    /// Step 2, price: the benchmarks under the wrapper (the wrapper, too, on the measuring
+    /// CPU), and the wrapper's own start. Returns both sides' runs and the prices.
+    fn price(&self, kinds: &[model::Kind]) -> anyhow::Result<(Run, Run, BTreeMap<String, Price>)> {
+        let mut req = super::plan::Request::new(model::prices_needed(kinds));
+        req.cpu = Some(self.cpu);
+        req.quick = self.args.quick;
+        let mut plan = super::plan::build(&req)?;
+        plan.pin_wrapper = true;
+        let plain = AbSide {
+            wrapper: vec![],
+            text: None,
+        };
+        let side = AbSide {
+            wrapper: self.wrapper.clone(),
+            text: Some(self.args.under.clone()),
+        };
+        let (ra, rb) =
+            scheduler::execute_ab(&plan, &plain, &side, 3, Arc::clone(self.interrupted), None)?;
+        self.stop()?;
+        let cmp =
+            crate::analysis::compare::compare(&ra, &rb, "plain", "wrapped", &Default::default());
+        let mut prices: BTreeMap<String, Price> = cmp
+            .rows
+            .iter()
+            .filter(|r| r.addition_ns.is_finite())
+            .map(|r| {
+                let p = Price {
+                    addition_ns: r.addition_ns,
+                    ci95: r.addition_ci95,
+                };
+                (r.id.clone(), p)
+            })
+            .collect();
+        if let (Some(d), Some(f)) = (
+            prices.get(model::FORK_EXEC_DYNAMIC),
+            prices.get(model::FORK),
+        ) {
+            prices.insert(model::PROGRAM_START.into(), model::less(*d, *f));
+        }
+        if kinds.iter().any(|k| k.priced_by == model::WRAPPER_START) {
+            let true_cmd = vec![TRUE.to_string()];
+            let mut wrapped_true = self.wrapper.clone();
+            wrapped_true.extend(true_cmd.iter().cloned());
+            let (r, end) =
+                program::alternate(&mut self.timer(), &true_cmd, &wrapped_true, 30, 30, &|_| {
+                    true
+                })
+                .map_err(program_err)?;
+            if end == RoundsEnd::Done {
+                let (m, ci) = added(&wall(&r.plain), &wall(&r.wrapped));
+                let p = Price {
+                    addition_ns: m,
+                    ci95: ci,
+                };
+                prices.insert(model::WRAPPER_START.into(), p);
+            }
+        }
+        Ok((ra, rb, prices))
+    }
+
+    /// Step 3, measure the program plain and wrapped in alternating rounds.
+    fn measure(&self) -> anyhow::Result<Rounds> {
+        let mut wrapped_cmd = self.wrapper.clone();
+        wrapped_cmd.extend(self.args.command.iter().cloned());
+        let (min, max) = match self.args.rounds {
+            Some(n) => (n as usize, n as usize),
+            None => (5, 300),
+        };
+        let started = Instant::now();
+        let enough = |r: &Rounds| {
+            let (m, ci) = added(&wall(&r.plain), &wall(&r.wrapped));
+            (ci[1] - ci[0]) / 2.0 <= 0.05 * m.abs() || started.elapsed().as_secs_f64() > 60.0
+        };
+        let (text, under) = (&self.cmd_text, &self.args.under);
+        crate::say!("oscost: timing `{text}` plain and under `{under}`");
+        let (rounds, end) = program::alternate(
+            &mut self.timer(),
+            &self.args.command,
+            &wrapped_cmd,
+            min,
+            max,
+            &enough,
+        )
+        .map_err(program_err)?;
+        match end {
+            RoundsEnd::Done => Ok(rounds),
+            RoundsEnd::PlainFailed(how) => {
+                anyhow::bail!("`{text}` {how} when run plainly during the rounds")
+            }
+            RoundsEnd::WrappedFailed(how) => anyhow::bail!(
+                "`{text}` {how} under `{under}` but not without it: the wrapper changes what it \
+                 does, so its cost cannot be predicted"
+            ),
+        }
+    }
+
+    /// Step 4, keep both sides saved with the program's wall times, the JSON and the page.
+    fn keep(
+        &self,
+        mut ra: Run,
+        mut rb: Run,
+        rounds: &Rounds,
+        out: &PredictionReport,
+        store: Option<Store>,
+    ) -> anyhow::Result<i32> {
+        let stop = stopper(self.interrupted);
+        let (text, args) = (&self.cmd_text, self.args);
+        let id = program_id(&args.command);
+        let def = format!("wall time of `{text}`, one run a sample");
+        ra.results
+            .push(model::program_result(&id, &def, text, &wall(&rounds.plain)));
+        rb.results.push(model::program_result(
+            &id,
+            &def,
+            text,
+            &wall(&rounds.wrapped),
+        ));
+        ra.label = Some(format!("predict plain: {text}"));
+        rb.label = Some(format!("predict under {}: {text}", args.under));
+        let mut late = Vec::new();
+        let mut saved = None;
+        if let Some(mut s) = store
+            && let Some(ids) = super::save_or_keep(&mut s, &[&ra, &rb], &stop, &mut late)?
+        {
+            crate::say!(
+                "oscost: saved plain as run {} and wrapped as run {} in {} ({id})",
+                ids[0],
+                ids[1],
+                s.shown()
+            );
+            saved = Some(format!("runs {} and {} in {}", ids[0], ids[1], s.shown()));
+        }
+        // Saved first, shown after: a terminal that cannot be written loses no run.
+        if let Err(e) = super::print_stdout(&crate::report::predict::render_text(out)) {
+            late.push(e.to_string());
+        }
+        if let Some(j) = &args.json {
+            let bytes = serde_json::to_vec_pretty(out)?;
+            if let Err(e) = crate::effects::output::write_file(j, &bytes) {
+                late.push(e.to_string());
+            }
+        }
+        if let Some(d) = &args.report {
+            match crate::report::predict::render_page(out) {
+                Ok(page) => match crate::effects::output::write_page(d, &page, &stop) {
+                    Ok(_) => crate::say!("oscost: report in {}", d.join("index.html").display()),
+                    Err(e) if e.is::<crate::processes::worker::Interrupted>() => {}
+                    Err(e) => late.push(e.to_string()),
+                },
+                Err(e) => late.push(format!("cannot draw the prediction: {e}")),
+            }
+        }
+        super::after_save(self.interrupted, saved)?;
+        Ok(super::conclude(&[&ra, &rb], &late))
+    }
+}
+
+/// The output from the counts, the prediction and the rounds.
+fn output(
+    ctx: &Ctx,
+    counts: &ProgramCounts,
+    pred: &model::Prediction,
+    prices: BTreeMap<String, Price>,
+    rounds: &Rounds,
+) -> PredictionReport {
+    let (m, mci) = added(&wall(&rounds.plain), &wall(&rounds.wrapped));
+    let cpu = |ts: &[program::Timing]| ts.iter().map(|t| t.cpu_ns).collect::<Vec<f64>>();
+    let (mcpu, _) = added(&cpu(&rounds.plain), &cpu(&rounds.wrapped));
+    PredictionReport {
+        command: ctx.cmd_text.clone(),
+        wrapper: ctx.args.under.clone(),
+        syscalls: counts.syscalls.clone(),
+        processes: counts.processes,
+        threads: counts.threads,
+        execs: counts.execs,
+        uncounted: counts.uncounted.clone(),
+        predicted_added_ns: pred.predicted_added_ns,
+        predicted_ci95: pred.predicted_ci95,
+        measured_added_ns: m,
+        measured_ci95: mci,
+        measured_cpu_added_ns: mcpu,
+        plain_wall_ns: stats::median(&wall(&rounds.plain)),
+        wrapped_wall_ns: stats::median(&wall(&rounds.wrapped)),
+        rounds: rounds.plain.len(),
+        error: (pred.predicted_added_ns - m) / m,
+        breakdown: pred.breakdown.clone(),
+        prices,
+        assumptions: pred.assumptions.clone(),
+        miss: model::miss_note(pred, m, mci),
+    }
+}
+
+impl PredictArgs {
+    /// The prediction's JSON and page, and the store both sides are saved into.
+    pub fn effects(&self) -> Effects {
+        Effects::new()
+            .writes("--json", self.json.as_ref())
+            .writes_report("--report", self.report.as_ref())
+            .saves_unless(self.no_save, self.store.db.as_ref())
+    }
+
+    /// Count, price, predict, measure, and write the prediction.
+    pub fn run(self, mut passed: Passed) -> anyhow::Result<i32> {
+        let interrupted = crate::effects::signals::guard_processes()?;
+        let wrapper = split_command("--under", &self.under).map_err(|e| usage(e.0))?;
+        if wrapper.is_empty() {
+            return Err(usage("--under: give the wrapper command"));
+        }
+        check_program("--under", &wrapper)?;
+        check_program("the command", &self.command)?;
+        // The store is opened (created when new) before anything runs: a run that cannot be
+        // saved is found now, not after minutes of measuring.
+        let store = if self.no_save {
+            None
+        } else {
+            Some(saving_store(&mut passed)?)
+        };
+        // The measuring CPU of the whole prediction: the pricing benchmarks', the program's.
+        let cpu = super::plan::measuring_cpu(self.cpu)?;
+        let ctx = Ctx {
+            args: &self,
+            wrapper,
+            cmd_text: shell_words(&self.command),
+            cpu,
+            interrupted: &interrupted,
+        };
+        let (counts, kinds) = ctx.count()?;
+        let (ra, rb, prices) = ctx.price(&kinds)?;
+        let Some(pred) = model::predict(&kinds, &prices) else {
+            anyhow::bail!(
+                "{} could not be measured under `{}`, so nothing can be priced",
+                model::NULL_CALL,
+                self.under
+            );
+        };
+        let rounds = ctx.measure()?;
+        let out = output(&ctx, &counts, &pred, prices, &rounds);
+        ctx.keep(ra, rb, &rounds, &out, store)
+    }
+}
+
+/// An interrupt stays an `Interrupted` (exit 128+N, "nothing was saved"); the rest are errors.
+fn program_err(e: program::ProgramError) -> anyhow::Error {
+    match e {
+        program::ProgramError::Interrupted(i) => i.into(),
+        e => e.into(),
+    }
+}

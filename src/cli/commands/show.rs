@@ -1,0 +1,49 @@
+//! `oscost show RUN`: a stored run (or a run file) printed as `run` prints it.
+
+use clap::Args;
+
+use super::args::StoreArgs;
+use super::{color, load_run, print_stdout};
+
+#[derive(Debug, Args, Clone)]
+/// `oscost show`'s arguments.
+pub struct ShowArgs {
+    /// A stored run: its id, `last` or `last~N`.
+    pub run: String,
+    #[command(flatten)]
+    /// The store the run is read from.
+    pub store: StoreArgs,
+    #[command(flatten)]
+    /// Which runs `last` counts among.
+    pub select: super::args::SelectArgs,
+    /// Print every result's note on its departing repetitions (as `run --verbose`).
+    #[arg(long)]
+    pub verbose: bool,
+    /// Print every column of the table (as `run --wide`).
+    #[arg(long)]
+    pub wide: bool,
+}
+
+impl ShowArgs {
+    /// The run file it reads and the store; nothing is written.
+    pub fn effects(&self) -> crate::effects::gate::Effects {
+        crate::effects::gate::Effects::new()
+            .store(self.store.db.as_ref())
+            .reads("RUN", &self.run)
+    }
+
+    /// Print the stored run as `run` would.
+    pub fn run(self) -> anyhow::Result<i32> {
+        let (run, name) = load_run(&self.run, &self.store, &self.select)?;
+        crate::say!("oscost: {name}, started {}", run.started_at);
+        print_stdout(&crate::report::table::render(
+            &run,
+            color(),
+            crate::report::table::TableOptions {
+                verbose: self.verbose,
+                wide: self.wide,
+            },
+        ))?;
+        Ok(0)
+    }
+}

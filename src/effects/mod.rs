@@ -1,0 +1,12 @@
+//! What oscost does to the world outside its process, each through one door: files
+//! written (`output`, behind the gate), the gate that proves every path and store before
+//! work (`gate`), the results stores (`store`), signals and the processes they stop
+//! (`signals`), and the kernel settings a run changes and the guard that puts them back
+//! on every exit path (`settings_guard`, `put_back`).
+
+pub mod gate;
+pub mod output;
+pub mod put_back;
+pub mod settings_guard;
+pub mod signals;
+pub mod store;

@@ -1,0 +1,345 @@
+//! Kernel settings changed for a measurement, and always put back.
+//!
+//! `prepare` turns each side's `NAME=VALUE`s into resolved settings and refuses what cannot
+//! be done before anything is written: an unknown name, a path outside `/proc/sys` and `/sys`,
+//! a setting given twice on one side with two values, two names or spellings of one file on
+//! one side (a catalogue name and its path, `./`, `//`, a glob), a per-task value that is not
+//! one, a read-only file, not root. `Guard::start` starts the guard process
+//! (`put_back::Guardian`) before anything is changed, then holds every file any side touches
+//! (`put_back::state::hold`: the machine-wide lock, refused when another live oscost holds
+//! the file changed, and the original recorded once) and hands each original and its lock to
+//! the guard, which puts them back if oscost dies however it dies. `Guard::trial` writes each
+//! side's values once, reads them back and puts the originals back, and tries each per-task
+//! value in a child, so a value the kernel refuses is exit 2 before measuring; `Guard::apply`
+//! switches to a side between repetitions (only the files that differ), reads back and fails
+//! the comparison if the kernel did not keep the value, then waits the settle time. The end
+//! (`restore`, or the drop on an error path) puts everything back, removes the states it put
+//! back, keeps with the reason those it could not, and releases the guard. Nothing outside
+//! `/proc/sys` and `/sys` (debugfs included) is ever written.
+
+use std::os::fd::AsFd;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::effects::put_back::state::{self, Held, StateError};
+use crate::effects::put_back::{Change, Guardian};
+use crate::harness::settings::{self, Kind, Scope, Setting, SettingError};
+
+/// One side's settings: system-wide ones (written by oscost) and per-task ones (applied by the
+/// worker to itself).
+#[derive(Debug, Clone, Default)]
+pub struct Side {
+    /// System-wide settings and the values to write.
+    pub system: Vec<(Setting, String)>,
+    /// Per-task settings (name, value), applied by each worker to itself.
+    pub task: Vec<(String, String)>,
+    /// `NAME=VALUE` as given, for the run's record and the side's name.
+    pub given: Vec<String>,
+}
+
+impl Side {
+    /// Whether it changes nothing.
+    pub fn is_empty(&self) -> bool {
+        self.given.is_empty()
+    }
+
+    /// The side named by its settings: `halt-poll-ns=200000 thp=never`.
+    pub fn text(&self) -> Option<String> {
+        (!self.given.is_empty()).then(|| self.given.join(" "))
+    }
+}
+
+/// Each side's assignments resolved, refused before any write when they cannot be done.
+pub fn prepare(sides: &[&[String]], cpus: &[usize]) -> Result<Vec<Side>, SettingError> {
+    let mut out = Vec::new();
+    for assigns in sides {
+        let mut side = Side::default();
+        let mut seen: Vec<(String, String)> = Vec::new();
+        for a in assigns.iter() {
+            let (name, value) = settings::parse_assignment(a)?;
+            if let Some((_, v)) = seen.iter().find(|(n, _)| *n == name) {
+                if *v != value {
+                    return Err(SettingError::Twice {
+                        name,
+                        a: v.clone(),
+                        b: value,
+                    });
+                }
+                continue;
+            }
+            seen.push((name.clone(), value.clone()));
+            let s = settings::resolve(&name, cpus)?;
+            settings::changeable(&s).map_err(|why| SettingError::Refused {
+                name: name.clone(),
+                why,
+            })?;
+            // One file, one value: another name or spelling of a file already named.
+            for f in &s.files {
+                if let Some((other, _)) = side.system.iter().find(|(o, _)| o.files.contains(f)) {
+                    return Err(SettingError::SameFile {
+                        a: other.name.clone(),
+                        b: name,
+                        file: f.display().to_string(),
+                    });
+                }
+            }
+            if s.scope == Scope::Task {
+                settings::check_task_value(&name, &value)?;
+            }
+            side.given.push(format!("{name}={value}"));
+            match s.scope {
+                Scope::Task => side.task.push((name, value)),
+                Scope::System => side.system.push((s, value)),
+            }
+        }
+        out.push(side);
+    }
+    Ok(out)
+}
+
+/// Settings changed and the guard that puts them back.
+pub struct Guard {
+    /// Every system setting any side touches, with its kind.
+    touched: Vec<Setting>,
+    /// Which side is applied now (`None`: the originals).
+    current: Option<usize>,
+    sides: Vec<Side>,
+    settle: Duration,
+    /// Each file's lock and state: its original, as recorded once by the first holder.
+    held: Vec<Held>,
+    guardian: Option<Guardian>,
+}
+
+impl Guard {
+    /// Start the guard process, hold every file any side touches (refused when another live
+    /// oscost holds one changed) and hand each original to the guard. Nothing is changed yet.
+    /// Lines about state files found untrusted go to `said`.
+    pub fn start(
+        sides: Vec<Side>,
+        settle: Duration,
+        said: &mut Vec<String>,
+    ) -> Result<Guard, SettingError> {
+        let mut touched: Vec<Setting> = Vec::new();
+        for s in sides.iter().flat_map(|s| &s.system) {
+            if !touched.iter().any(|t| t.files == s.0.files) {
+                touched.push(s.0.clone());
+            }
+        }
+        let mut guard = Guard {
+            touched: touched.clone(),
+            current: None,
+            sides,
+            settle,
+            held: Vec::new(),
+            guardian: None,
+        };
+        if touched.is_empty() {
+            return Ok(guard);
+        }
+        let not_now = |name: &str, why: String| SettingError::NotNow {
+            name: name.into(),
+            why,
+        };
+        let mut guardian = Guardian::start()
+            .map_err(|e| not_now(&touched[0].name, format!("cannot start its guard: {e}")))?;
+        let holder = state::describe_self();
+        for s in &touched {
+            for f in &s.files {
+                let kind = s.kind;
+                let read = || std::fs::read_to_string(f).map(|t| settings::value_of(kind, &t));
+                let held = state::hold(f, &holder, &read, said).map_err(|e| match e {
+                    StateError::Busy { holder, .. } => not_now(
+                        &s.name,
+                        format!(
+                            "another oscost is changing it ({holder}); run this when it has ended"
+                        ),
+                    ),
+                    StateError::Unusable(why) => not_now(&s.name, why),
+                })?;
+                let change = Change::File {
+                    file: f.clone(),
+                    original: held.record.original.clone(),
+                    state: held.path.clone(),
+                };
+                let kept = guardian.keep(&change, Some(held.lock_file().as_fd()));
+                guard.held.push(held);
+                kept.map_err(|e| not_now(&s.name, format!("its guard did not take it: {e}")))?;
+            }
+        }
+        guard.guardian = Some(guardian);
+        Ok(guard)
+    }
+
+    /// The per-task settings of side `i`, for its workers.
+    pub fn task_settings(&self, i: usize) -> Vec<(String, String)> {
+        self.sides
+            .get(i)
+            .map(|s| s.task.clone())
+            .unwrap_or_default()
+    }
+
+    /// Every side's values written once, read back, and the originals put back: a value the
+    /// kernel refuses (EINVAL) or does not keep is found before measuring.
+    pub fn trial(&mut self) -> Result<(), SettingError> {
+        for side in &self.sides {
+            for (name, value) in &side.task {
+                settings::try_task(name, value)?;
+            }
+        }
+        let mut result = Ok(());
+        'sides: for side in &self.sides {
+            for (s, value) in &side.system {
+                if let Err(why) = write_and_check(s, value) {
+                    result = Err(SettingError::Refused {
+                        name: s.name.clone(),
+                        why,
+                    });
+                    break 'sides;
+                }
+            }
+        }
+        self.put_back();
+        result
+    }
+
+    /// Switch to side `i`: write the files whose value differs, read them back (an error when
+    /// the kernel did not keep one), then wait the settle time.
+    pub fn apply(&mut self, i: usize) -> Result<(), String> {
+        if self.current == Some(i) {
+            return Ok(());
+        }
+        let Some(side) = self.sides.get(i) else {
+            return Ok(());
+        };
+        // A setting the other side changed and this one does not name goes back to its
+        // original.
+        let mut want: Vec<(Setting, String)> = Vec::new();
+        for t in &self.touched {
+            match side.system.iter().find(|(s, _)| s.files == t.files) {
+                Some((s, v)) => want.push((s.clone(), v.clone())),
+                None => {
+                    for f in &t.files {
+                        if let Some(v) = self.original(f) {
+                            let one = Setting {
+                                files: vec![f.clone()],
+                                ..t.clone()
+                            };
+                            want.push((one, v.to_string()));
+                        }
+                    }
+                }
+            }
+        }
+        for (s, v) in &want {
+            let now = settings::read(s).map_err(|e| format!("{}: {e}", s.name))?;
+            if now.iter().any(|x| x != v) {
+                write_and_check(s, v).map_err(|why| format!("{}: {why}", s.name))?;
+            }
+        }
+        self.current = Some(i);
+        if !want.is_empty() {
+            std::thread::sleep(self.settle);
+        }
+        Ok(())
+    }
+
+    /// The original of `file`, as its held state recorded it.
+    fn original(&self, file: &std::path::Path) -> Option<&str> {
+        self.held
+            .iter()
+            .find(|h| h.record.file == file)
+            .map(|h| h.record.original.as_str())
+    }
+
+    /// Write every original back; the files that would not take theirs, with why.
+    fn put_back(&mut self) -> Vec<(PathBuf, String)> {
+        let mut failed = Vec::new();
+        for (f, v) in self
+            .held
+            .iter()
+            .map(|h| (&h.record.file, &h.record.original))
+        {
+            let kind = self
+                .touched
+                .iter()
+                .find(|t| t.files.contains(f))
+                .map_or(Kind::Plain, |t| t.kind);
+            let now = std::fs::read_to_string(f).map(|t| settings::value_of(kind, &t));
+            if now.as_deref().ok() == Some(v.as_str()) {
+                continue;
+            }
+            if let Err(e) = settings::write_file(f, v) {
+                failed.push((f.clone(), format!("{e}")));
+            }
+        }
+        self.current = None;
+        failed
+    }
+
+    /// Put everything back, end the guard, remove the states; what could not be put back.
+    pub fn restore(mut self) -> Vec<String> {
+        self.finish()
+    }
+
+    fn finish(&mut self) -> Vec<String> {
+        let failed = self.put_back();
+        let mut said = Vec::new();
+        for h in self.held.drain(..) {
+            match failed.iter().find(|(f, _)| *f == h.record.file) {
+                None => h.finish(Ok(())),
+                Some((f, why)) => {
+                    said.push(format!(
+                        "{} could not be put back to {} ({why}); its state is kept in {} and every oscost command tries again",
+                        f.display(),
+                        h.record.original,
+                        h.path.display()
+                    ));
+                    h.finish(Err(why.clone()));
+                }
+            }
+        }
+        if let Some(g) = self.guardian.take() {
+            g.release();
+        }
+        said
+    }
+}
+
+impl Drop for Guard {
+    /// An error path or an unwinding panic: everything is put back all the same.
+    fn drop(&mut self) {
+        for l in self.finish() {
+            crate::say!("oscost: {l}");
+        }
+    }
+}
+
+/// Write `value` to every file of `s` and read it back.
+fn write_and_check(s: &Setting, value: &str) -> Result<(), String> {
+    for f in &s.files {
+        settings::write_file(f, value).map_err(|e| {
+            if e.raw_os_error() == Some(libc::EINVAL) {
+                format!("the kernel refuses '{value}' ({})", f.display())
+            } else {
+                format!("cannot write {}: {e}", f.display())
+            }
+        })?;
+    }
+    let now = settings::read(s).map_err(|e| e.to_string())?;
+    if let Some(kept) = now.iter().find(|v| *v != value) {
+        return Err(format!(
+            "the kernel did not keep '{value}' (it reads '{kept}')"
+        ));
+    }
+    Ok(())
+}
+
+/// Put back what oscosts killed with their guards left changed, and name state files that are
+/// not to be trusted; the lines say what was done.
+pub fn recover() -> Vec<String> {
+    let mut said = state::recover();
+    if let Ok(data) = crate::effects::store::data_dir() {
+        said.extend(state::ignore_legacy(&data));
+    }
+    said
+}

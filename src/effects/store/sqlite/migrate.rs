@@ -1,0 +1,192 @@
+//! The SQLite store's migrations, one step per schema version, run in one immediate
+//! transaction that reads the version again once it holds the lock; a run that cannot be read
+//! is kept as it was and named, never blocking the others.
+
+use rusqlite::params;
+
+use super::{Sqlite, skipped, write_samples};
+use crate::base::model;
+use crate::effects::store::StoreError;
+
+impl Sqlite {
+    /// Bring the schema up to `SCHEMA` in one immediate transaction that reads the version
+    /// again under the lock: several processes opening a fresh file at once migrate it once.
+    pub(super) fn migrate(&self) -> Result<(), StoreError> {
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        let from = self.version()?;
+        let r = self.migrate_locked();
+        let end = if r.is_ok() { "COMMIT" } else { "ROLLBACK" };
+        self.conn.execute_batch(end)?;
+        if r.is_ok() && from == 1 {
+            // Runs rewritten compactly leave their old pages free: give them back to the disk.
+            let _ = self.conn.execute_batch("VACUUM");
+        }
+        r
+    }
+
+    fn migrate_locked(&self) -> Result<(), StoreError> {
+        let from = self.version()?;
+        if from < 1 {
+            self.create_tables()?;
+        }
+        if from < 2 {
+            self.compact_runs()?;
+        }
+        if from < 3 {
+            self.add_digests()?;
+        }
+        if from < 4 {
+            self.compute_identities(4)?;
+        }
+        if from < 5 {
+            self.compute_env_keys()?;
+        }
+        if from < 6 {
+            // Identities that also hash the environment, the clock and why a result failed
+            // or was skipped (two runs of failures started in one second shared one).
+            self.compute_identities(6)?;
+        }
+        Ok(())
+    }
+
+    /// Schema 1: the runs and results tables.
+    fn create_tables(&self) -> Result<(), StoreError> {
+        self.conn.execute_batch(
+            "CREATE TABLE runs (
+                 id INTEGER PRIMARY KEY AUTOINCREMENT,
+                 started_at TEXT NOT NULL,
+                 label TEXT,
+                 host TEXT,
+                 kernel TEXT,
+                 wrapper TEXT,
+                 benchmarks INTEGER NOT NULL,
+                 run_json TEXT NOT NULL
+             );
+             CREATE TABLE results (
+                 run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+                 bench TEXT NOT NULL,
+                 status TEXT NOT NULL,
+                 median REAL,
+                 ci_lo REAL,
+                 ci_hi REAL,
+                 samples INTEGER NOT NULL,
+                 disturbed INTEGER NOT NULL,
+                 PRIMARY KEY (run_id, bench)
+             );
+             CREATE INDEX results_by_bench ON results(bench, run_id);
+             PRAGMA user_version = 1;",
+        )?;
+        Ok(())
+    }
+
+    /// Schema 2: compact runs (the JSON without raw samples, deflated) and samples as picoseconds, delta-varint and deflated (`sample_codec`); existing runs rewritten in place.
+    fn compact_runs(&self) -> Result<(), StoreError> {
+        // Compact runs: the JSON without raw samples, deflated, and each result's samples
+        // as picoseconds, delta-varint and deflated (`sample_codec`). Existing runs are
+        // rewritten in place.
+        self.conn.execute_batch(
+            "ALTER TABLE runs ADD COLUMN run_z BLOB;
+             CREATE TABLE samples (
+                 run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+                 idx INTEGER NOT NULL,
+                 data BLOB NOT NULL,
+                 PRIMARY KEY (run_id, idx)
+             );",
+        )?;
+        let old: Vec<(i64, String)> = {
+            let mut q = self.conn.prepare("SELECT id, run_json FROM runs")?;
+            q.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<Result<_, _>>()?
+        };
+        for (id, json) in &old {
+            let Ok(run) = model::parse_run(json, &format!("stored run {id}")) else {
+                // Kept as it is (read as JSON, as before) rather than blocking every
+                // other run's migration; said once, here.
+                skipped(*id, "it cannot be read as a run");
+                continue;
+            };
+            let e = crate::effects::store::encode(&run)?;
+            self.conn.execute(
+                "UPDATE runs SET run_json = '', run_z = ?2 WHERE id = ?1",
+                params![id, e.run_z],
+            )?;
+            write_samples(&self.conn, *id, &e)?;
+        }
+        self.conn.execute_batch("PRAGMA user_version = 2;")?;
+        Ok(())
+    }
+
+    /// Schema 3: a digest column and its index.
+    fn add_digests(&self) -> Result<(), StoreError> {
+        self.conn.execute_batch(
+            "ALTER TABLE runs ADD COLUMN digest TEXT;
+             CREATE INDEX runs_by_digest ON runs(digest);",
+        )?;
+        self.conn.execute_batch("PRAGMA user_version = 3;")?;
+        Ok(())
+    }
+
+    /// Schema 4 (and 6, with a wider identity): identities, so that a run copied in twice (push, import) is kept once, computed anew for every run (schema 3's digests did not survive a JSON round trip).
+    fn compute_identities(&self, version: i32) -> Result<(), StoreError> {
+        // Identities, so that a run copied in twice (push, import) is kept once: computed
+        // anew for every run (schema 3's digests did not survive a JSON round trip).
+        let ids: Vec<i64> = {
+            let mut q = self.conn.prepare("SELECT id FROM runs")?;
+            q.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?
+        };
+        for id in ids {
+            let run = self
+                .fetch_compact(id, true)?
+                .map(|f| crate::effects::store::decode(id, f, false));
+            match run {
+                Some(Ok(run)) => {
+                    self.conn.execute(
+                        "UPDATE runs SET digest = ?2 WHERE id = ?1",
+                        params![id, crate::effects::store::digest(&run)],
+                    )?;
+                }
+                Some(Err(e)) => skipped(id, &e.to_string()),
+                None => {}
+            }
+        }
+        self.conn
+            .execute_batch(&format!("PRAGMA user_version = {version};"))?;
+        Ok(())
+    }
+
+    /// Schema 5: each run's environment key (`store::env_key`), so that the run-to-run spread is learned from runs of one environment only.
+    fn compute_env_keys(&self) -> Result<(), StoreError> {
+        // Each run's environment key (`store::env_key`), so that the run-to-run spread is
+        // learned from runs of one environment only.
+        let has: bool = self.conn.query_row(
+            "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'env_key'",
+            [],
+            |r| r.get::<_, i64>(0).map(|n| n > 0),
+        )?;
+        if !has {
+            self.conn
+                .execute_batch("ALTER TABLE runs ADD COLUMN env_key TEXT;")?;
+        }
+        let ids: Vec<i64> = {
+            let mut q = self.conn.prepare("SELECT id FROM runs")?;
+            q.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?
+        };
+        for id in ids {
+            match self
+                .fetch_compact(id, false)?
+                .map(|f| crate::effects::store::decode(id, f, false))
+            {
+                Some(Ok(run)) => {
+                    self.conn.execute(
+                        "UPDATE runs SET env_key = ?2 WHERE id = ?1",
+                        params![id, crate::effects::store::env_key(&run)],
+                    )?;
+                }
+                Some(Err(e)) => skipped(id, &e.to_string()),
+                None => {}
+            }
+        }
+        self.conn.execute_batch("PRAGMA user_version = 5;")?;
+        Ok(())
+    }
+}

@@ -19,59 +19,87 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 /// How much address space the reserve holds back.
 pub const RESERVE_BYTES: usize = 2 << 20;
 
-static RESERVE: AtomicPtr<libc::c_void> = AtomicPtr::new(std::ptr::null_mut());
-static RESERVE_LEN: AtomicUsize = AtomicUsize::new(0);
-static SPENT: AtomicBool = AtomicBool::new(false);
-static ARMED: AtomicBool = AtomicBool::new(false);
+/// One reserve: its mapping and whether it was ever mapped or given back. The process has one
+/// (`HELD`, what the allocator and the commands use); a test makes its own, so that spending
+/// one in a test leaves the process's as it was for every other test.
+struct Held {
+    at: AtomicPtr<libc::c_void>,
+    len: AtomicUsize,
+    spent: AtomicBool,
+    armed: AtomicBool,
+}
+
+impl Held {
+    const fn new() -> Held {
+        Held {
+            at: AtomicPtr::new(std::ptr::null_mut()),
+            len: AtomicUsize::new(0),
+            spent: AtomicBool::new(false),
+            armed: AtomicBool::new(false),
+        }
+    }
+
+    fn arm(&self, bytes: usize) {
+        // SAFETY: an anonymous, inaccessible, unreserved mapping the kernel places; nothing
+        // reads or writes it, and `release` is its only unmapper.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                bytes,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if p != libc::MAP_FAILED
+            && self
+                .at
+                .compare_exchange(std::ptr::null_mut(), p, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+        {
+            self.len.store(bytes, Ordering::SeqCst);
+            self.armed.store(true, Ordering::SeqCst);
+        } else if p != libc::MAP_FAILED {
+            // SAFETY: the mapping just made, which nothing else knows of.
+            unsafe { libc::munmap(p, bytes) };
+        }
+    }
+
+    fn release(&self) -> bool {
+        let p = self.at.swap(std::ptr::null_mut(), Ordering::SeqCst);
+        if p.is_null() {
+            return false;
+        }
+        // SAFETY: the mapping `arm` made, taken out of `at` above so no one unmaps it twice.
+        unsafe { libc::munmap(p, self.len.load(Ordering::SeqCst)) };
+        self.spent.store(true, Ordering::SeqCst);
+        true
+    }
+}
+
+/// The process's reserve.
+static HELD: Held = Held::new();
 
 /// Map the reserve (once; a process that cannot map it runs without one).
 pub fn arm(bytes: usize) {
-    // SAFETY: an anonymous, inaccessible, unreserved mapping the kernel places; nothing reads
-    // or writes it, and `release` is its only unmapper.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            bytes,
-            libc::PROT_NONE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
-        )
-    };
-    if p != libc::MAP_FAILED
-        && RESERVE
-            .compare_exchange(std::ptr::null_mut(), p, Ordering::SeqCst, Ordering::SeqCst)
-            .is_ok()
-    {
-        RESERVE_LEN.store(bytes, Ordering::SeqCst);
-        ARMED.store(true, Ordering::SeqCst);
-    } else if p != libc::MAP_FAILED {
-        // SAFETY: the mapping just made, which nothing else knows of.
-        unsafe { libc::munmap(p, bytes) };
-    }
+    HELD.arm(bytes);
 }
 
 /// Give the reserve back to the system; false when there was none left.
 fn release() -> bool {
-    let p = RESERVE.swap(std::ptr::null_mut(), Ordering::SeqCst);
-    if p.is_null() {
-        return false;
-    }
-    // SAFETY: the mapping `arm` made, taken out of RESERVE above so no one unmaps it twice.
-    unsafe { libc::munmap(p, RESERVE_LEN.load(Ordering::SeqCst)) };
-    SPENT.store(true, Ordering::SeqCst);
-    true
+    HELD.release()
 }
 
 /// Whether memory is known to be short: an allocation failed and the reserve was used, or
 /// `main` could not even map it.
 pub fn short() -> bool {
-    spent() || !ARMED.load(Ordering::SeqCst)
+    spent() || !HELD.armed.load(Ordering::SeqCst)
 }
 
 /// Whether an allocation failed and the reserve was used.
 pub fn spent() -> bool {
-    SPENT.load(Ordering::SeqCst)
+    HELD.spent.load(Ordering::SeqCst)
 }
 
 /// Whether `bytes` could be allocated now, asked of the system directly (a failed probe does
@@ -135,19 +163,20 @@ unsafe impl GlobalAlloc for Reserve {
 
 #[cfg(test)]
 mod tests {
+    use super::Held;
+
     #[test]
     fn an_armed_reserve_is_held_until_spent() {
-        // The tests' process is not armed by main; arming twice keeps the first mapping.
-        super::arm(1 << 20);
-        super::arm(1 << 20);
-        assert!(
-            !super::spent()
-                || super::RESERVE
-                    .load(std::sync::atomic::Ordering::SeqCst)
-                    .is_null()
-        );
-        assert!(super::release() || super::spent());
-        assert!(super::spent());
-        assert!(!super::release(), "given back once");
+        // A reserve of the test's own: the process's (which other tests' code consults) stays
+        // as it was.
+        let held = Held::new();
+        held.arm(1 << 20);
+        held.arm(1 << 20);
+        assert!(!held.spent.load(std::sync::atomic::Ordering::SeqCst));
+        assert!(held.armed.load(std::sync::atomic::Ordering::SeqCst));
+        assert!(held.release());
+        assert!(held.spent.load(std::sync::atomic::Ordering::SeqCst));
+        assert!(!held.release(), "given back once");
+        assert!(!super::spent(), "the process's reserve is not the test's");
     }
 }

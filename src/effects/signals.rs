@@ -16,6 +16,21 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// The run was stopped by a signal; the value is the signal number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("interrupted by signal {0}")]
+pub struct Interrupted(pub i32);
+
+/// A signal came after runs were saved: what was saved stays, the rest was not written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("interrupted by signal {signal} after saving {saved}")]
+pub struct InterruptedAfterSave {
+    /// The signal's number.
+    pub signal: i32,
+    /// What was saved, for the message ("run 7 in results.db").
+    pub saved: String,
+}
+
 /// How long a command has to stop by itself after a signal before the watchdog ends it.
 const GRACE: Duration = Duration::from_millis(700);
 

@@ -17,8 +17,9 @@ use std::time::Instant;
 
 use nix::unistd::Pid;
 
+use crate::effects::signals::Interrupted;
 use crate::harness::group_guard::GroupGuard;
-use crate::processes::worker::{Interrupted, reap_group};
+use crate::processes::worker::reap_group;
 
 /// One timed execution.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -12,11 +12,12 @@ use anyhow::Context;
 
 use crate::analysis::{self, Judging, RepRun};
 use crate::base::model::{BenchResult, ClockInfo, Run, SCHEMA_VERSION, Schedule, Tool};
+use crate::effects::signals::Interrupted;
 use crate::harness::case::Benchmark;
 use crate::harness::clock;
 use crate::harness::runner::{CaseResult, WorkerOptions};
 use crate::harness::sampler::StopWhen;
-use crate::processes::worker::{Coordinator, Interrupted};
+use crate::processes::worker::Coordinator;
 
 /// Everything a run needs, validated (`commands::plan::build` makes it from a `plan::Request`).
 #[derive(Debug, Clone)]

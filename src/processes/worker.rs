@@ -29,6 +29,7 @@ use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
 use crate::bench;
+use crate::effects::signals::Interrupted;
 use crate::harness::case::{BenchError, Benchmark, Meter};
 use crate::harness::clock::Monotonic;
 use crate::harness::noise::Rusage;
@@ -39,21 +40,6 @@ use crate::harness::sampler::Sampler;
 /// The fd the worker writes results to.
 pub const RESULT_FD: i32 = 3;
 const RESULT_FD_ENV: &str = "OSCOST_RESULT_FD";
-
-/// The run was stopped by a signal; the value is the signal number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("interrupted by signal {0}")]
-pub struct Interrupted(pub i32);
-
-/// A signal came after runs were saved: what was saved stays, the rest was not written.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("interrupted by signal {signal} after saving {saved}")]
-pub struct InterruptedAfterSave {
-    /// The signal's number.
-    pub signal: i32,
-    /// What was saved, for the message ("run 7 in results.db").
-    pub saved: String,
-}
 
 // ---------------------------------------------------------------- worker side
 

@@ -201,7 +201,7 @@ impl AbArgs {
                         "oscost: comparison report in {}",
                         d.join("index.html").display()
                     ),
-                    Err(e) if e.is::<crate::processes::worker::Interrupted>() => {}
+                    Err(e) if e.is::<crate::effects::signals::Interrupted>() => {}
                     Err(e) => late.push(e.to_string()),
                 },
                 Err(e) => late.push(format!("cannot render the comparison: {e}")),

@@ -30,8 +30,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use anyhow::Context;
 
 use crate::base::model::{self, Run};
+use crate::effects::signals::Interrupted;
 use crate::effects::store::{self, Store, StoreError};
-use crate::processes::worker::Interrupted;
 use crate::report::Exporter;
 use crate::report::ci_formats::{Bmf, GithubBenchmark};
 use crate::report::csv::Csv;
@@ -271,7 +271,7 @@ pub fn kernel_settings(
 pub fn after_save(flag: &AtomicUsize, saved: Option<String>) -> anyhow::Result<()> {
     match (flag.load(Ordering::SeqCst), saved) {
         (0, _) => Ok(()),
-        (s, Some(saved)) => Err(crate::processes::worker::InterruptedAfterSave {
+        (s, Some(saved)) => Err(crate::effects::signals::InterruptedAfterSave {
             signal: s as i32,
             saved,
         }

@@ -151,7 +151,7 @@ impl Ctx<'_> {
             syscount::count(argv, Some(self.cpu), &ids, self.interrupted).map_err(|e| match e {
                 syscount::CountError::NoRights(_) => usage(e.to_string()),
                 syscount::CountError::Interrupted(s) => {
-                    crate::processes::worker::Interrupted(s).into()
+                    crate::effects::signals::Interrupted(s).into()
                 }
                 e => anyhow::anyhow!(e),
             })
@@ -331,7 +331,7 @@ impl Ctx<'_> {
             match crate::report::predict::render_page(out) {
                 Ok(page) => match crate::effects::output::write_page(d, &page, &stop) {
                     Ok(_) => crate::say!("oscost: report in {}", d.join("index.html").display()),
-                    Err(e) if e.is::<crate::processes::worker::Interrupted>() => {}
+                    Err(e) if e.is::<crate::effects::signals::Interrupted>() => {}
                     Err(e) => late.push(e.to_string()),
                 },
                 Err(e) => late.push(format!("cannot draw the prediction: {e}")),

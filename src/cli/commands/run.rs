@@ -276,7 +276,7 @@ impl RunArgs {
                 .and_then(|page| output::write_page(d, &page, &stop))
             {
                 Ok(_) => crate::say!("oscost: report in {}", d.join("index.html").display()),
-                Err(e) if e.is::<crate::processes::worker::Interrupted>() => {}
+                Err(e) if e.is::<crate::effects::signals::Interrupted>() => {}
                 Err(e) => late.push(e.to_string()),
             }
         }
@@ -372,11 +372,11 @@ fn series_stopped(
     saved: &[i64],
     store: &crate::effects::store::Store,
 ) -> anyhow::Error {
-    match e.downcast_ref::<crate::processes::worker::Interrupted>() {
+    match e.downcast_ref::<crate::effects::signals::Interrupted>() {
         Some(i) if !saved.is_empty() => {
             let ids: Vec<String> = saved.iter().map(i64::to_string).collect();
             let what = if saved.len() == 1 { "run" } else { "runs" };
-            crate::processes::worker::InterruptedAfterSave {
+            crate::effects::signals::InterruptedAfterSave {
                 signal: i.0,
                 saved: format!("{what} {} in {}", ids.join(", "), store.shown()),
             }

@@ -425,6 +425,7 @@ fn an_import_too_large_for_the_address_space_is_refused_not_aborted() {
         serde_json::from_slice(&std::fs::read(fx.dir.path().join("ok.json")).unwrap()).unwrap();
     let samples: Vec<f64> = (0..3_000_000).map(|i| 1.0 + (i % 7) as f64).collect();
     run["results"][0]["samples_ns"] = serde_json::json!(samples);
+    run["results"][0]["preempted"] = serde_json::json!([]);
     let big = fx.dir.path().join("big.json");
     std::fs::write(&big, serde_json::to_vec(&run).unwrap()).unwrap();
     let import = |file: &Path| {

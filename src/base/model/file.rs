@@ -81,15 +81,14 @@ impl Scanned {
 
     /// The samples its results hold, together.
     pub fn samples(&self) -> u64 {
-        self.results
-            .iter()
-            .map(|r| r.samples_ns.0 + r.preempted.0)
-            .sum()
+        self.results.iter().map(|r| r.samples_ns.0).sum()
     }
 
-    /// Address space this run needs once loaded and while it is worked on.
+    /// Address space this run needs once loaded and while it is worked on (a preempted
+    /// sample's index is counted as a sample: a vector of 8-byte values as well).
     pub fn bytes_needed(&self) -> u64 {
-        BYTES_PER_RUN + self.samples() * BYTES_PER_SAMPLE
+        let preempted: u64 = self.results.iter().map(|r| r.preempted.0).sum();
+        BYTES_PER_RUN + (self.samples() + preempted) * BYTES_PER_SAMPLE
     }
 }
 
@@ -180,7 +179,7 @@ mod tests {
                 "results": [{"samples_ns": [1.5, 2, 3], "preempted": [0]}, {"id": "x"}]}"#,
         );
         let s = scan(f.path()).unwrap();
-        assert_eq!(s.samples(), 4);
+        assert_eq!(s.samples(), 3);
         assert_eq!(s.bytes_needed(), BYTES_PER_RUN + 4 * BYTES_PER_SAMPLE);
     }
 

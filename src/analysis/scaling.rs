@@ -91,13 +91,29 @@ pub fn mean_ci(values: &[f64]) -> Option<(f64, [f64; 2])> {
 /// clamped at 0, since a count is never below it.
 pub fn rate_ci(values: &[f64]) -> Option<[f64; 2]> {
     if values.iter().all(|&v| v > 0.0) {
-        let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
-        let (_, ci) = mean_ci(&logs)?;
-        Some([ci[0].exp(), ci[1].exp()])
+        geometric_mean_ci(values).map(|(_, ci)| ci)
     } else {
         let (_, ci) = mean_ci(values)?;
         Some([ci[0].max(0.0), ci[1]])
     }
+}
+
+/// The geometric mean of positive `values` with the t interval of their logarithms, back on
+/// the values' scale (for what spreads by factors: rates, ratios).
+fn geometric_mean_ci(values: &[f64]) -> Option<(f64, [f64; 2])> {
+    let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
+    let (mean, ci) = mean_ci(&logs)?;
+    Some((mean.exp(), [ci[0].exp(), ci[1].exp()]))
+}
+
+/// A per-repetition parameter's values (`{key}_by_rep`, kept by `analysis::repetitions` for
+/// the keys of `PER_REPETITION`); empty where the result has none.
+fn by_rep(r: &BenchResult, key: &str) -> Vec<f64> {
+    r.params
+        .get(&format!("{key}_by_rep"))
+        .and_then(|v| v.as_array())
+        .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
+        .unwrap_or_default()
 }
 
 /// Efficiency from the windows each repetition paired in time (copy 0 alone just before and
@@ -105,17 +121,9 @@ pub fn rate_ci(values: &[f64]) -> Option<[f64; 2]> {
 /// ratios, with the t interval of their logarithms (a ratio spreads by factors). None for a
 /// result without them (one copy, or a run stored before they were taken).
 fn paired_efficiency(r: &BenchResult) -> Option<(f64, [f64; 2])> {
-    let by_rep: Vec<f64> = r
-        .params
-        .get("paired_efficiency_by_rep")?
-        .as_array()?
-        .iter()
-        .filter_map(|x| x.as_f64())
-        .filter(|x| x.is_finite() && *x > 0.0)
-        .collect();
-    let logs: Vec<f64> = by_rep.iter().map(|v| v.ln()).collect();
-    let (mean, ci) = mean_ci(&logs)?;
-    Some((mean.exp(), [ci[0].exp(), ci[1].exp()]))
+    let mut ratios = by_rep(r, "paired_efficiency");
+    ratios.retain(|x| x.is_finite() && *x > 0.0);
+    geometric_mean_ci(&ratios)
 }
 
 /// What one result of a scale/ benchmark gets (parameters, notes), from it and its siblings
@@ -138,14 +146,9 @@ fn additions(
         params.push(("ops_per_s_per_task".into(), json!(per_task)));
         params.push(("ops_per_s_total".into(), json!(per_task * n as f64)));
     }
-    for key in PER_REPETITION {
-        let by_rep: Vec<f64> = r
-            .params
-            .get(&format!("{key}_by_rep"))
-            .and_then(|v| v.as_array())
-            .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
-            .unwrap_or_default();
-        if let Some(ci) = rate_ci(&by_rep) {
+    // Efficiency's own interval is `efficiency_ci95`, below.
+    for key in PER_REPETITION.iter().filter(|k| **k != "paired_efficiency") {
+        if let Some(ci) = rate_ci(&by_rep(r, key)) {
             params.push((format!("{key}_ci95"), json!(ci)));
         }
     }

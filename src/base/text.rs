@@ -13,20 +13,7 @@ pub fn is_spoofing(c: char) -> bool {
 /// return in an id read from a file) and bidirectional overrides are shown escaped, never sent
 /// to the terminal; line breaks stay.
 pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    let unsafe_char = |c: char| (c.is_control() && c != '\n') || is_spoofing(c);
-    if !text.chars().any(unsafe_char) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    text.chars()
-        .map(|c| {
-            if unsafe_char(c) {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect::<String>()
-        .into()
+    escaped(text, |c| c == '\n', false)
 }
 
 /// `text` safe for a terminal as a whole view or message: as `printable`, but a tab stays, and
@@ -36,7 +23,13 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
 /// string it came in: the sinks (`say`, `commands::print_stdout`) apply it, so no view has to
 /// remember which of its strings came from outside.
 pub fn terminal_safe(text: &str, keep_sgr: bool) -> std::borrow::Cow<'_, str> {
-    let unsafe_char = |c: char| (c.is_control() && c != '\n' && c != '\t') || is_spoofing(c);
+    escaped(text, |c| c == '\n' || c == '\t', keep_sgr)
+}
+
+/// `text` with every control character but those `kept` and every bidirectional override
+/// shown escaped, and with `keep_sgr` its colour sequences left as they are.
+fn escaped(text: &str, kept: fn(char) -> bool, keep_sgr: bool) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| (c.is_control() && !kept(c)) || is_spoofing(c);
     if !text.chars().any(unsafe_char) {
         return std::borrow::Cow::Borrowed(text);
     }

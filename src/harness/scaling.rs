@@ -215,6 +215,12 @@ impl Board {
             .sum()
     }
 
+    /// Why the copies failed, once one has said it failed (its own words where it left them).
+    fn failure(&self) -> Option<String> {
+        (self.header().failed.load(Ordering::SeqCst) > 0)
+            .then(|| self.first_error().unwrap_or_else(|| "a copy failed".into()))
+    }
+
     fn first_error(&self) -> Option<String> {
         (0..self.copies).find_map(|i| {
             let s = self.slot(i);
@@ -360,7 +366,7 @@ pub fn measure(shape: &Shape, body: &Body) -> Result<Outcome, BenchError> {
     };
     let (ipis, idle) = (w.ipis, w.idle);
     let (ms, ops, wall_ns) = w.timed?;
-    let ms_samples = ms.samples_ns.clone();
+    let all_ns = median_of(&ms.samples_ns);
     let mut o = Outcome::of(ms);
     let per_task = if wall_ns > 0 {
         ops as f64 / n as f64 * 1e9 / wall_ns as f64
@@ -385,7 +391,7 @@ pub fn measure(shape: &Shape, body: &Body) -> Result<Outcome, BenchError> {
         o = o.param("idle_pct", idle * 100.0);
     }
     if let Some(solo) = w.solo_ns
-        && let Some(all) = median_of(&ms_samples)
+        && let Some(all) = all_ns
         && all > 0.0
     {
         o = o.param("paired_efficiency", solo / all);
@@ -577,10 +583,8 @@ fn all_ready(board: &Board) -> Result<(), String> {
     let h = board.header();
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        if h.failed.load(Ordering::SeqCst) > 0 {
-            return Err(board
-                .first_error()
-                .unwrap_or_else(|| "a copy failed".into()));
+        if let Some(why) = board.failure() {
+            return Err(why);
         }
         let ready = h.ready.load(Ordering::SeqCst);
         if ready >= n {
@@ -649,21 +653,16 @@ fn timed_windows(shape: &Shape, board: &Board) -> Windows {
         solo.extend(solo_windows(shape, board, settle, solo_each));
         w.solo_ns = median_of(&solo);
     }
-    if board.header().failed.load(Ordering::SeqCst) > 0 {
-        return Windows::failed(
-            board
-                .first_error()
-                .unwrap_or_else(|| "a copy failed".into()),
-        );
+    match board.failure() {
+        Some(why) => Windows::failed(why),
+        None => w,
     }
-    w
 }
 
 /// The all-copies windows, every copy running, until `windows` are timed and the length
 /// reached; IPIs and idle time around them.
 fn go_phase(shape: &Shape, board: &Board, windows: usize) -> Windows {
     let n = shape.cpus.len();
-    let h = board.header();
     let mut samples = Vec::with_capacity(windows * 2);
     let mut ends = Vec::with_capacity(windows * 2);
     let idle0 = idle_us(&shape.watched);
@@ -674,12 +673,8 @@ fn go_phase(shape: &Shape, board: &Board, windows: usize) -> Windows {
     let give_up = start + Duration::from_nanos(shape.length_ns * 20 + 2_000_000_000);
     loop {
         std::thread::sleep(Duration::from_nanos(shape.window_ns));
-        if h.failed.load(Ordering::SeqCst) > 0 {
-            return Windows::failed(
-                board
-                    .first_error()
-                    .unwrap_or_else(|| "a copy failed".into()),
-            );
+        if let Some(why) = board.failure() {
+            return Windows::failed(why);
         }
         let (t, ops) = (Instant::now(), board.total());
         let elapsed = t.duration_since(start).as_nanos() as u64;

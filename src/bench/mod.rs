@@ -215,6 +215,8 @@ mod tests {
         );
         assert!(expected_events("mem/mmap/1MiB-touched").is_empty());
         assert!(Expect::ROUND_TRIP.holds(2.05) && !Expect::ROUND_TRIP.holds(0.3));
+        let unix = Expect::UNIX_STREAM_ROUND_TRIP;
+        assert!(unix.holds(2.92) && unix.holds(3.88) && !unix.holds(1.0) && !unix.holds(7.0));
     }
 
     /// Family facts are fields of the entries, not rules on id prefixes.

@@ -212,6 +212,13 @@ pub enum Expect {
     },
     /// At least this many.
     AtLeast(f64),
+    /// From `lo` to `hi`: a count the kernel's scheduling choices move within known bounds.
+    Between {
+        /// The fewest events per operation the definition allows.
+        lo: f64,
+        /// The most.
+        hi: f64,
+    },
 }
 
 impl Expect {
@@ -231,23 +238,24 @@ impl Expect {
         tol: 0.1,
     };
 
-    /// A round trip over a unix stream socket on one CPU: about three. Each byte sent is
-    /// charged to the sender's socket, and the reader's freeing it calls the sender's
+    /// A round trip over a unix stream socket on one CPU: between two and six. Each byte sent
+    /// is charged to the sender's socket, and the reader's freeing it calls the sender's
     /// `unix_write_space`, which wakes that socket's one wait queue, where the sender sleeps
-    /// waiting to *read* its answer. So every round trip wakes the peer once early (88% of the
-    /// wake-ups in a sched_wakeup profile come from `sock_wfree`), and in most trips it runs,
-    /// finds nothing and blocks again: 2.9-3.2 switches, where pipes, eventfds and a datagram
-    /// socketpair count 2.00 (docs/design-notes.md, "Definitions").
-    pub const UNIX_STREAM_ROUND_TRIP: Expect = Expect::About {
-        value: 3.0,
-        tol: 0.35,
-    };
+    /// waiting to *read* its answer (88% of the wake-ups in a sched_wakeup profile come from
+    /// `sock_wfree`). So each of a trip's two reads wakes its peer early. Whether the early
+    /// riser runs before its answer is written, finds nothing and blocks again (two switches
+    /// more) is the scheduler's wake-up preemption call, and differs between machines: 2.9-3.2
+    /// per trip on an AMD EPYC guest, 3.9 on CI's. Two is the floor (each party blocks once),
+    /// six the ceiling (both early wake-ups run); pipes, eventfds and a datagram socketpair
+    /// count 2.00 (docs/design-notes.md, "Definitions").
+    pub const UNIX_STREAM_ROUND_TRIP: Expect = Expect::Between { lo: 1.9, hi: 6.1 };
 
     /// Whether `x` events per operation meet it.
     pub fn holds(self, x: f64) -> bool {
         match self {
             Expect::About { value, tol } => (x - value).abs() <= tol,
             Expect::AtLeast(v) => x >= v,
+            Expect::Between { lo, hi } => (lo..=hi).contains(&x),
         }
     }
 
@@ -256,6 +264,7 @@ impl Expect {
         match self {
             Expect::About { value, tol } => format!("{value} {event} per op (±{tol})"),
             Expect::AtLeast(v) => format!("at least {v} {event} per op"),
+            Expect::Between { lo, hi } => format!("{lo} to {hi} {event} per op"),
         }
     }
 }

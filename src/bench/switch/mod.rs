@@ -51,8 +51,8 @@ catalogue! {
         cases: Cases::Placements, preempts: true,
     }:
         "round trip through two eventfds between two processes";
-    // Three switches on one CPU, not two: the reader's freeing of each byte wakes the sender
-    // early (`Expect::UNIX_STREAM_ROUND_TRIP` says how).
+    // Two to six switches on one CPU, not two: the reader's freeing of each byte wakes the
+    // sender early, and the scheduler decides whether it runs (`Expect::UNIX_STREAM_ROUND_TRIP`).
     "switch/unix-proc" => unix_proc {
         cases: Cases::Placements, preempts: true,
         events: crate::expect_events![

@@ -196,7 +196,7 @@ fn a_series_saves_every_run_and_says_its_run_to_run_spread() {
     assert!(
         last.notes
             .iter()
-            .any(|n| n.contains("run 3 of a series of 3"))
+            .any(|n| n.kind == oscost::base::model::NoteKind::Series { run: 3, of: 3 })
     );
 }
 

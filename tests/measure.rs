@@ -136,7 +136,12 @@ fn a_busy_other_cpu_is_flagged_when_a_sibling_and_named_when_a_separate_core() {
         let d = &r.disturbed;
         assert!(d.other_cpu_busy_pct.unwrap() > 50.0, "{d:?}");
         let flagged = d.flag.iter().any(|f| f.contains("other CPU busy"));
-        let noted = r.notes.iter().any(|n| n.contains("other CPU busy"));
+        let noted = r.notes.iter().any(|n| {
+            matches!(
+                n.kind,
+                oscost::base::model::NoteKind::OtherCpuBusy { busy_pct } if busy_pct > 50.0
+            )
+        });
         assert_eq!(
             (flagged, noted),
             (sibling, !sibling),

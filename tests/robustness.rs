@@ -48,7 +48,7 @@ fn outputs_go_through_fifos_devices_symlinks_and_stdout_and_keep_their_type() {
     let out = quick_with(&unique_tag("dash"), &["--json", "-"]);
     assert!(out.status.success());
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["schema_version"], 2);
+    assert_eq!(v["schema_version"], oscost::base::model::SCHEMA_VERSION);
     assert!(String::from_utf8_lossy(&out.stderr).contains("call/f0"));
 
     // A symlink: its target written, the link kept.

@@ -139,7 +139,11 @@ fn the_null_call_scales_and_a_shared_address_space_shows_its_cost() {
             ipis_t[0] > ipis_p[1],
             "{case}: IPIs per operation, threads {ipis_t:?} processes {ipis_p:?}"
         );
-        assert!(t.notes.iter().any(|x| x.contains("threads pay x")));
+        assert!(
+            t.notes
+                .iter()
+                .any(|x| x.kind == oscost::base::model::NoteKind::ThreadsPay)
+        );
     }
     // A TLB flush across CPUs is an IPI per page at least half the time.
     let t = result(&run, &format!("scale/tlb-flush/thread-{n}"));

@@ -34,7 +34,7 @@ fn every_gap_is_measured_across_cpus_with_the_sleepers_idle_states() {
             assert!(r.params["idle_states"].is_object(), "{id}");
             assert!(r.params["gap_ns"].as_u64().is_some(), "{id}");
             assert!(
-                r.notes.iter().any(|n| n.contains("the sleeper's CPU")),
+                r.notes.iter().any(|n| n.text.contains("the sleeper's CPU")),
                 "{id}: {:?}",
                 r.notes
             );

@@ -360,7 +360,7 @@ impl ComparedSide {
             // What confined its workers first: it enters every number of the side.
             notes: crate::analysis::confinement_notes(run)
                 .into_iter()
-                .chain(run.notes.iter().cloned())
+                .chain(run.notes.iter().map(|n| n.text.clone()))
                 .collect(),
             witness_ns: crate::analysis::witness::run_witness(run).map(|w| w.ns),
             witness_workers: crate::analysis::witness::run_witness(run).map(|w| w.workers),

@@ -7,7 +7,7 @@
 
 use serde_json::json;
 
-use crate::base::model::{BenchResult, Disturbance, Status, family_of};
+use crate::base::model::{BenchResult, Disturbance, Note, NoteKind, Status, family_of};
 use crate::base::stats;
 use crate::harness::case::{BenchError, Cases};
 use crate::harness::noise::{CpuSnapshot, CpuTimes};
@@ -79,7 +79,7 @@ pub fn assess(
     preempted_samples: usize,
     samples: usize,
     th: Thresholds,
-) -> (Disturbance, Vec<String>) {
+) -> (Disturbance, Vec<Note>) {
     let (used, other) = (cpus.used, cpus.other);
     let delta = |cpus: &[usize]| -> Option<CpuTimes> {
         let mut d = CpuTimes::default();
@@ -119,8 +119,11 @@ pub fn assess(
     } else if let Some(b) = other_cpu_busy_pct
         && b > th.other_busy_pct
     {
-        notes.push(format!(
-            "other CPU busy {b:.0}% while this ran (a separate core: a disturbance only if the numbers moved)"
+        notes.push(Note::new(
+            NoteKind::OtherCpuBusy { busy_pct: b },
+            format!(
+                "other CPU busy {b:.0}% while this ran (a separate core: a disturbance only if the numbers moved)"
+            ),
         ));
     }
     if steal_pct > th.steal_pct {
@@ -157,7 +160,7 @@ fn judge_noise(
     allowed: &[usize],
     preempted: usize,
     samples: usize,
-) -> (Disturbance, Vec<String>) {
+) -> (Disturbance, Vec<Note>) {
     let other: Vec<usize> = allowed
         .iter()
         .copied()
@@ -315,8 +318,10 @@ pub fn check_definition(r: &mut BenchResult) {
         met: missed.is_empty(),
     });
     if !missed.is_empty() {
-        r.notes
-            .push(format!("definition not met: {}", missed.join("; ")));
+        r.notes.push(Note::new(
+            NoteKind::DefinitionNotMet,
+            format!("definition not met: {}", missed.join("; ")),
+        ));
     }
 }
 
@@ -340,15 +345,16 @@ pub fn analyze(mut raw: CaseResult, allowed: &[usize]) -> BenchResult {
         .collect();
     let st = stats::summarize(&samples);
     let (disturbed, load_notes) = judge_noise(&raw, allowed, m.preempted.len(), samples.len());
-    let mut notes = raw.notes;
+    // The benchmark's own notes are words only; the analysis's have kinds.
+    let mut notes: Vec<Note> = raw.notes.into_iter().map(Note::remark).collect();
     notes.extend(load_notes);
     if let Some(s) = &st
         && s.median <= 0.0
     {
-        notes.push(format!(
+        notes.push(Note::new(NoteKind::AtOrBelowBaseline, format!(
             "median {:.3} ns is at or below the baseline ({:.3} ns/iteration): the operation costs less than the loop's own jitter",
             s.median, m.baseline_ns
-        ));
+        )));
     }
     let mut r = BenchResult {
         family: family_of(&raw.id).to_string(),
@@ -412,12 +418,12 @@ fn fork_slope(results: &mut [BenchResult]) {
         .collect();
     if let (Some(s), Some(last)) = (stats::slope(&points), results.last_mut()) {
         last.params.insert("slope_ns_per_mib".into(), json!(s));
-        last.notes.push(format!(
+        last.notes.push(Note::new(NoteKind::Slope, format!(
             "fork cost grows {:.2} us per MiB of resident memory ({:.1} ms per GiB; least squares over {} sizes)",
             s / 1e3,
             s * 1024.0 / 1e6,
             points.len()
-        ));
+        )));
     }
 }
 
@@ -450,14 +456,17 @@ mod tests {
         let check = bad.events.as_ref().unwrap().check.clone().unwrap();
         assert!(!check.met);
         assert!(
-            bad.notes.iter().any(|n| n.contains("definition not met")
-                && n.contains("2 context-switches per op (±0.1) expected, 0.30 counted")),
+            bad.notes
+                .iter()
+                .any(|n| n.text.contains("definition not met")
+                    && n.text
+                        .contains("2 context-switches per op (±0.1) expected, 0.30 counted")),
             "{:?}",
             bad.notes
         );
         let good = pingpong(2.0);
         assert!(good.events.unwrap().check.unwrap().met);
-        assert!(good.notes.iter().all(|n| !n.contains("definition")));
+        assert!(good.notes.iter().all(|n| !n.text.contains("definition")));
         // An event that could not be counted is not checked at all.
         let mut r = crate::base::model::testdata::result("syscall/getpid", vec![100.0; 50]);
         r.events = Some(crate::base::model::Events {
@@ -571,7 +580,7 @@ mod tests {
         assert!(
             r.notes
                 .iter()
-                .any(|n| n.contains("too few for a confidence interval"))
+                .any(|n| n.text.contains("too few for a confidence interval"))
         );
     }
 
@@ -594,13 +603,17 @@ mod tests {
                 })
                 .collect();
             let r = merge_repetitions(reps, &[0], j, 0.01, "budget");
-            let note = r.notes.iter().find(|n| n.contains("repetition 6")).unwrap();
+            let note = r
+                .notes
+                .iter()
+                .find(|n| n.text.contains("repetition 6"))
+                .unwrap();
             assert_eq!(r.repetitions[5].departs_pct.map(f64::round), Some(30.0));
             if expected {
-                assert!(!note.contains("preempted"), "{note}");
+                assert!(!note.text.contains("preempted"), "{note}");
                 assert!(r.repetitions.iter().all(|x| x.preempted == 0));
             } else {
-                assert!(note.contains("150 of 200 samples preempted"), "{note}");
+                assert!(note.text.contains("150 of 200 samples preempted"), "{note}");
             }
         }
     }
@@ -618,15 +631,16 @@ mod tests {
             .collect();
         let reps: Vec<RepRun> = levels.iter().enumerate().map(|(k, &l)| rep(k, l)).collect();
         let r = merge_repetitions(reps, &[0], j, 0.01, "budget");
-        let note = r.notes.iter().find(|n| n.starts_with("kept")).unwrap();
+        let note = r.notes.iter().find(|n| n.text.starts_with("kept")).unwrap();
         assert!(
-            note.contains("repetition 21 (at 2000 ms) sat +10.0% from the others"),
+            note.text
+                .contains("repetition 21 (at 2000 ms) sat +10.0% from the others"),
             "{note}"
         );
-        assert!(note.contains("repetition 25 (at 2400 ms)"), "{note}");
-        assert!(!note.contains("repetition 26"), "{note}");
+        assert!(note.text.contains("repetition 25 (at 2400 ms)"), "{note}");
+        assert!(!note.text.contains("repetition 26"), "{note}");
         assert!(
-            note.ends_with(
+            note.text.ends_with(
                 "; and 3 more of the 28 repetitions, from +34.9% to +44.9% (each marked \
                  `departs_pct` in the JSON)"
             ),
@@ -648,7 +662,7 @@ mod tests {
         assert!(
             r.notes
                 .iter()
-                .any(|n| n.contains("at or below the baseline")),
+                .any(|n| n.text.contains("at or below the baseline")),
             "{:?}",
             r.notes
         );
@@ -694,7 +708,7 @@ mod tests {
             .collect();
         derive(&Cases::ForkSizes, &mut curve);
         assert_eq!(curve[2].params["slope_ns_per_mib"], json!(1.0));
-        assert!(curve[2].notes[0].contains("grows 0.00 us per MiB"));
+        assert!(curve[2].notes[0].text.contains("grows 0.00 us per MiB"));
         assert!(!curve[0].params.contains_key("slope_ns_per_mib"));
     }
 
@@ -733,7 +747,9 @@ cpu1 85 0 5 70 0 0 0 10 0 0\n";
         // The same load on a separate core: a note, not a flag.
         let (d, notes) = assess(&a, &b, on(&[0], &[1], &[]), 0, 100, th);
         assert!(!d.is_disturbed(), "{:?}", d.flag);
-        assert!(notes[0].contains("other CPU busy 82%") && notes[0].contains("separate core"));
+        assert!(
+            notes[0].text.contains("other CPU busy 82%") && notes[0].text.contains("separate core")
+        );
         // Measured on cpu1: steal 10/110.
         let (d, _) = assess(&a, &b, on(&[1], &[0], &[]), 0, 100, th);
         assert!((d.steal_pct - 1000.0 / 110.0).abs() < 1e-9);

@@ -3,7 +3,7 @@
 //! with the repetitions whose level departs from the others named.
 
 use super::{CaseResult, analyze};
-use crate::base::model::{BenchResult, Repetition, Uncertainty};
+use crate::base::model::{BenchResult, Note, NoteKind, Repetition, Uncertainty};
 use crate::base::stats;
 use crate::harness::noise::{CpuSnapshot, CpuTimes};
 
@@ -95,11 +95,17 @@ pub fn merge_repetitions(
             .error
             .as_ref()
             .map_or("no samples".into(), |e| e.to_string());
-        notes.push(format!(
-            "{} of {} repetitions not measured ({why}); the result is the other {}",
-            failed.len(),
-            reps.len(),
-            ok.len()
+        notes.push(Note::new(
+            NoteKind::FailedRepetitions {
+                failed: failed.len(),
+                of: reps.len(),
+            },
+            format!(
+                "{} of {} repetitions not measured ({why}); the result is the other {}",
+                failed.len(),
+                reps.len(),
+                ok.len()
+            ),
         ));
     }
     let (merged, spans) = concatenate(&ok);
@@ -127,7 +133,7 @@ pub fn merge_repetitions(
         .collect();
     name_departures(&mut r, ok[0].case.preemption_expected);
     if let Some(note) = memory_note(&r) {
-        r.notes.push(note);
+        r.notes.push(Note::new(NoteKind::MemoryActivity, note));
     }
     attach_uncertainty(&mut r, &spans, j, target, stopped);
     r
@@ -308,7 +314,7 @@ fn name_departures(r: &mut BenchResult, preemption_expected: bool) {
     }
     if let Some(levels) = two_levels(&meds) {
         let note = levels.describe(&mut r.repetitions, preemption_expected);
-        r.notes.push(note);
+        r.notes.push(Note::new(NoteKind::TwoLevels, note));
         return;
     }
     let center = stats::median(&meds);
@@ -350,16 +356,22 @@ fn name_departures(r: &mut BenchResult, preemption_expected: bool) {
         ));
     }
     if !said.is_empty() {
-        r.notes.push(format!("{DEPARTURE_NOTE}{}", said.join("; ")));
+        r.notes.push(Note::new(
+            NoteKind::Departure {
+                departed: departed.len(),
+            },
+            format!("{DEPARTURE_NOTE}{}", said.join("; ")),
+        ));
     }
 }
 
-/// How a result's note on its departing repetitions begins (`shared_departures` finds those
-/// the machine explains, which a table then says once for the run).
+/// How a result's note on its departing repetitions begins, in words. Views know such a note by
+/// its kind (`NoteKind::Departure`), never by these words.
 pub const DEPARTURE_NOTE: &str = "kept, not removed: ";
 
-/// How a result's note on repetitions at two levels begins. Its smaller group is marked as
-/// departing, so where every one of them moved with other results the machine explains it too.
+/// How a result's note on repetitions at two levels begins, in words (its kind is
+/// `NoteKind::TwoLevels`). Its smaller group is marked as departing, so where every one of
+/// them moved with other results the machine explains it too.
 pub const TWO_LEVELS_NOTE: &str = "two levels, not one: ";
 
 /// Results of one family that ran at two levels each, whole repetitions at one or the other:
@@ -377,11 +389,11 @@ pub struct FamilyLevels {
 }
 
 /// The families in which at least `TOGETHER_RESULTS` results ran at two levels (a
-/// `TWO_LEVELS_NOTE`), leaving out the results in `explained`.
+/// `NoteKind::TwoLevels` note), leaving out the results in `explained`.
 fn family_levels(run: &crate::base::model::Run, explained: &[usize]) -> Vec<FamilyLevels> {
     let mut out: Vec<FamilyLevels> = Vec::new();
     for (i, r) in run.results.iter().enumerate() {
-        if explained.contains(&i) || !r.notes.iter().any(|n| n.starts_with(TWO_LEVELS_NOTE)) {
+        if explained.contains(&i) || !r.notes.iter().any(Note::is_two_levels) {
             continue;
         }
         let Some(t) = two_levels(&repetition_medians(r)) else {
@@ -429,9 +441,25 @@ pub fn shared_departures(run: &crate::base::model::Run) -> (Vec<SharedMove>, Vec
     (d.moves, d.explained)
 }
 
-/// Every departing repetition of a run, sorted by when it started: (start ms, percent, result,
-/// repetition).
-type Departure = (f64, f64, usize, usize);
+/// One departing repetition of a run.
+#[derive(Debug, Clone, Copy)]
+struct Departure {
+    /// When it started, ms into the run.
+    at_ms: f64,
+    /// How far its median sat from its result's others, percent.
+    pct: f64,
+    /// Its result (index in the run).
+    result: usize,
+    /// Its index among that result's repetitions.
+    rep: usize,
+}
+
+impl Departure {
+    /// Whether `other`, of another result, moved the same way within `TOGETHER_MS` of it.
+    fn near(&self, other: &Departure) -> bool {
+        (other.at_ms - self.at_ms).abs() <= TOGETHER_MS && other.pct.signum() == self.pct.signum()
+    }
+}
 
 /// A run's departing repetitions sorted into the machine's moments and each result's own.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -493,17 +521,22 @@ pub fn departures(run: &crate::base::model::Run) -> Departures {
             r.repetitions
                 .iter()
                 .enumerate()
-                .filter_map(move |(k, rep)| rep.departs_pct.map(|p| (rep.started_ms, p, i, k)))
+                .filter_map(move |(k, rep)| {
+                    rep.departs_pct.map(|pct| Departure {
+                        at_ms: rep.started_ms,
+                        pct,
+                        result: i,
+                        rep: k,
+                    })
+                })
         })
         .collect();
-    all.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let shared = |&(t, p, i, _): &Departure| {
+    all.sort_by(|a, b| a.at_ms.total_cmp(&b.at_ms));
+    let shared = |d: &Departure| {
         let mut others: Vec<usize> = all
             .iter()
-            .filter(|&&(u, q, j, _)| {
-                j != i && (u - t).abs() <= TOGETHER_MS && q.signum() == p.signum()
-            })
-            .map(|x| x.2)
+            .filter(|o| o.result != d.result && d.near(o))
+            .map(|o| o.result)
             .collect();
         others.sort_unstable();
         others.dedup();
@@ -514,11 +547,7 @@ pub fn departures(run: &crate::base::model::Run) -> Departures {
     // moment too (the window of the first of three results may not reach the third).
     let flags: Vec<bool> = all
         .iter()
-        .map(|&(t, p, _, _)| {
-            all.iter().zip(&centers).any(|(&(u, q, _, _), &c)| {
-                c && (u - t).abs() <= TOGETHER_MS && q.signum() == p.signum()
-            })
-        })
+        .map(|d| all.iter().zip(&centers).any(|(o, &c)| c && d.near(o)))
         .collect();
     let mut moves: Vec<SharedMove> = Vec::new();
     let mut members: Vec<Vec<usize>> = Vec::new();
@@ -526,22 +555,22 @@ pub fn departures(run: &crate::base::model::Run) -> Departures {
     // slow phase of 500 ms is one moment, not two, the second with a single result.
     let mut last_ms = f64::NEG_INFINITY;
     for (d, _) in all.iter().zip(&flags).filter(|(_, s)| **s) {
-        let follows = d.0 - last_ms <= TOGETHER_MS;
-        last_ms = d.0;
+        let follows = d.at_ms - last_ms <= TOGETHER_MS;
+        last_ms = d.at_ms;
         match moves.last_mut() {
             Some(m) if follows => {
-                m.pct = [m.pct[0].min(d.1), m.pct[1].max(d.1)];
+                m.pct = [m.pct[0].min(d.pct), m.pct[1].max(d.pct)];
                 if let Some(v) = members.last_mut() {
-                    v.push(d.2);
+                    v.push(d.result);
                 }
             }
             _ => {
                 moves.push(SharedMove {
-                    at_ms: d.0,
-                    pct: [d.1, d.1],
+                    at_ms: d.at_ms,
+                    pct: [d.pct, d.pct],
                     results: 0,
                 });
-                members.push(vec![d.2]);
+                members.push(vec![d.result]);
             }
         }
     }
@@ -555,7 +584,7 @@ pub fn departures(run: &crate::base::model::Run) -> Departures {
             let mine: Vec<bool> = all
                 .iter()
                 .zip(&flags)
-                .filter(|(d, _)| d.2 == *i)
+                .filter(|(d, _)| d.result == *i)
                 .map(|(_, s)| *s)
                 .collect();
             !mine.is_empty() && mine.iter().all(|s| *s)
@@ -563,9 +592,9 @@ pub fn departures(run: &crate::base::model::Run) -> Departures {
         .collect();
     let mut alone: Vec<(usize, Vec<usize>)> = Vec::new();
     for (d, _) in all.iter().zip(&flags).filter(|(_, s)| !**s) {
-        match alone.iter_mut().find(|(i, _)| *i == d.2) {
-            Some((_, reps)) => reps.push(d.3),
-            None => alone.push((d.2, vec![d.3])),
+        match alone.iter_mut().find(|(i, _)| *i == d.result) {
+            Some((_, reps)) => reps.push(d.rep),
+            None => alone.push((d.result, vec![d.rep])),
         }
     }
     alone.sort_unstable();
@@ -744,9 +773,12 @@ fn attach_uncertainty(
             "hierarchical bootstrap over {n} repetitions (each a fresh process), then blocks of samples within them; t-expanded for {n} repetitions, and at least the t interval of the repetitions' medians"
         ),
         None => {
-            r.notes.push(format!(
-                "{n} repetition(s): too few for a confidence interval (at least {})",
-                stats::bootstrap::MIN_REPETITIONS
+            r.notes.push(Note::new(
+                NoteKind::TooFewRepetitions { repetitions: n },
+                format!(
+                    "{n} repetition(s): too few for a confidence interval (at least {})",
+                    stats::bootstrap::MIN_REPETITIONS
+                ),
             ));
             "none: too few repetitions".to_string()
         }

@@ -12,7 +12,7 @@
 use serde_json::json;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use crate::base::model::BenchResult;
+use crate::base::model::{BenchResult, Note, NoteKind};
 use crate::base::stats::bootstrap::{Repetitions, blocks, ratio_and_difference};
 
 /// Bootstrap resamples for a derived ratio.
@@ -131,7 +131,7 @@ fn paired_efficiency(r: &BenchResult) -> Option<(f64, [f64; 2])> {
 fn additions(
     r: &BenchResult,
     all: &[BenchResult],
-) -> (Vec<(String, serde_json::Value)>, Vec<String>) {
+) -> (Vec<(String, serde_json::Value)>, Vec<Note>) {
     let (mut params, mut notes) = (Vec::new(), Vec::new());
     let (Some(m), Some(n), Some(median)) = (mode(r), copies(r), r.stats.as_ref().map(|s| s.median))
     else {
@@ -157,10 +157,10 @@ fn additions(
         params.push(("efficiency_ci95".into(), json!(ci)));
         params.push(("efficiency_paired".into(), json!(true)));
         if ci[0] > 1.0 {
-            notes.push(format!(
+            notes.push(Note::new(NoteKind::EfficiencyAboveOne, format!(
                 "efficiency {e:.2} ({:.2}-{:.2}) above 1 beyond its CI: {n} copies ran faster each than one alone at the same moments, which sharing cannot do; the host moved (another guest's load, a frequency change) between the paired windows",
                 ci[0], ci[1]
-            ));
+            )));
         }
     } else if let Some(one) = find(m, 1)
         && let Some((x, ci)) = ratio(one, r)
@@ -178,10 +178,10 @@ fn additions(
         params.push(("vs_processes".into(), json!(x)));
         params.push(("vs_processes_ci95".into(), json!(ci)));
         if ci[0] > 1.0 && x > 1.0 + BAND {
-            notes.push(format!(
+            notes.push(Note::new(NoteKind::ThreadsPay, format!(
                 "threads pay x{x:.2} ({:.2}-{:.2}) what processes do at {n} copies: they share one address space and one file table",
                 ci[0], ci[1]
-            ));
+            )));
         }
     }
     (params, notes)
@@ -257,13 +257,13 @@ mod tests {
         let c = ci(&rs[1]);
         assert!(c[0] < 0.995 && c[1] > 0.995 && c[1] < 1.02, "{c:?}");
         assert_eq!(rs[1].params["efficiency_paired"], json!(true));
-        assert!(!rs[1].notes.iter().any(|n| n.contains("above 1")));
+        assert!(!rs[1].notes.iter().any(|n| n.text.contains("above 1")));
         assert!(ci(&rs[3])[0] > 1.0);
         assert!(
             rs[3]
                 .notes
                 .iter()
-                .any(|n| n.contains("above 1 beyond its CI") && n.contains("host moved")),
+                .any(|n| n.text.contains("above 1 beyond its CI") && n.text.contains("host moved")),
             "{:?}",
             rs[3].notes
         );
@@ -300,7 +300,7 @@ mod tests {
         // Threads against processes at 2 copies: called, with the note.
         let v = rs[3].params["vs_processes"].as_f64().unwrap();
         assert!(v > 3.8 && v < 4.2);
-        assert!(rs[3].notes.iter().any(|n| n.contains("threads pay x")));
+        assert!(rs[3].notes.iter().any(|n| n.text.contains("threads pay x")));
         assert!(!rs[1].params.contains_key("vs_processes"));
         // IPIs per operation: a t interval over the repetitions, above 0.
         let i = ci(&rs[3], "ipis_per_op_ci95");

@@ -9,8 +9,10 @@ use serde::{Deserialize, Serialize};
 use crate::base::stats::{Outliers, Stats};
 
 /// 2: results carry their repetitions (each in a fresh worker process) and a CI computed across
-/// them; runs of version 1 still load, with a note.
-pub const SCHEMA_VERSION: u32 = 2;
+/// them; runs of version 1 still load, with a note. 3: a note is an object with its kind and
+/// numbers beside its words (`note::Note`); the bare words of versions 1 and 2 still load, and
+/// are given their kinds once (`upgrade`).
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// Note added to runs of schema_version 1 when they are loaded.
 pub const V1_NOTE: &str = "schema_version 1: measured as one stream of samples in one process; its CIs carry no repetition structure and are narrower than the variation between runs";
@@ -230,7 +232,7 @@ pub struct Run {
     pub schedule: Option<Schedule>,
     /// Things to know about the whole run (added on load for older versions).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
+    pub notes: Vec<Note>,
     /// The kernel settings this run (or this side of an `ab`) was measured under
     /// (`--set`, `--a-set`, `--b-set`): `NAME=VALUE`, as given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -488,7 +490,7 @@ pub struct BenchResult {
     pub disturbed: Disturbance,
     /// Notes on the number itself (at or below baseline, under the clock resolution, ...).
     #[serde(default)]
-    pub notes: Vec<String>,
+    pub notes: Vec<Note>,
     /// Measured, skipped or failed, with why.
     pub status: Status,
     /// The repetitions the samples came from, in order (empty in version 1).
@@ -558,7 +560,7 @@ pub enum LoadError {
         source: serde_json::Error,
     },
     #[error(
-        "{path} has schema_version {found}, this oscost reads versions 1 and {SCHEMA_VERSION}; re-export it with a matching oscost"
+        "{path} has schema_version {found}, this oscost reads versions 1 to {SCHEMA_VERSION}; re-export it with a matching oscost"
     )]
     /// The file is of a format version this oscost does not read.
     Version {
@@ -683,11 +685,33 @@ pub fn parse_run(text: &str, path: &str) -> Result<Run, LoadError> {
     // `serde_json::Value` of a large run takes several times the text).
     let version: file::Scanned = serde_json::from_str(text).map_err(parse)?;
     file::supported(version.schema_version(), path)?;
-    let mut run: Run = serde_json::from_str(text).map_err(parse)?;
-    if version.schema_version() == Some(1) && !run.notes.iter().any(|n| n == V1_NOTE) {
-        run.notes.push(V1_NOTE.into());
+    let run: Run = serde_json::from_str(text).map_err(parse)?;
+    Ok(upgrade(run, version.schema_version()))
+}
+
+/// A run of an older schema version as this one reads it: version 1 gains its note, and the
+/// bare-word notes of versions 1 and 2 their kinds (`note::classify_legacy`).
+pub fn upgrade(mut run: Run, version: Option<u64>) -> Run {
+    let Some(v) = version.filter(|&v| v < SCHEMA_VERSION as u64) else {
+        return run;
+    };
+    if v == 1 && !run.notes.iter().any(|n| n.text == V1_NOTE) {
+        run.notes.push(Note::new(NoteKind::OlderFormat, V1_NOTE));
     }
-    Ok(run)
+    for n in &mut run.notes {
+        note::classify_legacy(n, 0);
+    }
+    for r in &mut run.results {
+        let departed = r
+            .repetitions
+            .iter()
+            .filter(|x| x.departs_pct.is_some())
+            .count();
+        for n in &mut r.notes {
+            note::classify_legacy(n, departed);
+        }
+    }
+    run
 }
 
 /// Load a run from JSON text: parsed (`parse_run`), then checked (`validate`).
@@ -706,6 +730,8 @@ pub fn checked(run: Run, path: &str) -> Result<Run, LoadError> {
 
 pub mod file;
 pub use file::load_run_file;
+pub mod note;
+pub use note::{Note, NoteKind};
 
 /// One result's summary row, as `results` keeps it.
 #[derive(Debug, Clone, PartialEq)]

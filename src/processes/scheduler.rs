@@ -207,7 +207,10 @@ impl RunSetup {
         label: Option<String>,
         results: Vec<BenchResult>,
     ) -> Run {
-        let notes = analysis::machine_speed_note(&results).into_iter().collect();
+        let notes = analysis::machine_speed_note(&results)
+            .map(|t| crate::base::model::Note::new(crate::base::model::NoteKind::MachineSpeed, t))
+            .into_iter()
+            .collect();
         Run {
             schema_version: SCHEMA_VERSION,
             tool: Tool::this(),

@@ -124,7 +124,10 @@ mod tests {
     fn the_page_has_both_sides_every_row_and_the_runs_notes() {
         let base = testdata::run();
         let mut cand = testdata::run();
-        cand.notes = vec!["the machine changed speed during this run".into()];
+        cand.notes = vec![crate::base::model::Note::new(
+            crate::base::model::NoteKind::MachineSpeed,
+            "the machine changed speed during this run",
+        )];
         let c = compare(&base, &cand, "run 1", "run 2", &Options::default());
         let html = render_comparison(&c, false).unwrap().html;
         let html = html.replace("&#x2f;", "/");

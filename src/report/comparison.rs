@@ -371,7 +371,10 @@ mod tests {
         let base = testdata::run();
         let mut cand = testdata::run_scaled(3.8);
         cand.wrapper = Some("strace -f".into());
-        cand.notes = vec!["the machine changed speed during this run".into()];
+        cand.notes = vec![crate::base::model::Note::new(
+            crate::base::model::NoteKind::MachineSpeed,
+            "the machine changed speed during this run",
+        )];
         let c = compare(&base, &cand, "run 1", "run 2", &Options::default());
         let text = render(&c, false);
         assert!(text.contains("candidate: run 2"), "{text}");

@@ -84,7 +84,7 @@ fn row(r: &BenchResult) -> ResultEntry {
             "two levels: {share:.0}% of samples ran {shift:+.0}% slower (the machine or placement changed)"
         ));
     }
-    flags.extend(r.notes.iter().cloned());
+    flags.extend(r.notes.iter().map(|n| n.text.clone()));
     let mut definition = r.definition.clone();
     if let Some(ps) = r
         .params
@@ -288,7 +288,7 @@ pub fn render_run(
     // What confined the workers first (it enters every number), then the run's own notes.
     let notes: Vec<String> = crate::analysis::confinement_notes(run)
         .into_iter()
-        .chain(run.notes.iter().cloned())
+        .chain(run.notes.iter().map(|n| n.text.clone()))
         .collect();
     let html = render(
         "report.html",
@@ -325,7 +325,10 @@ mod tests {
     #[test]
     fn run_page_has_every_result_its_environment_and_figures() {
         let mut run = testdata::run();
-        run.notes = vec!["the machine changed speed during this run".into()];
+        run.notes = vec![crate::base::model::Note::new(
+            crate::base::model::NoteKind::MachineSpeed,
+            "the machine changed speed during this run",
+        )];
         let page = render_run(
             &run,
             &[],

@@ -99,7 +99,13 @@ mod tests {
         run.schema_version = 1;
         let text = String::from_utf8(Exporter::<Run>::serialize(&Json, &run).unwrap()).unwrap();
         let back = run_from_json(&text, "old.json").unwrap();
-        assert_eq!(back.notes, vec![crate::base::model::V1_NOTE.to_string()]);
+        assert_eq!(
+            back.notes,
+            vec![crate::base::model::Note::new(
+                crate::base::model::NoteKind::OlderFormat,
+                crate::base::model::V1_NOTE
+            )]
+        );
         assert!(back.results.iter().all(|r| r.repetitions.is_empty()));
     }
 

@@ -47,7 +47,7 @@ impl Exporter<Run> for Markdown {
         }
         // The run's own notes (the machine changed speed, an old schema) after the results'.
         for n in &run.notes {
-            out.push_str(&format!("\nNote: {}\n", escape(n)));
+            out.push_str(&format!("\nNote: {}\n", escape(&n.text)));
         }
         if let Some(line) = super::table::uncounted(run) {
             out.push_str(&format!("\n{}\n", escape(&line)));
@@ -76,7 +76,10 @@ mod tests {
     #[test]
     fn is_a_table_with_one_line_per_result_and_notes() {
         let mut run = testdata::run();
-        run.notes = vec!["the machine changed speed".into()];
+        run.notes = vec![crate::base::model::Note::new(
+            crate::base::model::NoteKind::MachineSpeed,
+            "the machine changed speed",
+        )];
         let text = String::from_utf8(Markdown.serialize(&run).unwrap()).unwrap();
         let table: Vec<&str> = text.lines().filter(|l| l.starts_with('|')).collect();
         assert_eq!(table.len(), 2 + 4);

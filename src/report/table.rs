@@ -4,6 +4,7 @@
 //! the default fits 100 columns. The rows are built once (`rows`) and drawn as a terminal table
 //! here and, with every column, as Markdown in `markdown.rs`.
 
+use crate::base::model::NoteKind;
 use comfy_table::{Cell, Color};
 
 use super::format_ns;
@@ -148,10 +149,10 @@ impl SaidOnce {
     fn of(run: &Run, verbose: bool) -> SaidOnce {
         let d = crate::analysis::departures(run);
         let has_note = |i: usize, two_levels: bool| {
-            run.results[i].notes.iter().any(|n| {
-                n.starts_with(crate::analysis::DEPARTURE_NOTE)
-                    || (two_levels && n.starts_with(crate::analysis::TWO_LEVELS_NOTE))
-            })
+            run.results[i]
+                .notes
+                .iter()
+                .any(|n| n.is_departure() || (two_levels && n.is_two_levels()))
         };
         let mut said = SaidOnce {
             family_levels: d.family_levels,
@@ -267,28 +268,24 @@ fn rows_with(run: &Run, said: &SaidOnce) -> (Vec<TableLine>, Vec<String>) {
                     100.0 * r.disturbed.phase_samples as f64 / r.samples_ns.len().max(1) as f64;
                 flag.push(format!("phase {shift:+.0}%@{share:.0}%"));
             }
-            for t in &r.notes {
-                let departure = t.starts_with(crate::analysis::DEPARTURE_NOTE);
-                let two_levels = t.starts_with(crate::analysis::TWO_LEVELS_NOTE);
-                if (departure && said.leaves_out(i)) || (two_levels && said.leaves_out_levels(i)) {
+            for kept in &r.notes {
+                if (kept.is_departure() && said.leaves_out(i))
+                    || (kept.is_two_levels() && said.leaves_out_levels(i))
+                {
                     continue;
                 }
                 warn = true;
-                let word = if t.starts_with("definition not met") {
-                    "definition not met"
-                } else {
-                    "note"
+                let word = match kept.kind {
+                    NoteKind::DefinitionNotMet => "definition not met",
+                    _ => "note",
                 };
                 let widened = said.widened.iter().find(|w| w.result == i);
-                let text = match widened.map(|w| w.halfwidth_pct) {
-                    Some([with, without]) if departure => format!(
+                let t = &kept.text;
+                let text = match (widened.map(|w| w.halfwidth_pct), &kept.kind) {
+                    (Some([with, without]), NoteKind::Departure { departed }) => format!(
                         "{t}; the CI is ±{with:.1}% with {}, ±{without:.1}% from the other \
                          repetitions alone",
-                        if t.matches(" sat ").count() == 1 {
-                            "it"
-                        } else {
-                            "them"
-                        }
+                        if *departed == 1 { "it" } else { "them" }
                     ),
                     _ => t.clone(),
                 };
@@ -524,7 +521,7 @@ pub fn render_at(run: &Run, color: bool, opts: TableOptions, width: usize) -> St
         said(&mut out, &format!("[{}] {n}", i + 1));
     }
     for n in &run.notes {
-        said(&mut out, &format!("note: {}", super::printable(n)));
+        said(&mut out, &format!("note: {}", super::printable(&n.text)));
     }
     if let Some(line) = shared_line(&said_once.moves, said_once.explained.len()) {
         said(&mut out, &format!("note: {line}"));
@@ -600,7 +597,7 @@ pub const PHASE_LEGEND: &str = "phase +X%@Y%: Y% of the samples ran X% slower th
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::base::model::testdata;
+    use crate::base::model::{Note, testdata};
 
     #[test]
     fn table_shows_scaled_units_flags_and_numbered_reasons() {
@@ -676,9 +673,9 @@ mod tests {
         run.results[3].id = "call/f1".into();
         for (r, reps) in run.results.iter_mut().zip(departures) {
             r.repetitions = reps;
-            r.notes = vec![format!(
-                "{}repetition (at some ms)",
-                crate::analysis::DEPARTURE_NOTE
+            r.notes = vec![Note::new(
+                NoteKind::Departure { departed: 1 },
+                format!("{}repetition (at some ms)", crate::analysis::DEPARTURE_NOTE),
             )];
         }
         let (moves, explained) = crate::analysis::shared_departures(&run);
@@ -746,10 +743,15 @@ mod tests {
             stopped: "budget".into(),
             within_stream_ci95: st.ci95,
         });
-        r.notes = vec![format!(
-            "{}repetition {} sat far from the others",
-            crate::analysis::DEPARTURE_NOTE,
-            departing[0] + 1
+        r.notes = vec![Note::new(
+            NoteKind::Departure {
+                departed: departing.len(),
+            },
+            format!(
+                "{}repetition {} sat far from the others",
+                crate::analysis::DEPARTURE_NOTE,
+                departing[0] + 1
+            ),
         )];
         r
     }
@@ -806,9 +808,9 @@ mod tests {
         let levels = |hi: f64| [100.0, hi, 100.2, hi * 1.001, 99.9, 100.1, 100.0, 99.8];
         let two = |id: &str, hi: f64| {
             let mut r = result_with_levels(id, &levels(hi), &[1, 3]);
-            r.notes = vec![format!(
-                "{}repetitions 2, 4",
-                crate::analysis::TWO_LEVELS_NOTE
+            r.notes = vec![Note::new(
+                NoteKind::TwoLevels,
+                format!("{}repetitions 2, 4", crate::analysis::TWO_LEVELS_NOTE),
             )];
             r
         };
@@ -880,7 +882,7 @@ mod tests {
     #[test]
     fn the_default_table_fits_100_columns_and_wide_adds_min_and_events() {
         let mut run = testdata::run();
-        run.notes = vec!["a run-level note ".repeat(20)];
+        run.notes = vec![Note::remark("a run-level note ".repeat(20))];
         let narrow = render_at(&run, false, TableOptions::default(), 100);
         for line in narrow.lines() {
             assert!(
@@ -919,9 +921,12 @@ mod tests {
         let mut r = testdata::result("ipc/posix-mq-roundtrip/64KiB@cross", vec![1.0e6; 9]);
         r.disturbed.flag = vec!["other CPU busy 97%".into()];
         r.notes = vec![
-            "definition not met: 2 context-switches per op expected".into(),
-            "a note".into(),
-            "another note".into(),
+            Note::new(
+                NoteKind::DefinitionNotMet,
+                "definition not met: 2 context-switches per op expected",
+            ),
+            Note::remark("a note"),
+            Note::remark("another note"),
         ];
         run.results.push(r);
         let text = render_at(&run, false, TableOptions::default(), 100);
@@ -943,5 +948,99 @@ mod tests {
         assert_eq!(compact_flag("note [4] note [5]", true), "notes [4,5]");
         assert_eq!(compact_flag("note [4] note [5]", false), "[4,5]");
         assert_eq!(compact_flag("rep 2 -8%", true), "rep 2 -8%");
+    }
+
+    /// A run with one note of each kind a view acts on, and a remark, on a run whose
+    /// departures the table says with their results (`--verbose` keeps every note).
+    fn run_with_every_kind_of_note() -> Run {
+        let mut run = testdata::run();
+        let flat = [100.0, 100.2, 99.8, 100.1, 99.9, 100.0, 100.3, 99.7];
+        let mut far = flat;
+        far[5] = 140.0;
+        let mut levels_at_two = flat;
+        (levels_at_two[1], levels_at_two[3]) = (120.0, 120.4);
+        let mut missed = testdata::result("switch/pipe-proc@same", vec![1.0e4; 9]);
+        missed.notes = vec![
+            Note::new(
+                NoteKind::DefinitionNotMet,
+                "definition not met: 2 context-switches per op (±0.1) expected, 0.30 counted",
+            ),
+            Note::remark("the kernel did not hand out a huge page"),
+        ];
+        let mut two = result_with_levels("syscall/c", &levels_at_two, &[1, 3]);
+        two.notes = vec![Note::new(
+            NoteKind::TwoLevels,
+            format!("{}repetitions 2, 4", crate::analysis::TWO_LEVELS_NOTE),
+        )];
+        run.results = vec![result_with_levels("syscall/b", &far, &[5]), two, missed];
+        run.notes = vec![Note::new(
+            NoteKind::MachineSpeed,
+            "the machine changed speed during this run",
+        )];
+        run
+    }
+
+    /// A run stored before notes had kinds (schema version 2: each note its bare words) loads
+    /// with the kinds the views act on, and prints as the same run does today.
+    #[test]
+    fn a_run_stored_with_bare_word_notes_loads_and_prints_as_before() {
+        let run = run_with_every_kind_of_note();
+        let mut v = serde_json::to_value(&run).unwrap();
+        v["schema_version"] = 2.into();
+        let words = |notes: &mut serde_json::Value| {
+            for n in notes.as_array_mut().unwrap() {
+                *n = n["text"].clone();
+            }
+        };
+        words(&mut v["notes"]);
+        for r in v["results"].as_array_mut().unwrap() {
+            words(&mut r["notes"]);
+        }
+        assert!(v["results"][0]["notes"][0].is_string());
+        let old = crate::base::model::run_from_json(&v.to_string(), "v2.json").unwrap();
+        for (was, now) in run.results.iter().zip(&old.results) {
+            assert_eq!(was.notes, now.notes, "{}", was.id);
+        }
+        assert_eq!(old.notes[0].kind, NoteKind::Remark);
+        for verbose in [false, true] {
+            let opts = TableOptions {
+                verbose,
+                wide: false,
+            };
+            assert_eq!(
+                render_at(&old, false, opts, 1000),
+                render_at(&run, false, opts, 1000)
+            );
+        }
+    }
+
+    /// The table acts on a note's kind: the same notes in other words are left out, grouped and
+    /// flagged exactly as before.
+    #[test]
+    fn rewording_a_note_changes_nothing_but_its_words_in_the_table() {
+        let run = run_with_every_kind_of_note();
+        let mut reworded = run.clone();
+        for r in &mut reworded.results {
+            for n in &mut r.notes {
+                n.text = format!("Reworded {}", n.text.len());
+            }
+        }
+        let (a, b) = (
+            render_at(&run, false, TableOptions::default(), 1000),
+            render_at(&reworded, false, TableOptions::default(), 1000),
+        );
+        let shape = |t: &str| -> Vec<String> {
+            t.lines()
+                .filter(|l| !l.starts_with('['))
+                .map(|l| l.to_string())
+                .collect()
+        };
+        assert_eq!(shape(&a), shape(&b), "{a}\n---\n{b}");
+        assert!(b.contains("definition not met ["), "{b}");
+        assert_eq!(
+            b.matches("Reworded").count(),
+            a.lines().filter(|l| l.starts_with('[')).count(),
+            "{b}"
+        );
     }
 }

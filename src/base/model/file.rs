@@ -16,7 +16,7 @@ use std::path::Path;
 use serde::Deserialize;
 use serde::de::{IgnoredAny, SeqAccess, Visitor};
 
-use super::{LoadError, Run, SCHEMA_VERSION, V1_NOTE, checked};
+use super::{LoadError, Run, SCHEMA_VERSION, checked};
 
 /// The few things the first pass keeps of a run file.
 #[derive(Debug, Default, Deserialize)]
@@ -116,7 +116,7 @@ pub fn scan(path: &Path) -> Result<Scanned, LoadError> {
 /// Whether this oscost reads a file of `version`.
 pub fn supported(version: Option<u64>, path: &str) -> Result<(), LoadError> {
     match version {
-        Some(v) if v == SCHEMA_VERSION as u64 || v == 1 => Ok(()),
+        Some(v) if (1..=SCHEMA_VERSION as u64).contains(&v) => Ok(()),
         Some(found) => Err(LoadError::Version {
             path: path.into(),
             found,
@@ -152,14 +152,11 @@ pub fn load_run_file(path: &Path) -> Result<Run, LoadError> {
 /// The second pass, for a file `scan` has read and the caller has found room for.
 pub fn load_scanned(path: &Path, scanned: &Scanned) -> Result<Run, LoadError> {
     let p = path.display().to_string();
-    let mut run: Run = serde_json::from_reader(open(path)?).map_err(|source| LoadError::Parse {
+    let run: Run = serde_json::from_reader(open(path)?).map_err(|source| LoadError::Parse {
         path: p.clone(),
         source,
     })?;
-    if scanned.schema_version == Some(1) && !run.notes.iter().any(|n| n == V1_NOTE) {
-        run.notes.push(V1_NOTE.into());
-    }
-    checked(run, &p)
+    checked(super::upgrade(run, scanned.schema_version), &p)
 }
 
 #[cfg(test)]

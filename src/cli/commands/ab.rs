@@ -1,6 +1,7 @@
 //! `oscost ab --a CMD --b CMD`: the benchmarks run on A and B alternately, both sides saved,
 //! then compared; --json/--csv/--markdown write the comparison, --report its page.
 
+use crate::base::model::{Note, NoteKind};
 use clap::Args;
 
 use super::compare::{finish, options};
@@ -163,11 +164,11 @@ impl AbArgs {
             for (run, side) in [(&mut ra, &sides[0]), (&mut rb, &sides[1])] {
                 run.settings = side.given.clone();
                 run.env.settings = snapshot.clone();
-                run.notes.push(format!(
+                run.notes.push(Note::new(NoteKind::Settings, format!(
                     "kernel settings switched before each repetition, read back, {} s settle, put back after: {}",
                     self.measure.settle,
                     side.text().unwrap_or_else(|| "as found".into())
-                ));
+                )));
             }
         }
         let stop = stopper(&interrupted);

@@ -3,6 +3,7 @@
 //! run it through the scheduler; save the run, write the exports, print the table and write
 //! the report. `--runs N` measures N runs apart, each saved as it ends.
 
+use crate::base::model::{Note, NoteKind};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -223,10 +224,13 @@ impl RunArgs {
                     None => set,
                 });
                 run.env.settings = before.clone();
-                run.notes.push(format!(
-                    "measured under {} (set by oscost, read back, {} s settle, put back after)",
-                    given.join(" "),
-                    self.measure.settle
+                run.notes.push(Note::new(
+                    NoteKind::Settings,
+                    format!(
+                        "measured under {} (set by oscost, read back, {} s settle, put back after)",
+                        given.join(" "),
+                        self.measure.settle
+                    ),
                 ));
             }
         };
@@ -320,9 +324,9 @@ impl RunArgs {
                 .map_err(|e| series_stopped(e, &saved, &store))?;
             stop().map_err(|e| series_stopped(e, &saved, &store))?;
             under(&mut result);
-            result.notes.push(format!(
-                "run {} of a series of {n} measured apart (--runs)",
-                i + 1
+            result.notes.push(Note::new(
+                NoteKind::Series { run: i + 1, of: n },
+                format!("run {} of a series of {n} measured apart (--runs)", i + 1),
             ));
             let mut late = Vec::new();
             match super::save_or_keep(&mut store, &[&result], &stop, &mut late) {

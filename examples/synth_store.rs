@@ -70,7 +70,7 @@ fn main() -> anyhow::Result<()> {
         batch.push(run);
         if batch.len() == 25 || i + 1 == n {
             let with: Vec<_> = batch.iter().collect();
-            dst.copy_in(&with, &|| false)?;
+            dst.copy_in(&with, &oscost::base::stop::Stop::never())?;
             batch.clear();
             eprint!("\r{} of {n}", i + 1);
         }

@@ -5,10 +5,11 @@
 
 use clap::Parser;
 
+use oscost::base::stop::Interrupted;
 use oscost::base::text::printable;
 use oscost::cli::Cli;
 use oscost::cli::commands::args::UsageError;
-use oscost::effects::signals::{Interrupted, InterruptedAfterSave};
+use oscost::effects::signals::InterruptedAfterSave;
 
 /// The stack the command runs on, whatever RLIMIT_STACK gives the main thread (under
 /// `prlimit --stack=32768` argument parsing alone overflowed it).

@@ -383,12 +383,13 @@ pub fn export<T>(x: &T, files: &[(PathBuf, Box<dyn Exporter<T>>)]) -> anyhow::Re
 }
 
 /// Write a rendered page into `dir`: its figure files, then index.html last (a reader never
-/// finds a page whose figures are missing). `stop` is asked between files; when it says so,
-/// the files written so far are removed and the error is its. Returns the paths written.
+/// finds a page whose figures are missing). `stop` is asked between files; once a signal has
+/// come, the files written so far are removed and the error is `Interrupted`. Returns the
+/// paths written.
 pub fn write_page(
     dir: &Path,
     page: &Page,
-    stop: &dyn Fn() -> anyhow::Result<()>,
+    stop: &crate::base::stop::Stop,
 ) -> anyhow::Result<Vec<PathBuf>> {
     let mut written = Vec::new();
     // The directories this write creates, outermost first, so a failed write removes them.
@@ -402,7 +403,7 @@ pub fn write_page(
         std::fs::create_dir_all(dir)
             .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
         for (rel, bytes) in &page.files {
-            stop()?;
+            stop.check()?;
             let p = dir.join(rel);
             if let Some(parent) = p.parent() {
                 std::fs::create_dir_all(parent)
@@ -411,7 +412,7 @@ pub fn write_page(
             write_file(&p, bytes)?;
             written.push(p);
         }
-        stop()?;
+        stop.check()?;
         let index = dir.join("index.html");
         write_file(&index, page.html.as_bytes())?;
         written.push(index);
@@ -437,10 +438,6 @@ pub fn write_page(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn never() -> anyhow::Result<()> {
-        Ok(())
-    }
 
     #[test]
     fn atomic_write_replaces_and_checks_refuse_directories() {
@@ -562,26 +559,34 @@ mod tests {
             html: "<html></html>".into(),
             files: vec![("fig/a.svg".into(), b"<svg/>".to_vec())],
         };
-        let written = write_page(dir.path(), &page, &never).unwrap();
+        let written = write_page(dir.path(), &page, &crate::base::stop::Stop::never()).unwrap();
         assert_eq!(written.len(), 2);
         assert!(written[1].ends_with("index.html"));
         assert_eq!(
             std::fs::read(dir.path().join("fig/a.svg")).unwrap(),
             b"<svg/>"
         );
+        // A signal before the first file: the directories made for the page go again.
         let other = tempfile::tempdir().unwrap();
-        let calls = std::cell::Cell::new(0);
-        let stop_second = || {
-            calls.set(calls.get() + 1);
-            if calls.get() > 1 {
-                anyhow::bail!("stopped")
-            }
-            Ok(())
-        };
+        let signalled = crate::base::stop::Stop::never();
+        signalled.raise(libc::SIGINT);
         let fresh = other.path().join("new/report");
         assert!(check_report_dir(&fresh).is_ok());
         assert!(!fresh.exists(), "checking makes nothing");
-        assert!(write_page(&fresh, &page, &stop_second).is_err());
+        let e = write_page(&fresh, &page, &signalled).unwrap_err();
+        assert!(e.is::<crate::base::stop::Interrupted>(), "{e}");
         assert_eq!(std::fs::read_dir(other.path()).unwrap().count(), 0);
+        // A file that cannot be written after one that was: the one written goes too.
+        let third = tempfile::tempdir().unwrap();
+        let blocked = Page {
+            html: "<html></html>".into(),
+            files: vec![
+                ("fig/a.svg".into(), b"<svg/>".to_vec()),
+                ("fig/a.svg/b.svg".into(), b"<svg/>".to_vec()),
+            ],
+        };
+        let fresh = third.path().join("report");
+        assert!(write_page(&fresh, &blocked, &crate::base::stop::Stop::never()).is_err());
+        assert_eq!(std::fs::read_dir(third.path()).unwrap().count(), 0);
     }
 }

@@ -1,5 +1,5 @@
-//! Stopping on SIGINT, SIGTERM and SIGHUP. A handler only records the signal (the returned
-//! flag); the command checks it where stopping is safe (between repetitions, before a save
+//! Stopping on SIGINT, SIGTERM and SIGHUP. A handler only records the signal (in the returned
+//! `Stop`); the command checks it where stopping is safe (between repetitions, before a save
 //! commits, between a report's files) and leaves nothing behind. Some waits cannot check a
 //! flag: a PostgreSQL server that accepts a connection and never answers, a table another
 //! session locked, an output FIFO with no reader. A watchdog thread ends those: once a signal
@@ -13,13 +13,11 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::base::stop::Stop;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-/// The run was stopped by a signal; the value is the signal number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("interrupted by signal {0}")]
-pub struct Interrupted(pub i32);
 
 /// A signal came after runs were saved: what was saved stays, the rest was not written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -51,9 +49,10 @@ pub fn untrack_temp(path: &std::path::Path) {
     }
 }
 
-/// Record SIGINT, SIGTERM and SIGHUP in the returned flag, and start the watchdog.
-pub fn on_interrupt() -> std::io::Result<Arc<AtomicUsize>> {
-    let flag = Arc::new(AtomicUsize::new(0));
+/// Record SIGINT, SIGTERM and SIGHUP in the returned `Stop`, and start the watchdog.
+pub fn on_interrupt() -> std::io::Result<Stop> {
+    let stop = Stop::never();
+    let flag = stop.flag();
     // The watchdog sleeps in a read of this pair's other end until a signal writes a byte:
     // it never wakes while nothing comes, so it never shares a CPU with a measurement (a
     // thread polling the flag every 20 ms was found runnable on the measuring CPU).
@@ -61,25 +60,25 @@ pub fn on_interrupt() -> std::io::Result<Arc<AtomicUsize>> {
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // The flag first: actions run in the order registered, so the flag is set by the
         // time the watchdog wakes.
-        signal_hook::flag::register_usize(sig, Arc::clone(&flag), sig as usize)?;
+        signal_hook::flag::register_usize(sig, Arc::clone(flag), sig as usize)?;
         signal_hook::low_level::pipe::register(sig, wake_write.try_clone()?)?;
     }
     drop(wake_write);
-    let watched = Arc::clone(&flag);
+    let watched = Arc::clone(flag);
     // Best effort: where no thread can be had (RLIMIT_NPROC reached), the command still runs
     // and stops at its own checks; only a wait that cannot poll the flag is then not cut.
     let _ = std::thread::Builder::new()
         .name("oscost-watchdog".into())
         .spawn(move || watchdog(&watched, wake_read));
-    Ok(flag)
+    Ok(stop)
 }
 
 /// `on_interrupt`, and make this process a child subreaper: for commands that start workers.
-pub fn guard_processes() -> std::io::Result<Arc<AtomicUsize>> {
-    let flag = on_interrupt()?;
+pub fn guard_processes() -> std::io::Result<Stop> {
+    let stop = on_interrupt()?;
     // SAFETY: prctl with integer arguments only.
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
-    Ok(flag)
+    Ok(stop)
 }
 
 fn watchdog(flag: &AtomicUsize, mut wake: std::os::unix::net::UnixStream) {

@@ -148,7 +148,7 @@ pub fn count(
     argv: &[String],
     cpu: Option<usize>,
     ids: &TracepointIds,
-    interrupted: &std::sync::atomic::AtomicUsize,
+    stop: &crate::base::stop::Stop,
 ) -> Result<ProgramCounts, CountError> {
     let Some(sys_enter) = ids.sys_enter else {
         return Err(CountError::NoTracepoints(
@@ -200,12 +200,11 @@ pub fn count(
             Ok(None) => {}
             Err(e) => return Err(CountError::Io(e.to_string())),
         }
-        let sig = interrupted.load(std::sync::atomic::Ordering::SeqCst);
-        if sig != 0 {
+        if let Err(i) = stop.check() {
             // Dropping the guard kills the group; the leader is reaped here.
             drop(guard);
             let _ = child.wait();
-            return Err(CountError::Interrupted(sig as i32));
+            return Err(i.into());
         }
         std::thread::sleep(std::time::Duration::from_millis(5));
     };

@@ -63,9 +63,9 @@ pub enum CountError {
     #[error("{0}")]
     /// Reading or writing tracefs failed.
     Io(String),
-    #[error("interrupted by signal {0}")]
-    /// A signal stopped it (its number).
-    Interrupted(i32),
+    #[error(transparent)]
+    /// A signal stopped it.
+    Interrupted(#[from] crate::base::stop::Interrupted),
 }
 
 /// `field:pid_t next_pid; offset:56; size:4; signed:1;` (tab-separated) -> ("next_pid", 56, 4).

@@ -12,12 +12,11 @@
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::process::{Command, Stdio};
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use nix::unistd::Pid;
 
-use crate::effects::signals::Interrupted;
+use crate::base::stop::{Interrupted, Stop};
 use crate::harness::group_guard::GroupGuard;
 use crate::processes::worker::reap_group;
 
@@ -91,11 +90,7 @@ pub fn command(argv: &[String], cpu: Option<usize>) -> Command {
 
 /// Run `argv` once (on `cpu`, if given) and time it. An interrupt kills its group and returns
 /// `Interrupted`.
-pub fn time_once(
-    argv: &[String],
-    cpu: Option<usize>,
-    interrupted: &AtomicUsize,
-) -> Result<Timing, ProgramError> {
+pub fn time_once(argv: &[String], cpu: Option<usize>, stop: &Stop) -> Result<Timing, ProgramError> {
     use std::os::fd::AsFd;
     let name = argv[0].clone();
     let start = Instant::now();
@@ -120,10 +115,9 @@ pub fn time_once(
                 return Err(ProgramError::Wait(name, e.into()));
             }
         }
-        let sig = interrupted.load(Ordering::SeqCst);
-        if sig != 0 {
+        if let Err(i) = stop.check() {
             reap_group(pgid);
-            return Err(Interrupted(sig as i32).into());
+            return Err(i.into());
         }
     };
     let mut status = 0;
@@ -162,17 +156,17 @@ pub trait Timer {
     fn time(&mut self, argv: &[String]) -> Result<Timing, ProgramError>;
 }
 
-/// The real timer: `time_once` on a CPU, checking the interrupt flag.
+/// The real timer: `time_once` on a CPU, asking `stop` while it waits.
 pub struct ProcessTimer<'a> {
     /// The CPU to run it on.
     pub cpu: Option<usize>,
-    /// Set by the signal handler; a set flag kills the program.
-    pub interrupted: &'a AtomicUsize,
+    /// A signal recorded here kills the program.
+    pub stop: &'a Stop,
 }
 
 impl Timer for ProcessTimer<'_> {
     fn time(&mut self, argv: &[String]) -> Result<Timing, ProgramError> {
-        time_once(argv, self.cpu, self.interrupted)
+        time_once(argv, self.cpu, self.stop)
     }
 }
 

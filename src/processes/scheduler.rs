@@ -4,15 +4,13 @@
 //! nothing behind.
 
 use std::io::IsTerminal;
-use std::sync::Arc;
-use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
 use anyhow::Context;
 
 use crate::analysis::{self, Judging, RepRun};
 use crate::base::model::{BenchResult, ClockInfo, Run, SCHEMA_VERSION, Schedule, Tool};
-use crate::effects::signals::Interrupted;
+use crate::base::stop::{Interrupted, Stop};
 use crate::harness::case::Benchmark;
 use crate::harness::clock;
 use crate::harness::runner::{CaseResult, WorkerOptions};
@@ -185,17 +183,12 @@ fn now_rfc3339() -> String {
 }
 
 impl RunSetup {
-    fn coordinator(
-        &self,
-        plan: &Plan,
-        wrapper: Vec<String>,
-        interrupted: &Arc<AtomicUsize>,
-    ) -> Coordinator {
+    fn coordinator(&self, plan: &Plan, wrapper: Vec<String>, stop: &Stop) -> Coordinator {
         Coordinator {
             exe: self.exe.clone(),
             wrapper,
             timeout: plan.timeout,
-            interrupted: Arc::clone(interrupted),
+            stop: stop.clone(),
             pin_cpu: plan.pin_wrapper.then_some(plan.opts.cpu),
         }
     }
@@ -573,9 +566,9 @@ fn measure_sides(
 }
 
 /// Run the plan. `Err(Interrupted)` (inside anyhow) when a signal stopped it.
-pub fn execute(plan: &Plan, interrupted: Arc<AtomicUsize>) -> anyhow::Result<Run> {
+pub fn execute(plan: &Plan, stop: &Stop) -> anyhow::Result<Run> {
     let s = session(plan)?;
-    let coord = s.coordinator(plan, plan.wrapper.clone().unwrap_or_default(), &interrupted);
+    let coord = s.coordinator(plan, plan.wrapper.clone().unwrap_or_default(), stop);
     crate::say!(
         "oscost: {} benchmark(s), {}-{} repetitions of {:.0} ms each, pinned to CPU {}, clock {:.1} ns/read{}",
         plan.benchmarks.len(),
@@ -590,7 +583,7 @@ pub fn execute(plan: &Plan, interrupted: Arc<AtomicUsize>) -> anyhow::Result<Run
             .unwrap_or_default()
     );
     let (order, mut tracks) = measure_sides(plan, &s, &[&coord]).map_err(Stopped::into_error)?;
-    coord.check_interrupted()?;
+    stop.check()?;
     let tracks = tracks.remove(0);
     let confinement = confinement_of(&tracks);
     let results = s.results(plan, tracks);
@@ -649,7 +642,7 @@ pub fn execute_ab(
     a: &AbSide,
     b: &AbSide,
     rounds: usize,
-    interrupted: Arc<AtomicUsize>,
+    stop: &Stop,
     settings: Option<&std::cell::RefCell<crate::effects::settings_guard::Guard>>,
 ) -> anyhow::Result<(Run, Run)> {
     let s = session(plan)?;
@@ -658,8 +651,8 @@ pub fn execute_ab(
     plan_ab.reps.min = plan_ab.reps.min.max(rounds);
     plan_ab.reps.max = plan_ab.reps.max.max(plan_ab.reps.min);
     let plan = &plan_ab;
-    let ca = s.coordinator(plan, a.wrapper.clone(), &interrupted);
-    let cb = s.coordinator(plan, b.wrapper.clone(), &interrupted);
+    let ca = s.coordinator(plan, a.wrapper.clone(), stop);
+    let cb = s.coordinator(plan, b.wrapper.clone(), stop);
     let name = |side: &AbSide| side.text.clone().unwrap_or_else(|| "(nothing)".into());
     crate::say!(
         "oscost: A = {}, B = {}: {} benchmark(s) x {}-{} repetitions each, pinned to CPU {}",
@@ -687,7 +680,7 @@ pub fn execute_ab(
         None => measure_sides(plan, &s, &[&ca, &cb]),
     };
     let (order, mut tracks) = measured.map_err(Stopped::into_error)?;
-    ca.check_interrupted()?;
+    stop.check()?;
     let (sb_tracks, sa_tracks) = (tracks.pop().expect("two sides"), tracks.remove(0));
     // The user's --label leads; the side says which of the pair a stored run is.
     let label = |side: &str, x: &AbSide| {
@@ -715,343 +708,4 @@ pub fn execute_ab(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::cell::RefCell;
-
-    use crate::harness::case::BenchError;
-    use crate::harness::sampler::SamplerConfig;
-
-    fn count_of(stop: StopWhen) -> Option<usize> {
-        match stop {
-            StopWhen::Count { n } => Some(n),
-            _ => None,
-        }
-    }
-    use crate::harness::sampler::Measurement;
-
-    /// A worker that never starts: each call logs "SIDE id", and returns 200 samples around a
-    /// level that depends on the benchmark and how many repetitions of it came before.
-    struct Fake<'a> {
-        side: &'static str,
-        log: &'a RefCell<Vec<String>>,
-        /// The k-th repetition of a benchmark sits at `levels(id)[k % len]`; empty: skipped.
-        levels: fn(&str) -> Vec<f64>,
-        /// The call (counted over every side) that a signal interrupts.
-        interrupt_at: Option<usize>,
-        /// What each call was given: (events asked for, fixed sample count).
-        given: RefCell<Vec<(bool, Option<usize>)>>,
-    }
-
-    impl Repeater for Fake<'_> {
-        fn repeat(&self, b: &Benchmark, opts: &WorkerOptions) -> Result<Vec<CaseResult>, Stopped> {
-            if Some(self.log.borrow().len()) == self.interrupt_at {
-                return Err(Interrupted(libc::SIGINT).into());
-            }
-            let k = self
-                .log
-                .borrow()
-                .iter()
-                .filter(|l| **l == format!("{} {}", self.side, b.id))
-                .count();
-            self.log
-                .borrow_mut()
-                .push(format!("{} {}", self.side, b.id));
-            self.given
-                .borrow_mut()
-                .push((!opts.events.is_empty(), count_of(opts.sampler.stop)));
-            let levels = (self.levels)(b.id);
-            let mut case = CaseResult::failed(
-                b.id.to_string(),
-                b.id,
-                b.definition,
-                BenchError::Skipped("not here".into()),
-            );
-            if levels.is_empty() {
-                return Ok(vec![case]);
-            }
-            let level = levels[k % levels.len()];
-            let samples: Vec<f64> = (0..200)
-                .map(|j| level * (1.0 + 0.001 * ((j % 7) as f64 - 3.0)))
-                .collect();
-            case.error = None;
-            case.measurement = Some(Measurement {
-                ends_ns: (1..=200).map(|j| j * 100_000).collect(),
-                samples_ns: samples,
-                preempted: vec![],
-                batch: crate::base::model::Batch {
-                    batched: true,
-                    size: 100,
-                },
-                baseline_ns: 0.0,
-            });
-            Ok(vec![case])
-        }
-    }
-
-    fn fake<'a>(
-        side: &'static str,
-        log: &'a RefCell<Vec<String>>,
-        levels: fn(&str) -> Vec<f64>,
-    ) -> Fake<'a> {
-        Fake {
-            side,
-            log,
-            levels,
-            interrupt_at: None,
-            given: RefCell::new(vec![]),
-        }
-    }
-
-    fn plan(ids: &[&str], fixed_total: Option<usize>) -> Plan {
-        Plan {
-            benchmarks: ids
-                .iter()
-                .map(|id| crate::bench::find(id).unwrap())
-                .collect(),
-            opts: WorkerOptions {
-                sampler: SamplerConfig {
-                    stop: StopWhen::Elapsed { ns: 20_000_000 },
-                    budget_ns: 20_000_000,
-                    warmup_ns: 0,
-                    ..SamplerConfig::for_clock(Some(25.0))
-                },
-                cpu: 0,
-                allowed: vec![0],
-                variants: Default::default(),
-                mq_name: String::new(),
-                scratch_dir: None,
-                events: vec!["context-switches".into()],
-                task_settings: vec![],
-                read_confinement: false,
-            },
-            timeout: Duration::from_secs(1),
-            wrapper: None,
-            wrapper_text: None,
-            label: None,
-            reps: RepetitionPlan {
-                min: 5,
-                max: 10,
-                undecided_max: 20,
-                rep_ns: 20_000_000,
-                precision: 0.01,
-                fixed_total,
-                decide: None,
-            },
-            pin_wrapper: false,
-            cpu_asked: false,
-        }
-    }
-
-    /// The rounds of `repeaters` over `plan`: the order, and each side's benchmarks' stop
-    /// reasons and repetition counts.
-    type Outcome = Result<(Vec<Vec<String>>, Vec<Vec<(Option<&'static str>, usize)>>), Stopped>;
-
-    fn rounds_of(plan: &Plan, repeaters: &[&dyn Repeater]) -> Outcome {
-        let mut sides = measured_sides(plan, repeaters);
-        let bar = indicatif::ProgressBar::hidden();
-        let order = run_rounds(
-            plan,
-            &plan.opts,
-            std::time::Instant::now(),
-            &mut sides,
-            &bar,
-        )?;
-        let stops = sides
-            .iter()
-            .map(|s| {
-                s.tracks
-                    .iter()
-                    .map(|t| (t.stopped, t.cases.first().map_or(0, |(_, r)| r.len())))
-                    .collect()
-            })
-            .collect();
-        Ok((order, stops))
-    }
-
-    fn steady(_: &str) -> Vec<f64> {
-        vec![100.0]
-    }
-
-    #[test]
-    fn ab_sides_alternate_within_each_round_and_steady_benchmarks_stop_at_the_minimum() {
-        let log = RefCell::new(vec![]);
-        let (a, b) = (fake("A", &log, steady), fake("B", &log, steady));
-        let plan = plan(&["call/f0", "syscall/getppid"], None);
-        let (order, stops) = rounds_of(&plan, &[&a, &b]).unwrap();
-        assert_eq!(order.len(), 5);
-        assert!(order.iter().all(|r| r == &["call/f0", "syscall/getppid"]));
-        assert_eq!(
-            log.borrow()[..4],
-            [
-                "A call/f0",
-                "B call/f0",
-                "A syscall/getppid",
-                "B syscall/getppid"
-            ]
-        );
-        assert_eq!(log.borrow().len(), 20);
-        for side in &stops {
-            assert_eq!(side, &[(Some("precision"), 5), (Some("precision"), 5)]);
-        }
-        // Events are counted in the first repetition only.
-        let given = a.given.borrow();
-        assert!(given[0].0 && given[1].0 && given[2..].iter().all(|g| !g.0));
-    }
-
-    #[test]
-    fn ab_rounds_go_on_until_the_comparison_decides_or_the_budget_ends() {
-        let ab_plan = |ids: &[&str]| {
-            let mut p = plan(ids, None);
-            p.reps.min = crate::base::stats::sequential::MIN_ROUNDS;
-            p.reps.max = 40;
-            p.reps.decide = Some(0.01);
-            p
-        };
-        // B 5% slower with the same little noise: called at the first look.
-        let log = RefCell::new(vec![]);
-        let a = fake("A", &log, |_| vec![100.0, 101.0, 99.0, 100.5, 99.5, 100.2]);
-        let b = fake("B", &log, |_| {
-            vec![105.0, 106.0, 104.0, 105.5, 104.5, 105.2]
-        });
-        let (order, stops) = rounds_of(&ab_plan(&["syscall/getppid"]), &[&a, &b]).unwrap();
-        assert_eq!(stops[0], [(Some("decided"), 10)]);
-        assert_eq!(order.len(), 10);
-        // A B, then B A: each side goes first in every other round.
-        assert_eq!(
-            log.borrow()[..4],
-            [
-                "A syscall/getppid",
-                "B syscall/getppid",
-                "B syscall/getppid",
-                "A syscall/getppid"
-            ]
-        );
-        // The two sides alike: no change, inside the band, at the first look.
-        let log = RefCell::new(vec![]);
-        let a = fake("A", &log, |_| vec![100.0, 101.0, 99.0]);
-        let b = fake("B", &log, |_| vec![100.0, 101.0, 99.0]);
-        let (_, stops) = rounds_of(&ab_plan(&["syscall/getppid"]), &[&a, &b]).unwrap();
-        assert_eq!(stops[0], [(Some("decided"), 10)]);
-        // Rounds whose ratios swing ±8% around 1: neither called nor inside ±1% by round 40.
-        let log = RefCell::new(vec![]);
-        let a = fake("A", &log, |_| vec![100.0, 108.0]);
-        let b = fake("B", &log, |_| vec![108.0, 100.0, 100.0]);
-        let (order, stops) = rounds_of(&ab_plan(&["syscall/getppid"]), &[&a, &b]).unwrap();
-        assert_eq!(stops[0], [(Some("budget"), 40)]);
-        assert_eq!(order.len(), 40);
-    }
-
-    #[test]
-    fn a_noisy_benchmark_runs_to_its_budget_while_a_steady_one_stops() {
-        let log = RefCell::new(vec![]);
-        let noisy = |id: &str| match id {
-            "syscall/getppid" => vec![100.0, 140.0, 80.0, 120.0, 95.0],
-            _ => vec![100.0],
-        };
-        let run = fake("run", &log, noisy);
-        let plan = plan(&["call/f0", "syscall/getppid"], None);
-        let (order, stops) = rounds_of(&plan, &[&run]).unwrap();
-        assert_eq!(stops[0], [(Some("precision"), 5), (Some("budget"), 10)]);
-        assert_eq!(order.len(), 10);
-        assert!(order[5..].iter().all(|r| r == &["syscall/getppid"]));
-    }
-
-    #[test]
-    fn slow_moments_that_could_be_half_are_outvoted_by_more_repetitions() {
-        // 3 of the first 10 repetitions in a slow moment: they could be half (P = 17%), so the
-        // benchmark goes past 10; with none in the next ones, at 15 they cannot (P = 1.8%).
-        let log = RefCell::new(vec![]);
-        let moments = |_: &str| {
-            let mut v = vec![100.0; 20];
-            for (k, slow) in [(2, 130.0), (6, 135.0), (9, 128.0)] {
-                v[k] = slow;
-            }
-            v
-        };
-        let run = fake("run", &log, moments);
-        let (order, stops) = rounds_of(&plan(&["syscall/getppid"], None), &[&run]).unwrap();
-        assert_eq!(stops[0], [(Some("precision"), 15)]);
-        assert_eq!(order.len(), 15);
-        // Slow moments in 2 of every 5 repetitions stay undecided: the budget ends at 20.
-        let log = RefCell::new(vec![]);
-        let half = |_: &str| vec![100.0, 100.0, 131.0, 100.0, 131.0];
-        let run = fake("run", &log, half);
-        let (_, stops) = rounds_of(&plan(&["syscall/getppid"], None), &[&run]).unwrap();
-        assert_eq!(stops[0], [(Some("budget"), 20)]);
-        // Without the extension (a suite, --budget, --quick) the budget ends at the maximum.
-        let log = RefCell::new(vec![]);
-        let run = fake("run", &log, moments);
-        let mut suite = plan(&["syscall/getppid"], None);
-        suite.reps.undecided_max = 0;
-        let (_, stops) = rounds_of(&suite, &[&run]).unwrap();
-        assert_eq!(stops[0], [(Some("budget"), 10)]);
-    }
-
-    #[test]
-    fn a_benchmark_measured_nowhere_stops_after_one_round_and_fixed_counts_are_shared_out() {
-        let log = RefCell::new(vec![]);
-        let skipped = fake("run", &log, |_| vec![]);
-        let (order, stops) = rounds_of(&plan(&["call/f0"], None), &[&skipped]).unwrap();
-        assert_eq!(order.len(), 1);
-        assert_eq!(stops[0], [(Some("not measured"), 1)]);
-        // --samples 1003 over the 5 minimum repetitions: 201 201 201 200 200, then "fixed".
-        let log = RefCell::new(vec![]);
-        let fixed = fake("run", &log, steady);
-        let (_, stops) = rounds_of(&plan(&["call/f0"], Some(1003)), &[&fixed]).unwrap();
-        assert_eq!(stops[0], [(Some("fixed"), 5)]);
-        let counts: Vec<Option<usize>> = fixed.given.borrow().iter().map(|g| g.1).collect();
-        assert_eq!(counts, [201, 201, 201, 200, 200].map(Some));
-    }
-
-    #[test]
-    fn an_interrupt_stops_the_rounds_at_once() {
-        let log = RefCell::new(vec![]);
-        let a = Fake {
-            interrupt_at: Some(3),
-            ..fake("A", &log, steady)
-        };
-        let b = Fake {
-            interrupt_at: Some(3),
-            ..fake("B", &log, steady)
-        };
-        let plan = plan(&["call/f0", "syscall/getppid"], None);
-        let e = rounds_of(&plan, &[&a, &b]).unwrap_err();
-        assert_eq!(e, Stopped::Signal(Interrupted(libc::SIGINT)));
-        assert_eq!(log.borrow().len(), 3, "no repetition after the signal");
-    }
-
-    #[test]
-    fn repetitions_shrink_with_the_suite_and_stop_where_asked() {
-        let one = repetition_plan(1, 0.01, None, None, false);
-        assert_eq!((one.min, one.max, one.rep_ns), (5, 10, REP_CEILING_NS));
-        let suite = repetition_plan(100, 0.01, None, None, false);
-        assert_eq!((suite.max, suite.rep_ns), (8, 40_000_000));
-        let quick = repetition_plan(100, 0.02, None, None, true);
-        assert_eq!((quick.max, quick.rep_ns), (5, REP_FLOOR_NS));
-        assert_eq!(
-            (one.undecided_max, suite.undecided_max, quick.undecided_max),
-            (20, 0, 0)
-        );
-        let budget = repetition_plan(1, 0.01, Some(0.6), None, false);
-        assert_eq!((budget.max, budget.undecided_max), (10, 0));
-        assert_eq!(repetition_plan(1, 0.01, Some(0.01), None, false).max, 5);
-        assert_eq!(
-            repetition_plan(1, 0.01, None, Some(37), false).fixed_total,
-            Some(37)
-        );
-    }
-
-    #[test]
-    fn a_condition_that_did_not_hold_is_its_own_error_not_a_signal() {
-        let e =
-            Stopped::ConditionFailed("thp: the kernel did not keep 'always'".into()).into_error();
-        assert!(e.downcast_ref::<Interrupted>().is_none(), "{e}");
-        assert!(e.to_string().contains("did not keep"), "{e}");
-        let e = Stopped::Signal(Interrupted(libc::SIGINT)).into_error();
-        assert_eq!(
-            e.downcast_ref::<Interrupted>(),
-            Some(&Interrupted(libc::SIGINT))
-        );
-    }
-}
+mod tests;

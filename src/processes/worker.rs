@@ -19,8 +19,6 @@ use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
@@ -28,8 +26,8 @@ use nix::sys::signal::{Signal, killpg};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
+use crate::base::stop::{Interrupted, Stop};
 use crate::bench;
-use crate::effects::signals::Interrupted;
 use crate::harness::case::{BenchError, Benchmark, Meter};
 use crate::harness::clock::Monotonic;
 use crate::harness::noise::Rusage;
@@ -173,25 +171,17 @@ pub struct Coordinator {
     pub wrapper: Vec<String>,
     /// Longest one worker may take before it is killed.
     pub timeout: Duration,
-    /// Set by the signal handler: the signal that came (0: none).
-    pub interrupted: Arc<AtomicUsize>,
+    /// Where the signal handlers record a signal.
+    pub stop: Stop,
     /// Start the worker (its wrapper, if any) on this CPU; `None`: where the coordinator runs.
     pub pin_cpu: Option<usize>,
 }
 
 impl Coordinator {
-    /// An error when a signal has come.
-    pub fn check_interrupted(&self) -> Result<(), Interrupted> {
-        match self.interrupted.load(Ordering::SeqCst) {
-            0 => Ok(()),
-            s => Err(Interrupted(s as i32)),
-        }
-    }
-
     /// Run one repetition of a benchmark in a fresh worker: its cases as measured. A crash, a
     /// hang or garbage from the worker becomes a failed case; only an interrupt is an error.
     pub fn run(&self, b: &Benchmark, opts: &WorkerOptions) -> Result<Vec<CaseResult>, Interrupted> {
-        self.check_interrupted()?;
+        self.stop.check()?;
         let cases = self.run_worker(b, opts);
         // SysV objects die with the worker's own IPC namespace (`ipc_guard`); only the run's
         // POSIX queue name, oscost's own, is unlinked here in case a worker without a
@@ -318,7 +308,7 @@ impl Coordinator {
         let deadline = Instant::now() + self.timeout;
         let mut exited_at: Option<Instant> = None;
         loop {
-            self.check_interrupted()?;
+            self.stop.check()?;
             if Instant::now() >= deadline {
                 let t = self.timeout.as_secs_f64();
                 let after = if t < 1.0 {

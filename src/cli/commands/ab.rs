@@ -6,10 +6,9 @@ use clap::Args;
 
 use super::compare::{finish, options};
 use super::run::MeasureArgs;
-use std::sync::Arc;
 
 use super::args::{CompareArgs, split_command, usage};
-use super::{conclude, saving_store, stopper};
+use super::{conclude, saving_store};
 use crate::analysis::compare;
 use crate::effects::gate::{Effects, Passed};
 use crate::processes::scheduler::{self, AbSide};
@@ -106,7 +105,7 @@ impl AbArgs {
 
     /// Measure both sides interleaved, save them, compare and write the comparison.
     pub fn run(self, mut passed: Passed) -> anyhow::Result<i32> {
-        let interrupted = crate::effects::signals::guard_processes()?;
+        let stop = crate::effects::signals::guard_processes()?;
         let (mut sa, mut sb) = (
             side("--a", self.a.as_deref())?,
             side("--b", self.b.as_deref())?,
@@ -144,14 +143,7 @@ impl AbArgs {
         });
         super::plan::settle_cpu(&mut plan);
         let rounds = self.rounds as usize;
-        let measured = scheduler::execute_ab(
-            &plan,
-            &sa,
-            &sb,
-            rounds,
-            Arc::clone(&interrupted),
-            guard.as_ref(),
-        );
+        let measured = scheduler::execute_ab(&plan, &sa, &sb, rounds, &stop, guard.as_ref());
         let mut late = Vec::new();
         if let Some(g) = guard {
             late.extend(g.into_inner().restore());
@@ -171,8 +163,7 @@ impl AbArgs {
                 )));
             }
         }
-        let stop = stopper(&interrupted);
-        stop()?;
+        stop.check()?;
         let (mut na, mut nb) = ("A".to_string(), "B".to_string());
         let mut saved = None;
         if let Some(s) = &mut store {
@@ -202,15 +193,15 @@ impl AbArgs {
                         "oscost: comparison report in {}",
                         d.join("index.html").display()
                     ),
-                    Err(e) if e.is::<crate::effects::signals::Interrupted>() => {}
+                    Err(e) if e.is::<crate::base::stop::Interrupted>() => {}
                     Err(e) => late.push(e.to_string()),
                 },
                 Err(e) => late.push(format!("cannot render the comparison: {e}")),
             }
         }
-        super::after_save(&interrupted, saved.clone())?;
+        super::after_save(&stop, saved.clone())?;
         let verdict = finish(&cmp, &self.compare, &outputs)?;
-        super::after_save(&interrupted, saved)?;
+        super::after_save(&stop, saved)?;
         Ok(verdict.max(conclude(&[&ra, &rb], &late)))
     }
 }

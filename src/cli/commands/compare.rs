@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::args::{CompareArgs, OutputArgs, StoreArgs};
-use super::{color, load_run, print_stdout, stopper};
+use super::{color, load_run, print_stdout};
 use crate::analysis::compare::{self, Comparison};
 use crate::{effects::output, report};
 
@@ -67,7 +67,7 @@ impl CompareCmd {
 
     /// Compare the two runs and write the comparison.
     pub fn run(self) -> anyhow::Result<i32> {
-        let interrupted = crate::effects::signals::on_interrupt()?;
+        let stop = crate::effects::signals::on_interrupt()?;
         let (Some(base), Some(cand)) = (&self.base, &self.cand) else {
             let cmp = self.groups()?;
             return finish(&cmp, &self.compare, &self.outputs);
@@ -87,7 +87,7 @@ impl CompareCmd {
         if let Some(d) = &self.report {
             let page = report::compare_page::render_comparison(&cmp, self.png)
                 .map_err(|e| anyhow::anyhow!("cannot render the comparison: {e}"))?;
-            output::write_page(d, &page, &stopper(&interrupted))?;
+            output::write_page(d, &page, &stop)?;
             crate::say!(
                 "oscost: comparison report in {}",
                 d.join("index.html").display()

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::args::StoreArgs;
-use super::{read_store, stopper, store_err, usage};
+use super::{read_store, store_err, usage};
 use crate::base::model::{self, Run};
 use crate::effects::store::{self, Saved, Store, StoreError};
 
@@ -43,15 +43,12 @@ pub struct ImportArgs {
 
 /// Copy `runs` into `target` in one transaction and say what became of each.
 fn copy_into(target: &mut Store, runs: &[(String, Run)], verb: &str) -> anyhow::Result<i32> {
-    let interrupted = crate::effects::signals::on_interrupt()?;
-    let stop = stopper(&interrupted);
+    let stop = crate::effects::signals::on_interrupt()?;
     let with: Vec<&Run> = runs.iter().map(|(_, r)| r).collect();
-    let saved = match target.copy_in(&with, &|| stop().is_err()) {
+    let saved = match target.copy_in(&with, &stop) {
         Ok(s) => s,
-        Err(StoreError::Interrupted) => {
-            stop()?;
-            return Err(StoreError::Interrupted.into());
-        }
+        // The signal's own error: main exits 128+N for it.
+        Err(StoreError::Interrupted(i)) => return Err(i.into()),
         Err(e) => return Err(store_err(e)),
     };
     let mut fresh = 0;

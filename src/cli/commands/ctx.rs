@@ -51,12 +51,12 @@ impl CtxArgs {
 
     /// Measure the ring and print its points in xgraph's format.
     pub fn run(self) -> anyhow::Result<i32> {
-        let interrupted = crate::effects::signals::guard_processes()?;
+        let stop = crate::effects::signals::guard_processes()?;
         let max = self.procs.iter().copied().max().unwrap_or(2) * self.parallel;
         check_fd_limit(max)?;
         check_memory(&self.sizes, max, super::plan::mem_available_mib())?;
         let plan = self.plan(max)?;
-        let run = scheduler::execute(&plan, interrupted)?;
+        let run = scheduler::execute(&plan, &stop)?;
         let mut late = Vec::new();
         if let Some(p) = &self.json
             && let Err(e) = output::export(&run, &[(p.clone(), Box::new(report::json::Json) as _)])

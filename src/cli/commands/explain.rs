@@ -19,7 +19,6 @@ use anyhow::Context;
 use clap::Args;
 
 use super::args::usage;
-use super::stopper;
 use crate::analysis::explain::{self, Split};
 use crate::harness::case::{Cases, Meter};
 use crate::harness::clock::{Monotonic, calibrate};
@@ -141,8 +140,7 @@ impl ExplainArgs {
 
     /// Trace a pass, split its round trips into stages and write what it found.
     pub fn run(self) -> anyhow::Result<i32> {
-        let interrupted = crate::effects::signals::guard_processes()?;
-        let stop = stopper(&interrupted);
+        let stop = crate::effects::signals::guard_processes()?;
         let mut plan = self.plan()?;
         let allowed = plan.opts.allowed.clone();
         let mut tracer = Tracer::open(&allowed, self.syscalls).map_err(|e| usage(e.to_string()))?;
@@ -161,7 +159,7 @@ impl ExplainArgs {
         };
         crate::say!("oscost: {id}: untraced pass, then a traced one");
         let untraced = runner::run_cases(&meter(false), b, &plan.opts.variants);
-        stop()?;
+        stop.check()?;
         let untraced_median = median_of(&untraced).ok_or_else(|| {
             anyhow::anyhow!(
                 "{id} could not be measured: {}",
@@ -186,7 +184,7 @@ impl ExplainArgs {
         let ipis = ipis_before
             .zip(ipis_received(&allowed))
             .map(|(a, b)| b.saturating_sub(a));
-        stop()?;
+        stop.check()?;
         let (events, lost) = tracer.read();
         let missing = tracer.missing.clone();
         let recorder = tracer.recorder;
@@ -218,11 +216,7 @@ impl ExplainArgs {
     }
 
     /// `--json` and `--report`; exit 1 when one could not be written.
-    fn write(
-        &self,
-        out: &Explanation,
-        stop: &dyn Fn() -> anyhow::Result<()>,
-    ) -> anyhow::Result<i32> {
+    fn write(&self, out: &Explanation, stop: &crate::base::stop::Stop) -> anyhow::Result<i32> {
         let mut late = Vec::new();
         if let Some(j) = &self.json {
             let bytes = serde_json::to_vec_pretty(out)?;

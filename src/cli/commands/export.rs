@@ -35,7 +35,7 @@ impl ExportArgs {
 
     /// Write the stored run to the files asked for.
     pub fn run(self) -> anyhow::Result<i32> {
-        let _interrupted = crate::effects::signals::on_interrupt()?;
+        let _stop = crate::effects::signals::on_interrupt()?;
         if self.outputs.paths().is_empty() {
             return Err(usage("export needs --json, --csv or --markdown FILE"));
         }

@@ -43,7 +43,7 @@ impl HistoryArgs {
 
     /// List the runs, or one benchmark across them with its trend.
     pub fn run(self) -> anyhow::Result<i32> {
-        let interrupted = crate::effects::signals::on_interrupt()?;
+        let stop = crate::effects::signals::on_interrupt()?;
         let mut s = read_store(&self.store)?;
         let sel = self.select.selection();
         let all = s.list().map_err(store_err)?;
@@ -59,7 +59,7 @@ impl HistoryArgs {
                 )
             }
             None => report::history::runs(&runs, color()),
-            Some(b) => self.bench_history(&mut s, b, &runs, &interrupted)?,
+            Some(b) => self.bench_history(&mut s, b, &runs, &stop)?,
         };
         print_stdout(&text)?;
         Ok(0)
@@ -72,7 +72,7 @@ impl HistoryArgs {
         s: &mut crate::effects::store::Store,
         b: &str,
         runs: &[crate::base::model::RunSummary],
-        interrupted: &std::sync::Arc<std::sync::atomic::AtomicUsize>,
+        stop: &crate::base::stop::Stop,
     ) -> anyhow::Result<String> {
         let sel = self.select.selection();
         let mut points = s.history(b).map_err(store_err)?;
@@ -121,7 +121,7 @@ impl HistoryArgs {
                     &shown.join(", "),
                 )
                 .map_err(|e| anyhow::anyhow!("cannot render the history page: {e}"))?;
-                output::write_page(dir, &page, &super::stopper(interrupted))?;
+                output::write_page(dir, &page, stop)?;
                 crate::say!(
                     "oscost: history page in {}",
                     dir.join("index.html").display()

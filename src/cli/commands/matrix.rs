@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use clap::Args;
 
 use super::args::{OutputArgs, SelectArgs, StoreArgs, parse_percent};
-use super::{color, exporters, print_stdout, read_store, stopper, store_err, usage};
+use super::{color, exporters, print_stdout, read_store, store_err, usage};
 use crate::analysis::run_to_run::{self, RunLevel, Spread};
 use crate::{analysis::matrix, effects::output, effects::store, report};
 
@@ -59,7 +59,7 @@ impl MatrixArgs {
 
     /// Build the matrix and write it.
     pub fn run(self) -> anyhow::Result<i32> {
-        let interrupted = crate::effects::signals::on_interrupt()?;
+        let stop = crate::effects::signals::on_interrupt()?;
         let mut s = read_store(&self.store)?;
         let sel = self.select.selection();
         // One listing serves the selection, every reference and the columns.
@@ -67,7 +67,7 @@ impl MatrixArgs {
         let selected = sel.apply(all.clone());
         if let Some(key) = self.by {
             let m = self.groups(&mut s, key, &selected)?;
-            return self.show(&m, &interrupted);
+            return self.show(&m, &stop);
         }
         let (ids, base_id) = self.column_ids(&selected, !sel.is_all())?;
         let runs: Vec<_> = ids
@@ -95,20 +95,16 @@ impl MatrixArgs {
             m = columns.build(&mut s, threshold, &factors)?;
         }
         name_differences(&mut s, &mut m);
-        self.show(&m, &interrupted)
+        self.show(&m, &stop)
     }
 
     /// Write the matrix's files and page, and print its table.
-    fn show(
-        &self,
-        m: &matrix::Matrix,
-        interrupted: &std::sync::Arc<std::sync::atomic::AtomicUsize>,
-    ) -> anyhow::Result<i32> {
+    fn show(&self, m: &matrix::Matrix, stop: &crate::base::stop::Stop) -> anyhow::Result<i32> {
         output::export(m, &exporters::<matrix::Matrix>(&self.outputs))?;
         if let Some(d) = &self.report {
             let page = report::matrix_page::render_matrix(m)
                 .map_err(|e| anyhow::anyhow!("cannot render the matrix: {e}"))?;
-            output::write_page(d, &page, &stopper(interrupted))?;
+            output::write_page(d, &page, stop)?;
             crate::say!("oscost: matrix page in {}", d.join("index.html").display());
         }
         let table = report::matrix_views::render_table(m, color());

@@ -24,13 +24,11 @@ pub mod show;
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::Context;
 
 use crate::base::model::{self, Run};
-use crate::effects::signals::Interrupted;
+use crate::base::stop::{Interrupted, Stop};
 use crate::effects::store::{self, Store, StoreError};
 use crate::report::Exporter;
 use crate::report::ci_formats::{Bmf, GithubBenchmark};
@@ -74,14 +72,6 @@ fn store_err(e: StoreError) -> anyhow::Error {
 pub fn read_store(args: &StoreArgs) -> anyhow::Result<Store> {
     let at = store::locate(args.db.as_deref()).map_err(store_err)?;
     Store::open_existing(&at).map_err(store_err)
-}
-
-/// A check for long writes (a report's files, a save): `Err(Interrupted)` once a signal came.
-pub fn stopper(flag: &Arc<AtomicUsize>) -> impl Fn() -> anyhow::Result<()> + '_ {
-    move || match flag.load(Ordering::SeqCst) {
-        0 => Ok(()),
-        s => Err(Interrupted(s as i32).into()),
-    }
 }
 
 /// Print a run's table: on stdout, or on stderr when an export took stdout (`--json -`).
@@ -151,7 +141,7 @@ fn kept_line(kept: &[PathBuf], store: &str) -> String {
 pub fn save_or_keep(
     store: &mut Store,
     runs: &[&Run],
-    stop: &dyn Fn() -> anyhow::Result<()>,
+    stop: &Stop,
     late: &mut Vec<String>,
 ) -> anyhow::Result<Option<Vec<i64>>> {
     let what = if runs.len() == 1 {
@@ -178,15 +168,14 @@ pub fn save_or_keep(
             let _ = std::fs::remove_file(p);
         }
     };
-    match store.save_all(runs, &|| stop().is_err()) {
+    match store.save_all(runs, stop) {
         Ok(ids) => {
             forget(&early);
             Ok(Some(ids))
         }
-        Err(StoreError::Interrupted) => {
+        Err(StoreError::Interrupted(i)) => {
             forget(&early);
-            stop()?;
-            Err(StoreError::Interrupted.into())
+            Err(i.into())
         }
         Err(why) => {
             let kept = early.or_else(|| keep_files(runs));
@@ -268,15 +257,13 @@ pub fn kernel_settings(
 
 /// After a save: a signal that came since ends the command as an interrupt that names what was
 /// saved (exit 128+N), whatever else was left to write.
-pub fn after_save(flag: &AtomicUsize, saved: Option<String>) -> anyhow::Result<()> {
-    match (flag.load(Ordering::SeqCst), saved) {
-        (0, _) => Ok(()),
-        (s, Some(saved)) => Err(crate::effects::signals::InterruptedAfterSave {
-            signal: s as i32,
-            saved,
+pub fn after_save(stop: &Stop, saved: Option<String>) -> anyhow::Result<()> {
+    match (stop.signal(), saved) {
+        (None, _) => Ok(()),
+        (Some(signal), Some(saved)) => {
+            Err(crate::effects::signals::InterruptedAfterSave { signal, saved }.into())
         }
-        .into()),
-        (s, None) => Err(Interrupted(s as i32).into()),
+        (Some(s), None) => Err(Interrupted(s).into()),
     }
 }
 

@@ -15,13 +15,12 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Args;
 
 use super::args::{StoreArgs, split_command, usage};
-use super::{check_program, saving_store, stopper};
+use super::{check_program, saving_store};
 use crate::analysis::predict::{self as model, Price};
 use crate::base::model::Run;
 use crate::base::stats;
@@ -127,20 +126,20 @@ struct Ctx<'a> {
     wrapper: Vec<String>,
     cmd_text: String,
     cpu: usize,
-    interrupted: &'a Arc<std::sync::atomic::AtomicUsize>,
+    stop: &'a crate::base::stop::Stop,
 }
 
 const TRUE: &str = "true";
 
 impl Ctx<'_> {
     fn stop(&self) -> anyhow::Result<()> {
-        stopper(self.interrupted)()
+        Ok(self.stop.check()?)
     }
 
     fn timer(&self) -> ProcessTimer<'_> {
         ProcessTimer {
             cpu: Some(self.cpu),
-            interrupted: self.interrupted,
+            stop: self.stop,
         }
     }
 
@@ -148,11 +147,9 @@ impl Ctx<'_> {
     fn count(&self) -> anyhow::Result<(ProgramCounts, Vec<model::Kind>)> {
         let ids = syscount::tracepoint_ids().map_err(|e| usage(e.to_string()))?;
         let count = |argv: &[String]| {
-            syscount::count(argv, Some(self.cpu), &ids, self.interrupted).map_err(|e| match e {
+            syscount::count(argv, Some(self.cpu), &ids, self.stop).map_err(|e| match e {
                 syscount::CountError::NoRights(_) => usage(e.to_string()),
-                syscount::CountError::Interrupted(s) => {
-                    crate::effects::signals::Interrupted(s).into()
-                }
+                syscount::CountError::Interrupted(i) => i.into(),
                 e => anyhow::anyhow!(e),
             })
         };
@@ -201,8 +198,7 @@ impl Ctx<'_> {
             wrapper: self.wrapper.clone(),
             text: Some(self.args.under.clone()),
         };
-        let (ra, rb) =
-            scheduler::execute_ab(&plan, &plain, &side, 3, Arc::clone(self.interrupted), None)?;
+        let (ra, rb) = scheduler::execute_ab(&plan, &plain, &side, 3, self.stop, None)?;
         self.stop()?;
         let cmp =
             crate::analysis::compare::compare(&ra, &rb, "plain", "wrapped", &Default::default());
@@ -290,7 +286,7 @@ impl Ctx<'_> {
         out: &PredictionReport,
         store: Option<Store>,
     ) -> anyhow::Result<i32> {
-        let stop = stopper(self.interrupted);
+        let stop = self.stop;
         let (text, args) = (&self.cmd_text, self.args);
         let id = program_id(&args.command);
         let def = format!("wall time of `{text}`, one run a sample");
@@ -307,7 +303,7 @@ impl Ctx<'_> {
         let mut late = Vec::new();
         let mut saved = None;
         if let Some(mut s) = store
-            && let Some(ids) = super::save_or_keep(&mut s, &[&ra, &rb], &stop, &mut late)?
+            && let Some(ids) = super::save_or_keep(&mut s, &[&ra, &rb], stop, &mut late)?
         {
             crate::say!(
                 "oscost: saved plain as run {} and wrapped as run {} in {} ({id})",
@@ -329,15 +325,15 @@ impl Ctx<'_> {
         }
         if let Some(d) = &args.report {
             match crate::report::predict::render_page(out) {
-                Ok(page) => match crate::effects::output::write_page(d, &page, &stop) {
+                Ok(page) => match crate::effects::output::write_page(d, &page, stop) {
                     Ok(_) => crate::say!("oscost: report in {}", d.join("index.html").display()),
-                    Err(e) if e.is::<crate::effects::signals::Interrupted>() => {}
+                    Err(e) if e.is::<crate::base::stop::Interrupted>() => {}
                     Err(e) => late.push(e.to_string()),
                 },
                 Err(e) => late.push(format!("cannot draw the prediction: {e}")),
             }
         }
-        super::after_save(self.interrupted, saved)?;
+        super::after_save(self.stop, saved)?;
         Ok(super::conclude(&[&ra, &rb], &late))
     }
 }
@@ -388,7 +384,7 @@ impl PredictArgs {
 
     /// Count, price, predict, measure, and write the prediction.
     pub fn run(self, mut passed: Passed) -> anyhow::Result<i32> {
-        let interrupted = crate::effects::signals::guard_processes()?;
+        let stop = crate::effects::signals::guard_processes()?;
         let wrapper = split_command("--under", &self.under).map_err(|e| usage(e.0))?;
         if wrapper.is_empty() {
             return Err(usage("--under: give the wrapper command"));
@@ -409,7 +405,7 @@ impl PredictArgs {
             wrapper,
             cmd_text: shell_words(&self.command),
             cpu,
-            interrupted: &interrupted,
+            stop: &stop,
         };
         let (counts, kinds) = ctx.count()?;
         let (ra, rb, prices) = ctx.price(&kinds)?;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::args::StoreArgs;
-use super::{load_run, stopper};
+use super::load_run;
 use crate::{bench, effects::output, report};
 
 #[derive(Debug, Args, Clone)]
@@ -38,11 +38,11 @@ impl ReportArgs {
 
     /// Write the stored run's page.
     pub fn run(self) -> anyhow::Result<i32> {
-        let interrupted = crate::effects::signals::on_interrupt()?;
+        let stop = crate::effects::signals::on_interrupt()?;
         let (run, name) = load_run(&self.run, &self.store, &self.select)?;
         let page = report::html::render_run(&run, &bench::curves(), &bench::ladder(), self.png)
             .map_err(|e| anyhow::anyhow!("cannot render the report: {e}"))?;
-        let files = output::write_page(&self.out, &page, &stopper(&interrupted))?;
+        let files = output::write_page(&self.out, &page, &stop)?;
         crate::say!(
             "oscost: report of {name} in {} ({} files)",
             self.out.join("index.html").display(),

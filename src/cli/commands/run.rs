@@ -10,13 +10,12 @@ use std::time::Duration;
 use clap::Args;
 
 use super::args::{OutputArgs, StoreArgs, parse_percent, parse_seconds, parse_size_mib, usage};
-use super::{conclude, print_table, saving_store, stopper};
+use super::{conclude, print_table, saving_store};
 use crate::base::model::Run;
 use crate::bench;
 use crate::effects::gate::{Effects, Passed};
 use crate::processes::scheduler;
 use crate::{effects::output, report};
-use std::sync::Arc;
 
 #[derive(Debug, Args, Clone)]
 /// What a measuring command measures and where it keeps it: the flags `run` and `ab` share.
@@ -195,7 +194,7 @@ impl RunArgs {
     /// refused before measuring (exit 2); after measuring, one step failing does not stop the
     /// others (exit 1, naming it); a signal before the save commits discards the run (128+N).
     pub fn run(self, mut passed: Passed) -> anyhow::Result<i32> {
-        let interrupted = crate::effects::signals::guard_processes()?;
+        let stop = crate::effects::signals::guard_processes()?;
         let mut plan = super::plan::build(&self.request())?;
         // Kernel settings: checked, guarded and tried before measuring; applied now and put
         // back when this returns, however it returns (the guard's drop).
@@ -235,7 +234,7 @@ impl RunArgs {
             }
         };
         if self.runs > 1 {
-            let code = self.series(&interrupted, passed, plan, &under);
+            let code = self.series(&stop, passed, plan, &under);
             return finish_settings(kernel.map(|k| k.0), code);
         }
         let exports = super::exporters::<Run>(&self.measure.outputs);
@@ -245,15 +244,14 @@ impl RunArgs {
             Some(saving_store(&mut passed)?)
         };
         super::plan::settle_cpu(&mut plan);
-        let mut result = scheduler::execute(&plan, Arc::clone(&interrupted))?;
+        let mut result = scheduler::execute(&plan, &stop)?;
         under(&mut result);
         // Put back before saving and writing: the settings' life is the measurement's.
         let mut late = Vec::new();
         if let Some((guard, ..)) = kernel.take() {
             late.extend(guard.restore());
         }
-        let stop = stopper(&interrupted);
-        stop()?;
+        stop.check()?;
         let mut saved = None;
         if let Some(s) = &mut store
             && let Some(ids) = super::save_or_keep(s, &[&result], &stop, &mut late)?
@@ -280,11 +278,11 @@ impl RunArgs {
                 .and_then(|page| output::write_page(d, &page, &stop))
             {
                 Ok(_) => crate::say!("oscost: report in {}", d.join("index.html").display()),
-                Err(e) if e.is::<crate::effects::signals::Interrupted>() => {}
+                Err(e) if e.is::<crate::base::stop::Interrupted>() => {}
                 Err(e) => late.push(e.to_string()),
             }
         }
-        super::after_save(&interrupted, saved)?;
+        super::after_save(&stop, saved)?;
         Ok(conclude(&[&result], &late))
     }
 }
@@ -295,7 +293,7 @@ impl RunArgs {
     /// it finished); then each benchmark's run-to-run spread over the series.
     fn series(
         &self,
-        interrupted: &Arc<std::sync::atomic::AtomicUsize>,
+        stop: &crate::base::stop::Stop,
         mut passed: Passed,
         first: scheduler::Plan,
         under: &dyn Fn(&mut Run),
@@ -312,7 +310,6 @@ impl RunArgs {
         }
         let pause = Duration::from_secs_f64(self.pause.unwrap_or(10.0));
         let mut store = saving_store(&mut passed)?;
-        let stop = stopper(interrupted);
         let n = self.runs as usize;
         let mut runs = Vec::new();
         let mut saved: Vec<i64> = Vec::new();
@@ -320,16 +317,17 @@ impl RunArgs {
             let mut plan = super::plan::build(&self.request())?;
             plan.opts.task_settings = first.opts.task_settings.clone();
             super::plan::settle_cpu(&mut plan);
-            let mut result = scheduler::execute(&plan, Arc::clone(interrupted))
-                .map_err(|e| series_stopped(e, &saved, &store))?;
-            stop().map_err(|e| series_stopped(e, &saved, &store))?;
+            let mut result =
+                scheduler::execute(&plan, stop).map_err(|e| series_stopped(e, &saved, &store))?;
+            stop.check()
+                .map_err(|e| series_stopped(e.into(), &saved, &store))?;
             under(&mut result);
             result.notes.push(Note::new(
                 NoteKind::Series { run: i + 1, of: n },
                 format!("run {} of a series of {n} measured apart (--runs)", i + 1),
             ));
             let mut late = Vec::new();
-            match super::save_or_keep(&mut store, &[&result], &stop, &mut late) {
+            match super::save_or_keep(&mut store, &[&result], stop, &mut late) {
                 Ok(Some(ids)) => {
                     crate::say!(
                         "oscost: run {} of {n} saved as run {} in {}",
@@ -347,7 +345,8 @@ impl RunArgs {
                 // The pause is a wait like any other: a signal ends it at once.
                 let until = std::time::Instant::now() + pause;
                 while std::time::Instant::now() < until {
-                    stop().map_err(|e| series_stopped(e, &saved, &store))?;
+                    stop.check()
+                        .map_err(|e| series_stopped(e.into(), &saved, &store))?;
                     std::thread::sleep(Duration::from_millis(50));
                 }
             }
@@ -376,7 +375,7 @@ fn series_stopped(
     saved: &[i64],
     store: &crate::effects::store::Store,
 ) -> anyhow::Error {
-    match e.downcast_ref::<crate::effects::signals::Interrupted>() {
+    match e.downcast_ref::<crate::base::stop::Interrupted>() {
         Some(i) if !saved.is_empty() => {
             let ids: Vec<String> = saved.iter().map(i64::to_string).collect();
             let what = if saved.len() == 1 { "run" } else { "runs" };

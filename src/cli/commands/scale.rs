@@ -63,7 +63,7 @@ impl ScaleArgs {
 
     /// Measure the case at each count of copies and print will-it-scale's table.
     pub fn run(self) -> anyhow::Result<i32> {
-        let interrupted = crate::effects::signals::guard_processes()?;
+        let stop = crate::effects::signals::guard_processes()?;
         let id = self.id()?;
         let mut request = super::plan::Request::new(vec![id.to_string()]);
         request.quick = self.quick;
@@ -73,7 +73,7 @@ impl ScaleArgs {
         }));
         let mut plan = super::plan::build(&request)?;
         super::plan::settle_cpu(&mut plan);
-        let run = scheduler::execute(&plan, interrupted)?;
+        let run = scheduler::execute(&plan, &stop)?;
         let mut late = Vec::new();
         if let Some(p) = &self.json
             && let Err(e) = output::export(&run, &[(p.clone(), Box::new(report::json::Json) as _)])

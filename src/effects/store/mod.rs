@@ -17,6 +17,7 @@ mod sqlite;
 #[cfg(test)]
 mod tests;
 
+use crate::base::stop::{Interrupted, Stop};
 use std::path::{Path, PathBuf};
 
 use sha2::Digest as _;
@@ -253,9 +254,9 @@ pub enum StoreError {
         /// The journal file left beside it.
         journal: String,
     },
-    #[error("the save was interrupted; nothing was saved")]
+    #[error("the save was interrupted ({0}); nothing was saved")]
     /// A signal came before the save committed; it was rolled back.
-    Interrupted,
+    Interrupted(Interrupted),
     // Not `#[from]`: that would make the driver's text both this message and its source, and
     // the error would print it twice.
     #[error("database error: {0}")]
@@ -280,7 +281,7 @@ impl StoreError {
             StoreError::Sql(_)
                 | StoreError::Pg(_)
                 | StoreError::BadRun { .. }
-                | StoreError::Interrupted
+                | StoreError::Interrupted(_)
         )
     }
 }
@@ -428,7 +429,7 @@ pub(crate) trait Backend {
         &mut self,
         runs: &[Encoded],
         skip_known: bool,
-        stop: &dyn Fn() -> bool,
+        stop: &Stop,
     ) -> Result<Vec<Saved>, StoreError>;
     fn list(&mut self) -> Result<Vec<RunSummary>, StoreError>;
     fn has_run(&mut self, id: i64) -> Result<bool, StoreError>;
@@ -714,17 +715,13 @@ impl Store {
 
     /// Save one run (see `save_all`).
     pub fn save(&mut self, run: &Run) -> Result<i64, StoreError> {
-        Ok(self.save_all(&[run], &|| false)?[0])
+        Ok(self.save_all(&[run], &Stop::never())?[0])
     }
 
     /// Save runs in one transaction (ab's two sides: never one without the other), giving
     /// their ids. `stop` is asked just before the commit: when it says so (a signal came), the
     /// transaction is rolled back and nothing is saved.
-    pub fn save_all(
-        &mut self,
-        runs: &[&Run],
-        stop: &dyn Fn() -> bool,
-    ) -> Result<Vec<i64>, StoreError> {
+    pub fn save_all(&mut self, runs: &[&Run], stop: &Stop) -> Result<Vec<i64>, StoreError> {
         let rows = runs
             .iter()
             .map(|r| encode(r))
@@ -736,11 +733,7 @@ impl Store {
     /// Copy runs in (push, import) in one transaction: all or none, and a run the store
     /// already holds (same identity, `digest`) is kept once, so a copy repeated after an
     /// interruption is harmless.
-    pub fn copy_in(
-        &mut self,
-        runs: &[&Run],
-        stop: &dyn Fn() -> bool,
-    ) -> Result<Vec<Saved>, StoreError> {
+    pub fn copy_in(&mut self, runs: &[&Run], stop: &Stop) -> Result<Vec<Saved>, StoreError> {
         let rows = runs
             .iter()
             .map(|r| encode(r))

@@ -289,15 +289,15 @@ fn insert(tx: &mut postgres::Transaction, e: &Encoded) -> Result<i64, postgres::
     Ok(id)
 }
 
-/// One try at saving `runs` in one transaction (`None`: `stop` said to roll back). Copies of
+/// One try at saving `runs` in one transaction (`Ok(Err)`: a signal came, rolled back). Copies of
 /// the same runs by several hosts at once take their identities' locks first, in one order,
 /// so two copies in opposite orders wait for each other instead of deadlocking.
 fn try_insert_all(
     client: &mut Client,
     runs: &[Encoded],
     skip_known: bool,
-    stop: &dyn Fn() -> bool,
-) -> Result<Option<Vec<Saved>>, postgres::Error> {
+    stop: &crate::base::stop::Stop,
+) -> Result<Result<Vec<Saved>, crate::base::stop::Interrupted>, postgres::Error> {
     let mut tx = client.transaction()?;
     if skip_known {
         let mut digests: Vec<&str> = runs.iter().map(|e| e.digest.as_str()).collect();
@@ -332,12 +332,12 @@ fn try_insert_all(
             },
         });
     }
-    if stop() {
+    if let Err(i) = stop.check() {
         tx.rollback()?;
-        return Ok(None);
+        return Ok(Err(i));
     }
     tx.commit()?;
-    Ok(Some(saved))
+    Ok(Ok(saved))
 }
 
 fn row_of(r: &postgres::Row, from: usize) -> Result<ResultRow, StoreError> {
@@ -358,7 +358,7 @@ impl Backend for Pg {
         &mut self,
         runs: &[Encoded],
         skip_known: bool,
-        stop: &dyn Fn() -> bool,
+        stop: &crate::base::stop::Stop,
     ) -> Result<Vec<Saved>, StoreError> {
         if self.client.is_closed() {
             self.client = connect(&self.url, &self.at)?;
@@ -369,8 +369,8 @@ impl Backend for Pg {
         loop {
             tries += 1;
             match try_insert_all(&mut self.client, runs, skip_known, stop) {
-                Ok(Some(saved)) => return Ok(saved),
-                Ok(None) => return Err(StoreError::Interrupted),
+                Ok(Ok(saved)) => return Ok(saved),
+                Ok(Err(i)) => return Err(StoreError::Interrupted(i)),
                 Err(e) if !reconnected && connection_lost(&e, &self.client) => {
                     // Once: a fresh connection, and the runs found by identity if the lost
                     // commit did land.

@@ -8,6 +8,8 @@ use std::io::Write;
 use std::sync::Once;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::base::stop::{Interrupted, Stop};
+
 use super::*;
 use crate::base::model::testdata;
 
@@ -187,14 +189,22 @@ fn reading_never_creates(f: &Fresh) {
 fn runs_saved_together_are_saved_together_or_not_at_all(f: &Fresh) {
     let mut s = Store::open(&f.at).unwrap();
     let run = testdata::run();
-    let e = s.save_all(&[&run, &run], &|| true).unwrap_err();
-    assert!(matches!(e, StoreError::Interrupted));
+    let signalled = Stop::never();
+    signalled.raise(libc::SIGTERM);
+    let e = s.save_all(&[&run, &run], &signalled).unwrap_err();
+    assert!(matches!(
+        e,
+        StoreError::Interrupted(Interrupted(libc::SIGTERM))
+    ));
     assert!(s.list().unwrap().is_empty());
-    let e = s.copy_in(&[&run, &labelled("x")], &|| true).unwrap_err();
-    assert!(matches!(e, StoreError::Interrupted));
+    let e = s.copy_in(&[&run, &labelled("x")], &signalled).unwrap_err();
+    assert!(matches!(
+        e,
+        StoreError::Interrupted(Interrupted(libc::SIGTERM))
+    ));
     assert!(s.list().unwrap().is_empty());
     // A measured run is saved even when an equal one is there (only copies are kept once).
-    let ids = s.save_all(&[&run, &run], &|| false).unwrap();
+    let ids = s.save_all(&[&run, &run], &Stop::never()).unwrap();
     assert_eq!(ids.len(), 2);
     assert_eq!(s.list().unwrap().len(), 2);
 }
@@ -202,7 +212,7 @@ fn runs_saved_together_are_saved_together_or_not_at_all(f: &Fresh) {
 fn a_run_copied_in_twice_is_kept_once(f: &Fresh) {
     let mut s = Store::open(&f.at).unwrap();
     let (a, b) = (labelled("a"), labelled("b"));
-    let first = s.copy_in(&[&a, &b], &|| false).unwrap();
+    let first = s.copy_in(&[&a, &b], &Stop::never()).unwrap();
     assert!(first.iter().all(|x| x.new));
     // Again, one of them after a trip through JSON text that moved its floats by one ULP
     // (as a parser without exact float reading does): nothing new.
@@ -217,7 +227,7 @@ fn a_run_copied_in_twice_is_kept_once(f: &Fresh) {
         }
     }
     assert_ne!(a_moved, a);
-    let again = s.copy_in(&[&b, &a_moved], &|| false).unwrap();
+    let again = s.copy_in(&[&b, &a_moved], &Stop::never()).unwrap();
     assert_eq!(
         again,
         vec![
@@ -260,7 +270,7 @@ fn runs_of_failures_started_together_are_three_runs(f: &Fresh) {
         [&a, &b, &c, &d].iter().map(|r| digest(r)).collect();
     assert_eq!(digests.len(), 4);
     let mut s = Store::open(&f.at).unwrap();
-    let saved = s.copy_in(&[&a, &b, &c], &|| false).unwrap();
+    let saved = s.copy_in(&[&a, &b, &c], &Stop::never()).unwrap();
     assert!(saved.iter().all(|x| x.new), "{saved:?}");
     assert_eq!(s.list().unwrap().len(), 3);
 }
@@ -274,7 +284,7 @@ fn concurrent_copies_lose_nothing(f: &Fresh) {
                 let mut s = Store::open(&at).unwrap();
                 let runs: Vec<Run> = (0..25).map(|i| labelled(&format!("{w}-{i}"))).collect();
                 let with: Vec<&Run> = runs.iter().collect();
-                s.copy_in(&with, &|| false).unwrap()
+                s.copy_in(&with, &Stop::never()).unwrap()
             })
         })
         .collect();

@@ -272,9 +272,69 @@ impl Repeater for Coordinator {
     }
 }
 
-/// One side being measured: what measures it (its wrapper) and every benchmark's repetitions.
-struct MeasuredSide<'a> {
-    coord: &'a dyn Repeater,
+/// The sides of a measurement (one for a run, A and B for `ab`), and what switching to one
+/// takes: before each repetition of a side its conditions are made to hold, then its repeater
+/// (the coordinator of its wrapper, or of none) measures. One value owns every side's
+/// conditions, so switching between sides needs no state shared between them.
+trait Sides {
+    /// How many there are.
+    fn count(&self) -> usize;
+    /// One repetition of `b` on side `side`, its conditions made to hold first.
+    fn repeat(
+        &mut self,
+        side: usize,
+        b: &Benchmark,
+        opts: &WorkerOptions,
+    ) -> Result<Vec<CaseResult>, Stopped>;
+}
+
+/// Sides that differ only in their repeater: a wrapper, or none.
+struct Plain<'a>(Vec<&'a dyn Repeater>);
+
+impl Sides for Plain<'_> {
+    fn count(&self) -> usize {
+        self.0.len()
+    }
+
+    fn repeat(
+        &mut self,
+        side: usize,
+        b: &Benchmark,
+        opts: &WorkerOptions,
+    ) -> Result<Vec<CaseResult>, Stopped> {
+        self.0[side].repeat(b, opts)
+    }
+}
+
+/// Sides whose kernel settings are switched to before each of their repetitions
+/// (`Guard::apply` writes only what differs, reads it back and waits the settle time), and
+/// whose workers get the side's per-task settings. A value the kernel did not keep ends the
+/// comparison (`Stopped::ConditionFailed`): what was measured would not be of that side.
+struct Switched<'a> {
+    repeaters: Plain<'a>,
+    guard: &'a mut crate::effects::settings_guard::Guard,
+}
+
+impl Sides for Switched<'_> {
+    fn count(&self) -> usize {
+        self.repeaters.count()
+    }
+
+    fn repeat(
+        &mut self,
+        side: usize,
+        b: &Benchmark,
+        opts: &WorkerOptions,
+    ) -> Result<Vec<CaseResult>, Stopped> {
+        self.guard.apply(side).map_err(Stopped::ConditionFailed)?;
+        let mut o = opts.clone();
+        o.task_settings = self.guard.task_settings(side);
+        self.repeaters.repeat(side, b, &o)
+    }
+}
+
+/// One side's record so far: every benchmark's repetitions.
+struct MeasuredSide {
     tracks: Vec<Track>,
 }
 
@@ -386,12 +446,10 @@ fn rep_options(opts: &WorkerOptions, plan: &Plan, k: usize) -> WorkerOptions {
     o
 }
 
-/// One side per repeater, each with a fresh track for every benchmark of the plan.
-fn measured_sides<'a>(plan: &Plan, repeaters: &[&'a dyn Repeater]) -> Vec<MeasuredSide<'a>> {
-    repeaters
-        .iter()
-        .map(|&coord| MeasuredSide {
-            coord,
+/// `count` sides, each with a fresh track for every benchmark of the plan.
+fn measured_sides(plan: &Plan, count: usize) -> Vec<MeasuredSide> {
+    (0..count)
+        .map(|_| MeasuredSide {
             tracks: plan.benchmarks.iter().map(|b| Track::new(b)).collect(),
         })
         .collect()
@@ -405,6 +463,7 @@ fn run_rounds(
     plan: &Plan,
     opts: &WorkerOptions,
     started: std::time::Instant,
+    measuring: &mut dyn Sides,
     sides: &mut [MeasuredSide],
     bar: &indicatif::ProgressBar,
 ) -> Result<Vec<Vec<String>>, Stopped> {
@@ -431,7 +490,7 @@ fn run_rounds(
                 let b = side.tracks[i].bench;
                 bar.set_message(format!("{} (repetition {})", b.id, k + 1));
                 let t0 = started.elapsed();
-                let cases = side.coord.repeat(b, &opts)?;
+                let cases = measuring.repeat(si, b, &opts)?;
                 let wall = started.elapsed().saturating_sub(t0);
                 let startup_ms =
                     (wall.as_nanos() as f64 - sampling_ns(&cases) as f64).max(0.0) / 1e6;
@@ -556,11 +615,11 @@ type RoundOrder = Vec<Vec<String>>;
 fn measure_sides(
     plan: &Plan,
     s: &RunSetup,
-    repeaters: &[&dyn Repeater],
+    measuring: &mut dyn Sides,
 ) -> Result<(RoundOrder, Vec<Vec<Track>>), Stopped> {
-    let bar = progress(plan.benchmarks.len() * plan.reps.min * repeaters.len());
-    let mut sides = measured_sides(plan, repeaters);
-    let order = run_rounds(plan, &s.opts, s.started, &mut sides, &bar);
+    let bar = progress(plan.benchmarks.len() * plan.reps.min * measuring.count());
+    let mut sides = measured_sides(plan, measuring.count());
+    let order = run_rounds(plan, &s.opts, s.started, measuring, &mut sides, &bar);
     bar.finish_and_clear();
     Ok((order?, sides.into_iter().map(|x| x.tracks).collect()))
 }
@@ -582,7 +641,8 @@ pub fn execute(plan: &Plan, stop: &Stop) -> anyhow::Result<Run> {
             .map(|w| format!(", under `{w}`"))
             .unwrap_or_default()
     );
-    let (order, mut tracks) = measure_sides(plan, &s, &[&coord]).map_err(Stopped::into_error)?;
+    let (order, mut tracks) =
+        measure_sides(plan, &s, &mut Plain(vec![&coord])).map_err(Stopped::into_error)?;
     stop.check()?;
     let tracks = tracks.remove(0);
     let confinement = confinement_of(&tracks);
@@ -611,28 +671,6 @@ pub struct AbSide {
     pub text: Option<String>,
 }
 
-/// A side whose kernel settings are switched to before each of its repetitions (`Guard::apply`
-/// writes only what differs, reads it back and waits the settle time), and whose workers get
-/// its per-task settings. A value the kernel did not keep ends the comparison
-/// (`Stopped::ConditionFailed`).
-struct Switching<'a> {
-    inner: &'a dyn Repeater,
-    side: usize,
-    guard: &'a std::cell::RefCell<crate::effects::settings_guard::Guard>,
-}
-
-impl Repeater for Switching<'_> {
-    fn repeat(&self, b: &Benchmark, opts: &WorkerOptions) -> Result<Vec<CaseResult>, Stopped> {
-        self.guard
-            .borrow_mut()
-            .apply(self.side)
-            .map_err(Stopped::ConditionFailed)?;
-        let mut o = opts.clone();
-        o.task_settings = self.guard.borrow().task_settings(self.side);
-        self.inner.repeat(b, &o)
-    }
-}
-
 /// Run A and B alternately, repetition by repetition (A B A B ...), so that drift of the
 /// machine hits both alike; the repetitions are `ab`'s rounds, judged by the same stop rule as
 /// a run (at least `rounds` of them). With `settings`, each side's kernel settings are
@@ -643,7 +681,7 @@ pub fn execute_ab(
     b: &AbSide,
     rounds: usize,
     stop: &Stop,
-    settings: Option<&std::cell::RefCell<crate::effects::settings_guard::Guard>>,
+    settings: Option<&mut crate::effects::settings_guard::Guard>,
 ) -> anyhow::Result<(Run, Run)> {
     let s = session(plan)?;
     // The sides' wrappers are their coordinators'; the plan's own is not used.
@@ -663,21 +701,10 @@ pub fn execute_ab(
         plan.reps.max,
         s.opts.cpu
     );
+    let repeaters = Plain(vec![&ca, &cb]);
     let measured = match settings {
-        Some(guard) => {
-            let sa = Switching {
-                inner: &ca,
-                side: 0,
-                guard,
-            };
-            let sb = Switching {
-                inner: &cb,
-                side: 1,
-                guard,
-            };
-            measure_sides(plan, &s, &[&sa, &sb])
-        }
-        None => measure_sides(plan, &s, &[&ca, &cb]),
+        Some(guard) => measure_sides(plan, &s, &mut Switched { repeaters, guard }),
+        None => measure_sides(plan, &s, &mut { repeaters }),
     };
     let (order, mut tracks) = measured.map_err(Stopped::into_error)?;
     stop.check()?;

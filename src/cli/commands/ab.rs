@@ -130,7 +130,7 @@ impl AbArgs {
         // drop on an error path).
         let settings = super::kernel_settings(&mut passed, self.measure.settle)?;
         let mut before = None;
-        let guard = settings.map(|(guard, sides, snapshot)| {
+        let mut guard = settings.map(|(guard, sides, snapshot)| {
             // A side is named by its wrapper and its settings.
             for (side, set) in [(&mut sa, &sides[0]), (&mut sb, &sides[1])] {
                 side.text = match (side.text.take(), set.text()) {
@@ -139,14 +139,14 @@ impl AbArgs {
                 };
             }
             before = Some((snapshot, sides));
-            std::cell::RefCell::new(guard)
+            guard
         });
         super::plan::settle_cpu(&mut plan);
         let rounds = self.rounds as usize;
-        let measured = scheduler::execute_ab(&plan, &sa, &sb, rounds, &stop, guard.as_ref());
+        let measured = scheduler::execute_ab(&plan, &sa, &sb, rounds, &stop, guard.as_mut());
         let mut late = Vec::new();
         if let Some(g) = guard {
-            late.extend(g.into_inner().restore());
+            late.extend(g.restore());
         }
         let (mut ra, mut rb) = measured?;
         // A side's wrapper is its command only; its settings are kept apart (`Run::settings`).

@@ -132,12 +132,13 @@ fn plan(ids: &[&str], fixed_total: Option<usize>) -> Plan {
 type Outcome = Result<(Vec<Vec<String>>, Vec<Vec<(Option<&'static str>, usize)>>), Stopped>;
 
 fn rounds_of(plan: &Plan, repeaters: &[&dyn Repeater]) -> Outcome {
-    let mut sides = measured_sides(plan, repeaters);
+    let mut sides = measured_sides(plan, repeaters.len());
     let bar = indicatif::ProgressBar::hidden();
     let order = run_rounds(
         plan,
         &plan.opts,
         std::time::Instant::now(),
+        &mut Plain(repeaters.to_vec()),
         &mut sides,
         &bar,
     )?;

@@ -213,20 +213,41 @@ fn all_uses(src: &Path) -> Uses {
     sources(src, &mut files);
     files.sort();
     let known: BTreeSet<Vec<String>> = files.iter().map(|f| module_of(src, f)).collect();
-    files
+    let parsed: Vec<(PathBuf, Vec<String>, syn::File)> = files
         .iter()
         .map(|f| {
             let text = std::fs::read_to_string(f).unwrap();
             let ast = syn::parse_file(&text)
                 .unwrap_or_else(|e| panic!("{} does not parse: {e}", f.display()));
-            let here = module_of(src, f);
+            (f.clone(), module_of(src, f), ast)
+        })
+        .collect();
+    // A module declared under `#[cfg(test)]` in a file of its own (`#[cfg(test)] mod tests;`,
+    // a large module's tests in a sibling file) is test code, as an inline one is.
+    let tests: Vec<Vec<String>> = parsed
+        .iter()
+        .flat_map(|(_, here, ast)| {
+            ast.items.iter().filter_map(move |item| match item {
+                syn::Item::Mod(m) if m.content.is_none() && is_test(&m.attrs) => {
+                    let mut path = here.clone();
+                    path.push(m.ident.to_string());
+                    Some(path)
+                }
+                _ => None,
+            })
+        })
+        .collect();
+    parsed
+        .into_iter()
+        .filter(|(_, here, _)| !tests.iter().any(|t| here.starts_with(t)))
+        .map(|(f, here, ast)| {
             let mut v = Paths {
                 here: here.clone(),
                 known: &known,
                 found: Vec::new(),
             };
             v.visit_file(&ast);
-            (f.clone(), here, v.found)
+            (f, here, v.found)
         })
         .collect()
 }

@@ -332,8 +332,8 @@ fn ab_switches_a_setting_per_side_and_puts_it_back() {
     assert_eq!(b.settings, vec!["aslr=2".to_string()]);
     // A run under a setting is an environment of its own (its own run-to-run history).
     assert_ne!(
-        oscost::effects::store::env_key(&a),
-        oscost::effects::store::env_key(&b)
+        oscost::effects::store::rows::env_key(&a),
+        oscost::effects::store::rows::env_key(&b)
     );
 }
 

@@ -2,7 +2,7 @@
 //! by `harness::confinement`): the lines said at the top of a run where it moves what was
 //! measured (seccomp filters, a CPU quota, a lowered priority, a container's namespaces, an
 //! LSM label), the part of it that makes a run an environment of its own (`signature`, in
-//! `store::env_key`), and its aspects as named in "what differs" between two runs.
+//! `store::rows::env_key`), and its aspects as named in "what differs" between two runs.
 
 use crate::base::model::Confinement;
 

@@ -456,6 +456,36 @@ pub fn cell_apart(
     cell
 }
 
+/// One cell of `bench`: the run's row `c` against the base run's `b` (`None` in the base
+/// column, or where the base has no usable result), apart with both runs' run-to-run spread
+/// (`ids`: the base run's and this run's) when `apart` gives it.
+fn cell_of(
+    bench: &str,
+    b: Option<&ResultRow>,
+    c: Option<&ResultRow>,
+    ids: (i64, i64),
+    threshold: f64,
+    apart: Option<SpreadOf>,
+) -> Cell {
+    let missing = match c {
+        None => Some("absent".to_string()),
+        Some(r) if r.status != "ok" => Some(r.status.clone()),
+        Some(_) => None,
+    };
+    match (b, c, missing) {
+        (_, _, Some(m)) => Cell::bare(None, Some(m), false),
+        (Some(b), Some(c), None) => match apart {
+            Some(spread_of) => {
+                let spread = run_to_run::pooled(spread_of(bench, ids.0), spread_of(bench, ids.1));
+                cell_apart(b, c, threshold, spread)
+            }
+            None => cell_against(b, c, threshold),
+        },
+        (_, Some(c), None) => Cell::bare(c.median, None, c.disturbed),
+        (_, None, None) => unreachable!("a missing cell has its reason"),
+    }
+}
+
 /// The matrix of `runs` (in column order) against `runs[base]`, from their result rows.
 /// Benchmarks come in `order` first (the base run's order), then any others as found.
 pub fn build(
@@ -489,27 +519,15 @@ pub fn build(
                 .iter()
                 .enumerate()
                 .map(|(i, run)| {
-                    let c = find(run.id, bench);
-                    let missing = match c {
-                        None => Some("absent".to_string()),
-                        Some(r) if r.status != "ok" => Some(r.status.clone()),
-                        Some(_) => None,
-                    };
-                    match (b, c, missing) {
-                        (_, _, Some(m)) => Cell::bare(None, Some(m), false),
-                        (Some(b), Some(c), None) if i != base => match apart {
-                            Some(spread_of) => {
-                                let spread = run_to_run::pooled(
-                                    spread_of(bench, base_id),
-                                    spread_of(bench, run.id),
-                                );
-                                cell_apart(b, c, threshold, spread)
-                            }
-                            None => cell_against(b, c, threshold),
-                        },
-                        (_, Some(c), None) => Cell::bare(c.median, None, c.disturbed),
-                        (_, None, None) => unreachable!("a missing cell has its reason"),
-                    }
+                    let against = (i != base).then_some(b).flatten();
+                    cell_of(
+                        bench,
+                        against,
+                        find(run.id, bench),
+                        (base_id, run.id),
+                        threshold,
+                        apart,
+                    )
                 })
                 .collect();
             BenchAcross {

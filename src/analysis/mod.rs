@@ -16,6 +16,7 @@ use crate::harness::runner::CaseResult;
 pub mod changes;
 pub mod compare;
 pub mod confinement;
+pub mod departures;
 pub mod explain;
 mod machine_speed;
 pub mod matrix;
@@ -26,13 +27,16 @@ pub mod scaling;
 pub mod select;
 pub mod witness;
 
+pub use departures::{
+    Departures, FamilyLevels, LoneDepartures, SharedMove, departures, noted_alone,
+    shared_departures, widening_by,
+};
 pub use machine_speed::{
     MIN_POINTS as SPEED_MIN_POINTS, levels_in_time, machine_speed_note, smoothed,
 };
 pub use repetitions::{
-    DEPARTURE_NOTE, Departures, FINAL_JUDGING, FamilyLevels, Judging, LoneDepartures, RepRun,
-    SharedMove, TWO_LEVELS_NOTE, departures, halfwidth, merge_repetitions, noted_alone,
-    repetition_ci, shared_departures, widening_by,
+    DEPARTURE_NOTE, FINAL_JUDGING, Judging, RepRun, TWO_LEVELS_NOTE, halfwidth, merge_repetitions,
+    repetition_ci,
 };
 
 /// Thresholds above which a benchmark is called disturbed.

@@ -374,281 +374,12 @@ pub const DEPARTURE_NOTE: &str = "kept, not removed: ";
 /// them moved with other results the machine explains it too.
 pub const TWO_LEVELS_NOTE: &str = "two levels, not one: ";
 
-/// Results of one family that ran at two levels each, whole repetitions at one or the other:
-/// on this kind of host every null system call does (getpid, getsid, close-badfd each at one
-/// level or another ~8% apart, per process), which is one fact about the machine and its
-/// process layout, said once, not a note per result.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FamilyLevels {
-    /// The family (`syscall`).
-    pub family: String,
-    /// Its results with two levels (indices in the run).
-    pub results: Vec<usize>,
-    /// The levels' ratios (higher over lower), smallest and largest.
-    pub ratio: [f64; 2],
-}
-
-/// The families in which at least `TOGETHER_RESULTS` results ran at two levels (a
-/// `NoteKind::TwoLevels` note), leaving out the results in `explained`.
-fn family_levels(run: &crate::base::model::Run, explained: &[usize]) -> Vec<FamilyLevels> {
-    let mut out: Vec<FamilyLevels> = Vec::new();
-    for (i, r) in run.results.iter().enumerate() {
-        if explained.contains(&i) || !r.notes.iter().any(Note::is_two_levels) {
-            continue;
-        }
-        let Some(t) = two_levels(&repetition_medians(r)) else {
-            continue;
-        };
-        let ratio = t.high_level / t.low_level;
-        match out.iter_mut().find(|f| f.family == r.family) {
-            Some(f) => {
-                f.results.push(i);
-                f.ratio = [f.ratio[0].min(ratio), f.ratio[1].max(ratio)];
-            }
-            None => out.push(FamilyLevels {
-                family: r.family.clone(),
-                results: vec![i],
-                ratio: [ratio, ratio],
-            }),
-        }
-    }
-    out.retain(|f| f.results.len() >= TOGETHER_RESULTS);
-    out
-}
-
-/// Departures of different results that start within this many ms of each other, the same
-/// way, are one moment of the machine's: its slow or fast phases last 50-500 ms here.
-const TOGETHER_MS: f64 = 300.0;
-
-/// A moment is the machine's when at least this many results departed in it together.
-const TOGETHER_RESULTS: usize = 3;
-
-/// One moment when repetitions of several results departed together, the same way.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SharedMove {
-    /// When it began, ms since the run started.
-    pub at_ms: f64,
-    /// The departures' range, percent.
-    pub pct: [f64; 2],
-    /// The results it touched.
-    pub results: usize,
-}
-
-/// The moments the machine moved many results' repetitions together, and the results whose
-/// every departure falls in one of them (their own notes need not say it again).
-pub fn shared_departures(run: &crate::base::model::Run) -> (Vec<SharedMove>, Vec<usize>) {
-    let d = departures(run);
-    (d.moves, d.explained)
-}
-
-/// One departing repetition of a run.
-#[derive(Debug, Clone, Copy)]
-struct Departure {
-    /// When it started, ms into the run.
-    at_ms: f64,
-    /// How far its median sat from its result's others, percent.
-    pct: f64,
-    /// Its result (index in the run).
-    result: usize,
-    /// Its index among that result's repetitions.
-    rep: usize,
-}
-
-impl Departure {
-    /// Whether `other`, of another result, moved the same way within `TOGETHER_MS` of it.
-    fn near(&self, other: &Departure) -> bool {
-        (other.at_ms - self.at_ms).abs() <= TOGETHER_MS && other.pct.signum() == self.pct.signum()
-    }
-}
-
-/// A run's departing repetitions sorted into the machine's moments and each result's own.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Departures {
-    /// The moments the machine moved several results' repetitions together.
-    pub moves: Vec<SharedMove>,
-    /// The results whose every departure falls in one of `moves`.
-    pub explained: Vec<usize>,
-    /// Each other result with departures, its repetitions that departed alone (at a moment no
-    /// two other results did), and whether they matter enough to be noted with the result.
-    pub lone: Vec<LoneDepartures>,
-    /// Families whose results (other than `explained`) ran at two levels together.
-    pub family_levels: Vec<FamilyLevels>,
-}
-
-/// A result's repetitions that departed alone, and what they did to its CI.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LoneDepartures {
-    /// The result (its index in the run).
-    pub result: usize,
-    /// Its repetitions that departed alone.
-    pub reps: Vec<usize>,
-    /// The CI's half-width with them and without them, percent (`widening_by`).
-    pub halfwidth_pct: Option<[f64; 2]>,
-    /// They are the reason its CI is wide: said with the result (`noted_alone`), where the
-    /// others are said once for the run.
-    pub noted: bool,
-}
-
-/// A lone departure is said with its result when it widened the CI past this many times the
-/// precision asked for...
-const NOTED_PAST_TARGET: f64 = 3.0;
-/// ...and to at least this many times what the other repetitions give alone. On a default
-/// suite here (2026-11-25) 25 results had lone departures: 5 met both (close-badfd +24% took
-/// its CI from 0.2% to 7.1%, sem-thread@same +39% from 1.1% to 11.5%), and the other 20 left
-/// their CI within 3x the target or barely wider than the others' (gettid +3.2%: 2.6% to 2.8%).
-const NOTED_WIDENING: f64 = 2.0;
-
-/// Whether lone departures that leave a result's CI at `halfwidth_pct` (with, without; `None`
-/// when the others are too few to tell) are the reason it is wide, for a precision target of
-/// `target_pct`.
-pub fn noted_alone(halfwidth_pct: Option<[f64; 2]>, target_pct: f64) -> bool {
-    match halfwidth_pct {
-        Some([with, without]) => {
-            with >= NOTED_PAST_TARGET * target_pct && with >= NOTED_WIDENING * without
-        }
-        None => true,
-    }
-}
-
-/// Sort a run's departing repetitions into moments of the machine's (`shared_departures`) and
-/// departures each result's own.
-pub fn departures(run: &crate::base::model::Run) -> Departures {
-    let mut all: Vec<Departure> = run
-        .results
-        .iter()
-        .enumerate()
-        .flat_map(|(i, r)| {
-            r.repetitions
-                .iter()
-                .enumerate()
-                .filter_map(move |(k, rep)| {
-                    rep.departs_pct.map(|pct| Departure {
-                        at_ms: rep.started_ms,
-                        pct,
-                        result: i,
-                        rep: k,
-                    })
-                })
-        })
-        .collect();
-    all.sort_by(|a, b| a.at_ms.total_cmp(&b.at_ms));
-    let shared = |d: &Departure| {
-        let mut others: Vec<usize> = all
-            .iter()
-            .filter(|o| o.result != d.result && d.near(o))
-            .map(|o| o.result)
-            .collect();
-        others.sort_unstable();
-        others.dedup();
-        others.len() + 1 >= TOGETHER_RESULTS
-    };
-    let centers: Vec<bool> = all.iter().map(shared).collect();
-    // A departure within TOGETHER_MS of one that is shared, the same way, belongs to that
-    // moment too (the window of the first of three results may not reach the third).
-    let flags: Vec<bool> = all
-        .iter()
-        .map(|d| all.iter().zip(&centers).any(|(o, &c)| c && d.near(o)))
-        .collect();
-    let mut moves: Vec<SharedMove> = Vec::new();
-    let mut members: Vec<Vec<usize>> = Vec::new();
-    // A moment goes on while shared departures follow within TOGETHER_MS of the last one: a
-    // slow phase of 500 ms is one moment, not two, the second with a single result.
-    let mut last_ms = f64::NEG_INFINITY;
-    for (d, _) in all.iter().zip(&flags).filter(|(_, s)| **s) {
-        let follows = d.at_ms - last_ms <= TOGETHER_MS;
-        last_ms = d.at_ms;
-        match moves.last_mut() {
-            Some(m) if follows => {
-                m.pct = [m.pct[0].min(d.pct), m.pct[1].max(d.pct)];
-                if let Some(v) = members.last_mut() {
-                    v.push(d.result);
-                }
-            }
-            _ => {
-                moves.push(SharedMove {
-                    at_ms: d.at_ms,
-                    pct: [d.pct, d.pct],
-                    results: 0,
-                });
-                members.push(vec![d.result]);
-            }
-        }
-    }
-    for (m, mut v) in moves.iter_mut().zip(members) {
-        v.sort_unstable();
-        v.dedup();
-        m.results = v.len();
-    }
-    let explained: Vec<usize> = (0..run.results.len())
-        .filter(|i| {
-            let mine: Vec<bool> = all
-                .iter()
-                .zip(&flags)
-                .filter(|(d, _)| d.result == *i)
-                .map(|(_, s)| *s)
-                .collect();
-            !mine.is_empty() && mine.iter().all(|s| *s)
-        })
-        .collect();
-    let mut alone: Vec<(usize, Vec<usize>)> = Vec::new();
-    for (d, _) in all.iter().zip(&flags).filter(|(_, s)| !**s) {
-        match alone.iter_mut().find(|(i, _)| *i == d.result) {
-            Some((_, reps)) => reps.push(d.rep),
-            None => alone.push((d.result, vec![d.rep])),
-        }
-    }
-    alone.sort_unstable();
-    let lone = alone
-        .into_iter()
-        .map(|(result, mut reps)| {
-            reps.sort_unstable();
-            let r = &run.results[result];
-            let halfwidth_pct = widening_by(r, &reps);
-            let target = r.uncertainty.as_ref().map_or(0.0, |u| u.target_pct);
-            LoneDepartures {
-                noted: noted_alone(halfwidth_pct, target),
-                result,
-                reps,
-                halfwidth_pct,
-            }
-        })
-        .collect();
-    Departures {
-        family_levels: family_levels(run, &explained),
-        moves,
-        explained,
-        lone,
-    }
-}
-
 /// The final interval's bootstrap effort (the scheduler's, and `examples/replay_ci.rs`
 /// recomputes with it exactly).
 pub const FINAL_JUDGING: Judging = Judging {
     resamples: 1000,
     max_samples: 4000,
 };
-
-/// A result's CI half-width as it is and as the repetitions other than `left_out` alone give
-/// it, percent of the point: how much those repetitions widened it. `None` where the others
-/// are too few for an interval.
-pub fn widening_by(r: &BenchResult, left_out: &[usize]) -> Option<[f64; 2]> {
-    let st = r.stats.as_ref()?;
-    let with = 100.0 * halfwidth(Some(st.ci95), st.median);
-    let kept: Vec<&[f64]> = r
-        .repetitions
-        .iter()
-        .enumerate()
-        .filter(|(k, _)| !left_out.contains(k))
-        .filter_map(|(_, rep)| r.samples_ns.get(rep.start..rep.start + rep.samples))
-        .collect();
-    let point = stats::median(&kept.concat());
-    let without = 100.0
-        * halfwidth(
-            repetition_ci(&kept, r.batch.size, point, FINAL_JUDGING),
-            point,
-        );
-    (with.is_finite() && without.is_finite()).then_some([with, without])
-}
 
 /// A departure note names at most this many repetitions, then counts the rest.
 const MAX_DEPARTURES_NAMED: usize = 5;
@@ -720,6 +451,11 @@ pub(super) fn two_levels(meds: &[f64]) -> Option<TwoLevels> {
 }
 
 impl TwoLevels {
+    /// The higher level over the lower.
+    pub(super) fn ratio(&self) -> f64 {
+        self.high_level / self.low_level
+    }
+
     /// Mark the smaller group's repetitions (the slower on a tie) as departing from the larger
     /// group's level, and say what happened in one note.
     fn describe(&self, reps: &mut [Repetition], preemption_expected: bool) -> String {
@@ -745,7 +481,7 @@ impl TwoLevels {
             stats::units::format_ns(few_level),
             many.len(),
             stats::units::format_ns(many_level),
-            self.high_level / self.low_level,
+            self.ratio(),
         )
     }
 }

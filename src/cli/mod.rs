@@ -17,7 +17,7 @@ use crate::cli::commands::list::ListArgs;
 use crate::cli::commands::report::ReportArgs;
 use crate::cli::commands::run::RunArgs;
 use crate::cli::commands::show::ShowArgs;
-use crate::effects::gate::Effects;
+use crate::cli::commands::{Command, Given};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -38,7 +38,7 @@ nothing left behind).",
 pub struct Cli {
     #[command(subcommand)]
     /// The subcommand (none: run).
-    pub command: Option<Command>,
+    pub command: Option<Verb>,
     #[command(flatten)]
     /// `run`'s arguments when no subcommand is given.
     pub run: RunArgs,
@@ -46,7 +46,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 /// oscost's subcommands.
-pub enum Command {
+pub enum Verb {
     /// Run benchmarks (all of the default suite, or the ids and prefixes given).
     Run(RunArgs),
     /// List every benchmark: id, what one sample measures, unit.
@@ -107,77 +107,56 @@ pub enum Command {
 }
 
 impl Cli {
-    /// What the command will write and read, declared from its arguments alone: one arm per
-    /// command, so a new command cannot reach `dispatch` without declaring its effects.
-    pub fn effects(&self) -> Effects {
-        match &self.command {
-            None => self.run.effects(),
-            Some(Command::Run(a)) => a.effects(),
-            Some(Command::Ab(a)) => a.effects(),
-            Some(Command::Predict(a)) => a.effects(),
-            Some(Command::Explain(a)) => a.effects(),
-            Some(Command::Ctx(a)) => a.effects(),
-            Some(Command::Scale(a)) => a.effects(),
-            Some(Command::Report(a)) => a.effects(),
-            Some(Command::History(a)) => a.effects(),
-            Some(Command::Compare(a)) => a.effects(),
-            Some(Command::Matrix(a)) => a.effects(),
-            Some(Command::Export(a)) => a.effects(),
-            Some(Command::Show(a)) => a.effects(),
-            Some(Command::Push(a)) => a.effects(),
-            Some(Command::Import(a)) => a.effects(),
-            // They write only to standard output; the default store is still kept safe.
-            Some(
-                Command::List(_)
-                | Command::Env(_)
-                | Command::Settings(_)
-                | Command::Completions(_)
-                | Command::Man(_),
-            ) => Effects::new().store(None),
-            Some(Command::Worker { .. }) => Effects::new(),
-        }
-    }
-
-    /// Pass the gate (`crate::effects::gate`), then run the command (a bare `oscost` runs the default
-    /// suite) and give the exit status.
+    /// Pass the gate (`crate::effects::gate`), then run the command (a bare `oscost` runs the
+    /// default suite) and give the exit status.
     pub fn dispatch(self) -> anyhow::Result<i32> {
-        // A worker (started by oscost itself, which passed the gate) skips both.
-        let passed = if matches!(self.command, Some(Command::Worker { .. })) {
-            crate::effects::gate::Passed::default()
-        } else {
-            // Kernel settings a killed oscost left changed (its guard killed too) go back
-            // first.
-            for line in crate::effects::settings_guard::recover() {
-                crate::say!("oscost: {line}");
-            }
-            crate::cli::commands::pass(&self.effects())?
-        };
         match self.command {
-            None => self.run.run(passed),
-            Some(Command::Run(a)) => a.run(passed),
-            Some(Command::List(a)) => a.run(),
-            Some(Command::Env(a)) => a.run(),
-            Some(Command::Settings(a)) => a.run(),
-            Some(Command::History(a)) => a.run(),
-            Some(Command::Show(a)) => a.run(),
-            Some(Command::Export(a)) => a.run(),
-            Some(Command::Report(a)) => a.run(),
-            Some(Command::Compare(a)) => a.run(),
-            Some(Command::Ab(a)) => a.run(passed),
-            Some(Command::Ctx(a)) => a.run(),
-            Some(Command::Scale(a)) => a.run(),
-            Some(Command::Push(a)) => a.run(passed),
-            Some(Command::Matrix(a)) => a.run(),
-            Some(Command::Import(a)) => a.run(passed),
-            Some(Command::Predict(a)) => a.run(passed),
-            Some(Command::Explain(a)) => a.run(),
-            Some(Command::Completions(a)) => a.run(<Cli as clap::CommandFactory>::command()),
-            Some(Command::Man(a)) => a.run(<Cli as clap::CommandFactory>::command()),
-            Some(Command::Worker { id, config }) => {
-                Ok(crate::processes::worker::worker_main(&id, &config))
-            }
+            None => gated(self.run),
+            Some(v) => v.command(),
         }
     }
+}
+
+impl Verb {
+    /// The command's own `Command`, run through the gate: the one arm per command.
+    fn command(self) -> anyhow::Result<i32> {
+        match self {
+            Verb::Run(a) => gated(a),
+            Verb::List(a) => gated(a),
+            Verb::Env(a) => gated(a),
+            Verb::History(a) => gated(a),
+            Verb::Show(a) => gated(a),
+            Verb::Export(a) => gated(a),
+            Verb::Report(a) => gated(a),
+            Verb::Compare(a) => gated(a),
+            Verb::Ab(a) => gated(a),
+            Verb::Matrix(a) => gated(a),
+            Verb::Push(a) => gated(a),
+            Verb::Import(a) => gated(a),
+            Verb::Ctx(a) => gated(a),
+            Verb::Scale(a) => gated(a),
+            Verb::Explain(a) => gated(a),
+            Verb::Predict(a) => gated(a),
+            Verb::Settings(a) => gated(a),
+            Verb::Completions(a) => gated(a),
+            Verb::Man(a) => gated(a),
+            // A worker was started by oscost itself, which passed the gate.
+            Verb::Worker { id, config } => Ok(crate::processes::worker::worker_main(&id, &config)),
+        }
+    }
+}
+
+/// Run `command` once the gate has passed what it declares. Kernel settings a killed oscost
+/// left changed (its guard killed too) go back first.
+fn gated(command: impl Command) -> anyhow::Result<i32> {
+    for line in crate::effects::settings_guard::recover() {
+        crate::say!("oscost: {line}");
+    }
+    let passed = crate::cli::commands::pass(&command.effects())?;
+    command.run(Given {
+        passed,
+        cli: <Cli as clap::CommandFactory>::command,
+    })
 }
 
 /// The command line with every negative or non-finite value joined to its option

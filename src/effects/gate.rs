@@ -291,17 +291,46 @@ fn store_files(what: &str, db: &Path, store: usize) -> Vec<Kept> {
 
 /// Check everything `e` declares (see the module doc); then prove the store saved into.
 pub fn pass(e: &Effects) -> Result<Passed, GateError> {
-    let refuse = |s: String| GateError::Refused(s);
-    // A store, a worker's pipes and a run's files need descriptors; with too few, every one
-    // of them would fail with a message about something else.
+    check_open_files()?;
+    let (kept, saving) = kept_places(e)?;
+    check_stores_differ(e, &kept, saving.as_ref())?;
+    let report_places = check_report_dirs(e, &kept)?;
+    check_files(e, &kept, &report_places)?;
+    // Kernel settings: every name resolved, every file checked writable, before any work.
+    let settings = if e.settings.is_empty() {
+        None
+    } else {
+        let sides: Vec<&[String]> = e.settings.iter().map(Vec::as_slice).collect();
+        let cpus = crate::harness::placement::allowed_cpus();
+        Some(
+            crate::effects::settings_guard::prepare(&sides, &cpus)
+                .map_err(|e| GateError::Refused(e.to_string()))?,
+        )
+    };
+    let store = match saving {
+        None => None,
+        Some(at) => Some(prove(at)?),
+    };
+    Ok(Passed { store, settings })
+}
+
+/// A store, a worker's pipes and a run's files need descriptors; with too few, every one of
+/// them would fail with a message about something else.
+fn check_open_files() -> Result<(), GateError> {
     if let Ok((soft, _)) =
         nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
         && soft < MIN_OPEN_FILES
     {
-        return Err(refuse(format!(
+        return Err(GateError::Refused(format!(
             "oscost needs at least {MIN_OPEN_FILES} open files and this process may have {soft} (`ulimit -n`); raise the limit"
         )));
     }
+    Ok(())
+}
+
+/// What must not be written over (every store's files, every input), and where the store
+/// saved into is.
+fn kept_places(e: &Effects) -> Result<(Vec<Kept>, Option<Location>), GateError> {
     let mut kept: Vec<Kept> = Vec::new();
     let mut saving: Option<Location> = None;
     for (i, (what, db)) in e.stores.iter().enumerate() {
@@ -327,48 +356,62 @@ pub fn pass(e: &Effects) -> Result<Passed, GateError> {
             store: None,
         });
     }
-    // Two stores that are one (push into the store it reads from).
-    if let Some(Location::File(target)) = &saving {
+    Ok((kept, saving))
+}
+
+/// Two stores that are one (push into the store it reads from).
+fn check_stores_differ(
+    e: &Effects,
+    kept: &[Kept],
+    saving: Option<&Location>,
+) -> Result<(), GateError> {
+    if let Some(Location::File(target)) = saving {
         let t = Place::of(target);
         if let Some(k) = kept
             .iter()
             .find(|k| k.store.is_some() && k.store != e.saves_into && k.place.same(&t))
         {
-            return Err(refuse(format!(
+            return Err(GateError::Refused(format!(
                 "{} and {} are the same store; give another one",
                 k.path.display(),
                 target.display()
             )));
         }
     }
-    let clash = |flag: &str, shown: &Path, place: &Place| -> Option<String> {
-        kept.iter().find(|k| k.place.same(place)).map(|k| {
-            format!(
-                "{flag} {} is {} ({}); writing there would replace it: give the output another name",
-                shown.display(),
-                k.what,
-                k.path.display()
-            )
-        })
-    };
-    // Report directories: their own checks, then every file they would write.
+    Ok(())
+}
+
+/// Writing `shown` (given as `flag`), at `place`, would replace something kept: why.
+fn clash(kept: &[Kept], flag: &str, shown: &Path, place: &Place) -> Result<(), GateError> {
+    match kept.iter().find(|k| k.place.same(place)) {
+        Some(k) => Err(GateError::Refused(format!(
+            "{flag} {} is {} ({}); writing there would replace it: give the output another name",
+            shown.display(),
+            k.what,
+            k.path.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Report directories: their own checks, then every file they would write. Gives each with
+/// where it is.
+fn check_report_dirs<'e>(
+    e: &'e Effects,
+    kept: &[Kept],
+) -> Result<Vec<(&'e Named, PathBuf)>, GateError> {
+    let refuse = |s: String| GateError::Refused(s);
     let mut report_places: Vec<(&Named, PathBuf)> = Vec::new();
     for d in &e.report_dirs {
         output::check_report_dir(&d.path).map_err(|s| refuse(format!("{} {s}", d.flag)))?;
         // A directory made where the store's journal goes breaks the store's next write.
-        if let Some(m) = clash(&d.flag, &d.path, &Place::of(&d.path)) {
-            return Err(refuse(m));
-        }
+        clash(kept, &d.flag, &d.path, &Place::of(&d.path))?;
         let index = d.path.join("index.html");
-        if let Some(m) = clash(&d.flag, &index, &Place::of(&index)) {
-            return Err(refuse(m));
-        }
+        clash(kept, &d.flag, &index, &Place::of(&index))?;
         let fig = d.path.join("fig");
         for entry in std::fs::read_dir(&fig).into_iter().flatten().flatten() {
             let p = entry.path();
-            if let Some(m) = clash(&d.flag, &p, &Place::of(&p)) {
-                return Err(refuse(m));
-            }
+            clash(kept, &d.flag, &p, &Place::of(&p))?;
         }
         let fig_at = located(&fig);
         if let Some(k) = kept.iter().find(|k| k.place.at.starts_with(&fig_at)) {
@@ -382,7 +425,16 @@ pub fn pass(e: &Effects) -> Result<Passed, GateError> {
         }
         report_places.push((d, located(&d.path)));
     }
-    // Files: writable, not kept, not one another, not a report's file.
+    Ok(report_places)
+}
+
+/// Files: writable, not kept, not one another, not a report's file.
+fn check_files(
+    e: &Effects,
+    kept: &[Kept],
+    report_places: &[(&Named, PathBuf)],
+) -> Result<(), GateError> {
+    let refuse = |s: String| GateError::Refused(s);
     let mut seen: Vec<(Place, &Named)> = Vec::new();
     for f in &e.files {
         let target =
@@ -404,9 +456,7 @@ pub fn pass(e: &Effects) -> Result<Passed, GateError> {
             continue;
         }
         let place = Place::of(&f.path);
-        if let Some(m) = clash(&f.flag, &f.path, &place) {
-            return Err(refuse(m));
-        }
+        clash(kept, &f.flag, &f.path, &place)?;
         if let Some((_, first)) = seen.iter().find(|(p, _)| p.same(&place)) {
             return Err(refuse(format!(
                 "{} {} and {} {} are the same file; give each output its own",
@@ -416,7 +466,7 @@ pub fn pass(e: &Effects) -> Result<Passed, GateError> {
                 f.path.display()
             )));
         }
-        for (d, dir_at) in &report_places {
+        for (d, dir_at) in report_places {
             let index = Place::of(&d.path.join("index.html"));
             if place.same(&index) || place.at.starts_with(dir_at.join("fig")) {
                 return Err(refuse(format!(
@@ -430,22 +480,7 @@ pub fn pass(e: &Effects) -> Result<Passed, GateError> {
         }
         seen.push((place, f));
     }
-    // Kernel settings: every name resolved, every file checked writable, before any work.
-    let settings = if e.settings.is_empty() {
-        None
-    } else {
-        let sides: Vec<&[String]> = e.settings.iter().map(Vec::as_slice).collect();
-        let cpus = crate::harness::placement::allowed_cpus();
-        Some(
-            crate::effects::settings_guard::prepare(&sides, &cpus)
-                .map_err(|e| refuse(e.to_string()))?,
-        )
-    };
-    let store = match saving {
-        None => None,
-        Some(at) => Some(prove(at)?),
-    };
-    Ok(Passed { store, settings })
+    Ok(())
 }
 
 /// An existing store opened and proven to take a write; a new SQLite file's place proven to

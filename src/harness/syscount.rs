@@ -179,39 +179,7 @@ pub fn count(
     );
     let mut execs = task(ids.exec, None, "execs", &mut uncounted);
 
-    let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    if let Some(c) = cpu {
-        super::placement::pin_on_exec(&mut cmd, c);
-    }
-    // The program and everything it starts die with oscost, however oscost ends.
-    super::group_guard::own_group_dying_with_us(&mut cmd);
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| CountError::Start(argv[0].clone(), e))?;
-    let guard = super::group_guard::GroupGuard::watch(child.id() as i32)
-        .map_err(|e| CountError::Io(e.to_string()))?;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break s,
-            Ok(None) => {}
-            Err(e) => return Err(CountError::Io(e.to_string())),
-        }
-        if let Err(i) = stop.check() {
-            // Dropping the guard kills the group; the leader is reaped here.
-            drop(guard);
-            let _ = child.wait();
-            return Err(i.into());
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    };
-    // What it left in its group (a background job) goes with it.
-    // SAFETY: kill on the process group this function started.
-    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-    guard.release();
+    let status = run_watched(argv, cpu, stop)?;
 
     let read = |c: &mut Counter| c.read().map_err(|e| CountError::Io(e.to_string()));
     let mut counts = ProgramCounts {
@@ -232,6 +200,48 @@ pub fn count(
     counts.execs = execs.as_mut().map(read).transpose()?.unwrap_or(0);
     counts.uncounted = uncounted;
     Ok(counts)
+}
+
+/// Run `argv` plainly (stdin, stdout and stderr on /dev/null), on `cpu` if given, in a process
+/// group that dies with oscost however oscost ends; once it exits, what it left in its group
+/// (a background job) is killed too. A signal recorded in `stop` kills the group at once.
+fn run_watched(
+    argv: &[String],
+    cpu: Option<usize>,
+    stop: &crate::base::stop::Stop,
+) -> Result<std::process::ExitStatus, CountError> {
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if let Some(c) = cpu {
+        super::placement::pin_on_exec(&mut cmd, c);
+    }
+    super::group_guard::own_group_dying_with_us(&mut cmd);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| CountError::Start(argv[0].clone(), e))?;
+    let guard = super::group_guard::GroupGuard::watch(child.id() as i32)
+        .map_err(|e| CountError::Io(e.to_string()))?;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) => {}
+            Err(e) => return Err(CountError::Io(e.to_string())),
+        }
+        if let Err(i) = stop.check() {
+            // Dropping the guard kills the group; the leader is reaped here.
+            drop(guard);
+            let _ = child.wait();
+            return Err(i.into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    // SAFETY: kill on the process group this function started.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+    guard.release();
+    Ok(status)
 }
 
 /// One event per system call number on `raw_syscalls:sys_enter`, and what could not be opened.

@@ -6,9 +6,22 @@ use crate::base::model::Env;
 /// Every fact about the machine, in order, as (name, value): the one list `oscost env`
 /// prints and the report page shows (its vulnerabilities are listed after, by each view).
 pub fn facts(env: &Env) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for part in [hardware, clocks, tuning, platform] {
+        out.extend(part(env));
+    }
+    out
+}
+
+/// A fact's value, or "(unknown)" where it was not recorded.
+fn o(v: &Option<String>) -> String {
+    v.clone().unwrap_or_else(|| "(unknown)".into())
+}
+
+/// The host, the kernel and the CPUs.
+fn hardware(env: &Env) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
     let mut line = |k: &str, v: String| out.push((k.to_string(), v));
-    let o = |v: &Option<String>| v.clone().unwrap_or_else(|| "(unknown)".into());
     line("host", o(&env.hostname));
     line("os", env.os.clone());
     line("kernel release", o(&env.kernel_release));
@@ -30,6 +43,13 @@ pub fn facts(env: &Env) -> Vec<(String, String)> {
             .join(","),
     );
     line("smt sibling groups", env.smt_siblings.join(" "));
+    out
+}
+
+/// The clocksource and what each clock costs to read.
+fn clocks(env: &Env) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut line = |k: &str, v: String| out.push((k.to_string(), v));
     line("clocksource", o(&env.clocksource));
     line("available clocksources", o(&env.available_clocksources));
     if let Some(c) = &env.clock {
@@ -52,6 +72,13 @@ pub fn facts(env: &Env) -> Vec<(String, String)> {
             ),
         );
     }
+    out
+}
+
+/// Kernel settings, memory, THP and the hypervisor.
+fn tuning(env: &Env) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut line = |k: &str, v: String| out.push((k.to_string(), v));
     for (k, v) in &env.settings {
         line(&format!("setting: {k}"), v.clone());
     }
@@ -71,6 +98,13 @@ pub fn facts(env: &Env) -> Vec<(String, String)> {
     );
     line("cgroup cpu.max", o(&env.cgroup_cpu_max));
     line("scaling governor", o(&env.scaling_governor));
+    out
+}
+
+/// The libc, counters, microcode, idle states, the kernel's config, confinement and oscost.
+fn platform(env: &Env) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut line = |k: &str, v: String| out.push((k.to_string(), v));
     line("libc", o(&env.libc_version));
     line(
         "perf_event_paranoid",
@@ -113,7 +147,6 @@ pub fn facts(env: &Env) -> Vec<(String, String)> {
 
 /// The measuring process's confinement as (name, value) lines.
 fn confinement_facts(c: &crate::base::model::Confinement) -> Vec<(&'static str, String)> {
-    let o = |v: &Option<String>| v.clone().unwrap_or_else(|| "(unknown)".into());
     let map = |m: &std::collections::BTreeMap<String, String>| {
         if m.is_empty() {
             "(none readable)".to_string()

@@ -55,8 +55,9 @@ fn terminal_safe(json: Vec<u8>) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::model::SCHEMA_VERSION;
+    use crate::base::model::load::run_from_json;
     use crate::base::model::testdata;
-    use crate::base::model::{SCHEMA_VERSION, run_from_json};
 
     #[test]
     fn bidirectional_overrides_are_escaped_losslessly() {

@@ -16,7 +16,8 @@ use std::path::Path;
 use serde::Deserialize;
 use serde::de::{IgnoredAny, SeqAccess, Visitor};
 
-use super::{LoadError, Run, SCHEMA_VERSION, checked};
+use super::Run;
+use super::load::{LoadError, checked};
 
 /// The few things the first pass keeps of a run file.
 #[derive(Debug, Default, Deserialize)]
@@ -74,11 +75,6 @@ pub const BYTES_PER_SAMPLE: u64 = 48;
 const BYTES_PER_RUN: u64 = 8 << 20;
 
 impl Scanned {
-    /// The file's `schema_version`, where it has one.
-    pub fn schema_version(&self) -> Option<u64> {
-        self.schema_version
-    }
-
     /// The samples its results hold, together.
     pub fn samples(&self) -> u64 {
         self.results.iter().map(|r| r.samples_ns.0).sum()
@@ -109,23 +105,8 @@ pub fn scan(path: &Path) -> Result<Scanned, LoadError> {
             path: p.clone(),
             source,
         })?;
-    supported(scanned.schema_version, &p)?;
+    super::load::supported(scanned.schema_version, &p)?;
     Ok(scanned)
-}
-
-/// Whether this oscost reads a file of `version`.
-pub fn supported(version: Option<u64>, path: &str) -> Result<(), LoadError> {
-    match version {
-        Some(v) if (1..=SCHEMA_VERSION as u64).contains(&v) => Ok(()),
-        Some(found) => Err(LoadError::Version {
-            path: path.into(),
-            found,
-        }),
-        None => Err(LoadError::Parse {
-            path: path.into(),
-            source: serde::de::Error::custom("missing schema_version"),
-        }),
-    }
 }
 
 /// Refuse before work when `bytes` of address space cannot be had now (an `ulimit -v`, a
@@ -141,7 +122,7 @@ pub fn room(bytes: u64, samples: u64, what: &str) -> Result<(), LoadError> {
     })
 }
 
-/// The run a file holds, checked (`model::checked`), read as a stream after `scan` said it fits.
+/// The run a file holds, checked (`load::checked`), read as a stream after `scan` said it fits.
 pub fn load_run_file(path: &Path) -> Result<Run, LoadError> {
     let p = path.display().to_string();
     let scanned = scan(path)?;
@@ -156,7 +137,7 @@ pub fn load_scanned(path: &Path, scanned: &Scanned) -> Result<Run, LoadError> {
         path: p.clone(),
         source,
     })?;
-    checked(super::upgrade(run, scanned.schema_version), &p)
+    checked(super::load::upgrade(run, scanned.schema_version), &p)
 }
 
 #[cfg(test)]

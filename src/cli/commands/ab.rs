@@ -1,16 +1,17 @@
 //! `oscost ab --a CMD --b CMD`: the benchmarks run on A and B alternately, both sides saved,
 //! then compared; --json/--csv/--markdown write the comparison, --report its page.
 
-use crate::base::model::{Note, NoteKind};
 use clap::Args;
 
 use super::compare::{finish, options};
 use super::run::MeasureArgs;
+use super::{Command, Given};
+use crate::base::model::{Note, NoteKind};
 
 use super::args::{CompareArgs, split_command, usage};
 use super::{conclude, saving_store};
 use crate::analysis::compare;
-use crate::effects::gate::{Effects, Passed};
+use crate::effects::gate::Effects;
 use crate::processes::scheduler::{self, AbSide};
 
 #[derive(Debug, Args, Clone)]
@@ -97,14 +98,17 @@ fn side(flag: &str, cmd: Option<&str>) -> anyhow::Result<AbSide> {
     })
 }
 
-impl AbArgs {
+impl AbArgs {}
+
+impl Command for AbArgs {
     /// The comparison's files and page, and the store both sides are saved into.
-    pub fn effects(&self) -> Effects {
+    fn effects(&self) -> Effects {
         self.measure.effects().sets(&[&self.a_set, &self.b_set])
     }
 
     /// Measure both sides interleaved, save them, compare and write the comparison.
-    pub fn run(self, mut passed: Passed) -> anyhow::Result<i32> {
+    fn run(self, given: Given) -> anyhow::Result<i32> {
+        let mut passed = given.passed;
         let stop = crate::effects::signals::guard_processes()?;
         let (mut sa, mut sb) = (
             side("--a", self.a.as_deref())?,
@@ -164,22 +168,7 @@ impl AbArgs {
             }
         }
         stop.check()?;
-        let (mut na, mut nb) = ("A".to_string(), "B".to_string());
-        let mut saved = None;
-        if let Some(s) = &mut store {
-            // One transaction: a kill at any moment leaves both sides or neither.
-            if let Some(ids) = super::save_or_keep(s, &[&ra, &rb], &stop, &mut late)? {
-                crate::say!(
-                    "oscost: saved A as run {} and B as run {} in {}",
-                    ids[0],
-                    ids[1],
-                    s.shown()
-                );
-                na = format!("A (run {})", ids[0]);
-                nb = format!("B (run {})", ids[1]);
-                saved = Some(format!("runs {} and {} in {}", ids[0], ids[1], s.shown()));
-            }
-        }
+        let (na, nb, saved) = save_sides(store.as_mut(), &ra, &rb, &stop, &mut late)?;
         let mut cmp = compare::compare(&ra, &rb, &na, &nb, &options(&self.compare));
         cmp.alternated = true;
         if plan.reps.decide.is_some() {
@@ -187,21 +176,61 @@ impl AbArgs {
         }
         // --report: the comparison's page (A against B), as `compare --report` draws it.
         if let Some(d) = &self.measure.report {
-            match crate::report::compare_page::render_comparison(&cmp, false) {
-                Ok(page) => match crate::effects::output::write_page(d, &page, &stop) {
-                    Ok(_) => crate::say!(
-                        "oscost: comparison report in {}",
-                        d.join("index.html").display()
-                    ),
-                    Err(e) if e.is::<crate::base::stop::Interrupted>() => {}
-                    Err(e) => late.push(e.to_string()),
-                },
-                Err(e) => late.push(format!("cannot render the comparison: {e}")),
-            }
+            write_comparison_page(&cmp, d, &stop, &mut late);
         }
         super::after_save(&stop, saved.clone())?;
         let verdict = finish(&cmp, &self.compare, &outputs)?;
         super::after_save(&stop, saved)?;
         Ok(verdict.max(conclude(&[&ra, &rb], &late)))
+    }
+}
+
+/// Save both sides in one transaction (a kill at any moment leaves both or neither), said on
+/// stderr: the names the comparison gives them ("A (run 7)") and what was saved, for the
+/// message of a signal that comes after.
+fn save_sides(
+    store: Option<&mut crate::effects::store::Store>,
+    ra: &crate::base::model::Run,
+    rb: &crate::base::model::Run,
+    stop: &crate::base::stop::Stop,
+    late: &mut Vec<String>,
+) -> anyhow::Result<(String, String, Option<String>)> {
+    let Some(s) = store else {
+        return Ok(("A".into(), "B".into(), None));
+    };
+    let Some(ids) = super::save_or_keep(s, &[ra, rb], stop, late)? else {
+        return Ok(("A".into(), "B".into(), None));
+    };
+    crate::say!(
+        "oscost: saved A as run {} and B as run {} in {}",
+        ids[0],
+        ids[1],
+        s.shown()
+    );
+    Ok((
+        format!("A (run {})", ids[0]),
+        format!("B (run {})", ids[1]),
+        Some(format!("runs {} and {} in {}", ids[0], ids[1], s.shown())),
+    ))
+}
+
+/// `--report`: the comparison's page in `dir`, as `compare --report` draws it; a failure is
+/// said in `late`, a signal leaves nothing.
+fn write_comparison_page(
+    cmp: &compare::Comparison,
+    dir: &std::path::Path,
+    stop: &crate::base::stop::Stop,
+    late: &mut Vec<String>,
+) {
+    match crate::report::compare_page::render_comparison(cmp, false) {
+        Ok(page) => match crate::effects::output::write_page(dir, &page, stop) {
+            Ok(_) => crate::say!(
+                "oscost: comparison report in {}",
+                dir.join("index.html").display()
+            ),
+            Err(e) if e.is::<crate::base::stop::Interrupted>() => {}
+            Err(e) => late.push(e.to_string()),
+        },
+        Err(e) => late.push(format!("cannot render the comparison: {e}")),
     }
 }

@@ -6,8 +6,10 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::args::{CompareArgs, OutputArgs, StoreArgs};
+use super::{Command, Given};
 use super::{color, load_run, print_stdout};
 use crate::analysis::compare::{self, Comparison};
+use crate::effects::gate::Effects;
 use crate::{effects::output, report};
 
 #[derive(Debug, Args, Clone)]
@@ -53,10 +55,12 @@ pub struct CompareCmd {
     pub select: super::args::SelectArgs,
 }
 
-impl CompareCmd {
+impl CompareCmd {}
+
+impl Command for CompareCmd {
     /// The comparison's files and page, the run files it reads and the store.
-    pub fn effects(&self) -> crate::effects::gate::Effects {
-        let mut e = crate::effects::gate::Effects::new().store(self.store.db.as_ref());
+    fn effects(&self) -> Effects {
+        let mut e = Effects::new().store(self.store.db.as_ref());
         for r in [&self.base, &self.cand].into_iter().flatten() {
             e = e.reads("a run file", r);
         }
@@ -66,7 +70,7 @@ impl CompareCmd {
     }
 
     /// Compare the two runs and write the comparison.
-    pub fn run(self) -> anyhow::Result<i32> {
+    fn run(self, _: Given) -> anyhow::Result<i32> {
         let stop = crate::effects::signals::on_interrupt()?;
         let (Some(base), Some(cand)) = (&self.base, &self.cand) else {
             let cmp = self.groups()?;

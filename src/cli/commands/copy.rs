@@ -1,7 +1,7 @@
 //! `oscost push RUN... --to STORE` and `oscost import FILE.json...`: copying runs between
 //! stores (a machine's SQLite file into the fleet's PostgreSQL database, or back) and from
 //! result files. Each copy is one transaction in the target: all of the runs or none, and a
-//! run the target already holds (same identity: `store::digest`) is kept once, so a copy repeated after
+//! run the target already holds (same identity: `store::rows::digest`) is kept once, so a copy repeated after
 //! an interruption, or the same run pushed by two hosts, never makes two.
 
 use std::path::PathBuf;
@@ -9,8 +9,10 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::args::StoreArgs;
+use super::{Command, Given};
 use super::{read_store, store_err, usage};
 use crate::base::model::{self, Run};
+use crate::effects::gate::Effects;
 use crate::effects::store::{self, Saved, Store, StoreError};
 
 #[derive(Debug, Args, Clone)]
@@ -72,16 +74,19 @@ fn copy_into(target: &mut Store, runs: &[(String, Run)], verb: &str) -> anyhow::
     shown.map(|()| 0)
 }
 
-impl PushArgs {
+impl PushArgs {}
+
+impl Command for PushArgs {
     /// The store read, and the target written.
-    pub fn effects(&self) -> crate::effects::gate::Effects {
-        crate::effects::gate::Effects::new()
+    fn effects(&self) -> Effects {
+        Effects::new()
             .store(self.store.db.as_ref())
             .saves_other("push's target store", &self.to)
     }
 
     /// Copy the selected runs into the other store.
-    pub fn run(self, mut passed: crate::effects::gate::Passed) -> anyhow::Result<i32> {
+    fn run(self, given: Given) -> anyhow::Result<i32> {
+        let mut passed = given.passed;
         let to = store::classify(self.to.clone()).map_err(store_err)?;
         let mut source = read_store(&self.store)?;
         if to == store::locate(self.store.db.as_deref()).map_err(store_err)? {
@@ -117,10 +122,12 @@ impl PushArgs {
     }
 }
 
-impl ImportArgs {
+impl ImportArgs {}
+
+impl Command for ImportArgs {
     /// The run files read, and the store saved into.
-    pub fn effects(&self) -> crate::effects::gate::Effects {
-        let mut e = crate::effects::gate::Effects::new().saves(self.store.db.as_ref());
+    fn effects(&self) -> Effects {
+        let mut e = Effects::new().saves(self.store.db.as_ref());
         for f in &self.files {
             e = e.reads("a run file", &f.to_string_lossy());
         }
@@ -128,7 +135,8 @@ impl ImportArgs {
     }
 
     /// Read the run files and copy them into the store.
-    pub fn run(self, mut passed: crate::effects::gate::Passed) -> anyhow::Result<i32> {
+    fn run(self, given: Given) -> anyhow::Result<i32> {
+        let mut passed = given.passed;
         // Every run is held at once (one transaction): room for all of them is asked before
         // any is read whole.
         let mut scanned = Vec::new();

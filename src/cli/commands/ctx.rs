@@ -9,6 +9,8 @@ use clap::Args;
 
 use super::args::usage;
 use super::print_stdout;
+use super::{Command, Given};
+use crate::effects::gate::Effects;
 use crate::harness::case::RingOptions;
 use crate::harness::sampler::StopWhen;
 use crate::processes::scheduler::{self, Plan, repetition_plan};
@@ -42,33 +44,6 @@ pub struct CtxArgs {
 }
 
 impl CtxArgs {
-    /// The run's JSON; the store is kept safe though ctx saves nothing.
-    pub fn effects(&self) -> crate::effects::gate::Effects {
-        crate::effects::gate::Effects::new()
-            .store(None)
-            .writes("--json", self.json.as_ref())
-    }
-
-    /// Measure the ring and print its points in xgraph's format.
-    pub fn run(self) -> anyhow::Result<i32> {
-        let stop = crate::effects::signals::guard_processes()?;
-        let max = self.procs.iter().copied().max().unwrap_or(2) * self.parallel;
-        check_fd_limit(max)?;
-        check_memory(&self.sizes, max, super::plan::mem_available_mib())?;
-        let plan = self.plan(max)?;
-        let run = scheduler::execute(&plan, &stop)?;
-        let mut late = Vec::new();
-        if let Some(p) = &self.json
-            && let Err(e) = output::export(&run, &[(p.clone(), Box::new(report::json::Json) as _)])
-        {
-            late.push(e.to_string());
-        }
-        let (text, notes) = report::xgraph::lat_ctx(&run);
-        crate::say_part!("{notes}");
-        print_stdout(&text)?;
-        Ok(super::conclude(&[&run], &late))
-    }
-
     /// switch/ring with lat_ctx's points, the repetitions sized for them.
     fn plan(&self, max: u64) -> anyhow::Result<Plan> {
         let mut request = super::plan::Request::new(vec!["switch/ring".into()]);
@@ -101,6 +76,35 @@ impl CtxArgs {
         // A big ring is slow to set up.
         plan.timeout = plan.timeout.max(Duration::from_secs(60 + 2 * max));
         Ok(plan)
+    }
+}
+
+impl Command for CtxArgs {
+    /// The run's JSON; the store is kept safe though ctx saves nothing.
+    fn effects(&self) -> Effects {
+        Effects::new()
+            .store(None)
+            .writes("--json", self.json.as_ref())
+    }
+
+    /// Measure the ring and print its points in xgraph's format.
+    fn run(self, _: Given) -> anyhow::Result<i32> {
+        let stop = crate::effects::signals::guard_processes()?;
+        let max = self.procs.iter().copied().max().unwrap_or(2) * self.parallel;
+        check_fd_limit(max)?;
+        check_memory(&self.sizes, max, super::plan::mem_available_mib())?;
+        let plan = self.plan(max)?;
+        let run = scheduler::execute(&plan, &stop)?;
+        let mut late = Vec::new();
+        if let Some(p) = &self.json
+            && let Err(e) = output::export(&run, &[(p.clone(), Box::new(report::json::Json) as _)])
+        {
+            late.push(e.to_string());
+        }
+        let (text, notes) = report::xgraph::lat_ctx(&run);
+        crate::say_part!("{notes}");
+        print_stdout(&text)?;
+        Ok(super::conclude(&[&run], &late))
     }
 }
 

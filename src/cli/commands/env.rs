@@ -3,6 +3,8 @@
 use clap::Args;
 
 use super::print_stdout;
+use super::{Command, Given};
+use crate::effects::gate::Effects;
 use crate::harness::clock;
 
 #[derive(Debug, Args, Clone)]
@@ -13,9 +15,14 @@ pub struct EnvArgs {
     pub json: bool,
 }
 
-impl EnvArgs {
+impl Command for EnvArgs {
+    /// It writes only to standard output; the default store is still kept safe.
+    fn effects(&self) -> Effects {
+        Effects::new().store(None)
+    }
+
     /// Describe this machine.
-    pub fn run(self) -> anyhow::Result<i32> {
+    fn run(self, _: Given) -> anyhow::Result<i32> {
         let e = crate::harness::env::collect(Some(clock::calibrate()));
         let text = if self.json {
             serde_json::to_string_pretty(&e)? + "\n"

@@ -19,7 +19,9 @@ use anyhow::Context;
 use clap::Args;
 
 use super::args::usage;
+use super::{Command, Given};
 use crate::analysis::explain::{self, Split};
+use crate::effects::gate::Effects;
 use crate::harness::case::{Cases, Meter};
 use crate::harness::clock::{Monotonic, calibrate};
 use crate::harness::noise::Rusage;
@@ -130,16 +132,40 @@ impl ExplainArgs {
         Ok(plan)
     }
 
+    /// `--json` and `--report`; exit 1 when one could not be written.
+    fn write(&self, out: &Explanation, stop: &crate::base::stop::Stop) -> anyhow::Result<i32> {
+        let mut late = Vec::new();
+        if let Some(j) = &self.json {
+            let bytes = serde_json::to_vec_pretty(out)?;
+            if let Err(e) = crate::effects::output::write_file(j, &bytes) {
+                late.push(e.to_string());
+            }
+        }
+        if let Some(d) = &self.report {
+            let page = crate::report::explain::render_page(out).map_err(anyhow::Error::msg)?;
+            match crate::effects::output::write_page(d, &page, stop) {
+                Ok(_) => crate::say!("oscost: report in {}", d.join("index.html").display()),
+                Err(e) => late.push(e.to_string()),
+            }
+        }
+        for l in &late {
+            crate::say!("oscost: {l}");
+        }
+        Ok(i32::from(!late.is_empty()))
+    }
+}
+
+impl Command for ExplainArgs {
     /// The JSON and the page; the store is kept safe though explain saves nothing.
-    pub fn effects(&self) -> crate::effects::gate::Effects {
-        crate::effects::gate::Effects::new()
+    fn effects(&self) -> Effects {
+        Effects::new()
             .store(None)
             .writes("--json", self.json.as_ref())
             .writes_report("--report", self.report.as_ref())
     }
 
     /// Trace a pass, split its round trips into stages and write what it found.
-    pub fn run(self) -> anyhow::Result<i32> {
+    fn run(self, _: Given) -> anyhow::Result<i32> {
         let stop = crate::effects::signals::guard_processes()?;
         let mut plan = self.plan()?;
         let allowed = plan.opts.allowed.clone();
@@ -213,27 +239,5 @@ impl ExplainArgs {
         };
         super::print_stdout(&crate::report::explain::render_text(&out))?;
         self.write(&out, &stop)
-    }
-
-    /// `--json` and `--report`; exit 1 when one could not be written.
-    fn write(&self, out: &Explanation, stop: &crate::base::stop::Stop) -> anyhow::Result<i32> {
-        let mut late = Vec::new();
-        if let Some(j) = &self.json {
-            let bytes = serde_json::to_vec_pretty(out)?;
-            if let Err(e) = crate::effects::output::write_file(j, &bytes) {
-                late.push(e.to_string());
-            }
-        }
-        if let Some(d) = &self.report {
-            let page = crate::report::explain::render_page(out).map_err(anyhow::Error::msg)?;
-            match crate::effects::output::write_page(d, &page, stop) {
-                Ok(_) => crate::say!("oscost: report in {}", d.join("index.html").display()),
-                Err(e) => late.push(e.to_string()),
-            }
-        }
-        for l in &late {
-            crate::say!("oscost: {l}");
-        }
-        Ok(i32::from(!late.is_empty()))
     }
 }

@@ -4,7 +4,9 @@ use clap::Args;
 
 use super::args::{OutputArgs, StoreArgs, usage};
 use super::load_run;
+use super::{Command, Given};
 use crate::base::model::Run;
+use crate::effects::gate::Effects;
 use crate::effects::output;
 
 #[derive(Debug, Args, Clone)]
@@ -23,18 +25,20 @@ pub struct ExportArgs {
     pub select: super::args::SelectArgs,
 }
 
-impl ExportArgs {
+impl ExportArgs {}
+
+impl Command for ExportArgs {
     /// The files, the run file it reads and the store.
-    pub fn effects(&self) -> crate::effects::gate::Effects {
+    fn effects(&self) -> Effects {
         self.outputs.declare(
-            crate::effects::gate::Effects::new()
+            Effects::new()
                 .store(self.store.db.as_ref())
                 .reads("RUN", &self.run),
         )
     }
 
     /// Write the stored run to the files asked for.
-    pub fn run(self) -> anyhow::Result<i32> {
+    fn run(self, _: Given) -> anyhow::Result<i32> {
         let _stop = crate::effects::signals::on_interrupt()?;
         if self.outputs.paths().is_empty() {
             return Err(usage("export needs --json, --csv or --markdown FILE"));

@@ -4,7 +4,9 @@
 use clap::Args;
 
 use super::args::{StoreArgs, usage};
+use super::{Command, Given};
 use super::{color, print_stdout, read_store, store_err};
+use crate::effects::gate::Effects;
 use crate::{effects::output, report};
 
 #[derive(Debug, Args, Clone)]
@@ -34,37 +36,6 @@ pub struct HistoryArgs {
 }
 
 impl HistoryArgs {
-    /// The page, and the store it reads.
-    pub fn effects(&self) -> crate::effects::gate::Effects {
-        crate::effects::gate::Effects::new()
-            .store(self.store.db.as_ref())
-            .writes_report("--report", self.report.as_ref())
-    }
-
-    /// List the runs, or one benchmark across them with its trend.
-    pub fn run(self) -> anyhow::Result<i32> {
-        let stop = crate::effects::signals::on_interrupt()?;
-        let mut s = read_store(&self.store)?;
-        let sel = self.select.selection();
-        let all = s.list().map_err(store_err)?;
-        let stored = all.len();
-        let runs = sel.apply(all);
-        let text = match self.bench.as_deref() {
-            None if runs.is_empty() && stored > 0 => {
-                let conds: Vec<String> =
-                    self.select.filters.iter().map(|f| f.to_string()).collect();
-                format!(
-                    "none of the {stored} stored runs has {}\n",
-                    crate::base::text::printable(&conds.join(" and "))
-                )
-            }
-            None => report::history::runs(&runs, color()),
-            Some(b) => self.bench_history(&mut s, b, &runs, &stop)?,
-        };
-        print_stdout(&text)?;
-        Ok(0)
-    }
-
     /// One benchmark across the selected runs: its trend, and with --by, --changes and
     /// --report, its groups, level shifts and page.
     fn bench_history(
@@ -129,6 +100,39 @@ impl HistoryArgs {
             }
         }
         Ok(text)
+    }
+}
+
+impl Command for HistoryArgs {
+    /// The page, and the store it reads.
+    fn effects(&self) -> Effects {
+        Effects::new()
+            .store(self.store.db.as_ref())
+            .writes_report("--report", self.report.as_ref())
+    }
+
+    /// List the runs, or one benchmark across them with its trend.
+    fn run(self, _: Given) -> anyhow::Result<i32> {
+        let stop = crate::effects::signals::on_interrupt()?;
+        let mut s = read_store(&self.store)?;
+        let sel = self.select.selection();
+        let all = s.list().map_err(store_err)?;
+        let stored = all.len();
+        let runs = sel.apply(all);
+        let text = match self.bench.as_deref() {
+            None if runs.is_empty() && stored > 0 => {
+                let conds: Vec<String> =
+                    self.select.filters.iter().map(|f| f.to_string()).collect();
+                format!(
+                    "none of the {stored} stored runs has {}\n",
+                    crate::base::text::printable(&conds.join(" and "))
+                )
+            }
+            None => report::history::runs(&runs, color()),
+            Some(b) => self.bench_history(&mut s, b, &runs, &stop)?,
+        };
+        print_stdout(&text)?;
+        Ok(0)
     }
 }
 

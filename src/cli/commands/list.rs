@@ -1,6 +1,8 @@
 //! `oscost list`: every benchmark id with what one sample measures, then the stages
 //! `oscost explain` splits a round trip into, with what each holds.
 
+use super::{Command, Given};
+use crate::effects::gate::Effects;
 use crate::harness::case::Among;
 use clap::Args;
 
@@ -11,9 +13,14 @@ use crate::bench;
 /// `oscost list`'s arguments (none).
 pub struct ListArgs {}
 
-impl ListArgs {
+impl Command for ListArgs {
+    /// It writes only to standard output; the default store is still kept safe.
+    fn effects(&self) -> Effects {
+        Effects::new().store(None)
+    }
+
     /// Print the catalogue.
-    pub fn run(self) -> anyhow::Result<i32> {
+    fn run(self, _: Given) -> anyhow::Result<i32> {
         print_stdout(&list_text())?;
         Ok(0)
     }

@@ -10,8 +10,10 @@ use std::collections::HashMap;
 use clap::Args;
 
 use super::args::{OutputArgs, SelectArgs, StoreArgs, parse_percent};
+use super::{Command, Given};
 use super::{color, exporters, print_stdout, read_store, store_err, usage};
 use crate::analysis::run_to_run::{self, RunLevel, Spread};
+use crate::effects::gate::Effects;
 use crate::{analysis::matrix, effects::output, effects::store, report};
 
 #[derive(Debug, Args, Clone)]
@@ -50,15 +52,35 @@ pub struct MatrixArgs {
 const MAX_COLUMNS: usize = 60;
 
 impl MatrixArgs {
+    /// Write the matrix's files and page, and print its table.
+    fn show(&self, m: &matrix::Matrix, stop: &crate::base::stop::Stop) -> anyhow::Result<i32> {
+        output::export(m, &exporters::<matrix::Matrix>(&self.outputs))?;
+        if let Some(d) = &self.report {
+            let page = report::matrix_page::render_matrix(m)
+                .map_err(|e| anyhow::anyhow!("cannot render the matrix: {e}"))?;
+            output::write_page(d, &page, stop)?;
+            crate::say!("oscost: matrix page in {}", d.join("index.html").display());
+        }
+        let table = report::matrix_views::render_table(m, color());
+        if output::any_stdout(&self.outputs.paths()) {
+            crate::say_part!("{table}");
+        } else {
+            print_stdout(&table)?;
+        }
+        Ok(0)
+    }
+}
+
+impl Command for MatrixArgs {
     /// The matrix's files and page, and the store it reads.
-    pub fn effects(&self) -> crate::effects::gate::Effects {
+    fn effects(&self) -> Effects {
         self.outputs
-            .declare(crate::effects::gate::Effects::new().store(self.store.db.as_ref()))
+            .declare(Effects::new().store(self.store.db.as_ref()))
             .writes_report("--report", self.report.as_ref())
     }
 
     /// Build the matrix and write it.
-    pub fn run(self) -> anyhow::Result<i32> {
+    fn run(self, _: Given) -> anyhow::Result<i32> {
         let stop = crate::effects::signals::on_interrupt()?;
         let mut s = read_store(&self.store)?;
         let sel = self.select.selection();
@@ -96,24 +118,6 @@ impl MatrixArgs {
         }
         name_differences(&mut s, &mut m);
         self.show(&m, &stop)
-    }
-
-    /// Write the matrix's files and page, and print its table.
-    fn show(&self, m: &matrix::Matrix, stop: &crate::base::stop::Stop) -> anyhow::Result<i32> {
-        output::export(m, &exporters::<matrix::Matrix>(&self.outputs))?;
-        if let Some(d) = &self.report {
-            let page = report::matrix_page::render_matrix(m)
-                .map_err(|e| anyhow::anyhow!("cannot render the matrix: {e}"))?;
-            output::write_page(d, &page, stop)?;
-            crate::say!("oscost: matrix page in {}", d.join("index.html").display());
-        }
-        let table = report::matrix_views::render_table(m, color());
-        if output::any_stdout(&self.outputs.paths()) {
-            crate::say_part!("{table}");
-        } else {
-            print_stdout(&table)?;
-        }
-        Ok(0)
     }
 }
 
@@ -290,7 +294,7 @@ impl Columns<'_> {
 }
 
 /// What runs must share for their scatter to be one environment's: host, kernel, wrapper and
-/// the rest of the environment as `store::env_key` hashes it (CPU model, mitigations, THP,
+/// the rest of the environment as `store::rows::env_key` hashes it (CPU model, mitigations, THP,
 /// boot parameters, oscost's version and build), all from the store's summary rows.
 type Environment = (
     Option<String>,
@@ -367,7 +371,7 @@ pub fn spreads_of_runs(
             run.env.hostname.clone(),
             run.env.kernel_release.clone(),
             run.wrapper.clone(),
-            Some(crate::effects::store::env_key(run)),
+            Some(crate::effects::store::rows::env_key(run)),
         );
         for r in &run.results {
             let spread = by_env.get(&(r.id.clone(), env.clone())).copied().flatten();

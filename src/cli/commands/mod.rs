@@ -1,6 +1,7 @@
-//! One module per command, each with its clap argument struct and a `run` that resolves the
-//! arguments, calls the parts below it (the scheduler, the store, `compare`, the report views) and
-//! prints; this file holds what several of them share (the store, loading a run, stdout).
+//! One module per command, each with its clap argument struct and its `Command`: the effects
+//! it declares from its arguments alone, and a `run` that resolves the arguments, calls the
+//! parts below it (the scheduler, the store, `compare`, the report views) and prints; this file
+//! holds the trait and what several commands share (the store, loading a run, stdout).
 
 pub mod ab;
 pub mod args;
@@ -36,6 +37,25 @@ use crate::report::csv::Csv;
 use crate::report::json::Json;
 use crate::report::markdown::Markdown;
 use args::{OutputArgs, SelectArgs, StoreArgs, usage};
+
+/// One command of the command line. A new command is its module with this impl, and one arm
+/// in `cli::Verb::command`; the gate (`effects`) cannot be skipped, because the one place that
+/// runs a command (`cli::Cli::dispatch`) asks for its effects and passes the gate first.
+pub trait Command {
+    /// What it will write and read, declared from its arguments alone, before any work.
+    fn effects(&self) -> crate::effects::gate::Effects;
+    /// Run it, once the gate has passed.
+    fn run(self, given: Given) -> anyhow::Result<i32>;
+}
+
+/// What a command is handed once the gate has passed.
+pub struct Given {
+    /// What the gate proved and prepared: the store saved into, the kernel settings.
+    pub passed: crate::effects::gate::Passed,
+    /// The whole command line's clap tree (completions and the manual page are made from
+    /// it), built only when asked.
+    pub cli: fn() -> clap::Command,
+}
 
 /// Whether to color: a terminal and no NO_COLOR (https://no-color.org: any non-empty value).
 pub fn use_color(stream_is_tty: bool) -> bool {

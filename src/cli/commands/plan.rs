@@ -332,14 +332,14 @@ pub use crate::harness::os::mem_available_mib;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::{Cli, Command};
+    use crate::cli::{Cli, Verb};
     use clap::Parser;
 
     /// The request `oscost run ARGV` makes.
     fn args(argv: &[&str]) -> Request {
         let full: Vec<&str> = ["oscost", "run"].iter().chain(argv).copied().collect();
         match Cli::try_parse_from(full).unwrap().command {
-            Some(Command::Run(a)) => a.request(),
+            Some(Verb::Run(a)) => a.request(),
             _ => unreachable!("a run command line"),
         }
     }

@@ -20,11 +20,12 @@ use std::time::Instant;
 use clap::Args;
 
 use super::args::{StoreArgs, split_command, usage};
+use super::{Command, Given};
 use super::{check_program, saving_store};
 use crate::analysis::predict::{self as model, Price};
 use crate::base::model::Run;
 use crate::base::stats;
-use crate::effects::gate::{Effects, Passed};
+use crate::effects::gate::Effects;
 use crate::effects::store::Store;
 use crate::harness::syscount::{self, ProgramCounts};
 use crate::processes::program::{self, ProcessTimer, Rounds, RoundsEnd};
@@ -373,9 +374,11 @@ fn output(
     }
 }
 
-impl PredictArgs {
+impl PredictArgs {}
+
+impl Command for PredictArgs {
     /// The prediction's JSON and page, and the store both sides are saved into.
-    pub fn effects(&self) -> Effects {
+    fn effects(&self) -> Effects {
         Effects::new()
             .writes("--json", self.json.as_ref())
             .writes_report("--report", self.report.as_ref())
@@ -383,7 +386,8 @@ impl PredictArgs {
     }
 
     /// Count, price, predict, measure, and write the prediction.
-    pub fn run(self, mut passed: Passed) -> anyhow::Result<i32> {
+    fn run(self, given: Given) -> anyhow::Result<i32> {
+        let mut passed = given.passed;
         let stop = crate::effects::signals::guard_processes()?;
         let wrapper = split_command("--under", &self.under).map_err(|e| usage(e.0))?;
         if wrapper.is_empty() {

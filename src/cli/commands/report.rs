@@ -6,6 +6,8 @@ use clap::Args;
 
 use super::args::StoreArgs;
 use super::load_run;
+use super::{Command, Given};
+use crate::effects::gate::Effects;
 use crate::{bench, effects::output, report};
 
 #[derive(Debug, Args, Clone)]
@@ -27,17 +29,19 @@ pub struct ReportArgs {
     pub select: super::args::SelectArgs,
 }
 
-impl ReportArgs {
+impl ReportArgs {}
+
+impl Command for ReportArgs {
     /// The page's directory, the run file it reads and the store.
-    pub fn effects(&self) -> crate::effects::gate::Effects {
-        crate::effects::gate::Effects::new()
+    fn effects(&self) -> Effects {
+        Effects::new()
             .store(self.store.db.as_ref())
             .reads("RUN", &self.run)
             .writes_report("-o", Some(&self.out))
     }
 
     /// Write the stored run's page.
-    pub fn run(self) -> anyhow::Result<i32> {
+    fn run(self, _: Given) -> anyhow::Result<i32> {
         let stop = crate::effects::signals::on_interrupt()?;
         let (run, name) = load_run(&self.run, &self.store, &self.select)?;
         let page = report::html::render_run(&run, &bench::curves(), &bench::ladder(), self.png)

@@ -3,15 +3,16 @@
 //! run it through the scheduler; save the run, write the exports, print the table and write
 //! the report. `--runs N` measures N runs apart, each saved as it ends.
 
-use crate::base::model::{Note, NoteKind};
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
 
 use super::args::{OutputArgs, StoreArgs, parse_percent, parse_seconds, parse_size_mib, usage};
+use super::{Command, Given};
 use super::{conclude, print_table, saving_store};
 use crate::base::model::Run;
+use crate::base::model::{Note, NoteKind};
 use crate::bench;
 use crate::effects::gate::{Effects, Passed};
 use crate::processes::scheduler;
@@ -184,16 +185,19 @@ impl RunArgs {
             ..self.measure.request()
         }
     }
+}
 
+impl Command for RunArgs {
     /// What `run` writes and reads, and the kernel settings it changes, for the gate.
-    pub fn effects(&self) -> Effects {
+    fn effects(&self) -> Effects {
         self.measure.effects().sets(&[&self.set])
     }
 
     /// Measure, then save, export, print and report. Everything that can be refused is
     /// refused before measuring (exit 2); after measuring, one step failing does not stop the
     /// others (exit 1, naming it); a signal before the save commits discards the run (128+N).
-    pub fn run(self, mut passed: Passed) -> anyhow::Result<i32> {
+    fn run(self, given: Given) -> anyhow::Result<i32> {
+        let mut passed = given.passed;
         let stop = crate::effects::signals::guard_processes()?;
         let mut plan = super::plan::build(&self.request())?;
         // Kernel settings: checked, guarded and tried before measuring; applied now and put
@@ -214,23 +218,7 @@ impl RunArgs {
         }
         let under = |run: &mut Run| {
             if let Some((_, given, before)) = &kernel {
-                run.settings = given.clone();
-                // The label is what history, matrix and the pages title a run by: it says the
-                // settings too (as `ab` labels its sides).
-                let set = format!("set {}", given.join(" "));
-                run.label = Some(match run.label.take() {
-                    Some(l) => format!("{l} ({set})"),
-                    None => set,
-                });
-                run.env.settings = before.clone();
-                run.notes.push(Note::new(
-                    NoteKind::Settings,
-                    format!(
-                        "measured under {} (set by oscost, read back, {} s settle, put back after)",
-                        given.join(" "),
-                        self.measure.settle
-                    ),
-                ));
+                measured_under(run, given, before, self.measure.settle);
             }
         };
         if self.runs > 1 {
@@ -285,6 +273,32 @@ impl RunArgs {
         super::after_save(&stop, saved)?;
         Ok(conclude(&[&result], &late))
     }
+}
+
+/// Mark `run` as measured under the kernel settings `given` (`settle` seconds after each was
+/// written), with every catalogue value as it was before (`before`).
+fn measured_under(
+    run: &mut Run,
+    given: &[String],
+    before: &std::collections::BTreeMap<String, String>,
+    settle: f64,
+) {
+    run.settings = given.to_vec();
+    // The label is what history, matrix and the pages title a run by: it says the settings
+    // too (as `ab` labels its sides).
+    let set = format!("set {}", given.join(" "));
+    run.label = Some(match run.label.take() {
+        Some(l) => format!("{l} ({set})"),
+        None => set,
+    });
+    run.env.settings = before.clone();
+    run.notes.push(Note::new(
+        NoteKind::Settings,
+        format!(
+            "measured under {} (set by oscost, read back, {settle} s settle, put back after)",
+            given.join(" "),
+        ),
+    ));
 }
 
 impl RunArgs {

@@ -10,6 +10,8 @@ use clap::Args;
 
 use super::args::usage;
 use super::print_stdout;
+use super::{Command, Given};
+use crate::effects::gate::Effects;
 use crate::processes::scheduler;
 use crate::{effects::output, report};
 
@@ -33,13 +35,6 @@ pub struct ScaleArgs {
 }
 
 impl ScaleArgs {
-    /// The run's JSON; the store is kept safe though scale saves nothing.
-    pub fn effects(&self) -> crate::effects::gate::Effects {
-        crate::effects::gate::Effects::new()
-            .store(None)
-            .writes("--json", self.json.as_ref())
-    }
-
     /// The catalogue id of the case asked for.
     fn id(&self) -> anyhow::Result<&'static str> {
         let name = self.case.trim().trim_end_matches('/');
@@ -60,9 +55,18 @@ impl ScaleArgs {
             ))
         })
     }
+}
+
+impl Command for ScaleArgs {
+    /// The run's JSON; the store is kept safe though scale saves nothing.
+    fn effects(&self) -> Effects {
+        Effects::new()
+            .store(None)
+            .writes("--json", self.json.as_ref())
+    }
 
     /// Measure the case at each count of copies and print will-it-scale's table.
-    pub fn run(self) -> anyhow::Result<i32> {
+    fn run(self, _: Given) -> anyhow::Result<i32> {
         let stop = crate::effects::signals::guard_processes()?;
         let id = self.id()?;
         let mut request = super::plan::Request::new(vec![id.to_string()]);

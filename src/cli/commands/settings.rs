@@ -7,15 +7,22 @@
 use clap::Args;
 
 use super::print_stdout;
+use super::{Command, Given};
+use crate::effects::gate::Effects;
 use crate::harness::settings::{self, Scope};
 
 #[derive(Debug, Args, Clone)]
 /// `oscost settings`'s arguments (none).
 pub struct SettingsArgs {}
 
-impl SettingsArgs {
+impl Command for SettingsArgs {
+    /// It writes only to standard output; the default store is still kept safe.
+    fn effects(&self) -> Effects {
+        Effects::new().store(None)
+    }
+
     /// Print the settings catalogue as this machine has it.
-    pub fn run(self) -> anyhow::Result<i32> {
+    fn run(self, _: Given) -> anyhow::Result<i32> {
         print_stdout(&table())?;
         Ok(0)
     }

@@ -4,6 +4,8 @@
 use clap::Args;
 
 use super::print_stdout;
+use super::{Command, Given};
+use crate::effects::gate::Effects;
 
 #[derive(Debug, Args, Clone)]
 /// `oscost completions`'s arguments.
@@ -14,9 +16,15 @@ pub struct CompletionsArgs {
     pub shell: clap_complete::Shell,
 }
 
-impl CompletionsArgs {
+impl Command for CompletionsArgs {
+    /// It writes only to standard output; the default store is still kept safe.
+    fn effects(&self) -> Effects {
+        Effects::new().store(None)
+    }
+
     /// `cli`: the whole command line's definition (`cli.rs` hands it down).
-    pub fn run(self, mut cli: clap::Command) -> anyhow::Result<i32> {
+    fn run(self, given: Given) -> anyhow::Result<i32> {
+        let mut cli = (given.cli)();
         let mut out = Vec::new();
         clap_complete::generate(self.shell, &mut cli, "oscost", &mut out);
         print_stdout(&String::from_utf8_lossy(&out))?;
@@ -28,9 +36,15 @@ impl CompletionsArgs {
 /// `oscost man`'s arguments (none).
 pub struct ManArgs {}
 
-impl ManArgs {
+impl Command for ManArgs {
+    /// It writes only to standard output; the default store is still kept safe.
+    fn effects(&self) -> Effects {
+        Effects::new().store(None)
+    }
+
     /// The page in roff: `oscost man | man -l -`, or save it as oscost.1 on $MANPATH.
-    pub fn run(self, cli: clap::Command) -> anyhow::Result<i32> {
+    fn run(self, given: Given) -> anyhow::Result<i32> {
+        let cli = (given.cli)();
         print_stdout(&man_page(cli)?)?;
         Ok(0)
     }

@@ -3,7 +3,9 @@
 use clap::Args;
 
 use super::args::StoreArgs;
+use super::{Command, Given};
 use super::{color, load_run, print_stdout};
+use crate::effects::gate::Effects;
 
 #[derive(Debug, Args, Clone)]
 /// `oscost show`'s arguments.
@@ -24,16 +26,18 @@ pub struct ShowArgs {
     pub wide: bool,
 }
 
-impl ShowArgs {
+impl ShowArgs {}
+
+impl Command for ShowArgs {
     /// The run file it reads and the store; nothing is written.
-    pub fn effects(&self) -> crate::effects::gate::Effects {
-        crate::effects::gate::Effects::new()
+    fn effects(&self) -> Effects {
+        Effects::new()
             .store(self.store.db.as_ref())
             .reads("RUN", &self.run)
     }
 
     /// Print the stored run as `run` would.
-    pub fn run(self) -> anyhow::Result<i32> {
+    fn run(self, _: Given) -> anyhow::Result<i32> {
         let (run, name) = load_run(&self.run, &self.store, &self.select)?;
         crate::say!("oscost: {name}, started {}", run.started_at);
         print_stdout(&crate::report::table::render(

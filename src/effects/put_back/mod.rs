@@ -217,6 +217,36 @@ pub fn guard_main(args: &[String]) -> i32 {
     };
     // SAFETY: the descriptor was left open for us by the oscost that started us.
     let socket = unsafe { OwnedFd::from_raw_fd(fd) };
+    become_guard();
+    if nix::unistd::write(&socket, b"ready").is_err() {
+        return 0;
+    }
+    let mut kept: Vec<(Change, Option<OwnedFd>)> = Vec::new();
+    let mut buf = vec![0u8; MAX_ORDER_BYTES];
+    while !TERMINATED.load(std::sync::atomic::Ordering::SeqCst) {
+        let (n, fds) = match receive(&socket, &mut buf) {
+            Received::Message(n, fds) => (n, fds),
+            Received::Again => continue,
+            Received::Gone => break,
+        };
+        match serde_json::from_slice::<Order>(&buf[..n]) {
+            Ok(Order::Keep(c)) => {
+                kept.push((c, fds.into_iter().next()));
+                let _ = nix::unistd::write(&socket, b"kept");
+            }
+            Ok(Order::Release) => return 0,
+            Err(_) => {
+                let _ = nix::unistd::write(&socket, b"not understood");
+            }
+        }
+    }
+    put_back_all(kept);
+    0
+}
+
+/// This process as the guard: named, deaf to a terminal's signals, SIGTERM put-back-and-exit
+/// (the handler interrupts the wait: no SA_RESTART), and never the one memory pressure kills.
+fn become_guard() {
     // SAFETY: prctl with a static name; signal dispositions of our own process.
     unsafe {
         libc::prctl(libc::PR_SET_NAME, c"oscost-guard".as_ptr(), 0, 0, 0);
@@ -224,8 +254,7 @@ pub fn guard_main(args: &[String]) -> i32 {
             libc::signal(sig, libc::SIG_IGN);
         }
     }
-    // SIGTERM (a shutdown, `pkill oscost`) puts everything back: the handler interrupts the
-    // wait (no SA_RESTART).
+    // SIGTERM (a shutdown, `pkill oscost`) puts everything back.
     let action = nix::sys::signal::SigAction::new(
         nix::sys::signal::SigHandler::Handler(on_term),
         nix::sys::signal::SaFlags::empty(),
@@ -239,53 +268,49 @@ pub fn guard_main(args: &[String]) -> i32 {
         std::path::Path::new("/proc/self/oom_score_adj"),
         "-1000",
     );
-    if nix::unistd::write(&socket, b"ready").is_err() {
-        return 0;
-    }
-    let mut kept: Vec<(Change, Option<OwnedFd>)> = Vec::new();
-    let mut buf = vec![0u8; MAX_ORDER_BYTES];
-    loop {
-        if TERMINATED.load(std::sync::atomic::Ordering::SeqCst) {
-            break;
-        }
-        let mut space = nix::cmsg_space!([RawFd; 4]);
-        let mut iov = [std::io::IoSliceMut::new(&mut buf)];
-        let got = recvmsg::<()>(
-            socket.as_raw_fd(),
-            &mut iov,
-            Some(&mut space),
-            MsgFlags::MSG_CMSG_CLOEXEC,
-        );
-        let (n, fds) = match got {
-            Ok(msg) => {
-                let mut fds: Vec<OwnedFd> = Vec::new();
-                if let Ok(cmsgs) = msg.cmsgs() {
-                    for c in cmsgs {
-                        if let ControlMessageOwned::ScmRights(r) = c {
-                            // SAFETY: descriptors just received are ours alone.
-                            fds.extend(r.into_iter().map(|f| unsafe { OwnedFd::from_raw_fd(f) }));
-                        }
+}
+
+/// What one wait on the socket gave.
+enum Received {
+    /// An order of this many bytes, with the descriptors passed beside it.
+    Message(usize, Vec<OwnedFd>),
+    /// A signal interrupted the wait.
+    Again,
+    /// oscost is gone (the socket closed or failed).
+    Gone,
+}
+
+/// Wait for oscost's next order.
+fn receive(socket: &OwnedFd, buf: &mut [u8]) -> Received {
+    let mut space = nix::cmsg_space!([RawFd; 4]);
+    let mut iov = [std::io::IoSliceMut::new(buf)];
+    let got = recvmsg::<()>(
+        socket.as_raw_fd(),
+        &mut iov,
+        Some(&mut space),
+        MsgFlags::MSG_CMSG_CLOEXEC,
+    );
+    match got {
+        Ok(msg) if msg.bytes == 0 => Received::Gone,
+        Ok(msg) => {
+            let mut fds: Vec<OwnedFd> = Vec::new();
+            if let Ok(cmsgs) = msg.cmsgs() {
+                for c in cmsgs {
+                    if let ControlMessageOwned::ScmRights(r) = c {
+                        // SAFETY: descriptors just received are ours alone.
+                        fds.extend(r.into_iter().map(|f| unsafe { OwnedFd::from_raw_fd(f) }));
                     }
                 }
-                (msg.bytes, fds)
             }
-            Err(nix::errno::Errno::EINTR) => continue,
-            Err(_) => break,
-        };
-        if n == 0 {
-            break; // oscost is gone
+            Received::Message(msg.bytes, fds)
         }
-        match serde_json::from_slice::<Order>(&buf[..n]) {
-            Ok(Order::Keep(c)) => {
-                kept.push((c, fds.into_iter().next()));
-                let _ = nix::unistd::write(&socket, b"kept");
-            }
-            Ok(Order::Release) => return 0,
-            Err(_) => {
-                let _ = nix::unistd::write(&socket, b"not understood");
-            }
-        }
+        Err(nix::errno::Errno::EINTR) => Received::Again,
+        Err(_) => Received::Gone,
     }
+}
+
+/// Put back every change kept, newest first, removing the state of each put back.
+fn put_back_all(kept: Vec<(Change, Option<OwnedFd>)>) {
     for (change, lock) in kept.into_iter().rev() {
         match change {
             Change::File {
@@ -312,5 +337,4 @@ pub fn guard_main(args: &[String]) -> i32 {
         }
         drop(lock);
     }
-    0
 }

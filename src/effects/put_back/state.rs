@@ -314,28 +314,9 @@ pub fn hold(
     let boot = boot_id();
     // A few tries: a state found untrusted is moved aside, one removed under us is made anew.
     for _ in 0..8 {
-        let mut f = match open_state(&path, true) {
-            Ok(f) => f,
-            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-                said.push(ignore(&path, "a link"));
-                continue;
-            }
-            Err(e) if matches!(e.raw_os_error(), Some(libc::EISDIR | libc::ENXIO)) => {
-                said.push(ignore(&path, "not a regular file"));
-                continue;
-            }
-            Err(e) => {
-                return Err(StateError::Unusable(format!(
-                    "cannot open {}: {e}",
-                    path.display()
-                )));
-            }
-        };
-        if let Some(why) = untrusted(&f) {
-            drop(f);
-            said.push(ignore(&path, &why));
+        let Some(mut f) = open_to_hold(&path, said)? else {
             continue;
-        }
+        };
         if !try_lock(&f) {
             let holder = read_capped(&mut f)
                 .ok()
@@ -349,18 +330,12 @@ pub fn hold(
         if f.metadata().map_or(true, |m| m.nlink() == 0) {
             continue; // removed by its last holder between our open and our lock
         }
-        let text = read_capped(&mut f).unwrap_or_default();
-        let adopted = if text.is_empty() {
-            None
-        } else {
-            match trusted_record(&text, &name) {
-                Ok(r) if r.boot == boot => Some(r.original),
-                Ok(_) => None, // another boot's: the reboot reset what it changed
-                Err(why) => {
-                    drop(f);
-                    said.push(ignore(&path, &why));
-                    continue;
-                }
+        let adopted = match recorded_original(&mut f, &name, &boot) {
+            Ok(a) => a,
+            Err(why) => {
+                drop(f);
+                said.push(ignore(&path, &why));
+                continue;
             }
         };
         let original = match adopted {
@@ -398,6 +373,52 @@ pub fn hold(
     )))
 }
 
+/// The state at `path` opened (made if absent) for `hold`; `None`, said in `said`, when what
+/// is there is not to be trusted (a link, not a regular file, not root's): the caller tries
+/// again, and a state moved aside is made anew.
+fn open_to_hold(path: &Path, said: &mut Vec<String>) -> Result<Option<std::fs::File>, StateError> {
+    let f = match open_state(path, true) {
+        Ok(f) => f,
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            said.push(ignore(path, "a link"));
+            return Ok(None);
+        }
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EISDIR | libc::ENXIO)) => {
+            said.push(ignore(path, "not a regular file"));
+            return Ok(None);
+        }
+        Err(e) => {
+            return Err(StateError::Unusable(format!(
+                "cannot open {}: {e}",
+                path.display()
+            )));
+        }
+    };
+    if let Some(why) = untrusted(&f) {
+        drop(f);
+        said.push(ignore(path, &why));
+        return Ok(None);
+    }
+    Ok(Some(f))
+}
+
+/// The original a killed oscost's state (locked by us now) recorded in this boot, which is the
+/// true one (the file may still hold that oscost's value); `None` for an empty state or one of
+/// another boot (the reboot reset what it changed); `Err` (why) for a record not to be
+/// trusted.
+fn recorded_original(
+    f: &mut std::fs::File,
+    name: &str,
+    boot: &str,
+) -> Result<Option<String>, String> {
+    let text = read_capped(f).unwrap_or_default();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let r = trusted_record(&text, name)?;
+    Ok((r.boot == boot).then_some(r.original))
+}
+
 /// Put back what oscosts that died with their guards left changed; the lines say what was put
 /// back, what could not be (kept, said again next time) and what was ignored.
 pub fn recover() -> Vec<String> {
@@ -417,70 +438,75 @@ pub fn recover() -> Vec<String> {
     };
     let boot = boot_id();
     for e in entries.flatten() {
-        let path = e.path();
         let name = e.file_name().to_string_lossy().into_owned();
-        let mut f = match open_state(&path, false) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => {
-                let why = match e.raw_os_error() {
-                    Some(libc::ELOOP) => "a link".to_string(),
-                    Some(libc::EISDIR | libc::ENXIO) => "not a regular file".to_string(),
-                    _ => e.to_string(),
-                };
-                said.push(ignore(&path, &why));
-                continue;
-            }
-        };
-        if let Some(why) = untrusted(&f) {
-            drop(f);
-            said.push(ignore(&path, &why));
-            continue;
-        }
-        if !try_lock(&f) || f.metadata().map_or(true, |m| m.nlink() == 0) {
-            continue; // a live oscost (or its guard) holds it, or it is already gone
-        }
-        let text = read_capped(&mut f).unwrap_or_default();
-        if text.is_empty() {
-            // Killed between making the state and recording it: nothing was changed yet.
-            unlink_if_same(&path, f.as_fd());
-            continue;
-        }
-        let mut record = match trusted_record(&text, &name) {
-            Ok(r) => r,
-            Err(why) => {
-                drop(f);
-                said.push(ignore(&path, &why));
-                continue;
-            }
-        };
-        let shown = format!("{}={}", record.file.display(), record.original);
-        if record.boot != boot {
-            unlink_if_same(&path, f.as_fd());
-            said.push(format!(
-                "not putting back {shown}: it was recorded before the last boot, which reset it"
-            ));
-            continue;
-        }
-        match crate::harness::settings::write_file(&record.file, &record.original) {
-            Ok(()) => {
-                unlink_if_same(&path, f.as_fd());
-                said.push(format!(
-                    "put back {shown}, which an oscost killed with its guard had changed ({})",
-                    record.holder
-                ));
-            }
-            Err(e) => {
-                said.push(format!(
-                    "could not put back {shown} ({e}); its state is kept in {} and every oscost command tries again",
-                    path.display()
-                ));
-                record.unput = Some(e.to_string());
-                let _ = write_record(&mut f, &record);
-            }
-        }
+        recover_one(&e.path(), &name, &boot, &mut said);
     }
     said
+}
+
+/// Put back what the state at `path` (named `name`) records, if no live oscost holds it and
+/// it was recorded in this boot (`boot`); what happened goes to `said`.
+fn recover_one(path: &Path, name: &str, boot: &str, said: &mut Vec<String>) {
+    let mut f = match open_state(path, false) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+        Err(e) => {
+            let why = match e.raw_os_error() {
+                Some(libc::ELOOP) => "a link".to_string(),
+                Some(libc::EISDIR | libc::ENXIO) => "not a regular file".to_string(),
+                _ => e.to_string(),
+            };
+            said.push(ignore(path, &why));
+            return;
+        }
+    };
+    if let Some(why) = untrusted(&f) {
+        drop(f);
+        said.push(ignore(path, &why));
+        return;
+    }
+    if !try_lock(&f) || f.metadata().map_or(true, |m| m.nlink() == 0) {
+        return; // a live oscost (or its guard) holds it, or it is already gone
+    }
+    let text = read_capped(&mut f).unwrap_or_default();
+    if text.is_empty() {
+        // Killed between making the state and recording it: nothing was changed yet.
+        unlink_if_same(path, f.as_fd());
+        return;
+    }
+    let mut record = match trusted_record(&text, name) {
+        Ok(r) => r,
+        Err(why) => {
+            drop(f);
+            said.push(ignore(path, &why));
+            return;
+        }
+    };
+    let shown = format!("{}={}", record.file.display(), record.original);
+    if record.boot != boot {
+        unlink_if_same(path, f.as_fd());
+        said.push(format!(
+            "not putting back {shown}: it was recorded before the last boot, which reset it"
+        ));
+        return;
+    }
+    match crate::harness::settings::write_file(&record.file, &record.original) {
+        Ok(()) => {
+            unlink_if_same(path, f.as_fd());
+            said.push(format!(
+                "put back {shown}, which an oscost killed with its guard had changed ({})",
+                record.holder
+            ));
+        }
+        Err(e) => {
+            said.push(format!(
+                "could not put back {shown} ({e}); its state is kept in {} and every oscost command tries again",
+                path.display()
+            ));
+            record.unput = Some(e.to_string());
+            let _ = write_record(&mut f, &record);
+        }
+    }
 }
 
 /// States an oscost before this one kept in the user's data directory: never written from (a

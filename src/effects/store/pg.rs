@@ -10,7 +10,8 @@
 use postgres::error::SqlState;
 use postgres::{Client, NoTls};
 
-use super::{Backend, Encoded, Fetched, ResultRow, SCHEMA, Saved, StoreError};
+use super::rows::{Encoded, Fetched};
+use super::{Backend, ResultRow, SCHEMA, Saved, StoreError};
 use crate::base::model::{HistoryPoint, RunSummary};
 
 pub struct Pg {

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{Backend, Encoded, Fetched, ResultRow, SCHEMA, Saved, StoreError};
+use super::rows::{Encoded, Fetched};
+use super::{Backend, ResultRow, SCHEMA, Saved, StoreError};
 use crate::base::model::{HistoryPoint, RunSummary};
 
 /// A symbolic link that leads nowhere (dangling, or a loop) is said as what it is: SQLite would

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::base::stop::{Interrupted, Stop};
 
+use super::rows::{digest, env_key};
 use super::*;
 use crate::base::model::testdata;
 

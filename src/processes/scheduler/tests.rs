@@ -1,6 +1,8 @@
 //! Tests of `scheduler`.
 
+use super::sides::Repeater;
 use super::*;
+use crate::base::stop::Interrupted;
 use std::cell::RefCell;
 
 use crate::harness::case::BenchError;

@@ -401,7 +401,7 @@ fn a_run_stored_with_bare_word_notes_loads_and_prints_as_before() {
         words(&mut r["notes"]);
     }
     assert!(v["results"][0]["notes"][0].is_string());
-    let old = crate::base::model::run_from_json(&v.to_string(), "v2.json").unwrap();
+    let old = crate::base::model::load::run_from_json(&v.to_string(), "v2.json").unwrap();
     for (was, now) in run.results.iter().zip(&old.results) {
         assert_eq!(was.notes, now.notes, "{}", was.id);
     }

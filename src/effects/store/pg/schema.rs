@@ -250,14 +250,14 @@ fn recompute_identities(tx: &mut postgres::Transaction) -> Result<(), postgres::
                 Fetched::Compact { run_z, samples }
             }
         };
-        match crate::effects::store::decode(id, fetched, false) {
+        match crate::effects::store::rows::decode(id, fetched, false) {
             Ok(run) => {
                 tx.execute(
                     "UPDATE oscost.runs SET digest = $2, env_key = $3 WHERE id = $1",
                     &[
                         &id,
-                        &crate::effects::store::digest(&run),
-                        &crate::effects::store::env_key(&run),
+                        &crate::effects::store::rows::digest(&run),
+                        &crate::effects::store::rows::env_key(&run),
                     ],
                 )?;
             }

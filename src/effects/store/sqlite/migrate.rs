@@ -99,13 +99,13 @@ impl Sqlite {
                 .collect::<Result<_, _>>()?
         };
         for (id, json) in &old {
-            let Ok(run) = model::parse_run(json, &format!("stored run {id}")) else {
+            let Ok(run) = model::load::parse_run(json, &format!("stored run {id}")) else {
                 // Kept as it is (read as JSON, as before) rather than blocking every
                 // other run's migration; said once, here.
                 skipped(*id, "it cannot be read as a run");
                 continue;
             };
-            let e = crate::effects::store::encode(&run)?;
+            let e = crate::effects::store::rows::encode(&run)?;
             self.conn.execute(
                 "UPDATE runs SET run_json = '', run_z = ?2 WHERE id = ?1",
                 params![id, e.run_z],
@@ -137,12 +137,12 @@ impl Sqlite {
         for id in ids {
             let run = self
                 .fetch_compact(id, true)?
-                .map(|f| crate::effects::store::decode(id, f, false));
+                .map(|f| crate::effects::store::rows::decode(id, f, false));
             match run {
                 Some(Ok(run)) => {
                     self.conn.execute(
                         "UPDATE runs SET digest = ?2 WHERE id = ?1",
-                        params![id, crate::effects::store::digest(&run)],
+                        params![id, crate::effects::store::rows::digest(&run)],
                     )?;
                 }
                 Some(Err(e)) => skipped(id, &e.to_string()),
@@ -154,9 +154,9 @@ impl Sqlite {
         Ok(())
     }
 
-    /// Schema 5: each run's environment key (`store::env_key`), so that the run-to-run spread is learned from runs of one environment only.
+    /// Schema 5: each run's environment key (`store::rows::env_key`), so that the run-to-run spread is learned from runs of one environment only.
     fn compute_env_keys(&self) -> Result<(), StoreError> {
-        // Each run's environment key (`store::env_key`), so that the run-to-run spread is
+        // Each run's environment key (`store::rows::env_key`), so that the run-to-run spread is
         // learned from runs of one environment only.
         let has: bool = self.conn.query_row(
             "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'env_key'",
@@ -174,12 +174,12 @@ impl Sqlite {
         for id in ids {
             match self
                 .fetch_compact(id, false)?
-                .map(|f| crate::effects::store::decode(id, f, false))
+                .map(|f| crate::effects::store::rows::decode(id, f, false))
             {
                 Some(Ok(run)) => {
                     self.conn.execute(
                         "UPDATE runs SET env_key = ?2 WHERE id = ?1",
-                        params![id, crate::effects::store::env_key(&run)],
+                        params![id, crate::effects::store::rows::env_key(&run)],
                     )?;
                 }
                 Some(Err(e)) => skipped(id, &e.to_string()),

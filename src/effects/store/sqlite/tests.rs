@@ -119,7 +119,7 @@ fn a_first_schema_store_is_migrated_in_place_to_compact_samples_and_digests() {
     let mut s = Store::open(&Location::File(p.clone())).unwrap();
     let (back, d) = s.load_with_digest(1).unwrap();
     assert_eq!(back.results, run.results);
-    assert_eq!(d, Some(super::super::digest(&run)));
+    assert_eq!(d, Some(super::super::rows::digest(&run)));
     // A new save is compact too and loads back equal.
     let id = s.save(&run).unwrap();
     assert_eq!(s.load(id).unwrap().results, run.results);
@@ -153,7 +153,10 @@ fn schema_3_identities_are_recomputed_and_an_unreadable_run_is_kept_not_blocking
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    assert_eq!(digests, vec![super::super::digest(&run), "schema-3".into()]);
+    assert_eq!(
+        digests,
+        vec![super::super::rows::digest(&run), "schema-3".into()]
+    );
     // Schema 5's environment key, filled in for the run that can be read.
     let keys: Vec<Option<String>> = s
         .conn
@@ -163,7 +166,7 @@ fn schema_3_identities_are_recomputed_and_an_unreadable_run_is_kept_not_blocking
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    assert_eq!(keys[0], Some(super::super::env_key(&run)));
+    assert_eq!(keys[0], Some(super::super::rows::env_key(&run)));
     drop(s);
     // The unreadable run is still there, still refused with its id, and the other loads.
     let mut s = Store::open_existing(&Location::File(p)).unwrap();

@@ -63,7 +63,9 @@ tmp, runs = sys.argv[1], int(sys.argv[2])
 by_id = {}; moved = 0; per_run = []
 for r in range(1, runs + 1):
     run = json.load(open(f"{tmp}/run{r}.json"))
-    moved += any(n["kind"] == "machine_speed" for n in run.get("notes", []))
+    # Notes are objects with a kind since schema 3; bare words before (an older build).
+    moved += any(n["kind"] == "machine_speed" if isinstance(n, dict)
+                 else n.startswith("the machine changed speed") for n in run.get("notes", []))
     per_run.append({})
     for x in run["results"]:
         if x["status"]["state"] == "ok" and x["stats"]:

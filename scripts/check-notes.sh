@@ -62,7 +62,8 @@ for i in range(1, k + 1):
     departing = sum(1 for r in run["results"] for rep in r.get("repetitions", [])
                     if rep.get("departs_pct") is not None)
     with_note = [r["id"] for r in run["results"]
-                 if any(n["kind"] in ("departure", "two_levels") for n in r["notes"])]
+                 if any(n["kind"] in ("departure", "two_levels") if isinstance(n, dict)
+                        else n.startswith((NOTE, LEVELS)) for n in r["notes"])]
     # Said with the result: a numbered note, or a `rep K +X%` flag on its row.
     shown = [rid for rid in with_note
              if re.search(rf"^\[\d+\] {re.escape(rid)}: ({NOTE}|{LEVELS})", table, re.M)

@@ -15,7 +15,7 @@
 #     saying how much the host itself moved;
 #   - the in-run speed witness judged on these runs (scripts/check-witness.py).
 #
-#   scripts/check-runs.sh [K]        (default 6; PAUSE=15 seconds, LAYERS=2, IDS=...)
+#   scripts/check-runs.sh [K]        (default 6; PAUSE=15 seconds, LAYERS=2, IDS=..., OSCOST=binary)
 #   KEEP=DIR scripts/check-runs.sh   keeps the store and the witness lines in DIR
 #   RETALLY=1 KEEP=DIR scripts/check-runs.sh
 #                                    measures nothing: judges DIR's kept store again with
@@ -28,7 +28,7 @@ K=${1:-6}
 PAUSE=${PAUSE:-15}
 LAYERS=${LAYERS:-2}
 IDS=${IDS:-"syscall/ spawn/fork switch/pipe-proc@same mem/fault-write timer/monotonic"}
-bin=$PWD/target/release/oscost
+bin=${OSCOST:-$PWD/target/release/oscost}
 [ -x "$bin" ] || { echo "build first: cargo build --release" >&2; exit 2; }
 work=${KEEP:-$(mktemp -d /tmp/oscost-check-runs.XXXXXX)}
 mkdir -p "$work"

@@ -528,9 +528,9 @@ fn every_writable_setting_is_put_back_by_the_guard_alone() {
                                 file,
                                 &oscost::harness::settings::value_of(
                                     if oscost::harness::settings::selected(&found).is_some() {
-                                        oscost::harness::settings::Kind::Bracketed
+                                        oscost::harness::settings::Encoding::Bracketed
                                     } else {
-                                        oscost::harness::settings::Kind::Plain
+                                        oscost::harness::settings::Encoding::Plain
                                     },
                                     &found,
                                 ),

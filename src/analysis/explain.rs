@@ -19,7 +19,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::harness::trace::{Kind, TraceEvent};
+use crate::harness::trace::{EventKind, TraceEvent};
 
 const MASTER_TURN: (&str, &str) = (
     "master's turn until it wakes the peer",
@@ -143,8 +143,8 @@ pub fn peer_of(events: &[TraceEvent], master: u32) -> Option<u32> {
     let mut counts = std::collections::BTreeMap::<i64, usize>::new();
     for e in events {
         let other = match e.kind {
-            Kind::Waking { pid } if e.tid == master => pid,
-            Kind::Switch { prev, next } if prev == m => next,
+            EventKind::Waking { pid } if e.tid == master => pid,
+            EventKind::Switch { prev, next } if prev == m => next,
             _ => continue,
         };
         if other != m && other != 0 {
@@ -181,7 +181,7 @@ fn switched_in(ev: &[TraceEvent], from: usize, tid: u32) -> Option<(usize, bool)
     let switch = next(
         ev,
         from,
-        |e| matches!(e.kind, Kind::Switch { next, .. } if next == t),
+        |e| matches!(e.kind, EventKind::Switch { next, .. } if next == t),
     );
     match (switch, own) {
         (Some(s), Some(o)) if s < o => Some((s, true)),
@@ -192,16 +192,16 @@ fn switched_in(ev: &[TraceEvent], from: usize, tid: u32) -> Option<(usize, bool)
 }
 
 fn wakes(by: u32, whom: u32) -> impl Fn(&TraceEvent) -> bool {
-    move |e| e.tid == by && matches!(e.kind, Kind::Waking { pid } if pid == i64::from(whom))
+    move |e| e.tid == by && matches!(e.kind, EventKind::Waking { pid } if pid == i64::from(whom))
 }
 
 fn sys(tid: u32, enter: bool) -> impl Fn(&TraceEvent) -> bool {
     move |e| {
         e.tid == tid
             && if enter {
-                matches!(e.kind, Kind::SysEnter { .. })
+                matches!(e.kind, EventKind::SysEnter { .. })
             } else {
-                matches!(e.kind, Kind::SysExit { .. })
+                matches!(e.kind, EventKind::SysExit { .. })
             }
     }
 }
@@ -219,9 +219,10 @@ fn wake_milestones(
         return (None, None);
     };
     let w = (b + 1..until)
-        .find(|&k| matches!(ev[k].kind, Kind::Wakeup { pid } if pid == i64::from(whom)));
+        .find(|&k| matches!(ev[k].kind, EventKind::Wakeup { pid } if pid == i64::from(whom)));
     let from = w.unwrap_or(b);
-    let c = (from + 1..until).find(|&k| ev[k].cpu == ev[until].cpu && ev[k].kind == Kind::IdleExit);
+    let c = (from + 1..until)
+        .find(|&k| ev[k].cpu == ev[until].cpu && ev[k].kind == EventKind::IdleExit);
     (w, c)
 }
 
@@ -281,7 +282,7 @@ pub fn split(events: &[TraceEvent], master: u32) -> Result<Split, String> {
     )?;
     let fine = events
         .iter()
-        .any(|e| e.tid == master && matches!(e.kind, Kind::SysEnter { .. }));
+        .any(|e| e.tid == master && matches!(e.kind, EventKind::SysEnter { .. }));
     let table = if fine { FINE } else { COARSE };
     let mut per_stage: Vec<Vec<f64>> = vec![Vec::new(); table.len()];
     let mut totals = Vec::new();
@@ -341,7 +342,7 @@ pub fn split(events: &[TraceEvent], master: u32) -> Result<Split, String> {
 mod tests {
     use super::*;
 
-    fn ev(time: u64, cpu: u32, tid: u32, kind: Kind) -> TraceEvent {
+    fn ev(time: u64, cpu: u32, tid: u32, kind: EventKind) -> TraceEvent {
         TraceEvent {
             time,
             cpu,
@@ -354,29 +355,35 @@ mod tests {
     /// sleeps, each wake-up queued on the sleeper's CPU before its idle loop exits; with system
     /// call events when `syscalls`.
     fn cross(syscalls: bool) -> Vec<TraceEvent> {
-        let mut v = vec![ev(5, 0, 0, Kind::Switch { prev: 0, next: 10 })];
+        let mut v = vec![ev(5, 0, 0, EventKind::Switch { prev: 0, next: 10 })];
         for k in 0..3u64 {
             let o = k * 1000;
             v.extend([
-                ev(o + 20, 0, 10, Kind::SysExit { nr: 0 }),
-                ev(o + 100, 0, 10, Kind::SysEnter { nr: 1 }),
-                ev(o + 110, 0, 10, Kind::Waking { pid: 20 }),
-                ev(o + 120, 0, 10, Kind::SysExit { nr: 1 }),
-                ev(o + 130, 0, 10, Kind::SysEnter { nr: 0 }),
-                ev(o + 140, 0, 10, Kind::Switch { prev: 10, next: 0 }),
-                ev(o + 145, 1, 0, Kind::Wakeup { pid: 20 }),
-                ev(o + 150, 1, 0, Kind::IdleExit),
-                ev(o + 170, 1, 0, Kind::Switch { prev: 0, next: 20 }),
-                ev(o + 180, 1, 20, Kind::SysExit { nr: 0 }),
-                ev(o + 200, 1, 20, Kind::SysEnter { nr: 1 }),
-                ev(o + 215, 1, 20, Kind::Waking { pid: 10 }),
-                ev(o + 230, 1, 20, Kind::Switch { prev: 20, next: 0 }),
-                ev(o + 235, 0, 0, Kind::Wakeup { pid: 10 }),
-                ev(o + 240, 0, 0, Kind::IdleExit),
-                ev(o + 1005, 0, 0, Kind::Switch { prev: 0, next: 10 }),
+                ev(o + 20, 0, 10, EventKind::SysExit { nr: 0 }),
+                ev(o + 100, 0, 10, EventKind::SysEnter { nr: 1 }),
+                ev(o + 110, 0, 10, EventKind::Waking { pid: 20 }),
+                ev(o + 120, 0, 10, EventKind::SysExit { nr: 1 }),
+                ev(o + 130, 0, 10, EventKind::SysEnter { nr: 0 }),
+                ev(o + 140, 0, 10, EventKind::Switch { prev: 10, next: 0 }),
+                ev(o + 145, 1, 0, EventKind::Wakeup { pid: 20 }),
+                ev(o + 150, 1, 0, EventKind::IdleExit),
+                ev(o + 170, 1, 0, EventKind::Switch { prev: 0, next: 20 }),
+                ev(o + 180, 1, 20, EventKind::SysExit { nr: 0 }),
+                ev(o + 200, 1, 20, EventKind::SysEnter { nr: 1 }),
+                ev(o + 215, 1, 20, EventKind::Waking { pid: 10 }),
+                ev(o + 230, 1, 20, EventKind::Switch { prev: 20, next: 0 }),
+                ev(o + 235, 0, 0, EventKind::Wakeup { pid: 10 }),
+                ev(o + 240, 0, 0, EventKind::IdleExit),
+                ev(o + 1005, 0, 0, EventKind::Switch { prev: 0, next: 10 }),
             ]);
         }
-        v.retain(|e| syscalls || !matches!(e.kind, Kind::SysEnter { .. } | Kind::SysExit { .. }));
+        v.retain(|e| {
+            syscalls
+                || !matches!(
+                    e.kind,
+                    EventKind::SysEnter { .. } | EventKind::SysExit { .. }
+                )
+        });
         v
     }
 
@@ -421,7 +428,7 @@ mod tests {
         let v: Vec<TraceEvent> = cross(false)
             .into_iter()
             .map(|mut e| {
-                if e.cpu == 1 && e.kind == Kind::IdleExit {
+                if e.cpu == 1 && e.kind == EventKind::IdleExit {
                     e.time -= 10; // 140, before the enqueue at 145
                 }
                 e
@@ -439,7 +446,7 @@ mod tests {
         // enqueue, in the IPI's handler, it does).
         let v: Vec<TraceEvent> = cross(false)
             .into_iter()
-            .filter(|e| !(e.cpu == 1 && e.tid == 0 && e.kind != Kind::Wakeup { pid: 20 }))
+            .filter(|e| !(e.cpu == 1 && e.tid == 0 && e.kind != EventKind::Wakeup { pid: 20 }))
             .collect();
         let s = split(&v, 10).unwrap();
         assert_eq!(s.round_trips, 3);
@@ -456,13 +463,13 @@ mod tests {
         let mut v = Vec::new();
         for (k, preempted) in [(0u64, false), (1, true), (2, false), (3, false)] {
             let o = k * 100;
-            v.push(ev(o, 0, 20, Kind::Switch { prev: 20, next: 10 }));
-            v.push(ev(o + 10, 0, 10, Kind::Waking { pid: 20 }));
-            v.push(ev(o + 15, 0, 10, Kind::Wakeup { pid: 20 }));
-            v.push(ev(o + 40, 0, 10, Kind::Switch { prev: 10, next: 20 }));
+            v.push(ev(o, 0, 20, EventKind::Switch { prev: 20, next: 10 }));
+            v.push(ev(o + 10, 0, 10, EventKind::Waking { pid: 20 }));
+            v.push(ev(o + 15, 0, 10, EventKind::Wakeup { pid: 20 }));
+            v.push(ev(o + 40, 0, 10, EventKind::Switch { prev: 10, next: 20 }));
             if !preempted {
-                v.push(ev(o + 70, 0, 20, Kind::Waking { pid: 10 }));
-                v.push(ev(o + 72, 0, 20, Kind::Wakeup { pid: 10 }));
+                v.push(ev(o + 70, 0, 20, EventKind::Waking { pid: 10 }));
+                v.push(ev(o + 72, 0, 20, EventKind::Wakeup { pid: 10 }));
             }
         }
         v
@@ -491,7 +498,7 @@ mod tests {
     #[test]
     fn nothing_to_split_is_an_error() {
         assert!(split(&[], 10).is_err());
-        let only_master = vec![ev(1, 0, 10, Kind::IdleExit)];
+        let only_master = vec![ev(1, 0, 10, EventKind::IdleExit)];
         assert!(split(&only_master, 10).is_err());
     }
 }

@@ -62,7 +62,7 @@ const BY_NAME: &[(&str, &str)] = &[
 
 /// One kind of operation the program did: how many, and what prices it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Kind {
+pub struct Operation {
     /// The operation ("read", "fork").
     pub kind: String,
     /// How many times the program did it.
@@ -133,12 +133,12 @@ fn take(calls: &mut BTreeMap<String, u64>, names: &[&str], mut n: u64) {
 /// The kinds a program's counts fall into (see the module's doc), largest count first within
 /// the system calls. `start` is what `true` asks of the kernel when it starts (the calls one
 /// priced program start covers); without it each exec is priced as `spawn/exec` alone.
-pub fn kinds(counts: &ProgramCounts, start: Option<&ProgramCounts>) -> Vec<Kind> {
+pub fn kinds(counts: &ProgramCounts, start: Option<&ProgramCounts>) -> Vec<Operation> {
     let mut calls = counts.syscalls.clone();
     let mut out = Vec::new();
     let mut push = |kind: String, count: u64, by: &str, assumed: bool| {
         if count > 0 {
-            out.push(Kind {
+            out.push(Operation {
                 kind,
                 count,
                 priced_by: by.to_string(),
@@ -206,7 +206,7 @@ pub fn less(a: Price, b: Price) -> Price {
 }
 
 /// The benchmarks whose additions a prediction for these kinds needs (the null call always).
-pub fn prices_needed(kinds: &[Kind]) -> Vec<String> {
+pub fn prices_needed(kinds: &[Operation]) -> Vec<String> {
     let mut ids: Vec<String> = kinds
         .iter()
         .flat_map(|k| match k.priced_by.as_str() {
@@ -223,7 +223,7 @@ pub fn prices_needed(kinds: &[Kind]) -> Vec<String> {
 
 /// Price the kinds. A kind whose benchmark has no price (it failed under the wrapper) is priced
 /// by the null call, and that is said.
-pub fn predict(kinds: &[Kind], prices: &BTreeMap<String, Price>) -> Option<Prediction> {
+pub fn predict(kinds: &[Operation], prices: &BTreeMap<String, Price>) -> Option<Prediction> {
     let null = prices.get(NULL_CALL)?;
     let mut assumptions = Vec::new();
     let mut lines = Vec::new();
@@ -489,19 +489,19 @@ mod tests {
     #[test]
     fn the_prediction_sums_counts_times_additions_and_shared_prices_move_together() {
         let k = vec![
-            Kind {
+            Operation {
                 kind: "read".into(),
                 count: 100,
                 priced_by: "syscall/read-devzero".into(),
                 assumed: false,
             },
-            Kind {
+            Operation {
                 kind: "openat".into(),
                 count: 30,
                 priced_by: NULL_CALL.into(),
                 assumed: true,
             },
-            Kind {
+            Operation {
                 kind: "mmap".into(),
                 count: 10,
                 priced_by: NULL_CALL.into(),
@@ -525,7 +525,7 @@ mod tests {
 
     #[test]
     fn a_kind_without_a_price_falls_back_to_the_null_call_and_says_so() {
-        let k = vec![Kind {
+        let k = vec![Operation {
             kind: "process creation".into(),
             count: 2,
             priced_by: FORK.into(),

@@ -14,7 +14,7 @@ use super::{PAGE_AND_MIB, round_trips};
 use crate::catalogue;
 
 use crate::harness::case::{BenchError, Case, Cases, Measured, Meter, Param, Variant};
-use crate::harness::ipc_guard::{Held, Kind, hold};
+use crate::harness::ipc_guard::{Held, ObjectKind, hold};
 use crate::harness::os::{self, PeerProc, close, errno};
 
 catalogue! {
@@ -85,7 +85,7 @@ impl MsgQueue {
         if id < 0 {
             return Err(limit_error("msgget", "kernel.msgmni"));
         }
-        Ok(MsgQueue(id, hold(Kind::Msg, id)))
+        Ok(MsgQueue(id, hold(ObjectKind::Msg, id)))
     }
 }
 
@@ -193,7 +193,7 @@ impl Shm {
                 "kernel.shmmax / shmall / shmmni",
             ));
         }
-        Ok(Shm(id, hold(Kind::Shm, id)))
+        Ok(Shm(id, hold(ObjectKind::Shm, id)))
     }
 }
 
@@ -250,7 +250,7 @@ fn sem(m: &Meter, _: &Case) -> Measured {
             unsafe { libc::semctl(self.0, 0, libc::IPC_RMID) };
         }
     }
-    let _rm = Rm(id, hold(Kind::Sem, id));
+    let _rm = Rm(id, hold(ObjectKind::Sem, id));
     let mut up = libc::sembuf {
         sem_num: 0,
         sem_op: 1,

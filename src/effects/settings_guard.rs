@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use crate::effects::put_back::state::{self, Held, StateError};
 use crate::effects::put_back::{Change, Guardian};
-use crate::harness::settings::{self, Kind, Scope, Setting, SettingError};
+use crate::harness::settings::{self, Encoding, Scope, Setting, SettingError};
 
 /// One side's settings: system-wide ones (written by oscost) and per-task ones (applied by the
 /// worker to itself).
@@ -263,7 +263,7 @@ impl Guard {
                 .touched
                 .iter()
                 .find(|t| t.files.contains(f))
-                .map_or(Kind::Plain, |t| t.kind);
+                .map_or(Encoding::Plain, |t| t.kind);
             let now = std::fs::read_to_string(f).map(|t| settings::value_of(kind, &t));
             if now.as_deref().ok() == Some(v.as_str()) {
                 continue;

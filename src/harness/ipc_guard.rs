@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 /// Kinds of SysV object, as `HELD` encodes them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub enum ObjectKind {
     /// A message queue.
     Msg = 1,
     /// A shared memory segment.
@@ -37,7 +37,7 @@ pub struct Held(Option<usize>);
 
 /// Enter an object in `HELD` (a benchmark holds few at once; with every slot taken the
 /// object is still removed by its owner, only not by the handler).
-pub fn hold(kind: Kind, id: i32) -> Held {
+pub fn hold(kind: ObjectKind, id: i32) -> Held {
     let v = ((kind as i64) << 32) | i64::from(id as u32);
     Held(HELD.iter().position(|s| {
         s.compare_exchange(0, v, Ordering::SeqCst, Ordering::SeqCst)
@@ -176,7 +176,7 @@ mod tests {
         if id < 0 {
             return; // no SysV IPC here
         }
-        let held = hold(Kind::Msg, id);
+        let held = hold(ObjectKind::Msg, id);
         assert!(held.0.is_some());
         remove_held();
         // SAFETY: an all-zero msqid_ds is a valid buffer.

@@ -20,7 +20,7 @@ const PR_SPEC_FORCE_DISABLE: i32 = 1 << 3;
 
 /// How a setting's value reads and writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub enum Encoding {
     /// The file holds the value (a number, a word).
     Plain,
     /// The file lists the choices with the current one in brackets (`always [madvise] never`);
@@ -61,7 +61,7 @@ pub struct Entry {
     /// What it changes, in a sentence.
     pub meaning: &'static str,
     /// What values it takes.
-    pub kind: Kind,
+    pub kind: Encoding,
     /// System-wide or per task.
     pub scope: Scope,
     /// Benchmark ids or prefixes it is expected to move.
@@ -74,7 +74,7 @@ pub const CATALOGUE: &[Entry] = &[
         name: "thp",
         path: "/sys/kernel/mm/transparent_hugepage/enabled",
         meaning: "transparent huge pages: always, madvise (only where asked), never",
-        kind: Kind::Bracketed,
+        kind: Encoding::Bracketed,
         scope: Scope::System,
         moves: &["mem/"],
     },
@@ -82,7 +82,7 @@ pub const CATALOGUE: &[Entry] = &[
         name: "thp-defrag",
         path: "/sys/kernel/mm/transparent_hugepage/defrag",
         meaning: "whether a fault that wants a huge page compacts memory to get one",
-        kind: Kind::Bracketed,
+        kind: Encoding::Bracketed,
         scope: Scope::System,
         moves: &["mem/fault-thp", "mem/mmap/"],
     },
@@ -90,7 +90,7 @@ pub const CATALOGUE: &[Entry] = &[
         name: "mthp.{arg}",
         path: "/sys/kernel/mm/transparent_hugepage/hugepages-{arg}/enabled",
         meaning: "multi-size THP: whether faults map folios of this size (e.g. mthp.64kB)",
-        kind: Kind::Bracketed,
+        kind: Encoding::Bracketed,
         scope: Scope::System,
         moves: &["mem/"],
     },
@@ -98,7 +98,7 @@ pub const CATALOGUE: &[Entry] = &[
         name: "halt-poll-ns",
         path: "/sys/module/haltpoll/parameters/guest_halt_poll_ns",
         meaning: "how long an idle vCPU of a haltpoll guest polls before it halts (ns)",
-        kind: Kind::Plain,
+        kind: Encoding::Plain,
         scope: Scope::System,
         moves: &["switch/", "ipc/", "wake/"],
     },
@@ -106,7 +106,7 @@ pub const CATALOGUE: &[Entry] = &[
         name: "idle-state.{arg}",
         path: "/sys/devices/system/cpu/cpu{cpu}/cpuidle/state{arg}/disable",
         meaning: "idle state N disabled (1) or allowed (0) on every CPU oscost uses",
-        kind: Kind::Plain,
+        kind: Encoding::Plain,
         scope: Scope::System,
         moves: &["switch/", "ipc/", "wake/"],
     },
@@ -114,7 +114,7 @@ pub const CATALOGUE: &[Entry] = &[
         name: "smt",
         path: "/sys/devices/system/cpu/smt/control",
         meaning: "simultaneous multithreading: on, off, forceoff",
-        kind: Kind::Plain,
+        kind: Encoding::Plain,
         scope: Scope::System,
         moves: &["switch/", "syscall/"],
     },
@@ -122,7 +122,7 @@ pub const CATALOGUE: &[Entry] = &[
         name: "autogroup",
         path: "/proc/sys/kernel/sched_autogroup_enabled",
         meaning: "the scheduler groups tasks by session (1) or not (0)",
-        kind: Kind::Plain,
+        kind: Encoding::Plain,
         scope: Scope::System,
         moves: &["switch/"],
     },
@@ -130,7 +130,7 @@ pub const CATALOGUE: &[Entry] = &[
         name: "numa-balancing",
         path: "/proc/sys/kernel/numa_balancing",
         meaning: "automatic NUMA balancing (hinting faults) on (1) or off (0)",
-        kind: Kind::Plain,
+        kind: Encoding::Plain,
         scope: Scope::System,
         moves: &["mem/"],
     },
@@ -138,7 +138,7 @@ pub const CATALOGUE: &[Entry] = &[
         name: "aslr",
         path: "/proc/sys/kernel/randomize_va_space",
         meaning: "address-space layout randomisation: 0 off, 1 stack and libraries, 2 also brk",
-        kind: Kind::Plain,
+        kind: Encoding::Plain,
         scope: Scope::System,
         moves: &["spawn/"],
     },
@@ -146,7 +146,7 @@ pub const CATALOGUE: &[Entry] = &[
         name: "preempt",
         path: "/sys/kernel/debug/sched/preempt",
         meaning: "a PREEMPT_DYNAMIC kernel's preemption model: none, voluntary, full, lazy (debugfs)",
-        kind: Kind::Bracketed,
+        kind: Encoding::Bracketed,
         scope: Scope::System,
         moves: &["switch/", "syscall/"],
     },
@@ -154,7 +154,7 @@ pub const CATALOGUE: &[Entry] = &[
         name: "fault-around",
         path: "/sys/kernel/debug/fault_around_bytes",
         meaning: "how many bytes of a file mapping a read fault maps at once (debugfs)",
-        kind: Kind::Plain,
+        kind: Encoding::Plain,
         scope: Scope::System,
         moves: &["mem/"],
     },
@@ -162,7 +162,7 @@ pub const CATALOGUE: &[Entry] = &[
         name: "spec-store-bypass",
         path: "prctl PR_SPEC_STORE_BYPASS",
         meaning: "the worker's speculative store bypass mitigation: enable, disable, force-disable",
-        kind: Kind::Speculation(PR_SPEC_STORE_BYPASS),
+        kind: Encoding::Speculation(PR_SPEC_STORE_BYPASS),
         scope: Scope::Task,
         moves: &["syscall/", "call/"],
     },
@@ -170,7 +170,7 @@ pub const CATALOGUE: &[Entry] = &[
         name: "indirect-branch",
         path: "prctl PR_SPEC_INDIRECT_BRANCH",
         meaning: "the worker's indirect branch speculation: enable, disable, force-disable",
-        kind: Kind::Speculation(PR_SPEC_INDIRECT_BRANCH),
+        kind: Encoding::Speculation(PR_SPEC_INDIRECT_BRANCH),
         scope: Scope::Task,
         moves: &["switch/", "call/"],
     },
@@ -178,7 +178,7 @@ pub const CATALOGUE: &[Entry] = &[
         name: "l1d-flush",
         path: "prctl PR_SPEC_L1D_FLUSH",
         meaning: "flush the L1 data cache when the worker is switched out: enable, disable",
-        kind: Kind::Speculation(PR_SPEC_L1D_FLUSH),
+        kind: Encoding::Speculation(PR_SPEC_L1D_FLUSH),
         scope: Scope::Task,
         moves: &["switch/"],
     },
@@ -254,7 +254,7 @@ pub struct Setting {
     /// As the user named it (`thp`, `mthp.64kB`, `/proc/sys/vm/swappiness`).
     pub name: String,
     /// What values it takes.
-    pub kind: Kind,
+    pub kind: Encoding,
     /// System-wide or per task.
     pub scope: Scope,
     /// The files (none for a per-task setting).
@@ -311,9 +311,9 @@ pub fn resolve(name: &str, cpus: &[usize]) -> Result<Setting, SettingError> {
         return Ok(Setting {
             name: name.into(),
             kind: if bracketed {
-                Kind::Bracketed
+                Encoding::Bracketed
             } else {
-                Kind::Plain
+                Encoding::Plain
             },
             scope: Scope::System,
             files,
@@ -375,16 +375,16 @@ pub fn selected(text: &str) -> Option<&str> {
 }
 
 /// A file's value as a setting holds it.
-pub fn value_of(kind: Kind, text: &str) -> String {
+pub fn value_of(kind: Encoding, text: &str) -> String {
     match kind {
-        Kind::Bracketed => selected(text).unwrap_or(text.trim()).to_string(),
+        Encoding::Bracketed => selected(text).unwrap_or(text.trim()).to_string(),
         _ => text.trim().to_string(),
     }
 }
 
 /// Each file's value now (a per-task setting reads the calling thread's control).
 pub fn read(s: &Setting) -> std::io::Result<Vec<String>> {
-    if let Kind::Speculation(which) = s.kind {
+    if let Encoding::Speculation(which) = s.kind {
         return Ok(vec![speculation_word(read_speculation(which)?).into()]);
     }
     s.files
@@ -530,7 +530,7 @@ enum TaskFailure {
 fn task_params(name: &str, value: &str) -> Option<(i32, libc::c_ulong)> {
     let (e, _) = entry(name)?;
     match (e.kind, speculation_value(value)) {
-        (Kind::Speculation(which), Some(v)) => Some((which, v)),
+        (Encoding::Speculation(which), Some(v)) => Some((which, v)),
         _ => None,
     }
 }
@@ -639,7 +639,7 @@ pub fn parse_assignment(text: &str) -> Result<(String, String), SettingError> {
 /// Whether this setting could be changed here, and if not why (for `oscost settings`).
 pub fn changeable(s: &Setting) -> Result<(), String> {
     if s.scope == Scope::Task {
-        if let Kind::Speculation(which) = s.kind {
+        if let Encoding::Speculation(which) = s.kind {
             let state = read_speculation(which).map_err(|e| e.to_string())?;
             if state & PR_SPEC_PRCTL == 0 {
                 return Err("this CPU or kernel does not let a task control it".into());

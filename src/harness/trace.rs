@@ -18,7 +18,7 @@ use super::tracefs::{CountError, Formats, SCHED_EVENTS, SYSCALL_EVENTS};
 
 /// What happened, in the terms stage splitting needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub enum EventKind {
     /// A thread entered a system call.
     SysEnter {
         /// Its number.
@@ -62,7 +62,7 @@ pub struct TraceEvent {
     /// The thread that was running.
     pub tid: u32,
     /// What happened.
-    pub kind: Kind,
+    pub kind: EventKind,
 }
 
 /// A tracing session on every CPU in `cpus`, off until `enable`.
@@ -205,30 +205,30 @@ fn ipi_count(text: &str, cpus: &[usize]) -> u64 {
 }
 
 /// A raw record as the event it is.
-fn kind_of(f: &Formats, ev: &str, raw: &[u8]) -> Option<Kind> {
+fn kind_of(f: &Formats, ev: &str, raw: &[u8]) -> Option<EventKind> {
     Some(match ev {
-        "raw_syscalls/sys_enter" => Kind::SysEnter {
+        "raw_syscalls/sys_enter" => EventKind::SysEnter {
             nr: f.get(ev, "id", raw)?,
         },
-        "raw_syscalls/sys_exit" => Kind::SysExit {
+        "raw_syscalls/sys_exit" => EventKind::SysExit {
             nr: f.get(ev, "id", raw)?,
         },
-        "sched/sched_waking" => Kind::Waking {
+        "sched/sched_waking" => EventKind::Waking {
             pid: f.get(ev, "pid", raw)?,
         },
-        "sched/sched_wakeup" => Kind::Wakeup {
+        "sched/sched_wakeup" => EventKind::Wakeup {
             pid: f.get(ev, "pid", raw)?,
         },
-        "sched/sched_switch" => Kind::Switch {
+        "sched/sched_switch" => EventKind::Switch {
             prev: f.get(ev, "prev_pid", raw)?,
             next: f.get(ev, "next_pid", raw)?,
         },
         "power/cpu_idle" => {
             // state is u32; -1 (4294967295) marks leaving idle.
             if f.get(ev, "state", raw)? as u32 == u32::MAX {
-                Kind::IdleExit
+                EventKind::IdleExit
             } else {
-                Kind::IdleEnter
+                EventKind::IdleEnter
             }
         }
         _ => return None,
@@ -251,13 +251,19 @@ mod tests {
         raw[56..60].copy_from_slice(&88i32.to_ne_bytes());
         assert_eq!(
             kind_of(&f, "sched/sched_switch", &raw),
-            Some(Kind::Switch { prev: 77, next: 88 })
+            Some(EventKind::Switch { prev: 77, next: 88 })
         );
         let mut idle = vec![0u8; 16];
         idle[8..12].copy_from_slice(&u32::MAX.to_ne_bytes());
-        assert_eq!(kind_of(&f, "power/cpu_idle", &idle), Some(Kind::IdleExit));
+        assert_eq!(
+            kind_of(&f, "power/cpu_idle", &idle),
+            Some(EventKind::IdleExit)
+        );
         idle[8..12].copy_from_slice(&1u32.to_ne_bytes());
-        assert_eq!(kind_of(&f, "power/cpu_idle", &idle), Some(Kind::IdleEnter));
+        assert_eq!(
+            kind_of(&f, "power/cpu_idle", &idle),
+            Some(EventKind::IdleEnter)
+        );
     }
 
     #[test]

@@ -143,7 +143,7 @@ pub fn time_once(argv: &[String], cpu: Option<usize>, stop: &Stop) -> Result<Tim
 
 /// The two sides' timings, round by round (`plain[i]` and `wrapped[i]` are round i).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Rounds {
+pub struct Timings {
     /// The plain program's timings.
     pub plain: Vec<Timing>,
     /// The wrapped program's timings.
@@ -190,9 +190,9 @@ pub fn alternate(
     wrapped: &[String],
     min: usize,
     max: usize,
-    enough: &dyn Fn(&Rounds) -> bool,
-) -> Result<(Rounds, RoundsEnd), ProgramError> {
-    let mut r = Rounds::default();
+    enough: &dyn Fn(&Timings) -> bool,
+) -> Result<(Timings, RoundsEnd), ProgramError> {
+    let mut r = Timings::default();
     let p = timer.time(plain)?;
     if !p.succeeded() {
         return Ok((r, RoundsEnd::PlainFailed(p.ending())));

@@ -152,7 +152,7 @@ struct RunSetup {
     _scratch: crate::processes::scratch::Scratch,
 }
 
-fn session(plan: &Plan) -> anyhow::Result<RunSetup> {
+fn setup(plan: &Plan) -> anyhow::Result<RunSetup> {
     let clock = clock::calibrate();
     let mut opts = plan.opts.clone();
     for gone in crate::processes::scratch::reclaim() {
@@ -532,7 +532,7 @@ fn measure_sides(
 
 /// Run the plan. `Err(Interrupted)` (inside anyhow) when a signal stopped it.
 pub fn execute(plan: &Plan, stop: &Stop) -> anyhow::Result<Run> {
-    let s = session(plan)?;
+    let s = setup(plan)?;
     let coord = s.coordinator(plan, plan.wrapper.clone().unwrap_or_default(), stop);
     crate::say!(
         "oscost: {} benchmark(s), {}-{} repetitions of {:.0} ms each, pinned to CPU {}, clock {:.1} ns/read{}",
@@ -589,7 +589,7 @@ pub fn execute_ab(
     stop: &Stop,
     settings: Option<&mut crate::effects::settings_guard::Guard>,
 ) -> anyhow::Result<(Run, Run)> {
-    let s = session(plan)?;
+    let s = setup(plan)?;
     // The sides' wrappers are their coordinators'; the plan's own is not used.
     let mut plan_ab = plan.clone();
     plan_ab.reps.min = plan_ab.reps.min.max(rounds);

@@ -18,6 +18,7 @@ pub mod matrix_views;
 pub mod plot;
 pub mod predict;
 pub mod run_figures;
+pub mod run_page;
 pub mod scaling;
 pub mod table;
 pub mod wis;

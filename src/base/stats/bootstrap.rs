@@ -53,10 +53,10 @@ pub fn blocks(samples: &[f64], batch: u64, max: usize) -> Vec<Vec<f64>> {
 /// A block: consecutive samples of one repetition (about 50 ms of them), resampled whole.
 pub type Block = Vec<f64>;
 /// One repetition (one fresh process) cut into blocks.
-pub type Repetition = Vec<Block>;
+pub type RepetitionBlocks = Vec<Block>;
 /// Every repetition of one side of a comparison: the two levels the hierarchical bootstrap
 /// resamples (repetitions, then blocks within each).
-pub type Repetitions = Vec<Repetition>;
+pub type Repetitions = Vec<RepetitionBlocks>;
 
 /// Two-stage resampling of a side's medians: repetitions with replacement, then blocks within
 /// each chosen repetition, and the median of everything drawn.

@@ -28,7 +28,7 @@ use crate::base::stats;
 use crate::effects::gate::Effects;
 use crate::effects::store::Store;
 use crate::harness::syscount::{self, ProgramCounts};
-use crate::processes::program::{self, ProcessTimer, Rounds, RoundsEnd};
+use crate::processes::program::{self, ProcessTimer, RoundsEnd, Timings};
 use crate::processes::scheduler::{self, AbSide};
 use crate::report::predict::PredictionReport;
 
@@ -145,7 +145,7 @@ impl Ctx<'_> {
     }
 
     /// Step 1, count the program, and `true` (what one program start asks of the kernel).
-    fn count(&self) -> anyhow::Result<(ProgramCounts, Vec<model::Kind>)> {
+    fn count(&self) -> anyhow::Result<(ProgramCounts, Vec<model::Operation>)> {
         let ids = syscount::tracepoint_ids().map_err(|e| usage(e.to_string()))?;
         let count = |argv: &[String]| {
             syscount::count(argv, Some(self.cpu), &ids, self.stop).map_err(|e| match e {
@@ -185,7 +185,10 @@ impl Ctx<'_> {
 
     /// Step 2, price: the benchmarks under the wrapper (the wrapper, too, on the measuring
     /// CPU), and the wrapper's own start. Returns both sides' runs and the prices.
-    fn price(&self, kinds: &[model::Kind]) -> anyhow::Result<(Run, Run, BTreeMap<String, Price>)> {
+    fn price(
+        &self,
+        kinds: &[model::Operation],
+    ) -> anyhow::Result<(Run, Run, BTreeMap<String, Price>)> {
         let mut req = super::plan::Request::new(model::prices_needed(kinds));
         req.cpu = Some(self.cpu);
         req.quick = self.args.quick;
@@ -243,7 +246,7 @@ impl Ctx<'_> {
     }
 
     /// Step 3, measure the program plain and wrapped in alternating rounds.
-    fn measure(&self) -> anyhow::Result<Rounds> {
+    fn measure(&self) -> anyhow::Result<Timings> {
         let mut wrapped_cmd = self.wrapper.clone();
         wrapped_cmd.extend(self.args.command.iter().cloned());
         let (min, max) = match self.args.rounds {
@@ -251,7 +254,7 @@ impl Ctx<'_> {
             None => (5, 300),
         };
         let started = Instant::now();
-        let enough = |r: &Rounds| {
+        let enough = |r: &Timings| {
             let (m, ci) = added(&wall(&r.plain), &wall(&r.wrapped));
             (ci[1] - ci[0]) / 2.0 <= 0.05 * m.abs() || started.elapsed().as_secs_f64() > 60.0
         };
@@ -283,7 +286,7 @@ impl Ctx<'_> {
         &self,
         mut ra: Run,
         mut rb: Run,
-        rounds: &Rounds,
+        rounds: &Timings,
         out: &PredictionReport,
         store: Option<Store>,
     ) -> anyhow::Result<i32> {
@@ -345,7 +348,7 @@ fn output(
     counts: &ProgramCounts,
     pred: &model::Prediction,
     prices: BTreeMap<String, Price>,
-    rounds: &Rounds,
+    rounds: &Timings,
 ) -> PredictionReport {
     let (m, mci) = added(&wall(&rounds.plain), &wall(&rounds.wrapped));
     let cpu = |ts: &[program::Timing]| ts.iter().map(|t| t.cpu_ns).collect::<Vec<f64>>();

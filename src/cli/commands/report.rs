@@ -44,7 +44,7 @@ impl Command for ReportArgs {
     fn run(self, _: Given) -> anyhow::Result<i32> {
         let stop = crate::effects::signals::on_interrupt()?;
         let (run, name) = load_run(&self.run, &self.store, &self.select)?;
-        let page = report::html::render_run(&run, &bench::curves(), &bench::ladder(), self.png)
+        let page = report::run_page::render_run(&run, &bench::curves(), &bench::ladder(), self.png)
             .map_err(|e| anyhow::anyhow!("cannot render the report: {e}"))?;
         let files = output::write_page(&self.out, &page, &stop)?;
         crate::say!(

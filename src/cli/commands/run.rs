@@ -261,7 +261,7 @@ impl Command for RunArgs {
             late.push(e.to_string());
         }
         if let Some(d) = &self.measure.report {
-            match report::html::render_run(&result, &bench::curves(), &bench::ladder(), false)
+            match report::run_page::render_run(&result, &bench::curves(), &bench::ladder(), false)
                 .map_err(|e| anyhow::anyhow!("cannot render the report: {e}"))
                 .and_then(|page| output::write_page(d, &page, &stop))
             {

@@ -41,8 +41,8 @@ fn connect(url: &str, at: &str) -> Result<Client, StoreError> {
         at: at.to_string(),
         why: super::scrub_passwords(&why, url),
     };
-    let super::pg_connect::Target { mut config, tls } =
-        super::pg_connect::target(url).map_err(unreachable)?;
+    let super::pg_connect::Endpoint { mut config, tls } =
+        super::pg_connect::endpoint(url).map_err(unreachable)?;
     let wait = config
         .get_connect_timeout()
         .copied()

@@ -19,7 +19,7 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, DigitallySignedStruct, SignatureScheme};
 
 /// How the connection is to be made.
-pub struct Target {
+pub struct Endpoint {
     pub config: postgres::Config,
     /// `None`: no TLS (sslmode=disable).
     pub tls: Option<rustls::ClientConfig>,
@@ -35,7 +35,7 @@ enum Mode {
 }
 
 /// A URL (and the environment) as a connection target. Errors are sentences for the user.
-pub fn target(url: &str) -> Result<Target, String> {
+pub fn endpoint(url: &str) -> Result<Endpoint, String> {
     let (base, query) = url.split_once('?').unwrap_or((url, ""));
     let mut kept = Vec::new();
     let (mut mode, mut root) = (None, None);
@@ -86,7 +86,7 @@ pub fn target(url: &str) -> Result<Target, String> {
         Mode::Prefer => postgres::config::SslMode::Prefer,
         _ => postgres::config::SslMode::Require,
     });
-    Ok(Target { config, tls })
+    Ok(Endpoint { config, tls })
 }
 
 /// The rustls configuration for `mode` (`None` for disable).
@@ -371,20 +371,21 @@ mod tests {
 
     #[test]
     fn tls_parameters_are_taken_out_of_the_url_and_checked() {
-        let t = target("postgresql://me@db.lan/fleet?sslmode=require&connect_timeout=3").unwrap();
+        let t = endpoint("postgresql://me@db.lan/fleet?sslmode=require&connect_timeout=3").unwrap();
         assert!(t.tls.is_some());
         assert_eq!(t.config.get_ssl_mode(), postgres::config::SslMode::Require);
         assert_eq!(
             t.config.get_connect_timeout(),
             Some(&std::time::Duration::from_secs(3))
         );
-        let t = target("postgresql://me@db.lan/fleet?sslmode=disable").unwrap();
+        let t = endpoint("postgresql://me@db.lan/fleet?sslmode=disable").unwrap();
         assert!(t.tls.is_none());
-        let e = target("postgresql://me@db.lan/fleet?sslmode=verify-full&sslrootcert=/nonexistent")
-            .err()
-            .unwrap();
+        let e =
+            endpoint("postgresql://me@db.lan/fleet?sslmode=verify-full&sslrootcert=/nonexistent")
+                .err()
+                .unwrap();
         assert!(e.contains("/nonexistent"), "{e}");
-        let e = target("postgresql://me@db.lan/fleet?sslmode=sometimes")
+        let e = endpoint("postgresql://me@db.lan/fleet?sslmode=sometimes")
             .err()
             .unwrap();
         assert!(e.contains("not one of"), "{e}");

@@ -17,10 +17,10 @@ fn names_resolve_to_entries_with_their_argument() {
 fn values_read_as_the_kernel_shows_them() {
     assert_eq!(selected("always [madvise] never\n"), Some("madvise"));
     assert_eq!(
-        value_of(Kind::Bracketed, "always [madvise] never\n"),
+        value_of(Encoding::Bracketed, "always [madvise] never\n"),
         "madvise"
     );
-    assert_eq!(value_of(Kind::Plain, " 200000\n"), "200000");
+    assert_eq!(value_of(Encoding::Plain, " 200000\n"), "200000");
     assert_eq!(shown(&["1".into(), "1".into()]), "1");
     assert_eq!(shown(&["0".into(), "1".into(), "0".into()]), "mixed (0, 1)");
 }
@@ -44,7 +44,7 @@ fn only_paths_in_the_kernel_trees_are_settings() {
         Err(SettingError::Unknown(_))
     ));
     let s = resolve("/proc/sys/kernel/randomize_va_space", &[0]).unwrap();
-    assert_eq!(s.kind, Kind::Plain);
+    assert_eq!(s.kind, Encoding::Plain);
     let cpus = resolve("/sys/devices/system/cpu/cpu*/online", &[0]);
     if let Ok(s) = cpus {
         assert!(!s.files.is_empty());

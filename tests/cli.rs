@@ -91,9 +91,9 @@ fn env_describes_the_machine() {
     let text = String::from_utf8(out.stdout).unwrap();
     for key in [
         "kernel release",
-        "cpu model",
+        "CPU model",
         "clocksource",
-        "thp enabled",
+        "THP enabled",
         "vulnerabilities:",
         "libc",
     ] {

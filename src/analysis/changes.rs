@@ -157,8 +157,8 @@ pub fn env_differences(a: &crate::base::model::Run, b: &crate::base::model::Run)
 }
 
 /// What differs between the machines two runs were measured on and what confined them, one
-/// entry a fact of `machine_facts` ("THP enabled madvise -> always", "halt-poll-ns 0 ->
-/// 200000"), boot parameters as added, removed or changed. A fact either run did not record
+/// entry a fact of `machine_facts` ("THP enabled madvise -> always", "setting halt-poll-ns 0
+/// -> 200000"), boot parameters as added, removed or changed. A fact either run did not record
 /// (an older oscost, a file this machine lacks) is not named: it is not known to differ. A
 /// comparison names these; its sides already say their wrapper and label.
 pub fn machine_differences(
@@ -172,7 +172,7 @@ pub fn machine_differences(
             continue;
         }
         // A new release is a new build: the build line is said only within one release.
-        if name == "kernel build" && a.env.kernel_release != b.env.kernel_release {
+        if name == "kernel version" && a.env.kernel_release != b.env.kernel_release {
             continue;
         }
         if let Some((_, y)) = fb.iter().find(|(n, _)| n == name)
@@ -187,73 +187,17 @@ pub fn machine_differences(
     d
 }
 
-/// Every recorded fact of a run's machine and confinement as (name, value), in the order
-/// differences are named: host, kernel, kernel build, CPU, microcode, THP's modes, clocksource,
-/// frequency governor, idle driver and governor, libc, oscost and its build, the kernel
-/// config's digest and its cost-moving options, each boot parameter, each vulnerability line,
-/// each kernel setting of the catalogue as it read when the run started (mTHP, idle states,
-/// halt-poll, SMT, sysctls), and the confinement's aspects. Facts not recorded are absent.
+/// Every recorded fact of a run's machine and confinement that two machines are compared by,
+/// as (label, value), in the table's order (`analysis::facts`: the host, the kernel, the CPU,
+/// each vulnerability, each kernel setting as it read when the run started, THP's modes, each
+/// boot parameter, the frequency governor, the libc, the idle driver and governor, the kernel
+/// config's digest and its cost-moving options, the confinement's aspects, oscost). Facts not
+/// recorded are absent.
 pub fn machine_facts(run: &crate::base::model::Run) -> Vec<(String, String)> {
-    let e = &run.env;
-    let mut f: Vec<(String, String)> = Vec::new();
-    let mut put = |name: &str, v: Option<String>| {
-        if let Some(v) = v {
-            f.push((name.to_string(), v));
-        }
-    };
-    put("host", e.hostname.clone());
-    put("kernel", e.kernel_release.clone());
-    put("kernel build", e.kernel_version.clone());
-    put("CPU", e.cpu_model.clone());
-    put("microcode", e.microcode.clone());
-    put("THP enabled", e.thp_enabled.as_deref().map(bracketed));
-    put("THP defrag", e.thp_defrag.as_deref().map(bracketed));
-    put("clocksource", e.clocksource.clone());
-    put("governor", e.scaling_governor.clone());
-    put("idle driver", e.idle_driver.clone());
-    put("idle governor", e.idle_governor.clone());
-    put("libc", e.libc_version.clone());
-    put(
-        "oscost",
-        Some(format!("{} ({})", e.oscost_version, e.build_profile)),
-    );
-    if let Some(k) = &e.kernel_config {
-        put("kernel config", Some(k.digest.clone()));
-        for (o, v) in &k.options {
-            put(o, Some(v.clone()));
-        }
-    }
-    if let Some(line) = &e.boot_cmdline {
-        for w in line.split_whitespace() {
-            let (k, v) = w.split_once('=').unwrap_or((w, "(set)"));
-            put(&format!("boot parameter {k}"), Some(v.to_string()));
-        }
-    }
-    for (name, v) in &e.vulnerabilities {
-        put(&format!("vulnerability {name}"), Some(v.clone()));
-    }
-    for (name, v) in &e.settings {
-        put(name, Some(v.clone()));
-    }
-    if let Some(c) = &e.confinement {
-        for (name, v) in super::confinement::aspects(c) {
-            let v = match (v.is_empty(), name) {
-                (true, "seccomp filters") => "0".to_string(),
-                (true, _) => "none".to_string(),
-                (false, _) => v,
-            };
-            put(name, Some(v));
-        }
-    }
-    f
-}
-
-/// The mode of a sysfs choice line ("always [madvise] never" -> "madvise"), or the line.
-fn bracketed(line: &str) -> String {
-    line.split_whitespace()
-        .find_map(|w| w.strip_prefix('[')?.strip_suffix(']'))
-        .unwrap_or(line)
-        .to_string()
+    super::facts::facts(&run.env)
+        .into_iter()
+        .filter_map(|f| Some((f.label, f.compared?)))
+        .collect()
 }
 
 /// Each boot parameter added, removed or changed between two command lines ("boot parameter
@@ -322,7 +266,7 @@ mod tests {
             .insert("halt-poll-ns".into(), "200000".into());
         assert_eq!(
             machine_differences(&a, &e),
-            vec!["halt-poll-ns 0 -> 200000"]
+            vec!["setting halt-poll-ns 0 -> 200000"]
         );
         // A fact one run did not record is not named.
         let mut old = a.clone();

@@ -88,6 +88,71 @@ pub fn aspects(c: &Confinement) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// The measuring process's confinement as (name, value) lines, as `oscost env` and the pages
+/// print them (`analysis::facts`).
+pub fn facts(c: &Confinement) -> Vec<(&'static str, String)> {
+    let o = |v: &Option<String>| v.clone().unwrap_or_else(|| "(unknown)".into());
+    let map = |m: &std::collections::BTreeMap<String, String>| {
+        if m.is_empty() {
+            "(none readable)".to_string()
+        } else {
+            m.iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    };
+    vec![
+        (
+            "seccomp",
+            match (c.seccomp_mode, c.seccomp_filters) {
+                (Some(0), _) => "none".to_string(),
+                (Some(1), _) => "strict mode".to_string(),
+                (Some(_), Some(n)) => format!("{n} filter{}", if n == 1 { "" } else { "s" }),
+                (Some(_), None) => "filter mode".to_string(),
+                (None, _) => "(unknown)".to_string(),
+            },
+        ),
+        (
+            "no_new_privs",
+            c.no_new_privs.map_or("(unknown)".into(), |b| {
+                if b { "set" } else { "clear" }.into()
+            }),
+        ),
+        ("capabilities (eff)", o(&c.cap_eff)),
+        (
+            "task speculation",
+            format!(
+                "store bypass: {}; indirect branch: {}",
+                o(&c.speculation_store_bypass),
+                o(&c.speculation_indirect_branch)
+            ),
+        ),
+        ("process cpus", o(&c.cpus_allowed)),
+        ("cgroup", o(&c.cgroup)),
+        ("cgroup limits", map(&c.cgroup_limits)),
+        (
+            "scheduling",
+            format!(
+                "{}, nice {}",
+                o(&c.sched_policy),
+                c.nice.map_or("(unknown)".into(), |n| n.to_string())
+            ),
+        ),
+        (
+            "namespaces",
+            if c.namespaces.is_empty() {
+                "the machine's (init's)".into()
+            } else {
+                format!("its own: {}", c.namespaces.join(", "))
+            },
+        ),
+        ("LSM", o(&c.lsm)),
+        ("LSM label", o(&c.lsm_label)),
+        ("rlimits (soft/hard)", map(&c.rlimits)),
+    ]
+}
+
 /// What differs between two confinements, as "seccomp filters 0 -> 1".
 pub fn differences(a: &Confinement, b: &Confinement) -> Vec<String> {
     let word = |v: &str| {

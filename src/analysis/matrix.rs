@@ -346,13 +346,19 @@ pub fn name_environment(m: &mut Matrix, facts: &[Option<Vec<(String, String)>>])
         }
     }
     let kernels_differ = {
-        let k: Vec<String> = facts.iter().filter_map(|c| value(c, "kernel")).collect();
+        let k: Vec<String> = facts
+            .iter()
+            .filter_map(|c| value(c, "kernel release"))
+            .collect();
         k.iter().any(|x| *x != k[0])
     };
     let mut titled = 0;
     for name in names {
         // Host and kernel title the columns already; a new kernel is a new build.
-        if name == "host" || name == "kernel" || (name == "kernel build" && kernels_differ) {
+        if name == "host"
+            || name == "kernel release"
+            || (name == "kernel version" && kernels_differ)
+        {
             continue;
         }
         let values: Vec<Option<String>> = facts.iter().map(|c| value(c, name)).collect();

@@ -18,6 +18,7 @@ pub mod compare;
 pub mod confinement;
 pub mod departures;
 pub mod explain;
+pub mod facts;
 mod machine_speed;
 pub mod matrix;
 pub mod predict;

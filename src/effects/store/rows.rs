@@ -101,19 +101,17 @@ pub fn env_key(run: &Run) -> String {
     let mut h = sha2::Sha256::new();
     h.update(b"oscost environment 1\0");
     let e = &run.env;
-    let vulnerabilities: Vec<String> = e
-        .vulnerabilities
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
+    // The machine's keyed facts in the table's order (CPU model, vulnerabilities, THP's two
+    // lines, the boot command line), then the oscost that measured: the same bytes as before
+    // the table existed, so stored keys still pool with new ones.
+    let fields: Vec<Option<String>> = crate::analysis::facts::facts(e)
+        .into_iter()
+        .filter_map(|f| f.keyed)
+        .chain(std::iter::once(Some(format!(
+            "{} {}",
+            run.tool.version, e.build_profile
+        ))))
         .collect();
-    let fields = [
-        e.cpu_model.clone(),
-        Some(vulnerabilities.join("\n")),
-        e.thp_enabled.clone(),
-        e.thp_defrag.clone(),
-        e.boot_cmdline.clone(),
-        Some(format!("{} {}", run.tool.version, e.build_profile)),
-    ];
     // A run measured under `--set` is an environment of its own; a plain run's key is what it
     // was before settings existed.
     let set = (!run.settings.is_empty()).then(|| run.settings.join("\n"));

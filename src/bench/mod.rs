@@ -90,7 +90,7 @@ pub fn find(id: &str) -> Option<&'static Benchmark> {
 /// Resolve user patterns (exact ids, `family/` or `family` or any id prefix) to benchmarks, in
 /// registry order, without duplicates. An empty pattern list means the default suite. A pattern
 /// that matches nothing is an error naming the closest id.
-pub fn select(patterns: &[String]) -> Result<Vec<&'static Benchmark>, String> {
+pub fn matching(patterns: &[String]) -> Result<Vec<&'static Benchmark>, String> {
     let all = registry();
     if patterns.is_empty() {
         return Ok(all.into_iter().filter(|b| b.default).collect());
@@ -284,19 +284,19 @@ mod tests {
 
     #[test]
     fn select_by_prefix_family_and_exact_and_suggests_nearest() {
-        let s = select(&["syscall/".into()]).unwrap();
+        let s = matching(&["syscall/".into()]).unwrap();
         assert!(s.iter().all(|b| b.family() == "syscall") && s.len() > 5);
-        assert_eq!(select(&["syscall".into()]).unwrap().len(), s.len());
-        let g = select(&["syscall/getpid".into()]).unwrap();
+        assert_eq!(matching(&["syscall".into()]).unwrap().len(), s.len());
+        let g = matching(&["syscall/getpid".into()]).unwrap();
         assert_eq!(g.len(), 1, "an exact id is not a prefix");
-        let g = select(&["syscall/getp".into()]).unwrap();
+        let g = matching(&["syscall/getp".into()]).unwrap();
         assert!(g.len() >= 4, "a prefix selects every match");
-        let e = select(&["syscall/getpdi".into()]).unwrap_err();
+        let e = matching(&["syscall/getpdi".into()]).unwrap_err();
         assert!(e.contains("did you mean 'syscall/getpid'"), "{e}");
-        let e = select(&["zzzzzzzzzzzzz".into()]).unwrap_err();
+        let e = matching(&["zzzzzzzzzzzzz".into()]).unwrap_err();
         assert!(e.contains("oscost list"));
         // Order follows the registry and there are no duplicates.
-        let two = select(&["call/f0".into(), "call/".into()]).unwrap();
+        let two = matching(&["call/f0".into(), "call/".into()]).unwrap();
         assert_eq!(two.len(), call::BENCHMARKS.len());
     }
 }

@@ -62,7 +62,7 @@ pub struct RepetitionPlan {
     /// --samples N: exactly N samples per result, shared out over `min` repetitions.
     pub fixed_total: Option<usize>,
     /// `ab`: stop a benchmark once its comparison has decided against a noise band of this
-    /// fraction (`compare::paired`, looked at on `stats::sequential`'s schedule), not once
+    /// fraction (`compare::rounds::paired`, looked at on `stats::sequential`'s schedule), not once
     /// each side is precise.
     pub decide: Option<f64>,
 }
@@ -459,7 +459,7 @@ fn judge(plan: &Plan, sides: &mut [MeasuredSide], i: usize, done: usize) {
     }
 }
 
-/// Whether every case both sides measured has decided (`compare::paired`: called, or no
+/// Whether every case both sides measured has decided (`compare::rounds::paired`: called, or no
 /// change inside the band). A case one side could not measure decides nothing and holds
 /// nothing back.
 fn decided(a: &Track, b: &Track, band: f64) -> bool {
@@ -468,8 +468,9 @@ fn decided(a: &Track, b: &Track, band: f64) -> bool {
             return true;
         }
         let n = ma.len().min(mb.len());
-        crate::analysis::compare::paired(&ma[..n], &mb[..n], band)
-            .is_some_and(|p| p.rounds.decision != crate::analysis::compare::Decision::Undecided)
+        crate::analysis::compare::rounds::paired(&ma[..n], &mb[..n], band).is_some_and(|p| {
+            p.rounds.decision != crate::analysis::compare::rounds::Decision::Undecided
+        })
     })
 }
 

@@ -6,7 +6,8 @@
 use comfy_table::{Cell, CellAlignment, Color};
 
 use super::{format_ns, signed_ns};
-use crate::analysis::compare::{BenchComparison, Comparison, Decision, Verdict};
+use crate::analysis::compare::rounds::Decision;
+use crate::analysis::compare::{BenchComparison, Comparison, Verdict};
 
 const HEADERS: [&str; 8] = [
     "benchmark",
@@ -417,7 +418,7 @@ mod tests {
     /// once; a comparison of two runs says none of it.
     #[test]
     fn abs_rounds_and_undecided_rows_are_said() {
-        use crate::analysis::compare::{Decision, Rounds};
+        use crate::analysis::compare::rounds::{Decision, Rounds};
         let base = testdata::run();
         let cand = testdata::run_scaled(1.02);
         let plain = compare(&base, &cand, "A", "B", &Options::default());

@@ -1,5 +1,6 @@
 //! Tests of `compare`.
 
+use super::rounds::{Decision, Rounds, paired};
 use super::*;
 use crate::base::model::testdata;
 

@@ -172,7 +172,7 @@ impl Command for AbArgs {
         let mut cmp = compare::compare(&ra, &rb, &na, &nb, &options(&self.compare));
         cmp.alternated = true;
         if plan.reps.decide.is_some() {
-            compare::judge_rounds(&mut cmp, &ra, &rb);
+            compare::rounds::judge_rounds(&mut cmp, &ra, &rb);
         }
         // --report: the comparison's page (A against B), as `compare --report` draws it.
         if let Some(d) = &self.measure.report {

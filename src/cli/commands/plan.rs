@@ -76,7 +76,7 @@ impl Request {
 /// once the clock is calibrated.
 pub fn build(args: &Request) -> anyhow::Result<Plan> {
     let (ids, id_places) = split_placements(&args.ids);
-    let benchmarks = bench::select(&ids).map_err(usage)?;
+    let benchmarks = bench::matching(&ids).map_err(usage)?;
     let allowed = placement::allowed_cpus();
     let cpu = resolve_cpu(args.cpu, &allowed).map_err(usage)?;
     let wrapper = args
@@ -368,7 +368,7 @@ mod tests {
     #[test]
     fn sampling_follows_quick_budget_samples_and_the_suite_size() {
         let v = VariantOptions::default();
-        let getpid = bench::select(&["syscall/getpid".into()]).unwrap();
+        let getpid = bench::matching(&["syscall/getpid".into()]).unwrap();
         let (w, reps) = resolve_sampling(&args(&[]), &getpid, &v);
         assert_eq!(
             (w.stop, w.budget_ns),
@@ -382,7 +382,7 @@ mod tests {
         assert_eq!((w.budget_ns, fixed.fixed_total), (100_000_000, Some(50)));
         assert_eq!(w.stop, StopWhen::Count { n: 50 });
         // The suite's cases share the time: shorter repetitions than one benchmark gets.
-        let suite = bench::select(&[]).unwrap();
+        let suite = bench::matching(&[]).unwrap();
         let (_, many) = resolve_sampling(&args(&[]), &suite, &v);
         assert!(many.rep_ns < reps.rep_ns && many.max < reps.max);
     }

@@ -189,10 +189,10 @@ impl Guard {
         let mut result = Ok(());
         'sides: for side in &self.sides {
             for (s, value) in &side.system {
-                if let Err(why) = write_and_check(s, value) {
+                if let Err(e) = write_and_check(s, value) {
                     result = Err(SettingError::Refused {
                         name: s.name.clone(),
-                        why,
+                        why: e.why(),
                     });
                     break 'sides;
                 }
@@ -204,7 +204,7 @@ impl Guard {
 
     /// Switch to side `i`: write the files whose value differs, read them back (an error when
     /// the kernel did not keep one), then wait the settle time.
-    pub fn apply(&mut self, i: usize) -> Result<(), String> {
+    pub fn apply(&mut self, i: usize) -> Result<(), NotHeld> {
         if self.current == Some(i) {
             return Ok(());
         }
@@ -231,9 +231,12 @@ impl Guard {
             }
         }
         for (s, v) in &want {
-            let now = settings::read(s).map_err(|e| format!("{}: {e}", s.name))?;
+            let now = settings::read(s).map_err(|e| NotHeld::Unreadable {
+                setting: s.name.clone(),
+                why: e.to_string(),
+            })?;
             if now.iter().any(|x| x != v) {
-                write_and_check(s, v).map_err(|why| format!("{}: {why}", s.name))?;
+                write_and_check(s, v)?;
             }
         }
         self.current = Some(i);
@@ -315,23 +318,97 @@ impl Drop for Guard {
 }
 
 /// Write `value` to every file of `s` and read it back.
-fn write_and_check(s: &Setting, value: &str) -> Result<(), String> {
+fn write_and_check(s: &Setting, value: &str) -> Result<(), NotHeld> {
+    let setting = s.name.clone();
     for f in &s.files {
         settings::write_file(f, value).map_err(|e| {
             if e.raw_os_error() == Some(libc::EINVAL) {
-                format!("the kernel refuses '{value}' ({})", f.display())
+                NotHeld::Refused {
+                    setting: setting.clone(),
+                    value: value.to_string(),
+                    file: f.display().to_string(),
+                }
             } else {
-                format!("cannot write {}: {e}", f.display())
+                NotHeld::Unwritable {
+                    setting: setting.clone(),
+                    file: f.display().to_string(),
+                    why: e.to_string(),
+                }
             }
         })?;
     }
-    let now = settings::read(s).map_err(|e| e.to_string())?;
+    let now = settings::read(s).map_err(|e| NotHeld::Unreadable {
+        setting: setting.clone(),
+        why: e.to_string(),
+    })?;
     if let Some(kept) = now.iter().find(|v| *v != value) {
-        return Err(format!(
-            "the kernel did not keep '{value}' (it reads '{kept}')"
-        ));
+        return Err(NotHeld::NotKept {
+            setting,
+            value: value.to_string(),
+            kept: kept.clone(),
+        });
     }
     Ok(())
+}
+
+impl NotHeld {
+    /// What went wrong, without the setting's name (for a message that names it already).
+    pub fn why(&self) -> String {
+        match self {
+            NotHeld::Unreadable { why, .. } => format!("cannot read it: {why}"),
+            NotHeld::Refused { value, file, .. } => {
+                format!("the kernel refuses '{value}' ({file})")
+            }
+            NotHeld::Unwritable { file, why, .. } => format!("cannot write {file}: {why}"),
+            NotHeld::NotKept { value, kept, .. } => {
+                format!("the kernel did not keep '{value}' (it reads '{kept}')")
+            }
+        }
+    }
+}
+
+/// Why a side's kernel setting could not be made to hold: what was measured would not be of
+/// that side.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotHeld {
+    /// Its file could not be read (before or after writing).
+    #[error("{setting}: cannot read it: {why}")]
+    Unreadable {
+        /// The setting's name.
+        setting: String,
+        /// The error.
+        why: String,
+    },
+    /// The kernel refused the value (EINVAL).
+    #[error("{setting}: the kernel refuses '{value}' ({file})")]
+    Refused {
+        /// The setting's name.
+        setting: String,
+        /// The value written.
+        value: String,
+        /// The file.
+        file: String,
+    },
+    /// The file could not be written.
+    #[error("{setting}: cannot write {file}: {why}")]
+    Unwritable {
+        /// The setting's name.
+        setting: String,
+        /// The file.
+        file: String,
+        /// The error.
+        why: String,
+    },
+    /// Written, but it reads another value back.
+    #[error("{setting}: the kernel did not keep '{value}' (it reads '{kept}')")]
+    NotKept {
+        /// The setting's name.
+        setting: String,
+        /// The value written.
+        value: String,
+        /// What it reads.
+        kept: String,
+    },
 }
 
 /// Put back what oscosts killed with their guards left changed, and name state files that are

@@ -26,7 +26,7 @@ pub enum Stopped {
     /// A side's condition did not hold (a kernel setting the kernel did not keep): what was
     /// measured would not be of that side, so the comparison is void.
     #[error("a kernel setting did not hold, so the comparison is void: {0}")]
-    ConditionFailed(String),
+    ConditionFailed(#[from] crate::effects::settings_guard::NotHeld),
 }
 
 impl Stopped {
@@ -99,7 +99,7 @@ impl Sides for Switched<'_> {
         b: &Benchmark,
         opts: &WorkerOptions,
     ) -> Result<Vec<CaseResult>, Stopped> {
-        self.guard.apply(side).map_err(Stopped::ConditionFailed)?;
+        self.guard.apply(side)?;
         let mut o = opts.clone();
         o.task_settings = self.guard.task_settings(side);
         self.repeaters.repeat(side, b, &o)

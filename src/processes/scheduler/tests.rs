@@ -331,7 +331,12 @@ fn repetitions_shrink_with_the_suite_and_stop_where_asked() {
 
 #[test]
 fn a_condition_that_did_not_hold_is_its_own_error_not_a_signal() {
-    let e = Stopped::ConditionFailed("thp: the kernel did not keep 'always'".into()).into_error();
+    let e = Stopped::ConditionFailed(crate::effects::settings_guard::NotHeld::NotKept {
+        setting: "thp".into(),
+        value: "always".into(),
+        kept: "madvise".into(),
+    })
+    .into_error();
     assert!(e.downcast_ref::<Interrupted>().is_none(), "{e}");
     assert!(e.to_string().contains("did not keep"), "{e}");
     let e = Stopped::Signal(Interrupted(libc::SIGINT)).into_error();

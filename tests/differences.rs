@@ -59,7 +59,7 @@ fn one_boot_parameter_thp_mode_or_sysctl_changed_is_named_by_compare_and_matrix(
             "2026-01-01T00:00:03Z",
             Box::new(|e| e["settings"]["numa-balancing"] = "1".into()),
             "setting numa-balancing 0 -> 1",
-            "numa-balancing",
+            "setting numa-balancing",
         ),
     ];
     let mut files = vec![dir.path().join("run-0.json")];

@@ -36,8 +36,7 @@ pub use machine_speed::{
     MIN_POINTS as SPEED_MIN_POINTS, levels_in_time, machine_speed_note, smoothed,
 };
 pub use repetitions::{
-    DEPARTURE_NOTE, FINAL_JUDGING, Judging, RepRun, TWO_LEVELS_NOTE, halfwidth, merge_repetitions,
-    repetition_ci,
+    FINAL_JUDGING, Judging, RepRun, halfwidth, merge_repetitions, repetition_ci,
 };
 
 /// Thresholds above which a benchmark is called disturbed.
@@ -325,7 +324,11 @@ pub fn check_definition(r: &mut BenchResult) {
     if !missed.is_empty() {
         r.notes.push(Note::new(
             NoteKind::DefinitionNotMet,
-            format!("definition not met: {}", missed.join("; ")),
+            format!(
+                "{}{}",
+                crate::base::model::note::DEFINITION_NOTE,
+                missed.join("; ")
+            ),
         ));
     }
 }

@@ -3,6 +3,7 @@
 //! with the repetitions whose level departs from the others named.
 
 use super::{CaseResult, analyze};
+use crate::base::model::note::{DEPARTURE_NOTE, TWO_LEVELS_NOTE};
 use crate::base::model::{BenchResult, Note, NoteKind, Repetition, Uncertainty};
 use crate::base::stats;
 use crate::harness::noise::{CpuSnapshot, CpuTimes};
@@ -364,15 +365,6 @@ fn name_departures(r: &mut BenchResult, preemption_expected: bool) {
         ));
     }
 }
-
-/// How a result's note on its departing repetitions begins, in words. Views know such a note by
-/// its kind (`NoteKind::Departure`), never by these words.
-pub const DEPARTURE_NOTE: &str = "kept, not removed: ";
-
-/// How a result's note on repetitions at two levels begins, in words (its kind is
-/// `NoteKind::TwoLevels`). Its smaller group is marked as departing, so where every one of
-/// them moved with other results the machine explains it too.
-pub const TWO_LEVELS_NOTE: &str = "two levels, not one: ";
 
 /// The final interval's bootstrap effort (the scheduler's, and `examples/replay_ci.rs`
 /// recomputes with it exactly).

@@ -31,11 +31,6 @@ impl Stop {
         self.signal().map_or(Ok(()), |s| Err(Interrupted(s)))
     }
 
-    /// Whether a signal has come.
-    pub fn requested(&self) -> bool {
-        self.signal().is_some()
-    }
-
     /// The flag the signal handlers store a signal's number in (`effects::signals`).
     pub fn flag(&self) -> &Arc<AtomicUsize> {
         &self.0

@@ -127,12 +127,13 @@ impl<'de> Deserialize<'de> for Note {
     }
 }
 
-/// How a departure note began before notes had kinds.
-const LEGACY_DEPARTURE: &str = "kept, not removed: ";
-/// How a two-levels note began.
-const LEGACY_TWO_LEVELS: &str = "two levels, not one: ";
-/// How a missed definition's note began.
-const LEGACY_DEFINITION: &str = "definition not met";
+/// How a departure note's words begin. The analysis writes them; only `classify_legacy`
+/// reads them, to give a bare-word note of an older run its kind.
+pub const DEPARTURE_NOTE: &str = "kept, not removed: ";
+/// How a two-levels note's words begin.
+pub const TWO_LEVELS_NOTE: &str = "two levels, not one: ";
+/// How a missed definition's note's words begin.
+pub const DEFINITION_NOTE: &str = "definition not met: ";
 
 /// The kind a note stored as bare words (schema versions 1 and 2) states, for the kinds a view
 /// acts on; `departed` is how many of its result's repetitions are marked as departing. Run
@@ -142,11 +143,11 @@ pub fn classify_legacy(note: &mut Note, departed: usize) {
         return;
     }
     let t = note.text.as_str();
-    note.kind = if t.starts_with(LEGACY_DEPARTURE) {
+    note.kind = if t.starts_with(DEPARTURE_NOTE) {
         NoteKind::Departure { departed }
-    } else if t.starts_with(LEGACY_TWO_LEVELS) {
+    } else if t.starts_with(TWO_LEVELS_NOTE) {
         NoteKind::TwoLevels
-    } else if t.starts_with(LEGACY_DEFINITION) {
+    } else if t.starts_with(DEFINITION_NOTE) {
         NoteKind::DefinitionNotMet
     } else if t == super::V1_NOTE {
         NoteKind::OlderFormat

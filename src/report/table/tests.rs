@@ -79,7 +79,10 @@ fn departures_the_machine_explains_are_said_once_and_a_lone_one_stays_with_its_r
         r.repetitions = reps;
         r.notes = vec![Note::new(
             NoteKind::Departure { departed: 1 },
-            format!("{}repetition (at some ms)", crate::analysis::DEPARTURE_NOTE),
+            format!(
+                "{}repetition (at some ms)",
+                crate::base::model::note::DEPARTURE_NOTE
+            ),
         )];
     }
     let (moves, explained) = crate::analysis::shared_departures(&run);
@@ -96,7 +99,8 @@ fn departures_the_machine_explains_are_said_once_and_a_lone_one_stays_with_its_r
         "{text}"
     );
     assert_eq!(
-        text.matches(crate::analysis::DEPARTURE_NOTE).count(),
+        text.matches(crate::base::model::note::DEPARTURE_NOTE)
+            .count(),
         2,
         "{text}"
     );
@@ -109,7 +113,12 @@ fn departures_the_machine_explains_are_said_once_and_a_lone_one_stays_with_its_r
         },
         1000,
     );
-    assert_eq!(verbose.matches(crate::analysis::DEPARTURE_NOTE).count(), 4);
+    assert_eq!(
+        verbose
+            .matches(crate::base::model::note::DEPARTURE_NOTE)
+            .count(),
+        4
+    );
     assert!(!verbose.contains("the machine moved repetitions"));
 }
 
@@ -153,7 +162,7 @@ fn result_with_levels(id: &str, levels: &[f64], departing: &[usize]) -> BenchRes
         },
         format!(
             "{}repetition {} sat far from the others",
-            crate::analysis::DEPARTURE_NOTE,
+            crate::base::model::note::DEPARTURE_NOTE,
             departing[0] + 1
         ),
     )];
@@ -180,7 +189,8 @@ fn a_lone_departure_is_noted_with_its_result_only_where_it_is_why_the_ci_is_wide
     assert!(with > 3.0 && without < with / 2.0, "{with} {without}");
     let text = render_at(&run, false, TableOptions::default(), 1000);
     assert_eq!(
-        text.matches(crate::analysis::DEPARTURE_NOTE).count(),
+        text.matches(crate::base::model::note::DEPARTURE_NOTE)
+            .count(),
         0,
         "{text}"
     );
@@ -200,7 +210,12 @@ fn a_lone_departure_is_noted_with_its_result_only_where_it_is_why_the_ci_is_wide
         },
         1000,
     );
-    assert_eq!(verbose.matches(crate::analysis::DEPARTURE_NOTE).count(), 2);
+    assert_eq!(
+        verbose
+            .matches(crate::base::model::note::DEPARTURE_NOTE)
+            .count(),
+        2
+    );
     assert!(!verbose.contains("depart alone"), "{verbose}");
     assert!(verbose.contains("with it, ±"), "{verbose}");
     assert!(!verbose.contains("rep 6 +40%"), "{verbose}");
@@ -214,7 +229,10 @@ fn a_family_at_two_levels_is_said_once_and_a_lone_two_level_result_keeps_its_not
         let mut r = result_with_levels(id, &levels(hi), &[1, 3]);
         r.notes = vec![Note::new(
             NoteKind::TwoLevels,
-            format!("{}repetitions 2, 4", crate::analysis::TWO_LEVELS_NOTE),
+            format!(
+                "{}repetitions 2, 4",
+                crate::base::model::note::TWO_LEVELS_NOTE
+            ),
         )];
         r
     };
@@ -236,7 +254,8 @@ fn a_family_at_two_levels_is_said_once_and_a_lone_two_level_result_keeps_its_not
     assert_eq!(d.family_levels[0].results, vec![0, 1, 2]);
     let text = render_at(&run, false, TableOptions::default(), 1000);
     assert_eq!(
-        text.matches(crate::analysis::TWO_LEVELS_NOTE).count(),
+        text.matches(crate::base::model::note::TWO_LEVELS_NOTE)
+            .count(),
         1,
         "{text}"
     );
@@ -374,7 +393,10 @@ fn run_with_every_kind_of_note() -> Run {
     let mut two = result_with_levels("syscall/c", &levels_at_two, &[1, 3]);
     two.notes = vec![Note::new(
         NoteKind::TwoLevels,
-        format!("{}repetitions 2, 4", crate::analysis::TWO_LEVELS_NOTE),
+        format!(
+            "{}repetitions 2, 4",
+            crate::base::model::note::TWO_LEVELS_NOTE
+        ),
     )];
     run.results = vec![result_with_levels("syscall/b", &far, &[5]), two, missed];
     run.notes = vec![Note::new(

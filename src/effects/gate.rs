@@ -163,7 +163,7 @@ pub enum GateError {
 #[derive(Default)]
 pub struct Passed {
     store: Option<Proven>,
-    settings: Option<Vec<crate::effects::settings_guard::Side>>,
+    settings: Option<Vec<crate::effects::settings_guard::SideSettings>>,
 }
 
 enum Proven {
@@ -184,7 +184,7 @@ impl Passed {
 
     /// The kernel settings the command declared, one `Side` per side, resolved and checked
     /// (`None` when it declared none).
-    pub fn settings(&mut self) -> Option<Vec<crate::effects::settings_guard::Side>> {
+    pub fn settings(&mut self) -> Option<Vec<crate::effects::settings_guard::SideSettings>> {
         self.settings.take()
     }
 

@@ -28,7 +28,7 @@ use crate::harness::settings::{self, Encoding, Scope, Setting, SettingError};
 /// One side's settings: system-wide ones (written by oscost) and per-task ones (applied by the
 /// worker to itself).
 #[derive(Debug, Clone, Default)]
-pub struct Side {
+pub struct SideSettings {
     /// System-wide settings and the values to write.
     pub system: Vec<(Setting, String)>,
     /// Per-task settings (name, value), applied by each worker to itself.
@@ -37,7 +37,7 @@ pub struct Side {
     pub given: Vec<String>,
 }
 
-impl Side {
+impl SideSettings {
     /// Whether it changes nothing.
     pub fn is_empty(&self) -> bool {
         self.given.is_empty()
@@ -50,10 +50,10 @@ impl Side {
 }
 
 /// Each side's assignments resolved, refused before any write when they cannot be done.
-pub fn prepare(sides: &[&[String]], cpus: &[usize]) -> Result<Vec<Side>, SettingError> {
+pub fn prepare(sides: &[&[String]], cpus: &[usize]) -> Result<Vec<SideSettings>, SettingError> {
     let mut out = Vec::new();
     for assigns in sides {
-        let mut side = Side::default();
+        let mut side = SideSettings::default();
         let mut seen: Vec<(String, String)> = Vec::new();
         for a in assigns.iter() {
             let (name, value) = settings::parse_assignment(a)?;
@@ -103,7 +103,7 @@ pub struct Guard {
     touched: Vec<Setting>,
     /// Which side is applied now (`None`: the originals).
     current: Option<usize>,
-    sides: Vec<Side>,
+    sides: Vec<SideSettings>,
     settle: Duration,
     /// Each file's lock and state: its original, as recorded once by the first holder.
     held: Vec<Held>,
@@ -115,7 +115,7 @@ impl Guard {
     /// oscost holds one changed) and hand each original to the guard. Nothing is changed yet.
     /// Lines about state files found untrusted go to `said`.
     pub fn start(
-        sides: Vec<Side>,
+        sides: Vec<SideSettings>,
         settle: Duration,
         said: &mut Vec<String>,
     ) -> Result<Guard, SettingError> {

@@ -18,7 +18,7 @@ use crate::harness::sampler::StopWhen;
 use crate::processes::worker::Coordinator;
 
 mod sides;
-use sides::{Plain, Sides, Stopped, Switched};
+use sides::{Plain, Repeater, Sides, Stopped, Switched};
 
 /// Everything a run needs, validated (`commands::plan::build` makes it from a `plan::Request`).
 #[derive(Debug, Clone)]
@@ -531,34 +531,12 @@ fn measure_sides(
     Ok((order?, sides.into_iter().map(|x| x.tracks).collect()))
 }
 
-/// Run the plan. `Err(Interrupted)` (inside anyhow) when a signal stopped it.
+/// Run the plan on one side, the plain system or the plan's wrapper (`--under`), with no
+/// kernel settings switched: `measure` with one side, for commands that own no settings
+/// (`scale`, `ctx`).
 pub fn execute(plan: &Plan, stop: &Stop) -> anyhow::Result<Run> {
-    let s = setup(plan)?;
-    let coord = s.coordinator(plan, plan.wrapper.clone().unwrap_or_default(), stop);
-    crate::say!(
-        "oscost: {} benchmark(s), {}-{} repetitions of {:.0} ms each, pinned to CPU {}, clock {:.1} ns/read{}",
-        plan.benchmarks.len(),
-        plan.reps.min,
-        plan.reps.max,
-        plan.reps.rep_ns as f64 / 1e6,
-        s.opts.cpu,
-        s.clock.cost_ns,
-        plan.wrapper_text
-            .as_deref()
-            .map(|w| format!(", under `{w}`"))
-            .unwrap_or_default()
-    );
-    let (order, mut tracks) =
-        measure_sides(plan, &s, &mut Plain(vec![&coord])).map_err(Stopped::into_error)?;
-    stop.check()?;
-    let tracks = tracks.remove(0);
-    let confinement = confinement_of(&tracks);
-    let results = s.results(plan, tracks);
-    let mut run = s.run_model(plan, plan.wrapper_text.clone(), None, results);
-    // The coordinator's own stands for its workers only where no wrapper came between.
-    run.env.confinement = confinement.or(run.env.confinement.filter(|_| plan.wrapper.is_none()));
-    run.schedule = Some(s.schedule(plan, order, &run.results));
-    Ok(run)
+    let mut runs = measure(plan, &[plan.side()], stop, None)?;
+    Ok(runs.remove(0))
 }
 
 /// What confined the side's workers, as the first of them to say read it of itself.
@@ -570,75 +548,126 @@ fn confinement_of(tracks: &[Track]) -> Option<crate::base::model::Confinement> {
         .find_map(|r| r.case.confinement.clone())
 }
 
-/// One side of an A/B comparison: a wrapper (none for the plain system) and its text.
-pub struct AbSide {
+/// One side of a measurement: the wrapper its workers start under (none: the plain system)
+/// and its text. Its kernel settings, where it has any, are the guard's (`measure`).
+#[derive(Debug, Clone, Default)]
+pub struct Side {
     /// The wrapper's command line (empty: none).
     pub wrapper: Vec<String>,
-    /// The wrapper as the user gave it.
+    /// The wrapper as the user gave it, or the side's name (`ab`: wrapper + settings).
     pub text: Option<String>,
 }
 
-/// Run A and B alternately, repetition by repetition (A B A B ...), so that drift of the
-/// machine hits both alike; the repetitions are `ab`'s rounds, judged by the same stop rule as
-/// a run (at least `rounds` of them). With `settings`, each side's kernel settings are
-/// switched to before each of its repetitions (side 0 is A, 1 is B).
-pub fn execute_ab(
+impl Plan {
+    /// At least `rounds` repetitions of every benchmark (a comparison's rounds: `ab --rounds`,
+    /// predict's pricing), the budget raised to match.
+    pub fn at_least_rounds(&mut self, rounds: usize) {
+        self.reps.min = self.reps.min.max(rounds);
+        self.reps.max = self.reps.max.max(self.reps.min);
+    }
+
+    /// The plan's own side: its wrapper (`--under`) or none.
+    pub fn side(&self) -> Side {
+        Side {
+            wrapper: self.wrapper.clone().unwrap_or_default(),
+            text: self.wrapper_text.clone(),
+        }
+    }
+}
+
+/// The letters that name the sides of a comparison.
+const SIDE_NAMES: [&str; 2] = ["A", "B"];
+
+/// Measure the plan on `sides`: one for a run (a run is a comparison with one side), A and B
+/// for `ab`, plain and wrapped for `predict`. Each round takes one repetition of every
+/// benchmark still sampling on every side in turn (A B A B ...), so that drift of the machine
+/// hits every side alike; the stop rule judges a run's CI, or with `plan.reps.decide` the
+/// comparison's. With `settings`, each side's kernel settings are switched to before each of
+/// its repetitions (`Switched`: written where they differ, read back, settled; a value the
+/// kernel did not keep is `Stopped::ConditionFailed`). One `Run` per side, in order.
+/// `Err(Interrupted)` (inside anyhow) when a signal stopped it.
+pub fn measure(
     plan: &Plan,
-    a: &AbSide,
-    b: &AbSide,
-    rounds: usize,
+    sides: &[Side],
     stop: &Stop,
     settings: Option<&mut crate::effects::settings_guard::Guard>,
-) -> anyhow::Result<(Run, Run)> {
+) -> anyhow::Result<Vec<Run>> {
+    if sides.is_empty() || sides.len() > SIDE_NAMES.len() {
+        anyhow::bail!(
+            "internal: a measurement has one or two sides, not {}",
+            sides.len()
+        );
+    }
     let s = setup(plan)?;
-    // The sides' wrappers are their coordinators'; the plan's own is not used.
-    let mut plan_ab = plan.clone();
-    plan_ab.reps.min = plan_ab.reps.min.max(rounds);
-    plan_ab.reps.max = plan_ab.reps.max.max(plan_ab.reps.min);
-    let plan = &plan_ab;
-    let ca = s.coordinator(plan, a.wrapper.clone(), stop);
-    let cb = s.coordinator(plan, b.wrapper.clone(), stop);
-    let name = |side: &AbSide| side.text.clone().unwrap_or_else(|| "(nothing)".into());
-    crate::say!(
-        "oscost: A = {}, B = {}: {} benchmark(s) x {}-{} repetitions each, pinned to CPU {}",
-        name(a),
-        name(b),
-        plan.benchmarks.len(),
-        plan.reps.min,
-        plan.reps.max,
-        s.opts.cpu
-    );
-    let repeaters = Plain(vec![&ca, &cb]);
+    let coordinators: Vec<Coordinator> = sides
+        .iter()
+        .map(|x| s.coordinator(plan, x.wrapper.clone(), stop))
+        .collect();
+    say_measuring(plan, &s, sides);
+    let repeaters = Plain(coordinators.iter().map(|c| c as &dyn Repeater).collect());
     let measured = match settings {
         Some(guard) => measure_sides(plan, &s, &mut Switched { repeaters, guard }),
         None => measure_sides(plan, &s, &mut { repeaters }),
     };
-    let (order, mut tracks) = measured.map_err(Stopped::into_error)?;
+    let (order, tracks) = measured.map_err(Stopped::into_error)?;
     stop.check()?;
-    let (sb_tracks, sa_tracks) = (tracks.pop().expect("two sides"), tracks.remove(0));
-    // The user's --label leads; the side says which of the pair a stored run is.
-    let label = |side: &str, x: &AbSide| {
-        Some(match &plan.label {
-            Some(l) => format!("{l} (ab {side}: {})", name(x)),
-            None => format!("ab {side}: {}", name(x)),
+    let compared = sides.len() > 1;
+    let runs = tracks
+        .into_iter()
+        .zip(sides.iter().zip(SIDE_NAMES))
+        .map(|(tracks, (side, letter))| {
+            // A side of a comparison says which of the pair a stored run is; the user's
+            // --label leads. A run's label is the plan's.
+            let label = compared.then(|| match &plan.label {
+                Some(l) => format!("{l} (ab {letter}: {})", side_name(side)),
+                None => format!("ab {letter}: {}", side_name(side)),
+            });
+            let confinement = confinement_of(&tracks);
+            let results = s.results(plan, tracks);
+            let mut run = s.run_model(plan, side.text.clone(), label, results);
+            // The coordinator's own stands for its workers only where no wrapper came between.
+            run.env.confinement =
+                confinement.or(run.env.confinement.filter(|_| side.wrapper.is_empty()));
+            run.schedule = Some(s.schedule(plan, order.clone(), &run.results));
+            run
         })
-    };
-    let mut runs = Vec::new();
-    for (side, tracks, text, l) in [
-        (a, sa_tracks, a.text.clone(), "A"),
-        (b, sb_tracks, b.text.clone(), "B"),
-    ] {
-        let confinement = confinement_of(&tracks);
-        let results = s.results(plan, tracks);
-        let mut run = s.run_model(plan, text, label(l, side), results);
-        run.env.confinement =
-            confinement.or(run.env.confinement.filter(|_| side.wrapper.is_empty()));
-        run.schedule = Some(s.schedule(plan, order.clone(), &run.results));
-        runs.push(run);
+        .collect();
+    Ok(runs)
+}
+
+/// A side as the messages name it.
+fn side_name(side: &Side) -> String {
+    side.text.clone().unwrap_or_else(|| "(nothing)".into())
+}
+
+/// What is about to be measured, on stderr: a run's plan, or a comparison's sides.
+fn say_measuring(plan: &Plan, s: &RunSetup, sides: &[Side]) {
+    if let [a, b] = sides {
+        crate::say!(
+            "oscost: A = {}, B = {}: {} benchmark(s) x {}-{} repetitions each, pinned to CPU {}",
+            side_name(a),
+            side_name(b),
+            plan.benchmarks.len(),
+            plan.reps.min,
+            plan.reps.max,
+            s.opts.cpu
+        );
+        return;
     }
-    let rb = runs.pop().expect("two sides");
-    let ra = runs.pop().expect("two sides");
-    Ok((ra, rb))
+    crate::say!(
+        "oscost: {} benchmark(s), {}-{} repetitions of {:.0} ms each, pinned to CPU {}, clock {:.1} ns/read{}",
+        plan.benchmarks.len(),
+        plan.reps.min,
+        plan.reps.max,
+        plan.reps.rep_ns as f64 / 1e6,
+        s.opts.cpu,
+        s.clock.cost_ns,
+        sides[0]
+            .text
+            .as_deref()
+            .map(|w| format!(", under `{w}`"))
+            .unwrap_or_default()
+    );
 }
 
 #[cfg(test)]

@@ -9,10 +9,12 @@ use super::{Command, Given};
 use crate::base::model::{Note, NoteKind};
 
 use super::args::{CompareArgs, split_command, usage};
-use super::{conclude, saving_store};
+use super::session::{self, Conditions, Live, Measurement};
 use crate::analysis::compare;
+use crate::base::stop::Stop;
 use crate::effects::gate::Effects;
-use crate::processes::scheduler::{self, AbSide};
+use crate::effects::settings_guard::Guard;
+use crate::processes::scheduler::{self, Side};
 
 #[derive(Debug, Args, Clone)]
 /// `oscost ab`'s arguments.
@@ -57,7 +59,8 @@ pub const AB_QUICK_BUDGET_S: f64 = 10.0;
 
 /// ab's rounds: at least `rounds` (and `stats::sequential::MIN_ROUNDS`), then until the
 /// comparison has decided against `compare`'s noise band, or `budget_s` (both sides' sampling
-/// time) ends. With --samples the sides take their fixed samples as `run` does.
+/// time) ends. With --samples the sides take their fixed samples as `run` does, in at least
+/// `rounds` rounds.
 fn decide_rounds(
     plan: &mut crate::processes::scheduler::Plan,
     rounds: usize,
@@ -67,6 +70,7 @@ fn decide_rounds(
 ) {
     use crate::base::stats::sequential::{MAX_ROUNDS, MIN_ROUNDS};
     if plan.reps.fixed_total.is_some() {
+        plan.at_least_rounds(rounds);
         return;
     }
     let rep_s = plan.reps.rep_ns as f64 / 1e9;
@@ -81,24 +85,19 @@ fn decide_rounds(
 }
 
 /// One side: its wrapper split like a shell, and the text to show.
-fn side(flag: &str, cmd: Option<&str>) -> anyhow::Result<AbSide> {
+fn side(flag: &str, cmd: Option<&str>) -> anyhow::Result<Side> {
     Ok(match cmd {
         Some(c) => {
             let wrapper = split_command(flag, c).map_err(|e| usage(e.0))?;
             super::check_program(flag, &wrapper)?;
-            AbSide {
+            Side {
                 wrapper,
                 text: Some(c.to_string()),
             }
         }
-        None => AbSide {
-            wrapper: vec![],
-            text: None,
-        },
+        None => Side::default(),
     })
 }
-
-impl AbArgs {}
 
 impl Command for AbArgs {
     /// The comparison's files and page, and the store both sides are saved into.
@@ -106,112 +105,143 @@ impl Command for AbArgs {
         self.measure.effects().sets(&[&self.a_set, &self.b_set])
     }
 
-    /// Measure both sides interleaved, save them, compare and write the comparison.
+    /// Measure both sides interleaved, save them, compare and write the comparison, in the
+    /// session's order (`session::run`).
     fn run(self, given: Given) -> anyhow::Result<i32> {
-        let mut passed = given.passed;
-        let stop = crate::effects::signals::guard_processes()?;
-        let (mut sa, mut sb) = (
-            side("--a", self.a.as_deref())?,
-            side("--b", self.b.as_deref())?,
-        );
-        // ab's files are the comparison's (written by `finish`), not a run's.
-        let outputs = self.measure.outputs.clone();
-        let mut plan = super::plan::build(&self.measure.request())?;
+        let mut live = Live::new(given.passed, !self.measure.no_save, self.measure.settle);
+        session::run(
+            &mut live,
+            &mut Ab {
+                args: &self,
+                sides: vec![],
+                plan: None,
+                runs: vec![],
+                names: ("A".into(), "B".into()),
+            },
+        )
+    }
+}
+
+/// `oscost ab`: two sides measured in alternation, saved together, compared.
+struct Ab<'a> {
+    args: &'a AbArgs,
+    /// A and B: each a wrapper, named with its settings once they are held.
+    sides: Vec<Side>,
+    plan: Option<scheduler::Plan>,
+    /// A's run and B's, once measured.
+    runs: Vec<crate::base::model::Run>,
+    /// What the comparison calls them: "A (run 7)" once saved.
+    names: (String, String),
+}
+
+impl Measurement for Ab<'_> {
+    fn prepare(&mut self, _stop: &Stop) -> anyhow::Result<()> {
+        let args = self.args;
+        self.sides = vec![
+            side("--a", args.a.as_deref())?,
+            side("--b", args.b.as_deref())?,
+        ];
+        let mut plan = super::plan::build(&args.measure.request())?;
         decide_rounds(
             &mut plan,
-            self.rounds as usize,
-            self.measure.budget,
-            self.measure.quick,
-            &self.compare,
+            args.rounds as usize,
+            args.measure.budget,
+            args.measure.quick,
+            &args.compare,
         );
-        let mut store = if self.measure.no_save {
-            None
-        } else {
-            Some(saving_store(&mut passed)?)
-        };
-        // Each side's kernel settings: checked, guarded and tried before measuring, switched to
-        // before each of its repetitions, put back when the measurement ends (the guard's
-        // drop on an error path).
-        let settings = super::kernel_settings(&mut passed, self.measure.settle)?;
-        let mut before = None;
-        let mut guard = settings.map(|(guard, sides, snapshot)| {
-            // A side is named by its wrapper and its settings.
-            for (side, set) in [(&mut sa, &sides[0]), (&mut sb, &sides[1])] {
+        self.plan = Some(plan);
+        Ok(())
+    }
+
+    fn settle(&mut self, _i: usize) -> anyhow::Result<()> {
+        if let Some(plan) = self.plan.as_mut() {
+            super::plan::settle_cpu(plan);
+        }
+        Ok(())
+    }
+
+    fn measure(
+        &mut self,
+        _i: usize,
+        conditions: Option<&Conditions>,
+        switch: Option<&mut Guard>,
+        stop: &Stop,
+    ) -> anyhow::Result<()> {
+        let plan = self
+            .plan
+            .as_ref()
+            .ok_or_else(|| anyhow::anyhow!("internal: measured before the plan was built"))?;
+        // A side is named by its wrapper and its settings.
+        if let Some(c) = conditions {
+            for (side, set) in self.sides.iter_mut().zip(&c.sides) {
                 side.text = match (side.text.take(), set.text()) {
                     (Some(w), Some(s)) => Some(format!("{w} + {s}")),
                     (w, s) => w.or(s),
                 };
             }
-            before = Some((snapshot, sides));
-            guard
-        });
-        super::plan::settle_cpu(&mut plan);
-        let rounds = self.rounds as usize;
-        let measured = scheduler::execute_ab(&plan, &sa, &sb, rounds, &stop, guard.as_mut());
-        let mut late = Vec::new();
-        if let Some(g) = guard {
-            late.extend(g.restore());
         }
-        let (mut ra, mut rb) = measured?;
+        let mut runs = scheduler::measure(plan, &self.sides, stop, switch)?;
         // A side's wrapper is its command only; its settings are kept apart (`Run::settings`).
-        ra.wrapper = self.a.clone();
-        rb.wrapper = self.b.clone();
-        if let Some((snapshot, sides)) = &before {
-            for (run, side) in [(&mut ra, &sides[0]), (&mut rb, &sides[1])] {
+        for (run, wrapper) in runs.iter_mut().zip([&self.args.a, &self.args.b]) {
+            run.wrapper = wrapper.clone();
+        }
+        if let Some(c) = conditions {
+            for (run, side) in runs.iter_mut().zip(&c.sides) {
                 run.settings = side.given.clone();
-                run.env.settings = snapshot.clone();
+                run.env.settings = c.before.clone();
                 run.notes.push(Note::new(NoteKind::Settings, format!(
                     "kernel settings switched before each repetition, read back, {} s settle, put back after: {}",
-                    self.measure.settle,
+                    c.settle_s,
                     side.text().unwrap_or_else(|| "as found".into())
                 )));
             }
         }
-        stop.check()?;
-        let (na, nb, saved) = save_sides(store.as_mut(), &ra, &rb, &stop, &mut late)?;
-        let mut cmp = compare::compare(&ra, &rb, &na, &nb, &options(&self.compare));
+        self.runs = runs;
+        Ok(())
+    }
+
+    fn runs(&self, _i: usize) -> Vec<&crate::base::model::Run> {
+        self.runs.iter().collect()
+    }
+
+    fn saved(&mut self, _i: usize, ids: &[i64], store: &str) {
+        crate::say!(
+            "oscost: saved A as run {} and B as run {} in {store}",
+            ids[0],
+            ids[1],
+        );
+        self.names = (format!("A (run {})", ids[0]), format!("B (run {})", ids[1]));
+    }
+
+    /// Compared, the page drawn, the comparison's files written (`finish`): its verdict is
+    /// the exit status (1 for a regression beyond --fail-above).
+    fn deliver(
+        &mut self,
+        saved: Option<&str>,
+        stop: &Stop,
+        late: &mut Vec<String>,
+    ) -> anyhow::Result<i32> {
+        let ([ra, rb], Some(plan)) = (self.runs.as_slice(), &self.plan) else {
+            return Ok(0);
+        };
+        let (na, nb) = &self.names;
+        let mut cmp = compare::compare(ra, rb, na, nb, &options(&self.args.compare));
         cmp.alternated = true;
         if plan.reps.decide.is_some() {
-            compare::rounds::judge_rounds(&mut cmp, &ra, &rb);
+            compare::rounds::judge_rounds(&mut cmp, ra, rb);
         }
         // --report: the comparison's page (A against B), as `compare --report` draws it.
-        if let Some(d) = &self.measure.report {
-            write_comparison_page(&cmp, d, &stop, &mut late);
+        if let Some(d) = &self.args.measure.report {
+            write_comparison_page(&cmp, d, stop, late);
         }
-        super::after_save(&stop, saved.clone())?;
-        let verdict = finish(&cmp, &self.compare, &outputs)?;
-        super::after_save(&stop, saved)?;
-        Ok(verdict.max(conclude(&[&ra, &rb], &late)))
+        // A signal by now ends the command before the comparison's files are written.
+        super::after_save(stop, saved.map(str::to_string))?;
+        finish(&cmp, &self.args.compare, &self.args.measure.outputs)
     }
-}
 
-/// Save both sides in one transaction (a kill at any moment leaves both or neither), said on
-/// stderr: the names the comparison gives them ("A (run 7)") and what was saved, for the
-/// message of a signal that comes after.
-fn save_sides(
-    store: Option<&mut crate::effects::store::Store>,
-    ra: &crate::base::model::Run,
-    rb: &crate::base::model::Run,
-    stop: &crate::base::stop::Stop,
-    late: &mut Vec<String>,
-) -> anyhow::Result<(String, String, Option<String>)> {
-    let Some(s) = store else {
-        return Ok(("A".into(), "B".into(), None));
-    };
-    let Some(ids) = super::save_or_keep(s, &[ra, rb], stop, late)? else {
-        return Ok(("A".into(), "B".into(), None));
-    };
-    crate::say!(
-        "oscost: saved A as run {} and B as run {} in {}",
-        ids[0],
-        ids[1],
-        s.shown()
-    );
-    Ok((
-        format!("A (run {})", ids[0]),
-        format!("B (run {})", ids[1]),
-        Some(format!("runs {} and {} in {}", ids[0], ids[1], s.shown())),
-    ))
+    fn all_runs(&self) -> Vec<&crate::base::model::Run> {
+        self.runs.iter().collect()
+    }
 }
 
 /// `--report`: the comparison's page in `dir`, as `compare --report` draws it; a failure is

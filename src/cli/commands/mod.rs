@@ -19,6 +19,7 @@ pub mod predict;
 pub mod report;
 pub mod run;
 pub mod scale;
+pub mod session;
 pub mod settings;
 pub mod shell;
 pub mod show;
@@ -241,7 +242,7 @@ pub fn check_program(flag: &str, argv: &[String]) -> anyhow::Result<()> {
 /// and every catalogue setting as it read before anything was changed.
 pub type Guarded = (
     crate::effects::settings_guard::Guard,
-    Vec<crate::effects::settings_guard::Side>,
+    Vec<crate::effects::settings_guard::SideSettings>,
     std::collections::BTreeMap<String, String>,
 );
 

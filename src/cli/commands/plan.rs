@@ -139,11 +139,17 @@ pub fn settle_cpu(plan: &mut Plan) {
 /// asked for, checked against the allowed CPUs, or the default settled as `settle_cpu` does.
 pub fn measuring_cpu(asked: Option<usize>) -> anyhow::Result<usize> {
     let allowed = placement::allowed_cpus();
-    let cpu = resolve_cpu(asked, &allowed).map_err(usage)?;
+    let cpu = asked_cpu(asked)?;
     Ok(match asked {
         Some(_) => cpu,
         None => settled(cpu, &allowed),
     })
+}
+
+/// The CPU asked for (`--cpu`), or the default one, checked against the allowed CPUs
+/// without looking at how busy they are: a bad `--cpu` refused before anything changes.
+pub fn asked_cpu(asked: Option<usize>) -> anyhow::Result<usize> {
+    resolve_cpu(asked, &placement::allowed_cpus()).map_err(usage)
 }
 
 /// `default` unless it is busy and another allowed CPU is idle.

@@ -4,7 +4,7 @@
 //! 1. Count: CMD runs once plainly under the kernel's tracepoint counters
 //!    (`harness::syscount`): system calls by name, processes, threads, execs.
 //! 2. Price: the catalogue's benchmarks for the kinds that appeared are measured plain and
-//!    under the wrapper, interleaved as `ab` does (`scheduler::execute_ab`); their additions
+//!    under the wrapper, interleaved as `ab` does (`scheduler::measure` with two sides); their additions
 //!    and CIs are the prices (`analysis::predict`).
 //! 3. Measure: CMD plain and under the wrapper in alternating rounds (`program::alternate`);
 //!    the added time is the median of the rounds' paired differences, its CI from order
@@ -20,16 +20,17 @@ use std::time::Instant;
 use clap::Args;
 
 use super::args::{StoreArgs, split_command, usage};
+use super::check_program;
+use super::session::{self, Live, Measurement};
 use super::{Command, Given};
-use super::{check_program, saving_store};
 use crate::analysis::predict::{self as model, Price};
 use crate::base::model::Run;
 use crate::base::stats;
+use crate::base::stop::Stop;
 use crate::effects::gate::Effects;
-use crate::effects::store::Store;
 use crate::harness::syscount::{self, ProgramCounts};
 use crate::processes::program::{self, ProcessTimer, RoundsEnd, Timings};
-use crate::processes::scheduler::{self, AbSide};
+use crate::processes::scheduler::{self, Side};
 use crate::report::predict::PredictionReport;
 
 #[derive(Debug, Args, Clone)]
@@ -194,15 +195,16 @@ impl Ctx<'_> {
         req.quick = self.args.quick;
         let mut plan = super::plan::build(&req)?;
         plan.pin_wrapper = true;
-        let plain = AbSide {
-            wrapper: vec![],
-            text: None,
-        };
-        let side = AbSide {
+        plan.at_least_rounds(3);
+        let side = Side {
             wrapper: self.wrapper.clone(),
             text: Some(self.args.under.clone()),
         };
-        let (ra, rb) = scheduler::execute_ab(&plan, &plain, &side, 3, self.stop, None)?;
+        let mut runs = scheduler::measure(&plan, &[Side::default(), side], self.stop, None)?;
+        let (rb, ra) = (runs.pop(), runs.pop());
+        let (Some(ra), Some(rb)) = (ra, rb) else {
+            anyhow::bail!("internal: a comparison measured fewer than two sides");
+        };
         self.stop()?;
         let cmp =
             crate::analysis::compare::compare(&ra, &rb, "plain", "wrapped", &Default::default());
@@ -281,16 +283,8 @@ impl Ctx<'_> {
         }
     }
 
-    /// Step 4, keep both sides saved with the program's wall times, the JSON and the page.
-    fn keep(
-        &self,
-        mut ra: Run,
-        mut rb: Run,
-        rounds: &Timings,
-        out: &PredictionReport,
-        store: Option<Store>,
-    ) -> anyhow::Result<i32> {
-        let stop = self.stop;
+    /// Step 4, the program's wall times added to both sides' runs, which are named for it.
+    fn attach(&self, ra: &mut Run, rb: &mut Run, rounds: &Timings) {
         let (text, args) = (&self.cmd_text, self.args);
         let id = program_id(&args.command);
         let def = format!("wall time of `{text}`, one run a sample");
@@ -304,41 +298,6 @@ impl Ctx<'_> {
         ));
         ra.label = Some(format!("predict plain: {text}"));
         rb.label = Some(format!("predict under {}: {text}", args.under));
-        let mut late = Vec::new();
-        let mut saved = None;
-        if let Some(mut s) = store
-            && let Some(ids) = super::save_or_keep(&mut s, &[&ra, &rb], stop, &mut late)?
-        {
-            crate::say!(
-                "oscost: saved plain as run {} and wrapped as run {} in {} ({id})",
-                ids[0],
-                ids[1],
-                s.shown()
-            );
-            saved = Some(format!("runs {} and {} in {}", ids[0], ids[1], s.shown()));
-        }
-        // Saved first, shown after: a terminal that cannot be written loses no run.
-        if let Err(e) = super::print_stdout(&crate::report::predict::render_text(out)) {
-            late.push(e.to_string());
-        }
-        if let Some(j) = &args.json {
-            let bytes = serde_json::to_vec_pretty(out)?;
-            if let Err(e) = crate::effects::output::write_file(j, &bytes) {
-                late.push(e.to_string());
-            }
-        }
-        if let Some(d) = &args.report {
-            match crate::report::predict::render_page(out) {
-                Ok(page) => match crate::effects::output::write_page(d, &page, stop) {
-                    Ok(_) => crate::say!("oscost: report in {}", d.join("index.html").display()),
-                    Err(e) if e.is::<crate::base::stop::Interrupted>() => {}
-                    Err(e) => late.push(e.to_string()),
-                },
-                Err(e) => late.push(format!("cannot draw the prediction: {e}")),
-            }
-        }
-        super::after_save(self.stop, saved)?;
-        Ok(super::conclude(&[&ra, &rb], &late))
     }
 }
 
@@ -377,8 +336,6 @@ fn output(
     }
 }
 
-impl PredictArgs {}
-
 impl Command for PredictArgs {
     /// The prediction's JSON and page, and the store both sides are saved into.
     fn effects(&self) -> Effects {
@@ -388,44 +345,132 @@ impl Command for PredictArgs {
             .saves_unless(self.no_save, self.store.db.as_ref())
     }
 
-    /// Count, price, predict, measure, and write the prediction.
+    /// Count, price, predict, measure, and write the prediction, in the session's order
+    /// (`session::run`; predict sets no kernel settings).
     fn run(self, given: Given) -> anyhow::Result<i32> {
-        let mut passed = given.passed;
-        let stop = crate::effects::signals::guard_processes()?;
-        let wrapper = split_command("--under", &self.under).map_err(|e| usage(e.0))?;
-        if wrapper.is_empty() {
+        let mut live = Live::new(given.passed, !self.no_save, 0.0);
+        session::run(
+            &mut live,
+            &mut Prediction {
+                args: &self,
+                wrapper: vec![],
+                cpu: None,
+                runs: vec![],
+                out: None,
+            },
+        )
+    }
+}
+
+/// `oscost predict`: a wrapper's cost to a program, predicted and measured.
+struct Prediction<'a> {
+    args: &'a PredictArgs,
+    /// The wrapper, split.
+    wrapper: Vec<String>,
+    /// The measuring CPU of the whole prediction: the pricing benchmarks', the program's.
+    cpu: Option<usize>,
+    /// Both sides' runs: the priced benchmarks and the program, plain and wrapped.
+    runs: Vec<Run>,
+    out: Option<PredictionReport>,
+}
+
+impl Measurement for Prediction<'_> {
+    fn prepare(&mut self, _stop: &Stop) -> anyhow::Result<()> {
+        let args = self.args;
+        self.wrapper = split_command("--under", &args.under).map_err(|e| usage(e.0))?;
+        if self.wrapper.is_empty() {
             return Err(usage("--under: give the wrapper command"));
         }
-        check_program("--under", &wrapper)?;
-        check_program("the command", &self.command)?;
-        // The store is opened (created when new) before anything runs: a run that cannot be
-        // saved is found now, not after minutes of measuring.
-        let store = if self.no_save {
-            None
-        } else {
-            Some(saving_store(&mut passed)?)
-        };
-        // The measuring CPU of the whole prediction: the pricing benchmarks', the program's.
-        let cpu = super::plan::measuring_cpu(self.cpu)?;
+        check_program("--under", &self.wrapper)?;
+        check_program("the command", &args.command)?;
+        super::plan::asked_cpu(args.cpu)?;
+        Ok(())
+    }
+
+    fn settle(&mut self, _i: usize) -> anyhow::Result<()> {
+        self.cpu = Some(super::plan::measuring_cpu(self.args.cpu)?);
+        Ok(())
+    }
+
+    fn measure(
+        &mut self,
+        _i: usize,
+        _conditions: Option<&session::Conditions>,
+        _switch: Option<&mut crate::effects::settings_guard::Guard>,
+        stop: &Stop,
+    ) -> anyhow::Result<()> {
         let ctx = Ctx {
-            args: &self,
-            wrapper,
-            cmd_text: shell_words(&self.command),
-            cpu,
-            stop: &stop,
+            args: self.args,
+            wrapper: self.wrapper.clone(),
+            cmd_text: shell_words(&self.args.command),
+            cpu: self
+                .cpu
+                .ok_or_else(|| anyhow::anyhow!("internal: measured before the CPU was chosen"))?,
+            stop,
         };
         let (counts, kinds) = ctx.count()?;
-        let (ra, rb, prices) = ctx.price(&kinds)?;
+        let (mut ra, mut rb, prices) = ctx.price(&kinds)?;
         let Some(pred) = model::predict(&kinds, &prices) else {
             anyhow::bail!(
                 "{} could not be measured under `{}`, so nothing can be priced",
                 model::NULL_CALL,
-                self.under
+                self.args.under
             );
         };
         let rounds = ctx.measure()?;
-        let out = output(&ctx, &counts, &pred, prices, &rounds);
-        ctx.keep(ra, rb, &rounds, &out, store)
+        self.out = Some(output(&ctx, &counts, &pred, prices, &rounds));
+        ctx.attach(&mut ra, &mut rb, &rounds);
+        self.runs = vec![ra, rb];
+        Ok(())
+    }
+
+    fn runs(&self, _i: usize) -> Vec<&Run> {
+        self.runs.iter().collect()
+    }
+
+    fn saved(&mut self, _i: usize, ids: &[i64], store: &str) {
+        crate::say!(
+            "oscost: saved plain as run {} and wrapped as run {} in {store} ({})",
+            ids[0],
+            ids[1],
+            program_id(&self.args.command)
+        );
+    }
+
+    /// Saved first, shown after: a terminal that cannot be written loses no run.
+    fn deliver(
+        &mut self,
+        _saved: Option<&str>,
+        stop: &Stop,
+        late: &mut Vec<String>,
+    ) -> anyhow::Result<i32> {
+        let Some(out) = &self.out else {
+            return Ok(0);
+        };
+        if let Err(e) = super::print_stdout(&crate::report::predict::render_text(out)) {
+            late.push(e.to_string());
+        }
+        if let Some(j) = &self.args.json {
+            let bytes = serde_json::to_vec_pretty(out)?;
+            if let Err(e) = crate::effects::output::write_file(j, &bytes) {
+                late.push(e.to_string());
+            }
+        }
+        if let Some(d) = &self.args.report {
+            match crate::report::predict::render_page(out) {
+                Ok(page) => match crate::effects::output::write_page(d, &page, stop) {
+                    Ok(_) => crate::say!("oscost: report in {}", d.join("index.html").display()),
+                    Err(e) if e.is::<crate::base::stop::Interrupted>() => {}
+                    Err(e) => late.push(e.to_string()),
+                },
+                Err(e) => late.push(format!("cannot draw the prediction: {e}")),
+            }
+        }
+        Ok(0)
+    }
+
+    fn all_runs(&self) -> Vec<&Run> {
+        self.runs.iter().collect()
     }
 }
 

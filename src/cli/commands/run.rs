@@ -9,12 +9,13 @@ use std::time::Duration;
 use clap::Args;
 
 use super::args::{OutputArgs, StoreArgs, parse_percent, parse_seconds, parse_size_mib, usage};
+use super::print_table;
+use super::session::{self, Conditions, Live, Measurement};
 use super::{Command, Given};
-use super::{conclude, print_table, saving_store};
 use crate::base::model::Run;
 use crate::base::model::{Note, NoteKind};
 use crate::bench;
-use crate::effects::gate::{Effects, Passed};
+use crate::effects::gate::Effects;
 use crate::processes::scheduler;
 use crate::{effects::output, report};
 
@@ -193,85 +194,140 @@ impl Command for RunArgs {
         self.measure.effects().sets(&[&self.set])
     }
 
-    /// Measure, then save, export, print and report. Everything that can be refused is
-    /// refused before measuring (exit 2); after measuring, one step failing does not stop the
-    /// others (exit 1, naming it); a signal before the save commits discards the run (128+N).
+    /// Measure, then save, export, print and report, in the session's order
+    /// (`session::run`): everything that can be refused is refused before measuring (exit 2);
+    /// after measuring, one step failing does not stop the others (exit 1, naming it); a
+    /// signal before the save commits discards the run (128+N). A run is a measurement with
+    /// one side: the plain system or `--under`'s wrapper, under `--set`'s settings.
     fn run(self, given: Given) -> anyhow::Result<i32> {
-        let mut passed = given.passed;
-        let stop = crate::effects::signals::guard_processes()?;
-        let mut plan = super::plan::build(&self.request())?;
-        // Kernel settings: checked, guarded and tried before measuring; applied now and put
-        // back when this returns, however it returns (the guard's drop).
-        let settings = super::kernel_settings(&mut passed, self.measure.settle)?;
-        let mut kernel = None;
-        if let Some((mut guard, sides, before)) = settings {
-            guard
-                .apply(0)
-                .map_err(|e| anyhow::anyhow!("cannot set {e}"))?;
-            plan.opts.task_settings = guard.task_settings(0);
-            crate::say!(
-                "oscost: measuring under {} (put back when done; {} s settle)",
-                sides[0].given.join(" "),
-                self.measure.settle
-            );
-            kernel = Some((guard, sides[0].given.clone(), before));
-        }
-        let under = |run: &mut Run| {
-            if let Some((_, given, before)) = &kernel {
-                measured_under(run, given, before, self.measure.settle);
-            }
-        };
+        let mut live = Live::new(given.passed, !self.measure.no_save, self.measure.settle);
         if self.runs > 1 {
-            let code = self.series(&stop, passed, plan, &under);
-            return finish_settings(kernel.map(|k| k.0), code);
+            return session::run(&mut live, &mut Series::new(&self));
         }
-        let exports = super::exporters::<Run>(&self.measure.outputs);
-        let mut store = if self.measure.no_save {
-            None
-        } else {
-            Some(saving_store(&mut passed)?)
-        };
-        super::plan::settle_cpu(&mut plan);
-        let mut result = scheduler::execute(&plan, &stop)?;
-        under(&mut result);
-        // Put back before saving and writing: the settings' life is the measurement's.
-        let mut late = Vec::new();
-        if let Some((guard, ..)) = kernel.take() {
-            late.extend(guard.restore());
-        }
-        stop.check()?;
-        let mut saved = None;
-        if let Some(s) = &mut store
-            && let Some(ids) = super::save_or_keep(s, &[&result], &stop, &mut late)?
-        {
-            crate::say!("oscost: saved as run {} in {}", ids[0], s.shown());
-            saved = Some(format!("run {} in {}", ids[0], s.shown()));
-        }
-        if let Err(e) = output::export(&result, &exports) {
-            late.push(e.to_string());
-        }
-        if let Err(e) = print_table(
-            &result,
-            &self.measure.outputs,
-            crate::report::table::TableOptions {
-                verbose: self.verbose,
-                wide: self.wide,
+        session::run(
+            &mut live,
+            &mut OneRun {
+                args: &self,
+                plan: None,
+                run: None,
             },
-        ) {
+        )
+    }
+}
+
+/// One side's run measured under `conditions` (its wrapper the plan's), marked with them.
+fn measure_one(
+    plan: &scheduler::Plan,
+    conditions: Option<&Conditions>,
+    switch: Option<&mut crate::effects::settings_guard::Guard>,
+    stop: &crate::base::stop::Stop,
+) -> anyhow::Result<Run> {
+    let mut run = scheduler::measure(plan, &[plan.side()], stop, switch)?.remove(0);
+    if let Some(c) = conditions
+        && let Some(side) = c.sides.first()
+    {
+        measured_under(&mut run, &side.given, &c.before, c.settle_s);
+    }
+    Ok(run)
+}
+
+/// Say, before measuring, the settings a run is measured under.
+fn say_under(conditions: Option<&Conditions>) {
+    if let Some(c) = conditions
+        && let Some(side) = c.sides.first()
+    {
+        crate::say!(
+            "oscost: measuring under {} (put back when done; {} s settle)",
+            side.given.join(" "),
+            c.settle_s
+        );
+    }
+}
+
+/// `oscost run`: one run, saved, exported, printed and drawn.
+struct OneRun<'a> {
+    args: &'a RunArgs,
+    plan: Option<scheduler::Plan>,
+    run: Option<Run>,
+}
+
+impl OneRun<'_> {
+    fn plan(&mut self) -> anyhow::Result<&mut scheduler::Plan> {
+        self.plan
+            .as_mut()
+            .ok_or_else(|| anyhow::anyhow!("internal: measured before the plan was built"))
+    }
+}
+
+impl Measurement for OneRun<'_> {
+    fn prepare(&mut self, _stop: &crate::base::stop::Stop) -> anyhow::Result<()> {
+        self.plan = Some(super::plan::build(&self.args.request())?);
+        Ok(())
+    }
+
+    fn settle(&mut self, _i: usize) -> anyhow::Result<()> {
+        super::plan::settle_cpu(self.plan()?);
+        Ok(())
+    }
+
+    fn measure(
+        &mut self,
+        _i: usize,
+        conditions: Option<&Conditions>,
+        switch: Option<&mut crate::effects::settings_guard::Guard>,
+        stop: &crate::base::stop::Stop,
+    ) -> anyhow::Result<()> {
+        say_under(conditions);
+        let run = measure_one(self.plan()?, conditions, switch, stop)?;
+        self.run = Some(run);
+        Ok(())
+    }
+
+    fn runs(&self, _i: usize) -> Vec<&Run> {
+        self.run.iter().collect()
+    }
+
+    fn saved(&mut self, _i: usize, ids: &[i64], store: &str) {
+        crate::say!("oscost: saved as run {} in {store}", ids[0]);
+    }
+
+    /// Exported, printed and drawn: each failure said in `late`, the others still done.
+    fn deliver(
+        &mut self,
+        _saved: Option<&str>,
+        stop: &crate::base::stop::Stop,
+        late: &mut Vec<String>,
+    ) -> anyhow::Result<i32> {
+        let Some(result) = &self.run else {
+            return Ok(0);
+        };
+        let m = &self.args.measure;
+        let exports = super::exporters::<Run>(&m.outputs);
+        if let Err(e) = output::export(result, &exports) {
             late.push(e.to_string());
         }
-        if let Some(d) = &self.measure.report {
-            match report::run_page::render_run(&result, &bench::curves(), &bench::ladder(), false)
+        let table = crate::report::table::TableOptions {
+            verbose: self.args.verbose,
+            wide: self.args.wide,
+        };
+        if let Err(e) = print_table(result, &m.outputs, table) {
+            late.push(e.to_string());
+        }
+        if let Some(d) = &m.report {
+            match report::run_page::render_run(result, &bench::curves(), &bench::ladder(), false)
                 .map_err(|e| anyhow::anyhow!("cannot render the report: {e}"))
-                .and_then(|page| output::write_page(d, &page, &stop))
+                .and_then(|page| output::write_page(d, &page, stop))
             {
                 Ok(_) => crate::say!("oscost: report in {}", d.join("index.html").display()),
                 Err(e) if e.is::<crate::base::stop::Interrupted>() => {}
                 Err(e) => late.push(e.to_string()),
             }
         }
-        super::after_save(&stop, saved)?;
-        Ok(conclude(&[&result], &late))
+        Ok(0)
+    }
+
+    fn all_runs(&self) -> Vec<&Run> {
+        self.run.iter().collect()
     }
 }
 
@@ -301,105 +357,117 @@ fn measured_under(
     ));
 }
 
-impl RunArgs {
-    /// `--runs N`: N runs measured apart, each a fresh plan (so a busy CPU is looked for
-    /// anew), each saved on its own as soon as it ends (an interrupted series keeps the runs
-    /// it finished); then each benchmark's run-to-run spread over the series.
-    fn series(
-        &self,
-        stop: &crate::base::stop::Stop,
-        mut passed: Passed,
-        first: scheduler::Plan,
-        under: &dyn Fn(&mut Run),
-    ) -> anyhow::Result<i32> {
-        if self.measure.no_save {
+/// `--runs N`: N runs measured apart, each a fresh plan (so a busy CPU is looked for anew),
+/// each saved on its own as soon as it ends (an interrupted series keeps the runs it
+/// finished), the settings held over all of them; then each benchmark's run-to-run spread
+/// over the series.
+struct Series<'a> {
+    args: &'a RunArgs,
+    plan: Option<scheduler::Plan>,
+    runs: Vec<Run>,
+}
+
+impl<'a> Series<'a> {
+    fn new(args: &'a RunArgs) -> Series<'a> {
+        Series {
+            args,
+            plan: None,
+            runs: Vec::new(),
+        }
+    }
+}
+
+impl Measurement for Series<'_> {
+    fn prepare(&mut self, _stop: &crate::base::stop::Stop) -> anyhow::Result<()> {
+        let m = &self.args.measure;
+        if m.no_save {
             return Err(usage(
                 "--runs saves every run (that is its point); drop --no-save, or use --runs 1",
             ));
         }
-        if !self.measure.outputs.paths().is_empty() || self.measure.report.is_some() {
+        if !m.outputs.paths().is_empty() || m.report.is_some() {
             return Err(usage(
                 "--runs writes no files: each run is saved in the store; `oscost export ID` or `oscost matrix` them after",
             ));
         }
-        let pause = Duration::from_secs_f64(self.pause.unwrap_or(10.0));
-        let mut store = saving_store(&mut passed)?;
-        let n = self.runs as usize;
-        let mut runs = Vec::new();
-        let mut saved: Vec<i64> = Vec::new();
-        for i in 0..n {
-            let mut plan = super::plan::build(&self.request())?;
-            plan.opts.task_settings = first.opts.task_settings.clone();
-            super::plan::settle_cpu(&mut plan);
-            let mut result =
-                scheduler::execute(&plan, stop).map_err(|e| series_stopped(e, &saved, &store))?;
-            stop.check()
-                .map_err(|e| series_stopped(e.into(), &saved, &store))?;
-            under(&mut result);
-            result.notes.push(Note::new(
-                NoteKind::Series { run: i + 1, of: n },
-                format!("run {} of a series of {n} measured apart (--runs)", i + 1),
-            ));
-            let mut late = Vec::new();
-            match super::save_or_keep(&mut store, &[&result], stop, &mut late) {
-                Ok(Some(ids)) => {
-                    crate::say!(
-                        "oscost: run {} of {n} saved as run {} in {}",
-                        i + 1,
-                        ids[0],
-                        store.shown()
-                    );
-                    saved.push(ids[0]);
-                }
-                Ok(None) => return Ok(conclude(&[&result], &late)),
-                Err(e) => return Err(series_stopped(e, &saved, &store)),
-            }
-            runs.push(result);
-            if i + 1 < n {
-                // The pause is a wait like any other: a signal ends it at once.
-                let until = std::time::Instant::now() + pause;
-                while std::time::Instant::now() < until {
-                    stop.check()
-                        .map_err(|e| series_stopped(e.into(), &saved, &store))?;
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-            }
-        }
-        super::print_stdout(&series_table(&runs))?;
-        Ok(conclude(&runs.iter().collect::<Vec<_>>(), &[]))
+        // Built once now so that a bad request is refused before anything changes.
+        super::plan::build(&self.args.request())?;
+        Ok(())
     }
-}
 
-/// The settings put back at the end of a series, whatever its outcome; what would not go back
-/// is said (exit 1 at least).
-fn finish_settings(
-    guard: Option<crate::effects::settings_guard::Guard>,
-    code: anyhow::Result<i32>,
-) -> anyhow::Result<i32> {
-    let failed = guard.map(|g| g.restore()).unwrap_or_default();
-    for l in &failed {
-        crate::say!("oscost: {l}");
+    fn count(&self) -> usize {
+        self.args.runs as usize
     }
-    code.map(|c| if failed.is_empty() { c } else { c.max(1) })
-}
 
-/// A series stopped by a signal: the runs it saved before are named (they stay saved).
-fn series_stopped(
-    e: anyhow::Error,
-    saved: &[i64],
-    store: &crate::effects::store::Store,
-) -> anyhow::Error {
-    match e.downcast_ref::<crate::base::stop::Interrupted>() {
-        Some(i) if !saved.is_empty() => {
-            let ids: Vec<String> = saved.iter().map(i64::to_string).collect();
-            let what = if saved.len() == 1 { "run" } else { "runs" };
-            crate::effects::signals::InterruptedAfterSave {
-                signal: i.0,
-                saved: format!("{what} {} in {}", ids.join(", "), store.shown()),
-            }
-            .into()
+    fn settle(&mut self, _i: usize) -> anyhow::Result<()> {
+        let mut plan = super::plan::build(&self.args.request())?;
+        super::plan::settle_cpu(&mut plan);
+        self.plan = Some(plan);
+        Ok(())
+    }
+
+    fn measure(
+        &mut self,
+        i: usize,
+        conditions: Option<&Conditions>,
+        switch: Option<&mut crate::effects::settings_guard::Guard>,
+        stop: &crate::base::stop::Stop,
+    ) -> anyhow::Result<()> {
+        if i == 0 {
+            say_under(conditions);
         }
-        _ => e,
+        let plan = self
+            .plan
+            .as_ref()
+            .ok_or_else(|| anyhow::anyhow!("internal: measured before the plan was built"))?;
+        let mut run = measure_one(plan, conditions, switch, stop)?;
+        let n = self.count();
+        run.notes.push(Note::new(
+            NoteKind::Series { run: i + 1, of: n },
+            format!("run {} of a series of {n} measured apart (--runs)", i + 1),
+        ));
+        self.runs.push(run);
+        Ok(())
+    }
+
+    fn runs(&self, i: usize) -> Vec<&Run> {
+        self.runs.get(i).into_iter().collect()
+    }
+
+    fn saved(&mut self, i: usize, ids: &[i64], store: &str) {
+        let n = self.count();
+        crate::say!(
+            "oscost: run {} of {n} saved as run {} in {store}",
+            i + 1,
+            ids[0]
+        );
+    }
+
+    /// The pause is a wait like any other: a signal ends it at once.
+    fn between(&mut self, _i: usize, stop: &crate::base::stop::Stop) -> anyhow::Result<()> {
+        let pause = Duration::from_secs_f64(self.args.pause.unwrap_or(10.0));
+        let until = std::time::Instant::now() + pause;
+        while std::time::Instant::now() < until {
+            stop.check()?;
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(())
+    }
+
+    fn deliver(
+        &mut self,
+        _saved: Option<&str>,
+        _stop: &crate::base::stop::Stop,
+        late: &mut Vec<String>,
+    ) -> anyhow::Result<i32> {
+        if let Err(e) = super::print_stdout(&series_table(&self.runs)) {
+            late.push(e.to_string());
+        }
+        Ok(0)
+    }
+
+    fn all_runs(&self) -> Vec<&Run> {
+        self.runs.iter().collect()
     }
 }
 

@@ -44,9 +44,42 @@ pub struct Cli {
     pub run: RunArgs,
 }
 
-#[derive(Debug, Subcommand)]
-/// oscost's subcommands.
-pub enum Verb {
+/// The subcommands, each a variant holding its module's argument struct (a
+/// `commands::Command`), declared once: the macro writes the enum clap parses and the one
+/// arm per command that runs it through the gate. A new command is its module and one line
+/// here.
+macro_rules! verbs {
+    ($($(#[$meta:meta])* $name:ident($args:ty),)*) => {
+        #[derive(Debug, Subcommand)]
+        /// oscost's subcommands.
+        pub enum Verb {
+            $($(#[$meta])* $name($args),)*
+            /// Internal: run one benchmark and stream its results to the coordinator.
+            #[command(name = "__worker", hide = true)]
+            Worker {
+                /// The benchmark's id.
+                id: String,
+                /// The worker options, as JSON.
+                config: String,
+            },
+        }
+
+        impl Verb {
+            /// The command's own `Command`, run through the gate.
+            fn command(self) -> anyhow::Result<i32> {
+                match self {
+                    $(Verb::$name(a) => gated(a),)*
+                    // A worker was started by oscost itself, which passed the gate.
+                    Verb::Worker { id, config } => {
+                        Ok(crate::processes::worker::worker_main(&id, &config))
+                    }
+                }
+            }
+        }
+    };
+}
+
+verbs! {
     /// Run benchmarks (all of the default suite, or the ids and prefixes given).
     Run(RunArgs),
     /// List every benchmark: id, what one sample measures, unit.
@@ -96,14 +129,6 @@ pub enum Verb {
     Completions(crate::cli::commands::shell::CompletionsArgs),
     /// Print the manual page (roff): `oscost man | man -l -`.
     Man(crate::cli::commands::shell::ManArgs),
-    /// Internal: run one benchmark and stream its results to the coordinator.
-    #[command(name = "__worker", hide = true)]
-    Worker {
-        /// The benchmark's id.
-        id: String,
-        /// The worker options, as JSON.
-        config: String,
-    },
 }
 
 impl Cli {
@@ -113,35 +138,6 @@ impl Cli {
         match self.command {
             None => gated(self.run),
             Some(v) => v.command(),
-        }
-    }
-}
-
-impl Verb {
-    /// The command's own `Command`, run through the gate: the one arm per command.
-    fn command(self) -> anyhow::Result<i32> {
-        match self {
-            Verb::Run(a) => gated(a),
-            Verb::List(a) => gated(a),
-            Verb::Env(a) => gated(a),
-            Verb::History(a) => gated(a),
-            Verb::Show(a) => gated(a),
-            Verb::Export(a) => gated(a),
-            Verb::Report(a) => gated(a),
-            Verb::Compare(a) => gated(a),
-            Verb::Ab(a) => gated(a),
-            Verb::Matrix(a) => gated(a),
-            Verb::Push(a) => gated(a),
-            Verb::Import(a) => gated(a),
-            Verb::Ctx(a) => gated(a),
-            Verb::Scale(a) => gated(a),
-            Verb::Explain(a) => gated(a),
-            Verb::Predict(a) => gated(a),
-            Verb::Settings(a) => gated(a),
-            Verb::Completions(a) => gated(a),
-            Verb::Man(a) => gated(a),
-            // A worker was started by oscost itself, which passed the gate.
-            Verb::Worker { id, config } => Ok(crate::processes::worker::worker_main(&id, &config)),
         }
     }
 }

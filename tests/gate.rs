@@ -33,6 +33,18 @@ const INVOCATIONS: &[(&str, &[&str])] = &[
         ],
     ),
     ("predict", &["predict", "--under", "env", "--", "/bin/true"]),
+    (
+        "watch",
+        &[
+            "watch",
+            "--windows",
+            "1",
+            "--interval",
+            "1",
+            "--ids",
+            "call/f0",
+        ],
+    ),
     ("explain", &["explain", "switch/pipe-proc@same"]),
     ("ctx", &["ctx", "2"]),
     ("scale", &["scale", "getppid", "--copies", "1"]),

@@ -140,6 +140,49 @@ pub fn find_changes(series: &[f64]) -> Vec<Change> {
         .collect()
 }
 
+/// A lasting change at the end of `series`, seen as it happens (`watch`): each of the last
+/// `tail` values lies beyond the level before them, on the same side, by more than
+/// `THRESHOLD` times the noise of one value (the noise `find_changes` uses, from successive
+/// differences of the values before, so a shift within the tail cannot hide itself) and by
+/// more than `band` (a fraction: the noise band comparisons use). The values before must be
+/// at least `MIN_SEGMENT`. `index` is the first value of the new level in `series`; the CI
+/// is the bootstrap of the two sides' medians.
+pub fn recent_change(series: &[f64], tail: usize, band: f64) -> Option<Change> {
+    let x: Vec<f64> = series.iter().copied().filter(|v| v.is_finite()).collect();
+    if tail == 0 || x.len() < MIN_SEGMENT + tail {
+        return None;
+    }
+    let (before, after) = x.split_at(x.len() - tail);
+    let noise = scale(before);
+    let level = stats::median(before);
+    if level <= 0.0 {
+        return None;
+    }
+    // One new value against the old level: its own noise and the level's uncertainty.
+    let reach = (THRESHOLD * noise * (1.0 + 1.0 / before.len() as f64).sqrt()).max(band * level);
+    let up = after.iter().all(|v| v - level > reach);
+    let down = after.iter().all(|v| level - v > reach);
+    if !(up || down) {
+        return None;
+    }
+    let index = series
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| v.is_finite())
+        .nth(before.len())
+        .map(|(i, _)| i)?;
+    let previous = series[..index].iter().rposition(|v| v.is_finite())?;
+    let after_level = stats::median(after);
+    Some(Change {
+        index,
+        previous,
+        before: level,
+        after: after_level,
+        ratio: after_level / level,
+        ratio_ci: ratio_ci(before, after),
+    })
+}
+
 /// What differs between two runs' environments, as "kernel a -> b": the machine's
 /// (`machine_differences`), then the wrapper and the label.
 pub fn env_differences(a: &crate::base::model::Run, b: &crate::base::model::Run) -> Vec<String> {
@@ -319,5 +362,35 @@ mod tests {
         assert_eq!(c.len(), 1);
         assert!(c[0].index.abs_diff(21) <= 1, "{c:?}");
         assert!(find_changes(&[1.0, 2.0]).is_empty());
+    }
+
+    #[test]
+    fn a_lasting_jump_is_seen_after_two_values_and_noise_is_not() {
+        for seed in 0..20 {
+            // 30 windows at the old level, then two at +40%: called, at the first of them.
+            let mut x = noisy(30, seed, |_| 186.0);
+            x.extend([186.0 * 1.4, 186.0 * 1.41]);
+            let c = recent_change(&x, 2, 0.02).unwrap_or_else(|| panic!("seed {seed}"));
+            assert_eq!(c.index, 30);
+            assert!((c.ratio - 1.4).abs() < 0.06, "{c:?}");
+            // One window up is not yet lasting.
+            assert!(recent_change(&x[..31], 2, 0.02).is_none(), "seed {seed}");
+            // 200 windows of noise, looked at after each: never called.
+            let quiet = noisy(200, seed + 100, |_| 186.0);
+            for end in 10..=quiet.len() {
+                assert!(
+                    recent_change(&quiet[..end], 2, 0.02).is_none(),
+                    "seed {seed} at {end}"
+                );
+            }
+        }
+        // Two levels 8% apart, as fresh processes sit at: not a change either.
+        let two: Vec<f64> = (0..40)
+            .map(|i| if i % 3 == 0 { 200.0 } else { 216.0 })
+            .collect();
+        for end in 10..=two.len() {
+            assert!(recent_change(&two[..end], 2, 0.02).is_none(), "at {end}");
+        }
+        assert!(recent_change(&[1.0, 2.0], 2, 0.02).is_none());
     }
 }

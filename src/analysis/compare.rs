@@ -230,6 +230,12 @@ pub struct ComparedSide {
     pub settings: Vec<String>,
     /// The kernel release it ran on.
     pub kernel: Option<String>,
+    /// The host it ran on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// The digest of its kernel's build configuration, where it was readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_config: Option<String>,
     /// The run's own notes (the machine changed speed during it; an old schema): a reader
     /// weighing a difference needs them beside it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -253,6 +259,8 @@ impl ComparedSide {
             wrapper: run.wrapper.clone(),
             settings: run.settings.clone(),
             kernel: run.env.kernel_release.clone(),
+            host: run.env.hostname.clone(),
+            kernel_config: run.env.kernel_config.as_ref().map(|k| k.digest.clone()),
             // What confined its workers first: it enters every number of the side.
             notes: crate::analysis::confinement_notes(run)
                 .into_iter()

@@ -186,6 +186,11 @@ fn tuning(env: &Env) -> Vec<Fact> {
             keyed: Some(v.clone()),
         });
     }
+    // What is attached to the whole system: every operation may pay for it. Compared (a
+    // change of cost names it), not keyed (the key's bytes stay what stored runs hashed).
+    let count = |n: Option<u32>| n.map(|n| n.to_string());
+    f.push(Fact::both("BPF programs", &count(env.bpf_programs)));
+    f.push(Fact::both("audit rules", &count(env.audit_rules)));
     // Shown whole and in the key whole; compared one parameter at a time
     // (`changes::boot_parameter_differences` says added and removed ones).
     f.push(Fact::shown("boot command line", o(&env.boot_cmdline)).keyed(env.boot_cmdline.clone()));

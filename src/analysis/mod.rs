@@ -36,7 +36,7 @@ pub use machine_speed::{
     MIN_POINTS as SPEED_MIN_POINTS, levels_in_time, machine_speed_note, smoothed,
 };
 pub use repetitions::{
-    FINAL_JUDGING, Judging, RepRun, halfwidth, merge_repetitions, repetition_ci,
+    FINAL_JUDGING, Judging, RepRun, halfwidth, join_windows, merge_repetitions, repetition_ci,
 };
 
 /// Thresholds above which a benchmark is called disturbed.

@@ -140,6 +140,50 @@ pub fn merge_repetitions(
     r
 }
 
+/// One benchmark measured in windows apart (`watch`: one repetition a window), as one result
+/// whose repetitions are the windows' repetitions: samples, preemptions and repetitions
+/// concatenated, the disturbance summed, statistics, departures and the CI worked out as a
+/// run's are from its repetitions. `None` when no window measured it.
+pub fn join_windows(parts: &[&BenchResult]) -> Option<BenchResult> {
+    let measured: Vec<&&BenchResult> = parts
+        .iter()
+        .filter(|r| r.status == crate::base::model::Status::Ok && !r.samples_ns.is_empty())
+        .collect();
+    let mut r = (**measured.first()?).clone();
+    r.samples_ns.clear();
+    r.preempted.clear();
+    r.repetitions.clear();
+    r.notes.clear();
+    r.disturbed.preempted_samples = 0;
+    let mut spans = Vec::new();
+    for p in &measured {
+        let start = r.samples_ns.len();
+        r.preempted.extend(p.preempted.iter().map(|i| i + start));
+        r.samples_ns.extend_from_slice(&p.samples_ns);
+        r.disturbed.preempted_samples += p.disturbed.preempted_samples;
+        for f in &p.disturbed.flag {
+            if !r.disturbed.flag.contains(f) {
+                r.disturbed.flag.push(f.clone());
+            }
+        }
+        if p.repetitions.is_empty() {
+            spans.push((start, p.samples_ns.len()));
+        }
+        for rep in &p.repetitions {
+            let mut x = rep.clone();
+            x.start += start;
+            x.departs_pct = None;
+            spans.push((x.start, x.samples));
+            r.repetitions.push(x);
+        }
+    }
+    r.stats = stats::summarize(&r.samples_ns);
+    r.outliers = stats::tukey_outliers(&r.samples_ns);
+    name_departures(&mut r, false);
+    attach_uncertainty(&mut r, &spans, FINAL_JUDGING, 0.01, "windows");
+    Some(r)
+}
+
 /// What memory activity counted during some repetitions (`harness::memory`) did to their
 /// level: those repetitions' median level against the others', with the counts summed.
 /// `None` when no repetition saw any.

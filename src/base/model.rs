@@ -104,6 +104,14 @@ pub struct Env {
     /// sandbox is seen): `None` for a run made before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confinement: Option<Confinement>,
+    /// BPF programs loaded on the machine (a tracer's, a security agent's), where they could
+    /// be counted (`harness::observers`; root): a cost attached to the whole system.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_programs: Option<u32>,
+    /// Audit rules in force, where they could be listed (`harness::observers`; root): any
+    /// rule puts every system call through audit's slow path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit_rules: Option<u32>,
 }
 
 /// A kernel's build configuration, compactly: the whole of it as a digest, the options that

@@ -122,6 +122,9 @@ verbs! {
     /// wrapper, the added time predicted, then measured in alternating rounds.
     #[command(override_usage = "oscost predict --under WRAPPER [OPTIONS] -- CMD [ARGS]...")]
     Predict(crate::cli::commands::predict::PredictArgs),
+    /// Watch a few primitives' costs on this machine at a low duty: a short window every
+    /// interval, saved hourly, a lasting change said once with what about the machine changed.
+    Watch(crate::cli::commands::watch::WatchArgs),
     /// The kernel settings `run --set` and `ab --a-set/--b-set` can change: value here, scope,
     /// whether it can be changed here (or why not), what it moves.
     Settings(crate::cli::commands::settings::SettingsArgs),

@@ -318,6 +318,8 @@ pub fn collect(clock: Option<ClockInfo>) -> Env {
         kernel_config: kernel_config(uts.as_ref().map(|u| s(u.release())).as_deref()),
         // This process's own; a run replaces it with what its workers read of themselves.
         confinement: Some(crate::harness::confinement::read()),
+        bpf_programs: crate::harness::observers::bpf_programs(),
+        audit_rules: crate::harness::observers::audit_rules(),
         oscost_version: env!("CARGO_PKG_VERSION").to_string(),
         build_profile: if cfg!(debug_assertions) {
             "debug"

@@ -12,6 +12,7 @@ pub mod group_guard;
 pub mod ipc_guard;
 pub mod memory;
 pub mod noise;
+pub mod observers;
 pub mod os;
 pub mod placement;
 pub mod ringbuf;

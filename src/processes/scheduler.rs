@@ -42,6 +42,11 @@ pub struct Plan {
     pub pin_wrapper: bool,
     /// The user named the measuring CPU: `plan::settle_cpu` keeps it, busy or not.
     pub cpu_asked: bool,
+    /// Say nothing of what is about to be measured (`watch` measures a window a minute).
+    pub quiet: bool,
+    /// A wait between rounds (`watch`: its bursts spread over seconds, so that a slow moment
+    /// of the host, 100-500 ms here, falls on one of them rather than all); zero for a run.
+    pub round_gap: std::time::Duration,
 }
 
 /// How many repetitions each benchmark gets, how long each samples, and when to stop.
@@ -372,9 +377,21 @@ fn run_rounds(
     measuring: &mut dyn Sides,
     sides: &mut [MeasuredSide],
     bar: &indicatif::ProgressBar,
+    stop: &Stop,
 ) -> Result<Vec<Vec<String>>, Stopped> {
     let mut order = Vec::new();
     for k in 0..plan.reps.max.max(plan.reps.undecided_max) {
+        if k > 0 && !plan.round_gap.is_zero() {
+            // Rounds spread apart (`watch`): a slow moment of the host falls on one, not all.
+            let until = std::time::Instant::now() + plan.round_gap;
+            while std::time::Instant::now() < until {
+                stop.check()?;
+                std::thread::sleep(
+                    std::time::Duration::from_millis(20)
+                        .min(until.saturating_duration_since(std::time::Instant::now())),
+                );
+            }
+        }
         let active: Vec<usize> = (0..plan.benchmarks.len())
             .filter(|&i| sides.iter().any(|s| s.tracks[i].stopped.is_none()))
             .collect();
@@ -523,10 +540,11 @@ fn measure_sides(
     plan: &Plan,
     s: &RunSetup,
     measuring: &mut dyn Sides,
+    stop: &Stop,
 ) -> Result<(RoundOrder, Vec<Vec<Track>>), Stopped> {
     let bar = progress(plan.benchmarks.len() * plan.reps.min * measuring.count());
     let mut sides = measured_sides(plan, measuring.count());
-    let order = run_rounds(plan, &s.opts, s.started, measuring, &mut sides, &bar);
+    let order = run_rounds(plan, &s.opts, s.started, measuring, &mut sides, &bar, stop);
     bar.finish_and_clear();
     Ok((order?, sides.into_iter().map(|x| x.tracks).collect()))
 }
@@ -606,8 +624,8 @@ pub fn measure(
     say_measuring(plan, &s, sides);
     let repeaters = Plain(coordinators.iter().map(|c| c as &dyn Repeater).collect());
     let measured = match settings {
-        Some(guard) => measure_sides(plan, &s, &mut Switched { repeaters, guard }),
-        None => measure_sides(plan, &s, &mut { repeaters }),
+        Some(guard) => measure_sides(plan, &s, &mut Switched { repeaters, guard }, stop),
+        None => measure_sides(plan, &s, &mut { repeaters }, stop),
     };
     let (order, tracks) = measured.map_err(Stopped::into_error)?;
     stop.check()?;
@@ -642,6 +660,9 @@ fn side_name(side: &Side) -> String {
 
 /// What is about to be measured, on stderr: a run's plan, or a comparison's sides.
 fn say_measuring(plan: &Plan, s: &RunSetup, sides: &[Side]) {
+    if plan.quiet {
+        return;
+    }
     if let [a, b] = sides {
         crate::say!(
             "oscost: A = {}, B = {}: {} benchmark(s) x {}-{} repetitions each, pinned to CPU {}",

@@ -93,3 +93,37 @@ fn two_levels_are_said_once_and_the_smaller_group_departs() {
     let note = two_levels(&tie).unwrap().describe(&mut reps4, true);
     assert!(note.starts_with("two levels, not one: repetitions 2, 4 at 13.0 ns, the other 2"));
 }
+
+/// Windows of one benchmark (one repetition each) joined as one result: every sample kept,
+/// each window a repetition at its place, the CI from the windows and holding the median.
+#[test]
+fn windows_join_as_the_repetitions_of_one_result() {
+    use crate::base::model::testdata;
+    let window = |level: f64, at: f64| {
+        let samples: Vec<f64> = (0..50).map(|i| level + (i % 5) as f64).collect();
+        let mut r = testdata::result("syscall/getppid", samples);
+        let mut rep = testdata::repetition(level + 2.0, at);
+        rep.samples = 50;
+        r.repetitions = vec![rep];
+        r.preempted = vec![3];
+        r
+    };
+    let parts: Vec<BenchResult> = (0..8)
+        .map(|k| window(180.0 + (k % 3) as f64, k as f64 * 20_000.0))
+        .collect();
+    let refs: Vec<&BenchResult> = parts.iter().collect();
+    let joined = join_windows(&refs).unwrap();
+    assert_eq!(joined.samples_ns.len(), 400);
+    assert_eq!(joined.repetitions.len(), 8);
+    assert_eq!(joined.repetitions[3].start, 150);
+    assert_eq!(joined.preempted[1], 53, "indices follow their samples");
+    let s = joined.stats.as_ref().unwrap();
+    assert!(s.ci95[0] <= s.median && s.median <= s.ci95[1], "{s:?}");
+    assert!(s.ci95[1] - s.ci95[0] > 0.0);
+    // A window that measured nothing adds nothing; none at all is none.
+    let mut skipped = window(1.0, 0.0);
+    skipped.status = crate::base::model::Status::Skipped {
+        reason: "no".into(),
+    };
+    assert!(join_windows(&[&skipped]).is_none());
+}

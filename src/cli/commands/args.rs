@@ -67,6 +67,22 @@ pub struct OutputArgs {
     /// candidate's median and its slowdown in extra).
     #[arg(long, value_name = "FILE")]
     pub github_benchmark: Option<PathBuf>,
+    /// Write KernelCI's KCIDB I/O JSON (schema 5.3): a checkout and a build for the kernel
+    /// measured, one test per benchmark with its median as a number in seconds and, for a
+    /// comparison or a matrix, the verdict as its status (FAIL a regression).
+    #[arg(long, value_name = "FILE")]
+    pub kcidb: Option<PathBuf>,
+    /// Write JUnit XML: one testcase per benchmark; a regression (beyond --fail-above, or
+    /// called slower without it) is a failure saying the slowdown, the addition and the CI;
+    /// undecided or not measured is skipped with its reason.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Write OpenMetrics text (node_exporter's textfile collector, Prometheus): each
+    /// benchmark's median, CI bounds, samples and disturbed flag (and a comparison's slowdown)
+    /// as gauges labelled by benchmark, host, kernel and label; replaced whole, never half
+    /// written.
+    #[arg(long, value_name = "FILE")]
+    pub openmetrics: Option<PathBuf>,
 }
 
 impl OutputArgs {
@@ -77,6 +93,9 @@ impl OutputArgs {
             .writes("--markdown", self.markdown.as_ref())
             .writes("--bmf", self.bmf.as_ref())
             .writes("--github-benchmark", self.github_benchmark.as_ref())
+            .writes("--kcidb", self.kcidb.as_ref())
+            .writes("--junit", self.junit.as_ref())
+            .writes("--openmetrics", self.openmetrics.as_ref())
     }
 
     /// The paths given, in flag order.
@@ -87,6 +106,9 @@ impl OutputArgs {
             &self.markdown,
             &self.bmf,
             &self.github_benchmark,
+            &self.kcidb,
+            &self.junit,
+            &self.openmetrics,
         ]
         .into_iter()
         .flatten()

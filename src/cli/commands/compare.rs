@@ -180,6 +180,17 @@ impl CompareCmd {
     }
 }
 
+/// The value every run of a group has, or `None` where they differ or none has one.
+fn shared(
+    g: &[crate::base::model::RunSummary],
+    of: impl Fn(&crate::base::model::RunSummary) -> Option<String>,
+) -> Option<String> {
+    let first = of(g.first()?)?;
+    g.iter()
+        .all(|r| of(r).as_ref() == Some(&first))
+        .then_some(first)
+}
+
 /// One group as a side of the comparison: its conditions, its runs.
 fn group_side(
     g: &[crate::base::model::RunSummary],
@@ -198,7 +209,10 @@ fn group_side(
         label: None,
         wrapper: None,
         settings: vec![],
-        kernel: None,
+        // What every run of the group shares, where they share it.
+        kernel: shared(g, |r| r.kernel.clone()),
+        host: shared(g, |r| r.host.clone()),
+        kernel_config: None,
         notes: vec![],
         witness_ns: None,
         witness_workers: None,
@@ -262,7 +276,10 @@ pub(super) fn finish(
     args: &CompareArgs,
     outputs: &OutputArgs,
 ) -> anyhow::Result<i32> {
-    let exported = output::export(cmp, &super::exporters::<Comparison>(outputs));
+    let exported = output::export(
+        cmp,
+        &super::exporters::<Comparison>(outputs, args.fail_above),
+    );
     let text = report::comparison::render(cmp, color() && !output::any_stdout(&outputs.paths()));
     if output::any_stdout(&outputs.paths()) {
         crate::say_part!("{text}");

@@ -44,7 +44,7 @@ impl Command for ExportArgs {
             return Err(usage("export needs --json, --csv or --markdown FILE"));
         }
         let (run, _) = load_run(&self.run, &self.store, &self.select)?;
-        output::export(&run, &super::exporters::<Run>(&self.outputs))?;
+        output::export(&run, &super::exporters::<Run>(&self.outputs, None))?;
         Ok(0)
     }
 }

@@ -54,7 +54,7 @@ const MAX_COLUMNS: usize = 60;
 impl MatrixArgs {
     /// Write the matrix's files and page, and print its table.
     fn show(&self, m: &matrix::Matrix, stop: &crate::base::stop::Stop) -> anyhow::Result<i32> {
-        output::export(m, &exporters::<matrix::Matrix>(&self.outputs))?;
+        output::export(m, &exporters::<matrix::Matrix>(&self.outputs, None))?;
         if let Some(d) = &self.report {
             let page = report::matrix_page::render_matrix(m)
                 .map_err(|e| anyhow::anyhow!("cannot render the matrix: {e}"))?;

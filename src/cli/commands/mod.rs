@@ -23,6 +23,7 @@ pub mod session;
 pub mod settings;
 pub mod shell;
 pub mod show;
+pub mod watch;
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -36,7 +37,10 @@ use crate::report::Exporter;
 use crate::report::ci_formats::{Bmf, GithubBenchmark};
 use crate::report::csv::Csv;
 use crate::report::json::Json;
+use crate::report::junit::Junit;
+use crate::report::kcidb::Kcidb;
 use crate::report::markdown::Markdown;
+use crate::report::openmetrics::OpenMetrics;
 use args::{OutputArgs, SelectArgs, StoreArgs, usage};
 
 /// One command of the command line. A new command is its module with this impl, and one arm
@@ -362,31 +366,32 @@ pub fn load_run(
     )))
 }
 
-/// The files `outputs` asks for, each with the exporter of its format, for a run or a
-/// comparison alike.
-pub fn exporters<T>(o: &OutputArgs) -> Vec<(PathBuf, Box<dyn Exporter<T>>)>
+/// The exporters `o` asks for, each with its path; the CI formats judge a comparison's
+/// regression against `fail_above` (percent) when given.
+pub fn exporters<T>(o: &OutputArgs, fail_above: Option<f64>) -> Vec<(PathBuf, Box<dyn Exporter<T>>)>
 where
     Json: Exporter<T>,
     Csv: Exporter<T>,
     Markdown: Exporter<T>,
     Bmf: Exporter<T>,
     GithubBenchmark: Exporter<T>,
+    Kcidb: Exporter<T>,
+    Junit: Exporter<T>,
+    OpenMetrics: Exporter<T>,
 {
     let mut v: Vec<(PathBuf, Box<dyn Exporter<T>>)> = Vec::new();
-    if let Some(p) = &o.json {
-        v.push((p.clone(), Box::new(Json)));
-    }
-    if let Some(p) = &o.csv {
-        v.push((p.clone(), Box::new(Csv)));
-    }
-    if let Some(p) = &o.markdown {
-        v.push((p.clone(), Box::new(Markdown)));
-    }
-    if let Some(p) = &o.bmf {
-        v.push((p.clone(), Box::new(Bmf)));
-    }
-    if let Some(p) = &o.github_benchmark {
-        v.push((p.clone(), Box::new(GithubBenchmark)));
-    }
+    let mut add = |p: &Option<PathBuf>, e: Box<dyn Exporter<T>>| {
+        if let Some(p) = p {
+            v.push((p.clone(), e));
+        }
+    };
+    add(&o.json, Box::new(Json));
+    add(&o.csv, Box::new(Csv));
+    add(&o.markdown, Box::new(Markdown));
+    add(&o.bmf, Box::new(Bmf));
+    add(&o.github_benchmark, Box::new(GithubBenchmark));
+    add(&o.kcidb, Box::new(Kcidb { fail_above }));
+    add(&o.junit, Box::new(Junit { fail_above }));
+    add(&o.openmetrics, Box::new(OpenMetrics { fail_above }));
     v
 }

@@ -122,6 +122,8 @@ pub fn build(args: &Request) -> anyhow::Result<Plan> {
         reps,
         pin_wrapper: false,
         cpu_asked: args.cpu.is_some(),
+        quiet: false,
+        round_gap: std::time::Duration::ZERO,
     })
 }
 

@@ -302,7 +302,7 @@ impl Measurement for OneRun<'_> {
             return Ok(0);
         };
         let m = &self.args.measure;
-        let exports = super::exporters::<Run>(&m.outputs);
+        let exports = super::exporters::<Run>(&m.outputs, None);
         if let Err(e) = output::export(result, &exports) {
             late.push(e.to_string());
         }

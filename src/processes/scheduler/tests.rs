@@ -126,6 +126,8 @@ fn plan(ids: &[&str], fixed_total: Option<usize>) -> Plan {
         },
         pin_wrapper: false,
         cpu_asked: false,
+        quiet: false,
+        round_gap: std::time::Duration::ZERO,
     }
 }
 
@@ -143,6 +145,7 @@ fn rounds_of(plan: &Plan, repeaters: &[&dyn Repeater]) -> Outcome {
         &mut Plain(repeaters.to_vec()),
         &mut sides,
         &bar,
+        &Stop::never(),
     )?;
     let stops = sides
         .iter()

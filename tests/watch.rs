@@ -1,0 +1,215 @@
+//! `oscost watch`: windows at a stated duty, saved as one run (not a run a window), the
+//! OpenMetrics file rewritten whole; SIGTERM saves the last window; SIGKILL leaves no worker
+//! and a whole file, and the next start saves what the killed one left and goes on.
+
+mod common;
+
+use std::io::BufRead;
+use std::path::Path;
+use std::time::Duration;
+
+use common::*;
+
+/// The stored runs of `db`, as `history --json`... read from the store with the library.
+fn stored(db: &Path) -> Vec<oscost::base::model::Run> {
+    let at = oscost::effects::store::locate(Some(db)).unwrap();
+    let mut s = oscost::effects::store::Store::open_existing(&at).unwrap();
+    let list = s.list().unwrap();
+    list.iter().map(|r| s.load(r.id).unwrap()).collect()
+}
+
+/// Start `oscost watch ARGS` with its journal in `data`, and read its stderr until a line
+/// contains `until` (`None` when it ended first); the child and what it said.
+fn watch_until(
+    tag: &str,
+    data: &Path,
+    args: &[&str],
+    until: &str,
+) -> (std::process::Child, String) {
+    let mut child = oscost(tag)
+        .arg("watch")
+        .args(args)
+        .env("XDG_DATA_HOME", data)
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        if err.read_line(&mut line).unwrap_or(0) == 0 {
+            break;
+        }
+        seen.push_str(&line);
+        if line.contains(until) {
+            break;
+        }
+    }
+    // The rest of stderr keeps draining so the child never blocks on a full pipe.
+    let rest = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut err, &mut s);
+        s
+    });
+    std::mem::forget(rest);
+    (child, seen)
+}
+
+#[test]
+fn windows_are_saved_as_one_run_at_the_stated_duty_with_a_whole_metrics_file() {
+    let _m = measuring();
+    let dir = tempfile::tempdir().unwrap();
+    let (db, om) = (dir.path().join("w.db"), dir.path().join("w.prom"));
+    let out = oscost(&unique_tag("watch"))
+        .args([
+            "watch",
+            "--interval",
+            "1",
+            "--windows",
+            "6",
+            "--duty",
+            "20",
+            "--ids",
+            "syscall/getppid",
+            "--label",
+            "w",
+            "--openmetrics",
+        ])
+        .arg(&om)
+        .arg("--db")
+        .arg(&db)
+        .env("XDG_DATA_HOME", dir.path())
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("at most 20.0% of one CPU"), "{err}");
+    // Every window says the duty so far, and the end the whole watch's: kept.
+    let duties: Vec<f64> = err
+        .lines()
+        .filter_map(|l| l.split("the watch so far ").nth(1))
+        .filter_map(|t| t.split('%').next()?.parse().ok())
+        .collect();
+    assert_eq!(duties.len(), 6, "{err}");
+    let whole: f64 = err
+        .lines()
+        .find_map(|l| l.split("the watch took ").nth(1))
+        .and_then(|t| t.split('%').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no duty at the end: {err}"));
+    assert!(whole <= 20.0 * 1.05, "{whole}\n{err}");
+    let runs = stored(&db);
+    assert_eq!(
+        runs.len(),
+        1,
+        "one run for the six windows, not one a window"
+    );
+    let r = &runs[0].results[0];
+    assert_eq!(r.id, "syscall/getppid");
+    assert_eq!(
+        r.repetitions.len(),
+        30,
+        "each window five bursts, each a repetition"
+    );
+    let s = r.stats.as_ref().unwrap();
+    assert!(s.ci95[0] <= s.median && s.median <= s.ci95[1]);
+    let text = std::fs::read_to_string(&om).unwrap();
+    assert!(text.ends_with("# EOF\n"), "{text}");
+    assert!(text.contains("oscost_watch_windows{"), "{text}");
+    assert!(text.contains("oscost_median_seconds{benchmark=\"syscall/getppid\""));
+    // Nothing left for a next start.
+    let journal = dir.path().join("oscost").join("watch");
+    let left = std::fs::read_dir(&journal).map_or(0, |d| d.count());
+    assert_eq!(left, 0, "the journal is emptied once saved");
+}
+
+#[test]
+fn sigterm_saves_the_last_window_and_names_it() {
+    let _m = measuring();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let tag = unique_tag("watch-term");
+    let dbs = db.to_string_lossy().into_owned();
+    let (mut child, seen) = watch_until(
+        &tag,
+        dir.path(),
+        &[
+            "--interval",
+            "1",
+            "--duty",
+            "50",
+            "--ids",
+            "syscall/getppid",
+            "--db",
+            &dbs,
+        ],
+        "window 2 at",
+    );
+    assert!(seen.contains("window 2 at"), "{seen}");
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{seen}");
+    let runs = stored(&db);
+    assert_eq!(runs.len(), 1);
+    assert!(runs[0].results[0].repetitions.len() >= 2);
+    assert!(wait_until_gone(&tag, Duration::from_secs(5)).is_empty());
+}
+
+#[test]
+fn sigkill_leaves_no_worker_and_a_whole_file_and_the_next_start_resumes() {
+    let _m = measuring();
+    let dir = tempfile::tempdir().unwrap();
+    let (db, om) = (dir.path().join("k.db"), dir.path().join("k.prom"));
+    let (dbs, oms) = (
+        db.to_string_lossy().into_owned(),
+        om.to_string_lossy().into_owned(),
+    );
+    let tag = unique_tag("watch-kill");
+    let args = [
+        "--interval",
+        "1",
+        "--duty",
+        "50",
+        "--ids",
+        "syscall/getppid,spawn/fork",
+        "--openmetrics",
+        &oms,
+        "--db",
+        &dbs,
+    ];
+    let (mut child, seen) = watch_until(&tag, dir.path(), &args, "window 3 at");
+    assert!(seen.contains("window 3 at"), "{seen}");
+    // In the middle of a window, or between two: whichever, nothing may be left.
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    let left = wait_until_gone(&tag, Duration::from_secs(5));
+    assert!(left.is_empty(), "workers left: {left:?}");
+    let text = std::fs::read_to_string(&om).unwrap();
+    assert!(text.ends_with("# EOF\n"), "a whole file: {text}");
+    assert!(
+        stored(&db).is_empty(),
+        "nothing saved yet: the windows are in the journal"
+    );
+    // The next start saves what the killed one left, then goes on.
+    let out = oscost(&unique_tag("watch-resume"))
+        .arg("watch")
+        .args(args)
+        .args(["--windows", "1"])
+        .env("XDG_DATA_HOME", dir.path())
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("resuming: 3 window(s)"), "{err}");
+    let runs = stored(&db);
+    assert_eq!(
+        runs.len(),
+        2,
+        "the resumed windows, then the new one: {err}"
+    );
+    let reps: usize = runs.iter().map(|r| r.results[0].repetitions.len()).sum();
+    assert_eq!(reps, 4 * 5, "four windows of five bursts: {err}");
+}

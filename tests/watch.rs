@@ -213,3 +213,50 @@ fn sigkill_leaves_no_worker_and_a_whole_file_and_the_next_start_resumes() {
     let reps: usize = runs.iter().map(|r| r.results[0].repetitions.len()).sum();
     assert_eq!(reps, 4 * 5, "four windows of five bursts: {err}");
 }
+
+/// A store that cannot take the windows when the watch saves them (another process holds it
+/// locked past the save's wait): nothing is lost; the journal keeps them (exit 1, said), and
+/// the next start saves them.
+#[test]
+fn windows_a_store_refuses_wait_in_the_journal_and_are_saved_later() {
+    let _m = measuring();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("l.db");
+    let dbs = db.to_string_lossy().into_owned();
+    let args = [
+        "--interval",
+        "1",
+        "--duty",
+        "50",
+        "--ids",
+        "syscall/getppid",
+        "--db",
+        &dbs,
+    ];
+    let first: Vec<&str> = args.iter().copied().chain(["--windows", "2"]).collect();
+    let (child, seen) = watch_until(&unique_tag("watch-lock"), dir.path(), &first, "window 1 at");
+    assert!(seen.contains("window 1 at"), "{seen}");
+    // Another process holds the store locked longer than a save waits (10 s).
+    let lock = rusqlite::Connection::open(&db).unwrap();
+    lock.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{seen}");
+    lock.execute_batch("ROLLBACK").unwrap();
+    drop(lock);
+    assert!(stored(&db).is_empty());
+    let out = oscost(&unique_tag("watch-unlocked"))
+        .arg("watch")
+        .args(args)
+        .args(["--windows", "1"])
+        .env("XDG_DATA_HOME", dir.path())
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("resuming: 2 window(s)"), "{err}");
+    let reps: usize = stored(&db)
+        .iter()
+        .map(|r| r.results[0].repetitions.len())
+        .sum();
+    assert_eq!(reps, 3 * 5, "the two kept windows and the new one: {err}");
+}

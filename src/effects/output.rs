@@ -238,6 +238,25 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     }
 }
 
+/// Append `line` and a newline to oscost's own journal at `path` (created 0600 when new; a
+/// symlink is refused, never followed), in one `write` on a descriptor opened `O_APPEND`, then
+/// `fdatasync`ed: a process killed mid-write leaves at most its last line cut, which a reader
+/// of the journal skips (`watch`'s windows).
+pub fn append_line(path: &Path, line: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    let mut all = Vec::with_capacity(line.len() + 1);
+    all.extend_from_slice(line);
+    all.push(b'\n');
+    f.write_all(&all)?;
+    f.sync_data()
+}
+
 /// Truncate and write `path` where it is (its inode, owner, mode and links kept).
 fn in_place(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let mut f = std::fs::OpenOptions::new()

@@ -11,7 +11,8 @@
 //! - A lasting change is found online (`analysis::changes::recent_change`: the last two
 //!   windows beyond the level before them, by the noise `history --changes` measures and by
 //!   the noise band) and said once, with its size, its CI and when it began.
-//! - The windows are kept in a journal file (`$XDG_DATA_HOME/oscost/watch/`) as they come,
+//! - The windows are appended to a journal (`$XDG_DATA_HOME/oscost/watch/`, a line a window)
+//!   as they come,
 //!   and saved in the store as one run an hour, or when a change is called, or when the watch
 //!   ends: a compact series, never a run a window. A store that cannot be reached keeps the
 //!   journal until it can; a watch killed outright (SIGKILL) leaves it, and the next start
@@ -117,12 +118,14 @@ impl Command for WatchArgs {
         // Whatever ended it: the windows not yet saved go into the store now (or stay in the
         // journal for the next start); the file was last replaced whole after a window.
         w.save(&mut store, "the watch ended");
+        w.say_duty();
         match outcome {
             // A signal: exit 128+N, naming what was saved.
             Err(e) if !e.is::<crate::base::stop::Interrupted>() => Err(e),
             _ => {
                 super::after_save(&stop, w.saved_text(&store))?;
-                Ok(0)
+                // Windows the store would not take are in the journal, said above: exit 1.
+                Ok(i32::from(!w.pending.is_empty()))
             }
         }
     }
@@ -204,6 +207,8 @@ struct Watch {
     changes: std::collections::BTreeMap<String, f64>,
     /// The interval was stretched to keep the duty (said once).
     stretched: bool,
+    /// The last `TAIL + 1` windows: a change's "before" and "after" machines.
+    recent: std::collections::VecDeque<Run>,
 }
 
 impl Watch {
@@ -240,27 +245,44 @@ impl Watch {
             windows: 0,
             changes: Default::default(),
             stretched: false,
+            recent: Default::default(),
         };
-        if let Ok(bytes) = std::fs::read(&w.journal) {
-            match serde_json::from_slice::<Vec<Run>>(&bytes) {
-                Ok(runs) => {
-                    crate::say!(
-                        "oscost: resuming: {} window(s) a previous watch left unsaved ({})",
-                        runs.len(),
-                        w.journal.display()
-                    );
-                    for r in &runs {
-                        w.add_levels(r);
-                    }
-                    w.pending = runs;
+        if let Ok(text) = std::fs::read_to_string(&w.journal) {
+            // One window a line; a line cut by a kill mid-write is skipped.
+            let runs: Vec<Run> = text
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Run>(l).ok())
+                .collect();
+            let cut = text.lines().count() - runs.len();
+            crate::say!(
+                "oscost: resuming: {} window(s) a previous watch left unsaved ({}){}",
+                runs.len(),
+                w.journal.display(),
+                if cut > 0 {
+                    format!("; {cut} line(s) cut short were skipped")
+                } else {
+                    String::new()
                 }
-                Err(e) => crate::say!(
-                    "oscost: the journal {} is not one oscost wrote ({e}); it is left as it is",
-                    w.journal.display()
-                ),
+            );
+            for r in &runs {
+                w.add_levels(r);
             }
+            w.recent = runs.iter().rev().take(TAIL + 1).rev().cloned().collect();
+            w.pending = runs;
         }
         Ok(w)
+    }
+
+    /// What the whole watch took: its CPU time (workers included) over its wall time.
+    fn say_duty(&self) {
+        let wall = self.started.elapsed().as_secs_f64();
+        let spent = cpu_used().saturating_sub(self.cpu_at_start).as_secs_f64();
+        crate::say!(
+            "oscost: the watch took {:.2}% of one CPU over {wall:.0} s ({:.2} s of CPU, its workers included; at most {:.1}% asked)",
+            100.0 * spent / wall.max(1e-3),
+            spent,
+            self.duty * 100.0
+        );
     }
 
     /// The levels of this watch's last stored run (its windows), so that a restart judges
@@ -330,7 +352,7 @@ impl Watch {
             run.label = Some(self.label.clone());
             self.windows += 1;
             let cpu = cpu_used() - cpu_before;
-            self.window(run, cpu, plan);
+            self.window(run, cpu, plan, began);
             let changed = self.detect();
             self.write_metrics();
             if changed || self.gathering_since.elapsed() >= RUN_SPAN {
@@ -364,25 +386,26 @@ impl Watch {
                 );
             }
             if last {
-                let wall = self.started.elapsed().as_secs_f64();
-                let spent = cpu_used().saturating_sub(self.cpu_at_start).as_secs_f64();
-                crate::say!(
-                    "oscost: the watch took {:.2}% of one CPU over {wall:.0} s ({:.2} s of CPU, its workers included)",
-                    100.0 * spent / wall.max(1e-3),
-                    spent
-                );
                 return Ok(());
             }
         }
     }
 
     /// A window measured: kept in the journal, its levels added, the duty kept.
-    fn window(&mut self, run: Run, cpu: Duration, plan: &mut scheduler::Plan) {
+    fn window(&mut self, run: Run, cpu: Duration, plan: &mut scheduler::Plan, began: Instant) {
         self.add_levels(&run);
+        self.recent.push_back(run.clone());
+        if self.recent.len() > TAIL + 1 {
+            self.recent.pop_front();
+        }
         self.pending.push(run);
         self.write_journal();
-        // The duty over the watch so far: a window over budget shortens the next ones.
-        let wall = self.started.elapsed().max(self.interval);
+        // The duty over the watch so far, up to the end of this window's interval (no window
+        // starts before it): a window over budget shortens the next ones.
+        let wall = self
+            .started
+            .elapsed()
+            .max((began + self.interval).saturating_duration_since(self.started));
         let used =
             (cpu_used().saturating_sub(self.cpu_at_start)).as_secs_f64() / wall.as_secs_f64();
         let budget = self.interval.as_secs_f64() * self.duty;
@@ -395,7 +418,7 @@ impl Watch {
             );
         }
         crate::say!(
-            "oscost: window {} at {}: {}; this window {:.0} ms of CPU, the watch so far {:.2}% of one CPU",
+            "oscost: window {} at {}: {}; this window {:.0} ms of CPU, the watch so far {:.2}% of one CPU (to this interval's end)",
             self.windows,
             self.pending.last().map_or("", |r| r.started_at.as_str()),
             self.pending
@@ -442,8 +465,9 @@ impl Watch {
             };
             let first = lv.since + c.index;
             let when = lv.points[first].0.clone();
-            // What differs: the window before the change against the last one.
-            let before = self.pending.iter().rev().find(|r| r.started_at < when);
+            // What differs: the window before the change against the last one (kept in
+            // `recent`, since an hourly save may have emptied `pending` in between).
+            let before = self.recent.iter().rev().find(|r| r.started_at < when);
             let differs = match (before, &last) {
                 (Some(b), Some(l)) => crate::analysis::changes::machine_differences(b, l),
                 _ => vec![],
@@ -469,13 +493,15 @@ impl Watch {
         any
     }
 
-    /// The pending windows to the journal, replaced whole.
+    /// The last window appended to the journal (one line a window).
     fn write_journal(&self) {
+        let Some(run) = self.pending.last() else {
+            return;
+        };
         let written = std::fs::create_dir_all(self.journal.parent().unwrap_or(&self.journal))
-            .map_err(anyhow::Error::from)
             .and_then(|()| {
-                let bytes = serde_json::to_vec(&self.pending)?;
-                crate::effects::output::write_file(&self.journal, &bytes)
+                let line = serde_json::to_vec(run).map_err(std::io::Error::other)?;
+                crate::effects::output::append_line(&self.journal, &line)
             });
         if let Err(e) = written {
             crate::say!(
@@ -504,11 +530,11 @@ impl Watch {
         let Some(run) = join(&self.pending, self.interval, why) else {
             return;
         };
-        let mut late = Vec::new();
         // A signal now must not lose the windows: the save runs to its end (the journal
-        // holds them if it fails or the watchdog ends it).
-        match super::save_or_keep(store, &[&run], &Stop::never(), &mut late) {
-            Ok(Some(ids)) => {
+        // holds them if it fails or the watchdog ends it). Not `save_or_keep`: the journal
+        // already keeps them, and a second copy as a run file would be saved twice.
+        match store.save_all(&[&run], &Stop::never()) {
+            Ok(ids) => {
                 crate::say!(
                     "oscost: {} window(s) saved as run {} in {} ({why})",
                     self.pending.len(),
@@ -520,12 +546,11 @@ impl Watch {
                 let _ = std::fs::remove_file(&self.journal);
                 self.gathering_since = Instant::now();
             }
-            _ => {
-                for l in late {
-                    crate::say!("oscost: {l}");
-                }
+            Err(e) => {
                 crate::say!(
-                    "oscost: the windows stay in {} and are saved when the store takes them",
+                    "oscost: {} window(s) not saved in {} ({e}); they stay in {} and are saved when the store takes them",
+                    self.pending.len(),
+                    store.shown(),
                     self.journal.display()
                 );
             }

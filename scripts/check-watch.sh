@@ -25,8 +25,15 @@ command -v bpftrace >/dev/null || { echo "check-watch: needs bpftrace (apt-get i
 [ "$(id -u)" = 0 ] || { echo "check-watch: needs root (BPF)"; exit 2; }
 [ -x "$OSCOST" ] || cargo build --release --quiet
 work=$(mktemp -d /tmp/oscost-check-watch.XXXXXX)
+# bpftrace finds tracepoints in tracefs: mounted for the check where it is not, and unmounted
+# after.
+tracefs_before=$(grep -c ' tracefs ' /proc/mounts || true)
+[ "$tracefs_before" = 0 ] && mount -t tracefs nodev /sys/kernel/tracing
 cleanup() {
   [ -n "${tracer:-}" ] && kill -INT "$tracer" 2>/dev/null && wait "$tracer" 2>/dev/null || true
+  if [ "$tracefs_before" = 0 ] && grep -q ' /sys/kernel/tracing tracefs ' /proc/mounts; then
+    umount /sys/kernel/tracing 2>/dev/null || true
+  fi
   [ -n "${pid:-}" ] && kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
 }
 trap cleanup EXIT INT TERM
@@ -40,6 +47,8 @@ bpftrace -e 'tracepoint:raw_syscalls:sys_enter { @calls = count(); }' >/dev/null
 tracer=$!
 added=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 added_s=$(date +%s)
+sleep 2
+kill -0 "$tracer" 2>/dev/null || { echo "check-watch: bpftrace did not start:"; cat "$work/bpftrace.err"; exit 1; }
 echo "check-watch: tracer started at $added ($((added_s - start)) s in)"
 sleep $((MINUTES * 60 - half))
 kill -TERM "$pid"

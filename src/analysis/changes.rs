@@ -144,7 +144,8 @@ pub fn find_changes(series: &[f64]) -> Vec<Change> {
 /// `tail` values lies beyond the level before them, on the same side, by more than
 /// `THRESHOLD` times the noise of one value (the noise `find_changes` uses, from successive
 /// differences of the values before, so a shift within the tail cannot hide itself) and by
-/// more than `band` (a fraction: the noise band comparisons use). The values before must be
+/// more than `band` (a fraction: the noise band comparisons use), or beyond every value before
+/// them by twice the band. The values before must be
 /// at least `MIN_SEGMENT`. `index` is the first value of the new level in `series`; the CI
 /// is the bootstrap of the two sides' medians.
 pub fn recent_change(series: &[f64], tail: usize, band: f64) -> Option<Change> {
@@ -160,8 +161,19 @@ pub fn recent_change(series: &[f64], tail: usize, band: f64) -> Option<Change> {
     }
     // One new value against the old level: its own noise and the level's uncertainty.
     let reach = (THRESHOLD * noise * (1.0 + 1.0 / before.len() as f64).sqrt()).max(band * level);
-    let up = after.iter().all(|v| v - level > reach);
-    let down = after.iter().all(|v| level - v > reach);
+    // Or beyond every value of the old level by the band: one stray window among a few
+    // widens the noise measured from their differences, never their range.
+    let (lo, hi) = before
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
+            (a.min(v), b.max(v))
+        });
+    let up = after
+        .iter()
+        .all(|v| v - level > reach || *v > hi * (1.0 + 2.0 * band));
+    let down = after
+        .iter()
+        .all(|v| level - v > reach || *v < lo * (1.0 - 2.0 * band));
     if !(up || down) {
         return None;
     }

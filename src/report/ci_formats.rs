@@ -45,7 +45,8 @@ fn measured(run: &Run) -> impl Iterator<Item = (&str, f64, [f64; 2], usize, usiz
     })
 }
 
-fn bytes(v: &Value) -> anyhow::Result<Vec<u8>> {
+/// A JSON document as written: pretty, with a final newline.
+pub(super) fn bytes(v: &Value) -> anyhow::Result<Vec<u8>> {
     let mut out = serde_json::to_vec_pretty(v)?;
     out.push(b'\n');
     Ok(out)

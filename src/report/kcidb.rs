@@ -14,6 +14,7 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use super::Exporter;
+use super::ci_formats::bytes;
 use super::outcomes::{self, Outcome, Status, Subject};
 use crate::analysis::compare::Comparison;
 use crate::analysis::matrix::Matrix;
@@ -180,12 +181,6 @@ fn test(s: &Subject, build_id: &str, o: &Outcome) -> Value {
     }
     t.insert("misc".into(), Value::Object(misc));
     Value::Object(t)
-}
-
-fn bytes(v: &Value) -> anyhow::Result<Vec<u8>> {
-    let mut out = serde_json::to_vec_pretty(v)?;
-    out.push(b'\n');
-    Ok(out)
 }
 
 impl Exporter<Run> for Kcidb {

@@ -173,7 +173,7 @@ fn measure_all(
 }
 
 /// What was saved, in words: "run 7 in S", "runs 7 and 8 in S", "runs 7, 8, 9 in S".
-fn saved_text(saved: &[(Vec<i64>, String)]) -> Option<String> {
+pub(super) fn saved_text(saved: &[(Vec<i64>, String)]) -> Option<String> {
     let (_, store) = saved.first()?;
     let ids: Vec<String> = saved
         .iter()

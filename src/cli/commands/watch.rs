@@ -198,7 +198,7 @@ struct Watch {
     /// When the run being gathered began.
     gathering_since: Instant,
     levels: std::collections::BTreeMap<String, Levels>,
-    /// The window before each benchmark's current level began, for what differs.
+    /// When the watch started, and its CPU time then: the duty is measured from here.
     started: Instant,
     cpu_at_start: Duration,
     saved: Vec<i64>,
@@ -563,13 +563,12 @@ impl Watch {
         }
     }
 
+    /// What the watch saved, as a signal's message names it (`session::saved_text`).
     fn saved_text(&self, store: &Store) -> Option<String> {
-        let ids: Vec<String> = self.saved.iter().map(i64::to_string).collect();
-        match ids.as_slice() {
-            [] => None,
-            [one] => Some(format!("run {one} in {}", store.shown())),
-            many => Some(format!("runs {} in {}", many.join(", "), store.shown())),
+        if self.saved.is_empty() {
+            return None;
         }
+        super::session::saved_text(&[(self.saved.clone(), store.shown())])
     }
 }
 

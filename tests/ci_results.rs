@@ -230,12 +230,16 @@ fn a_regression_is_a_kcidb_failure_and_a_junit_failure() {
         let mut run = base.clone();
         run.started_at = format!("2026-11-27T10:00:{i:02}Z");
         run.label = Some(format!("k{i}"));
+        // The samples are made, not measured: a noisy host's getppid blocks can spread wider
+        // than 1.5x (CI's machine once made this comparison undecided), and this test is
+        // about the formats, not the host. Each is the measured median within ±1%.
         for r in &mut run.results {
-            r.samples_ns.iter_mut().for_each(|x| *x *= f);
+            let median = r.stats.as_ref().map_or(100.0, |s| s.median);
+            let n = r.samples_ns.len();
+            r.samples_ns = (0..n)
+                .map(|k| median * f * (0.99 + 0.02 * ((k * 37) % 101) as f64 / 100.0))
+                .collect();
             r.stats = oscost::base::stats::summarize(&r.samples_ns);
-            if let Some(s) = r.stats.as_mut() {
-                s.ci95 = [s.median * 0.99, s.median * 1.01];
-            }
         }
         let p = dir.path().join(format!("k{i}.json"));
         std::fs::write(&p, serde_json::to_vec(&run).unwrap()).unwrap();

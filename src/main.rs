@@ -59,6 +59,15 @@ fn main() {
         let args: Vec<String> = std::env::args().skip(2).collect();
         std::process::exit(oscost::effects::put_back::guard_main(&args));
     }
+    // The keeper of a program that runs during a side (`--during`): single-threaded, started
+    // by a measuring command, reparented away from it.
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == oscost::processes::during::KEEPER_ARG)
+    {
+        let args: Vec<String> = std::env::args().skip(2).collect();
+        std::process::exit(oscost::processes::during::keeper_main(&args));
+    }
     // Mounting tracefs in a mount namespace of its own needs a single-threaded process.
     if std::env::args_os().nth(1).is_some_and(|a| a == "__tracefs") {
         std::process::exit(oscost::harness::tracefs::helper_main());

@@ -228,6 +228,9 @@ pub struct ComparedSide {
     /// The kernel settings it was measured under (`--set`, `--a-set`, `--b-set`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub settings: Vec<String>,
+    /// The program that ran during it (`--during`), attached to the whole system.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub during: Option<String>,
     /// The kernel release it ran on.
     pub kernel: Option<String>,
     /// The host it ran on.
@@ -258,6 +261,7 @@ impl ComparedSide {
             label: run.label.clone(),
             wrapper: run.wrapper.clone(),
             settings: run.settings.clone(),
+            during: run.during.clone(),
             kernel: run.env.kernel_release.clone(),
             host: run.env.hostname.clone(),
             kernel_config: run.env.kernel_config.as_ref().map(|k| k.digest.clone()),

@@ -245,6 +245,10 @@ pub struct Run {
     /// (`--set`, `--a-set`, `--b-set`): `NAME=VALUE`, as given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub settings: Vec<String>,
+    /// The program that ran during this run or side, attached to the whole system (`--during`,
+    /// `--a-during`, `--b-during`), as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub during: Option<String>,
 }
 
 /// The order repetitions ran in: round by round, each round one repetition of every benchmark

@@ -136,6 +136,231 @@ pub fn audit_rules() -> Option<u32> {
     }
 }
 
+/// What is attached to the whole system, as far as this process can see it: the BPF programs
+/// loaded (by id, with their type and name), the audit rules in force, and the trace events
+/// enabled in every tracefs instance with the kprobe and uprobe events defined. A part that
+/// cannot be read here is `None`. `run --during` waits for it to settle (the program is then
+/// attached) and for it to return after the program stops.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Inventory {
+    /// Loaded BPF programs: id, and "type name".
+    pub bpf: Option<std::collections::BTreeMap<u32, String>>,
+    /// Audit rules in force.
+    pub audit_rules: Option<u32>,
+    /// Enabled trace events ("instance: group:event" for an instance's), kprobe and uprobe
+    /// events ("kprobe: ...").
+    pub trace: Option<std::collections::BTreeSet<String>>,
+}
+
+impl Inventory {
+    /// The system's inventory now. Reads no more than a few files and system calls; mounts
+    /// nothing (a tracefs that is not mounted has nothing enabled through it).
+    pub fn read() -> Inventory {
+        Inventory {
+            bpf: bpf_program_list(),
+            audit_rules: audit_rules(),
+            trace: tracefs_root().map(|root| trace_events(&root)),
+        }
+    }
+
+    /// What differs from `before` to `self`, in words ("BPF programs 2 -> 3: + tracepoint
+    /// sys_enter"); empty when nothing does.
+    pub fn differences(&self, before: &Inventory) -> Vec<String> {
+        let mut out = Vec::new();
+        if let (Some(b), Some(a)) = (&before.bpf, &self.bpf)
+            && b != a
+        {
+            let added: Vec<&str> = a
+                .iter()
+                .filter(|(id, _)| !b.contains_key(id))
+                .map(|(_, what)| what.as_str())
+                .collect();
+            let gone = b.keys().filter(|id| !a.contains_key(id)).count();
+            let mut words = format!("BPF programs {} -> {}", b.len(), a.len());
+            if !added.is_empty() {
+                words.push_str(&format!(": + {}", added.join(", ")));
+            }
+            if gone > 0 && !added.is_empty() {
+                words.push_str(&format!("; {gone} unloaded"));
+            }
+            out.push(words);
+        }
+        if let (Some(b), Some(a)) = (before.audit_rules, self.audit_rules)
+            && b != a
+        {
+            out.push(format!("audit rules {b} -> {a}"));
+        }
+        if let (Some(b), Some(a)) = (&before.trace, &self.trace)
+            && b != a
+        {
+            let added: Vec<&str> = a.difference(b).map(|s| s.as_str()).collect();
+            let gone: Vec<&str> = b.difference(a).map(|s| s.as_str()).collect();
+            let mut parts = Vec::new();
+            if !added.is_empty() {
+                parts.push(format!("+ {}", added.join(", ")));
+            }
+            if !gone.is_empty() {
+                parts.push(format!("- {}", gone.join(", ")));
+            }
+            out.push(format!("trace events {}", parts.join("; ")));
+        }
+        out
+    }
+}
+
+/// A BPF program type's name (`enum bpf_prog_type`), for the kinds tracers and agents load.
+fn prog_type_name(t: u32) -> String {
+    match t {
+        1 => "socket filter".into(),
+        2 => "kprobe".into(),
+        3 => "sched_cls".into(),
+        5 => "tracepoint".into(),
+        6 => "xdp".into(),
+        7 => "perf event".into(),
+        8 => "cgroup skb".into(),
+        9 => "cgroup sock".into(),
+        15 => "cgroup device".into(),
+        17 => "raw tracepoint".into(),
+        26 => "tracing".into(),
+        28 => "ext".into(),
+        29 => "lsm".into(),
+        31 => "syscall".into(),
+        other => format!("type {other}"),
+    }
+}
+
+/// The loaded BPF programs, id to "type name", or `None` where they cannot be listed here.
+/// A program that goes away between its id and its descriptor is left out.
+fn bpf_program_list() -> Option<std::collections::BTreeMap<u32, String>> {
+    const BPF_PROG_GET_NEXT_ID: libc::c_long = 11;
+    const BPF_PROG_GET_FD_BY_ID: libc::c_long = 13;
+    const BPF_OBJ_GET_INFO_BY_FD: libc::c_long = 15;
+    #[repr(C)]
+    #[derive(Default)]
+    struct GetId {
+        start_id: u32,
+        next_id: u32,
+        open_flags: u32,
+    }
+    #[repr(C)]
+    struct InfoAttr {
+        bpf_fd: u32,
+        info_len: u32,
+        info: u64,
+    }
+    let bpf = |cmd: libc::c_long, attr: *mut libc::c_void, size: usize| {
+        // SAFETY: `attr` points at a live, initialised struct of `size` bytes.
+        unsafe { libc::syscall(libc::SYS_bpf, cmd, attr, size as libc::c_uint) }
+    };
+    let mut out = std::collections::BTreeMap::new();
+    let mut attr = GetId::default();
+    loop {
+        let r = bpf(
+            BPF_PROG_GET_NEXT_ID,
+            (&raw mut attr).cast(),
+            std::mem::size_of::<GetId>(),
+        );
+        if r != 0 {
+            let e = std::io::Error::last_os_error().raw_os_error();
+            return (e == Some(libc::ENOENT)).then_some(out);
+        }
+        let id = attr.next_id;
+        attr.start_id = id;
+        let mut by_id = GetId {
+            start_id: id,
+            ..GetId::default()
+        };
+        let fd = bpf(
+            BPF_PROG_GET_FD_BY_ID,
+            (&raw mut by_id).cast(),
+            std::mem::size_of::<GetId>(),
+        );
+        if fd < 0 {
+            continue;
+        }
+        // SAFETY: a descriptor the kernel just gave us, owned here.
+        let fd =
+            unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd as i32) };
+        // struct bpf_prog_info up to its name: type at 0, name[16] at 64.
+        let mut info = [0u8; 80];
+        let mut ia = InfoAttr {
+            bpf_fd: std::os::fd::AsRawFd::as_raw_fd(&fd) as u32,
+            info_len: info.len() as u32,
+            info: info.as_mut_ptr() as u64,
+        };
+        let what = if bpf(
+            BPF_OBJ_GET_INFO_BY_FD,
+            (&raw mut ia).cast(),
+            std::mem::size_of::<InfoAttr>(),
+        ) == 0
+        {
+            let t = u32::from_ne_bytes([info[0], info[1], info[2], info[3]]);
+            let name: String = info[64..80]
+                .iter()
+                .take_while(|&&b| b != 0)
+                .map(|&b| b as char)
+                .collect();
+            format!(
+                "{} {}",
+                prog_type_name(t),
+                crate::base::text::printable(&name)
+            )
+            .trim_end()
+            .to_string()
+        } else {
+            "program".to_string()
+        };
+        out.insert(id, what);
+        if out.len() > 100_000 {
+            return None;
+        }
+    }
+}
+
+/// Where tracefs is mounted (from /proc/self/mountinfo), if it is.
+pub fn tracefs_root() -> Option<std::path::PathBuf> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    info.lines().find_map(|l| {
+        let (left, right) = l.split_once(" - ")?;
+        (right.split_whitespace().next() == Some("tracefs"))
+            .then(|| left.split_whitespace().nth(4).map(std::path::PathBuf::from))?
+    })
+}
+
+/// The trace events enabled in `root` and in each of its instances, and the kprobe and
+/// uprobe events defined.
+fn trace_events(root: &std::path::Path) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    let lines = |p: std::path::PathBuf| {
+        std::fs::read_to_string(p)
+            .unwrap_or_default()
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    out.extend(lines(root.join("set_event")));
+    for (file, kind) in [("kprobe_events", "kprobe"), ("uprobe_events", "uprobe")] {
+        out.extend(
+            lines(root.join(file))
+                .into_iter()
+                .map(|l| format!("{kind}: {l}")),
+        );
+    }
+    if let Ok(dir) = std::fs::read_dir(root.join("instances")) {
+        for e in dir.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            out.extend(
+                lines(e.path().join("set_event"))
+                    .into_iter()
+                    .map(|l| format!("{name}: {l}")),
+            );
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -147,5 +372,35 @@ mod tests {
         }
         let (a, b) = (super::audit_rules(), super::audit_rules());
         assert_eq!(a, b);
+    }
+
+    #[test]
+    fn an_inventory_says_what_was_added_and_what_went() {
+        use super::Inventory;
+        let before = Inventory {
+            bpf: Some([(1, "tracing a".to_string())].into()),
+            audit_rules: Some(0),
+            trace: Some(["sched:sched_switch".to_string()].into()),
+        };
+        assert!(before.differences(&before).is_empty());
+        let after = Inventory {
+            bpf: Some([(1, "tracing a".into()), (7, "tracepoint sys_enter".into())].into()),
+            audit_rules: Some(1),
+            trace: Some(["kprobe: p:x do_sys_open".to_string()].into()),
+        };
+        assert_eq!(
+            after.differences(&before),
+            [
+                "BPF programs 1 -> 2: + tracepoint sys_enter",
+                "audit rules 0 -> 1",
+                "trace events + kprobe: p:x do_sys_open; - sched:sched_switch"
+            ]
+        );
+        // A part one side cannot read is no difference.
+        let blind = Inventory {
+            bpf: None,
+            ..before.clone()
+        };
+        assert!(blind.differences(&after).len() == 2);
     }
 }

@@ -9,7 +9,9 @@ use std::time::Duration;
 use anyhow::Context;
 
 use crate::analysis::{self, Judging, RepRun};
-use crate::base::model::{BenchResult, ClockInfo, Run, SCHEMA_VERSION, Schedule, Tool};
+use crate::base::model::{
+    BenchResult, ClockInfo, Note, NoteKind, Run, SCHEMA_VERSION, Schedule, Tool,
+};
 use crate::base::stop::Stop;
 use crate::harness::case::Benchmark;
 use crate::harness::clock;
@@ -18,7 +20,7 @@ use crate::harness::sampler::StopWhen;
 use crate::processes::worker::Coordinator;
 
 mod sides;
-use sides::{Plain, Repeater, Sides, Stopped, Switched};
+use sides::{Plain, Repeater, Sides, Stopped, Switched, WithDuring};
 
 /// Everything a run needs, validated (`commands::plan::build` makes it from a `plan::Request`).
 #[derive(Debug, Clone)]
@@ -47,6 +49,8 @@ pub struct Plan {
     /// A wait between rounds (`watch`: its bursts spread over seconds, so that a slow moment
     /// of the host, 100-500 ms here, falls on one of them rather than all); zero for a run.
     pub round_gap: std::time::Duration,
+    /// A program that runs during the run (`run --during`), attached to the whole system.
+    pub during: Option<crate::processes::during::DuringSpec>,
 }
 
 /// How many repetitions each benchmark gets, how long each samples, and when to stop.
@@ -224,6 +228,7 @@ impl RunSetup {
             schedule: None,
             notes,
             settings: vec![],
+            during: None,
         }
     }
 }
@@ -366,9 +371,27 @@ fn measured_sides(plan: &Plan, count: usize) -> Vec<MeasuredSide> {
         .collect()
 }
 
+/// How long a block of one side's rounds lasts, at least, where switching sides starts and
+/// stops a program (`--during`): its start, readiness (a second or more) and stop are then a
+/// small part of the time.
+const BLOCK_S: f64 = 5.0;
+/// The most rounds one block holds.
+const BLOCK_MAX_ROUNDS: usize = 64;
+
+/// Rounds in one block of `active` benchmarks: enough for `BLOCK_S` of repetitions (each
+/// counted with ~20 ms of worker start-up).
+fn rounds_per_block(plan: &Plan, active: usize) -> usize {
+    let round_s = active.max(1) as f64 * (plan.reps.rep_ns as f64 / 1e9 + 0.02);
+    ((BLOCK_S / round_s).ceil() as usize).clamp(1, BLOCK_MAX_ROUNDS)
+}
+
 /// Run round after round: each round one repetition (a fresh worker) of every benchmark still
 /// sampling, side by side for `ab` (A then B for each benchmark). A benchmark stops once every
 /// case's CI is within the precision (after the minimum repetitions), or at its maximum.
+/// Where switching sides is dear (`Sides::blocks`: a program runs during a side), rounds come
+/// in blocks: each side measures all of a block's rounds before the other does, the order of
+/// the sides alternating from block to block (A B, B A, A B...: a program stays up across the
+/// B B of two blocks), and the stop rule is asked at the end of a block.
 /// Times are taken from `started`; `opts` are the session's worker options.
 fn run_rounds(
     plan: &Plan,
@@ -380,7 +403,10 @@ fn run_rounds(
     stop: &Stop,
 ) -> Result<Vec<Vec<String>>, Stopped> {
     let mut order = Vec::new();
-    for k in 0..plan.reps.max.max(plan.reps.undecided_max) {
+    let total = plan.reps.max.max(plan.reps.undecided_max);
+    let blocks = measuring.blocks();
+    let (mut k, mut block) = (0, 0);
+    while k < total {
         if k > 0 && !plan.round_gap.is_zero() {
             // Rounds spread apart (`watch`): a slow moment of the host falls on one, not all.
             let until = std::time::Instant::now() + plan.round_gap;
@@ -398,44 +424,78 @@ fn run_rounds(
         if active.is_empty() {
             break;
         }
-        let opts = rep_options(opts, plan, k);
-        let mut round = Vec::new();
-        // A B in even rounds, B A in odd ones: a drift within a round, or whatever the first
-        // of a pair does to the second (a warm cache, a cold CPU), falls on both sides alike.
-        let first_last: Vec<usize> = if k % 2 == 0 {
+        let m = if blocks {
+            rounds_per_block(plan, active.len()).min(total - k)
+        } else {
+            1
+        };
+        // A B in even rounds (blocks), B A in odd ones: a drift within a round, or whatever
+        // the first of a pair does to the second (a warm cache, a cold CPU), falls on both
+        // sides alike.
+        let first_last: Vec<usize> = if block % 2 == 0 {
             (0..sides.len()).collect()
         } else {
             (0..sides.len()).rev().collect()
         };
-        for &i in &active {
-            for &si in &first_last {
-                let side = &mut sides[si];
-                let b = side.tracks[i].bench;
-                bar.set_message(format!("{} (repetition {})", b.id, k + 1));
-                let t0 = started.elapsed();
-                let cases = measuring.repeat(si, b, &opts)?;
-                let wall = started.elapsed().saturating_sub(t0);
-                let startup_ms =
-                    (wall.as_nanos() as f64 - sampling_ns(&cases) as f64).max(0.0) / 1e6;
-                for case in cases {
-                    side.tracks[i].add(RepRun {
-                        case,
-                        started_ms: t0.as_secs_f64() * 1e3,
-                        startup_ms,
-                    });
-                }
-                bar.inc(1);
+        let mut one = |sides: &mut [MeasuredSide],
+                       si: usize,
+                       i: usize,
+                       round: usize|
+         -> Result<(), Stopped> {
+            let opts = rep_options(opts, plan, round);
+            let side = &mut sides[si];
+            let b = side.tracks[i].bench;
+            bar.set_message(format!("{} (repetition {})", b.id, round + 1));
+            let t0 = started.elapsed();
+            let cases = measuring.repeat(si, b, &opts)?;
+            let wall = started.elapsed().saturating_sub(t0);
+            let startup_ms = (wall.as_nanos() as f64 - sampling_ns(&cases) as f64).max(0.0) / 1e6;
+            for case in cases {
+                side.tracks[i].add(RepRun {
+                    case,
+                    started_ms: t0.as_secs_f64() * 1e3,
+                    startup_ms,
+                });
             }
-            round.push(plan.benchmarks[i].id.to_string());
-            judge(plan, sides, i, k + 1);
+            bar.inc(1);
+            Ok(())
+        };
+        if blocks {
+            for &si in &first_last {
+                for round in k..k + m {
+                    for &i in &active {
+                        one(sides, si, i, round)?;
+                    }
+                }
+            }
+            let ids: Vec<String> = active
+                .iter()
+                .map(|&i| plan.benchmarks[i].id.to_string())
+                .collect();
+            order.extend(std::iter::repeat_n(ids, m));
+            for &i in &active {
+                judge(plan, sides, i, k, k + m);
+            }
+        } else {
+            let mut round = Vec::new();
+            for &i in &active {
+                for &si in &first_last {
+                    one(sides, si, i, k)?;
+                }
+                round.push(plan.benchmarks[i].id.to_string());
+                judge(plan, sides, i, k, k + 1);
+            }
+            order.push(round);
         }
-        order.push(round);
+        k += m;
+        block += 1;
     }
     Ok(order)
 }
 
-/// After `done` repetitions of benchmark `i` on every side: stop it when it may.
-fn judge(plan: &Plan, sides: &mut [MeasuredSide], i: usize, done: usize) {
+/// After `done` repetitions of benchmark `i` on every side (`since` of them at the last time
+/// it was asked): stop it when it may. A sequential look is taken if one fell in between.
+fn judge(plan: &Plan, sides: &mut [MeasuredSide], i: usize, since: usize, done: usize) {
     let reps = &plan.reps;
     let stop = if sides.iter().all(|s| s.tracks[i].nothing_to_repeat()) {
         Some("not measured")
@@ -445,7 +505,7 @@ fn judge(plan: &Plan, sides: &mut [MeasuredSide], i: usize, done: usize) {
         Some("fixed")
     } else if let (Some(band), [a, b]) = (reps.decide, &*sides) {
         let last = done >= reps.max;
-        if !crate::base::stats::sequential::is_look(done, last) {
+        if !(since + 1..=done).any(|d| crate::base::stats::sequential::is_look(d, last)) {
             None
         } else if decided(&a.tracks[i], &b.tracks[i], band) {
             Some("decided")
@@ -546,7 +606,9 @@ fn measure_sides(
     let mut sides = measured_sides(plan, measuring.count());
     let order = run_rounds(plan, &s.opts, s.started, measuring, &mut sides, &bar, stop);
     bar.finish_and_clear();
-    Ok((order?, sides.into_iter().map(|x| x.tracks).collect()))
+    let order = order?;
+    measuring.finish()?;
+    Ok((order, sides.into_iter().map(|x| x.tracks).collect()))
 }
 
 /// Run the plan on one side, the plain system or the plan's wrapper (`--under`), with no
@@ -574,6 +636,9 @@ pub struct Side {
     pub wrapper: Vec<String>,
     /// The wrapper as the user gave it, or the side's name (`ab`: wrapper + settings).
     pub text: Option<String>,
+    /// A program that runs during the side (`--during`), started before each block of its
+    /// repetitions and stopped after.
+    pub during: Option<crate::processes::during::DuringSpec>,
 }
 
 impl Plan {
@@ -589,6 +654,7 @@ impl Plan {
         Side {
             wrapper: self.wrapper.clone().unwrap_or_default(),
             text: self.wrapper_text.clone(),
+            during: self.during.clone(),
         }
     }
 }
@@ -622,10 +688,24 @@ pub fn measure(
         .map(|x| s.coordinator(plan, x.wrapper.clone(), stop))
         .collect();
     say_measuring(plan, &s, sides);
-    let repeaters = Plain(coordinators.iter().map(|c| c as &dyn Repeater).collect());
-    let measured = match settings {
-        Some(guard) => measure_sides(plan, &s, &mut Switched { repeaters, guard }, stop),
-        None => measure_sides(plan, &s, &mut { repeaters }, stop),
+    let mut repeaters = Plain(coordinators.iter().map(|c| c as &dyn Repeater).collect());
+    let mut switched;
+    let conditions: &mut dyn Sides = match settings {
+        Some(guard) => {
+            switched = Switched { repeaters, guard };
+            &mut switched
+        }
+        None => &mut repeaters,
+    };
+    let specs: Vec<_> = sides.iter().map(|x| x.during.clone()).collect();
+    let (measured, records) = if specs.iter().any(Option::is_some) {
+        // Dropped at the end of this block: a program still running (an error, a signal)
+        // is stopped by its keeper before the command goes on.
+        let mut during = WithDuring::new(conditions, specs, stop.clone());
+        let measured = measure_sides(plan, &s, &mut during, stop);
+        (measured, during.records.clone())
+    } else {
+        (measure_sides(plan, &s, conditions, stop), vec![])
     };
     let (order, tracks) = measured.map_err(Stopped::into_error)?;
     stop.check()?;
@@ -633,7 +713,8 @@ pub fn measure(
     let runs = tracks
         .into_iter()
         .zip(sides.iter().zip(SIDE_NAMES))
-        .map(|(tracks, (side, letter))| {
+        .enumerate()
+        .map(|(i, (tracks, (side, letter)))| {
             // A side of a comparison says which of the pair a stored run is; the user's
             // --label leads. A run's label is the plan's.
             let label = compared.then(|| match &plan.label {
@@ -647,6 +728,18 @@ pub fn measure(
             run.env.confinement =
                 confinement.or(run.env.confinement.filter(|_| side.wrapper.is_empty()));
             run.schedule = Some(s.schedule(plan, order.clone(), &run.results));
+            if let (Some(spec), Some(rec)) = (&side.during, records.get(i)) {
+                run.during = Some(spec.text.clone());
+                run.notes.push(Note::new(
+                    NoteKind::During {
+                        blocks: rec.blocks,
+                        ready_max_s: rec.ready_s.iter().cloned().fold(0.0, f64::max),
+                        cpu_s: rec.cpu_s,
+                        measured_s: rec.measured_s,
+                    },
+                    rec.words(&spec.text),
+                ));
+            }
             run
         })
         .collect();

@@ -97,6 +97,9 @@ fn side_line(c: &Comparison) -> String {
         if !s.settings.is_empty() {
             t.push_str(&format!(", set {}", s.settings.join(" ")));
         }
+        if let Some(d) = &s.during {
+            t.push_str(&format!(", during `{d}`"));
+        }
         let mut t = super::printable(&t).into_owned();
         if let Some(k) = &s.kernel {
             t.push_str(&format!(", kernel {k}"));

@@ -61,6 +61,17 @@ pub enum NoteKind {
     MachineSpeed,
     /// Kernel settings the run or side was measured under.
     Settings,
+    /// A program ran during the run or side (`--during`): how it went, its CPU use.
+    During {
+        /// Blocks of repetitions it ran during.
+        blocks: usize,
+        /// Longest time it took to be ready, seconds.
+        ready_max_s: f64,
+        /// CPU time of its process tree while the side was measured, seconds.
+        cpu_s: f64,
+        /// Wall time the side was measured while it ran, seconds.
+        measured_s: f64,
+    },
     /// One run of a `--runs` series.
     Series {
         /// Which, from 1.

@@ -67,6 +67,7 @@ pub fn run() -> Run {
         label: Some("test".into()),
         wrapper: None,
         settings: vec![],
+        during: None,
         env: Env::default(),
         clock: ClockInfo {
             source: ClockSource::ClockMonotonic,

@@ -32,6 +32,24 @@ pub struct AbArgs {
     /// A kernel setting of side B (repeatable), e.g. halt-poll-ns=200000.
     #[arg(long = "b-set", value_name = "NAME=VALUE")]
     pub b_set: Vec<String>,
+    /// A program that runs during side A, attached to the whole system (see --b-during).
+    #[arg(long = "a-during", value_name = "CMD")]
+    pub a_during: Option<String>,
+    /// A program that runs during side B, attached to the whole system, e.g. 'perf stat -a -e
+    /// raw_syscalls:sys_enter -o /dev/null': started before each block of B's repetitions,
+    /// waited for until ready, stopped (SIGINT, SIGTERM, SIGKILL, 3 s apart) before A runs,
+    /// also if oscost is killed. The sides then alternate in blocks of about 5 s (A B B A ...).
+    #[arg(long = "b-during", value_name = "CMD")]
+    pub b_during: Option<String>,
+    /// With --a-during or --b-during: a program is ready once a line of its output matches
+    /// this regular expression [default: once what is attached to the system has not changed
+    /// for 1 s].
+    #[arg(long, value_name = "REGEX")]
+    pub ready: Option<String>,
+    /// With --a-during or --b-during: the longest wait for a program to be ready, seconds
+    /// [default: 60].
+    #[arg(long, value_name = "SECS", value_parser = super::args::parse_seconds)]
+    pub ready_timeout: Option<f64>,
     /// At least this many rounds per benchmark (a round: one A and one B repetition, each a
     /// fresh worker). The comparison is first asked whether it has decided after 10 rounds,
     /// or K if more (below 10 a round-to-round spread is mostly chance); with --samples, the
@@ -93,6 +111,7 @@ fn side(flag: &str, cmd: Option<&str>) -> anyhow::Result<Side> {
             Side {
                 wrapper,
                 text: Some(c.to_string()),
+                during: None,
             }
         }
         None => Side::default(),
@@ -141,6 +160,28 @@ impl Measurement for Ab<'_> {
             side("--a", args.a.as_deref())?,
             side("--b", args.b.as_deref())?,
         ];
+        if (args.ready.is_some() || args.ready_timeout.is_some())
+            && args.a_during.is_none()
+            && args.b_during.is_none()
+        {
+            return Err(super::args::usage(
+                "--ready and --ready-timeout say when a --a-during or --b-during program is ready: give one",
+            ));
+        }
+        for (s, (flag, cmd)) in self.sides.iter_mut().zip([
+            ("--a-during", args.a_during.as_deref()),
+            ("--b-during", args.b_during.as_deref()),
+        ]) {
+            s.during =
+                super::args::during_spec(flag, cmd, args.ready.as_deref(), args.ready_timeout)?;
+            if let Some(d) = &s.during {
+                let during = format!("during `{}`", d.text);
+                s.text = Some(match s.text.take() {
+                    Some(w) => format!("{w} + {during}"),
+                    None => during,
+                });
+            }
+        }
         let mut plan = super::plan::build(&args.measure.request())?;
         decide_rounds(
             &mut plan,

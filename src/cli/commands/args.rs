@@ -214,6 +214,40 @@ pub fn split_command(flag: &str, cmd: &str) -> Result<Vec<String>, UsageError> {
     Ok(words)
 }
 
+/// A program to run during a side, from `flag`'s command and `--ready`'s pattern: split like
+/// a shell, its program found and executable, the pattern a valid regular expression; a
+/// usage error (exit 2, before measuring) otherwise. `None` when no command was given.
+pub fn during_spec(
+    flag: &str,
+    cmd: Option<&str>,
+    ready: Option<&str>,
+    ready_timeout_s: Option<f64>,
+) -> anyhow::Result<Option<crate::processes::during::DuringSpec>> {
+    let Some(cmd) = cmd else {
+        return Ok(None);
+    };
+    let argv = split_command(flag, cmd).map_err(|e| usage(e.0))?;
+    super::check_program(flag, &argv)?;
+    let ready = ready
+        .map(|r| {
+            regex::Regex::new(r).map_err(|e| {
+                usage(format!(
+                    "--ready '{r}' is not a regular expression: {}",
+                    e.to_string().lines().last().unwrap_or("invalid")
+                ))
+            })
+        })
+        .transpose()?;
+    Ok(Some(crate::processes::during::DuringSpec {
+        argv,
+        text: cmd.to_string(),
+        ready,
+        ready_timeout: ready_timeout_s
+            .map(std::time::Duration::from_secs_f64)
+            .unwrap_or(crate::processes::during::READY_TIMEOUT),
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

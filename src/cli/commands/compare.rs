@@ -209,6 +209,7 @@ fn group_side(
         label: None,
         wrapper: None,
         settings: vec![],
+        during: None,
         // What every run of the group shares, where they share it.
         kernel: shared(g, |r| r.kernel.clone()),
         host: shared(g, |r| r.host.clone()),

@@ -124,6 +124,7 @@ pub fn build(args: &Request) -> anyhow::Result<Plan> {
         cpu_asked: args.cpu.is_some(),
         quiet: false,
         round_gap: std::time::Duration::ZERO,
+        during: None,
     })
 }
 

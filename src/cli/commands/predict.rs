@@ -199,6 +199,7 @@ impl Ctx<'_> {
         let side = Side {
             wrapper: self.wrapper.clone(),
             text: Some(self.args.under.clone()),
+            during: None,
         };
         let mut runs = scheduler::measure(&plan, &[Side::default(), side], self.stop, None)?;
         let (rb, ra) = (runs.pop(), runs.pop());

@@ -110,6 +110,23 @@ pub struct RunArgs {
     #[arg(long, value_name = "CMD")]
     pub under: Option<String>,
 
+    /// Run this program during the run, attached to the whole system (a tracer, a security
+    /// agent, e.g. 'bpftrace -e "tracepoint:raw_syscalls:sys_enter { @c = count(); }"'):
+    /// started before measuring, waited for until ready (--ready, or until what is attached
+    /// to the system settles), stopped after (SIGINT, SIGTERM, SIGKILL, 3 s apart), also if
+    /// oscost is killed.
+    #[arg(long, value_name = "CMD")]
+    pub during: Option<String>,
+
+    /// With --during: the program is ready once a line of its output matches this regular
+    /// expression [default: once what is attached to the system has not changed for 1 s].
+    #[arg(long, value_name = "REGEX", requires = "during")]
+    pub ready: Option<String>,
+
+    /// With --during: the longest wait for the program to be ready, seconds [default: 60].
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds, requires = "during")]
+    pub ready_timeout: Option<f64>,
+
     /// Measure N independent runs, each saved as a run of its own, with --pause between
     /// them: the history a comparison of runs measured apart needs (then the run-to-run
     /// spread of each benchmark is printed).
@@ -179,6 +196,16 @@ impl MeasureArgs {
 }
 
 impl RunArgs {
+    /// The program to run during the run (`--during`, `--ready`), checked.
+    fn during_spec(&self) -> anyhow::Result<Option<crate::processes::during::DuringSpec>> {
+        super::args::during_spec(
+            "--during",
+            self.during.as_deref(),
+            self.ready.as_deref(),
+            self.ready_timeout,
+        )
+    }
+
     /// What these flags ask to measure, the wrapper included.
     pub fn request(&self) -> super::plan::Request {
         super::plan::Request {
@@ -261,7 +288,9 @@ impl OneRun<'_> {
 
 impl Measurement for OneRun<'_> {
     fn prepare(&mut self, _stop: &crate::base::stop::Stop) -> anyhow::Result<()> {
-        self.plan = Some(super::plan::build(&self.args.request())?);
+        let mut plan = super::plan::build(&self.args.request())?;
+        plan.during = self.args.during_spec()?;
+        self.plan = Some(plan);
         Ok(())
     }
 

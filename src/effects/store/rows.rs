@@ -92,7 +92,8 @@ pub fn digest(run: &Run) -> String {
 /// What a run's environment is beyond its host, kernel and wrapper (schema 5's `env_key`): the
 /// CPU model, the mitigations, transparent huge pages, the kernel's boot parameters and
 /// oscost's own version and build (its measuring code), and the kernel settings the run was
-/// measured under (`--set`; nothing for a plain run), and what confined its workers
+/// measured under (`--set`; nothing for a plain run), the program that ran during it
+/// (`--during`; nothing for a plain run), and what confined its workers
 /// (`analysis::confinement::signature`: seccomp filters, a CPU quota, a lowered priority,
 /// namespaces, an LSM label; nothing for an unconfined run), hashed to 16 hex digits. Runs that
 /// share it, and their host, kernel and wrapper, are one environment: their scatter is the
@@ -120,6 +121,12 @@ pub fn env_key(run: &Run) -> String {
     }
     if let Some(s) = &set {
         hash_text(&mut h, Some(s));
+    }
+    // Likewise a run measured while a program ran during it (`--during`): what that program
+    // attaches taxes every number of the run.
+    if let Some(d) = &run.during {
+        hash_text(&mut h, Some("during"));
+        hash_text(&mut h, Some(d));
     }
     // Likewise a run whose workers something confined (a seccomp filter, a CPU quota...).
     let confined = e

@@ -128,6 +128,7 @@ fn plan(ids: &[&str], fixed_total: Option<usize>) -> Plan {
         cpu_asked: false,
         quiet: false,
         round_gap: std::time::Duration::ZERO,
+        during: None,
     }
 }
 

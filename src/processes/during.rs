@@ -1,0 +1,699 @@
+//! A program that runs during a side (`run --during`, `ab --a-during/--b-during`): a tracer, a
+//! security agent, an audit tool, anything that attaches to the whole system rather than
+//! wrapping the measured program. It is started, waited for until it is ready, kept running
+//! while its side is measured, and stopped as a user would stop it (SIGINT, then SIGTERM, then
+//! SIGKILL after a grace) before the other side runs, so that an agent that cleans up on a
+//! signal (detaches its programs, deletes its rules) gets to.
+//!
+//! The program is never oscost's own child. oscost starts a keeper, `oscost __during`,
+//! reparented away from oscost in a session of its own (as the settings guard is: worker
+//! reaping kills every child of the coordinator, and a SIGKILL of oscost's process group must
+//! not reach it). The keeper is a child subreaper and starts the program in a process group of
+//! its own, so every descendant, also a daemon that called setsid and left the group, is the
+//! keeper's to find (`/proc` walked by parent) and to stop. The keeper talks to oscost over
+//! two pipes, one line a message: oscost writes `cpu` (answered with the program tree's CPU
+//! time) and `stop`; the keeper writes `started PID`, `out LINE` for each line the program
+//! prints (stdout and stderr), `exited HOW` if the program's leader exits by itself, `cpu NS`
+//! and `stopped SIGNAL NS`. When its input closes without `stop` (oscost killed, SIGKILL
+//! included, or a panic), or it is sent SIGTERM, the keeper stops the program the same
+//! graceful way and exits: the program never outlives oscost.
+//!
+//! Ready: when a line of the program's output matches `--ready REGEX`, or else when what is
+//! attached to the system (`observers::Inventory`: BPF programs, audit rules, trace events,
+//! kprobes) has not changed for `SETTLE` since the program started.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::fd::AsFd;
+use std::os::unix::process::CommandExt;
+use std::process::{ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::base::stop::Stop;
+use crate::harness::observers::Inventory;
+
+/// The name the keeper is started under (`main` dispatches it).
+pub const KEEPER_ARG: &str = "__during";
+/// Ready by the system's inventory once it has not changed for this long (and at least this
+/// long after the start): BPF tracers and perf attach within tens of milliseconds of the last
+/// program they load; a second leaves room for one that attaches in steps.
+pub const SETTLE: Duration = Duration::from_secs(1);
+/// Longest wait for a program to get ready, unless `--ready-timeout` says otherwise.
+pub const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long each of SIGINT and SIGTERM is given before the next signal.
+pub const GRACE: Duration = Duration::from_secs(3);
+/// How long the system may take to return to its inventory before the program started, after
+/// the program stopped (a BPF program is freed once its last file descriptor closes, which
+/// the kernel may do a moment after the process is reaped).
+pub const RETURN_WAIT: Duration = Duration::from_secs(5);
+/// Lines of the program's output kept to show when it fails.
+const LAST_LINES: usize = 8;
+/// The longest line passed on; the rest of a longer one is cut.
+const LINE_BYTES: usize = 4096;
+
+/// A program to run during a side, as given.
+#[derive(Debug, Clone)]
+pub struct DuringSpec {
+    /// Its command line, split like a shell (no shell).
+    pub argv: Vec<String>,
+    /// As the user gave it.
+    pub text: String,
+    /// Ready when a line of its output matches this; `None`: by the inventory.
+    pub ready: Option<regex::Regex>,
+    /// Longest wait for it to be ready (`--ready-timeout`, `READY_TIMEOUT` by default).
+    pub ready_timeout: Duration,
+}
+
+/// What happened to the program over a side's blocks, for the side's note.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DuringRecord {
+    /// Blocks of repetitions it ran during.
+    pub blocks: usize,
+    /// Seconds each took to be ready.
+    pub ready_s: Vec<f64>,
+    /// How it was ready: "its output matched" or "the system's inventory settled".
+    pub ready_by: &'static str,
+    /// CPU time its whole process tree used while the side was measured, seconds.
+    pub cpu_s: f64,
+    /// Wall time the side was measured while it ran, seconds.
+    pub measured_s: f64,
+    /// The signal that ended it each time ("SIGINT", or "none" when it had exited).
+    pub stopped_by: Vec<String>,
+    /// What it attached, as the inventory said once it was ready (first block).
+    pub attached: Vec<String>,
+}
+
+impl DuringRecord {
+    /// Its CPU use as a share of one CPU while the side was measured, percent.
+    pub fn cpu_pct(&self) -> f64 {
+        if self.measured_s > 0.0 {
+            100.0 * self.cpu_s / self.measured_s
+        } else {
+            0.0
+        }
+    }
+
+    /// The record in words, for the side's note.
+    pub fn words(&self, text: &str) -> String {
+        let ready = if self.ready_s.is_empty() {
+            "never ready".to_string()
+        } else {
+            let max = self.ready_s.iter().cloned().fold(0.0, f64::max);
+            let mean = self.ready_s.iter().sum::<f64>() / self.ready_s.len() as f64;
+            format!(
+                "ready after {mean:.2} s on average ({max:.2} s at most; {})",
+                self.ready_by
+            )
+        };
+        let mut stops: Vec<String> = self.stopped_by.clone();
+        stops.sort();
+        stops.dedup();
+        format!(
+            "measured during `{text}`: {} block(s), {ready}; its processes used {:.2} s of CPU over {:.1} s measured ({:.1}% of one CPU); stopped by {}{}",
+            self.blocks,
+            self.cpu_s,
+            self.measured_s,
+            self.cpu_pct(),
+            stops.join(", "),
+            if self.attached.is_empty() {
+                String::new()
+            } else {
+                format!("; attached: {}", self.attached.join(", "))
+            }
+        )
+    }
+}
+
+/// A message from the keeper.
+#[derive(Debug, Clone, PartialEq)]
+enum Event {
+    Started,
+    Out(String),
+    Exited(String),
+    Cpu(u64),
+    Stopped {
+        signal: String,
+        cpu_ns: u64,
+    },
+    /// Its output closed: the keeper is gone.
+    Gone,
+}
+
+fn parse_event(line: &str) -> Option<Event> {
+    let (word, rest) = line.split_once(' ').unwrap_or((line, ""));
+    Some(match word {
+        "started" => Event::Started,
+        "out" => Event::Out(rest.to_string()),
+        "exited" => Event::Exited(rest.to_string()),
+        "cpu" => Event::Cpu(rest.trim().parse().ok()?),
+        "stopped" => {
+            let (signal, ns) = rest.split_once(' ')?;
+            Event::Stopped {
+                signal: signal.to_string(),
+                cpu_ns: ns.trim().parse().ok()?,
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// A program running during a side, through its keeper. Dropped without `stop`, it is stopped
+/// (the keeper sees its input close).
+pub struct Agent {
+    text: String,
+    control: Option<ChildStdin>,
+    events: mpsc::Receiver<Event>,
+    last: VecDeque<String>,
+    exited: Option<String>,
+    ready: Option<regex::Regex>,
+    ready_timeout: Duration,
+    matched: bool,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent").field("text", &self.text).finish()
+    }
+}
+
+/// Why a program during a side failed: the side cannot be measured.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct DuringFailed(pub String);
+
+/// Why a program was not ready: a signal came, or it failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotReady {
+    /// SIGINT, SIGTERM or SIGHUP came while waiting.
+    #[error(transparent)]
+    Signal(#[from] crate::base::stop::Interrupted),
+    /// It exited, or never got ready.
+    #[error(transparent)]
+    Failed(#[from] DuringFailed),
+}
+
+impl Agent {
+    /// Start `spec`'s program through a keeper; returns once it has been started.
+    pub fn start(spec: &DuringSpec) -> Result<Agent, DuringFailed> {
+        let failed = |why: String| DuringFailed(format!("cannot start `{}`: {why}", spec.text));
+        let subreaper = {
+            let mut was: libc::c_int = 0;
+            // SAFETY: prctl writes one int to a local that outlives the call.
+            unsafe { libc::prctl(libc::PR_GET_CHILD_SUBREAPER, &raw mut was, 0, 0, 0) };
+            was != 0
+        };
+        // A subreaper would get the keeper back when its parent exits: off for this instant
+        // (between repetitions, when no worker exists to lose an orphan to init).
+        if subreaper {
+            // SAFETY: integer arguments only.
+            unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) };
+        }
+        let mut cmd = Command::new("/proc/self/exe");
+        cmd.arg0("oscost")
+            .arg(KEEPER_ARG)
+            .arg("--")
+            .args(&spec.argv)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        // SAFETY: between fork and exec only async-signal-safe calls (fork, _exit, setsid).
+        unsafe {
+            cmd.pre_exec(|| {
+                match libc::fork() {
+                    -1 => return Err(std::io::Error::last_os_error()),
+                    0 => {}
+                    _ => libc::_exit(0),
+                }
+                libc::setsid();
+                Ok(())
+            });
+        }
+        let spawned = cmd.spawn();
+        if subreaper {
+            // SAFETY: as above.
+            unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+        }
+        let mut middle = spawned.map_err(|e| failed(e.to_string()))?;
+        // The pipes first: waiting closes the child's stdin.
+        let pipes = (middle.stdin.take(), middle.stdout.take());
+        let _ = middle.wait();
+        let (Some(control), Some(out)) = pipes else {
+            return Err(failed("no pipe to its keeper".into()));
+        };
+        let (tx, events) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("oscost-during".into())
+            .spawn(move || {
+                for line in BufReader::new(out).lines() {
+                    let Ok(line) = line else { break };
+                    if let Some(e) = parse_event(&line)
+                        && tx.send(e).is_err()
+                    {
+                        return;
+                    }
+                }
+                let _ = tx.send(Event::Gone);
+            })
+            .map_err(|e| failed(e.to_string()))?;
+        let mut agent = Agent {
+            text: spec.text.clone(),
+            control: Some(control),
+            events,
+            last: VecDeque::new(),
+            exited: None,
+            ready: spec.ready.clone(),
+            ready_timeout: spec.ready_timeout,
+            matched: false,
+        };
+        match agent.next(Duration::from_secs(10)) {
+            Some(Event::Started) => Ok(agent),
+            Some(Event::Exited(how)) => Err(agent.failure(&format!("could not be started: {how}"))),
+            _ => Err(agent.failure("its keeper did not answer")),
+        }
+    }
+
+    /// The next message within `wait`, output lines kept (and matched against --ready).
+    fn next(&mut self, wait: Duration) -> Option<Event> {
+        let e = self.events.recv_timeout(wait).ok()?;
+        match &e {
+            Event::Out(line) => {
+                if self.ready.as_ref().is_some_and(|r| r.is_match(line)) {
+                    self.matched = true;
+                }
+                if self.last.len() == LAST_LINES {
+                    self.last.pop_front();
+                }
+                self.last.push_back(line.clone());
+            }
+            Event::Exited(how) => self.exited = Some(how.clone()),
+            Event::Gone => {
+                self.exited.get_or_insert_with(|| "its keeper ended".into());
+            }
+            _ => {}
+        }
+        Some(e)
+    }
+
+    /// Every message already there.
+    fn drain(&mut self) {
+        while self.next(Duration::ZERO).is_some() {}
+    }
+
+    /// A failure of the program, with its last lines.
+    fn failure(&mut self, what: &str) -> DuringFailed {
+        self.drain();
+        let lines = if self.last.is_empty() {
+            " (it printed nothing)".to_string()
+        } else {
+            format!(
+                "; its last lines:\n  {}",
+                self.last.iter().cloned().collect::<Vec<_>>().join("\n  ")
+            )
+        };
+        DuringFailed(format!("`{}` {what}{lines}", self.text))
+    }
+
+    /// Whether the program's leader has exited by itself.
+    pub fn exited(&mut self) -> Option<DuringFailed> {
+        self.drain();
+        let how = self.exited.clone()?;
+        Some(self.failure(&format!(
+            "exited ({how}) while its side was measured, so the side is void"
+        )))
+    }
+
+    /// Wait until it is ready (its output matched --ready, or the system's inventory settled);
+    /// returns the seconds it took and how.
+    pub fn wait_ready(&mut self, stop: &Stop) -> Result<(f64, &'static str), NotReady> {
+        let t0 = Instant::now();
+        let mut seen = Inventory::read();
+        let mut since = Instant::now();
+        loop {
+            self.drain();
+            if let Some(how) = self.exited.clone() {
+                return Err(self
+                    .failure(&format!("exited ({how}) before it was ready"))
+                    .into());
+            }
+            stop.check()?;
+            if self.ready.is_some() {
+                if self.matched {
+                    return Ok((t0.elapsed().as_secs_f64(), "its output matched --ready"));
+                }
+            } else {
+                let now = Inventory::read();
+                if now != seen {
+                    seen = now;
+                    since = Instant::now();
+                }
+                if since.elapsed() >= SETTLE && t0.elapsed() >= SETTLE {
+                    return Ok((
+                        t0.elapsed().as_secs_f64(),
+                        "what is attached to the system settled",
+                    ));
+                }
+            }
+            if t0.elapsed() > self.ready_timeout {
+                let why = match &self.ready {
+                    Some(r) => format!("printed no line matching --ready '{r}'"),
+                    None => "kept changing what is attached to the system".into(),
+                };
+                return Err(self
+                    .failure(&format!(
+                        "{why} in {} s (--ready-timeout)",
+                        self.ready_timeout.as_secs_f64()
+                    ))
+                    .into());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// CPU time its whole process tree has used so far, ns (`None` if the keeper is gone).
+    pub fn cpu_ns(&mut self) -> Option<u64> {
+        let c = self.control.as_mut()?;
+        c.write_all(b"cpu\n").ok()?;
+        let until = Instant::now() + Duration::from_secs(5);
+        while let Some(left) = until.checked_duration_since(Instant::now()) {
+            match self.next(left)? {
+                Event::Cpu(ns) => return Some(ns),
+                Event::Gone => return None,
+                _ => {}
+            }
+        }
+        None
+    }
+
+    /// Stop it (SIGINT, SIGTERM, SIGKILL, a grace apart, to its group and every descendant);
+    /// returns the signal that ended it and its tree's CPU time, ns.
+    pub fn stop(mut self) -> Result<(String, u64), DuringFailed> {
+        let Some(mut c) = self.control.take() else {
+            return Err(self.failure("was already stopped"));
+        };
+        let _ = c.write_all(b"stop\n");
+        drop(c);
+        let until = Instant::now() + GRACE * 3 + Duration::from_secs(5);
+        while let Some(left) = until.checked_duration_since(Instant::now()) {
+            match self.next(left) {
+                Some(Event::Stopped { signal, cpu_ns }) => return Ok((signal, cpu_ns)),
+                Some(Event::Gone) | None => break,
+                _ => {}
+            }
+        }
+        Err(self.failure("did not report stopping"))
+    }
+}
+
+impl Drop for Agent {
+    /// Not stopped by `stop` (an error, a signal, a panic): closing the keeper's input makes it
+    /// stop the program; waiting for its answer keeps the next side from starting beside it.
+    fn drop(&mut self) {
+        if let Some(c) = self.control.take() {
+            drop(c);
+            let until = Instant::now() + GRACE * 3 + Duration::from_secs(5);
+            while let Some(left) = until.checked_duration_since(Instant::now()) {
+                match self.events.recv_timeout(left) {
+                    Ok(Event::Stopped { .. }) | Ok(Event::Gone) | Err(_) => break,
+                    Ok(_) => {}
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The keeper.
+
+/// Set by SIGTERM: the keeper stops its program and exits.
+static TERMINATED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_term(_: libc::c_int) {
+    TERMINATED.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Entry point of `oscost __during -- PROGRAM...`. Returns the exit code.
+pub fn keeper_main(args: &[String]) -> i32 {
+    let argv = match args {
+        [dash, rest @ ..] if dash == "--" && !rest.is_empty() => rest,
+        _ => {
+            crate::say!("oscost: {KEEPER_ARG} is started by oscost itself (run --during)");
+            return 2;
+        }
+    };
+    // SAFETY: prctl and signal with integer arguments and a handler that only stores a flag.
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        libc::signal(libc::SIGTERM, on_term as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+        libc::signal(libc::SIGHUP, libc::SIG_IGN);
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+    let mut out = std::io::stdout();
+    let mut say = |line: &str| {
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+    };
+    let Ok((read_out, write_out)) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC) else {
+        say("exited cannot make a pipe");
+        return 1;
+    };
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..]).stdin(Stdio::null()).process_group(0);
+    match (write_out.try_clone(), write_out.try_clone()) {
+        (Ok(a), Ok(b)) => {
+            cmd.stdout(Stdio::from(a)).stderr(Stdio::from(b));
+        }
+        _ => {
+            say("exited cannot pass its output on");
+            return 1;
+        }
+    }
+    let keeper = std::process::id() as libc::pid_t;
+    // SAFETY: between fork and exec only async-signal-safe calls on integers: the signals the
+    // keeper ignores are the program's to handle again, and it dies with a killed keeper.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            libc::signal(libc::SIGHUP, libc::SIG_DFL);
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            libc::signal(libc::SIGTERM, libc::SIG_DFL);
+            crate::harness::os::die_with_parent(keeper, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            say(&format!("exited {e}"));
+            return 1;
+        }
+    };
+    drop(cmd);
+    drop(write_out);
+    let leader = child.id() as i32;
+    drop(child);
+    say("started");
+    let mut output = std::fs::File::from(read_out);
+    let mut stdin = std::io::stdin();
+    let mut pending: Vec<u8> = Vec::new();
+    let mut output_open = true;
+    let mut control = Vec::new();
+    let mut leader_done = false;
+    'serve: loop {
+        if TERMINATED.load(std::sync::atomic::Ordering::SeqCst) {
+            break;
+        }
+        for (pid, how) in reap_all() {
+            if pid == leader && !leader_done {
+                leader_done = true;
+                say(&format!("exited {how}"));
+            }
+        }
+        let mut fds = vec![nix::poll::PollFd::new(
+            stdin.as_fd(),
+            nix::poll::PollFlags::POLLIN,
+        )];
+        if output_open {
+            fds.push(nix::poll::PollFd::new(
+                output.as_fd(),
+                nix::poll::PollFlags::POLLIN,
+            ));
+        }
+        if nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(100u16)).is_err() {
+            continue;
+        }
+        let ready = |f: &nix::poll::PollFd| f.revents().is_some_and(|r| !r.is_empty());
+        let (control_ready, output_ready) = (ready(&fds[0]), fds.get(1).is_some_and(ready));
+        drop(fds);
+        if output_ready {
+            let mut buf = [0u8; 8192];
+            match output.read(&mut buf) {
+                Ok(0) | Err(_) => output_open = false,
+                Ok(n) => {
+                    pending.extend_from_slice(&buf[..n]);
+                    while let Some(i) = pending.iter().position(|&b| b == b'\n') {
+                        let line: Vec<u8> = pending.drain(..=i).collect();
+                        say(&out_line(&line[..line.len() - 1]));
+                    }
+                    if pending.len() > LINE_BYTES {
+                        say(&out_line(&pending));
+                        pending.clear();
+                    }
+                }
+            }
+        }
+        if control_ready {
+            let mut buf = [0u8; 256];
+            match stdin.read(&mut buf) {
+                Ok(0) | Err(_) => break 'serve,
+                Ok(n) => control.extend_from_slice(&buf[..n]),
+            }
+            while let Some(i) = control.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = control.drain(..=i).collect();
+                match &line[..line.len() - 1] {
+                    b"cpu" => say(&format!("cpu {}", tree_cpu_ns())),
+                    b"stop" => break 'serve,
+                    _ => {}
+                }
+            }
+        }
+    }
+    let signal = stop_tree(leader);
+    say(&format!("stopped {signal} {}", tree_cpu_ns()));
+    0
+}
+
+/// One line of the program's output as the keeper passes it on: cut to `LINE_BYTES`, lossy
+/// UTF-8, no control characters that would break the line protocol.
+fn out_line(raw: &[u8]) -> String {
+    let cut = &raw[..raw.len().min(LINE_BYTES)];
+    let text: String = String::from_utf8_lossy(cut)
+        .chars()
+        .map(|c| if c == '\r' || c == '\n' { ' ' } else { c })
+        .collect();
+    format!("out {text}")
+}
+
+/// Reap every child that has ended (the program, and orphans reparented to the keeper);
+/// returns each one's pid and how it ended.
+fn reap_all() -> Vec<(i32, String)> {
+    use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+    let mut ended = Vec::new();
+    loop {
+        match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::Exited(pid, code)) => {
+                ended.push((pid.as_raw(), format!("with status {code}")))
+            }
+            Ok(WaitStatus::Signaled(pid, sig, _)) => {
+                ended.push((pid.as_raw(), format!("killed by {}", sig.as_str())))
+            }
+            Ok(WaitStatus::StillAlive) | Err(_) => return ended,
+            Ok(_) => {}
+        }
+    }
+}
+
+/// Every live (not zombie) descendant of this process, found by walking /proc by parent: a
+/// daemon that left the program's group or session is still the keeper's (its subreaper).
+fn descendants() -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let mut parent_of: Vec<(i32, i32)> = Vec::new();
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for e in dir.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+                continue;
+            };
+            if let Some((state, ppid)) = stat_of(pid).map(|s| (s.state, s.ppid))
+                && state != 'Z'
+            {
+                parent_of.push((pid, ppid));
+            }
+        }
+    }
+    let mut found = vec![me];
+    let mut i = 0;
+    while i < found.len() {
+        let p = found[i];
+        found.extend(parent_of.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
+
+/// The fields of /proc/PID/stat the keeper reads.
+struct Stat {
+    state: char,
+    ppid: i32,
+    /// utime + stime + cutime + cstime, clock ticks.
+    ticks: u64,
+}
+
+fn stat_of(pid: i32) -> Option<Stat> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = s.rsplit_once(')')?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // After the name: state(3) ppid(4) ... utime(14) stime(15) cutime(16) cstime(17).
+    let n = |i: usize| f.get(i - 3).and_then(|x| x.parse::<u64>().ok());
+    Some(Stat {
+        state: f.first()?.chars().next()?,
+        ppid: f.get(1)?.parse().ok()?,
+        ticks: n(14)? + n(15)? + n(16)? + n(17)?,
+    })
+}
+
+/// CPU time of the program's whole tree, ns: what the keeper reaped (its children's rusage,
+/// which holds every orphan it reaped too) and what still runs.
+fn tree_cpu_ns() -> u64 {
+    let reaped = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+        .map(|r| {
+            let t = |v: nix::sys::time::TimeVal| {
+                v.tv_sec() as u64 * 1_000_000_000 + v.tv_usec() as u64 * 1000
+            };
+            t(r.user_time()) + t(r.system_time())
+        })
+        .unwrap_or(0);
+    // SAFETY: sysconf with a constant.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    let live: u64 = descendants()
+        .into_iter()
+        .filter_map(stat_of)
+        .map(|s| s.ticks * 1_000_000_000 / hz)
+        .sum();
+    reaped + live
+}
+
+/// Stop the program's group and every descendant: SIGINT, then SIGTERM, then SIGKILL, each
+/// given `GRACE`; returns the signal after which nothing was left ("none": nothing was).
+fn stop_tree(leader: i32) -> &'static str {
+    reap_all();
+    if descendants().is_empty() {
+        return "none";
+    }
+    for (sig, name) in [
+        (libc::SIGINT, "SIGINT"),
+        (libc::SIGTERM, "SIGTERM"),
+        (libc::SIGKILL, "SIGKILL"),
+    ] {
+        // SAFETY: kill with integer arguments, to the program's group and our descendants.
+        unsafe { libc::kill(-leader, sig) };
+        for p in descendants() {
+            // SAFETY: as above.
+            unsafe { libc::kill(p, sig) };
+        }
+        let until = Instant::now() + GRACE;
+        while Instant::now() < until {
+            reap_all();
+            if descendants().is_empty() {
+                return name;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    reap_all();
+    "SIGKILL"
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,307 @@
+//! A program that runs during a run or a side (`--during`, `--b-during`): started, waited for
+//! until ready, noted on the run, and stopped on every exit path (done, failed, SIGINT, SIGKILL
+//! of oscost) as a user would stop it, with its descendants, also one that left its group.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::*;
+
+/// An executable shell script `name` in `dir` holding `body`.
+fn script(dir: &Path, name: &str, body: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let p = dir.join(name);
+    std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p.display().to_string()
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Wait up to `limit` for `path` to exist.
+fn wait_for(path: &Path, limit: Duration) -> bool {
+    let end = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < end {
+        if path.exists() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    path.exists()
+}
+
+#[test]
+fn a_program_during_a_run_is_ready_by_its_output_noted_and_stopped_by_sigint() {
+    let dir = tempfile::tempdir().unwrap();
+    let cleaned = dir.path().join("cleaned");
+    let agent = script(
+        dir.path(),
+        "agent.sh",
+        &format!(
+            "trap 'echo bye > {}; exit 0' INT\necho attaching\necho attached and ready\nwhile :; do sleep 0.05; done",
+            cleaned.display()
+        ),
+    );
+    let tag = unique_tag("during-ready");
+    let _m = measuring();
+    let (out, run) = run_json(
+        &tag,
+        &[
+            "--samples",
+            "40",
+            "syscall/getppid",
+            "--no-save",
+            "--during",
+            &agent,
+            "--ready",
+            "and ready$",
+        ],
+    );
+    assert_success(&out);
+    assert_eq!(run.during.as_deref(), Some(agent.as_str()));
+    let note = run
+        .notes
+        .iter()
+        .find(|n| matches!(n.kind, oscost::base::model::NoteKind::During { .. }))
+        .expect("a note on the program");
+    assert!(
+        note.text.contains("its output matched --ready") && note.text.contains("stopped by SIGINT"),
+        "{}",
+        note.text
+    );
+    // It cleaned up on SIGINT, and nothing of it is left.
+    assert_eq!(std::fs::read_to_string(&cleaned).unwrap().trim(), "bye");
+    let left = wait_until_gone(&tag, Duration::from_secs(2));
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+#[test]
+fn a_daemon_that_left_the_group_and_signals_ignored_are_still_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    // A daemon in a session of its own, and a leader that ignores SIGINT and SIGTERM: only
+    // SIGKILL, to the group and to every descendant, ends both.
+    let agent = script(
+        dir.path(),
+        "stubborn.sh",
+        "trap '' INT TERM\nsetsid sh -c \"trap '' INT TERM; while :; do sleep 0.05; done\" &\nwhile :; do sleep 0.05; done",
+    );
+    let tag = unique_tag("during-stubborn");
+    let _m = measuring();
+    let (out, run) = run_json(
+        &tag,
+        &[
+            "--samples",
+            "40",
+            "syscall/getppid",
+            "--no-save",
+            "--during",
+            &agent,
+        ],
+    );
+    assert_success(&out);
+    let note = run
+        .notes
+        .iter()
+        .map(|n| n.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(note.contains("stopped by SIGKILL"), "{note}");
+    assert!(
+        note.contains("what is attached to the system settled"),
+        "{note}"
+    );
+    let left = wait_until_gone(&tag, Duration::from_secs(2));
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+#[test]
+fn a_program_that_exits_or_never_gets_ready_voids_the_run_with_its_last_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let quits = script(
+        dir.path(),
+        "quits.sh",
+        "echo 'cannot attach: no rights' >&2\nexit 3",
+    );
+    let tag = unique_tag("during-quits");
+    let _m = measuring();
+    let out = oscost(&tag)
+        .args(["run", "--samples", "40", "syscall/getppid", "--no-save"])
+        .args(["--during", &quits, "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("exited (with status 3) before it was ready")
+            && err.contains("cannot attach: no rights"),
+        "{err}"
+    );
+    assert!(!json.exists(), "a void run was written");
+
+    let silent = script(dir.path(), "silent.sh", "echo hello\nexec sleep 1000");
+    let out = oscost(&tag)
+        .args(["run", "--samples", "40", "syscall/getppid", "--no-save"])
+        .args([
+            "--during",
+            &silent,
+            "--ready",
+            "^never$",
+            "--ready-timeout",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("printed no line matching --ready '^never$' in 1 s") && err.contains("hello"),
+        "{err}"
+    );
+    let left = wait_until_gone(&tag, Duration::from_secs(2));
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+#[test]
+fn bad_during_flags_are_refused_before_measuring() {
+    let tag = unique_tag("during-usage");
+    for (args, says) in [
+        (
+            vec!["run", "call/f0", "--during", "no-such-program-here"],
+            "no-such-program-here",
+        ),
+        (
+            vec!["run", "call/f0", "--during", "sleep 'x"],
+            "unbalanced quotes",
+        ),
+        (
+            vec!["run", "call/f0", "--during", "sleep 9", "--ready", "("],
+            "not a regular expression",
+        ),
+        (vec!["ab", "call/f0", "--ready", "x"], "give one"),
+    ] {
+        let out = oscost(&tag).args(&args).arg("--no-save").output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+    }
+    assert!(tagged_processes(&tag).is_empty());
+}
+
+/// oscost killed while its program runs: the keeper stops the program the graceful way all
+/// the same (SIGKILL of oscost), or oscost does (SIGINT).
+#[test]
+fn the_program_is_stopped_gracefully_when_oscost_is_killed_or_interrupted() {
+    for sig in [libc::SIGKILL, libc::SIGINT] {
+        let dir = tempfile::tempdir().unwrap();
+        let (up, cleaned) = (dir.path().join("up"), dir.path().join("cleaned"));
+        let agent = script(
+            dir.path(),
+            "agent.sh",
+            &format!(
+                "trap 'echo bye > {}; exit 0' INT\ntouch {}\nwhile :; do sleep 0.05; done",
+                cleaned.display(),
+                up.display()
+            ),
+        );
+        let tag = unique_tag("during-killed");
+        let _m = measuring();
+        let mut child = oscost(&tag)
+            .args(["run", "syscall/getppid", "--budget", "30", "--no-save"])
+            .args(["--during", &agent])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        assert!(
+            wait_for(&up, Duration::from_secs(10)),
+            "the program never started"
+        );
+        // Past its readiness (1 s of a settled system), into the measuring.
+        std::thread::sleep(Duration::from_millis(1500));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let status = child.wait().unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert!(
+            status.signal() == Some(sig) || status.code() == Some(128 + sig),
+            "{sig}: {status:?}"
+        );
+        let left = wait_until_gone(&tag, Duration::from_secs(5));
+        assert!(left.is_empty(), "signal {sig}: left behind: {left:?}");
+        assert!(
+            std::fs::read_to_string(&cleaned).is_ok_and(|s| s.trim() == "bye"),
+            "signal {sig}: the program was not stopped with SIGINT first"
+        );
+    }
+}
+
+/// The first of the checks, where perf is here and we are root: a system-wide perf
+/// counter on every system call entry, run during B, makes getppid slower; afterwards no perf
+/// is left and tracefs is as it was (perf mounts it to resolve the tracepoint).
+#[test]
+fn a_system_wide_perf_counter_during_b_makes_getppid_slower() {
+    let test = "a_system_wide_perf_counter_during_b_makes_getppid_slower";
+    if !is_root() {
+        return skip(test, "perf's system-wide counters need root");
+    }
+    let tracefs_before = std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap_or_default()
+        .contains(" - tracefs ");
+    let perf_works = std::process::Command::new("perf")
+        .args([
+            "stat",
+            "-a",
+            "-e",
+            "raw_syscalls:sys_enter",
+            "-o",
+            "/dev/null",
+            "true",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !perf_works {
+        put_tracefs_back(tracefs_before);
+        return skip(test, "perf cannot count raw_syscalls:sys_enter here");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("cmp.json");
+    let tag = unique_tag("during-perf");
+    let _m = measuring();
+    let out = oscost(&tag)
+        .args(["ab", "syscall/getppid", "--quick", "--no-save"])
+        .args([
+            "--b-during",
+            "perf stat -a -e raw_syscalls:sys_enter -o /dev/null",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    put_tracefs_back(tracefs_before);
+    assert_success(&out);
+    let cmp: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let row = &cmp["rows"][0];
+    assert_eq!(row["verdict"], "slower", "{row}");
+    assert_eq!(
+        cmp["cand"]["during"],
+        "perf stat -a -e raw_syscalls:sys_enter -o /dev/null"
+    );
+    let left = wait_until_gone(&tag, Duration::from_secs(2));
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// Unmount the tracefs perf mounted, where none was mounted before.
+fn put_tracefs_back(was_mounted: bool) {
+    if !was_mounted {
+        for root in ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"] {
+            let _ = nix::mount::umount(root);
+        }
+    }
+}

@@ -305,3 +305,75 @@ fn put_tracefs_back(was_mounted: bool) {
         }
     }
 }
+
+/// A BPF program loaded by this test and held by its descriptor: a socket filter that returns
+/// 0, attached to nothing, named `name` (the kernel keeps 15 bytes). `None` where the kernel
+/// refuses (no CAP_BPF, no BPF).
+fn load_bpf_program(name: &str) -> Option<std::os::fd::OwnedFd> {
+    // mov r0, 0; exit.
+    let insns: [u64; 2] = [0xb7, 0x95];
+    let license = b"GPL\0";
+    let mut attr = [0u8; 128];
+    attr[0..4].copy_from_slice(&1u32.to_ne_bytes()); // BPF_PROG_TYPE_SOCKET_FILTER
+    attr[4..8].copy_from_slice(&2u32.to_ne_bytes());
+    attr[8..16].copy_from_slice(&(insns.as_ptr() as u64).to_ne_bytes());
+    attr[16..24].copy_from_slice(&(license.as_ptr() as u64).to_ne_bytes());
+    let n = name.len().min(15);
+    attr[48..48 + n].copy_from_slice(&name.as_bytes()[..n]);
+    // SAFETY: BPF_PROG_LOAD (5) reads the attribute and the memory it points at, all alive.
+    let fd = unsafe { libc::syscall(libc::SYS_bpf, 5, attr.as_mut_ptr(), attr.len() as u32) };
+    (fd >= 0).then(|| {
+        // SAFETY: a descriptor the kernel just gave us.
+        unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd as i32) }
+    })
+}
+
+/// What is attached to the system is on record: a BPF program loaded outside the run is
+/// listed by `oscost env`, and `compare` of a run made with it against one made without names
+/// it; a run's environment key moves only when something is attached.
+#[test]
+fn a_bpf_program_attached_outside_the_run_is_listed_and_named_by_compare() {
+    let test = "a_bpf_program_attached_outside_the_run_is_listed_and_named_by_compare";
+    if !is_root() {
+        return skip(test, "listing BPF programs needs root");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let tag = unique_tag("attached");
+    let _m = measuring();
+    let measure = |name: &str| {
+        let out = oscost(&tag)
+            .args(["run", "--samples", "40", "call/f0", "--label", name, "--db"])
+            .arg(&db)
+            .output()
+            .unwrap();
+        assert_success(&out);
+    };
+    measure("without");
+    let Some(fd) = load_bpf_program("oscost_probe") else {
+        return skip(test, "the kernel refused a BPF socket filter");
+    };
+    let env = oscost(&tag).arg("env").output().unwrap();
+    assert_success(&env);
+    let text = String::from_utf8_lossy(&env.stdout);
+    assert!(
+        text.lines().any(|l| l.starts_with("attached to the system")
+            && l.contains("BPF socket filter oscost_probe")),
+        "{text}"
+    );
+    measure("with");
+    drop(fd);
+    let out = oscost(&tag)
+        .args(["compare", "1", "2", "--together", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("the runs differ in: "))
+        .unwrap_or_else(|| panic!("no difference named: {text}"));
+    assert!(line.contains("BPF programs"), "{line}");
+    assert!(line.contains("oscost_probe"), "{line}");
+}

@@ -191,6 +191,29 @@ fn tuning(env: &Env) -> Vec<Fact> {
     let count = |n: Option<u32>| n.map(|n| n.to_string());
     f.push(Fact::both("BPF programs", &count(env.bpf_programs)));
     f.push(Fact::both("audit rules", &count(env.audit_rules)));
+    f.push(Fact::both(
+        "attached to the system",
+        &env.attached.as_ref().map(|a| {
+            if a.is_empty() {
+                "(nothing)".to_string()
+            } else {
+                a.join("; ")
+            }
+        }),
+    ));
+    f.push(Fact::both("audit enabled", &count(env.audit_enabled)));
+    f.push(Fact::both(
+        "BPF run-time stats",
+        &env.bpf_stats_enabled.map(|on| {
+            if on {
+                "on (every BPF program's run is timed)"
+            } else {
+                "off"
+            }
+            .to_string()
+        }),
+    ));
+    f.push(Fact::both("sched_ext", &env.sched_ext));
     // Shown whole and in the key whole; compared one parameter at a time
     // (`changes::boot_parameter_differences` says added and removed ones).
     f.push(Fact::shown("boot command line", o(&env.boot_cmdline)).keyed(env.boot_cmdline.clone()));

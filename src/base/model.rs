@@ -112,6 +112,20 @@ pub struct Env {
     /// rule puts every system call through audit's slow path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audit_rules: Option<u32>,
+    /// What is attached to the whole system, each thing once ("BPF tracepoint sys_enter",
+    /// "trace event raw_syscalls:sys_enter", "kprobe: ..."), where it could be read
+    /// (`observers::attached`; root).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attached: Option<Vec<String>>,
+    /// Audit's enabled flag (0, 1, 2 locked), where it could be asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit_enabled: Option<u32>,
+    /// `kernel.bpf_stats_enabled`: on, every BPF program's run is timed (a cost of its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_stats_enabled: Option<bool>,
+    /// sched_ext's state, where the kernel has it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sched_ext: Option<String>,
 }
 
 /// A kernel's build configuration, compactly: the whole of it as a digest, the options that

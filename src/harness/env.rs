@@ -320,6 +320,10 @@ pub fn collect(clock: Option<ClockInfo>) -> Env {
         confinement: Some(crate::harness::confinement::read()),
         bpf_programs: crate::harness::observers::bpf_programs(),
         audit_rules: crate::harness::observers::audit_rules(),
+        attached: crate::harness::observers::attached(),
+        audit_enabled: crate::harness::observers::audit_enabled(),
+        bpf_stats_enabled: crate::harness::observers::bpf_stats_enabled(),
+        sched_ext: crate::harness::observers::sched_ext(),
         oscost_version: env!("CARGO_PKG_VERSION").to_string(),
         build_profile: if cfg!(debug_assertions) {
             "debug"

@@ -1,50 +1,57 @@
 //! What is attached to the whole system and can tax every operation oscost measures, counted
 //! where the kernel lets a process count it: the BPF programs loaded (a tracer's or a security
-//! agent's, `BPF_PROG_GET_NEXT_ID` walked to its end) and the audit rules in force (listed over
-//! the audit netlink socket with `AUDIT_LIST_RULES`, as auditctl -l asks). Both need privileges
-//! (CAP_SYS_ADMIN, CAP_AUDIT_CONTROL); without them, or on a kernel without BPF or audit, the
-//! count is `None`, never a guessed 0. Each count is a few system calls, cheap enough for
+//! agent's, `BPF_PROG_GET_NEXT_ID` walked to its end, each program's type and name asked by
+//! descriptor), the audit rules in force and audit's enabled flag (over the audit netlink
+//! socket with `AUDIT_LIST_RULES` and `AUDIT_GET`, as auditctl -l and -s ask), the trace events
+//! enabled in every tracefs instance and the kprobe and uprobe events defined (where tracefs is
+//! mounted: nothing is mounted to look), `kernel.bpf_stats_enabled` and sched_ext's state. The
+//! BPF and audit parts need privileges (CAP_SYS_ADMIN, CAP_AUDIT_CONTROL); without them, or on
+//! a kernel without BPF or audit, the part is `None`, never a guessed 0. Each count is a few system calls, cheap enough for
 //! `watch` to reread every window and name what appeared when a cost moved.
 
 /// How many BPF programs are loaded, or `None` where they cannot be counted here.
 pub fn bpf_programs() -> Option<u32> {
-    // bpf(BPF_PROG_GET_NEXT_ID, {start_id}) gives the next id, ENOENT after the last.
-    const BPF_PROG_GET_NEXT_ID: libc::c_long = 11;
-    #[repr(C)]
-    #[derive(Default)]
-    struct GetId {
-        start_id: u32,
-        next_id: u32,
-        open_flags: u32,
-    }
-    let mut attr = GetId::default();
-    let mut count = 0u32;
-    loop {
-        // SAFETY: the attribute is a valid, initialised struct of the size passed; the kernel
-        // reads start_id and writes next_id only.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_bpf,
-                BPF_PROG_GET_NEXT_ID,
-                &mut attr as *mut GetId,
-                std::mem::size_of::<GetId>() as libc::c_uint,
-            )
-        };
-        if r != 0 {
-            let e = std::io::Error::last_os_error().raw_os_error();
-            return (e == Some(libc::ENOENT)).then_some(count);
-        }
-        count += 1;
-        attr.start_id = attr.next_id;
-        if count > 1_000_000 {
-            return None;
-        }
-    }
+    bpf_program_list().map(|m| m.len() as u32)
 }
 
 /// How many audit rules are in force, or `None` where they cannot be listed here.
 pub fn audit_rules() -> Option<u32> {
     const AUDIT_LIST_RULES: u16 = 1013;
+    let mut rules = 0u32;
+    audit_exchange(AUDIT_LIST_RULES, true, |kind, _| {
+        match kind {
+            libc::NLMSG_DONE => return Some(Some(rules)),
+            t if t == i32::from(AUDIT_LIST_RULES) => rules += 1,
+            _ => {}
+        }
+        None
+    })
+}
+
+/// Audit's enabled flag (0 off, 1 on, 2 locked), or `None` where it cannot be asked here.
+/// (What it cannot say: whether audit was ever enabled since boot, which keeps every process
+/// forked since on the system call slow path even with the flag back at 0.)
+pub fn audit_enabled() -> Option<u32> {
+    const AUDIT_GET: u16 = 1000;
+    audit_exchange(AUDIT_GET, false, |kind, payload| {
+        // struct audit_status: mask, then enabled.
+        (kind == i32::from(AUDIT_GET)).then(|| {
+            payload
+                .get(4..8)
+                .map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+        })
+    })
+}
+
+/// Send audit request `request` over a netlink socket and hand each message of the answer
+/// (its type, its payload) to `answer` until it returns `Some`; `None` where the socket, the
+/// request or an answer fails (no CAP_AUDIT_CONTROL, no audit in the kernel), or after a
+/// second without one.
+fn audit_exchange<T>(
+    request: u16,
+    ack: bool,
+    mut answer: impl FnMut(i32, &[u8]) -> Option<Option<T>>,
+) -> Option<T> {
     // SAFETY: a plain socket call; the descriptor is owned below.
     let fd = unsafe {
         libc::socket(
@@ -74,10 +81,11 @@ pub fn audit_rules() -> Option<u32> {
             std::mem::size_of::<libc::timeval>() as libc::socklen_t,
         )
     };
+    let flags = libc::NLM_F_REQUEST | if ack { libc::NLM_F_ACK } else { 0 };
     let header = libc::nlmsghdr {
         nlmsg_len: std::mem::size_of::<libc::nlmsghdr>() as u32,
-        nlmsg_type: AUDIT_LIST_RULES,
-        nlmsg_flags: (libc::NLM_F_REQUEST | libc::NLM_F_ACK) as u16,
+        nlmsg_type: request,
+        nlmsg_flags: flags as u16,
         nlmsg_seq: 1,
         nlmsg_pid: 0,
     };
@@ -98,7 +106,6 @@ pub fn audit_rules() -> Option<u32> {
     if sent < 0 {
         return None;
     }
-    let mut rules = 0u32;
     let mut buf = vec![0u8; 1 << 16];
     loop {
         // SAFETY: the buffer is valid for its length.
@@ -114,26 +121,72 @@ pub fn audit_rules() -> Option<u32> {
             let h: libc::nlmsghdr =
                 unsafe { std::ptr::read_unaligned(buf[at..].as_ptr() as *const libc::nlmsghdr) };
             let len = h.nlmsg_len as usize;
-            if len < hlen {
+            if len < hlen || at + len > n {
                 return None;
             }
-            match h.nlmsg_type as i32 {
-                libc::NLMSG_DONE => return Some(rules),
-                libc::NLMSG_ERROR => {
-                    // The ack (error 0) comes before the rules; a negative errno refuses.
-                    let code = buf
-                        .get(at + hlen..at + hlen + 4)
-                        .map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
-                    if code != Some(0) {
-                        return None;
-                    }
+            let payload = &buf[at + hlen..at + len];
+            if h.nlmsg_type as i32 == libc::NLMSG_ERROR {
+                // An ack is error 0; a negative errno refuses.
+                let code = payload
+                    .get(..4)
+                    .map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
+                if code != Some(0) {
+                    return None;
                 }
-                t if t == i32::from(AUDIT_LIST_RULES) => rules += 1,
-                _ => {}
+            } else if let Some(done) = answer(h.nlmsg_type as i32, payload) {
+                return done;
             }
             at += (len + 3) & !3;
         }
     }
+}
+
+/// Whether the kernel counts every BPF program's run time (`kernel.bpf_stats_enabled`): on,
+/// it adds two clock reads to every run of every program.
+pub fn bpf_stats_enabled() -> Option<bool> {
+    let v = std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled").ok()?;
+    Some(v.trim() != "0")
+}
+
+/// sched_ext's state ("disabled", or "enabled" with the scheduler's name), where the kernel
+/// has it: a BPF scheduler changes what every context switch costs.
+pub fn sched_ext() -> Option<String> {
+    let state = std::fs::read_to_string("/sys/kernel/sched_ext/state").ok()?;
+    let state = state.trim().to_string();
+    Some(
+        match std::fs::read_to_string("/sys/kernel/sched_ext/root/ops") {
+            Ok(ops) if !ops.trim().is_empty() => format!("{state} ({})", ops.trim()),
+            _ => state,
+        },
+    )
+}
+
+/// What is attached to the whole system, each thing once with a count where there are
+/// several alike ("BPF cgroup skb sd_fw_egress (4)", "trace event raw_syscalls:sys_enter"),
+/// sorted; `None` where neither BPF programs nor trace events can be read here.
+pub fn attached() -> Option<Vec<String>> {
+    let inv = Inventory::read();
+    if inv.bpf.is_none() && inv.trace.is_none() {
+        return None;
+    }
+    let mut counts = std::collections::BTreeMap::<String, usize>::new();
+    for what in inv.bpf.iter().flat_map(|b| b.values()) {
+        *counts.entry(format!("BPF {what}")).or_default() += 1;
+    }
+    for t in inv.trace.iter().flatten() {
+        let name = if t.starts_with("kprobe: ") || t.starts_with("uprobe: ") {
+            t.clone()
+        } else {
+            format!("trace event {t}")
+        };
+        *counts.entry(name).or_default() += 1;
+    }
+    Some(
+        counts
+            .into_iter()
+            .map(|(k, n)| if n > 1 { format!("{k} ({n})") } else { k })
+            .collect(),
+    )
 }
 
 /// What is attached to the whole system, as far as this process can see it: the BPF programs

@@ -124,6 +124,13 @@ pub fn env_key(run: &Run) -> String {
     }
     // Likewise a run measured while a program ran during it (`--during`): what that program
     // attaches taxes every number of the run.
+    // And a run on a system with something attached to it (a tracer's BPF programs, trace
+    // events, kprobes): keyed only where something is, so that history stays pooled for the
+    // runs of a bare system and of one before this was recorded.
+    if let Some(a) = run.env.attached.as_ref().filter(|a| !a.is_empty()) {
+        hash_text(&mut h, Some("attached"));
+        hash_text(&mut h, Some(&a.join("\n")));
+    }
     if let Some(d) = &run.during {
         hash_text(&mut h, Some("during"));
         hash_text(&mut h, Some(d));

@@ -149,6 +149,17 @@ fn saves_lists_loads_and_resolves(f: &Fresh) {
         c.seccomp_filters = Some(1);
     }
     assert_ne!(env_key(&sandboxed), env_key(&run));
+    // What is attached to the system, and a program run during: nothing attached keeps the
+    // key; a BPF program, or a --during program, makes an environment of its own.
+    let mut bare = run.clone();
+    bare.env.attached = Some(vec![]);
+    assert_eq!(env_key(&bare), env_key(&run));
+    let mut traced = run.clone();
+    traced.env.attached = Some(vec!["BPF tracepoint sys_enter".into()]);
+    assert_ne!(env_key(&traced), env_key(&run));
+    let mut during = run.clone();
+    during.during = Some("perf stat -a".into());
+    assert_ne!(env_key(&during), env_key(&run));
     assert_eq!(s.resolve("last").unwrap(), b);
     assert_eq!(s.resolve("last~1").unwrap(), a);
     assert_eq!(s.resolve(&a.to_string()).unwrap(), a);

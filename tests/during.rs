@@ -377,3 +377,36 @@ fn a_bpf_program_attached_outside_the_run_is_listed_and_named_by_compare() {
     assert!(line.contains("BPF programs"), "{line}");
     assert!(line.contains("oscost_probe"), "{line}");
 }
+
+/// `predict --during`: the program's cost predicted and measured with an agent running during
+/// the wrapped side (here one that attaches nothing), in blocks; the agent is gone after.
+#[test]
+fn predict_during_prices_and_times_a_program_beside_an_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("p.json");
+    let tag = unique_tag("during-predict");
+    let _m = measuring();
+    let out = oscost(&tag)
+        .args(["predict", "--during", "sleep 1000", "--quick", "--rounds", "3"])
+        .args(["--no-save", "--json"])
+        .arg(&json)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    if String::from_utf8_lossy(&out.stderr).contains("need") && !is_root() {
+        return skip(
+            "predict_during_prices_and_times_a_program_beside_an_agent",
+            "counting a program's system calls needs root",
+        );
+    }
+    assert_success(&out);
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(v["during"], "sleep 1000");
+    assert_eq!(v["wrapper"], "");
+    assert!(v["rounds"].as_u64().unwrap() >= 3, "{v}");
+    // No wrapper: the first start is priced as a program start, not as a wrapper's.
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("wrapper start"), "{text}");
+    let left = wait_until_gone(&tag, Duration::from_secs(2));
+    assert!(left.is_empty(), "left behind: {left:?}");
+}

@@ -18,8 +18,11 @@ use crate::analysis::predict::{Line, Price};
 pub struct PredictionReport {
     /// The program, as given.
     pub command: String,
-    /// The wrapper, as given.
+    /// The wrapper, as given (empty: none, the program ran plainly during `during`).
     pub wrapper: String,
+    /// The program that ran during the wrapped side (`predict --during`), as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub during: Option<String>,
     /// System calls the program made, by name.
     pub syscalls: BTreeMap<String, u64>,
     /// Processes it created.
@@ -74,13 +77,22 @@ fn interval(point: f64, ci: [f64; 2]) -> String {
     )
 }
 
+/// The wrapped side in words: "under `W`", "during `D`", or both.
+pub fn side_words(wrapper: &str, during: Option<&str>) -> String {
+    match (wrapper.is_empty(), during) {
+        (false, Some(d)) => format!("under `{wrapper}` during `{d}`"),
+        (true, Some(d)) => format!("during `{d}`"),
+        _ => format!("under `{wrapper}`"),
+    }
+}
+
 /// The headline lines: predicted, measured, the error.
 pub fn headlines(v: &PredictionReport) -> Vec<String> {
     vec![
         format!(
-            "`{}` under `{}`: {} plain, {} wrapped (medians of {} alternating rounds)",
+            "`{}` {}: {} plain, {} wrapped (medians of {} alternating rounds)",
             v.command,
-            v.wrapper,
+            side_words(&v.wrapper, v.during.as_deref()),
             format_ns(v.plain_wall_ns),
             format_ns(v.wrapped_wall_ns),
             v.rounds
@@ -275,6 +287,7 @@ mod tests {
         PredictionReport {
             command: "dd if=/dev/zero of=/dev/null bs=1 count=100000".into(),
             wrapper: "strace -f -o /dev/null".into(),
+            during: None,
             syscalls: [
                 ("read".to_string(), 100_000),
                 ("write".to_string(), 100_040),

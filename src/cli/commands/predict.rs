@@ -30,6 +30,7 @@ use crate::base::stop::Stop;
 use crate::effects::gate::Effects;
 use crate::harness::syscount::{self, ProgramCounts};
 use crate::processes::program::{self, ProcessTimer, RoundsEnd, Timings};
+use crate::processes::during::DuringSpec;
 use crate::processes::scheduler::{self, Side};
 use crate::report::predict::PredictionReport;
 
@@ -37,8 +38,20 @@ use crate::report::predict::PredictionReport;
 /// `oscost predict`'s arguments.
 pub struct PredictArgs {
     /// The wrapper, e.g. 'strace -f -o /dev/null' or 'scripts/ref/seccomp-layers 8 --'.
-    #[arg(long, value_name = "CMD", required = true)]
-    pub under: String,
+    #[arg(long, value_name = "CMD", required_unless_present = "during")]
+    pub under: Option<String>,
+    /// A program attached to the whole system whose cost to CMD is predicted and measured,
+    /// e.g. 'perf stat -a -e raw_syscalls:sys_enter -o /dev/null': it runs during the wrapped
+    /// side's blocks (started, waited for until ready, stopped after, as `run --during`).
+    #[arg(long, value_name = "CMD")]
+    pub during: Option<String>,
+    /// With --during: ready once a line of its output matches this regular expression
+    /// [default: once what is attached to the system has not changed for 1 s].
+    #[arg(long, value_name = "REGEX", requires = "during")]
+    pub ready: Option<String>,
+    /// With --during: the longest wait for it to be ready, seconds [default: 60].
+    #[arg(long, value_name = "SECS", value_parser = super::args::parse_seconds, requires = "during")]
+    pub ready_timeout: Option<f64>,
     /// Rounds of the program plain and wrapped [default: 5 to 30, until the added time's CI is
     /// within ±5% or a minute has passed].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(3..=1000))]
@@ -126,6 +139,7 @@ pub fn program_id(argv: &[String]) -> String {
 struct Ctx<'a> {
     args: &'a PredictArgs,
     wrapper: Vec<String>,
+    during: Option<DuringSpec>,
     cmd_text: String,
     cpu: usize,
     stop: &'a crate::base::stop::Stop,
@@ -134,6 +148,14 @@ struct Ctx<'a> {
 const TRUE: &str = "true";
 
 impl Ctx<'_> {
+    /// The wrapped side in words ("under `W`", "during `D`").
+    fn side_words(&self) -> String {
+        crate::report::predict::side_words(
+            self.args.under.as_deref().unwrap_or_default(),
+            self.args.during.as_deref(),
+        )
+    }
+
     fn stop(&self) -> anyhow::Result<()> {
         Ok(self.stop.check()?)
     }
@@ -169,7 +191,17 @@ impl Ctx<'_> {
         let start = count(&[TRUE.to_string()])
             .ok()
             .filter(|c| c.exit_code == Some(0));
-        let kinds = model::kinds(&counts, start.as_ref());
+        let mut kinds = model::kinds(&counts, start.as_ref());
+        if self.wrapper.is_empty() {
+            // No wrapper (only --during): the first start is a program start like the others.
+            for k in kinds
+                .iter_mut()
+                .filter(|k| k.priced_by == model::WRAPPER_START)
+            {
+                k.kind = "first program start (exec, loader)".into();
+                k.priced_by = model::PROGRAM_START.into();
+            }
+        }
         crate::say!(
             "oscost: `{}` made {} system calls of {} kinds, {} processes, {} threads, {} execs; \
              everything below runs on CPU {}",
@@ -198,8 +230,8 @@ impl Ctx<'_> {
         plan.at_least_rounds(3);
         let side = Side {
             wrapper: self.wrapper.clone(),
-            text: Some(self.args.under.clone()),
-            during: None,
+            text: Some(self.side_words()),
+            during: self.during.clone(),
         };
         let mut runs = scheduler::measure(&plan, &[Side::default(), side], self.stop, None)?;
         let (rb, ra) = (runs.pop(), runs.pop());
@@ -227,7 +259,7 @@ impl Ctx<'_> {
         ) {
             prices.insert(model::PROGRAM_START.into(), model::less(*d, *f));
         }
-        if kinds.iter().any(|k| k.priced_by == model::WRAPPER_START) {
+        if !self.wrapper.is_empty() && kinds.iter().any(|k| k.priced_by == model::WRAPPER_START) {
             let true_cmd = vec![TRUE.to_string()];
             let mut wrapped_true = self.wrapper.clone();
             wrapped_true.extend(true_cmd.iter().cloned());
@@ -248,8 +280,12 @@ impl Ctx<'_> {
         Ok((ra, rb, prices))
     }
 
-    /// Step 3, measure the program plain and wrapped in alternating rounds.
+    /// Step 3, measure the program plain and wrapped in alternating rounds; with --during, in
+    /// alternating blocks of rounds (`measure_during`).
     fn measure(&self) -> anyhow::Result<Timings> {
+        if let Some(spec) = &self.during {
+            return self.measure_during(spec);
+        }
         let mut wrapped_cmd = self.wrapper.clone();
         wrapped_cmd.extend(self.args.command.iter().cloned());
         let (min, max) = match self.args.rounds {
@@ -261,8 +297,8 @@ impl Ctx<'_> {
             let (m, ci) = added(&wall(&r.plain), &wall(&r.wrapped));
             (ci[1] - ci[0]) / 2.0 <= 0.05 * m.abs() || started.elapsed().as_secs_f64() > 60.0
         };
-        let (text, under) = (&self.cmd_text, &self.args.under);
-        crate::say!("oscost: timing `{text}` plain and under `{under}`");
+        let (text, under) = (&self.cmd_text, self.side_words());
+        crate::say!("oscost: timing `{text}` plain and {under}");
         let (rounds, end) = program::alternate(
             &mut self.timer(),
             &self.args.command,
@@ -278,10 +314,91 @@ impl Ctx<'_> {
                 anyhow::bail!("`{text}` {how} when run plainly during the rounds")
             }
             RoundsEnd::WrappedFailed(how) => anyhow::bail!(
-                "`{text}` {how} under `{under}` but not without it: the wrapper changes what it \
+                "`{text}` {how} {under} but not without it: the wrapper changes what it \
                  does, so its cost cannot be predicted"
             ),
         }
+    }
+
+    /// Step 3 with a program during the wrapped side: blocks of rounds, the program plain
+    /// `per_block` times, then (the agent started and ready) wrapped as many times, the agent
+    /// stopped; the sides' order alternates from block to block (A B, B A: the agent stays up
+    /// across B B), and round i of a block is paired with round i of the other side's. Stops
+    /// once the added time's CI is within ±5% (after `min` rounds), at `max`, or after a
+    /// minute.
+    fn measure_during(&self, spec: &DuringSpec) -> anyhow::Result<Timings> {
+        use crate::processes::during::Agent;
+        let mut wrapped_cmd = self.wrapper.clone();
+        wrapped_cmd.extend(self.args.command.iter().cloned());
+        let (min, max) = match self.args.rounds {
+            Some(n) => (n as usize, n as usize),
+            None => (5, 300),
+        };
+        let (text, under) = (&self.cmd_text, self.side_words());
+        crate::say!("oscost: timing `{text}` plain and {under}, in blocks");
+        let mut timer = self.timer();
+        let once = |timer: &mut ProcessTimer, argv: &[String]| {
+            program::Timer::time(timer, argv).map_err(program_err)
+        };
+        // One plain run says how long a round is: a block is about 5 s of rounds.
+        let first = once(&mut timer, &self.args.command)?;
+        if !first.succeeded() {
+            anyhow::bail!("`{text}` {} when run plainly", first.ending());
+        }
+        let per_block = ((5e9 / first.wall_ns.max(1.0)).ceil() as usize).clamp(3, 50).min(max);
+        let started = Instant::now();
+        let mut r = Timings::default();
+        let mut agent: Option<Agent> = None;
+        let mut block = 0usize;
+        while r.plain.len() < max {
+            let n = per_block.min(max - r.plain.len());
+            let order = if block % 2 == 0 { [false, true] } else { [true, false] };
+            for with in order {
+                if with && agent.is_none() {
+                    let mut a = Agent::start(spec)?;
+                    a.wait_ready(self.stop).map_err(|e| match e {
+                        crate::processes::during::NotReady::Signal(i) => anyhow::Error::from(i),
+                        crate::processes::during::NotReady::Failed(f) => f.into(),
+                    })?;
+                    agent = Some(a);
+                }
+                if !with && let Some(a) = agent.take() {
+                    a.stop()?;
+                }
+                for _ in 0..n {
+                    let t = once(&mut timer, if with { &wrapped_cmd } else { &self.args.command })?;
+                    if !t.succeeded() {
+                        let how = t.ending();
+                        if with {
+                            anyhow::bail!(
+                                "`{text}` {how} {under} but not without it: the program changes \
+                                 what it does, so its cost cannot be predicted"
+                            );
+                        }
+                        anyhow::bail!("`{text}` {how} when run plainly during the rounds");
+                    }
+                    if with {
+                        r.wrapped.push(t);
+                    } else {
+                        r.plain.push(t);
+                    }
+                }
+                if with && let Some(f) = agent.as_mut().and_then(|a| a.exited()) {
+                    return Err(f.into());
+                }
+            }
+            block += 1;
+            let (m, ci) = added(&wall(&r.plain), &wall(&r.wrapped));
+            if r.plain.len() >= min
+                && ((ci[1] - ci[0]) / 2.0 <= 0.05 * m.abs() || started.elapsed().as_secs() > 60)
+            {
+                break;
+            }
+        }
+        if let Some(a) = agent.take() {
+            a.stop()?;
+        }
+        Ok(r)
     }
 
     /// Step 4, the program's wall times added to both sides' runs, which are named for it.
@@ -298,7 +415,8 @@ impl Ctx<'_> {
             &wall(&rounds.wrapped),
         ));
         ra.label = Some(format!("predict plain: {text}"));
-        rb.label = Some(format!("predict under {}: {text}", args.under));
+        rb.label = Some(format!("predict {}: {text}", self.side_words()));
+        rb.during = args.during.clone();
     }
 }
 
@@ -315,7 +433,8 @@ fn output(
     let (mcpu, _) = added(&cpu(&rounds.plain), &cpu(&rounds.wrapped));
     PredictionReport {
         command: ctx.cmd_text.clone(),
-        wrapper: ctx.args.under.clone(),
+        wrapper: ctx.args.under.clone().unwrap_or_default(),
+        during: ctx.args.during.clone(),
         syscalls: counts.syscalls.clone(),
         processes: counts.processes,
         threads: counts.threads,
@@ -355,6 +474,7 @@ impl Command for PredictArgs {
             &mut Prediction {
                 args: &self,
                 wrapper: vec![],
+                during: None,
                 cpu: None,
                 runs: vec![],
                 out: None,
@@ -366,8 +486,10 @@ impl Command for PredictArgs {
 /// `oscost predict`: a wrapper's cost to a program, predicted and measured.
 struct Prediction<'a> {
     args: &'a PredictArgs,
-    /// The wrapper, split.
+    /// The wrapper, split (empty: none).
     wrapper: Vec<String>,
+    /// The program during the wrapped side, checked.
+    during: Option<DuringSpec>,
     /// The measuring CPU of the whole prediction: the pricing benchmarks', the program's.
     cpu: Option<usize>,
     /// Both sides' runs: the priced benchmarks and the program, plain and wrapped.
@@ -378,11 +500,16 @@ struct Prediction<'a> {
 impl Measurement for Prediction<'_> {
     fn prepare(&mut self, _stop: &Stop) -> anyhow::Result<()> {
         let args = self.args;
-        self.wrapper = split_command("--under", &args.under).map_err(|e| usage(e.0))?;
-        if self.wrapper.is_empty() {
-            return Err(usage("--under: give the wrapper command"));
+        if let Some(under) = &args.under {
+            self.wrapper = split_command("--under", under).map_err(|e| usage(e.0))?;
+            check_program("--under", &self.wrapper)?;
         }
-        check_program("--under", &self.wrapper)?;
+        self.during = super::args::during_spec(
+            "--during",
+            args.during.as_deref(),
+            args.ready.as_deref(),
+            args.ready_timeout,
+        )?;
         check_program("the command", &args.command)?;
         super::plan::asked_cpu(args.cpu)?;
         Ok(())
@@ -403,6 +530,7 @@ impl Measurement for Prediction<'_> {
         let ctx = Ctx {
             args: self.args,
             wrapper: self.wrapper.clone(),
+            during: self.during.clone(),
             cmd_text: shell_words(&self.args.command),
             cpu: self
                 .cpu
@@ -413,9 +541,9 @@ impl Measurement for Prediction<'_> {
         let (mut ra, mut rb, prices) = ctx.price(&kinds)?;
         let Some(pred) = model::predict(&kinds, &prices) else {
             anyhow::bail!(
-                "{} could not be measured under `{}`, so nothing can be priced",
+                "{} could not be measured {}, so nothing can be priced",
                 model::NULL_CALL,
-                self.args.under
+                ctx.side_words()
             );
         };
         let rounds = ctx.measure()?;

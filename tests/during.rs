@@ -387,7 +387,14 @@ fn predict_during_prices_and_times_a_program_beside_an_agent() {
     let tag = unique_tag("during-predict");
     let _m = measuring();
     let out = oscost(&tag)
-        .args(["predict", "--during", "sleep 1000", "--quick", "--rounds", "3"])
+        .args([
+            "predict",
+            "--during",
+            "sleep 1000",
+            "--quick",
+            "--rounds",
+            "3",
+        ])
         .args(["--no-save", "--json"])
         .arg(&json)
         .args(["--", "true"])

@@ -72,6 +72,11 @@ pub enum NoteKind {
         /// Wall time the side was measured while it ran, seconds.
         measured_s: f64,
     },
+    /// A side's level before the other side's program first ran and after it differ.
+    BeforeAfter {
+        /// After over before, for the case that moved most.
+        ratio: f64,
+    },
     /// One run of a `--runs` series.
     Series {
         /// Which, from 1.

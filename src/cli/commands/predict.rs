@@ -29,8 +29,8 @@ use crate::base::stats;
 use crate::base::stop::Stop;
 use crate::effects::gate::Effects;
 use crate::harness::syscount::{self, ProgramCounts};
-use crate::processes::program::{self, ProcessTimer, RoundsEnd, Timings};
 use crate::processes::during::DuringSpec;
+use crate::processes::program::{self, ProcessTimer, RoundsEnd, Timings};
 use crate::processes::scheduler::{self, Side};
 use crate::report::predict::PredictionReport;
 
@@ -345,14 +345,20 @@ impl Ctx<'_> {
         if !first.succeeded() {
             anyhow::bail!("`{text}` {} when run plainly", first.ending());
         }
-        let per_block = ((5e9 / first.wall_ns.max(1.0)).ceil() as usize).clamp(3, 50).min(max);
+        let per_block = ((5e9 / first.wall_ns.max(1.0)).ceil() as usize)
+            .clamp(3, 50)
+            .min(max);
         let started = Instant::now();
         let mut r = Timings::default();
         let mut agent: Option<Agent> = None;
         let mut block = 0usize;
         while r.plain.len() < max {
             let n = per_block.min(max - r.plain.len());
-            let order = if block % 2 == 0 { [false, true] } else { [true, false] };
+            let order = if block % 2 == 0 {
+                [false, true]
+            } else {
+                [true, false]
+            };
             for with in order {
                 if with && agent.is_none() {
                     let mut a = Agent::start(spec)?;
@@ -366,7 +372,14 @@ impl Ctx<'_> {
                     a.stop()?;
                 }
                 for _ in 0..n {
-                    let t = once(&mut timer, if with { &wrapped_cmd } else { &self.args.command })?;
+                    let t = once(
+                        &mut timer,
+                        if with {
+                            &wrapped_cmd
+                        } else {
+                            &self.args.command
+                        },
+                    )?;
                     if !t.succeeded() {
                         let how = t.ending();
                         if with {

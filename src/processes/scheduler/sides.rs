@@ -141,6 +141,10 @@ pub(super) struct WithDuring<'a> {
     pub(super) specs: Vec<Option<DuringSpec>>,
     pub(super) records: Vec<DuringRecord>,
     pub(super) stop: crate::base::stop::Stop,
+    /// When each program was up, ms since `started` (the run's start): from ready to the
+    /// stop asked, in order.
+    pub(super) spans: Vec<[f64; 2]>,
+    started: std::time::Instant,
     running: Option<Running>,
 }
 
@@ -159,6 +163,7 @@ impl<'a> WithDuring<'a> {
         inner: &'a mut dyn Sides,
         specs: Vec<Option<DuringSpec>>,
         stop: crate::base::stop::Stop,
+        started: std::time::Instant,
     ) -> WithDuring<'a> {
         let records = vec![DuringRecord::default(); specs.len()];
         WithDuring {
@@ -166,8 +171,14 @@ impl<'a> WithDuring<'a> {
             specs,
             records,
             stop,
+            spans: vec![],
+            started,
             running: None,
         }
+    }
+
+    fn now_ms(&self) -> f64 {
+        self.started.elapsed().as_secs_f64() * 1e3
     }
 
     /// Make `side`'s program the one running (none, if it has none).
@@ -190,6 +201,8 @@ impl<'a> WithDuring<'a> {
             rec.attached = Inventory::read().differences(&before);
         }
         let cpu_at_ready_ns = agent.cpu_ns().unwrap_or(0);
+        let now = self.now_ms();
+        self.spans.push([now, f64::INFINITY]);
         self.running = Some(Running {
             side,
             agent,
@@ -207,6 +220,10 @@ impl<'a> WithDuring<'a> {
             return Ok(());
         };
         let measured = r.ready_at.elapsed().as_secs_f64();
+        let now = self.now_ms();
+        if let Some(span) = self.spans.last_mut() {
+            span[1] = now;
+        }
         let cpu = r.agent.cpu_ns();
         let text = self.specs[r.side]
             .as_ref()

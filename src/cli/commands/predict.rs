@@ -354,7 +354,7 @@ impl Ctx<'_> {
         let mut block = 0usize;
         while r.plain.len() < max {
             let n = per_block.min(max - r.plain.len());
-            let order = if block % 2 == 0 {
+            let order = if block.is_multiple_of(2) {
                 [false, true]
             } else {
                 [true, false]

@@ -11,7 +11,10 @@ report directory whose index.html or fig/ file is the store or an input), plus h
 labels, --where conditions, store URLs with passwords, a stderr that cannot be written, a
 store left with a hot journal, runs whose every result failed, started in one second, pushed
 together, predict signalled while it counts its program, and foreign `$TMPDIR/oscost-*`
-directories, and kernel settings (`--set`, `--a-set`, `--b-set`: bad ones, one file named
+directories, programs run during a side (`--during`, `--a-during`, `--b-during`: one never
+ready, one that exits at once, one that ignores SIGINT and SIGTERM, one that forks a daemon,
+bad ones, oscost signalled in each phase of one), and kernel settings (`--set`, `--a-set`,
+`--b-set`: bad ones, one file named
 twice, a run under one signalled, SIGKILL of oscost or its process group at 0.2, 1.2 and 5 s,
 a --runs series killed in its pause, state files planted in /run/oscost, a second run on a
 setting another live run holds, from another XDG_DATA_HOME and another PID namespace);
@@ -26,7 +29,8 @@ checks after each case:
     oscost command runs (which would put them back itself);
   - no password and no raw control character or bidirectional override was printed;
   - a case still waiting 1.5 s in is sent SIGINT and must end within 1 s.
-Prints one line per failing case and a closing "N passed, N failed" line. Uses
+Prints one line per failing case and a closing "N passed, N failed" line. HOSTILE_ONLY=TEXT
+runs only the cases whose name holds TEXT. Uses
 OSCOST_TEST_PG (a PostgreSQL URL) for the URL cases when set.
 """
 
@@ -299,6 +303,33 @@ def main():
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
         add(f"predict counting, {sig.name}", ["predict", "--no-save", "--under", "env", "--", "sh",
                                                "-c", "sleep 600 & sleep 600; wait"], sig=sig)
+    # Programs run during a run or a side (--during, --b-during): whatever they do, and
+    # whenever oscost is killed, nothing of theirs is left running.
+    daemon = "sh -c 'setsid sleep 600 & exec sleep 600'"
+    for pname, prog, more, code in [
+            ("never ready", "sleep 600", ["--ready", "^never$", "--ready-timeout", "2"], 1),
+            ("exits at once", "sh -c 'echo cannot attach >&2; exit 3'", [], 1),
+            ("ignores SIGINT and SIGTERM",
+             "sh -c \"trap '' INT TERM; while :; do sleep 0.1; done\"", [], 0),
+            ("forks a daemon", daemon, [], 0)]:
+        add(f"run --during {pname}", ["run", "--samples", "40", "call/f0", "--no-save",
+                                      "--during", prog] + more, code=code, wait=30)
+        add(f"ab --b-during {pname}", ["ab", "--samples", "40", "call/f0", "--no-save",
+                                       "--b-during", prog] + more, code=code, wait=40)
+    for bad in ["", "'unbalanced", "nosuchprogram-xyz", "/etc/passwd"]:
+        add(f"run --during {bad!r}", ["run", "call/f0", "--during", bad], code=2)
+        add(f"ab --a-during {bad!r}", ["ab", "call/f0", "--a-during", bad], code=2)
+        add(f"predict --during {bad!r}", ["predict", "--during", bad, "--", "/bin/true"], code=2)
+    add("run --during --ready '('", ["run", "call/f0", "--during", "sleep 9", "--ready", "("],
+        code=2)
+    # Signalled in each phase of A's program: before it starts, while oscost waits for it to be
+    # ready, while A is measured beside it, and once B runs (it is being or has been stopped).
+    for at in (0.05, 0.6, 2.0, 7.0):
+        for sig, group in ((signal.SIGKILL, False), (signal.SIGKILL, True), (signal.SIGINT, False)):
+            how = ("group " if group else "") + sig.name
+            add(f"ab --a-during a daemon, {how} at {at} s",
+                ["ab", "--no-save", "--quick", "syscall/getppid", "--a-during", daemon],
+                sig=sig, wait=at, group=group)
     # Runs whose every result failed, started in the same second, pushed together: three runs.
     add("runs of failures pushed together", ["push", "all", "--to", "failed-target.db"],
         {"OSCOST_DB": "failed.db"}, setup="failed", wait=30)
@@ -453,7 +484,11 @@ def main():
         return None
 
     passed, failed = 0, 0
+    # HOSTILE_ONLY=TEXT: only the cases whose name holds TEXT (a quick rerun of some).
+    only = os.environ.get("HOSTILE_ONLY")
     for name, args, extra, opts in cases:
+        if only and only not in name:
+            continue
         before = runs_in(db)
         expect = setup(opts["setup"], args) if "setup" in opts else None
         stderr = subprocess.STDOUT

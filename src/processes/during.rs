@@ -42,7 +42,7 @@ pub const SETTLE: Duration = Duration::from_secs(1);
 /// Longest wait for a program to get ready, unless `--ready-timeout` says otherwise.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long each of SIGINT and SIGTERM is given before the next signal.
-pub const GRACE: Duration = Duration::from_secs(3);
+pub const GRACE: Duration = Duration::from_secs(2);
 /// How long the system may take to return to its inventory before the program started, after
 /// the program stopped (a BPF program is freed once its last file descriptor closes, which
 /// the kernel may do a moment after the process is reaped).

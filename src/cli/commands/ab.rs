@@ -37,7 +37,7 @@ pub struct AbArgs {
     pub a_during: Option<String>,
     /// A program that runs during side B, attached to the whole system, e.g. 'perf stat -a -e
     /// raw_syscalls:sys_enter -o /dev/null': started before each block of B's repetitions,
-    /// waited for until ready, stopped (SIGINT, SIGTERM, SIGKILL, 3 s apart) before A runs,
+    /// waited for until ready, stopped (SIGINT, SIGTERM, SIGKILL, 2 s apart) before A runs,
     /// also if oscost is killed. The sides then alternate in blocks of about 5 s (A B B A ...).
     #[arg(long = "b-during", value_name = "CMD")]
     pub b_during: Option<String>,

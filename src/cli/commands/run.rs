@@ -113,7 +113,7 @@ pub struct RunArgs {
     /// Run this program during the run, attached to the whole system (a tracer, a security
     /// agent, e.g. 'bpftrace -e "tracepoint:raw_syscalls:sys_enter { @c = count(); }"'):
     /// started before measuring, waited for until ready (--ready, or until what is attached
-    /// to the system settles), stopped after (SIGINT, SIGTERM, SIGKILL, 3 s apart), also if
+    /// to the system settles), stopped after (SIGINT, SIGTERM, SIGKILL, 2 s apart), also if
     /// oscost is killed.
     #[arg(long, value_name = "CMD")]
     pub during: Option<String>,

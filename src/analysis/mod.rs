@@ -19,6 +19,7 @@ pub mod confinement;
 pub mod departures;
 pub mod explain;
 pub mod facts;
+pub mod hooks;
 mod machine_speed;
 pub mod matrix;
 pub mod predict;

@@ -19,6 +19,7 @@ macro_rules! touched_variant {
 }
 
 pub mod call;
+pub mod hook;
 pub mod ipc;
 pub mod mem;
 pub mod scale;
@@ -79,6 +80,7 @@ pub fn registry() -> Vec<&'static Benchmark> {
         .chain(mem::BENCHMARKS)
         .chain(wake::BENCHMARKS)
         .chain(scale::BENCHMARKS)
+        .chain(hook::BENCHMARKS)
         .collect()
 }
 

@@ -95,18 +95,30 @@ pub const KERNEL_CONFIG_PREFIXES: [&str; 22] = [
 
 /// The running kernel's configuration, from /proc/config.gz or /boot/config-RELEASE.
 fn kernel_config(release: Option<&str>) -> Option<crate::base::model::KernelConfig> {
+    Some(parse_kernel_config(&kernel_config_text(release)?))
+}
+
+/// The running kernel's configuration as text, from /proc/config.gz or
+/// /boot/config-RELEASE (`release`: the running kernel's, or `None` to ask uname).
+pub fn kernel_config_text(release: Option<&str>) -> Option<String> {
     use std::io::Read;
-    let text = match fs::File::open("/proc/config.gz") {
+    match fs::File::open("/proc/config.gz") {
         Ok(f) => {
             let mut s = String::new();
             flate2::read::GzDecoder::new(f)
                 .read_to_string(&mut s)
                 .ok()?;
-            s
+            Some(s)
         }
-        Err(_) => fs::read_to_string(format!("/boot/config-{}", release?)).ok()?,
-    };
-    Some(parse_kernel_config(&text))
+        Err(_) => {
+            let uname = nix::sys::utsname::uname().ok();
+            let release = match release {
+                Some(r) => r.to_string(),
+                None => uname?.release().to_string_lossy().into_owned(),
+            };
+            fs::read_to_string(format!("/boot/config-{release}")).ok()
+        }
+    }
 }
 
 /// A configuration's digest and the options of `KERNEL_CONFIG_PREFIXES`.

@@ -1,6 +1,7 @@
 //! The measurement machinery every benchmark uses: clocks, the sampler, CPU placement and the
 //! noise guards (docs/ARCHITECTURE.md §2).
 
+pub mod bpf;
 pub mod case;
 pub mod clock;
 pub mod confinement;

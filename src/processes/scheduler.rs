@@ -577,6 +577,8 @@ impl RunSetup {
             analysis::derive(&t.bench.cases, &mut rs);
             out.extend(rs);
         }
+        // The hook ladder's rungs against the unhooked call of the same rounds.
+        analysis::hooks::additions(&mut out);
         out
     }
 

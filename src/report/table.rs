@@ -517,6 +517,15 @@ pub fn render_at(run: &Run, color: bool, opts: TableOptions, width: usize) -> St
     if let Some(scaling) = super::scaling::text(run) {
         out.push_str(&scaling);
     }
+    for (i, line) in hook_ladder_lines(run).iter().enumerate() {
+        if i == 0 {
+            said(&mut out, line);
+        } else {
+            // A rung's columns line up: not wrapped.
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
     for (i, n) in notes.iter().enumerate() {
         said(&mut out, &format!("[{}] {n}", i + 1));
     }
@@ -551,6 +560,33 @@ pub fn render_at(run: &Run, color: bool, opts: TableOptions, width: usize) -> St
     }
     if !said_once.verbose && !said_once.widened.is_empty() {
         said(&mut out, DEPARTURE_LEGEND);
+    }
+    out
+}
+
+/// The hook ladder, where the run has one: each hook's addition to the unhooked call of the
+/// same rounds, smallest first (`analysis::hooks`).
+pub fn hook_ladder_lines(run: &Run) -> Vec<String> {
+    use crate::analysis::hooks::{HOOK_BASE, addition_of};
+    let mut rungs: Vec<(&str, f64, [f64; 2])> = run
+        .results
+        .iter()
+        .filter_map(|r| addition_of(r).map(|(a, ci)| (r.id.as_str(), a, ci)))
+        .collect();
+    if rungs.is_empty() {
+        return vec![];
+    }
+    rungs.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let mut out = vec![format!(
+        "hook ladder: what each hook adds to {HOOK_BASE} measured in the same rounds (median of the rounds' differences, 95% CI):"
+    )];
+    for (id, a, ci) in rungs {
+        out.push(format!(
+            "  {id:<28} {:>9}  ({} to {})",
+            super::signed_ns(a),
+            super::signed_ns(ci[0]),
+            super::signed_ns(ci[1])
+        ));
     }
     out
 }

@@ -1,0 +1,150 @@
+//! hook/: the hook ladder. What one program attached at each kind of hook adds to a system
+//! call, measured on this machine: `getppid` with nothing attached (`hook/none`), then with a
+//! program at a raw tracepoint on `sys_enter`, the tracepoint `raw_syscalls/sys_enter`, the
+//! tracepoint `syscalls/sys_enter_getppid`, a kprobe and a kretprobe on the call's kernel
+//! function, fentry and fexit on it (a BPF trampoline), a uprobe on glibc's getppid, each with
+//! three bodies (`/empty`: return 0; `/counter`: a per-CPU counter, as
+//! bpftrace's `count()`; `/ringbuf`: a 64-byte ring-buffer event, as an agent's event stream),
+//! and with a system-wide perf counter on `raw_syscalls:sys_enter` and no program (what `perf
+//! stat -a -e` holds). The hook is attached by the worker before it measures and detached when
+//! it exits (`harness::bpf`); every result of the family is measured in the same rounds as
+//! `hook/none`, so each one's addition (`analysis::hooks`) is a difference of repetitions run
+//! side by side. A kind the kernel refuses is skipped with the kernel's reason.
+
+use std::hint::black_box;
+
+use crate::catalogue;
+use crate::harness::bpf::{Body, Hook, Point, getppid_function};
+use crate::harness::case::{BenchError, Case, Cases, Measured, Meter, Param, Variant};
+
+/// The three bodies, as variants (param `body`: 0 empty, 1 counter, 2 ring buffer).
+static BODIES: &[Variant] = &[
+    Variant {
+        suffix: "/empty",
+        params: &[("body", Param::Int(0))],
+    },
+    Variant {
+        suffix: "/counter",
+        params: &[("body", Param::Int(1))],
+    },
+    Variant {
+        suffix: "/ringbuf",
+        params: &[("body", Param::Int(2))],
+    },
+];
+
+catalogue! {
+    family { default: false };
+    "hook/none" => none:
+        "getppid() with no hook attached: the base of every hook/ addition";
+    "hook/raw-tp" => raw_tp { cases: Cases::Fixed(BODIES) }:
+        "getppid() with a BPF program on the raw tracepoint sys_enter (every system call)";
+    "hook/tp-sys-enter" => tp_sys_enter { cases: Cases::Fixed(BODIES) }:
+        "getppid() with a BPF program on the tracepoint raw_syscalls/sys_enter (every system call)";
+    "hook/tp-getppid" => tp_getppid { cases: Cases::Fixed(BODIES) }:
+        "getppid() with a BPF program on the tracepoint syscalls/sys_enter_getppid";
+    "hook/kprobe" => kprobe { cases: Cases::Fixed(BODIES) }:
+        "getppid() with a BPF program on a kprobe at the call's kernel function";
+    "hook/kretprobe" => kretprobe { cases: Cases::Fixed(BODIES) }:
+        "getppid() with a BPF program on a kretprobe at the call's kernel function";
+    "hook/fentry" => fentry { cases: Cases::Fixed(BODIES) }:
+        "getppid() with a BPF program on fentry of the call's kernel function (a trampoline)";
+    "hook/fexit" => fexit { cases: Cases::Fixed(BODIES) }:
+        "getppid() with a BPF program on fexit of the call's kernel function";
+    "hook/uprobe" => uprobe { cases: Cases::Fixed(BODIES) }:
+        "getppid() with a BPF program on a uprobe at glibc's getppid (a trap in user space)";
+    "hook/perf-counter" => perf_counter:
+        "getppid() with a system-wide perf counter on raw_syscalls:sys_enter (perf stat -a -e), no program";
+}
+
+/// getppid in batches, with `hook` held for the measurement.
+fn getppid_with(m: &Meter, hook: Option<Hook>) -> Measured {
+    let out = m.batched(&mut |n| {
+        for _ in 0..n {
+            // SAFETY: no arguments.
+            black_box(unsafe { libc::getppid() });
+        }
+    });
+    if let Some(h) = &hook {
+        let dropped = h.dropped();
+        if dropped > 0 {
+            return Err(BenchError::Failed(format!(
+                "the ring buffer filled and {dropped} events were dropped: a shorter repetition keeps them all"
+            )));
+        }
+    }
+    drop(hook);
+    Ok(out)
+}
+
+fn attached(point: Point, c: &Case) -> Result<Hook, BenchError> {
+    let body = Body::from_param(c.int("body")?)
+        .ok_or_else(|| BenchError::Failed(format!("case {} has no such body", c.suffix)))?;
+    Hook::attach(&point, body).map_err(|e| BenchError::Skipped(e.0))
+}
+
+fn none(m: &Meter, _: &Case) -> Measured {
+    getppid_with(m, None)
+}
+
+fn raw_tp(m: &Meter, c: &Case) -> Measured {
+    getppid_with(m, Some(attached(Point::RawTracepoint("sys_enter"), c)?))
+}
+
+fn tp_sys_enter(m: &Meter, c: &Case) -> Measured {
+    getppid_with(
+        m,
+        Some(attached(Point::Tracepoint("raw_syscalls/sys_enter"), c)?),
+    )
+}
+
+fn tp_getppid(m: &Meter, c: &Case) -> Measured {
+    getppid_with(
+        m,
+        Some(attached(
+            Point::Tracepoint("syscalls/sys_enter_getppid"),
+            c,
+        )?),
+    )
+}
+
+fn kprobe(m: &Meter, c: &Case) -> Measured {
+    getppid_with(
+        m,
+        Some(attached(Point::Kprobe(getppid_function().into()), c)?),
+    )
+}
+
+fn kretprobe(m: &Meter, c: &Case) -> Measured {
+    getppid_with(
+        m,
+        Some(attached(Point::Kretprobe(getppid_function().into()), c)?),
+    )
+}
+
+fn perf_counter(m: &Meter, _: &Case) -> Measured {
+    let hook = Hook::counter("raw_syscalls/sys_enter").map_err(|e| BenchError::Skipped(e.0))?;
+    getppid_with(m, Some(hook))
+}
+
+fn fentry(m: &Meter, c: &Case) -> Measured {
+    getppid_with(
+        m,
+        Some(attached(Point::Fentry(getppid_function().into()), c)?),
+    )
+}
+
+fn fexit(m: &Meter, c: &Case) -> Measured {
+    getppid_with(
+        m,
+        Some(attached(Point::Fexit(getppid_function().into()), c)?),
+    )
+}
+
+fn uprobe(m: &Meter, c: &Case) -> Measured {
+    let point = Point::Uprobe {
+        library: "libc.so",
+        function: "getppid",
+    };
+    getppid_with(m, Some(attached(point, c)?))
+}

@@ -1,0 +1,120 @@
+//! The hook ladder (`hook/`): each kind of hook this kernel allows adds to getppid, a ring
+//! buffer event costs more than a counter, which costs no less than an empty program; a kind
+//! the kernel refuses is skipped with its reason; nothing stays attached, also after SIGKILL.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+
+fn addition(run: &oscost::base::model::Run, id: &str) -> Option<(f64, [f64; 2])> {
+    run.results
+        .iter()
+        .find(|r| r.id == id)
+        .and_then(oscost::analysis::hooks::addition_of)
+}
+
+#[test]
+fn every_hook_adds_and_an_event_costs_more_than_a_count() {
+    let test = "every_hook_adds_and_an_event_costs_more_than_a_count";
+    if !is_root() {
+        return skip(test, "attaching BPF programs needs root");
+    }
+    let before = oscost::harness::observers::bpf_programs();
+    let tag = unique_tag("hook-ladder");
+    let _m = measuring();
+    let (out, run) = run_json(
+        &tag,
+        &[
+            "--quick",
+            "hook/none",
+            "hook/raw-tp",
+            "hook/tp-sys-enter",
+            "hook/kprobe",
+            "--no-save",
+        ],
+    );
+    assert_success(&out);
+    let mut measured = 0;
+    for r in run.results.iter().filter(|r| r.id != "hook/none") {
+        match addition(&run, &r.id) {
+            Some((a, ci)) => {
+                measured += 1;
+                assert!(a > 0.0 && ci[1] > 0.0, "{}: {a} {ci:?}", r.id);
+            }
+            None => {
+                let why = r.status.reason().unwrap_or_default();
+                assert!(
+                    r.status.word() == "skipped" && !why.is_empty(),
+                    "{}: neither measured nor skipped with a reason: {:?}",
+                    r.id,
+                    r.status
+                );
+            }
+        }
+    }
+    if measured == 0 {
+        return skip(test, "this kernel refused every hook tried");
+    }
+    for kind in ["hook/raw-tp", "hook/tp-sys-enter"] {
+        let (Some(e), Some(c), Some(r)) = (
+            addition(&run, &format!("{kind}/empty")),
+            addition(&run, &format!("{kind}/counter")),
+            addition(&run, &format!("{kind}/ringbuf")),
+        ) else {
+            continue;
+        };
+        // Margins, not times: a 64-byte event is a good deal dearer than a count, and a count
+        // is not cheaper than returning 0 beyond the intervals.
+        assert!(r.0 > c.0 * 1.2, "{kind}: ringbuf {r:?} counter {c:?}");
+        assert!(c.1[1] >= e.1[0], "{kind}: counter {c:?} empty {e:?}");
+    }
+    assert_eq!(
+        oscost::harness::observers::bpf_programs(),
+        before,
+        "BPF programs left loaded"
+    );
+}
+
+#[test]
+fn nothing_stays_attached_when_oscost_is_killed_mid_ladder() {
+    let test = "nothing_stays_attached_when_oscost_is_killed_mid_ladder";
+    if !is_root() {
+        return skip(test, "attaching BPF programs needs root");
+    }
+    let before = oscost::harness::observers::bpf_programs();
+    let tag = unique_tag("hook-killed");
+    let _m = measuring();
+    let mut child = oscost(&tag)
+        .args([
+            "run",
+            "hook/raw-tp",
+            "hook/tp-sys-enter",
+            "--budget",
+            "30",
+            "--no-save",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Until a hook is attached (a worker measuring), at most 10 s.
+    let end = std::time::Instant::now() + Duration::from_secs(10);
+    while oscost::harness::observers::bpf_programs() == before && std::time::Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let attached = oscost::harness::observers::bpf_programs() != before;
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.wait();
+    assert!(wait_until_gone(&tag, Duration::from_secs(5)).is_empty());
+    let end = std::time::Instant::now() + Duration::from_secs(5);
+    while oscost::harness::observers::bpf_programs() != before && std::time::Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(oscost::harness::observers::bpf_programs(), before);
+    if !attached {
+        skip(test, "no hook was seen attached before the kill");
+    }
+}

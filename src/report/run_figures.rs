@@ -1,4 +1,5 @@
-//! The run page's figures: the cost ladder (one bar per primitive on a log scale), each
+//! The run page's figures: the cost ladder (one bar per primitive on a log scale), the hook
+//! ladder (what each hook adds, `hook/` runs only), each
 //! family's bars and curves as the catalogue declares them, the clock's cost and step, and the
 //! machine's speed over the run; each drawn as SVG (and PNG on request) by `plot`.
 
@@ -62,6 +63,42 @@ fn ladder_figure<'a>(run: &'a Run, ladder: &[&str]) -> Option<Drawn<'a>> {
         name: "ladder".into(),
         title: title.clone(),
         owner: Owner::Ladder,
+        figure: Figure::Bars { title, bars },
+    })
+}
+
+/// The hook ladder (`hook/`): what each hook adds to the unhooked call of the same rounds,
+/// smallest at the top, whiskers for the 95% CIs (`analysis::hooks`). Additions at or below 0
+/// (a hook that costs nothing measurable) cannot sit on the log scale and are left to the
+/// table.
+fn hook_figure(run: &Run) -> Option<Drawn<'_>> {
+    let mut bars: Vec<Bar> = run
+        .results
+        .iter()
+        .filter_map(|r| {
+            let (a, ci) = analysis::hooks::addition_of(r)?;
+            (a > 0.0).then(|| Bar {
+                label: format!("{}  +{}", r.id, format_ns(a)),
+                value: a,
+                lo: ci[0].max(a / 100.0),
+                hi: ci[1].max(a),
+                flagged: r.disturbed.is_disturbed(),
+                points: vec![],
+            })
+        })
+        .collect();
+    if bars.is_empty() {
+        return None;
+    }
+    bars.sort_by(|a, b| b.value.total_cmp(&a.value));
+    let title = format!(
+        "What each hook adds to {} (median of the rounds' differences, 95% CI)",
+        analysis::hooks::HOOK_BASE
+    );
+    Some(Drawn {
+        name: "hook-ladder".into(),
+        title: title.clone(),
+        owner: Owner::Family("hook".into()),
         figure: Figure::Bars { title, bars },
     })
 }
@@ -355,6 +392,7 @@ pub(super) fn figures<'a>(
     ladder: &[&str],
 ) -> Vec<Drawn<'a>> {
     let mut out: Vec<Drawn> = ladder_figure(run, ladder).into_iter().collect();
+    out.extend(hook_figure(run));
     out.push(clock_figure(run));
     out.extend(speed_figure(run));
     for (fam, rs) in families(run) {

@@ -4,7 +4,7 @@
 # entry, bpftrace counting them, and an audit rule that matches nothing. Prints the README's
 # table ("What an agent costs"), one row per agent and benchmark, then checks that the machine
 # is as it was: no BPF program, trace event, audit rule or agent process left, tracefs mounted
-# only if it was.
+# only if it was. Then compares bpftrace's count() with oscost's own counter hook (hook/).
 #
 #   sudo scripts/check-agents.sh            (OSCOST=target/release/oscost by default)
 #
@@ -18,6 +18,8 @@ OSCOST=${OSCOST:-target/release/oscost}
 BENCHES=${BENCHES:-"syscall/getppid syscall/getpid switch/pipe-proc@same spawn/fork"}
 work=$(mktemp -d /tmp/oscost-agents.XXXXXX)
 tracefs_before=$(grep -c ' - tracefs ' /proc/self/mountinfo || true)
+# bpftrace resolves tracepoints through tracefs and does not mount it itself (perf does).
+[ "$tracefs_before" != 0 ] || mount -t tracefs nodev /sys/kernel/tracing
 cleanup() {
   if [ "$tracefs_before" = 0 ]; then
     umount /sys/kernel/tracing 2>/dev/null || true
@@ -68,6 +70,21 @@ for r in c["rows"]:
           f"{r['verdict'].replace('_', ' ')} | {share} |")
 EOF
 done
+
+# bpftrace's count() against oscost's own counter hook on the same tracepoint, same machine.
+"$OSCOST" run hook/none hook/tp-sys-enter --no-save --json "$work/hook.json" >"$work/hook.txt" 2>&1 \
+  || { echo "hook/ failed:"; tail -5 "$work/hook.txt"; exit 1; }
+python3 - "$work/ab3.json" "$work/hook.json" <<'EOF'
+import json, sys
+c = json.load(open(sys.argv[1]))
+bt = next(r for r in c["rows"] if r["id"] == "syscall/getppid")
+run = json.load(open(sys.argv[2]))
+own = next(r for r in run["results"] if r["id"] == "hook/tp-sys-enter/counter")
+a, ci = own["params"]["addition_ns"], own["params"]["addition_ci95"]
+b, bci = bt["addition_ns"], bt["addition_ci95"]
+print(f"bpftrace count() on raw_syscalls:sys_enter adds {b:.0f} ns ({bci[0]:.0f}-{bci[1]:.0f}) to getppid; "
+      f"oscost's hook/tp-sys-enter/counter adds {a:.0f} ns ({ci[0]:.0f}-{ci[1]:.0f}): ratio {b / a:.2f}")
+EOF
 
 # Nothing left: no agent process, no BPF program, no audit rule.
 left=$(pgrep -f 'perf stat -a -e raw_syscalls|bpftrace -q -e|audit-agent.sh|sleep infinity' || true)

@@ -1,5 +1,6 @@
-//! The hook ladder (`hook/`): each kind of hook this kernel allows adds to getppid, a ring
-//! buffer event costs more than a counter, which costs no less than an empty program; a kind
+//! The hook ladder (`hook/`): each kind of hook this kernel allows adds to getppid, a count
+//! (as bpftrace makes it) and a ring-buffer event each cost more than an empty program, the
+//! event no less than the count; a kind
 //! the kernel refuses is skipped with its reason; nothing stays attached, also after SIGKILL.
 
 mod common;
@@ -16,8 +17,8 @@ fn addition(run: &oscost::base::model::Run, id: &str) -> Option<(f64, [f64; 2])>
 }
 
 #[test]
-fn every_hook_adds_and_an_event_costs_more_than_a_count() {
-    let test = "every_hook_adds_and_an_event_costs_more_than_a_count";
+fn every_hook_adds_and_a_count_or_an_event_costs_more_than_nothing() {
+    let test = "every_hook_adds_and_a_count_or_an_event_costs_more_than_nothing";
     if !is_root() {
         return skip(test, "attaching BPF programs needs root");
     }
@@ -65,10 +66,14 @@ fn every_hook_adds_and_an_event_costs_more_than_a_count() {
         ) else {
             continue;
         };
-        // Margins, not times: a 64-byte event is a good deal dearer than a count, and a count
-        // is not cheaper than returning 0 beyond the intervals.
-        assert!(r.0 > c.0 * 1.2, "{kind}: ringbuf {r:?} counter {c:?}");
-        assert!(c.1[1] >= e.1[0], "{kind}: counter {c:?} empty {e:?}");
+        // Orderings with margins, not times: a count as bpftrace makes it (a lookup and an
+        // update helper call) costs more than returning 0, and a 64-byte event (a reserve and
+        // commit) no less than that count beyond the intervals. (On the 2-vCPU EPYC guest
+        // the event and the count cost the same, ~+190 ns on the tracepoint: one helper call
+        // each.)
+        assert!(c.0 > e.0 + 10.0, "{kind}: counter {c:?} empty {e:?}");
+        assert!(r.1[1] >= c.1[0], "{kind}: ringbuf {r:?} counter {c:?}");
+        assert!(r.0 > e.0 + 10.0, "{kind}: ringbuf {r:?} empty {e:?}");
     }
     assert_eq!(
         oscost::harness::observers::bpf_programs(),

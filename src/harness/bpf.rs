@@ -18,7 +18,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 pub enum Body {
     /// Return 0.
     Empty,
-    /// Add one to a per-CPU counter (what bpftrace's `count()` does).
+    /// Add one to a per-CPU counter as bpftrace's `count()` does: look up, add, write back
+    /// through the map update helper.
     Counter,
     /// Write a 64-byte event to a ring buffer (what an agent's event stream does); a write
     /// that finds the ring full is counted, so a result measured with drops can be refused.
@@ -92,6 +93,7 @@ const ATTACH_TRACE_FEXIT: u32 = 25;
 const PERF_TYPE_TRACEPOINT: u32 = 2;
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
 const HELPER_MAP_LOOKUP_ELEM: i32 = 1;
+const HELPER_MAP_UPDATE_ELEM: i32 = 2;
 const HELPER_RINGBUF_OUTPUT: i32 = 130;
 /// The ring's size: a worker's repetition (tens of milliseconds of calls at a few hundred ns,
 /// 72 bytes an event with its header) fits in it with room, so no consumer is needed; a
@@ -117,7 +119,8 @@ fn ld_map(fd: i32) -> [u64; 2] {
     [insn(0x18, 1, 1, 0, fd), 0]
 }
 
-/// Add one to element 0 of the per-CPU array `map`; ends by falling through.
+/// Add one to element 0 of the per-CPU array `map` in place (the ring body's drop count);
+/// ends by falling through.
 fn increment(map: i32) -> Vec<u64> {
     let mut v = vec![
         insn(0x62, 10, 0, -4, 0), // *(u32 *)(r10 - 4) = 0
@@ -131,6 +134,37 @@ fn increment(map: i32) -> Vec<u64> {
         insn(0x79, 1, 0, 0, 0),                      // r1 = *(u64 *)(r0)
         insn(0x07, 1, 0, 0, 1),                      // r1 += 1
         insn(0x7b, 0, 1, 0, 0),                      // *(u64 *)(r0) = r1
+    ]);
+    v
+}
+
+/// Count as bpftrace's `count()` does (its program, read back from the kernel with
+/// `BPF_OBJ_GET_INFO_BY_FD`): look element 0 of the per-CPU array `map` up, add one to its
+/// value (0 if none) on the stack, and write it back with the update helper; ends by falling
+/// through. A hand-written program would add in place (`increment`), one helper call fewer.
+fn count_like_bpftrace(map: i32) -> Vec<u64> {
+    let mut v = vec![
+        insn(0x62, 10, 0, -4, 0), // *(u32 *)(r10 - 4) = 0: the key
+        insn(0xbf, 2, 10, 0, 0),  // r2 = r10
+        insn(0x07, 2, 0, 0, -4),  // r2 += -4
+    ];
+    v.extend(ld_map(map));
+    v.extend([
+        insn(0x85, 0, 0, 0, HELPER_MAP_LOOKUP_ELEM), // r0 = lookup(r1, r2)
+        insn(0xb7, 1, 0, 0, 0),                      // r1 = 0
+        insn(0x15, 0, 0, 1, 0),                      // if r0 == 0 skip 1
+        insn(0x79, 1, 0, 0, 0),                      // r1 = *(u64 *)(r0)
+        insn(0x07, 1, 0, 0, 1),                      // r1 += 1
+        insn(0x7b, 10, 1, -16, 0),                   // *(u64 *)(r10 - 16) = r1: the value
+    ]);
+    v.extend(ld_map(map));
+    v.extend([
+        insn(0xbf, 2, 10, 0, 0),                     // r2 = r10
+        insn(0x07, 2, 0, 0, -4),                     // r2 += -4
+        insn(0xbf, 3, 10, 0, 0),                     // r3 = r10
+        insn(0x07, 3, 0, 0, -16),                    // r3 += -16
+        insn(0xb7, 4, 0, 0, 0),                      // r4 = 0 (BPF_ANY)
+        insn(0x85, 0, 0, 0, HELPER_MAP_UPDATE_ELEM), // update(r1, r2, r3, r4)
     ]);
     v
 }
@@ -219,7 +253,7 @@ fn program(
         Body::Empty => Ok((prog_load(kind, &ret0())?, vec![], None)),
         Body::Counter => {
             let map = map_create(MAP_PERCPU_ARRAY, 4, 8, 1)?;
-            let mut p = increment(map.as_raw_fd());
+            let mut p = count_like_bpftrace(map.as_raw_fd());
             p.extend(ret0());
             Ok((prog_load(kind, &p)?, vec![map], None))
         }
@@ -662,5 +696,11 @@ mod tests {
         assert_eq!(jeq & 0xff, 0x15);
         assert_eq!(((jeq >> 16) & 0xffff) as i16, 3);
         assert_eq!(p.len(), 10);
+        // bpftrace's count: the value starts at 0 when the lookup fails (skip the load), and
+        // the update helper is the last instruction.
+        let b = count_like_bpftrace(3);
+        assert_eq!(b[7] & 0xff, 0x15);
+        assert_eq!(((b[7] >> 16) & 0xffff) as i16, 1);
+        assert_eq!((b[b.len() - 1] >> 32) as i32, HELPER_MAP_UPDATE_ELEM);
     }
 }

@@ -1,40 +1,58 @@
-//! The hook ladder's additions: what each `hook/` result adds to the same call unhooked
-//! (`hook/none`), from repetitions measured in the same rounds. Repetition k of a hooked
-//! result and repetition k of `hook/none` ran one after the other in round k, so their
+//! The hook ladder's additions: what each `hook/` result adds to the same operation unhooked
+//! (`hook/none` for getppid, `hook/pipe-none` for the pipe round trip), from repetitions
+//! measured in the same rounds. Repetition k of a hooked result and repetition k of its base
+//! ran one after the other in round k, so their
 //! difference is free of whatever the machine did between rounds; the addition is the median
 //! of those differences with its 95% CI (order statistics), kept in the result's parameters
 //! (`addition_ns`, `addition_ci95`) for the views.
 
 use crate::base::model::BenchResult;
 
-/// The unhooked call every rung is an addition to.
+/// The unhooked call every getppid rung is an addition to.
 pub const HOOK_BASE: &str = "hook/none";
+/// The unhooked pipe round trip the `hook/pipe-*` rungs are additions to.
+pub const PIPE_BASE: &str = "hook/pipe-none";
 /// The family's prefix.
 pub const HOOK_FAMILY: &str = "hook/";
 
-/// Each measured `hook/` result's addition over `HOOK_BASE`, where both have at least 3
-/// repetitions.
+/// The unhooked result a `hook/` result is an addition to.
+pub fn base_of(id: &str) -> &'static str {
+    if id.starts_with("hook/pipe-") {
+        PIPE_BASE
+    } else {
+        HOOK_BASE
+    }
+}
+
+/// Each measured `hook/` result's addition over its base (`base_of`), where both have at
+/// least 3 repetitions.
 pub fn additions(results: &mut [BenchResult]) {
-    let Some(base) = results
-        .iter()
-        .find(|r| r.id == HOOK_BASE && r.stats.is_some())
-        .map(|r| {
-            r.repetitions
-                .iter()
-                .map(|x| x.median_ns)
-                .collect::<Vec<f64>>()
-        })
-    else {
-        return;
+    let medians = |id: &str| {
+        results
+            .iter()
+            .find(|r| r.id == id && r.stats.is_some())
+            .map(|r| {
+                r.repetitions
+                    .iter()
+                    .map(|x| x.median_ns)
+                    .collect::<Vec<f64>>()
+            })
     };
-    for r in results
-        .iter_mut()
-        .filter(|r| r.id.starts_with(HOOK_FAMILY) && r.id != HOOK_BASE && r.stats.is_some())
-    {
+    let bases = [HOOK_BASE, PIPE_BASE].map(|b| (b, medians(b)));
+    for r in results.iter_mut().filter(|r| {
+        r.id.starts_with(HOOK_FAMILY) && r.id != HOOK_BASE && r.id != PIPE_BASE && r.stats.is_some()
+    }) {
+        let Some(base) = bases
+            .iter()
+            .find(|(b, _)| *b == base_of(&r.id))
+            .and_then(|(_, m)| m.as_ref())
+        else {
+            continue;
+        };
         let d: Vec<f64> = r
             .repetitions
             .iter()
-            .zip(&base)
+            .zip(base)
             .map(|(h, b)| h.median_ns - b)
             .filter(|x| x.is_finite())
             .collect();

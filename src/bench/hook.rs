@@ -6,7 +6,9 @@
 //! three bodies (`/empty`: return 0; `/counter`: a per-CPU counter, as
 //! bpftrace's `count()`; `/ringbuf`: a 64-byte ring-buffer event, as an agent's event stream),
 //! and with a system-wide perf counter on `raw_syscalls:sys_enter` and no program (what `perf
-//! stat -a -e` holds). The hook is attached by the worker before it measures and detached when
+//! stat -a -e` holds); and a pipe round trip between two processes on one CPU unhooked
+//! (`hook/pipe-none`) and with a program on the raw tracepoint `sched_switch`, two switches a
+//! round trip. The hook is attached by the worker before it measures and detached when
 //! it exits (`harness::bpf`); every result of the family is measured in the same rounds as
 //! `hook/none`, so each one's addition (`analysis::hooks`) is a difference of repetitions run
 //! side by side. A kind the kernel refuses is skipped with the kernel's reason.
@@ -55,16 +57,34 @@ catalogue! {
         "getppid() with a BPF program on a uprobe at glibc's getppid (a trap in user space)";
     "hook/perf-counter" => perf_counter:
         "getppid() with a system-wide perf counter on raw_syscalls:sys_enter (perf stat -a -e), no program";
+    "hook/pipe-none" => pipe_none { preempts: true }:
+        "a 1-byte pipe round trip between two processes on one CPU, no hook: the base of hook/pipe-*";
+    "hook/pipe-raw-tp-switch" => pipe_raw_tp_switch { cases: Cases::Fixed(BODIES), preempts: true }:
+        "a 1-byte pipe round trip on one CPU with a BPF program on the raw tracepoint sched_switch (2 switches a round trip)";
 }
 
 /// getppid in batches, with `hook` held for the measurement.
 fn getppid_with(m: &Meter, hook: Option<Hook>) -> Measured {
-    let out = m.batched(&mut |n| {
-        for _ in 0..n {
-            // SAFETY: no arguments.
-            black_box(unsafe { libc::getppid() });
-        }
-    });
+    with_hook(m, hook, &|m| {
+        Ok(m.batched(&mut |n| {
+            for _ in 0..n {
+                // SAFETY: no arguments.
+                black_box(unsafe { libc::getppid() });
+            }
+        }))
+    })
+}
+
+/// A pipe round trip with its peer on the measuring CPU, with `hook` held.
+fn pipe_with(m: &Meter, hook: Option<Hook>) -> Measured {
+    with_hook(m, hook, &|m| {
+        crate::bench::switch::pipe_round_trips(m, Some(m.cpu))
+    })
+}
+
+/// `op` measured with `hook` held; a ring buffer that dropped events fails the result.
+fn with_hook(m: &Meter, hook: Option<Hook>, op: &dyn Fn(&Meter) -> Measured) -> Measured {
+    let out = op(m)?;
     if let Some(h) = &hook {
         let dropped = h.dropped();
         if dropped > 0 {
@@ -147,4 +167,12 @@ fn uprobe(m: &Meter, c: &Case) -> Measured {
         function: "getppid",
     };
     getppid_with(m, Some(attached(point, c)?))
+}
+
+fn pipe_none(m: &Meter, _: &Case) -> Measured {
+    pipe_with(m, None)
+}
+
+fn pipe_raw_tp_switch(m: &Meter, c: &Case) -> Measured {
+    pipe_with(m, Some(attached(Point::RawTracepoint("sched_switch"), c)?))
 }

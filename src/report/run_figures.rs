@@ -91,10 +91,9 @@ fn hook_figure(run: &Run) -> Option<Drawn<'_>> {
         return None;
     }
     bars.sort_by(|a, b| b.value.total_cmp(&a.value));
-    let title = format!(
-        "What each hook adds to {} (median of the rounds' differences, 95% CI)",
-        analysis::hooks::HOOK_BASE
-    );
+    let title =
+        "What each hook adds to the operation unhooked (median of the rounds' differences, 95% CI)"
+            .to_string();
     Some(Drawn {
         name: "hook-ladder".into(),
         title: title.clone(),

@@ -567,7 +567,7 @@ pub fn render_at(run: &Run, color: bool, opts: TableOptions, width: usize) -> St
 /// The hook ladder, where the run has one: each hook's addition to the unhooked call of the
 /// same rounds, smallest first (`analysis::hooks`).
 pub fn hook_ladder_lines(run: &Run) -> Vec<String> {
-    use crate::analysis::hooks::{HOOK_BASE, addition_of};
+    use crate::analysis::hooks::{HOOK_BASE, PIPE_BASE, addition_of};
     let mut rungs: Vec<(&str, f64, [f64; 2])> = run
         .results
         .iter()
@@ -578,11 +578,11 @@ pub fn hook_ladder_lines(run: &Run) -> Vec<String> {
     }
     rungs.sort_by(|a, b| a.1.total_cmp(&b.1));
     let mut out = vec![format!(
-        "hook ladder: what each hook adds to {HOOK_BASE} measured in the same rounds (median of the rounds' differences, 95% CI):"
+        "hook ladder: what each hook adds to the same operation unhooked ({HOOK_BASE}, {PIPE_BASE}) measured in the same rounds (median of the rounds' differences, 95% CI):"
     )];
     for (id, a, ci) in rungs {
         out.push(format!(
-            "  {id:<28} {:>9}  ({} to {})",
+            "  {id:<34} {:>9}  ({} to {})",
             super::signed_ns(a),
             super::signed_ns(ci[0]),
             super::signed_ns(ci[1])

@@ -72,7 +72,12 @@ catalogue! {
 }
 
 fn pipe_proc(m: &Meter, c: &Case) -> Measured {
-    let peer_cpu = c.peer_cpu();
+    pipe_round_trips(m, c.peer_cpu())
+}
+
+/// Round trips of 1 byte over two pipes with a peer process on `peer_cpu` (`None`:
+/// unpinned): `switch/pipe-proc`, and the hook ladder's round trip (`hook/pipe-*`).
+pub(crate) fn pipe_round_trips(m: &Meter, peer_cpu: Option<usize>) -> Measured {
     let (to, from) = (pipe()?, pipe()?);
     let peer = PeerProc::spawn(
         peer_cpu,

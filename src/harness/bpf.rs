@@ -283,22 +283,19 @@ fn program(
     }
 }
 
-/// A perf event (`perf_event_open`) of `kind` and `config`, on every task of `cpu`.
-fn perf_event(
-    kind: u32,
-    config: u64,
-    config1: u64,
-    config2: u64,
-    cpu: i32,
-) -> Result<OwnedFd, Refused> {
+/// A perf event (`perf_event_open`) of `kind` and `config`, on every task of `cpu`: one that
+/// samples every event where a program is attached to it (`sampled`), else a plain counter.
+fn perf_event(kind: u32, config: [u64; 3], cpu: i32, sampled: bool) -> Result<OwnedFd, Refused> {
     let mut a = [0u8; 128];
     put32(&mut a, 0, kind);
     put32(&mut a, 4, 128);
-    put64(&mut a, 8, config);
-    put64(&mut a, 16, 1); // sample_period
-    put32(&mut a, 48, 1); // wakeup_events
-    put64(&mut a, 56, config1);
-    put64(&mut a, 64, config2);
+    put64(&mut a, 8, config[0]);
+    if sampled {
+        put64(&mut a, 16, 1); // sample_period
+        put32(&mut a, 48, 1); // wakeup_events
+    }
+    put64(&mut a, 56, config[1]);
+    put64(&mut a, 64, config[2]);
     // SAFETY: a zero-initialised perf_event_attr of the size it declares; config1 points at a
     // NUL-terminated string the caller keeps alive.
     let fd = unsafe {
@@ -410,7 +407,7 @@ impl Hook {
             }
             Point::Tracepoint(event) => {
                 let id = tracepoint_id(event)?;
-                let ev = perf_event(PERF_TYPE_TRACEPOINT, id, 0, 0, 0)?;
+                let ev = perf_event(PERF_TYPE_TRACEPOINT, [id, 0, 0], 0, true)?;
                 set_bpf(&ev, &prog)?;
                 ev
             }
@@ -418,7 +415,7 @@ impl Hook {
                 let (pmu, config) = kprobe_pmu(matches!(point, Point::Kretprobe(_)))?;
                 let name =
                     std::ffi::CString::new(func.as_str()).map_err(|e| Refused(e.to_string()))?;
-                let ev = perf_event(pmu, config, name.as_ptr() as u64, 0, 0)?;
+                let ev = perf_event(pmu, [config, name.as_ptr() as u64, 0], 0, true)?;
                 set_bpf(&ev, &prog)?;
                 ev
             }
@@ -441,7 +438,7 @@ impl Hook {
                     })?;
                 let cpath = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
                     .map_err(|e| Refused(e.to_string()))?;
-                let ev = perf_event(pmu, 0, cpath.as_ptr() as u64, offset, 0)?;
+                let ev = perf_event(pmu, [0, cpath.as_ptr() as u64, offset], 0, true)?;
                 set_bpf(&ev, &prog)?;
                 ev
             }
@@ -457,22 +454,12 @@ impl Hook {
         let id = tracepoint_id(event)?;
         let mut fds = Vec::new();
         for cpu in online_cpus() {
-            let mut a = [0u8; 128];
-            put32(&mut a, 0, PERF_TYPE_TRACEPOINT);
-            put32(&mut a, 4, 128);
-            put64(&mut a, 8, id);
-            // SAFETY: a zero-initialised perf_event_attr of the size it declares.
-            let fd = unsafe {
-                libc::syscall(
-                    libc::SYS_perf_event_open,
-                    a.as_mut_ptr(),
-                    -1,
-                    cpu as i32,
-                    -1,
-                    PERF_FLAG_FD_CLOEXEC,
-                )
-            };
-            fds.push(owned(fd, "perf_event_open refused a counter")?);
+            fds.push(perf_event(
+                PERF_TYPE_TRACEPOINT,
+                [id, 0, 0],
+                cpu as i32,
+                false,
+            )?);
         }
         Ok(Hook {
             drops: None,

@@ -534,6 +534,62 @@ pub fn start_time(pid: u32) -> Option<u64> {
     rest.split_whitespace().nth(19)?.parse().ok()
 }
 
+/// Spawn `cmd` as a grandchild reparented away from this process, in a session of its own:
+/// its parent (the middle child) exits at once, and this process's child-subreaper flag is off
+/// for that instant, so the program is no child of ours (the coordinator's reaping of every
+/// child cannot reach it) and a signal to our process group or a hangup of our terminal does
+/// not either. `in_child` runs in the grandchild just before exec and may call only
+/// async-signal-safe functions on integers. The returned child is the middle one, already
+/// reaped; its pipes (stdin, stdout) are the program's. Used for what must outlive oscost
+/// long enough to put things back: the settings guard, a `--during` program's keeper.
+pub fn spawn_reparented(
+    cmd: &mut std::process::Command,
+    in_child: impl Fn() + Send + Sync + 'static,
+) -> std::io::Result<std::process::Child> {
+    use std::os::unix::process::CommandExt;
+    let subreaper = {
+        let mut was: libc::c_int = 0;
+        // SAFETY: prctl writes one int to a local that outlives the call.
+        unsafe { libc::prctl(libc::PR_GET_CHILD_SUBREAPER, &raw mut was, 0, 0, 0) };
+        was != 0
+    };
+    // A subreaper would have the program back as its child when its parent exits: the flag
+    // is off for this instant (callers do this when no worker exists to lose an orphan).
+    if subreaper {
+        // SAFETY: integer arguments only.
+        unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) };
+    }
+    // SAFETY: between fork and exec only async-signal-safe calls (fork, _exit, setsid, and
+    // what `in_child` promises).
+    unsafe {
+        cmd.pre_exec(move || {
+            match libc::fork() {
+                -1 => return Err(std::io::Error::last_os_error()),
+                0 => {}
+                _ => libc::_exit(0),
+            }
+            libc::setsid();
+            in_child();
+            Ok(())
+        });
+    }
+    let spawned = cmd.spawn();
+    if subreaper {
+        // SAFETY: as above.
+        unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    }
+    let mut middle = spawned?;
+    // The pipes stay with the caller: waiting would close the child's stdin.
+    let pipes = (
+        middle.stdin.take(),
+        middle.stdout.take(),
+        middle.stderr.take(),
+    );
+    let _ = middle.wait();
+    (middle.stdin, middle.stdout, middle.stderr) = pipes;
+    Ok(middle)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -197,18 +197,6 @@ impl Agent {
     /// Start `spec`'s program through a keeper; returns once it has been started.
     pub fn start(spec: &DuringSpec) -> Result<Agent, DuringFailed> {
         let failed = |why: String| DuringFailed(format!("cannot start `{}`: {why}", spec.text));
-        let subreaper = {
-            let mut was: libc::c_int = 0;
-            // SAFETY: prctl writes one int to a local that outlives the call.
-            unsafe { libc::prctl(libc::PR_GET_CHILD_SUBREAPER, &raw mut was, 0, 0, 0) };
-            was != 0
-        };
-        // A subreaper would get the keeper back when its parent exits: off for this instant
-        // (between repetitions, when no worker exists to lose an orphan to init).
-        if subreaper {
-            // SAFETY: integer arguments only.
-            unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) };
-        }
         let mut cmd = Command::new("/proc/self/exe");
         cmd.arg0("oscost")
             .arg(KEEPER_ARG)
@@ -217,27 +205,9 @@ impl Agent {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
-        // SAFETY: between fork and exec only async-signal-safe calls (fork, _exit, setsid).
-        unsafe {
-            cmd.pre_exec(|| {
-                match libc::fork() {
-                    -1 => return Err(std::io::Error::last_os_error()),
-                    0 => {}
-                    _ => libc::_exit(0),
-                }
-                libc::setsid();
-                Ok(())
-            });
-        }
-        let spawned = cmd.spawn();
-        if subreaper {
-            // SAFETY: as above.
-            unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
-        }
-        let mut middle = spawned.map_err(|e| failed(e.to_string()))?;
-        // The pipes first: waiting closes the child's stdin.
-        let pipes = (middle.stdin.take(), middle.stdout.take());
-        let _ = middle.wait();
+        let mut keeper = crate::harness::os::spawn_reparented(&mut cmd, || {})
+            .map_err(|e| failed(e.to_string()))?;
+        let pipes = (keeper.stdin.take(), keeper.stdout.take());
         let (Some(control), Some(out)) = pipes else {
             return Err(failed("no pipe to its keeper".into()));
         };

@@ -81,18 +81,6 @@ impl Guardian {
             SockFlag::SOCK_CLOEXEC,
         )?;
         let theirs_fd: RawFd = theirs.as_raw_fd();
-        let subreaper = {
-            let mut was: libc::c_int = 0;
-            // SAFETY: prctl writes one int to the address given, a local that outlives it.
-            unsafe { libc::prctl(libc::PR_GET_CHILD_SUBREAPER, &raw mut was, 0, 0, 0) };
-            was != 0
-        };
-        // A subreaper would have the guard back as its child when the guard's parent exits:
-        // the flag is off for this instant (no worker exists yet to lose an orphan to init).
-        if subreaper {
-            // SAFETY: as above.
-            unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) };
-        }
         use std::os::unix::process::CommandExt;
         let mut cmd = std::process::Command::new("/proc/self/exe");
         cmd.arg0("oscost")
@@ -100,26 +88,14 @@ impl Guardian {
             .arg(theirs_fd.to_string())
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null());
-        // SAFETY: between fork and exec only async-signal-safe calls (fork, _exit, setsid,
-        // fcntl) on plain integers.
-        unsafe {
-            cmd.pre_exec(move || {
-                match libc::fork() {
-                    -1 => return Err(std::io::Error::last_os_error()),
-                    0 => {}
-                    _ => libc::_exit(0),
-                }
-                libc::setsid();
+        // The socket's end stays open across the guard's exec (fcntl: async-signal-safe).
+        let spawned = crate::harness::os::spawn_reparented(&mut cmd, move || {
+            // SAFETY: fcntl on a plain integer descriptor.
+            unsafe {
                 let flags = libc::fcntl(theirs_fd, libc::F_GETFD);
                 libc::fcntl(theirs_fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC);
-                Ok(())
-            });
-        }
-        let spawned = cmd.spawn().and_then(|mut middle| middle.wait());
-        if subreaper {
-            // SAFETY: as above.
-            unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
-        }
+            }
+        });
         spawned?;
         drop(theirs);
         let mut g = Guardian { socket: ours };

@@ -167,6 +167,49 @@ fn a_program_that_exits_or_never_gets_ready_voids_the_run_with_its_last_lines() 
     assert!(left.is_empty(), "left behind: {left:?}");
 }
 
+/// `run --runs 2 --during`: each run of the series is measured during the program.
+#[test]
+fn each_run_of_a_series_is_measured_during_the_program() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    let tag = unique_tag("during-series");
+    let _m = measuring();
+    let out = oscost(&tag)
+        .args([
+            "run",
+            "--runs",
+            "2",
+            "--pause",
+            "0.1",
+            "--samples",
+            "40",
+            "call/f0",
+        ])
+        .args(["--during", "sleep 1000", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_success(&out);
+    for id in ["1", "2"] {
+        let f = dir.path().join(format!("{id}.json"));
+        let out = oscost(&tag)
+            .args(["export", id, "--json"])
+            .arg(&f)
+            .arg("--db")
+            .arg(&db)
+            .output()
+            .unwrap();
+        assert_success(&out);
+        assert_eq!(
+            read_run(&f).during.as_deref(),
+            Some("sleep 1000"),
+            "run {id}"
+        );
+    }
+    let left = wait_until_gone(&tag, Duration::from_secs(2));
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
 #[test]
 fn bad_during_flags_are_refused_before_measuring() {
     let tag = unique_tag("during-usage");
@@ -382,6 +425,12 @@ fn a_bpf_program_attached_outside_the_run_is_listed_and_named_by_compare() {
 /// the wrapped side (here one that attaches nothing), in blocks; the agent is gone after.
 #[test]
 fn predict_during_prices_and_times_a_program_beside_an_agent() {
+    if !is_root() {
+        return skip(
+            "predict_during_prices_and_times_a_program_beside_an_agent",
+            "counting a program's system calls needs root",
+        );
+    }
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("p.json");
     let tag = unique_tag("during-predict");
@@ -400,12 +449,6 @@ fn predict_during_prices_and_times_a_program_beside_an_agent() {
         .args(["--", "true"])
         .output()
         .unwrap();
-    if String::from_utf8_lossy(&out.stderr).contains("need") && !is_root() {
-        return skip(
-            "predict_during_prices_and_times_a_program_beside_an_agent",
-            "counting a program's system calls needs root",
-        );
-    }
     assert_success(&out);
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert_eq!(v["during"], "sleep 1000");

@@ -421,6 +421,7 @@ impl Measurement for Series<'_> {
         }
         // Built once now so that a bad request is refused before anything changes.
         super::plan::build(&self.args.request())?;
+        self.args.during_spec()?;
         Ok(())
     }
 
@@ -430,6 +431,8 @@ impl Measurement for Series<'_> {
 
     fn settle(&mut self, _i: usize) -> anyhow::Result<()> {
         let mut plan = super::plan::build(&self.args.request())?;
+        // Each run of the series measured during the program, started and stopped with it.
+        plan.during = self.args.during_spec()?;
         super::plan::settle_cpu(&mut plan);
         self.plan = Some(plan);
         Ok(())

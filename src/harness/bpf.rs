@@ -313,7 +313,7 @@ fn perf_event(kind: u32, config: [u64; 3], cpu: i32, sampled: bool) -> Result<Ow
 
 /// Where tracefs is, mounted by the host or else privately by this (single-threaded) worker.
 fn tracefs() -> Result<std::path::PathBuf, Refused> {
-    match crate::harness::observers::tracefs_root() {
+    match crate::harness::tracefs::mount_point() {
         Some(r) => Ok(r),
         None => crate::harness::tracefs::mount_private().map_err(Refused),
     }
@@ -611,18 +611,11 @@ fn elf_function_offset(elf: &[u8], name: &str) -> Option<u64> {
     })
 }
 
-/// The online CPUs (`/sys/devices/system/cpu/online`: "0-3,5"), whatever this process may
-/// run on: a system-wide counter is one per CPU.
+/// The online CPUs, whatever this process may run on: a system-wide counter is one per CPU.
 fn online_cpus() -> Vec<usize> {
-    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
-    let mut out = Vec::new();
-    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
-        let (a, b) = part.split_once('-').unwrap_or((part, part));
-        if let (Ok(a), Ok(b)) = (a.parse::<usize>(), b.parse::<usize>()) {
-            out.extend(a..=b);
-        }
-    }
-    out
+    crate::harness::placement::parse_cpu_list(
+        &std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default(),
+    )
 }
 
 fn set_bpf(ev: &OwnedFd, prog: &OwnedFd) -> Result<(), Refused> {

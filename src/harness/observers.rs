@@ -212,7 +212,7 @@ impl Inventory {
         Inventory {
             bpf: bpf_program_list(),
             audit_rules: audit_rules(),
-            trace: tracefs_root().map(|root| trace_events(&root)),
+            trace: crate::harness::tracefs::mount_point().map(|root| trace_events(&root)),
         }
     }
 
@@ -368,16 +368,6 @@ fn bpf_program_list() -> Option<std::collections::BTreeMap<u32, String>> {
             return None;
         }
     }
-}
-
-/// Where tracefs is mounted (from /proc/self/mountinfo), if it is.
-pub fn tracefs_root() -> Option<std::path::PathBuf> {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    info.lines().find_map(|l| {
-        let (left, right) = l.split_once(" - ")?;
-        (right.split_whitespace().next() == Some("tracefs"))
-            .then(|| left.split_whitespace().nth(4).map(std::path::PathBuf::from))?
-    })
 }
 
 /// The trace events enabled in `root` and in each of its instances, and the kprobe and

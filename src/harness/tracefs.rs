@@ -158,12 +158,21 @@ pub fn list(root: &Path) -> String {
     out
 }
 
-/// A mounted tracefs, if any.
+/// Where tracefs is mounted in this process's mount namespace (from /proc/self/mountinfo),
+/// if it is.
+pub fn mount_point() -> Option<PathBuf> {
+    mounted(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default())
+}
+
+/// A mounted tracefs, if any: one in the mount table, else debugfs's `tracing`, which the
+/// kernel mounts on first access and so is in no table until then.
 fn mounted_tracefs() -> Option<PathBuf> {
-    TRACEFS
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.join("events/raw_syscalls").is_dir())
+    mount_point().or_else(|| {
+        TRACEFS
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| p.join("events/raw_syscalls").is_dir())
+    })
 }
 
 /// Mount tracefs in a private mount namespace of this process's own, which must be
@@ -186,9 +195,7 @@ pub fn mount_private() -> Result<PathBuf, String> {
     // Where the host already mounts it (systemd at boot, perf or bpftrace on first use), the
     // namespace's copy of that mount is used: tracefs is one file system whatever mounts it,
     // and mounting it again on the same path is EBUSY.
-    if let Some(root) =
-        mounted(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default())
-    {
+    if let Some(root) = mount_point() {
         return Ok(root);
     }
     let target = TRACEFS[0];

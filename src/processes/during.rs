@@ -265,6 +265,21 @@ impl Agent {
         Some(e)
     }
 
+    /// Wait, after its input was told or closed, for the keeper to say the program stopped:
+    /// the signal that ended it and its tree's CPU time, ns; `None` when the keeper ended or
+    /// went silent without saying so. The wait covers the three signals' graces and a margin.
+    fn await_stopped(&mut self) -> Option<(String, u64)> {
+        let until = Instant::now() + GRACE * 3 + Duration::from_secs(5);
+        while let Some(left) = until.checked_duration_since(Instant::now()) {
+            match self.next(left)? {
+                Event::Stopped { signal, cpu_ns } => return Some((signal, cpu_ns)),
+                Event::Gone => return None,
+                _ => {}
+            }
+        }
+        None
+    }
+
     /// Every message already there.
     fn drain(&mut self) {
         while self.next(Duration::ZERO).is_some() {}
@@ -363,13 +378,8 @@ impl Agent {
         };
         let _ = c.write_all(b"stop\n");
         drop(c);
-        let until = Instant::now() + GRACE * 3 + Duration::from_secs(5);
-        while let Some(left) = until.checked_duration_since(Instant::now()) {
-            match self.next(left) {
-                Some(Event::Stopped { signal, cpu_ns }) => return Ok((signal, cpu_ns)),
-                Some(Event::Gone) | None => break,
-                _ => {}
-            }
+        if let Some(stopped) = self.await_stopped() {
+            return Ok(stopped);
         }
         Err(self.failure("did not report stopping"))
     }
@@ -381,13 +391,7 @@ impl Drop for Agent {
     fn drop(&mut self) {
         if let Some(c) = self.control.take() {
             drop(c);
-            let until = Instant::now() + GRACE * 3 + Duration::from_secs(5);
-            while let Some(left) = until.checked_duration_since(Instant::now()) {
-                match self.events.recv_timeout(left) {
-                    Ok(Event::Stopped { .. }) | Ok(Event::Gone) | Err(_) => break,
-                    Ok(_) => {}
-                }
-            }
+            self.await_stopped();
         }
     }
 }

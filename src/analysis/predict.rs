@@ -15,7 +15,9 @@
 //!   system call under a filter or a tracer costs more than in a loop (caches, TLB): a shell
 //!   loop of 200 `true`s under 8 seccomp filters added 2.96 ms where its calls priced as null
 //!   calls came to 1.65 ms;
-//! - a system call the catalogue times by name (read, write, getpid, close...);
+//! - a system call the catalogue times by name (read, write, getpid, close, stat, fstat,
+//!   getdents64, sigaction...); an open is paired with one of the program's closes and the pair
+//!   priced by `fs/open-close`, as lmbench's lat_syscall open times them;
 //! - every other system call, priced as the null call (`syscall/getppid`): an assumption,
 //!   listed with the prediction, and the part of the prediction resting on it is said.
 //!
@@ -58,7 +60,20 @@ const BY_NAME: &[(&str, &str)] = &[
     ("close", "syscall/close-badfd"),
     ("sched_yield", "syscall/sched-yield"),
     ("clock_gettime", "timer/clock-gettime-syscall"),
+    ("newfstatat", "fs/stat"),
+    ("stat", "fs/stat"),
+    ("lstat", "fs/stat"),
+    ("fstat", "fs/fstat"),
+    ("statx", "fs/statx"),
+    ("getdents64", "fs/getdents64"),
+    ("rt_sigaction", "sig/install"),
+    ("rt_sigprocmask", "sig/sigprocmask"),
 ];
+
+/// System calls timed together with the close that follows them: each is paired with one of
+/// the program's closes, and the pair priced by the benchmark, so that close is not priced
+/// again.
+const WITH_CLOSE: &[(&str, &str)] = &[("openat", "fs/open-close"), ("open", "fs/open-close")];
 
 /// One kind of operation the program did: how many, and what prices it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -182,6 +197,13 @@ pub fn kinds(counts: &ProgramCounts, start: Option<&ProgramCounts>) -> Vec<Opera
             take(&mut calls, &["execve", "execveat"], execs);
             push("exec".into(), execs, EXEC, false);
         }
+    }
+    for (name, by) in WITH_CLOSE {
+        let opens = calls.get(*name).copied().unwrap_or(0);
+        let pairs = opens.min(calls.get("close").copied().unwrap_or(0));
+        take(&mut calls, &[name], pairs);
+        take(&mut calls, &["close"], pairs);
+        push(format!("{name} + close"), pairs, by, false);
     }
     let mut rest: Vec<(String, u64)> = calls.into_iter().filter(|(_, c)| *c > 0).collect();
     rest.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -396,6 +418,7 @@ mod tests {
                 ("execve", 5),
                 ("read", 10),
                 ("openat", 7),
+                ("close", 5),
             ],
             3,
             0,
@@ -411,8 +434,10 @@ mod tests {
             vec![
                 ("process creation", 3, FORK, false),
                 ("exec", 4, EXEC, false),
+                // An open and its close are one priced pair; the opens left over are not.
+                ("openat + close", 5, "fs/open-close", false),
                 ("read", 10, "syscall/read-devzero", false),
-                ("openat", 7, NULL_CALL, true),
+                ("openat", 2, NULL_CALL, true),
                 ("execve", 1, NULL_CALL, true),
                 ("exit_group", 1, NULL_CALL, true),
                 ("wait4", 1, NULL_CALL, true),
@@ -420,7 +445,13 @@ mod tests {
         );
         assert_eq!(
             prices_needed(&k),
-            vec![EXEC, FORK, "syscall/getppid", "syscall/read-devzero"]
+            vec![
+                "fs/open-close",
+                EXEC,
+                FORK,
+                "syscall/getppid",
+                "syscall/read-devzero"
+            ]
         );
     }
 

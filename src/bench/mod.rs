@@ -19,10 +19,12 @@ macro_rules! touched_variant {
 }
 
 pub mod call;
+pub mod fs;
 pub mod hook;
 pub mod ipc;
 pub mod mem;
 pub mod scale;
+pub mod sig;
 pub mod spawn;
 pub mod switch;
 pub mod syscall;
@@ -78,6 +80,8 @@ pub fn registry() -> Vec<&'static Benchmark> {
         .chain(switch::BENCHMARKS)
         .chain(ipc::BENCHMARKS)
         .chain(mem::BENCHMARKS)
+        .chain(fs::BENCHMARKS)
+        .chain(sig::BENCHMARKS)
         .chain(wake::BENCHMARKS)
         .chain(scale::BENCHMARKS)
         .chain(hook::BENCHMARKS)

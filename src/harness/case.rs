@@ -196,6 +196,10 @@ pub struct Benchmark {
     /// Its cost is one that memory activity (ballooning, compaction, reclaim) moves: its
     /// workers read `/proc/vmstat` around it (`harness::memory`).
     pub memory_watch: bool,
+    /// The tool of lmbench, LEBench or `perf bench` that times the same operation by the same
+    /// definition ("lmbench lat_syscall stat"), said by `oscost list` so a user of that tool
+    /// finds its number here.
+    pub peer: Option<&'static str>,
     /// Measures one case.
     pub run: CaseFn,
 }
@@ -335,6 +339,7 @@ impl Benchmark {
             ladder: None,
             ipc_namespace: false,
             memory_watch: false,
+            peer: None,
             run,
         }
     }
@@ -464,6 +469,16 @@ impl Meter {
         Ok(Outcome::of(
             self.sampler.batched_fallible(op, &mut empty_loop)?.0,
         ))
+    }
+
+    /// As `batched_fallible`, with a baseline loop of the benchmark's own (a call the
+    /// operation needs before it, timed alone and subtracted).
+    pub fn batched_with_baseline_fallible(
+        &self,
+        op: &mut dyn FnMut(u64) -> Result<(), BenchError>,
+        baseline: &mut dyn FnMut(u64),
+    ) -> Result<Outcome, BenchError> {
+        Ok(Outcome::of(self.sampler.batched_fallible(op, baseline)?.0))
     }
 
     /// Measure an operation that times itself (returns its ns), one per sample.

@@ -39,6 +39,9 @@ fn list_text() -> String {
                 "  (not in the default suite)"
             }
         ));
+        if let Some(peer) = b.peer {
+            out.push_str(&format!("{:<28}        as {peer}\n", ""));
+        }
         // The events one operation must cost, checked on every run (exact ids and variants).
         let mine: Vec<String> = b
             .expectations()

@@ -1,0 +1,439 @@
+//! fs/: what the file-system calls cost, by lmbench's and LEBench's definitions: a path
+//! looked up (stat, statx, open+close, openat2), a descriptor's metadata (fstat), a directory
+//! listed (getdents64), files created and deleted (lat_fs, timed apart), and a write into the
+//! page cache (LEBench).
+//!
+//! Every file lives in a tree this benchmark makes in the run's scratch directory (removed with
+//! it), reached from a descriptor of the tree's root, so a path has the same number of
+//! components wherever the scratch directory is: lmbench's `lat_syscall stat` walks
+//! `/usr/include/linux/types.h`, four components, and `d1/d2/d3/f` is four here. The file
+//! system the tree is on is a parameter of each result (`fs`): tmpfs and ext4 differ for
+//! creating and deleting, much less for a lookup the dentry cache answers.
+
+use std::ffi::{CStr, CString};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::Path;
+
+use crate::catalogue;
+use crate::harness::case::{BenchError, Case, Cases, Measured, Meter, Outcome, Param, Variant};
+use crate::harness::clock::{Clock, Monotonic};
+use crate::harness::os::errno;
+
+catalogue! {
+    family { default: false };
+    "fs/stat" => stat { peer: Some("lmbench lat_syscall stat") }:
+        "stat of a file four path components deep (lmbench's /usr/include/linux/types.h is four), from a directory descriptor";
+    "fs/fstat" => fstat { peer: Some("lmbench lat_syscall fstat") }:
+        "fstat of an open file";
+    "fs/open-close" => open_close { peer: Some("lmbench lat_syscall open") }:
+        "open (read-only) + close of a file four path components deep";
+    "fs/statx" => statx:
+        "statx (basic fields) of a file four path components deep";
+    "fs/openat2" => openat2 { cases: Cases::Fixed(DEPTHS) }:
+        "openat2 with RESOLVE_BENEATH (what a sandbox opens with) + close, of a file one and five path components below the directory descriptor";
+    "fs/getdents64" => getdents64:
+        "one getdents64 returning all 102 entries of a 100-file directory (the lseek back to its start between calls is the baseline, subtracted)";
+    "fs/create" => create { cases: Cases::Fixed(FILE_SIZES), peer: Some("lmbench lat_fs (create)") }:
+        "creat + write of 0, 1, 4 and 10 KiB + close of a new file, 100 to a directory as lat_fs does, per file";
+    "fs/delete" => delete { cases: Cases::Fixed(FILE_SIZES), peer: Some("lmbench lat_fs (delete)") }:
+        "unlink of a file of 0, 1, 4 and 10 KiB, 100 from a directory as lat_fs does, per file";
+    "fs/write" => write { cases: Cases::Fixed(super::PAGE_AND_MIB), peer: Some("LEBench write (small and big)") }:
+        "pwrite of 4 KiB and 1 MiB over a file of that size in the page cache";
+}
+
+/// Four components: lmbench's `lat_syscall` path is four (`/usr/include/linux/types.h`).
+const FOUR_DEEP: &CStr = c"d1/d2/d3/f";
+/// Files a create or delete sample makes or removes: lat_fs puts at most 100 in a directory.
+const PER_DIRECTORY: usize = 100;
+
+static DEPTHS: &[Variant] = &[
+    Variant {
+        suffix: "/1-component",
+        params: &[("components", Param::Int(1))],
+    },
+    Variant {
+        suffix: "/5-components",
+        params: &[("components", Param::Int(5))],
+    },
+];
+
+/// lat_fs's sizes.
+static FILE_SIZES: &[Variant] = &[
+    Variant {
+        suffix: "/0KiB",
+        params: &[("bytes", Param::Int(0))],
+    },
+    Variant {
+        suffix: "/1KiB",
+        params: &[("bytes", Param::Int(1024))],
+    },
+    Variant {
+        suffix: "/4KiB",
+        params: &[("bytes", Param::Int(4096))],
+    },
+    Variant {
+        suffix: "/10KiB",
+        params: &[("bytes", Param::Int(10 * 1024))],
+    },
+];
+
+/// The files the family works on, removed on drop: `f` (one component), `d1/d2/d3/f` (four),
+/// `d1/d2/d3/d4/f` (five), `list/` with 100 empty files, and `new/` for create and delete.
+struct Tree {
+    /// The tree's root, open: every path is looked up from it.
+    root: OwnedFd,
+    /// The file system the tree is on ("tmpfs", "ext4", or its magic number).
+    fs: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Tree {
+    fn new(m: &Meter) -> Result<Tree, BenchError> {
+        let base = m.scratch_dir.clone().unwrap_or_else(std::env::temp_dir);
+        let dir = tempfile::Builder::new()
+            .prefix("fs-")
+            .tempdir_in(&base)
+            .map_err(|e| BenchError::failed(&format!("a directory in {}", base.display()), e))?;
+        let p = dir.path();
+        let made = |r: std::io::Result<()>, what: &str| {
+            r.map_err(|e| BenchError::failed(&format!("make {what}"), e))
+        };
+        made(
+            std::fs::create_dir_all(p.join("d1/d2/d3/d4")),
+            "d1/d2/d3/d4",
+        )?;
+        made(std::fs::create_dir(p.join("list")), "list/")?;
+        made(std::fs::create_dir(p.join("new")), "new/")?;
+        for f in ["f", "d1/d2/d3/f", "d1/d2/d3/d4/f"] {
+            made(std::fs::write(p.join(f), b"oscost\n"), f)?;
+        }
+        for i in 0..PER_DIRECTORY {
+            made(std::fs::write(p.join(format!("list/{i}")), b""), "list/N")?;
+        }
+        let root = open_at(libc::AT_FDCWD, &cstring(p)?, libc::O_DIRECTORY)?;
+        Ok(Tree {
+            root,
+            fs: fs_name(p),
+            _dir: dir,
+        })
+    }
+
+    fn fd(&self) -> i32 {
+        self.root.as_raw_fd()
+    }
+
+    /// `o` with the file system recorded.
+    fn with_fs(&self, o: Outcome) -> Outcome {
+        o.param("fs", self.fs.clone())
+    }
+}
+
+fn cstring(p: &Path) -> Result<CString, BenchError> {
+    use std::os::unix::ffi::OsStrExt;
+    CString::new(p.as_os_str().as_bytes())
+        .map_err(|_| BenchError::Failed(format!("{} holds a NUL byte", p.display())))
+}
+
+fn open_at(dir: i32, path: &CStr, flags: i32) -> Result<OwnedFd, BenchError> {
+    // SAFETY: a NUL-terminated path; the descriptor returned is owned below.
+    let fd = unsafe { libc::openat(dir, path.as_ptr(), flags | libc::O_CLOEXEC, 0o644) };
+    if fd < 0 {
+        return Err(BenchError::failed(
+            &format!("open {}", path.to_string_lossy()),
+            errno(),
+        ));
+    }
+    // SAFETY: fd was just opened and nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The name of the file system `p` is on, from statfs's magic number.
+fn fs_name(p: &Path) -> String {
+    let Ok(c) = cstring(p) else {
+        return "unknown".into();
+    };
+    // SAFETY: an all-zero statfs is a valid buffer for the call to fill.
+    let mut s: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a live buffer.
+    if unsafe { libc::statfs(c.as_ptr(), &mut s) } != 0 {
+        return "unknown".into();
+    }
+    match s.f_type as u64 {
+        0x0102_1994 => "tmpfs".into(),
+        0xEF53 => "ext4".into(),
+        0x5846_5342 => "xfs".into(),
+        0x9123_683E => "btrfs".into(),
+        0x794C_7630 => "overlayfs".into(),
+        0x6969 => "nfs".into(),
+        0x2FC1_2FC1 => "zfs".into(),
+        0xF2F5_2010 => "f2fs".into(),
+        m => format!("{m:#x}"),
+    }
+}
+
+/// A batched loop of `call`, which returns whether it succeeded; `what` names the failure.
+fn calls(m: &Meter, what: &str, call: &mut dyn FnMut() -> bool) -> Result<Outcome, BenchError> {
+    m.batched_fallible(&mut |n| {
+        for _ in 0..n {
+            if !call() {
+                return Err(BenchError::failed(what, errno()));
+            }
+        }
+        Ok(())
+    })
+}
+
+/// A call the kernel does not have is a skip with its reason, any other failure a failure.
+fn refused_or_failed(e: BenchError, call: &str, since: &str) -> BenchError {
+    match e {
+        BenchError::Failed(s) if s.contains("os error 38") => BenchError::Skipped(format!(
+            "this kernel has no {call} (ENOSYS; it came in Linux {since})"
+        )),
+        e => e,
+    }
+}
+
+fn stat(m: &Meter, _: &Case) -> Measured {
+    let t = Tree::new(m)?;
+    let dir = t.fd();
+    // SAFETY: an all-zero stat is a valid buffer.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a live buffer.
+    let o = calls(m, "stat", &mut || unsafe {
+        libc::fstatat(dir, FOUR_DEEP.as_ptr(), &mut st, 0) == 0
+    })?;
+    Ok(t.with_fs(o))
+}
+
+fn fstat(m: &Meter, _: &Case) -> Measured {
+    let t = Tree::new(m)?;
+    let f = open_at(t.fd(), FOUR_DEEP, libc::O_RDONLY)?;
+    let fd = f.as_raw_fd();
+    // SAFETY: an all-zero stat is a valid buffer.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: an open descriptor and a live buffer.
+    let o = calls(m, "fstat", &mut || unsafe { libc::fstat(fd, &mut st) == 0 })?;
+    Ok(t.with_fs(o))
+}
+
+fn open_close(m: &Meter, _: &Case) -> Measured {
+    let t = Tree::new(m)?;
+    let dir = t.fd();
+    let o = calls(m, "open", &mut || {
+        // SAFETY: a NUL-terminated path; the descriptor is closed at once.
+        let fd = unsafe { libc::openat(dir, FOUR_DEEP.as_ptr(), libc::O_RDONLY) };
+        // SAFETY: closing the descriptor just opened.
+        fd >= 0 && unsafe { libc::close(fd) } == 0
+    })?;
+    Ok(t.with_fs(o))
+}
+
+fn statx(m: &Meter, _: &Case) -> Measured {
+    let t = Tree::new(m)?;
+    let dir = t.fd();
+    // SAFETY: an all-zero statx is a valid buffer.
+    let mut st: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a live buffer.
+    let o = calls(m, "statx", &mut || unsafe {
+        libc::statx(dir, FOUR_DEEP.as_ptr(), 0, libc::STATX_BASIC_STATS, &mut st) == 0
+    })
+    .map_err(|e| refused_or_failed(e, "statx", "4.11"))?;
+    Ok(t.with_fs(o))
+}
+
+fn openat2(m: &Meter, c: &Case) -> Measured {
+    let t = Tree::new(m)?;
+    let path: &CStr = match c.int("components")? {
+        1 => c"f",
+        _ => c"d1/d2/d3/d4/f",
+    };
+    let dir = t.fd();
+    // SAFETY: an all-zero open_how is valid (flags 0, mode 0, resolve 0).
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (libc::O_RDONLY | libc::O_CLOEXEC) as u64;
+    how.resolve = libc::RESOLVE_BENEATH;
+    let o = calls(m, "openat2", &mut || {
+        // SAFETY: a NUL-terminated path and an open_how of the size passed.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_openat2,
+                dir,
+                path.as_ptr(),
+                &how as *const libc::open_how,
+                std::mem::size_of::<libc::open_how>(),
+            )
+        };
+        // SAFETY: closing the descriptor just opened.
+        fd >= 0 && unsafe { libc::close(fd as i32) } == 0
+    })
+    .map_err(|e| refused_or_failed(e, "openat2", "5.6"))?;
+    Ok(t.with_fs(o))
+}
+
+fn getdents64(m: &Meter, _: &Case) -> Measured {
+    let t = Tree::new(m)?;
+    let d = open_at(t.fd(), c"list", libc::O_RDONLY | libc::O_DIRECTORY)?;
+    let fd = d.as_raw_fd();
+    let mut buf = vec![0u8; 32 * 1024];
+    // The definition holds only if one call returns every entry: check once, untimed.
+    let got = list_from_start(fd, &mut buf);
+    let want = entries_in(&buf, got);
+    if want != PER_DIRECTORY + 2 {
+        return Err(BenchError::Failed(format!(
+            "one getdents64 returned {want} entries, not {} (a file system that returns fewer per call)",
+            PER_DIRECTORY + 2
+        )));
+    }
+    let o = m.batched_with_baseline_fallible(
+        &mut |n| {
+            for _ in 0..n {
+                if list_from_start(fd, &mut buf) <= 0 {
+                    return Err(BenchError::failed("getdents64", errno()));
+                }
+            }
+            Ok(())
+        },
+        &mut |n| {
+            for _ in 0..n {
+                // SAFETY: an open directory.
+                std::hint::black_box(unsafe { libc::lseek(fd, 0, libc::SEEK_SET) });
+            }
+        },
+    )?;
+    Ok(t.with_fs(o))
+}
+
+/// lseek to the directory's start, then one getdents64 into `buf`: the bytes filled.
+fn list_from_start(fd: i32, buf: &mut [u8]) -> isize {
+    // SAFETY: an open directory.
+    unsafe { libc::lseek(fd, 0, libc::SEEK_SET) };
+    // SAFETY: a live buffer of the length passed.
+    unsafe { libc::syscall(libc::SYS_getdents64, fd, buf.as_mut_ptr(), buf.len()) as isize }
+}
+
+/// The entries in the first `len` bytes a getdents64 filled.
+fn entries_in(buf: &[u8], len: isize) -> usize {
+    let (mut at, mut n) = (0usize, 0usize);
+    let len = len.max(0) as usize;
+    // struct linux_dirent64: ino (8), off (8), reclen (2), type (1), name.
+    while at + 18 <= len {
+        let reclen = u16::from_ne_bytes([buf[at + 16], buf[at + 17]]) as usize;
+        if reclen == 0 {
+            break;
+        }
+        at += reclen;
+        n += 1;
+    }
+    n
+}
+
+/// The names a create or delete sample uses: `new/0` to `new/99`.
+fn names() -> Vec<CString> {
+    (0..PER_DIRECTORY)
+        .map(|i| CString::new(format!("new/{i}")).expect("no NUL"))
+        .collect()
+}
+
+/// Create each of `names` with `data` written (creat's flags), true when all were.
+fn make_files(dir: i32, names: &[CString], data: &[u8]) -> bool {
+    names.iter().all(|name| {
+        // SAFETY: a NUL-terminated path; the descriptor is closed below.
+        let fd = unsafe {
+            libc::openat(
+                dir,
+                name.as_ptr(),
+                libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC,
+                0o644,
+            )
+        };
+        let written = data.is_empty()
+            // SAFETY: a live buffer of the length passed.
+            || unsafe { libc::write(fd, data.as_ptr().cast(), data.len()) } == data.len() as isize;
+        // SAFETY: closing the descriptor just opened.
+        fd >= 0 && written && unsafe { libc::close(fd) } == 0
+    })
+}
+
+/// Unlink each of `names`, true when all were.
+fn remove_files(dir: i32, names: &[CString]) -> bool {
+    // SAFETY: NUL-terminated paths.
+    names
+        .iter()
+        .all(|name| unsafe { libc::unlinkat(dir, name.as_ptr(), 0) } == 0)
+}
+
+fn create(m: &Meter, c: &Case) -> Measured {
+    let t = Tree::new(m)?;
+    let (dir, names) = (t.fd(), names());
+    let data = vec![b'x'; c.int("bytes")? as usize];
+    let clock = Monotonic;
+    let o = m.individual(&mut || {
+        let t0 = clock.now_ns();
+        let made = make_files(dir, &names, &data);
+        let t1 = clock.now_ns();
+        let removed = remove_files(dir, &names);
+        if !(made && removed) {
+            return Err(BenchError::failed("create or remove a file", errno()));
+        }
+        Ok(t1.saturating_sub(t0) as f64 / PER_DIRECTORY as f64)
+    })?;
+    Ok(t.with_fs(o))
+}
+
+fn delete(m: &Meter, c: &Case) -> Measured {
+    let t = Tree::new(m)?;
+    let (dir, names) = (t.fd(), names());
+    let data = vec![b'x'; c.int("bytes")? as usize];
+    let clock = Monotonic;
+    let o = m.individual(&mut || {
+        if !make_files(dir, &names, &data) {
+            return Err(BenchError::failed("create a file", errno()));
+        }
+        let t0 = clock.now_ns();
+        let removed = remove_files(dir, &names);
+        let t1 = clock.now_ns();
+        if !removed {
+            return Err(BenchError::failed("unlink", errno()));
+        }
+        Ok(t1.saturating_sub(t0) as f64 / PER_DIRECTORY as f64)
+    })?;
+    Ok(t.with_fs(o))
+}
+
+fn write(m: &Meter, c: &Case) -> Measured {
+    let t = Tree::new(m)?;
+    let len = c.int("bytes")? as usize;
+    let f = open_at(
+        t.fd(),
+        c"written",
+        libc::O_CREAT | libc::O_RDWR | libc::O_TRUNC,
+    )?;
+    let fd = f.as_raw_fd();
+    let buf = vec![b'x'; len];
+    // The file is its full size before timing, so each write overwrites cached pages.
+    // SAFETY: a live buffer of the length passed.
+    if unsafe { libc::pwrite(fd, buf.as_ptr().cast(), len, 0) } != len as isize {
+        return Err(BenchError::failed("write the file", errno()));
+    }
+    // SAFETY: a live buffer of the length passed.
+    let o = calls(m, "pwrite", &mut || unsafe {
+        libc::pwrite(fd, buf.as_ptr().cast(), len, 0) == len as isize
+    })?;
+    Ok(t.with_fs(o))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_are_counted_by_record_length() {
+        let mut buf = vec![0u8; 64];
+        // Two records of 24 and 32 bytes.
+        buf[16] = 24;
+        buf[24 + 16] = 32;
+        assert_eq!(entries_in(&buf, 56), 2);
+        assert_eq!(entries_in(&buf, 24), 1);
+        assert_eq!(entries_in(&buf, -1), 0);
+    }
+}

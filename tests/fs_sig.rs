@@ -1,0 +1,77 @@
+//! fs/ and sig/: every benchmark measures by its definition, says the file system its files
+//! were on, and the costs keep the order what each operation does implies.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn every_fs_and_sig_benchmark_measures_and_says_where_its_files_were() {
+    let _g = measuring();
+    let (_, run) = run_json(&unique_tag("fssig"), &["--quick", "fs/", "sig/"]);
+    let ids: Vec<&str> = run.results.iter().map(|r| r.id.as_str()).collect();
+    for want in [
+        "fs/stat",
+        "fs/fstat",
+        "fs/open-close",
+        "fs/statx",
+        "fs/openat2/1-component",
+        "fs/openat2/5-components",
+        "fs/getdents64",
+        "fs/create/0KiB",
+        "fs/create/10KiB",
+        "fs/delete/0KiB",
+        "fs/delete/10KiB",
+        "fs/write/4KiB",
+        "fs/write/1MiB",
+        "sig/install",
+        "sig/catch",
+        "sig/prot",
+        "sig/sigprocmask",
+    ] {
+        assert!(ids.contains(&want), "{want} missing from {ids:?}");
+    }
+    for r in &run.results {
+        // statx and openat2 may be skipped, with the kernel's reason, on a kernel without them.
+        let skipped_with_reason =
+            matches!(&r.status, Status::Skipped { reason } if reason.contains("ENOSYS"));
+        assert!(
+            r.status == Status::Ok || skipped_with_reason,
+            "{}: {:?}",
+            r.id,
+            r.status
+        );
+        if r.id.starts_with("fs/") && r.status == Status::Ok {
+            let fs = r.params.get("fs").and_then(|v| v.as_str()).unwrap_or("");
+            assert!(!fs.is_empty(), "{} does not say its file system", r.id);
+        }
+    }
+}
+
+/// Host-dependent orderings (slow tier, default sampling): costs that differ by what the
+/// operation does (a path walked, a file opened, a signal delivered, 256x the bytes).
+#[test]
+#[ignore = "slow tier (orderings, default sampling): .ci/run runs it with --ignored"]
+fn fs_and_sig_costs_are_ordered() {
+    let _g = measuring();
+    let ids = [
+        "fs/stat",
+        "fs/fstat",
+        "fs/open-close",
+        "fs/write",
+        "sig/install",
+        "sig/catch",
+        "sig/prot",
+        "sig/sigprocmask",
+    ];
+    let (_, run) = run_json(&unique_tag("fssig-order"), &ids);
+    // A four-component walk costs more than reading an open file's inode.
+    assert!(median(&run, "fs/stat") > median(&run, "fs/fstat"));
+    // An open allocates a file and a descriptor on top of the same walk.
+    assert!(median(&run, "fs/open-close") > median(&run, "fs/stat"));
+    assert!(median(&run, "fs/write/1MiB") > median(&run, "fs/write/4KiB"));
+    // A delivery (frame built, handler run, sigreturn) is two kernel entries and more.
+    assert!(median(&run, "sig/catch") > median(&run, "sig/sigprocmask"));
+    // A fault delivered as a signal is an exception on top of a delivery.
+    assert!(median(&run, "sig/prot") > median(&run, "sig/install"));
+}

@@ -22,6 +22,7 @@ catalogue! {
     family { memory_watch: true };
     "spawn/fork" => fork {
         preempts: true,
+        peer: Some("lmbench lat_proc fork"),
         events: crate::expect_events![
             (Among::All, "context-switches", Expect::AtLeast(0.95)),
             (Among::All, "minor-faults", Expect::AtLeast(1.0)),

@@ -15,7 +15,7 @@ catalogue! {
         "getpid() through glibc (a real system call, not cached)";
     "syscall/getpid-raw" => getpid_raw:
         "syscall(SYS_getpid), bypassing the glibc wrapper";
-    "syscall/getppid" => getppid { events: crate::expect_events![(Among::All, "context-switches", Expect::NONE), (Among::All, "minor-faults", Expect::NONE)], ladder: Some("syscall/getppid") }:
+    "syscall/getppid" => getppid { events: crate::expect_events![(Among::All, "context-switches", Expect::NONE), (Among::All, "minor-faults", Expect::NONE)], ladder: Some("syscall/getppid"), peer: Some("lmbench lat_syscall null; perf bench syscall basic") }:
         "getppid() (what `perf bench syscall basic` times)";
     "syscall/getsid" => getsid:
         "getsid(0): the session id of the caller";
@@ -29,9 +29,9 @@ catalogue! {
         "gettid(): the thread id of the caller";
     "syscall/close-badfd" => close_badfd:
         "close(-1), failing with EBADF: entry, fd check, exit";
-    "syscall/read-devzero" => read_devzero { ladder: Some("syscall/read-devzero") }:
+    "syscall/read-devzero" => read_devzero { ladder: Some("syscall/read-devzero"), peer: Some("lmbench lat_syscall read") }:
         "read of 1 byte from /dev/zero";
-    "syscall/write-devnull" => write_devnull:
+    "syscall/write-devnull" => write_devnull { peer: Some("lmbench lat_syscall write") }:
         "write of 1 byte to /dev/null";
     "syscall/sched-yield" => sched_yield { ladder: Some("syscall/sched-yield") }:
         "sched_yield() with nothing else runnable on the CPU";

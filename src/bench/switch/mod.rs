@@ -29,6 +29,7 @@ use crate::harness::os::{
 catalogue! {
     "switch/pipe-proc" => pipe_proc {
         cases: Cases::Placements, preempts: true, ladder: Some("switch/pipe-proc@same"),
+        peer: Some("lmbench lat_pipe; perf bench sched pipe"),
     }:
         "round trip of 1 byte over two pipes between two processes (2 switches on one CPU)";
     "switch/pipe-thread" => pipe_thread {
@@ -54,7 +55,7 @@ catalogue! {
     // Two to six switches on one CPU, not two: the reader's freeing of each byte wakes the
     // sender early, and the scheduler decides whether it runs (`Expect::UNIX_STREAM_ROUND_TRIP`).
     "switch/unix-proc" => unix_proc {
-        cases: Cases::Placements, preempts: true,
+        cases: Cases::Placements, preempts: true, peer: Some("lmbench lat_unix"),
         events: crate::expect_events![
             (Among::SameCpu, "context-switches", Expect::UNIX_STREAM_ROUND_TRIP)
         ],
@@ -66,6 +67,7 @@ catalogue! {
         "two threads on one CPU calling sched_yield: one round trip is two yields";
     "switch/ring" => ring::ring {
         cases: Cases::Ring, curve: Some(ring::RING_CURVE), preempts: true,
+        peer: Some("lmbench lat_ctx"),
         events: crate::expect_events![(Among::All, "context-switches", Expect::ONE)],
     }:
         "one context switch in lmbench's ring of N processes with S KB each (pipe and sum overhead subtracted)";

@@ -33,7 +33,10 @@ fn list_names_every_family_with_definitions() {
     assert!(text.lines().all(|l| l.split_whitespace().count() >= 3));
     // A user of lmbench finds its tool's number under the id that follows its definition.
     let peer_of = |id: &str| {
-        let at = text.lines().position(|l| l.starts_with(&format!("{id} "))).unwrap();
+        let at = text
+            .lines()
+            .position(|l| l.starts_with(&format!("{id} ")))
+            .unwrap();
         text.lines().nth(at + 1).unwrap_or("").trim().to_string()
     };
     assert_eq!(peer_of("fs/stat"), "as lmbench lat_syscall stat");

@@ -1,14 +1,14 @@
 //! fs/: what the file-system calls cost, by lmbench's and LEBench's definitions: a path
 //! looked up (stat, statx, open+close, openat2), a descriptor's metadata (fstat), a directory
 //! listed (getdents64), files created and deleted (lat_fs, timed apart), and a write into the
-//! page cache (LEBench).
+//! page cache (LEBench); and close_range over 64 descriptors.
 //!
 //! Every file lives in a tree this benchmark makes in the run's scratch directory (removed with
 //! it), reached from a descriptor of the tree's root, so a path has the same number of
 //! components wherever the scratch directory is: lmbench's `lat_syscall stat` walks
 //! `/usr/include/linux/types.h`, four components, and `d1/d2/d3/f` is four here. The file
-//! system the tree is on is a parameter of each result (`fs`): tmpfs and ext4 differ for
-//! creating and deleting, much less for a lookup the dentry cache answers.
+//! system the tree is on is a parameter of each result that touches files (`fs`): tmpfs and
+//! ext4 differ for creating and deleting, much less for a lookup the dentry cache answers.
 
 use std::ffi::{CStr, CString};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -39,6 +39,8 @@ catalogue! {
         "unlink of a file of 0, 1, 4 and 10 KiB, 100 from a directory as lat_fs does, per file";
     "fs/write" => write { cases: Cases::Fixed(super::PAGE_AND_MIB), peer: Some("LEBench write (small and big)") }:
         "pwrite of 4 KiB and 1 MiB over a file of that size in the page cache";
+    "fs/close-range" => close_range:
+        "close_range over 64 open descriptors (made by dup, untimed), per call";
 }
 
 /// Four components: lmbench's `lat_syscall` path is four (`/usr/include/linux/types.h`).
@@ -420,6 +422,35 @@ fn write(m: &Meter, c: &Case) -> Measured {
         libc::pwrite(fd, buf.as_ptr().cast(), len, 0) == len as isize
     })?;
     Ok(t.with_fs(o))
+}
+
+fn close_range(m: &Meter, _: &Case) -> Measured {
+    const FDS: i32 = 64;
+    crate::harness::os::ensure_fds(1024 + FDS as u64)?;
+    // Descriptors 900 to 963: above what a worker holds, so the range is exactly the dups.
+    let (first, last) = (900, 900 + FDS - 1);
+    let null = open_at(libc::AT_FDCWD, c"/dev/null", libc::O_RDONLY)?;
+    let clock = Monotonic;
+    m.individual(&mut || {
+        for fd in first..=last {
+            // SAFETY: duplicating an open descriptor onto a number nothing else uses.
+            if unsafe { libc::dup2(null.as_raw_fd(), fd) } != fd {
+                return Err(BenchError::failed("dup2", errno()));
+            }
+        }
+        let t0 = clock.now_ns();
+        // SAFETY: closing only the descriptors just made.
+        let rc = unsafe { libc::syscall(libc::SYS_close_range, first, last, 0) };
+        let t1 = clock.now_ns();
+        if rc != 0 {
+            return Err(refused_or_failed(
+                BenchError::failed("close_range", errno()),
+                "close_range",
+                "5.9",
+            ));
+        }
+        Ok(t1.saturating_sub(t0) as f64)
+    })
 }
 
 #[cfg(test)]

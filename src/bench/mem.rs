@@ -5,7 +5,9 @@
 //! Faults are timed over a fresh region of many pages and reported per page, the region being
 //! mapped and unmapped outside the timed part. The 4 KiB fault benchmarks ask for no huge pages
 //! (MADV_NOHUGEPAGE) so THP cannot turn 512 faults into one. The descriptor benchmarks make the
-//! last descriptor ready, so each call scans all of them and returns at once.
+//! last descriptor ready, so each call scans all of them and returns at once. Outside the
+//! default suite: memfd_create, mremap growth (the mmap and munmap around it the baseline) and
+//! MADV_DONTNEED against MADV_FREE over written pages, per page.
 
 use std::ptr::null_mut;
 
@@ -50,6 +52,14 @@ catalogue! {
         "poll over 10 and 1000 eventfds, the last one ready";
     "mem/epoll" => epoll { cases: Cases::Fixed(FD_COUNTS) }:
         "epoll_wait on an epoll set of 10 and 1000 eventfds, the last one ready";
+    "mem/memfd-create" => memfd_create { default: false }:
+        "memfd_create + close of an empty anonymous file";
+    "mem/mremap-grow" => mremap_grow { default: false }:
+        "mremap growing an untouched 4 KiB mapping to 64 KiB (MREMAP_MAYMOVE); the mmap and munmap around it are the baseline, subtracted";
+    "mem/madvise-dontneed" => madvise_dontneed { default: false }:
+        "madvise(MADV_DONTNEED) over 64 written 4 KiB pages (unmapped and freed at once), per page";
+    "mem/madvise-free" => madvise_free { default: false }:
+        "madvise(MADV_FREE) over 64 written 4 KiB pages (marked lazily freeable), per page";
 }
 
 const PAGE: usize = 4096;
@@ -347,6 +357,101 @@ fn epoll(m: &Meter, c: &Case) -> Measured {
         }
         Ok(())
     })
+}
+
+fn memfd_create(m: &Meter, _: &Case) -> Measured {
+    m.batched_fallible(&mut |n| {
+        for _ in 0..n {
+            // SAFETY: a NUL-terminated name; the descriptor is closed at once.
+            let fd = unsafe { libc::memfd_create(c"oscost".as_ptr(), libc::MFD_CLOEXEC) };
+            if fd < 0 {
+                return Err(BenchError::failed("memfd_create", errno()));
+            }
+            close(fd);
+        }
+        Ok(())
+    })
+}
+
+/// Map 4 KiB, let `between` act on it, unmap what is there; false when a call failed.
+fn map_act_unmap(between: &mut dyn FnMut(*mut libc::c_void) -> (*mut libc::c_void, usize)) -> bool {
+    // SAFETY: a fresh private anonymous mapping.
+    let p = unsafe {
+        libc::mmap(
+            null_mut(),
+            PAGE,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return false;
+    }
+    let (q, len) = between(p);
+    // SAFETY: unmapping what was mapped (moved or not).
+    q != libc::MAP_FAILED && unsafe { libc::munmap(q, len) } == 0
+}
+
+fn mremap_grow(m: &Meter, _: &Case) -> Measured {
+    const GROWN: usize = 64 * 1024;
+    m.batched_with_baseline_fallible(
+        &mut |n| {
+            for _ in 0..n {
+                let ok = map_act_unmap(&mut |p| {
+                    (
+                        // SAFETY: growing the mapping just made; it may move.
+                        unsafe { libc::mremap(p, PAGE, GROWN, libc::MREMAP_MAYMOVE) },
+                        GROWN,
+                    )
+                });
+                if !ok {
+                    return Err(BenchError::failed("mmap, mremap or munmap", errno()));
+                }
+            }
+            Ok(())
+        },
+        &mut |n| {
+            for _ in 0..n {
+                std::hint::black_box(map_act_unmap(&mut |p| (p, PAGE)));
+            }
+        },
+    )
+}
+
+/// madvise(`advice`) over 64 pages written just before, untimed; per page, ns.
+fn madvise_pages(m: &Meter, advice: i32, name: &str) -> Measured {
+    const PAGES: usize = 64;
+    let clock = Monotonic;
+    let r = Mapping::anonymous(PAGES * PAGE, false, 0)?;
+    // Small pages only, so 64 pages are 64 pages to free.
+    let _ = r.advise(libc::MADV_NOHUGEPAGE);
+    crate::harness::counters::set_unit(PAGES as f64);
+    m.individual(&mut || {
+        r.touch_pages();
+        let t0 = clock.now_ns();
+        // SAFETY: advice over the benchmark's own mapping.
+        let rc = unsafe { libc::madvise(r.ptr().cast(), PAGES * PAGE, advice) };
+        let t1 = clock.now_ns();
+        if rc != 0 {
+            let e = errno();
+            return Err(if e.raw_os_error() == Some(libc::EINVAL) {
+                BenchError::Skipped(format!("this kernel refuses {name} (EINVAL)"))
+            } else {
+                BenchError::failed(name, e)
+            });
+        }
+        Ok(t1.saturating_sub(t0) as f64 / PAGES as f64)
+    })
+}
+
+fn madvise_dontneed(m: &Meter, _: &Case) -> Measured {
+    madvise_pages(m, libc::MADV_DONTNEED, "MADV_DONTNEED")
+}
+
+fn madvise_free(m: &Meter, _: &Case) -> Measured {
+    madvise_pages(m, libc::MADV_FREE, "MADV_FREE (Linux 4.5)")
 }
 
 #[cfg(test)]

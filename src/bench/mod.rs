@@ -29,6 +29,7 @@ pub mod spawn;
 pub mod switch;
 pub mod syscall;
 pub mod timer;
+pub mod uring;
 pub mod wake;
 
 use crate::base::model::Curve;
@@ -82,6 +83,7 @@ pub fn registry() -> Vec<&'static Benchmark> {
         .chain(mem::BENCHMARKS)
         .chain(fs::BENCHMARKS)
         .chain(sig::BENCHMARKS)
+        .chain(uring::BENCHMARKS)
         .chain(wake::BENCHMARKS)
         .chain(scale::BENCHMARKS)
         .chain(hook::BENCHMARKS)

@@ -5,7 +5,9 @@
 //! vfork and clone(CLONE_VM) run their child on a stack of its own through clone(2): that is
 //! what vfork() does inside the kernel (CLONE_VM | CLONE_VFORK), without a Rust frame that
 //! returns twice. Exec benchmarks run `oscost-helper` (csrc/helper.c: static, no libc), which
-//! oscost embeds and executes from a memfd, so nothing is written to disk.
+//! oscost embeds and executes from a memfd, so nothing is written to disk. Outside the default
+//! suite: pidfd_open, pidfd_send_signal, and clone3 with CLONE_PIDFD reaped through the pidfd
+//! (`waitid(P_PIDFD)`), each skipped with the kernel's reason where it lacks the call.
 
 use std::ffi::{CString, c_char, c_int, c_void};
 use std::ptr::null_mut;
@@ -58,6 +60,12 @@ catalogue! {
         cases: Cases::ForkSizes, curve: Some(FORK_RSS_CURVE), preempts: true, default: false,
     }:
         "fork + _exit + waitpid against the parent's resident memory (--fork-sizes)";
+    "spawn/pidfd-open" => pidfd_open { default: false }:
+        "pidfd_open of the calling process + close of the descriptor";
+    "spawn/pidfd-send-signal" => pidfd_send_signal { default: false }:
+        "pidfd_send_signal with signal 0 (the right to signal checked, nothing sent) through a pidfd of the calling process";
+    "spawn/clone3-pidfd" => clone3_pidfd { preempts: true, default: false }:
+        "clone3 with CLONE_PIDFD + _exit in the child + waitid(P_PIDFD) in the parent + close of the pidfd";
 }
 
 /// Fork's cost against the parent's resident memory, as reports draw it.
@@ -490,4 +498,116 @@ fn fork_rss(m: &Meter, c: &Case) -> Measured {
     let o = m.individual_with(cfg, &mut || fork_once(&clock));
     drop(mem);
     o
+}
+
+/// A call the kernel does not have is a skip with the version that brought it.
+fn absent_or(what: &str, since: &str) -> BenchError {
+    if errno().raw_os_error() == Some(libc::ENOSYS) {
+        BenchError::Skipped(format!(
+            "this kernel has no {what} (ENOSYS; it came in Linux {since})"
+        ))
+    } else {
+        BenchError::failed(what, errno())
+    }
+}
+
+/// A pidfd of the calling process.
+fn own_pidfd() -> Result<i32, BenchError> {
+    // SAFETY: no pointer arguments.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0) } as i32;
+    if fd < 0 {
+        return Err(absent_or("pidfd_open", "5.3"));
+    }
+    Ok(fd)
+}
+
+fn pidfd_open(m: &Meter, _: &Case) -> Measured {
+    crate::harness::os::close(own_pidfd()?);
+    m.batched_fallible(&mut |n| {
+        for _ in 0..n {
+            crate::harness::os::close(own_pidfd()?);
+        }
+        Ok(())
+    })
+}
+
+fn pidfd_send_signal(m: &Meter, _: &Case) -> Measured {
+    let fd = own_pidfd()?;
+    // SAFETY: signal 0 with no siginfo: only the right to signal is checked.
+    let send =
+        || unsafe { libc::syscall(libc::SYS_pidfd_send_signal, fd, 0, null_mut::<c_void>(), 0) };
+    let r = if send() != 0 {
+        Err(absent_or("pidfd_send_signal", "5.1"))
+    } else {
+        m.batched_fallible(&mut |n| {
+            for _ in 0..n {
+                if send() != 0 {
+                    return Err(BenchError::failed("pidfd_send_signal", errno()));
+                }
+            }
+            Ok(())
+        })
+    };
+    crate::harness::os::close(fd);
+    r
+}
+
+/// clone3's arguments (`struct clone_args`, the fields up to `cgroup`: size 88).
+#[repr(C)]
+#[derive(Default)]
+struct CloneArgs {
+    flags: u64,
+    pidfd: u64,
+    child_tid: u64,
+    parent_tid: u64,
+    exit_signal: u64,
+    stack: u64,
+    stack_size: u64,
+    tls: u64,
+    set_tid: u64,
+    set_tid_size: u64,
+    cgroup: u64,
+}
+
+const CLONE_PIDFD: u64 = 0x1000;
+const P_PIDFD: libc::idtype_t = 3;
+
+fn clone3_pidfd(m: &Meter, _: &Case) -> Measured {
+    let clock = Monotonic;
+    m.individual(&mut || {
+        let mut pidfd: i32 = -1;
+        let args = CloneArgs {
+            flags: CLONE_PIDFD,
+            pidfd: &mut pidfd as *mut i32 as u64,
+            exit_signal: libc::SIGCHLD as u64,
+            ..CloneArgs::default()
+        };
+        let t0 = clock.now_ns();
+        // SAFETY: clone3 without CLONE_VM is fork: the child gets a copy of this thread and
+        // calls only _exit.
+        let pid = unsafe {
+            libc::syscall(
+                libc::SYS_clone3,
+                &args as *const CloneArgs,
+                std::mem::size_of::<CloneArgs>(),
+            )
+        };
+        match pid {
+            -1 => Err(absent_or("clone3", "5.3")),
+            // SAFETY: ends the child at once.
+            0 => unsafe { libc::_exit(0) },
+            _ => {
+                // SAFETY: an all-zero siginfo is a valid buffer.
+                let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+                // SAFETY: waiting through the pidfd clone3 returned, with a valid buffer.
+                let r =
+                    unsafe { libc::waitid(P_PIDFD, pidfd as libc::id_t, &mut info, libc::WEXITED) };
+                crate::harness::os::close(pidfd);
+                if r != 0 {
+                    return Err(BenchError::failed("waitid(P_PIDFD)", errno()));
+                }
+                Ok((clock.now_ns() - t0) as f64)
+            }
+        }
+    })
 }

@@ -1,14 +1,18 @@
 //! syscall/: the cost of entering and leaving the kernel for calls that do almost nothing once
 //! inside. glibc does not cache getpid (since 2.25), so `getpid` through libc is a real system
 //! call; the `-raw` variant goes through syscall(2) to show the wrapper's share. The empty loop
-//! is subtracted as the baseline.
+//! is subtracted as the baseline. Outside the default suite: getrandom's system call (16 and
+//! 256 bytes) and membarrier (private expedited: IPIs to the process's CPUs; global: a wait
+//! for every CPU's quiescent state), skipped with the kernel's reason where it lacks them.
 
 use std::hint::black_box;
 use std::os::fd::AsRawFd;
 
 use crate::catalogue;
 
-use crate::harness::case::{Among, BenchError, Case, Expect, Measured, Meter};
+use crate::harness::case::{
+    Among, BenchError, Case, Cases, Expect, Measured, Meter, Param, Variant,
+};
 
 catalogue! {
     "syscall/getpid" => getpid { events: crate::expect_events![(Among::All, "context-switches", Expect::NONE), (Among::All, "minor-faults", Expect::NONE)] }:
@@ -35,6 +39,87 @@ catalogue! {
         "write of 1 byte to /dev/null";
     "syscall/sched-yield" => sched_yield { ladder: Some("syscall/sched-yield") }:
         "sched_yield() with nothing else runnable on the CPU";
+    "syscall/getrandom" => getrandom { cases: Cases::Fixed(RANDOM_SIZES), default: false }:
+        "the getrandom system call filling 16 and 256 bytes (not glibc's wrapper, which may use the vDSO)";
+    "syscall/membarrier-private-expedited" => membarrier_private { default: false }:
+        "membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) in a process registered for it (IPIs to the CPUs running its threads)";
+    "syscall/membarrier-global" => membarrier_global { default: false }:
+        "membarrier(MEMBARRIER_CMD_GLOBAL): waits until every CPU has passed through a quiescent state";
+}
+
+static RANDOM_SIZES: &[Variant] = &[
+    Variant {
+        suffix: "/16B",
+        params: &[("bytes", Param::Int(16))],
+    },
+    Variant {
+        suffix: "/256B",
+        params: &[("bytes", Param::Int(256))],
+    },
+];
+
+/// A call the kernel does not have (ENOSYS) or refuses for this use (EINVAL) is a skip with
+/// that reason; anything else a failure.
+fn absent_or_failed(what: &str, since: &str) -> BenchError {
+    let e = crate::harness::os::errno();
+    match e.raw_os_error() {
+        Some(libc::ENOSYS) => BenchError::Skipped(format!(
+            "this kernel has no {what} (ENOSYS; it came in Linux {since})"
+        )),
+        Some(libc::EINVAL) => BenchError::Skipped(format!(
+            "this kernel refuses {what} (EINVAL: built without it, or the command is unknown)"
+        )),
+        _ => BenchError::failed(what, e),
+    }
+}
+
+fn getrandom(m: &Meter, c: &Case) -> Measured {
+    let len = c.int("bytes")? as usize;
+    let mut buf = vec![0u8; len];
+    // SAFETY: a live buffer of the length passed.
+    let call = |b: &mut [u8]| unsafe { libc::syscall(libc::SYS_getrandom, b.as_mut_ptr(), len, 0) };
+    if call(&mut buf) != len as i64 {
+        return Err(absent_or_failed("getrandom", "3.17"));
+    }
+    Ok(m.batched(&mut |n| {
+        for _ in 0..n {
+            black_box(call(&mut buf));
+        }
+    }))
+}
+
+const MEMBARRIER_CMD_GLOBAL: i64 = 1;
+const MEMBARRIER_CMD_PRIVATE_EXPEDITED: i64 = 8;
+const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: i64 = 16;
+
+fn membarrier(cmd: i64) -> i64 {
+    // SAFETY: no pointer arguments.
+    unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0, 0) }
+}
+
+fn membarrier_private(m: &Meter, _: &Case) -> Measured {
+    if membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) != 0 {
+        return Err(absent_or_failed(
+            "membarrier's private expedited command",
+            "4.14",
+        ));
+    }
+    Ok(m.batched(&mut |n| {
+        for _ in 0..n {
+            black_box(membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED));
+        }
+    }))
+}
+
+fn membarrier_global(m: &Meter, _: &Case) -> Measured {
+    if membarrier(MEMBARRIER_CMD_GLOBAL) != 0 {
+        return Err(absent_or_failed("membarrier's global command", "4.3"));
+    }
+    Ok(m.batched(&mut |n| {
+        for _ in 0..n {
+            black_box(membarrier(MEMBARRIER_CMD_GLOBAL));
+        }
+    }))
 }
 
 /// A batched benchmark of a call that takes no arguments.

@@ -1,0 +1,76 @@
+//! The calls of the 2020s (io_uring, getrandom, membarrier, pidfd and clone3, memfd, mremap,
+//! madvise, close_range): each measures, or is skipped with the kernel's reason, never faked;
+//! and the costs keep the order what each operation does implies.
+
+mod common;
+
+use common::*;
+
+const IDS: [&str; 10] = [
+    "uring/",
+    "syscall/getrandom",
+    "syscall/membarrier-private-expedited",
+    "spawn/pidfd-open",
+    "spawn/pidfd-send-signal",
+    "spawn/clone3-pidfd",
+    "mem/memfd-create",
+    "mem/mremap-grow",
+    "mem/madvise",
+    "fs/close-range",
+];
+
+#[test]
+fn every_recent_call_measures_or_says_why_not() {
+    let _g = measuring();
+    let mut args = vec!["--quick"];
+    args.extend(IDS);
+    let (_, run) = run_json(&unique_tag("recent"), &args);
+    assert!(run.results.len() >= 14, "{} results", run.results.len());
+    for r in &run.results {
+        match &r.status {
+            Status::Ok => {}
+            // What a kernel may lack or refuse, said with its reason.
+            Status::Skipped { reason } => {
+                assert!(
+                    ["ENOSYS", "EINVAL", "io_uring", "CPU besides"]
+                        .iter()
+                        .any(|w| reason.contains(w)),
+                    "{} skipped without the kernel's reason: {reason}",
+                    r.id
+                );
+                skip(&r.id, reason);
+            }
+            s => panic!("{}: {s:?}", r.id),
+        }
+    }
+    // SQPOLL says what its poller cost besides, where it ran.
+    let sqpoll = run.results.iter().find(|r| r.id == "uring/nop-sqpoll");
+    if let Some(r) = sqpoll.filter(|r| r.status == Status::Ok) {
+        let share = r.params.get("poller_cpu_share").and_then(|v| v.as_f64());
+        assert!(share.is_some_and(|s| (0.0..=1.0).contains(&s)), "{share:?}");
+    }
+}
+
+/// Host-dependent orderings (slow tier, default sampling).
+#[test]
+#[ignore = "slow tier (orderings, default sampling): .ci/run runs it with --ignored"]
+fn recent_call_costs_are_ordered() {
+    let _g = measuring();
+    let (_, run) = run_json(
+        &unique_tag("recent-order"),
+        &[
+            "uring/nop",
+            "syscall/getrandom",
+            "spawn/pidfd-open",
+            "spawn/clone3-pidfd",
+        ],
+    );
+    let ok = |id: &str| result(&run, id).status == Status::Ok;
+    if ok("uring/nop/qd1") {
+        // One enter per NOP against one per 32.
+        assert!(median(&run, "uring/nop/qd1") > 2.0 * median(&run, "uring/nop/batch32"));
+    }
+    assert!(median(&run, "syscall/getrandom/256B") > median(&run, "syscall/getrandom/16B"));
+    // A process made and reaped against a descriptor made and closed.
+    assert!(median(&run, "spawn/clone3-pidfd") > median(&run, "spawn/pidfd-open"));
+}

@@ -185,16 +185,6 @@ fn calls(m: &Meter, what: &str, call: &mut dyn FnMut() -> bool) -> Result<Outcom
     })
 }
 
-/// A call the kernel does not have is a skip with its reason, any other failure a failure.
-fn refused_or_failed(e: BenchError, call: &str, since: &str) -> BenchError {
-    match e {
-        BenchError::Failed(s) if s.contains("os error 38") => BenchError::Skipped(format!(
-            "this kernel has no {call} (ENOSYS; it came in Linux {since})"
-        )),
-        e => e,
-    }
-}
-
 fn stat(m: &Meter, _: &Case) -> Measured {
     let t = Tree::new(m)?;
     let dir = t.fd();
@@ -236,10 +226,13 @@ fn statx(m: &Meter, _: &Case) -> Measured {
     // SAFETY: an all-zero statx is a valid buffer.
     let mut st: libc::statx = unsafe { std::mem::zeroed() };
     // SAFETY: a NUL-terminated path and a live buffer.
-    let o = calls(m, "statx", &mut || unsafe {
+    let mut one = || unsafe {
         libc::statx(dir, FOUR_DEEP.as_ptr(), 0, libc::STATX_BASIC_STATS, &mut st) == 0
-    })
-    .map_err(|e| refused_or_failed(e, "statx", "4.11"))?;
+    };
+    if !one() {
+        return Err(BenchError::of_call("statx", "4.11"));
+    }
+    let o = calls(m, "statx", &mut one)?;
     Ok(t.with_fs(o))
 }
 
@@ -254,7 +247,7 @@ fn openat2(m: &Meter, c: &Case) -> Measured {
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
     how.flags = (libc::O_RDONLY | libc::O_CLOEXEC) as u64;
     how.resolve = libc::RESOLVE_BENEATH;
-    let o = calls(m, "openat2", &mut || {
+    let mut one = || {
         // SAFETY: a NUL-terminated path and an open_how of the size passed.
         let fd = unsafe {
             libc::syscall(
@@ -267,8 +260,11 @@ fn openat2(m: &Meter, c: &Case) -> Measured {
         };
         // SAFETY: closing the descriptor just opened.
         fd >= 0 && unsafe { libc::close(fd as i32) } == 0
-    })
-    .map_err(|e| refused_or_failed(e, "openat2", "5.6"))?;
+    };
+    if !one() {
+        return Err(BenchError::of_call("openat2", "5.6"));
+    }
+    let o = calls(m, "openat2", &mut one)?;
     Ok(t.with_fs(o))
 }
 
@@ -443,11 +439,7 @@ fn close_range(m: &Meter, _: &Case) -> Measured {
         let rc = unsafe { libc::syscall(libc::SYS_close_range, first, last, 0) };
         let t1 = clock.now_ns();
         if rc != 0 {
-            return Err(refused_or_failed(
-                BenchError::failed("close_range", errno()),
-                "close_range",
-                "5.9",
-            ));
+            return Err(BenchError::of_call("close_range", "5.9"));
         }
         Ok(t1.saturating_sub(t0) as f64)
     })

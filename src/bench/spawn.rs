@@ -500,23 +500,12 @@ fn fork_rss(m: &Meter, c: &Case) -> Measured {
     o
 }
 
-/// A call the kernel does not have is a skip with the version that brought it.
-fn absent_or(what: &str, since: &str) -> BenchError {
-    if errno().raw_os_error() == Some(libc::ENOSYS) {
-        BenchError::Skipped(format!(
-            "this kernel has no {what} (ENOSYS; it came in Linux {since})"
-        ))
-    } else {
-        BenchError::failed(what, errno())
-    }
-}
-
 /// A pidfd of the calling process.
 fn own_pidfd() -> Result<i32, BenchError> {
     // SAFETY: no pointer arguments.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0) } as i32;
     if fd < 0 {
-        return Err(absent_or("pidfd_open", "5.3"));
+        return Err(BenchError::of_call("pidfd_open", "5.3"));
     }
     Ok(fd)
 }
@@ -537,7 +526,7 @@ fn pidfd_send_signal(m: &Meter, _: &Case) -> Measured {
     let send =
         || unsafe { libc::syscall(libc::SYS_pidfd_send_signal, fd, 0, null_mut::<c_void>(), 0) };
     let r = if send() != 0 {
-        Err(absent_or("pidfd_send_signal", "5.1"))
+        Err(BenchError::of_call("pidfd_send_signal", "5.1"))
     } else {
         m.batched_fallible(&mut |n| {
             for _ in 0..n {
@@ -593,7 +582,7 @@ fn clone3_pidfd(m: &Meter, _: &Case) -> Measured {
             )
         };
         match pid {
-            -1 => Err(absent_or("clone3", "5.3")),
+            -1 => Err(BenchError::of_call("clone3", "5.3")),
             // SAFETY: ends the child at once.
             0 => unsafe { libc::_exit(0) },
             _ => {

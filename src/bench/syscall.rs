@@ -58,19 +58,15 @@ static RANDOM_SIZES: &[Variant] = &[
     },
 ];
 
-/// A call the kernel does not have (ENOSYS) or refuses for this use (EINVAL) is a skip with
-/// that reason; anything else a failure.
+/// A call the kernel does not have (ENOSYS) or refuses for this use (EINVAL: membarrier's
+/// commands where it was built without them) is a skip with that reason.
 fn absent_or_failed(what: &str, since: &str) -> BenchError {
-    let e = crate::harness::os::errno();
-    match e.raw_os_error() {
-        Some(libc::ENOSYS) => BenchError::Skipped(format!(
-            "this kernel has no {what} (ENOSYS; it came in Linux {since})"
-        )),
-        Some(libc::EINVAL) => BenchError::Skipped(format!(
+    if crate::harness::os::errno().raw_os_error() == Some(libc::EINVAL) {
+        return BenchError::Skipped(format!(
             "this kernel refuses {what} (EINVAL: built without it, or the command is unknown)"
-        )),
-        _ => BenchError::failed(what, e),
+        ));
     }
+    BenchError::of_call(what, since)
 }
 
 fn getrandom(m: &Meter, c: &Case) -> Measured {

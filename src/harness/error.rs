@@ -20,4 +20,17 @@ impl BenchError {
     pub fn failed(what: &str, e: impl std::fmt::Display) -> BenchError {
         BenchError::Failed(format!("{what}: {e}"))
     }
+
+    /// The system call `what` just failed (errno still set): a skip where the kernel lacks
+    /// it (ENOSYS), naming the Linux version that brought it; a failure otherwise.
+    pub fn of_call(what: &str, since: &str) -> BenchError {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::ENOSYS) {
+            BenchError::Skipped(format!(
+                "this kernel has no {what} (ENOSYS; it came in Linux {since})"
+            ))
+        } else {
+            BenchError::failed(what, e)
+        }
+    }
 }

@@ -80,7 +80,8 @@ static FILE_SIZES: &[Variant] = &[
 ];
 
 /// The files the family works on, removed on drop: `f` (one component), `d1/d2/d3/f` (four),
-/// `d1/d2/d3/d4/f` (five), `list/` with 100 empty files, and `new/` for create and delete.
+/// `d1/d2/d3/d4/f` (five), `list/` with 100 empty files; create and delete make a fresh
+/// directory per sample (`Batch`).
 struct Tree {
     /// The tree's root, open: every path is looked up from it.
     root: OwnedFd,
@@ -105,7 +106,6 @@ impl Tree {
             "d1/d2/d3/d4",
         )?;
         made(std::fs::create_dir(p.join("list")), "list/")?;
-        made(std::fs::create_dir(p.join("new")), "new/")?;
         for f in ["f", "d1/d2/d3/f", "d1/d2/d3/d4/f"] {
             made(std::fs::write(p.join(f), b"oscost\n"), f)?;
         }
@@ -325,11 +325,43 @@ fn entries_in(buf: &[u8], len: isize) -> usize {
     n
 }
 
-/// The names a create or delete sample uses: `new/0` to `new/99`.
-fn names() -> Vec<CString> {
-    (0..PER_DIRECTORY)
-        .map(|i| CString::new(format!("new/{i}")).expect("no NUL"))
-        .collect()
+/// One create or delete sample's directory, fresh as lat_fs's is for each measurement (a name
+/// reused after its unlink would find its negative dentry still cached, and be cheaper to
+/// create than a new one), and the 100 names in it; removed on drop.
+struct Batch {
+    /// The tree's root.
+    root: i32,
+    dir: CString,
+    names: Vec<CString>,
+}
+
+impl Batch {
+    /// Directory `new-k` under the tree's root, and `new-k/0` to `new-k/99`.
+    fn new(root: i32, k: u64) -> Result<Batch, BenchError> {
+        let dir = CString::new(format!("new-{k}")).expect("no NUL");
+        // SAFETY: a NUL-terminated path.
+        if unsafe { libc::mkdirat(root, dir.as_ptr(), 0o755) } != 0 {
+            return Err(BenchError::failed(
+                "make a directory for new files",
+                errno(),
+            ));
+        }
+        let names = (0..PER_DIRECTORY)
+            .map(|i| CString::new(format!("new-{k}/{i}")).expect("no NUL"))
+            .collect();
+        Ok(Batch { root, dir, names })
+    }
+}
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        for name in &self.names {
+            // SAFETY: NUL-terminated paths; a name already unlinked fails harmlessly.
+            unsafe { libc::unlinkat(self.root, name.as_ptr(), 0) };
+        }
+        // SAFETY: as above.
+        unsafe { libc::unlinkat(self.root, self.dir.as_ptr(), libc::AT_REMOVEDIR) };
+    }
 }
 
 /// Create each of `names` with `data` written (creat's flags), true when all were.
@@ -362,16 +394,18 @@ fn remove_files(dir: i32, names: &[CString]) -> bool {
 
 fn create(m: &Meter, c: &Case) -> Measured {
     let t = Tree::new(m)?;
-    let (dir, names) = (t.fd(), names());
+    let dir = t.fd();
     let data = vec![b'x'; c.int("bytes")? as usize];
     let clock = Monotonic;
+    let mut k = 0u64;
     let o = m.individual(&mut || {
+        k += 1;
+        let b = Batch::new(dir, k)?;
         let t0 = clock.now_ns();
-        let made = make_files(dir, &names, &data);
+        let made = make_files(dir, &b.names, &data);
         let t1 = clock.now_ns();
-        let removed = remove_files(dir, &names);
-        if !(made && removed) {
-            return Err(BenchError::failed("create or remove a file", errno()));
+        if !made {
+            return Err(BenchError::failed("create a file", errno()));
         }
         Ok(t1.saturating_sub(t0) as f64 / PER_DIRECTORY as f64)
     })?;
@@ -380,15 +414,18 @@ fn create(m: &Meter, c: &Case) -> Measured {
 
 fn delete(m: &Meter, c: &Case) -> Measured {
     let t = Tree::new(m)?;
-    let (dir, names) = (t.fd(), names());
+    let dir = t.fd();
     let data = vec![b'x'; c.int("bytes")? as usize];
     let clock = Monotonic;
+    let mut k = 0u64;
     let o = m.individual(&mut || {
-        if !make_files(dir, &names, &data) {
+        k += 1;
+        let b = Batch::new(dir, k)?;
+        if !make_files(dir, &b.names, &data) {
             return Err(BenchError::failed("create a file", errno()));
         }
         let t0 = clock.now_ns();
-        let removed = remove_files(dir, &names);
+        let removed = remove_files(dir, &b.names);
         let t1 = clock.now_ns();
         if !removed {
             return Err(BenchError::failed("unlink", errno()));

@@ -68,6 +68,34 @@ const BY_NAME: &[(&str, &str)] = &[
     ("getdents64", "fs/getdents64"),
     ("rt_sigaction", "sig/install"),
     ("rt_sigprocmask", "sig/sigprocmask"),
+    ("fcntl", "syscall/fcntl-getfd"),
+    ("lseek", "syscall/lseek"),
+    ("ioctl", "syscall/ioctl-notty"),
+    ("access", "fs/access"),
+    ("faccessat", "fs/access"),
+    ("faccessat2", "fs/access"),
+    ("readlink", "fs/readlink"),
+    ("readlinkat", "fs/readlink"),
+    ("getcwd", "fs/getcwd"),
+    ("mmap", "mem/mmap-only"),
+    ("munmap", "mem/munmap-only"),
+    ("mprotect", "mem/mprotect"),
+    ("brk", "mem/brk"),
+    ("dup2", "fs/dup2"),
+    ("dup3", "fs/dup2"),
+    // Opens left once each open is paired with a close (descriptors kept, or closed at exit).
+    ("openat", "fs/open"),
+    ("open", "fs/open"),
+    // The execve calls left once every exec is priced are failed ones, a PATH search's: a
+    // lookup that ends in ENOENT.
+    ("execve", "fs/open-missing"),
+    ("execveat", "fs/open-missing"),
+    ("memfd_create", "mem/memfd-create"),
+    ("pidfd_open", "spawn/pidfd-open"),
+    // Reading another field of the caller's credentials is getuid's work.
+    ("getgid", "syscall/getuid"),
+    ("geteuid", "syscall/getuid"),
+    ("getegid", "syscall/getuid"),
 ];
 
 /// System calls timed together with the close that follows them: each is paired with one of
@@ -437,8 +465,8 @@ mod tests {
                 // An open and its close are one priced pair; the opens left over are not.
                 ("openat + close", 5, "fs/open-close", false),
                 ("read", 10, "syscall/read-devzero", false),
-                ("openat", 2, NULL_CALL, true),
-                ("execve", 1, NULL_CALL, true),
+                ("openat", 2, "fs/open", false),
+                ("execve", 1, "fs/open-missing", false),
                 ("exit_group", 1, NULL_CALL, true),
                 ("wait4", 1, NULL_CALL, true),
             ]
@@ -446,7 +474,9 @@ mod tests {
         assert_eq!(
             prices_needed(&k),
             vec![
+                "fs/open",
                 "fs/open-close",
+                "fs/open-missing",
                 EXEC,
                 FORK,
                 "syscall/getppid",
@@ -492,13 +522,19 @@ mod tests {
                 ("program start (exec, loader)", 2, PROGRAM_START),
                 // mmap 10 - 3 x 3 = 1; openat 2 - 3 = 0; exit_group 3 - 2 = 1 (the shell's).
                 ("exit_group", 1, NULL_CALL),
-                ("mmap", 1, NULL_CALL),
+                ("mmap", 1, "mem/mmap-only"),
                 ("write", 1, "syscall/write-devnull"),
             ]
         );
         assert_eq!(
             prices_needed(&k),
-            vec![FORK, FORK_EXEC_DYNAMIC, NULL_CALL, "syscall/write-devnull"]
+            vec![
+                "mem/mmap-only",
+                FORK,
+                FORK_EXEC_DYNAMIC,
+                NULL_CALL,
+                "syscall/write-devnull"
+            ]
         );
         let d = less(price(500.0, 3.0), price(200.0, 4.0));
         assert_eq!(d.addition_ns, 300.0);

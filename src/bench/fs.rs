@@ -39,6 +39,18 @@ catalogue! {
         "unlink of a file of 0, 1, 4 and 10 KiB, 100 from a directory as lat_fs does, per file";
     "fs/write" => write { cases: Cases::Fixed(super::PAGE_AND_MIB), peer: Some("LEBench write (small and big)") }:
         "pwrite of 4 KiB and 1 MiB over a file of that size in the page cache";
+    "fs/open" => open_only:
+        "open (read-only) of a file four path components deep, timed alone (the close after it untimed)";
+    "fs/open-missing" => open_missing:
+        "open of a path four components deep whose last does not exist, failing with ENOENT (the lookup a failed execve in a PATH search makes)";
+    "fs/dup2" => dup2:
+        "dup2 onto a descriptor it replaces (closing the old file there)";
+    "fs/access" => access:
+        "faccessat (read permission) of a file four path components deep";
+    "fs/readlink" => readlink:
+        "readlink of a symbolic link beside the file four path components deep";
+    "fs/getcwd" => getcwd:
+        "getcwd of the worker's working directory";
     "fs/close-range" => close_range:
         "close_range over 64 open descriptors (made by dup, untimed), per call";
 }
@@ -109,6 +121,10 @@ impl Tree {
         for f in ["f", "d1/d2/d3/f", "d1/d2/d3/d4/f"] {
             made(std::fs::write(p.join(f), b"oscost\n"), f)?;
         }
+        made(
+            std::os::unix::fs::symlink("f", p.join("d1/d2/d3/link")),
+            "d1/d2/d3/link",
+        )?;
         for i in 0..PER_DIRECTORY {
             made(std::fs::write(p.join(format!("list/{i}")), b""), "list/N")?;
         }
@@ -479,6 +495,77 @@ fn close_range(m: &Meter, _: &Case) -> Measured {
             return Err(BenchError::of_call("close_range", "5.9"));
         }
         Ok(t1.saturating_sub(t0) as f64)
+    })
+}
+
+fn open_only(m: &Meter, _: &Case) -> Measured {
+    let t = Tree::new(m)?;
+    let dir = t.fd();
+    let clock = Monotonic;
+    let o = m.individual(&mut || {
+        let t0 = clock.now_ns();
+        // SAFETY: a NUL-terminated path; the descriptor is closed below.
+        let fd = unsafe { libc::openat(dir, FOUR_DEEP.as_ptr(), libc::O_RDONLY) };
+        let t1 = clock.now_ns();
+        if fd < 0 {
+            return Err(BenchError::failed("open", errno()));
+        }
+        crate::harness::os::close(fd);
+        Ok(t1.saturating_sub(t0) as f64)
+    })?;
+    Ok(t.with_fs(o))
+}
+
+fn open_missing(m: &Meter, _: &Case) -> Measured {
+    let t = Tree::new(m)?;
+    let dir = t.fd();
+    let o = calls(m, "open of a missing file", &mut || {
+        // SAFETY: a NUL-terminated path; the open fails.
+        let fd = unsafe { libc::openat(dir, c"d1/d2/d3/missing".as_ptr(), libc::O_RDONLY) };
+        fd < 0 && errno().raw_os_error() == Some(libc::ENOENT)
+    })?;
+    Ok(t.with_fs(o))
+}
+
+fn dup2(m: &Meter, _: &Case) -> Measured {
+    let null = open_at(libc::AT_FDCWD, c"/dev/null", libc::O_RDONLY)?;
+    let target = open_at(libc::AT_FDCWD, c"/dev/null", libc::O_RDONLY)?;
+    let (a, b) = (null.as_raw_fd(), target.as_raw_fd());
+    // SAFETY: both descriptors are open and owned here; b stays open (replaced by a copy).
+    calls(m, "dup2", &mut || unsafe { libc::dup2(a, b) } == b)
+}
+
+fn access(m: &Meter, _: &Case) -> Measured {
+    let t = Tree::new(m)?;
+    let dir = t.fd();
+    // SAFETY: a NUL-terminated path.
+    let o = calls(m, "faccessat", &mut || unsafe {
+        libc::faccessat(dir, FOUR_DEEP.as_ptr(), libc::R_OK, 0) == 0
+    })?;
+    Ok(t.with_fs(o))
+}
+
+fn readlink(m: &Meter, _: &Case) -> Measured {
+    let t = Tree::new(m)?;
+    let dir = t.fd();
+    let mut buf = [0u8; 256];
+    // SAFETY: a NUL-terminated path and a live buffer of the length passed.
+    let o = calls(m, "readlinkat", &mut || unsafe {
+        libc::readlinkat(
+            dir,
+            c"d1/d2/d3/link".as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        ) == 1
+    })?;
+    Ok(t.with_fs(o))
+}
+
+fn getcwd(m: &Meter, _: &Case) -> Measured {
+    let mut buf = vec![0u8; 4096];
+    // SAFETY: a live buffer of the length passed.
+    calls(m, "getcwd", &mut || unsafe {
+        !libc::getcwd(buf.as_mut_ptr().cast(), buf.len()).is_null()
     })
 }
 

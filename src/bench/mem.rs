@@ -52,6 +52,14 @@ catalogue! {
         "poll over 10 and 1000 eventfds, the last one ready";
     "mem/epoll" => epoll { cases: Cases::Fixed(FD_COUNTS) }:
         "epoll_wait on an epoll set of 10 and 1000 eventfds, the last one ready";
+    "mem/mmap-only" => mmap_only { default: false, peer: Some("LEBench mmap (small)") }:
+        "mmap of 4 KiB of anonymous memory, timed alone (the munmap after it untimed)";
+    "mem/munmap-only" => munmap_only { default: false, peer: Some("LEBench munmap (small)") }:
+        "munmap of an untouched 4 KiB anonymous mapping, timed alone (the mmap before it untimed)";
+    "mem/brk" => brk { default: false }:
+        "brk moving the heap's end up 4 KiB and back down in turn, per call (skipped where the worker holds other threads, whose malloc could race it)";
+    "mem/mprotect" => mprotect { default: false }:
+        "mprotect of a written 4 KiB page, read-only and read-write in turn";
     "mem/memfd-create" => memfd_create { default: false }:
         "memfd_create + close of an empty anonymous file";
     "mem/mremap-grow" => mremap_grow { default: false }:
@@ -452,6 +460,105 @@ fn madvise_dontneed(m: &Meter, _: &Case) -> Measured {
 
 fn madvise_free(m: &Meter, _: &Case) -> Measured {
     madvise_pages(m, libc::MADV_FREE, "MADV_FREE (Linux 4.5)")
+}
+
+/// A fresh anonymous 4 KiB mapping, or the failure.
+fn map_page() -> Result<*mut libc::c_void, BenchError> {
+    // SAFETY: a fresh private anonymous mapping.
+    let p = unsafe {
+        libc::mmap(
+            null_mut(),
+            PAGE,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(BenchError::failed("mmap", errno()));
+    }
+    Ok(p)
+}
+
+fn unmap_page(p: *mut libc::c_void) -> Result<(), BenchError> {
+    // SAFETY: unmapping a page `map_page` mapped.
+    if unsafe { libc::munmap(p, PAGE) } != 0 {
+        return Err(BenchError::failed("munmap", errno()));
+    }
+    Ok(())
+}
+
+fn mmap_only(m: &Meter, _: &Case) -> Measured {
+    let clock = Monotonic;
+    m.individual(&mut || {
+        let t0 = clock.now_ns();
+        let p = map_page()?;
+        let t1 = clock.now_ns();
+        unmap_page(p)?;
+        Ok(t1.saturating_sub(t0) as f64)
+    })
+}
+
+fn munmap_only(m: &Meter, _: &Case) -> Measured {
+    let clock = Monotonic;
+    m.individual(&mut || {
+        let p = map_page()?;
+        let t0 = clock.now_ns();
+        unmap_page(p)?;
+        Ok(clock.now_ns().saturating_sub(t0) as f64)
+    })
+}
+
+fn brk(m: &Meter, _: &Case) -> Measured {
+    let threads = std::fs::read_dir("/proc/self/task").map_or(0, |d| d.count());
+    if threads != 1 {
+        return Err(BenchError::Skipped(format!(
+            "the worker holds {threads} threads; moving the heap's end beside them could race glibc's malloc"
+        )));
+    }
+    // SAFETY: brk with 0 reads the current end of the heap and changes nothing.
+    let end = unsafe { libc::syscall(libc::SYS_brk, 0) };
+    let mut grown = false;
+    // Nothing between a grow and its shrink allocates: only raw system calls run here, on the
+    // only thread, so glibc's idea of the break is right again whenever it could look.
+    let o = m.batched_fallible(&mut |n| {
+        for _ in 0..n {
+            let want = if grown { end } else { end + PAGE as i64 };
+            // SAFETY: moves the break to `want`: up past the heap glibc knows, or back to it.
+            if unsafe { libc::syscall(libc::SYS_brk, want) } != want {
+                return Err(BenchError::failed("brk", errno()));
+            }
+            grown = !grown;
+        }
+        Ok(())
+    });
+    if grown {
+        // SAFETY: back to the break glibc knows.
+        unsafe { libc::syscall(libc::SYS_brk, end) };
+    }
+    o
+}
+
+fn mprotect(m: &Meter, _: &Case) -> Measured {
+    let r = Mapping::anonymous(PAGE, false, 0)?;
+    r.touch_pages();
+    let mut writable = true;
+    m.batched_fallible(&mut |n| {
+        for _ in 0..n {
+            writable = !writable;
+            let prot = if writable {
+                libc::PROT_READ | libc::PROT_WRITE
+            } else {
+                libc::PROT_READ
+            };
+            // SAFETY: the benchmark's own mapping.
+            if unsafe { libc::mprotect(r.ptr().cast(), PAGE, prot) } != 0 {
+                return Err(BenchError::failed("mprotect", errno()));
+            }
+        }
+        Ok(())
+    })
 }
 
 #[cfg(test)]

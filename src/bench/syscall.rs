@@ -39,6 +39,12 @@ catalogue! {
         "write of 1 byte to /dev/null";
     "syscall/sched-yield" => sched_yield { ladder: Some("syscall/sched-yield") }:
         "sched_yield() with nothing else runnable on the CPU";
+    "syscall/fcntl-getfd" => fcntl_getfd { default: false }:
+        "fcntl(F_GETFD) on an open descriptor: its close-on-exec flag read";
+    "syscall/lseek" => lseek { default: false }:
+        "lseek(SEEK_CUR, 0) on an open file: its offset read";
+    "syscall/ioctl-notty" => ioctl_notty { default: false }:
+        "ioctl(TCGETS) on /dev/null, failing with ENOTTY: what isatty() asks of a descriptor that is no terminal";
     "syscall/getrandom" => getrandom { cases: Cases::Fixed(RANDOM_SIZES), default: false }:
         "the getrandom system call filling 16 and 256 bytes (not glibc's wrapper, which may use the vDSO)";
     "syscall/membarrier-private-expedited" => membarrier_private { default: false }:
@@ -180,6 +186,41 @@ fn write_devnull(m: &Meter, _: &Case) -> Measured {
         for _ in 0..n {
             // SAFETY: one byte from a live local buffer.
             black_box(unsafe { libc::write(fd, buf.as_ptr().cast(), 1) });
+        }
+    }))
+}
+
+fn fcntl_getfd(m: &Meter, _: &Case) -> Measured {
+    let f = open("/dev/null", false)?;
+    let fd = f.as_raw_fd();
+    Ok(m.batched(&mut |n| {
+        for _ in 0..n {
+            // SAFETY: no pointer arguments.
+            black_box(unsafe { libc::fcntl(fd, libc::F_GETFD) });
+        }
+    }))
+}
+
+fn lseek(m: &Meter, _: &Case) -> Measured {
+    let f = open("/dev/zero", false)?;
+    let fd = f.as_raw_fd();
+    Ok(m.batched(&mut |n| {
+        for _ in 0..n {
+            // SAFETY: no pointer arguments.
+            black_box(unsafe { libc::lseek(fd, 0, libc::SEEK_CUR) });
+        }
+    }))
+}
+
+fn ioctl_notty(m: &Meter, _: &Case) -> Measured {
+    let f = open("/dev/null", false)?;
+    let fd = f.as_raw_fd();
+    // SAFETY: an all-zero termios is a valid buffer.
+    let mut t: libc::termios = unsafe { std::mem::zeroed() };
+    Ok(m.batched(&mut |n| {
+        for _ in 0..n {
+            // SAFETY: TCGETS into a live termios.
+            black_box(unsafe { libc::ioctl(fd, libc::TCGETS, &mut t) });
         }
     }))
 }

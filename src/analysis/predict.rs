@@ -644,4 +644,24 @@ mod tests {
         assert!(far.contains("largest: openat 10"), "{far}");
         assert!(far.contains("largest: read x12 at +50 ns"), "{far}");
     }
+
+    /// docs/prices.md is the table of what prices each call: every pair here is a row there.
+    #[test]
+    fn the_prices_table_in_docs_is_the_one_in_the_code() {
+        let doc = include_str!("../../docs/prices.md");
+        for (call, by) in BY_NAME {
+            let row = format!("| `{call}` | `{by}` |");
+            assert!(doc.contains(&row), "docs/prices.md lacks {row}");
+        }
+        for (call, by) in WITH_CLOSE {
+            let row = format!("| `{call}` with a `close` | `{by}` |");
+            assert!(doc.contains(&row), "docs/prices.md lacks {row}");
+        }
+        let rows = doc.lines().filter(|l| l.starts_with("| `")).count();
+        assert_eq!(
+            rows,
+            BY_NAME.len() + WITH_CLOSE.len(),
+            "docs/prices.md has rows the code lacks"
+        );
+    }
 }

@@ -24,6 +24,13 @@ fn every_fs_and_sig_benchmark_measures_and_says_where_its_files_were() {
         "fs/delete/10KiB",
         "fs/write/4KiB",
         "fs/write/1MiB",
+        "fs/open",
+        "fs/open-missing",
+        "fs/dup2",
+        "fs/access",
+        "fs/readlink",
+        "fs/getcwd",
+        "fs/close-range",
         "sig/install",
         "sig/catch",
         "sig/prot",
@@ -41,8 +48,12 @@ fn every_fs_and_sig_benchmark_measures_and_says_where_its_files_were() {
             r.id,
             r.status
         );
-        // Every fs/ result but close_range, which works on descriptors, touched files.
-        if r.id.starts_with("fs/") && r.id != "fs/close-range" && r.status == Status::Ok {
+        // Every fs/ result touched files but those that work on descriptors alone.
+        let descriptors_only = ["fs/close-range", "fs/dup2", "fs/getcwd"];
+        if r.id.starts_with("fs/")
+            && !descriptors_only.contains(&r.id.as_str())
+            && r.status == Status::Ok
+        {
             let fs = r.params.get("fs").and_then(|v| v.as_str()).unwrap_or("");
             assert!(!fs.is_empty(), "{} does not say its file system", r.id);
         }
@@ -56,6 +67,9 @@ fn every_fs_and_sig_benchmark_measures_and_says_where_its_files_were() {
 fn fs_and_sig_costs_are_ordered() {
     let _g = measuring();
     let ids = [
+        "syscall/getppid",
+        "fs/open",
+        "fs/open-missing",
         "fs/stat",
         "fs/fstat",
         "fs/open-close",
@@ -66,6 +80,10 @@ fn fs_and_sig_costs_are_ordered() {
         "sig/sigprocmask",
     ];
     let (_, run) = run_json(&unique_tag("fssig-order"), &ids);
+    // A walk of four components costs more than the null call.
+    assert!(median(&run, "fs/stat") > 2.0 * median(&run, "syscall/getppid"));
+    // A found file is opened (a file allocated) where a missing one ends at the lookup.
+    assert!(median(&run, "fs/open") > median(&run, "fs/open-missing"));
     // A four-component walk costs more than reading an open file's inode.
     assert!(median(&run, "fs/stat") > median(&run, "fs/fstat"));
     // An open allocates a file and a descriptor on top of the same walk.

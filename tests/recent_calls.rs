@@ -74,3 +74,32 @@ fn recent_call_costs_are_ordered() {
     // A process made and reaped against a descriptor made and closed.
     assert!(median(&run, "spawn/clone3-pidfd") > median(&run, "spawn/pidfd-open"));
 }
+
+/// The calls `predict` prices by name that have no family test of their own measure here.
+#[test]
+fn the_calls_predict_prices_by_name_measure() {
+    let _g = measuring();
+    let ids = [
+        "syscall/fcntl-getfd",
+        "syscall/lseek",
+        "syscall/ioctl-notty",
+        "mem/mmap-only",
+        "mem/munmap-only",
+        "mem/mprotect",
+        "mem/brk",
+    ];
+    let mut args = vec!["--quick"];
+    args.extend(ids);
+    let (_, run) = run_json(&unique_tag("priced"), &args);
+    for id in ids {
+        let r = result(&run, id);
+        match &r.status {
+            Status::Ok => {}
+            // brk refuses to run beside other threads, saying so.
+            Status::Skipped { reason } if id == "mem/brk" && reason.contains("threads") => {
+                skip(id, reason)
+            }
+            s => panic!("{id}: {s:?}"),
+        }
+    }
+}

@@ -664,4 +664,16 @@ mod tests {
             "docs/prices.md has rows the code lacks"
         );
     }
+
+    /// A price is a benchmark run by id: each named is in the catalogue with one result.
+    #[test]
+    fn every_call_is_priced_by_a_benchmark_of_one_result() {
+        for (call, by) in BY_NAME.iter().chain(WITH_CLOSE) {
+            let b = crate::bench::find(by).unwrap_or_else(|| panic!("{call}: no benchmark {by}"));
+            assert!(
+                matches!(b.cases, crate::harness::case::Cases::One),
+                "{call}: {by} has several results"
+            );
+        }
+    }
 }

@@ -63,6 +63,8 @@ fn recent_call_costs_are_ordered() {
             "syscall/getrandom",
             "spawn/pidfd-open",
             "spawn/clone3-pidfd",
+            "spawn/shell",
+            "timer/nanosleep-overshoot",
         ],
     );
     let ok = |id: &str| result(&run, id).status == Status::Ok;
@@ -73,6 +75,13 @@ fn recent_call_costs_are_ordered() {
     assert!(median(&run, "syscall/getrandom/256B") > median(&run, "syscall/getrandom/16B"));
     // A process made and reaped against a descriptor made and closed.
     assert!(median(&run, "spawn/clone3-pidfd") > median(&run, "spawn/pidfd-open"));
+    // A shell is a process and an exec of a dynamic program on top of a bare process.
+    assert!(median(&run, "spawn/shell") > median(&run, "spawn/clone3-pidfd"));
+    // A sleep never ends before the time asked (POSIX): the overshoot is never below zero.
+    for asked in ["10us", "100us", "1000us"] {
+        let id = format!("timer/nanosleep-overshoot/{asked}");
+        assert!(p5(&run, &id) >= 0.0, "{id}: a sleep ended early");
+    }
 }
 
 /// The calls `predict` prices by name that have no family test of their own measure here.

@@ -60,6 +60,8 @@ catalogue! {
         cases: Cases::ForkSizes, curve: Some(FORK_RSS_CURVE), preempts: true, default: false,
     }:
         "fork + _exit + waitpid against the parent's resident memory (--fork-sizes)";
+    "spawn/shell" => shell { preempts: true, default: false, peer: Some("lmbench lat_proc shell") }:
+        "fork + execve of /bin/sh -c exit + waitpid: a shell started to run a command that is a builtin";
     "spawn/pidfd-open" => pidfd_open { default: false }:
         "pidfd_open of the calling process + close of the descriptor";
     "spawn/pidfd-send-signal" => pidfd_send_signal { default: false }:
@@ -321,6 +323,17 @@ fn fork_exec_dynamic(m: &Meter, _: &Case) -> Measured {
         .ok_or_else(|| BenchError::Skipped("no /bin/true on this system".into()))?;
     let c = CString::new(path).expect("no NUL");
     let args = ExecArgs::new(&c, &["true"]);
+    Ok(m.individual(&mut || args.fork_exec(&Monotonic))?
+        .param("program", path))
+}
+
+fn shell(m: &Meter, _: &Case) -> Measured {
+    let path = "/bin/sh";
+    if !std::path::Path::new(path).exists() {
+        return Err(BenchError::Skipped("no /bin/sh on this system".into()));
+    }
+    let c = CString::new(path).expect("no NUL");
+    let args = ExecArgs::new(&c, &["sh", "-c", "exit"]);
     Ok(m.individual(&mut || args.fork_exec(&Monotonic))?
         .param("program", path))
 }

@@ -8,7 +8,7 @@ use std::hint::black_box;
 use serde_json::json;
 
 use crate::catalogue;
-use crate::harness::case::{BenchError, Case, Measured, Meter};
+use crate::harness::case::{BenchError, Case, Cases, Measured, Meter, Param, Variant};
 use crate::harness::clock::{
     Monotonic, claimed_resolution_ns, measure_reader, read_clock, read_gettimeofday,
     read_monotonic_syscall,
@@ -31,6 +31,51 @@ catalogue! {
         "rdtsc instruction (TSC ticks, not core cycles; not ordered)";
     "timer/rdtscp" => rdtscp:
         "rdtscp instruction (waits for earlier instructions)";
+    "timer/nanosleep-overshoot" => nanosleep_overshoot {
+        cases: Cases::Fixed(SLEEPS), default: false, peer: Some("lmbench lat_usleep nanosleep, which reports the whole sleep"),
+    }:
+        "how much later than asked nanosleep of 10, 100 and 1000 us returns (the time slept less the time asked)";
+}
+
+static SLEEPS: &[Variant] = &[
+    Variant {
+        suffix: "/10us",
+        params: &[("asked_ns", Param::Int(10_000))],
+    },
+    Variant {
+        suffix: "/100us",
+        params: &[("asked_ns", Param::Int(100_000))],
+    },
+    Variant {
+        suffix: "/1000us",
+        params: &[("asked_ns", Param::Int(1_000_000))],
+    },
+];
+
+fn nanosleep_overshoot(m: &Meter, c: &Case) -> Measured {
+    use crate::harness::clock::Clock;
+    let asked = c.int("asked_ns")?;
+    let clock = Monotonic;
+    let cfg = crate::harness::sampler::SamplerConfig {
+        // Sleeps of a millisecond need a longer window for enough samples.
+        budget_ns: m.sampler.cfg.budget_ns.max(asked * 200),
+        ..m.sampler.cfg
+    };
+    let o = m.individual_with(cfg, &mut || {
+        let ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: asked as libc::c_long,
+        };
+        let t0 = clock.now_ns();
+        // SAFETY: a valid timespec; an interrupted sleep is timed as it was.
+        unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
+        let t1 = clock.now_ns();
+        Ok::<f64, BenchError>(t1.saturating_sub(t0) as f64 - asked as f64)
+    })?;
+    // The timer slack the kernel may add to each sleep (50 us by default for normal threads).
+    // SAFETY: PR_GET_TIMERSLACK takes no pointer.
+    let slack = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
+    Ok(o.param("timer_slack_ns", slack))
 }
 
 /// Time `read` in batches and attach its resolution.

@@ -15,17 +15,19 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
 
 use crate::catalogue;
-use crate::harness::case::{BenchError, Case, Cases, Measured, Meter, Outcome, Param, Variant};
+use crate::harness::case::{
+    Among, BenchError, Case, Cases, Expect, Measured, Meter, Outcome, Param, Variant,
+};
 use crate::harness::clock::{Clock, Monotonic};
 use crate::harness::os::errno;
 
 catalogue! {
     family { default: false };
-    "fs/stat" => stat { peer: Some("lmbench lat_syscall stat") }:
+    "fs/stat" => stat { events: crate::expect_events![(Among::All, "context-switches", Expect::NONE), (Among::All, "minor-faults", Expect::NONE)], peer: Some("lmbench lat_syscall stat") }:
         "stat of a file four path components deep (lmbench's /usr/include/linux/types.h is four), from a directory descriptor";
-    "fs/fstat" => fstat { peer: Some("lmbench lat_syscall fstat") }:
+    "fs/fstat" => fstat { events: crate::expect_events![(Among::All, "context-switches", Expect::NONE), (Among::All, "minor-faults", Expect::NONE)], peer: Some("lmbench lat_syscall fstat") }:
         "fstat of an open file";
-    "fs/open-close" => open_close { peer: Some("lmbench lat_syscall open") }:
+    "fs/open-close" => open_close { events: crate::expect_events![(Among::All, "context-switches", Expect::NONE), (Among::All, "minor-faults", Expect::NONE)], peer: Some("lmbench lat_syscall open") }:
         "open (read-only) + close of a file four path components deep";
     "fs/statx" => statx:
         "statx (basic fields) of a file four path components deep";

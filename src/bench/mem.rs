@@ -52,7 +52,7 @@ catalogue! {
         "poll over 10 and 1000 eventfds, the last one ready";
     "mem/epoll" => epoll { cases: Cases::Fixed(FD_COUNTS) }:
         "epoll_wait on an epoll set of 10 and 1000 eventfds, the last one ready";
-    "mem/mmap-only" => mmap_only { default: false, peer: Some("LEBench mmap (small)") }:
+    "mem/mmap-only" => mmap_only { default: false, events: crate::expect_events![(Among::All, "minor-faults", Expect::NONE)], peer: Some("LEBench mmap (small)") }:
         "mmap of 4 KiB of anonymous memory, timed alone (the munmap after it untimed)";
     "mem/munmap-only" => munmap_only { default: false, peer: Some("LEBench munmap (small)") }:
         "munmap of an untouched 4 KiB anonymous mapping, timed alone (the mmap before it untimed)";

@@ -9,14 +9,14 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::catalogue;
-use crate::harness::case::{BenchError, Case, Measured, Meter};
+use crate::harness::case::{Among, BenchError, Case, Expect, Measured, Meter};
 use crate::harness::os::{Mapping, errno};
 
 catalogue! {
     family { default: false };
-    "sig/install" => install { peer: Some("lmbench lat_sig install") }:
+    "sig/install" => install { events: crate::expect_events![(Among::All, "context-switches", Expect::NONE), (Among::All, "minor-faults", Expect::NONE)], peer: Some("lmbench lat_sig install") }:
         "sigaction installing a handler for SIGUSR1 (the old action read back)";
-    "sig/catch" => catch { peer: Some("lmbench lat_sig catch") }:
+    "sig/catch" => catch { events: crate::expect_events![(Among::All, "context-switches", Expect::NONE), (Among::All, "minor-faults", Expect::NONE)], peer: Some("lmbench lat_sig catch") }:
         "SIGUSR1 sent to oneself, delivered to an empty handler and returned from, less the send (tgkill with signal 0)";
     "sig/prot" => prot { peer: Some("lmbench lat_sig prot, which reports this less sig/catch") }:
         "a write to a read-only page, delivered as SIGSEGV to a handler and returned from (the write retried)";

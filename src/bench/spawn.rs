@@ -66,7 +66,15 @@ catalogue! {
         "pidfd_open of the calling process + close of the descriptor";
     "spawn/pidfd-send-signal" => pidfd_send_signal { default: false }:
         "pidfd_send_signal with signal 0 (the right to signal checked, nothing sent) through a pidfd of the calling process";
-    "spawn/clone3-pidfd" => clone3_pidfd { preempts: true, default: false }:
+    "spawn/clone3-pidfd" => clone3_pidfd {
+        preempts: true,
+        default: false,
+        // A process like fork's: its child runs (a switch) and its first write faults.
+        events: crate::expect_events![
+            (Among::All, "context-switches", Expect::AtLeast(0.95)),
+            (Among::All, "minor-faults", Expect::AtLeast(1.0)),
+        ],
+    }:
         "clone3 with CLONE_PIDFD + _exit in the child + waitid(P_PIDFD) in the parent + close of the pidfd";
 }
 

@@ -39,7 +39,7 @@ catalogue! {
         "write of 1 byte to /dev/null";
     "syscall/sched-yield" => sched_yield { ladder: Some("syscall/sched-yield") }:
         "sched_yield() with nothing else runnable on the CPU";
-    "syscall/fcntl-getfd" => fcntl_getfd { default: false }:
+    "syscall/fcntl-getfd" => fcntl_getfd { default: false, events: crate::expect_events![(Among::All, "context-switches", Expect::NONE), (Among::All, "minor-faults", Expect::NONE)] }:
         "fcntl(F_GETFD) on an open descriptor: its close-on-exec flag read";
     "syscall/lseek" => lseek { default: false }:
         "lseek(SEEK_CUR, 0) on an open file: its offset read";

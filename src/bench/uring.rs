@@ -12,11 +12,17 @@ use std::os::fd::AsRawFd;
 use io_uring::{IoUring, opcode, types};
 
 use crate::catalogue;
-use crate::harness::case::{BenchError, Case, Cases, Measured, Meter, Param, Variant};
+use crate::harness::case::{
+    Among, BenchError, Case, Cases, Expect, Measured, Meter, Param, Variant,
+};
 
 catalogue! {
     family { default: false };
-    "uring/nop" => nop { cases: Cases::Fixed(BATCHES) }:
+    "uring/nop" => nop {
+        cases: Cases::Fixed(BATCHES),
+        // Completed inline by the submitting call: nothing sleeps.
+        events: crate::expect_events![(Among::All, "context-switches", Expect::NONE)],
+    }:
         "an IORING_OP_NOP submitted and its completion reaped: one per io_uring_enter, and 32 per enter (per NOP)";
     "uring/nop-sqpoll" => nop_sqpoll:
         "an IORING_OP_NOP taken by the kernel's submission poller (SQPOLL, on another CPU) and its completion reaped by spinning: no system call while the poller is awake";

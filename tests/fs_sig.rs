@@ -35,6 +35,7 @@ fn every_fs_and_sig_benchmark_measures_and_says_where_its_files_were() {
         "sig/catch",
         "sig/prot",
         "sig/sigprocmask",
+        "sig/pingpong@same",
     ] {
         assert!(ids.contains(&want), "{want} missing from {ids:?}");
     }
@@ -78,6 +79,7 @@ fn fs_and_sig_costs_are_ordered() {
         "sig/catch",
         "sig/prot",
         "sig/sigprocmask",
+        "sig/pingpong",
     ];
     let (_, run) = run_json(&unique_tag("fssig-order"), &ids);
     // A walk of four components costs more than the null call.
@@ -91,6 +93,8 @@ fn fs_and_sig_costs_are_ordered() {
     assert!(median(&run, "fs/write/1MiB") > median(&run, "fs/write/4KiB"));
     // A delivery (frame built, handler run, sigreturn) is two kernel entries and more.
     assert!(median(&run, "sig/catch") > median(&run, "sig/sigprocmask"));
+    // Two processes, two signals and two switches against one signal to oneself.
+    assert!(median(&run, "sig/pingpong@same") > median(&run, "sig/catch"));
     // A fault delivered as a signal is an exception on top of a delivery.
     assert!(median(&run, "sig/prot") > median(&run, "sig/install"));
 }

@@ -61,6 +61,8 @@ fn ipc_and_memory_costs_are_ordered() {
         "ipc/unix-1b",
         "ipc/msg-pingpong",
         "ipc/msg-roundtrip",
+        "ipc/sem-pingpong",
+        "ipc/sem",
     ];
     let mut args = vec!["--placement", "same"];
     args.extend(ids);
@@ -74,6 +76,8 @@ fn ipc_and_memory_costs_are_ordered() {
     assert!(median(&run, "ipc/shm-attach/touched") > median(&run, "ipc/shm-attach/untouched"));
     assert!(median(&run, "ipc/unix-64k") > median(&run, "ipc/unix-1b"));
     assert!(median(&run, "ipc/msg-pingpong@same") > median(&run, "ipc/msg-roundtrip/8B"));
+    // Two processes and two switches against both semops in one.
+    assert!(median(&run, "ipc/sem-pingpong@same") > median(&run, "ipc/sem"));
 }
 
 #[test]

@@ -33,6 +33,10 @@ catalogue! {
         "shmat + shmdt of a 64 KiB segment, untouched and with every page touched";
     "ipc/sem" => sem:
         "semop +1 then semop -1 on a SysV semaphore in one process";
+    "ipc/sem-pingpong" => sem_pingpong {
+        cases: Cases::Placements, preempts: true, default: false, peer: Some("lmbench lat_sem"),
+    }:
+        "round trip through two SysV semaphores between two processes (+1 on the peer's, -1 on one's own)";
     "ipc/posix-mq" => posix_mq:
         "mq_send + mq_receive of an 8 B message in one process";
     "ipc/unix-1b" => unix_1b:
@@ -270,6 +274,65 @@ fn sem(m: &Meter, _: &Case) -> Measured {
         }
         Ok(())
     })
+}
+
+/// A private set of `n` SysV semaphores, removed on drop (and by the worker's handler).
+struct SemSet(i32, #[allow(dead_code)] Held);
+
+impl SemSet {
+    fn new(n: i32) -> Result<SemSet, BenchError> {
+        // SAFETY: plain syscall.
+        let id = unsafe { libc::semget(libc::IPC_PRIVATE, n, libc::IPC_CREAT | 0o600) };
+        if id < 0 {
+            return Err(limit_error("semget", "kernel.sem"));
+        }
+        Ok(SemSet(id, hold(ObjectKind::Sem, id)))
+    }
+
+    /// semop of `op` on semaphore `num`; false when it failed (the set removed).
+    fn op(id: i32, num: u16, op: i16, flags: i16) -> bool {
+        let mut b = libc::sembuf {
+            sem_num: num,
+            sem_op: op,
+            sem_flg: flags,
+        };
+        // SAFETY: one valid sembuf.
+        unsafe { libc::semop(id, &mut b, 1) == 0 }
+    }
+}
+
+impl Drop for SemSet {
+    fn drop(&mut self) {
+        // SAFETY: removing our own set.
+        unsafe { libc::semctl(self.0, 0, libc::IPC_RMID) };
+    }
+}
+
+/// The peer of sem-pingpong: take semaphore 0, give semaphore 1, until the set goes.
+fn sem_echo(id: i32) {
+    while SemSet::op(id, 0, -1, 0) && SemSet::op(id, 1, 1, 0) {}
+}
+
+fn sem_pingpong(m: &Meter, c: &Case) -> Measured {
+    let set = SemSet::new(2)?;
+    let id = set.0;
+    // The nudge wakes the master if the peer dies: a give it will see is not from the peer.
+    let nudge = move || {
+        SemSet::op(id, 1, 1, libc::IPC_NOWAIT as i16);
+    };
+    let peer = PeerProc::spawn(c.peer_cpu(), &m.allowed, move || sem_echo(id), nudge)?;
+    let r = m.batched_fallible(&mut |n| {
+        for _ in 0..n {
+            if !(SemSet::op(id, 0, 1, 0) && SemSet::op(id, 1, -1, 0)) {
+                return Err(BenchError::failed("semop", errno()));
+            }
+            peer.check()?;
+        }
+        Ok(())
+    });
+    drop(peer);
+    drop(set);
+    r
 }
 
 fn posix_mq(m: &Meter, _: &Case) -> Measured {

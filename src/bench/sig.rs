@@ -1,6 +1,8 @@
 //! sig/: what signals cost, by lmbench's `lat_sig` definitions: installing a handler, a signal
 //! sent to oneself and caught (the send subtracted, as lat_sig does), a protection fault
-//! delivered as SIGSEGV and returned from, and the signal mask set.
+//! delivered as SIGSEGV and returned from, and the signal mask set; and a signal's round trip
+//! between two processes (lat_sig has none: "should really do a two process version"), taken by
+//! sigwaitinfo at both ends.
 //!
 //! Signals go to the measuring thread itself (`tgkill`), never to the process: a worker may
 //! hold other threads, and a process-directed signal may be delivered to any of them, after the
@@ -9,8 +11,8 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::catalogue;
-use crate::harness::case::{Among, BenchError, Case, Expect, Measured, Meter};
-use crate::harness::os::{Mapping, errno};
+use crate::harness::case::{Among, BenchError, Case, Cases, Expect, Measured, Meter};
+use crate::harness::os::{Mapping, PeerProc, errno};
 
 catalogue! {
     family { default: false };
@@ -22,6 +24,8 @@ catalogue! {
         "a write to a read-only page, delivered as SIGSEGV to a handler and returned from (the write retried)";
     "sig/sigprocmask" => sigprocmask:
         "rt_sigprocmask setting the mask the thread already has";
+    "sig/pingpong" => pingpong { cases: Cases::Placements, preempts: true }:
+        "round trip of a signal between two processes: SIGUSR1 to the peer, SIGUSR2 back to the measuring thread, each taken by sigwaitinfo (no handler)";
 }
 
 /// SIGUSR1s caught by `count_caught`.
@@ -233,4 +237,89 @@ fn sigprocmask(m: &Meter, _: &Case) -> Measured {
         }
         Ok(())
     })
+}
+
+/// A set of these signals.
+fn signal_set(signals: &[i32]) -> libc::sigset_t {
+    // SAFETY: sigset operations on a local value.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for &s in signals {
+            libc::sigaddset(&mut set, s);
+        }
+        set
+    }
+}
+
+/// `signals` blocked in this thread while it lives (a fork inherits them); the old mask put
+/// back on drop.
+struct Blocked {
+    old: libc::sigset_t,
+}
+
+impl Blocked {
+    fn new(signals: &[i32]) -> Blocked {
+        let set = signal_set(signals);
+        // SAFETY: a local set and a buffer for the old mask.
+        let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old) };
+        Blocked { old }
+    }
+}
+
+impl Drop for Blocked {
+    fn drop(&mut self) {
+        // SAFETY: the mask read when this was made.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut()) };
+    }
+}
+
+fn pingpong(m: &Meter, c: &Case) -> Measured {
+    // SAFETY: no arguments.
+    let (pid, tid) = (unsafe { libc::getpid() }, unsafe { libc::gettid() });
+    // Both blocked before the fork, so a signal that comes before its waiter waits pending in
+    // either process instead of ending it.
+    let _blocked = Blocked::new(&[libc::SIGUSR1, libc::SIGUSR2]);
+    // The nudge wakes the measuring thread if the peer dies.
+    let nudge = move || {
+        to_self(pid, tid, libc::SIGUSR2);
+    };
+    let peer = PeerProc::spawn(
+        c.peer_cpu(),
+        &m.allowed,
+        move || {
+            let ping = signal_set(&[libc::SIGUSR1]);
+            // SAFETY: a valid set; no siginfo wanted. Ends when the measuring thread is gone.
+            while unsafe { libc::sigwaitinfo(&ping, std::ptr::null_mut()) } == libc::SIGUSR1
+                && to_self(pid, tid, libc::SIGUSR2)
+            {}
+        },
+        nudge,
+    )?;
+    let (peer_pid, pong) = (peer.pid(), signal_set(&[libc::SIGUSR2]));
+    let r = m.batched_fallible(&mut |n| {
+        for _ in 0..n {
+            // SAFETY: signalling our own child; waiting on a valid set.
+            let ok = unsafe {
+                libc::kill(peer_pid, libc::SIGUSR1) == 0
+                    && libc::sigwaitinfo(&pong, std::ptr::null_mut()) == libc::SIGUSR2
+            };
+            if !ok {
+                return Err(BenchError::failed("kill/sigwaitinfo", errno()));
+            }
+            peer.check()?;
+        }
+        Ok(())
+    });
+    drop(peer);
+    // A nudge or a late answer may be pending: take it before the mask is put back.
+    // SAFETY: a zero timeout; a valid set.
+    let zero = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    while unsafe { libc::sigtimedwait(&pong, std::ptr::null_mut(), &zero) } == libc::SIGUSR2 {}
+    r
 }

@@ -457,6 +457,11 @@ impl PeerProc {
         })
     }
 
+    /// The peer's process id (to signal it).
+    pub fn pid(&self) -> libc::pid_t {
+        self.pid
+    }
+
     /// Fails once the watchdog has seen the peer die.
     pub fn check(&self) -> Result<(), BenchError> {
         if self.dead.load(Ordering::Relaxed) {

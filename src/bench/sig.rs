@@ -315,11 +315,11 @@ fn pingpong(m: &Meter, c: &Case) -> Measured {
     });
     drop(peer);
     // A nudge or a late answer may be pending: take it before the mask is put back.
-    // SAFETY: a zero timeout; a valid set.
     let zero = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
+    // SAFETY: a valid set and a zero timeout.
     while unsafe { libc::sigtimedwait(&pong, std::ptr::null_mut(), &zero) } == libc::SIGUSR2 {}
     r
 }

@@ -411,6 +411,16 @@ fn remove_files(dir: i32, names: &[CString]) -> bool {
 }
 
 fn create(m: &Meter, c: &Case) -> Measured {
+    lat_fs(m, c, false)
+}
+
+fn delete(m: &Meter, c: &Case) -> Measured {
+    lat_fs(m, c, true)
+}
+
+/// lat_fs: per sample, 100 files of the case's size made in a fresh directory and removed;
+/// timed is the making or (`deleting`) the removing, per file.
+fn lat_fs(m: &Meter, c: &Case, deleting: bool) -> Measured {
     let t = Tree::new(m)?;
     let dir = t.fd();
     let data = vec![b'x'; c.int("bytes")? as usize];
@@ -425,22 +435,8 @@ fn create(m: &Meter, c: &Case) -> Measured {
         if !made {
             return Err(BenchError::failed("create a file", errno()));
         }
-        Ok(t1.saturating_sub(t0) as f64 / PER_DIRECTORY as f64)
-    })?;
-    Ok(t.with_fs(o))
-}
-
-fn delete(m: &Meter, c: &Case) -> Measured {
-    let t = Tree::new(m)?;
-    let dir = t.fd();
-    let data = vec![b'x'; c.int("bytes")? as usize];
-    let clock = Monotonic;
-    let mut k = 0u64;
-    let o = m.individual(&mut || {
-        k += 1;
-        let b = Batch::new(dir, k)?;
-        if !make_files(dir, &b.names, &data) {
-            return Err(BenchError::failed("create a file", errno()));
+        if !deleting {
+            return Ok(t1.saturating_sub(t0) as f64 / PER_DIRECTORY as f64);
         }
         let t0 = clock.now_ns();
         let removed = remove_files(dir, &b.names);

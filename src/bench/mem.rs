@@ -383,20 +383,9 @@ fn memfd_create(m: &Meter, _: &Case) -> Measured {
 
 /// Map 4 KiB, let `between` act on it, unmap what is there; false when a call failed.
 fn map_act_unmap(between: &mut dyn FnMut(*mut libc::c_void) -> (*mut libc::c_void, usize)) -> bool {
-    // SAFETY: a fresh private anonymous mapping.
-    let p = unsafe {
-        libc::mmap(
-            null_mut(),
-            PAGE,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
+    let Ok(p) = map_page() else {
         return false;
-    }
+    };
     let (q, len) = between(p);
     // SAFETY: unmapping what was mapped (moved or not).
     q != libc::MAP_FAILED && unsafe { libc::munmap(q, len) } == 0

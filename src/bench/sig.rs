@@ -98,32 +98,6 @@ impl Drop for Installed {
     }
 }
 
-/// `signal` unblocked in this thread while it lives; the old mask put back on drop.
-struct Unblocked {
-    old: libc::sigset_t,
-}
-
-impl Unblocked {
-    fn new(signal: i32) -> Unblocked {
-        // SAFETY: sigset operations on local values.
-        unsafe {
-            let mut set: libc::sigset_t = std::mem::zeroed();
-            let mut old: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut set);
-            libc::sigaddset(&mut set, signal);
-            libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, &mut old);
-            Unblocked { old }
-        }
-    }
-}
-
-impl Drop for Unblocked {
-    fn drop(&mut self) {
-        // SAFETY: the mask read when this was made.
-        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut()) };
-    }
-}
-
 /// Send `signal` to the calling thread; 0 checks the right to without sending.
 fn to_self(pid: i32, tid: i32, signal: i32) -> bool {
     // SAFETY: no pointer arguments.
@@ -152,7 +126,7 @@ fn install(m: &Meter, _: &Case) -> Measured {
 
 fn catch(m: &Meter, _: &Case) -> Measured {
     let _handler = Installed::new(libc::SIGUSR1, count_caught as *const () as usize, 0)?;
-    let _unblocked = Unblocked::new(libc::SIGUSR1);
+    let _unblocked = Mask::change(libc::SIG_UNBLOCK, &[libc::SIGUSR1]);
     // SAFETY: no arguments.
     let (pid, tid) = (unsafe { libc::getpid() }, unsafe { libc::gettid() });
     let mut sent = 0u64;
@@ -194,7 +168,7 @@ fn prot(m: &Meter, _: &Case) -> Measured {
         libc::SA_SIGINFO,
     );
     let result = handler.and_then(|_h| {
-        let _unblocked = Unblocked::new(libc::SIGSEGV);
+        let _unblocked = Mask::change(libc::SIG_UNBLOCK, &[libc::SIGSEGV]);
         m.batched_fallible(&mut |n| {
             if n == 0 {
                 return Ok(());
@@ -252,24 +226,24 @@ fn signal_set(signals: &[i32]) -> libc::sigset_t {
     }
 }
 
-/// `signals` blocked in this thread while it lives (a fork inherits them); the old mask put
-/// back on drop.
-struct Blocked {
+/// This thread's signal mask changed (`how`: SIG_BLOCK or SIG_UNBLOCK `signals`) while it
+/// lives, the old mask put back on drop; a fork meanwhile inherits the changed one.
+struct Mask {
     old: libc::sigset_t,
 }
 
-impl Blocked {
-    fn new(signals: &[i32]) -> Blocked {
+impl Mask {
+    fn change(how: i32, signals: &[i32]) -> Mask {
         let set = signal_set(signals);
         // SAFETY: a local set and a buffer for the old mask.
         let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
         // SAFETY: as above.
-        unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old) };
-        Blocked { old }
+        unsafe { libc::pthread_sigmask(how, &set, &mut old) };
+        Mask { old }
     }
 }
 
-impl Drop for Blocked {
+impl Drop for Mask {
     fn drop(&mut self) {
         // SAFETY: the mask read when this was made.
         unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut()) };
@@ -281,7 +255,7 @@ fn pingpong(m: &Meter, c: &Case) -> Measured {
     let (pid, tid) = (unsafe { libc::getpid() }, unsafe { libc::gettid() });
     // Both blocked before the fork, so a signal that comes before its waiter waits pending in
     // either process instead of ending it.
-    let _blocked = Blocked::new(&[libc::SIGUSR1, libc::SIGUSR2]);
+    let _blocked = Mask::change(libc::SIG_BLOCK, &[libc::SIGUSR1, libc::SIGUSR2]);
     // The nudge wakes the measuring thread if the peer dies.
     let nudge = move || {
         to_self(pid, tid, libc::SIGUSR2);

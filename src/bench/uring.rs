@@ -160,19 +160,8 @@ fn thread_ids() -> std::collections::BTreeSet<u32> {
 /// A thread's CPU time, ns, from its `stat` (user and system ticks: schedstat's run time reads
 /// 0 where schedstats are off).
 fn thread_cpu_ns(tid: u32) -> Option<u64> {
-    // SAFETY: no arguments.
-    let tick_ns = 1e9 / unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
-    // After the command's closing parenthesis: utime and stime are the 12th and 13th fields.
-    let f: Vec<u64> = stat
-        .rsplit_once(')')?
-        .1
-        .split_whitespace()
-        .skip(11)
-        .take(2)
-        .filter_map(|x| x.parse().ok())
-        .collect();
-    (f.len() == 2).then(|| ((f[0] + f[1]) as f64 * tick_ns) as u64)
+    let s = crate::harness::os::proc_stat(&format!("/proc/self/task/{tid}/stat"))?;
+    Some(crate::harness::os::ticks_ns(s.utime + s.stime))
 }
 
 fn read_4k(m: &Meter, _: &Case) -> Measured {

@@ -596,25 +596,8 @@ fn descendants() -> Vec<i32> {
     found
 }
 
-/// The fields of /proc/PID/stat the keeper reads.
-struct Stat {
-    state: char,
-    ppid: i32,
-    /// utime + stime + cutime + cstime, clock ticks.
-    ticks: u64,
-}
-
-fn stat_of(pid: i32) -> Option<Stat> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = s.rsplit_once(')')?.1;
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // After the name: state(3) ppid(4) ... utime(14) stime(15) cutime(16) cstime(17).
-    let n = |i: usize| f.get(i - 3).and_then(|x| x.parse::<u64>().ok());
-    Some(Stat {
-        state: f.first()?.chars().next()?,
-        ppid: f.get(1)?.parse().ok()?,
-        ticks: n(14)? + n(15)? + n(16)? + n(17)?,
-    })
+fn stat_of(pid: i32) -> Option<crate::harness::os::ProcStat> {
+    crate::harness::os::proc_stat(&format!("/proc/{pid}/stat"))
 }
 
 /// CPU time of the program's whole tree, ns: what the keeper reaped (its children's rusage,
@@ -628,12 +611,10 @@ fn tree_cpu_ns() -> u64 {
             t(r.user_time()) + t(r.system_time())
         })
         .unwrap_or(0);
-    // SAFETY: sysconf with a constant.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
     let live: u64 = descendants()
         .into_iter()
         .filter_map(stat_of)
-        .map(|s| s.ticks * 1_000_000_000 / hz)
+        .map(|s| crate::harness::os::ticks_ns(s.utime + s.stime + s.cutime + s.cstime))
         .sum();
     reaped + live
 }

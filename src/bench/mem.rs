@@ -7,7 +7,8 @@
 //! (MADV_NOHUGEPAGE) so THP cannot turn 512 faults into one. The descriptor benchmarks make the
 //! last descriptor ready, so each call scans all of them and returns at once. Outside the
 //! default suite: memfd_create, mremap growth (the mmap and munmap around it the baseline) and
-//! MADV_DONTNEED against MADV_FREE over written pages, per page.
+//! MADV_DONTNEED against MADV_FREE over written pages, per page; process_vm_readv from a child;
+//! a fault resolved through userfaultfd by a handler thread; mseal and the mprotect it refuses.
 
 use std::ptr::null_mut;
 
@@ -68,6 +69,23 @@ catalogue! {
         "madvise(MADV_DONTNEED) over 64 written 4 KiB pages (unmapped and freed at once), per page";
     "mem/madvise-free" => madvise_free { default: false }:
         "madvise(MADV_FREE) over 64 written 4 KiB pages (marked lazily freeable), per page";
+    "mem/process-vm-readv" => process_vm_readv { cases: Cases::Fixed(VM_READ_SIZES), default: false }:
+        "process_vm_readv of 8 bytes and of 64 KiB from a child process's memory into one's own";
+    "mem/userfaultfd-copy" => userfaultfd_copy {
+        default: false,
+        preempts: true,
+        // The faulting thread blocks (one switch to the handler on its CPU) and the handler
+        // blocks again once it has copied (one switch back); the fault itself is one.
+        events: crate::expect_events![
+            (Among::All, "context-switches", Expect::ROUND_TRIP),
+            (Among::All, "minor-faults", Expect::ONE),
+        ],
+    }:
+        "a write to a missing page of a userfaultfd-registered region, resolved by UFFDIO_COPY of a 4 KiB page from a handler thread on the same CPU";
+    "mem/mseal" => mseal { default: false }:
+        "mseal (6.10) of one 4 KiB page of a larger PROT_NONE reservation: the page can no longer be unmapped or have its protection changed";
+    "mem/mseal-mprotect-refused" => mseal_mprotect_refused { default: false }:
+        "mprotect of a sealed 4 KiB page, refused with EPERM: the price of the seal's check";
 }
 
 const PAGE: usize = 4096;
@@ -548,6 +566,284 @@ fn mprotect(m: &Meter, _: &Case) -> Measured {
         }
         Ok(())
     })
+}
+
+static VM_READ_SIZES: &[Variant] = &[
+    Variant {
+        suffix: "/8B",
+        params: &[("bytes", Param::Int(8))],
+    },
+    Variant {
+        suffix: "/64KiB",
+        params: &[("bytes", Param::Int(64 << 10))],
+    },
+];
+
+fn process_vm_readv(m: &Meter, c: &Case) -> Measured {
+    let len = c.int("bytes")? as usize;
+    // Written before the fork, so the child holds the same bytes at the same address.
+    let theirs = vec![0x5au8; len];
+    let mut ours = vec![0u8; len];
+    let peer = crate::harness::os::PeerProc::spawn(
+        None,
+        &m.allowed,
+        || loop {
+            // SAFETY: waits for a signal; the master's SIGKILL ends it.
+            unsafe { libc::pause() };
+        },
+        || {},
+    )?;
+    let pid = peer.pid();
+    let remote = libc::iovec {
+        iov_base: theirs.as_ptr() as *mut libc::c_void,
+        iov_len: len,
+    };
+    let local = libc::iovec {
+        iov_base: ours.as_mut_ptr().cast(),
+        iov_len: len,
+    };
+    // SAFETY: one local iovec over a live buffer of `len` bytes; the remote one is the child's.
+    let read = || unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
+    if read() != len as isize {
+        let e = errno();
+        return Err(match e.raw_os_error() {
+            Some(libc::EPERM) => BenchError::Skipped(
+                "reading the child's memory was refused (EPERM: a ptrace policy such as \
+                 kernel.yama.ptrace_scope=3)"
+                    .into(),
+            ),
+            Some(libc::ENOSYS) => BenchError::of_call("process_vm_readv", "3.2"),
+            _ => BenchError::failed("process_vm_readv", e),
+        });
+    }
+    let o = m.batched(&mut |n| {
+        for _ in 0..n {
+            std::hint::black_box(read());
+        }
+    });
+    drop(peer);
+    Ok(o.param("bytes", len))
+}
+
+const UFFD_API: u64 = 0xaa;
+const UFFD_USER_MODE_ONLY: i32 = 1;
+const UFFDIO_API: libc::c_ulong = 0xc018_aa3f;
+const UFFDIO_REGISTER: libc::c_ulong = 0xc020_aa00;
+const UFFDIO_COPY: libc::c_ulong = 0xc028_aa03;
+const UFFDIO_REGISTER_MODE_MISSING: u64 = 1;
+const UFFD_EVENT_PAGEFAULT: u8 = 0x12;
+/// Pages registered: written in turn, then dropped (MADV_DONTNEED, untimed) to be missing
+/// again.
+const UFFD_PAGES: usize = 1024;
+
+/// `struct uffdio_copy`.
+#[repr(C)]
+struct UffdioCopy {
+    dst: u64,
+    src: u64,
+    len: u64,
+    mode: u64,
+    copy: i64,
+}
+
+/// A userfaultfd for this process's user-mode faults (UFFD_USER_MODE_ONLY since 5.11, which
+/// vm.unprivileged_userfaultfd=0 still allows; plain before). Non-blocking: poll can say a
+/// message is there that a retried fault has already taken back, and a blocking read would
+/// then wait for ever.
+fn open_userfaultfd() -> Result<i32, BenchError> {
+    let base = libc::O_CLOEXEC | libc::O_NONBLOCK;
+    for flags in [base | UFFD_USER_MODE_ONLY, base] {
+        // SAFETY: no pointer arguments.
+        let fd = unsafe { libc::syscall(libc::SYS_userfaultfd, flags) };
+        if fd >= 0 {
+            return Ok(fd as i32);
+        }
+        match errno().raw_os_error() {
+            Some(libc::EINVAL) => continue,
+            Some(libc::EPERM) => {
+                return Err(BenchError::Skipped(
+                    "userfaultfd is refused to this user (vm.unprivileged_userfaultfd=0 and no \
+                     CAP_SYS_PTRACE)"
+                        .into(),
+                ));
+            }
+            _ => return Err(BenchError::of_call("userfaultfd", "4.3")),
+        }
+    }
+    Err(BenchError::failed("userfaultfd", errno()))
+}
+
+fn userfaultfd_copy(m: &Meter, _: &Case) -> Measured {
+    let uffd = open_userfaultfd()?;
+    let stop = eventfd()?;
+    let r = userfaultfd_measure(m, uffd, stop);
+    close(uffd);
+    close(stop);
+    r
+}
+
+fn userfaultfd_measure(m: &Meter, uffd: i32, stop: i32) -> Measured {
+    let mut api = [UFFD_API, 0, 0];
+    // SAFETY: UFFDIO_API with a live `struct uffdio_api`.
+    if unsafe { libc::ioctl(uffd, UFFDIO_API, api.as_mut_ptr()) } != 0 {
+        return Err(BenchError::failed("UFFDIO_API", errno()));
+    }
+    let region = Mapping::anonymous(UFFD_PAGES * PAGE, false, 0)?;
+    // SAFETY: advice on the mapping just made.
+    unsafe {
+        libc::madvise(
+            region.ptr().cast(),
+            UFFD_PAGES * PAGE,
+            libc::MADV_NOHUGEPAGE,
+        )
+    };
+    let mut register = [
+        region.ptr() as u64,
+        (UFFD_PAGES * PAGE) as u64,
+        UFFDIO_REGISTER_MODE_MISSING,
+        0,
+    ];
+    // SAFETY: UFFDIO_REGISTER with a live `struct uffdio_register` over the mapping.
+    if unsafe { libc::ioctl(uffd, UFFDIO_REGISTER, register.as_mut_ptr()) } != 0 {
+        return Err(BenchError::failed("UFFDIO_REGISTER", errno()));
+    }
+    let source = Mapping::anonymous(PAGE, false, 0)?;
+    // SAFETY: the source page is mapped, writable and PAGE long.
+    unsafe { std::ptr::write_bytes(source.ptr(), 0x5a, PAGE) };
+    let src = source.ptr() as u64;
+    let handler = crate::harness::os::PeerThread::spawn(
+        Some(m.cpu),
+        m.allowed.clone(),
+        move |_| {
+            let mut fds = [
+                libc::pollfd {
+                    fd: uffd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: stop,
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+            ];
+            let mut msg = [0u8; 32];
+            loop {
+                // SAFETY: two live pollfds.
+                if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 || fds[1].revents != 0 {
+                    return;
+                }
+                // SAFETY: one `struct uffd_msg` into a live 32-byte buffer.
+                if unsafe { libc::read(uffd, msg.as_mut_ptr().cast(), 32) } != 32
+                    || msg[0] != UFFD_EVENT_PAGEFAULT
+                {
+                    continue;
+                }
+                let address = u64::from_ne_bytes(msg[16..24].try_into().unwrap_or_default());
+                let mut copy = UffdioCopy {
+                    dst: address & !(PAGE as u64 - 1),
+                    src,
+                    len: PAGE as u64,
+                    mode: 0,
+                    copy: 0,
+                };
+                // SAFETY: UFFDIO_COPY of the live source page into the registered region.
+                unsafe { libc::ioctl(uffd, UFFDIO_COPY, &mut copy) };
+            }
+        },
+        move || {
+            eventfd_post(stop);
+        },
+    )?;
+    let clock = Monotonic;
+    let mut next = 0usize;
+    let o = m.individual(&mut || {
+        if next == UFFD_PAGES {
+            // SAFETY: dropping the region's pages; they fault through userfaultfd again.
+            unsafe { libc::madvise(region.ptr().cast(), UFFD_PAGES * PAGE, libc::MADV_DONTNEED) };
+            next = 0;
+        }
+        // SAFETY: a page inside the registered region.
+        let p = unsafe { region.ptr().add(next * PAGE) };
+        next += 1;
+        let t0 = clock.now_ns();
+        // SAFETY: as above; the handler maps the page, then the write lands.
+        unsafe { std::ptr::write_volatile(p, 1) };
+        Ok(clock.now_ns().saturating_sub(t0) as f64)
+    });
+    drop(handler);
+    o
+}
+
+const RESERVATION_PAGES: usize = 1 << 18;
+
+fn mseal_page(p: *mut u8) -> i64 {
+    // SAFETY: no memory is read or written; the range is a page of ours.
+    unsafe { libc::syscall(libc::SYS_mseal, p, PAGE, 0) }
+}
+
+/// A PROT_NONE reservation of `pages` pages (never unmapped if any of it is sealed: a sealed
+/// page cannot be, which is the point; the worker's exit frees it).
+fn reserve(pages: usize) -> Result<*mut u8, BenchError> {
+    // SAFETY: a fresh private anonymous reservation.
+    let p = unsafe {
+        libc::mmap(
+            null_mut(),
+            pages * PAGE,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(BenchError::failed("mmap of a reservation", errno()));
+    }
+    Ok(p.cast())
+}
+
+fn mseal(m: &Meter, _: &Case) -> Measured {
+    let clock = Monotonic;
+    let mut pool = reserve(RESERVATION_PAGES)?;
+    if mseal_page(pool) != 0 {
+        return Err(BenchError::of_call("mseal", "6.10"));
+    }
+    let mut next = 1usize;
+    m.individual(&mut || {
+        if next == RESERVATION_PAGES {
+            pool = reserve(RESERVATION_PAGES)?;
+            next = 0;
+        }
+        // SAFETY: a page inside the reservation.
+        let p = unsafe { pool.add(next * PAGE) };
+        next += 1;
+        let t0 = clock.now_ns();
+        let r = mseal_page(p);
+        let t1 = clock.now_ns();
+        if r != 0 {
+            return Err(BenchError::failed("mseal", errno()));
+        }
+        Ok(t1.saturating_sub(t0) as f64)
+    })
+}
+
+fn mseal_mprotect_refused(m: &Meter, _: &Case) -> Measured {
+    let p = reserve(1)?;
+    if mseal_page(p) != 0 {
+        return Err(BenchError::of_call("mseal", "6.10"));
+    }
+    // SAFETY: a page of ours; the seal refuses the change.
+    let call = || unsafe { libc::mprotect(p.cast(), PAGE, libc::PROT_READ) };
+    if call() == 0 || errno().raw_os_error() != Some(libc::EPERM) {
+        return Err(BenchError::Failed(
+            "mprotect of a sealed page was not refused with EPERM".into(),
+        ));
+    }
+    Ok(m.batched(&mut |n| {
+        for _ in 0..n {
+            std::hint::black_box(call());
+        }
+    }))
 }
 
 #[cfg(test)]

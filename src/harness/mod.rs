@@ -24,4 +24,5 @@ pub mod settings;
 pub mod syscount;
 pub mod trace;
 pub mod tracefs;
+pub mod vdso;
 pub mod witness;

@@ -40,6 +40,10 @@ catalogue! {
         cases: Cases::Placements, preempts: true, ladder: Some("switch/futex-thread@same"),
     }:
         "round trip through a private futex (wait/wake) between two threads";
+    "switch/futex-waitv-thread" => futex_waitv_thread {
+        cases: Cases::Placements, preempts: true, default: false,
+    }:
+        "round trip between two threads, each waiting in futex_waitv (5.16) on a vector of its turn word and a stop word, woken by FUTEX_WAKE";
     "switch/futex-proc" => futex_proc {
         cases: Cases::Placements, preempts: true,
     }:
@@ -207,6 +211,89 @@ fn futex_thread(m: &Meter, c: &Case) -> Measured {
         for _ in 0..n {
             // A thread peer cannot die alone: nothing sets the flag.
             futex_master(&turn, true, &AtomicBool::new(false));
+        }
+        Ok(())
+    });
+    drop(peer);
+    o
+}
+
+/// `struct futex_waitv`: one word futex_waitv waits on.
+#[repr(C)]
+struct FutexWaitv {
+    val: u64,
+    uaddr: u64,
+    flags: u32,
+    reserved: u32,
+}
+
+/// FUTEX2_SIZE_U32 | FUTEX2_PRIVATE.
+const FUTEX2_U32_PRIVATE: u32 = 0x02 | 128;
+
+/// futex_waitv on the turn word (while it is `val`) and the stop word (while it is 0), as a
+/// program waits on several events at once. Returns whether the call was made (not ENOSYS).
+fn waitv(turn: &AtomicU32, val: u32, stop: &AtomicU32) -> bool {
+    let word = |w: &AtomicU32, v: u32| FutexWaitv {
+        val: v as u64,
+        uaddr: w.as_ptr() as u64,
+        flags: FUTEX2_U32_PRIVATE,
+        reserved: 0,
+    };
+    let v = [word(turn, val), word(stop, 0)];
+    // SAFETY: a vector of two live words of this process, no timeout.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_futex_waitv,
+            v.as_ptr(),
+            2,
+            0,
+            std::ptr::null::<libc::timespec>(),
+            libc::CLOCK_MONOTONIC,
+        )
+    };
+    r >= 0 || errno().raw_os_error() != Some(libc::ENOSYS)
+}
+
+fn futex_waitv_thread(m: &Meter, c: &Case) -> Measured {
+    let (turn, stop) = (
+        Arc::new(AtomicU32::new(MASTER)),
+        Arc::new(AtomicU32::new(0)),
+    );
+    if !waitv(&turn, PEER, &stop) {
+        return Err(BenchError::of_call("futex_waitv", "5.16"));
+    }
+    let (t1, s1, t2, s2) = (
+        Arc::clone(&turn),
+        Arc::clone(&stop),
+        Arc::clone(&turn),
+        Arc::clone(&stop),
+    );
+    let peer = PeerThread::spawn(
+        c.peer_cpu(),
+        m.allowed.clone(),
+        move |_| {
+            while s1.load(Ordering::SeqCst) == 0 {
+                if t1.load(Ordering::SeqCst) == PEER {
+                    t1.store(MASTER, Ordering::SeqCst);
+                    futex_wake(&t1, true);
+                } else {
+                    waitv(&t1, MASTER, &s1);
+                }
+            }
+        },
+        move || {
+            s2.store(1, Ordering::SeqCst);
+            futex_wake(&s2, true);
+            futex_wake(&t2, true);
+        },
+    )?;
+    let o = m.batched_fallible(&mut |n| {
+        for _ in 0..n {
+            turn.store(PEER, Ordering::SeqCst);
+            futex_wake(&turn, true);
+            while turn.load(Ordering::SeqCst) == PEER {
+                waitv(&turn, PEER, &stop);
+            }
         }
         Ok(())
     });

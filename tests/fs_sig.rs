@@ -31,6 +31,10 @@ fn every_fs_and_sig_benchmark_measures_and_says_where_its_files_were() {
         "fs/readlink",
         "fs/getcwd",
         "fs/close-range",
+        "fs/mmap/512KiB",
+        "fs/mmap/16MiB",
+        "fs/pagefault",
+        "fs/fcntl-lock@same",
         "sig/install",
         "sig/catch",
         "sig/prot",
@@ -59,6 +63,34 @@ fn every_fs_and_sig_benchmark_measures_and_says_where_its_files_were() {
             assert!(!fs.is_empty(), "{} does not say its file system", r.id);
         }
     }
+    // A create is one file made, of the size asked, per operation; a delete leaves none.
+    let param = |id: &str, key: &str| {
+        result(&run, id)
+            .params
+            .get(key)
+            .and_then(|v| v.as_f64())
+            .unwrap_or_else(|| panic!("{id} has no {key}"))
+    };
+    for size in ["0KiB", "1KiB", "4KiB", "10KiB"] {
+        assert_eq!(
+            param(&format!("fs/create/{size}"), "files_made_per_op"),
+            1.0
+        );
+        assert_eq!(
+            param(&format!("fs/delete/{size}"), "files_left_per_op"),
+            0.0
+        );
+    }
+    // A first read of a cached file's page through a mapping: at most one fault a page (the
+    // event, where the machine counts it).
+    let pf = result(&run, "fs/pagefault");
+    if let Some(f) = pf
+        .events
+        .as_ref()
+        .and_then(|e| e.per_op.get("minor-faults"))
+    {
+        assert!((0.0..=1.02).contains(f), "fs/pagefault: {f} faults a page");
+    }
 }
 
 /// Host-dependent orderings (slow tier, default sampling): costs that differ by what the
@@ -80,8 +112,20 @@ fn fs_and_sig_costs_are_ordered() {
         "sig/prot",
         "sig/sigprocmask",
         "sig/pingpong",
+        "fs/mmap",
+        "fs/pagefault",
+        "mem/fault-write",
+        "fs/fcntl-lock",
     ];
     let (_, run) = run_json(&unique_tag("fssig-order"), &ids);
+    // lat_mmap writes a byte every 16 KiB of a tenth of the mapping: 103 pages at 16 MiB
+    // against 4 at 512 KiB.
+    assert!(median(&run, "fs/mmap/16MiB") > median(&run, "fs/mmap/512KiB"));
+    // A cached file's page is mapped by fault-around or a whole folio at once, where a fresh
+    // anonymous page is allocated and zeroed one fault each.
+    assert!(median(&run, "fs/pagefault") < median(&run, "mem/fault-write"));
+    // Two fcntl calls on a lock against the null call.
+    assert!(median(&run, "fs/fcntl-lock@same") > 2.0 * median(&run, "syscall/getppid"));
     // A walk of four components costs more than the null call.
     assert!(median(&run, "fs/stat") > 2.0 * median(&run, "syscall/getppid"));
     // A found file is opened (a file allocated) where a missing one ends at the lookup.

@@ -1,7 +1,10 @@
 //! fs/: what the file-system calls cost, by lmbench's and LEBench's definitions: a path
 //! looked up (stat, statx, open+close, openat2), a descriptor's metadata (fstat), a directory
 //! listed (getdents64), files created and deleted (lat_fs, timed apart), and a write into the
-//! page cache (LEBench); and close_range over 64 descriptors.
+//! page cache (LEBench); and close_range over 64 descriptors. lmbench's file-backed memory
+//! tools too: a file mapped, partly written and unmapped (lat_mmap), the first read of each
+//! page of a cached file through a mapping (lat_pagefault), and the fcntl lock ping-pong between
+//! two processes (lat_fcntl).
 //!
 //! Every file lives in a tree this benchmark makes in the run's scratch directory (removed with
 //! it), reached from a descriptor of the tree's root, so a path has the same number of
@@ -55,6 +58,24 @@ catalogue! {
         "getcwd of the worker's working directory";
     "fs/close-range" => close_range:
         "close_range over 64 open descriptors (made by dup, untimed), per call";
+    "fs/mmap" => mmap_file { cases: Cases::Fixed(MAP_SIZES), peer: Some("lmbench lat_mmap") }:
+        "mmap (shared, read-write) of 512 KiB to 16 MiB of a file in the page cache, a byte written every 16 KiB over its first tenth, munmap: per mapping, as lat_mmap does";
+    "fs/pagefault" => pagefault {
+        peer: Some("lmbench lat_pagefault"),
+        // A read fault maps the page and, by fault-around, its cached neighbours, or a whole
+        // large folio at once (2 MiB by one PMD where the file system caches it so): at most
+        // one fault a page, and as few as one per huge folio.
+        events: crate::expect_events![(Among::All, "minor-faults", Expect::Between { lo: 0.0, hi: 1.02 })],
+    }:
+        "the first read of each page of an 8 MiB file in the page cache, mapped shared and read-only, pages in a random order (lat_pagefault's), per page; the mapping made and removed untimed";
+    // Linux does not hand a released POSIX lock to its waiter: it wakes it to try again. On one
+    // CPU the holder, not preempted, takes the lock back before the waiter runs, so a half
+    // cycle costs from none to a round trip's two switches (docs/design-notes.md).
+    "fs/fcntl-lock" => fcntl_lock {
+        cases: Cases::Placements, preempts: true, peer: Some("lmbench lat_fcntl"),
+        events: crate::expect_events![(Among::SameCpu, "context-switches", Expect::Between { lo: 0.0, hi: 2.1 })],
+    }:
+        "one hand-over of an fcntl write lock between two processes in lat_fcntl's ping-pong over two files (half of its cycle: a blocking F_SETLKW and an F_SETLK unlock)";
 }
 
 /// Four components: lmbench's `lat_syscall` path is four (`/usr/include/linux/types.h`).
@@ -426,6 +447,11 @@ fn lat_fs(m: &Meter, c: &Case, deleting: bool) -> Measured {
     let data = vec![b'x'; c.int("bytes")? as usize];
     let clock = Monotonic;
     let mut k = 0u64;
+    // What each sample did, looked at untimed: files found made (of the size asked) and, when
+    // deleting, files still there after the unlinks.
+    let (mut made_found, mut left, mut samples) = (0usize, 0usize, 0usize);
+    // A sample is 100 files: events per file.
+    crate::harness::counters::set_unit(PER_DIRECTORY as f64);
     let o = m.individual(&mut || {
         k += 1;
         let b = Batch::new(dir, k)?;
@@ -435,8 +461,10 @@ fn lat_fs(m: &Meter, c: &Case, deleting: bool) -> Measured {
         if !made {
             return Err(BenchError::failed("create a file", errno()));
         }
+        samples += 1;
+        made_found += present(dir, &b.names, Some(data.len()));
         if !deleting {
-            return Ok(t1.saturating_sub(t0) as f64 / PER_DIRECTORY as f64);
+            return Ok(m.per_unit(t1.saturating_sub(t0), PER_DIRECTORY));
         }
         let t0 = clock.now_ns();
         let removed = remove_files(dir, &b.names);
@@ -444,9 +472,33 @@ fn lat_fs(m: &Meter, c: &Case, deleting: bool) -> Measured {
         if !removed {
             return Err(BenchError::failed("unlink", errno()));
         }
-        Ok(t1.saturating_sub(t0) as f64 / PER_DIRECTORY as f64)
+        left += present(dir, &b.names, None);
+        Ok(m.per_unit(t1.saturating_sub(t0), PER_DIRECTORY))
     })?;
+    let per_op = |n: usize| n as f64 / (samples * PER_DIRECTORY).max(1) as f64;
+    let mut o = o.param("files_made_per_op", per_op(made_found));
+    if deleting {
+        o = o.param("files_left_per_op", per_op(left));
+    }
     Ok(t.with_fs(o))
+}
+
+/// How many of `names` exist as regular files (of `size` bytes, when given).
+fn present(dir: i32, names: &[CString], size: Option<usize>) -> usize {
+    names
+        .iter()
+        .filter(|name| {
+            // SAFETY: an all-zero stat is a valid buffer for the call to fill.
+            let mut st: libc::stat = unsafe { std::mem::zeroed() };
+            // SAFETY: a NUL-terminated path and a live buffer.
+            let found =
+                unsafe { libc::fstatat(dir, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) }
+                    == 0;
+            found
+                && st.st_mode & libc::S_IFMT == libc::S_IFREG
+                && size.is_none_or(|n| st.st_size as usize == n)
+        })
+        .count()
 }
 
 fn write(m: &Meter, c: &Case) -> Measured {
@@ -565,6 +617,182 @@ fn getcwd(m: &Meter, _: &Case) -> Measured {
     calls(m, "getcwd", &mut || unsafe {
         !libc::getcwd(buf.as_mut_ptr().cast(), buf.len()).is_null()
     })
+}
+
+/// lat_mmap's sizes, from lmbench's smallest that fits its stride (320 KiB) up.
+static MAP_SIZES: &[Variant] = &[
+    Variant {
+        suffix: "/512KiB",
+        params: &[("bytes", Param::Int(512 << 10))],
+    },
+    Variant {
+        suffix: "/1MiB",
+        params: &[("bytes", Param::Int(1 << 20))],
+    },
+    Variant {
+        suffix: "/4MiB",
+        params: &[("bytes", Param::Int(4 << 20))],
+    },
+    Variant {
+        suffix: "/16MiB",
+        params: &[("bytes", Param::Int(16 << 20))],
+    },
+];
+
+/// lat_mmap's stride: a byte written every 16 KiB of the first tenth.
+const MAP_STRIDE: usize = 16 << 10;
+
+/// A file of `len` bytes in the tree, written so that every page is in the page cache.
+fn cached_file(t: &Tree, name: &CStr, len: usize) -> Result<OwnedFd, BenchError> {
+    let f = open_at(t.fd(), name, libc::O_CREAT | libc::O_RDWR | libc::O_TRUNC)?;
+    let chunk = vec![b'x'; 1 << 20];
+    let mut off = 0;
+    while off < len {
+        let n = chunk.len().min(len - off);
+        // SAFETY: a live buffer of at least n bytes.
+        if unsafe { libc::pwrite(f.as_raw_fd(), chunk.as_ptr().cast(), n, off as i64) }
+            != n as isize
+        {
+            return Err(BenchError::failed("write the mapped file", errno()));
+        }
+        off += n;
+    }
+    Ok(f)
+}
+
+/// mmap of `len` bytes of `fd`, shared, or the failure.
+fn map_file(fd: i32, len: usize, prot: i32) -> Result<*mut u8, BenchError> {
+    // SAFETY: a fresh mapping of a file of at least `len` bytes.
+    let p = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, 0) };
+    if p == libc::MAP_FAILED {
+        return Err(BenchError::failed("mmap of the file", errno()));
+    }
+    Ok(p.cast())
+}
+
+fn mmap_file(m: &Meter, c: &Case) -> Measured {
+    let t = Tree::new(m)?;
+    let len = c.int("bytes")? as usize;
+    let f = cached_file(&t, c"mapped", len)?;
+    let fd = f.as_raw_fd();
+    let clock = Monotonic;
+    let o = m.individual(&mut || {
+        let t0 = clock.now_ns();
+        let p = map_file(fd, len, libc::PROT_READ | libc::PROT_WRITE)?;
+        for off in (0..len / 10).step_by(MAP_STRIDE) {
+            // SAFETY: inside the mapping, which is writable.
+            unsafe { std::ptr::write_volatile(p.add(off), len as u8) };
+        }
+        // SAFETY: the mapping made above.
+        unsafe { libc::munmap(p.cast(), len) };
+        Ok(clock.now_ns().saturating_sub(t0) as f64)
+    })?;
+    Ok(t.with_fs(o.param("bytes", len)))
+}
+
+/// The file lat_pagefault faults on: lmbench's own is 8 MiB at least in its default run.
+const FAULTED_FILE: usize = 8 << 20;
+const PAGE: usize = 4096;
+
+/// The pages of `n` in a random order (a fixed seed: every run walks the same order).
+fn permutation(n: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for i in (1..n).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        order.swap(i, (x % (i as u64 + 1)) as usize);
+    }
+    order
+}
+
+fn pagefault(m: &Meter, _: &Case) -> Measured {
+    let t = Tree::new(m)?;
+    let f = cached_file(&t, c"faulted", FAULTED_FILE)?;
+    let fd = f.as_raw_fd();
+    let pages = FAULTED_FILE / PAGE;
+    let order = permutation(pages);
+    let clock = Monotonic;
+    // A sample is a first read of every page: events per page.
+    crate::harness::counters::set_unit(pages as f64);
+    let o = m.individual(&mut || {
+        let p = map_file(fd, FAULTED_FILE, libc::PROT_READ)?;
+        let mut sum = 0u8;
+        let t0 = clock.now_ns();
+        for &i in &order {
+            // SAFETY: a page inside the read-only mapping.
+            sum = sum.wrapping_add(unsafe { std::ptr::read_volatile(p.add(i * PAGE)) });
+        }
+        let t1 = clock.now_ns();
+        std::hint::black_box(sum);
+        // SAFETY: the mapping made above.
+        unsafe { libc::munmap(p.cast(), FAULTED_FILE) };
+        Ok(m.per_unit(t1.saturating_sub(t0), pages))
+    })?;
+    Ok(t.with_fs(o.param("pages_per_sample", pages)))
+}
+
+/// A write lock on byte 0 (`F_WRLCK`), or its release (`F_UNLCK`).
+fn byte_lock(kind: i32) -> libc::flock {
+    // SAFETY: an all-zero flock is a valid value, filled in below.
+    let mut l: libc::flock = unsafe { std::mem::zeroed() };
+    l.l_type = kind as i16;
+    l.l_whence = libc::SEEK_SET as i16;
+    l.l_len = 1;
+    l
+}
+
+/// Wait for the lock on `fd` (F_SETLKW).
+fn wait_on(fd: i32) -> bool {
+    let l = byte_lock(libc::F_WRLCK);
+    // SAFETY: a live flock.
+    unsafe { libc::fcntl(fd, libc::F_SETLKW, &l) == 0 }
+}
+
+/// Release the lock on `fd` (F_SETLK of F_UNLCK).
+fn release(fd: i32) -> bool {
+    let l = byte_lock(libc::F_UNLCK);
+    // SAFETY: a live flock.
+    unsafe { libc::fcntl(fd, libc::F_SETLK, &l) == 0 }
+}
+
+fn fcntl_lock(m: &Meter, c: &Case) -> Measured {
+    let t = Tree::new(m)?;
+    let one = open_at(t.fd(), c"lock1", libc::O_CREAT | libc::O_RDWR)?;
+    let two = open_at(t.fd(), c"lock2", libc::O_CREAT | libc::O_RDWR)?;
+    let (fd1, fd2) = (one.as_raw_fd(), two.as_raw_fd());
+    // lat_fcntl's start: this process holds both locks (a forked child inherits neither).
+    if !(wait_on(fd1) && wait_on(fd2)) {
+        return Err(BenchError::failed("fcntl lock", errno()));
+    }
+    let peer = crate::harness::os::PeerProc::spawn(
+        c.peer_cpu(),
+        &m.allowed,
+        // lat_fcntl's process B; it ends when killed.
+        || while release(fd1) && wait_on(fd2) && release(fd2) && wait_on(fd1) {},
+        || {},
+    )?;
+    // Process A's cycle in two halves, each a blocking wait and a release: lmbench reports
+    // the cycle over two.
+    let mut half = 0u64;
+    let o = m.batched_fallible(&mut |n| {
+        for _ in 0..n {
+            let ok = if half.is_multiple_of(2) {
+                wait_on(fd1) && release(fd2)
+            } else {
+                wait_on(fd2) && release(fd1)
+            };
+            half += 1;
+            if !ok {
+                return Err(BenchError::failed("fcntl lock", errno()));
+            }
+            peer.check()?;
+        }
+        Ok(())
+    });
+    drop(peer);
+    Ok(t.with_fs(o?))
 }
 
 #[cfg(test)]

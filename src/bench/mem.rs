@@ -156,7 +156,7 @@ fn fault_bench(
         let t1 = clock.now_ns();
         std::hint::black_box(sum);
         drop(r);
-        Ok((t1 - t0) as f64 / pages as f64)
+        Ok(m.per_unit(t1 - t0, pages))
     })?;
     o.definition = Some(format!(
         "{} (a sample: first touches of {pages} fresh pages, divided by {pages})",
@@ -457,7 +457,7 @@ fn madvise_pages(m: &Meter, advice: i32, name: &str) -> Measured {
                 BenchError::failed(name, e)
             });
         }
-        Ok(t1.saturating_sub(t0) as f64 / PAGES as f64)
+        Ok(m.per_unit(t1.saturating_sub(t0), PAGES))
     })
 }
 

@@ -481,6 +481,15 @@ impl Meter {
         Ok(Outcome::of(self.sampler.batched_fallible(op, baseline)?.0))
     }
 
+    /// What an `individual` operation that timed `units` operations at once in `total_ns`
+    /// (one pair of clock reads around them) returns, so that after the sampler takes the
+    /// clock pair's cost off each sample, the sample is the cost of one: `(total - clock) /
+    /// units`, not `total / units - clock`, which would take a whole pair's cost from each.
+    pub fn per_unit(&self, total_ns: u64, units: usize) -> f64 {
+        let clock = self.sampler.cfg.clock_cost_ns.unwrap_or(0.0);
+        (total_ns as f64 - clock) / units.max(1) as f64 + clock
+    }
+
     /// Measure an operation that times itself (returns its ns), one per sample.
     pub fn individual(
         &self,

@@ -23,6 +23,7 @@ pub mod fs;
 pub mod hook;
 pub mod ipc;
 pub mod mem;
+pub mod net;
 pub mod scale;
 pub mod sig;
 pub mod spawn;
@@ -83,6 +84,7 @@ pub fn registry() -> Vec<&'static Benchmark> {
         .chain(mem::BENCHMARKS)
         .chain(fs::BENCHMARKS)
         .chain(sig::BENCHMARKS)
+        .chain(net::BENCHMARKS)
         .chain(uring::BENCHMARKS)
         .chain(wake::BENCHMARKS)
         .chain(scale::BENCHMARKS)

@@ -77,3 +77,95 @@ fn net_costs_are_ordered() {
         );
     }
 }
+
+/// A real pair: the same pipe bandwidth measured plain and with its writes traced (strace stops
+/// each one), alternated by `ab`: the traced side's lower rate is called slower, and the rates
+/// are said beside the times.
+#[test]
+fn a_slowed_pipe_bandwidth_is_called_slower_by_ab() {
+    if std::process::Command::new("strace")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        skip(
+            "a_slowed_pipe_bandwidth_is_called_slower_by_ab",
+            "no strace",
+        );
+        return;
+    }
+    let _g = measuring();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("ab.json");
+    let out = oscost(&unique_tag("bw-ab"))
+        .args([
+            "ab",
+            "bw/pipe",
+            "--placement",
+            "same",
+            "--b",
+            "strace -f -e trace=write -o /dev/null",
+            "--quick",
+            "--no-save",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let c: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let row = &c["rows"][0];
+    assert_eq!(row["id"], "bw/pipe@same");
+    assert_eq!(row["verdict"], "slower", "{row}");
+    assert_eq!(row["bytes_per_op"], 1048576.0);
+    assert!(
+        text.contains("bandwidths (the table's medians are times per MiB moved"),
+        "{text}"
+    );
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("bw/pipe@same:") && l.contains(" to "))
+        .unwrap_or_else(|| panic!("no rate line in {text}"));
+    assert!(line.contains("%), slower"), "{line}");
+}
+
+/// Every bandwidth measures, says what one operation moves, and shows its rate under the
+/// table; copying a mebibyte (a read and a write of each byte) costs more than reading it, and
+/// a pipe (two copies and the switches between the parties) more than a copy in memory.
+#[test]
+fn every_bandwidth_measures_a_mebibyte_an_operation() {
+    let _g = measuring();
+    let (out, run) = run_json(
+        &unique_tag("bw"),
+        &["--quick", "--placement", "same", "bw/"],
+    );
+    let ids: Vec<&str> = run.results.iter().map(|r| r.id.as_str()).collect();
+    for want in [
+        "bw/pipe@same",
+        "bw/unix@same",
+        "bw/tcp@same",
+        "bw/file-reread",
+        "bw/mmap-reread",
+        "bw/mem-read",
+        "bw/mem-write",
+        "bw/mem-copy",
+    ] {
+        assert!(ids.contains(&want), "{want} missing from {ids:?}");
+        let r = result(&run, want);
+        assert_eq!(r.status, Status::Ok, "{want}");
+        assert_eq!(r.bytes_per_op(), Some(1048576.0), "{want}");
+        assert!(r.rate().is_some_and(|x| x.bytes_per_s > 0.0), "{want}");
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("bandwidths (the table's times are per MiB moved"),
+        "{text}"
+    );
+    assert!(median(&run, "bw/mem-copy") > median(&run, "bw/mem-read"));
+    assert!(median(&run, "bw/pipe@same") > median(&run, "bw/mem-copy"));
+}

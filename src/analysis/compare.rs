@@ -104,6 +104,19 @@ pub struct BenchComparison {
     /// the stop rule that ended them (`paired`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rounds: Option<Rounds>,
+    /// A bandwidth's row: the bytes one operation moves (its medians are times per that
+    /// many bytes, so "slower" is a lower rate; views show the rates from it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_per_op: Option<f64>,
+}
+
+impl BenchComparison {
+    /// A bandwidth row's rates, base and candidate, bytes per second.
+    pub fn rates(&self) -> Option<(f64, f64)> {
+        let b = self.bytes_per_op?;
+        let rate = |ns: f64| (ns > 0.0).then(|| b / ns * 1e9);
+        Some((rate(self.base_median_ns)?, rate(self.cand_median_ns)?))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -381,6 +394,7 @@ fn row(id: &str, b: &BenchResult, c: &BenchResult, opts: &Options) -> Option<Ben
         run_to_run: None,
         apart_unknown: false,
         rounds: None,
+        bytes_per_op: b.bytes_per_op().or(c.bytes_per_op()),
     })
 }
 

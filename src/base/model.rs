@@ -530,7 +530,38 @@ pub struct BenchResult {
     pub events: Option<Events>,
 }
 
+/// A bandwidth's figure as a rate: what a time per operation that moves a known number of
+/// bytes comes to in bytes per second.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rate {
+    /// At the median.
+    pub bytes_per_s: f64,
+    /// The median's 95% CI as rates, lower first (its longer time is the lower rate).
+    pub ci95: [f64; 2],
+}
+
 impl BenchResult {
+    /// The bytes one operation moves, for a bandwidth (`bytes_per_op`, set by bw/).
+    pub fn bytes_per_op(&self) -> Option<f64> {
+        self.params
+            .get("bytes_per_op")
+            .and_then(|v| v.as_f64())
+            .filter(|b| *b > 0.0)
+    }
+
+    /// For a bandwidth, its rate. A bandwidth is stored as every result is, a time per
+    /// operation (lower is better), so every comparison calls a drop in bandwidth slower with
+    /// no rule of its own; a view that shows the rate derives it here.
+    pub fn rate(&self) -> Option<Rate> {
+        let bytes = self.bytes_per_op()?;
+        let s = self.stats.as_ref()?;
+        let of = |ns: f64| if ns > 0.0 { bytes / ns * 1e9 } else { f64::NAN };
+        (s.median > 0.0).then(|| Rate {
+            bytes_per_s: of(s.median),
+            ci95: [of(s.ci95[1]), of(s.ci95[0])],
+        })
+    }
+
     /// A result that carries no measurement.
     pub fn not_measured(id: &str, definition: &str, status: Status) -> BenchResult {
         BenchResult {

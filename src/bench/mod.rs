@@ -18,6 +18,7 @@ macro_rules! touched_variant {
     };
 }
 
+pub mod bw;
 pub mod call;
 pub mod fs;
 pub mod hook;
@@ -85,6 +86,7 @@ pub fn registry() -> Vec<&'static Benchmark> {
         .chain(fs::BENCHMARKS)
         .chain(sig::BENCHMARKS)
         .chain(net::BENCHMARKS)
+        .chain(bw::BENCHMARKS)
         .chain(uring::BENCHMARKS)
         .chain(wake::BENCHMARKS)
         .chain(scale::BENCHMARKS)

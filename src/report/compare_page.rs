@@ -52,6 +52,18 @@ fn slowdown_figure(cmp: &Comparison) -> Option<(String, Figure<'static>)> {
     })
 }
 
+/// A median as a time, and for a bandwidth its rate too ("301 us (3.24 GiB/s)").
+fn with_rate(ns: f64, rate: Option<f64>) -> String {
+    match rate {
+        Some(b) => format!(
+            "{} ({})",
+            format_ns(ns),
+            crate::base::stats::units::format_rate(b)
+        ),
+        None => format_ns(ns),
+    }
+}
+
 /// A comparison's page and its slowdown figure (PNG too with `png`).
 pub fn render_comparison(cmp: &Comparison, png: bool) -> Result<Page, String> {
     let mut figs = Vec::new();
@@ -67,8 +79,9 @@ pub fn render_comparison(cmp: &Comparison, png: bool) -> Result<Page, String> {
         .iter()
         .map(|r| CmpRow {
             id: r.id.clone(),
-            base: format_ns(r.base_median_ns),
-            cand: format_ns(r.cand_median_ns),
+            // A bandwidth's medians are times per MiB: its rates beside them.
+            base: with_rate(r.base_median_ns, r.rates().map(|x| x.0)),
+            cand: with_rate(r.cand_median_ns, r.rates().map(|x| x.1)),
             slowdown: format!("x{:.3}", r.slowdown),
             ci: format!("{:.3} – {:.3}", r.slowdown_ci95[0], r.slowdown_ci95[1]),
             addition: super::signed_ns(r.addition_ns),

@@ -8,6 +8,7 @@ use comfy_table::{Cell, CellAlignment, Color};
 use super::{format_ns, signed_ns};
 use crate::analysis::compare::rounds::Decision;
 use crate::analysis::compare::{BenchComparison, Comparison, Verdict};
+use crate::base::stats::units::format_rate;
 
 const HEADERS: [&str; 8] = [
     "benchmark",
@@ -109,6 +110,33 @@ fn side_line(c: &Comparison) -> String {
     format!("base: {}\ncandidate: {}\n", side(&c.base), side(&c.cand))
 }
 
+/// The bandwidths of a comparison as rates, base to candidate: the table's medians are times
+/// per MiB, and a lower rate is what its "slower" means.
+pub fn bandwidth_lines(c: &Comparison) -> Vec<String> {
+    let rated: Vec<(&BenchComparison, (f64, f64))> = c
+        .rows
+        .iter()
+        .filter_map(|r| r.rates().map(|x| (r, x)))
+        .collect();
+    if rated.is_empty() {
+        return vec![];
+    }
+    let mut lines = vec![
+        "bandwidths (the table's medians are times per MiB moved; here as rates):".to_string(),
+    ];
+    for (r, (base, cand)) in rated {
+        lines.push(format!(
+            "  {}: {} to {} ({:+.1}%), {}",
+            super::printable(&r.id),
+            format_rate(base),
+            format_rate(cand),
+            100.0 * (cand / base - 1.0),
+            r.verdict.word()
+        ));
+    }
+    lines
+}
+
 /// The sentences for the largest changes, most changed first.
 pub fn headlines(c: &Comparison, most: usize) -> Vec<String> {
     let mut changed: Vec<&BenchComparison> = c
@@ -126,12 +154,22 @@ pub fn headlines(c: &Comparison, most: usize) -> Vec<String> {
             } else {
                 (1.0 / r.slowdown, "faster")
             };
-            format!(
-                "{}: x{factor:.2} {word}, {} on a {} base",
-                super::printable(&r.id),
-                signed_ns(r.addition_ns),
-                format_ns(r.base_median_ns)
-            )
+            match r.rates() {
+                // A bandwidth says its rates: slower is a lower one.
+                Some((base, cand)) => format!(
+                    "{}: x{factor:.2} {word}, {} from {} ({:+.1}%)",
+                    super::printable(&r.id),
+                    format_rate(cand),
+                    format_rate(base),
+                    100.0 * (cand / base - 1.0)
+                ),
+                None => format!(
+                    "{}: x{factor:.2} {word}, {} on a {} base",
+                    super::printable(&r.id),
+                    signed_ns(r.addition_ns),
+                    format_ns(r.base_median_ns)
+                ),
+            }
         })
         .collect()
 }
@@ -284,6 +322,9 @@ pub fn render(c: &Comparison, color: bool) -> String {
     let mut out = side_line(c);
     out.push_str(&t.to_string());
     out.push('\n');
+    for line in bandwidth_lines(c) {
+        out.push_str(&format!("{line}\n"));
+    }
     for h in headlines(c, 5) {
         out.push_str(&format!("  {h}\n"));
     }
@@ -347,6 +388,13 @@ pub fn markdown(c: &Comparison) -> String {
         out.push_str(&format!("| {} |\n", cells(r).join(" | ")));
     }
     out.push('\n');
+    if let Some((head, lines)) = bandwidth_lines(c).split_first() {
+        out.push_str(&format!("{head}\n\n"));
+        for l in lines {
+            out.push_str(&format!("- {}\n", l.trim()));
+        }
+        out.push('\n');
+    }
     for h in headlines(c, 5) {
         out.push_str(&format!("- {h}\n"));
     }

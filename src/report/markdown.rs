@@ -39,6 +39,13 @@ impl Exporter<Run> for Markdown {
             let cells: Vec<String> = r.cells.iter().map(|c| escape(c)).collect();
             out.push_str(&format!("| {} |\n", cells.join(" | ")));
         }
+        let bandwidths = super::table::bandwidth_lines(run);
+        if let Some((head, lines)) = bandwidths.split_first() {
+            out.push_str(&format!("\n{}\n\n", escape(head)));
+            for l in lines {
+                out.push_str(&format!("- {}\n", escape(l.trim())));
+            }
+        }
         if !notes.is_empty() {
             out.push('\n');
             for (i, n) in notes.iter().enumerate() {

@@ -86,6 +86,15 @@ fn row(r: &BenchResult) -> ResultEntry {
             format_ns(ps)
         ));
     }
+    if let Some(rate) = r.rate() {
+        use crate::base::stats::units::format_rate;
+        definition.push_str(&format!(
+            "; as a rate: {} (95% CI {} to {}; the times are per MiB moved)",
+            format_rate(rate.bytes_per_s),
+            format_rate(rate.ci95[0]),
+            format_rate(rate.ci95[1])
+        ));
+    }
     let (median, ci, min, p99, count) = match &r.stats {
         Some(s) => (
             format_ns(s.median),

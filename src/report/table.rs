@@ -9,6 +9,7 @@ use comfy_table::{Cell, Color};
 
 use super::format_ns;
 use crate::base::model::{BenchResult, Run, Status};
+use crate::base::stats::units::format_rate;
 
 /// The columns of a run's text table.
 pub const HEADERS: [&str; 8] = [
@@ -526,6 +527,10 @@ pub fn render_at(run: &Run, color: bool, opts: TableOptions, width: usize) -> St
             out.push('\n');
         }
     }
+    for line in bandwidth_lines(run) {
+        out.push_str(&line);
+        out.push('\n');
+    }
     for (i, n) in notes.iter().enumerate() {
         said(&mut out, &format!("[{}] {n}", i + 1));
     }
@@ -562,6 +567,33 @@ pub fn render_at(run: &Run, color: bool, opts: TableOptions, width: usize) -> St
         said(&mut out, DEPARTURE_LEGEND);
     }
     out
+}
+
+/// The run's bandwidths as rates, where it has any: a heading, then one line a result with the
+/// rate at the median and its CI (the table shows the time per MiB, which comparisons use).
+pub fn bandwidth_lines(run: &Run) -> Vec<String> {
+    let rated: Vec<(&str, crate::base::model::Rate)> = run
+        .results
+        .iter()
+        .filter_map(|r| r.rate().map(|rate| (r.id.as_str(), rate)))
+        .collect();
+    if rated.is_empty() {
+        return vec![];
+    }
+    let width = rated.iter().map(|(id, _)| id.len()).max().unwrap_or(0);
+    let mut lines = vec![
+        "bandwidths (the table's times are per MiB moved; here as rates, 95% CI):".to_string(),
+    ];
+    for (id, rate) in rated {
+        lines.push(format!(
+            "  {:<width$}  {:>11}  ({} to {})",
+            super::printable(id),
+            format_rate(rate.bytes_per_s),
+            format_rate(rate.ci95[0]),
+            format_rate(rate.ci95[1]),
+        ));
+    }
+    lines
 }
 
 /// The hook ladder, where the run has one: each hook's addition to the unhooked call of the

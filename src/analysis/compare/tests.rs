@@ -197,6 +197,7 @@ fn changed(id: &str, base: f64, ratio: f64) -> BenchComparison {
         run_to_run: None,
         apart_unknown: false,
         rounds: None,
+        bytes_per_op: None,
     }
 }
 
@@ -302,4 +303,41 @@ fn runs_measured_apart_are_judged_with_their_spread_or_not_at_all() {
     assert_eq!(unknown.summary.apart_unknown, 1);
     assert_eq!((unknown.summary.slower, unknown.summary.no_change), (0, 0));
     assert_eq!(unknown_apart(&unknown).len(), 1);
+}
+
+/// A bandwidth is stored as a time per mebibyte: a drop in its rate is a longer time, called
+/// slower by the same rule as any time, and the row carries what one operation moves, so a
+/// view can say the rates.
+#[test]
+fn a_bandwidth_that_drops_is_called_slower_with_its_rates() {
+    let bw = |ns: f64| {
+        let mut r = run_with("bw/pipe@same", noisy(ns, 400));
+        r.results[0]
+            .params
+            .insert("bytes_per_op".into(), serde_json::json!(1 << 20));
+        r
+    };
+    // 3.2 GiB/s (about 305 us a MiB) falling to 2.7 GiB/s (about 362 us).
+    let (base, cand) = (bw(305_000.0), bw(362_000.0));
+    let rate = base.results[0].rate().unwrap();
+    assert!(
+        (rate.bytes_per_s / (1u64 << 30) as f64 - 3.2).abs() < 0.01,
+        "{rate:?}"
+    );
+    assert!(rate.ci95[0] <= rate.bytes_per_s && rate.bytes_per_s <= rate.ci95[1]);
+    let c = compare(&base, &cand, "base", "cand", &Options::default());
+    let r = &c.rows[0];
+    assert_eq!(r.verdict, Verdict::Slower);
+    let (b, k) = r.rates().unwrap();
+    assert!(
+        k < b,
+        "the candidate's rate {k} is not below the base's {b}"
+    );
+    assert_eq!(c.summary.slower, 1);
+    // And a rise is faster; a time without bytes_per_op has no rates.
+    let c = compare(&cand, &base, "base", "cand", &Options::default());
+    assert_eq!(c.rows[0].verdict, Verdict::Faster);
+    let plain = run_with("syscall/getpid", noisy(150.0, 400));
+    let c = compare(&plain, &plain, "a", "b", &Options::default());
+    assert!(c.rows[0].rates().is_none());
 }

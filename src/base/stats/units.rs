@@ -37,9 +37,30 @@ pub fn three_digits(v: f64) -> String {
     }
 }
 
+/// A rate in bytes per second as people read a bandwidth: MiB/s or GiB/s, three significant
+/// digits (binary units, as lmbench's "MB/sec" are).
+pub fn format_rate(bytes_per_s: f64) -> String {
+    if !bytes_per_s.is_finite() || bytes_per_s <= 0.0 {
+        return "-".into();
+    }
+    let mib = bytes_per_s / f64::from(1u32 << 20);
+    if mib >= 1024.0 {
+        format!("{} GiB/s", three_digits(mib / 1024.0))
+    } else {
+        format!("{} MiB/s", three_digits(mib))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rates_read_in_binary_units() {
+        assert_eq!(format_rate(3.5 * 1024.0 * 1048576.0), "3.50 GiB/s");
+        assert_eq!(format_rate(900.0 * 1048576.0), "900 MiB/s");
+        assert_eq!(format_rate(0.0), "-");
+    }
 
     #[test]
     fn units_scale_with_three_significant_digits() {

@@ -261,6 +261,7 @@ fn group_row(
         run_to_run: None,
         apart_unknown: false,
         rounds: None,
+        bytes_per_op: None,
     });
 }
 

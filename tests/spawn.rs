@@ -130,3 +130,87 @@ fn interrupting_spawn_benchmarks_leaves_no_process() {
         signal_expect_clean_exit(&mut child, &tag, sig, &format!("at {delay} ms"), None);
     }
 }
+
+/// The cgroups under the unified hierarchy's root and under this process's own that a run of
+/// oscost made (`oscost-<pid>-<nonce>`).
+fn oscost_cgroups() -> Vec<std::path::PathBuf> {
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let Some(root) = mounts.lines().find_map(|l| {
+        let (m, rest) = l.split_once(" - ")?;
+        (rest.split_whitespace().next()? == "cgroup2").then(|| m.split_whitespace().nth(4))?
+    }) else {
+        return vec![];
+    };
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let own = own
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .unwrap_or("/");
+    let dir = std::path::Path::new(root).join(own.trim_start_matches('/'));
+    std::fs::read_dir(&dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with("oscost-"))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// clone3 into a cgroup: the run makes the cgroup, measures, and removes it; a SIGKILL of
+/// oscost mid-run still removes it (its guard does), and a run that cannot make one skips the
+/// benchmark saying why.
+#[test]
+fn the_cgroup_clone3_starts_children_in_is_removed_on_every_exit() {
+    let _g = measuring();
+    let before = oscost_cgroups();
+    let (_, run) = run_json(
+        &unique_tag("cgroup"),
+        &["--quick", "spawn/clone3-into-cgroup"],
+    );
+    let r = result(&run, "spawn/clone3-into-cgroup");
+    match &r.status {
+        Status::Ok => {}
+        Status::Skipped { reason } => {
+            assert!(reason.contains("cgroup"), "{reason}");
+            skip(
+                "the_cgroup_clone3_starts_children_in_is_removed_on_every_exit",
+                reason,
+            );
+            return;
+        }
+        s => panic!("{s:?}"),
+    }
+    assert_eq!(oscost_cgroups(), before, "the run left its cgroup");
+    // Killed while measuring: the cgroup is there, then gone within two seconds of the kill.
+    let tag = unique_tag("cgroup-kill");
+    let mut child = oscost(&tag)
+        .args([
+            "run",
+            "--no-save",
+            "--budget",
+            "20",
+            "spawn/clone3-into-cgroup",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let made = (0..100).find_map(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        oscost_cgroups().into_iter().find(|p| !before.contains(p))
+    });
+    let made = made.expect("no cgroup appeared while the benchmark ran");
+    // SAFETY: a signal to the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    let gone = (0..40).any(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        !made.exists()
+    });
+    assert!(gone, "{} outlived a SIGKILL of oscost", made.display());
+    wait_until_gone(&tag, Duration::from_secs(5));
+}

@@ -7,7 +7,8 @@
 //! returns twice. Exec benchmarks run `oscost-helper` (csrc/helper.c: static, no libc), which
 //! oscost embeds and executes from a memfd, so nothing is written to disk. Outside the default
 //! suite: pidfd_open, pidfd_send_signal, and clone3 with CLONE_PIDFD reaped through the pidfd
-//! (`waitid(P_PIDFD)`), each skipped with the kernel's reason where it lacks the call.
+//! (`waitid(P_PIDFD)`), also with CLONE_INTO_CGROUP into the cgroup the run makes for it
+//! (`Benchmark::cgroup`), each skipped with the kernel's reason where it lacks the call.
 
 use std::ffi::{CString, c_char, c_int, c_void};
 use std::ptr::null_mut;
@@ -76,6 +77,16 @@ catalogue! {
         ],
     }:
         "clone3 with CLONE_PIDFD + _exit in the child + waitid(P_PIDFD) in the parent + close of the pidfd";
+    "spawn/clone3-into-cgroup" => clone3_into_cgroup {
+        preempts: true,
+        default: false,
+        cgroup: true,
+        events: crate::expect_events![
+            (Among::All, "context-switches", Expect::AtLeast(0.95)),
+            (Among::All, "minor-faults", Expect::AtLeast(1.0)),
+        ],
+    }:
+        "clone3 with CLONE_PIDFD | CLONE_INTO_CGROUP (5.7) into a cgroup the run made + _exit in the child + waitid(P_PIDFD) + close of the pidfd: spawn/clone3-pidfd with the child started in another cgroup";
 }
 
 /// Fork's cost against the parent's resident memory, as reports draw it.
@@ -582,14 +593,30 @@ struct CloneArgs {
 const CLONE_PIDFD: u64 = 0x1000;
 const P_PIDFD: libc::idtype_t = 3;
 
+const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+
 fn clone3_pidfd(m: &Meter, _: &Case) -> Measured {
+    clone3_reaped(m, None)
+}
+
+fn clone3_into_cgroup(m: &Meter, _: &Case) -> Measured {
+    let dir = m.cgroup.clone().map_err(BenchError::Skipped)?;
+    let cg = std::fs::File::open(&dir)
+        .map_err(|e| BenchError::failed(&format!("open the cgroup {}", dir.display()), e))?;
+    clone3_reaped(m, Some(std::os::fd::AsRawFd::as_raw_fd(&cg)))
+}
+
+/// clone3 with CLONE_PIDFD (and CLONE_INTO_CGROUP of the cgroup `cgroup`, when given), the
+/// child reaped through its pidfd.
+fn clone3_reaped(m: &Meter, cgroup: Option<i32>) -> Measured {
     let clock = Monotonic;
     m.individual(&mut || {
         let mut pidfd: i32 = -1;
         let args = CloneArgs {
-            flags: CLONE_PIDFD,
+            flags: CLONE_PIDFD | cgroup.map_or(0, |_| CLONE_INTO_CGROUP),
             pidfd: &mut pidfd as *mut i32 as u64,
             exit_signal: libc::SIGCHLD as u64,
+            cgroup: cgroup.map_or(0, |fd| fd as u64),
             ..CloneArgs::default()
         };
         let t0 = clock.now_ns();
@@ -603,6 +630,9 @@ fn clone3_pidfd(m: &Meter, _: &Case) -> Measured {
             )
         };
         match pid {
+            -1 if cgroup.is_some() => {
+                Err(BenchError::of_call("clone3 with CLONE_INTO_CGROUP", "5.7"))
+            }
             -1 => Err(BenchError::of_call("clone3", "5.3")),
             // SAFETY: ends the child at once.
             0 => unsafe { libc::_exit(0) },

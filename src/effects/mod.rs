@@ -2,8 +2,10 @@
 //! written (`output`, behind the gate), the gate that proves every path and store before
 //! work (`gate`), the results stores (`store`), signals and the processes they stop
 //! (`signals`), and the kernel settings a run changes and the guard that puts them back
-//! on every exit path (`settings_guard`, `put_back`).
+//! on every exit path (`settings_guard`, `put_back`), and the cgroup a run makes for the
+//! benchmarks that start processes in one (`cgroup`), kept by the same guard.
 
+pub mod cgroup;
 pub mod gate;
 pub mod output;
 pub mod put_back;

@@ -193,6 +193,9 @@ pub struct Benchmark {
     /// Its worker enters an IPC namespace of its own (the ipc/ family's SysV objects and POSIX
     /// queues die with it, and no other program's can be touched).
     pub ipc_namespace: bool,
+    /// It starts processes in a cgroup: the run makes one for it (`effects::cgroup`, removed
+    /// on every exit path by the guard) and hands it over in `Meter::cgroup`.
+    pub cgroup: bool,
     /// Its cost is one that memory activity (ballooning, compaction, reclaim) moves: its
     /// workers read `/proc/vmstat` around it (`harness::memory`).
     pub memory_watch: bool,
@@ -338,6 +341,7 @@ impl Benchmark {
             events: &[],
             ladder: None,
             ipc_namespace: false,
+            cgroup: false,
             memory_watch: false,
             peer: None,
             run,
@@ -440,6 +444,9 @@ pub struct Meter {
     pub mq_name: String,
     /// A private directory for temporary files, removed by the coordinator.
     pub scratch_dir: Option<PathBuf>,
+    /// The run's cgroup, for a benchmark that asks for one (`Benchmark::cgroup`), or why the
+    /// run has none.
+    pub cgroup: Result<PathBuf, String>,
     /// perf events counted around each case (`harness::counters`); empty: none.
     pub events: Vec<String>,
 }

@@ -31,6 +31,13 @@ pub struct WorkerOptions {
     /// A private directory for temporary files, removed by the coordinator.
     #[serde(default)]
     pub scratch_dir: Option<PathBuf>,
+    /// The run's cgroup, made when a benchmark of the plan asks for one
+    /// (`effects::cgroup`), or why there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_dir: Option<PathBuf>,
+    /// Why the run has no cgroup, where a benchmark asked for one and it could not be made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_missing: Option<String>,
     /// perf events to count around each case (`--events`); empty: none.
     #[serde(default)]
     pub events: Vec<String>,

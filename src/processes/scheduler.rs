@@ -159,6 +159,9 @@ struct RunSetup {
     exe: std::path::PathBuf,
     /// Benchmarks' temporary files live here; removed when the session ends, however it ends.
     _scratch: crate::processes::scratch::Scratch,
+    /// The cgroup the plan's benchmarks start processes in, where one asks (removed on drop,
+    /// and by its guard if oscost is killed).
+    _cgroup: Option<crate::effects::cgroup::RunCgroup>,
 }
 
 fn setup(plan: &Plan) -> anyhow::Result<RunSetup> {
@@ -173,6 +176,20 @@ fn setup(plan: &Plan) -> anyhow::Result<RunSetup> {
     let scratch = crate::processes::scratch::Scratch::create()
         .context("cannot create a temporary directory")?;
     opts.scratch_dir = Some(scratch.path().to_path_buf());
+    // Made before any worker starts, its guard first, only when a benchmark needs it.
+    let cgroup = match plan.benchmarks.iter().any(|b| b.cgroup) {
+        false => None,
+        true => match crate::effects::cgroup::RunCgroup::create() {
+            Ok(c) => {
+                opts.cgroup_dir = Some(c.path().to_path_buf());
+                Some(c)
+            }
+            Err(why) => {
+                opts.cgroup_missing = Some(why);
+                None
+            }
+        },
+    };
     opts.sampler = opts.sampler.with_clock(clock.cost_ns);
     if cfg!(debug_assertions) {
         crate::say!(
@@ -187,6 +204,7 @@ fn setup(plan: &Plan) -> anyhow::Result<RunSetup> {
         opts,
         exe: std::env::current_exe().context("cannot find the oscost executable")?,
         _scratch: scratch,
+        _cgroup: cgroup,
     })
 }
 

@@ -117,6 +117,10 @@ fn measure(id: &str, opts: WorkerOptions) -> Vec<CaseResult> {
         allowed: opts.allowed,
         mq_name: opts.mq_name,
         scratch_dir: opts.scratch_dir,
+        cgroup: opts.cgroup_dir.ok_or_else(|| {
+            opts.cgroup_missing
+                .unwrap_or_else(|| "the run made no cgroup for this benchmark".into())
+        }),
         events: events_override().unwrap_or(opts.events),
     };
     let memory = b

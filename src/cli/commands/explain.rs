@@ -181,6 +181,8 @@ impl Command for ExplainArgs {
             allowed: allowed.clone(),
             mq_name: plan.opts.mq_name.clone(),
             scratch_dir: None,
+            // explain traces two-party round trips, none of which start processes in a cgroup.
+            cgroup: Err("explain makes no cgroup".into()),
             events: vec![],
         };
         crate::say!("oscost: {id}: untraced pass, then a traced one");

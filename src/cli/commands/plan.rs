@@ -111,6 +111,8 @@ pub fn build(args: &Request) -> anyhow::Result<Plan> {
             variants,
             mq_name: default_mq_name(),
             scratch_dir: None,
+            cgroup_dir: None,
+            cgroup_missing: None,
             events,
             task_settings: vec![],
             read_confinement: false,

@@ -47,6 +47,12 @@ pub enum Change {
         /// Its state in `state::STATE_DIR`.
         state: PathBuf,
     },
+    /// A cgroup the run made (`effects::cgroup`): removed (rmdir, which takes only an empty
+    /// one).
+    Cgroup {
+        /// Its directory in the cgroup hierarchy.
+        dir: PathBuf,
+    },
 }
 
 /// What oscost tells its guard.
@@ -285,6 +291,22 @@ fn receive(socket: &OwnedFd, buf: &mut [u8]) -> Received {
     }
 }
 
+/// Remove a cgroup once it is empty: its last process may still be being reaped, so an
+/// EBUSY is waited out for up to a second. True when it is gone.
+pub fn remove_cgroup(dir: &std::path::Path) -> bool {
+    for _ in 0..50 {
+        match std::fs::remove_dir(dir) {
+            Ok(()) => return true,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return true,
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            Err(_) => return false,
+        }
+    }
+    false
+}
+
 /// Put back every change kept, newest first, removing the state of each put back.
 fn put_back_all(kept: Vec<(Change, Option<OwnedFd>)>) {
     for (change, lock) in kept.into_iter().rev() {
@@ -308,6 +330,21 @@ fn put_back_all(kept: Vec<(Change, Option<OwnedFd>)>) {
                         "oscost: could not put back {shown} ({e}); its state stays in {} and every oscost command tries again",
                         state.display()
                     ),
+                }
+            }
+            Change::Cgroup { dir } => {
+                if dir.exists() {
+                    if remove_cgroup(&dir) {
+                        crate::say!(
+                            "oscost: removed the cgroup {} (the oscost that made it ended without doing so)",
+                            dir.display()
+                        );
+                    } else {
+                        crate::say!(
+                            "oscost: could not remove the cgroup {}; remove it with rmdir once it is empty",
+                            dir.display()
+                        );
+                    }
                 }
             }
         }

@@ -107,6 +107,8 @@ fn plan(ids: &[&str], fixed_total: Option<usize>) -> Plan {
             variants: Default::default(),
             mq_name: String::new(),
             scratch_dir: None,
+            cgroup_dir: None,
+            cgroup_missing: None,
             events: vec!["context-switches".into()],
             task_settings: vec![],
             read_confinement: false,

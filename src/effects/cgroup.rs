@@ -1,0 +1,113 @@
+//! A cgroup the run makes for the benchmarks that start processes in one (clone3 with
+//! CLONE_INTO_CGROUP), and removes on every exit path.
+//!
+//! Made as a child of the coordinator's own cgroup (cgroup v2 only), named
+//! `oscost-<pid>-<nonce>`, with no controller enabled: it holds processes for the instant they
+//! live and changes no limit of anything. The guard process (`put_back`) is told of it before
+//! it exists, so a SIGKILL of oscost or of its worker still removes it (`Change::Cgroup`, an
+//! rmdir, retried while the last child is being reaped); the run removes it itself at its end.
+//! rmdir removes only an empty cgroup with no children, so nothing else can be lost by it.
+
+use std::path::{Path, PathBuf};
+
+use super::put_back::{Change, Guardian, remove_cgroup};
+
+/// The run's cgroup: removed, and its guard released, on drop.
+#[derive(Debug)]
+pub struct RunCgroup {
+    dir: PathBuf,
+    guardian: Option<Guardian>,
+}
+
+/// Where the unified (v2) hierarchy is mounted, from a mountinfo text.
+fn cgroup2_mount(mountinfo: &str) -> Option<PathBuf> {
+    mountinfo.lines().find_map(|l| {
+        let (mount, rest) = l.split_once(" - ")?;
+        let fstype = rest.split_whitespace().next()?;
+        (fstype == "cgroup2")
+            .then(|| mount.split_whitespace().nth(4).map(PathBuf::from))
+            .flatten()
+    })
+}
+
+/// This process's cgroup in the unified hierarchy, from a /proc/self/cgroup text (`0::/path`).
+fn own_cgroup(text: &str) -> Option<String> {
+    text.lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .map(|p| p.trim_start_matches('/').to_string())
+}
+
+impl RunCgroup {
+    /// Make the run's cgroup under this process's own, its removal kept by a guard first; or
+    /// say why it cannot be made (the benchmarks that need it are then skipped with it).
+    pub fn create() -> Result<RunCgroup, String> {
+        let mount =
+            cgroup2_mount(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default())
+                .ok_or("no cgroup v2 hierarchy is mounted here (CLONE_INTO_CGROUP needs one)")?;
+        let own = own_cgroup(&std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default())
+            .ok_or("this process is in no cgroup v2 cgroup (a v1-only system)")?;
+        let parent = mount.join(own);
+        let nonce: u32 = rand::random();
+        let dir = parent.join(format!("oscost-{}-{nonce:08x}", std::process::id()));
+        let mut guardian =
+            Guardian::start().map_err(|e| format!("cannot start the guard of a cgroup: {e}"))?;
+        guardian
+            .keep(&Change::Cgroup { dir: dir.clone() }, None)
+            .map_err(|e| format!("the guard did not take the cgroup: {e}"))?;
+        if let Err(e) = std::fs::create_dir(&dir) {
+            guardian.release();
+            return Err(format!(
+                "cannot make a cgroup in {} ({e}): CLONE_INTO_CGROUP needs a writable cgroup \
+                 v2 hierarchy (root, or a delegated subtree)",
+                parent.display()
+            ));
+        }
+        Ok(RunCgroup {
+            dir,
+            guardian: Some(guardian),
+        })
+    }
+
+    /// The cgroup's directory.
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl Drop for RunCgroup {
+    fn drop(&mut self) {
+        if remove_cgroup(&self.dir) {
+            if let Some(g) = self.guardian.take() {
+                g.release();
+            }
+        } else {
+            crate::say!(
+                "oscost: could not remove the cgroup {}; its guard tries again as it exits",
+                self.dir.display()
+            );
+        }
+        // A guardian still held is dropped here: its socket closes and the guard removes it.
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_unified_hierarchy_and_own_cgroup_are_read() {
+        let mi = "24 30 0:21 / /sys/fs/cgroup rw,nosuid shared:9 - cgroup2 cgroup2 rw\n\
+                  25 30 0:22 / /proc rw - proc proc rw\n";
+        assert_eq!(cgroup2_mount(mi), Some(PathBuf::from("/sys/fs/cgroup")));
+        assert_eq!(
+            cgroup2_mount("25 30 0:22 / /proc rw - proc proc rw\n"),
+            None
+        );
+        assert_eq!(
+            own_cgroup("0::/user.slice/a.scope\n"),
+            Some("user.slice/a.scope".into())
+        );
+        assert_eq!(own_cgroup("0::/\n"), Some(String::new()));
+        assert_eq!(own_cgroup("1:name=systemd:/x\n"), None);
+    }
+}

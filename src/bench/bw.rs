@@ -9,7 +9,7 @@
 //! regression gates call a drop in bandwidth slower with no rule of their own, and the views
 //! that show a rate derive it from the median and its CI (`BenchResult::rate`).
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 
 use crate::catalogue;
 use crate::harness::case::{Among, BenchError, Case, Cases, Expect, Measured, Meter, Outcome};
@@ -46,9 +46,9 @@ catalogue! {
     "bw/mmap-reread" => mmap_reread { peer: Some("lmbench bw_mmap_rd mmap_only") }:
         "a mebibyte of an 8 MiB file in the page cache, mapped once, summed a word at a time (per MiB)";
     "bw/mem-read" => mem_read { peer: Some("lmbench bw_mem rd") }:
-        "a mebibyte of a 64 MiB buffer read, a 4-byte load every 32 bytes, every byte counted (lmbench's rd) (per MiB)";
+        "a mebibyte of a 64 MiB buffer read, a 4-byte load every 16 bytes, every byte counted (lmbench's rd) (per MiB)";
     "bw/mem-write" => mem_write { peer: Some("lmbench bw_mem wr") }:
-        "a mebibyte of a 64 MiB buffer written, a 4-byte store every 32 bytes, every byte counted (lmbench's wr) (per MiB)";
+        "a mebibyte of a 64 MiB buffer written, a 4-byte store every 16 bytes, every byte counted (lmbench's wr) (per MiB)";
     "bw/mem-copy" => mem_copy { peer: Some("lmbench bw_mem bcopy") }:
         "a mebibyte of a 64 MiB buffer copied to another by the C library's memcpy (lmbench's bcopy) (per MiB)";
 }
@@ -142,70 +142,9 @@ fn bw_unix(m: &Meter, c: &Case) -> Measured {
 }
 
 fn bw_tcp(m: &Meter, c: &Case) -> Measured {
-    let (r, w) = tcp_connection()?;
-    stream(m, c, r.into_raw(), w.into_raw(), "TCP connection")
-}
-
-/// An owned descriptor handed over as a raw one.
-trait IntoRaw {
-    fn into_raw(self) -> i32;
-}
-impl IntoRaw for OwnedFd {
-    fn into_raw(self) -> i32 {
-        std::os::fd::IntoRawFd::into_raw_fd(self)
-    }
-}
-
-/// Both ends of a loopback TCP connection in this process: (accepted, connected).
-fn tcp_connection() -> Result<(OwnedFd, OwnedFd), BenchError> {
-    let sock = || {
-        // SAFETY: a plain syscall.
-        let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
-        if fd < 0 {
-            return Err(BenchError::failed("socket", errno()));
-        }
-        // SAFETY: just made; nothing else owns it.
-        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-    };
-    let listener = sock()?;
-    let mut a = libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: 0,
-        sin_addr: libc::in_addr {
-            s_addr: u32::from(std::net::Ipv4Addr::LOCALHOST).to_be(),
-        },
-        sin_zero: [0; 8],
-    };
-    let mut len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-    let l = listener.as_raw_fd();
-    // SAFETY: a live sockaddr_in and its length, for bind, getsockname and connect.
-    let ok = unsafe {
-        libc::bind(l, (&raw const a).cast(), len) == 0
-            && libc::listen(l, 1) == 0
-            && libc::getsockname(l, (&raw mut a).cast(), &mut len) == 0
-    };
-    if !ok {
-        return Err(BenchError::failed("listen on 127.0.0.1", errno()));
-    }
-    let client = sock()?;
-    // SAFETY: as above.
-    if unsafe { libc::connect(client.as_raw_fd(), (&raw const a).cast(), len) } != 0 {
-        return Err(BenchError::failed("connect to 127.0.0.1", errno()));
-    }
-    // SAFETY: no address asked for.
-    let fd = unsafe {
-        libc::accept4(
-            l,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            libc::SOCK_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return Err(BenchError::failed("accept", errno()));
-    }
-    // SAFETY: just accepted; nothing else owns it.
-    Ok((unsafe { OwnedFd::from_raw_fd(fd) }, client))
+    use std::os::fd::IntoRawFd;
+    let (r, w) = super::net::tcp_connection()?;
+    stream(m, c, r.into_raw_fd(), w.into_raw_fd(), "TCP connection")
 }
 
 /// The reread file's size, lmbench's usual 8 MiB (larger than the mebibyte of one operation, so
@@ -289,8 +228,9 @@ fn mmap_reread(m: &Meter, _: &Case) -> Measured {
 
 /// bw_mem's buffer: 64 MiB, past the last-level caches of the machines oscost runs on.
 const MEM_BYTES: usize = 64 << 20;
-/// bw_mem rd and wr touch one 4-byte word every 32 bytes and count every byte.
-const STRIDE_WORDS: usize = 8;
+/// bw_mem rd and wr touch one 4-byte word every 16 bytes (`p[0], p[4], ...` of an int array;
+/// its comment says 32) and count every byte.
+const STRIDE_WORDS: usize = 4;
 
 fn mem(m: &Meter, op: MemOp) -> Measured {
     let src = Mapping::anonymous(MEM_BYTES, false, 0)?;

@@ -182,14 +182,24 @@ fn tcp_pair(
     Ok((c, peer))
 }
 
+/// Both ends of a loopback TCP connection in this process: (accepted, connected).
+pub(crate) fn tcp_connection() -> Result<(OwnedFd, OwnedFd), BenchError> {
+    let (listener, port) = tcp_listener()?;
+    let client = socket(libc::AF_INET, libc::SOCK_STREAM)?;
+    if !connect_loopback(client.as_raw_fd(), port) {
+        return Err(BenchError::failed("connect to 127.0.0.1", errno()));
+    }
+    let fd = accept(listener.as_raw_fd());
+    if fd < 0 {
+        return Err(BenchError::failed("accept", errno()));
+    }
+    // SAFETY: just accepted; nothing else owns it.
+    Ok((unsafe { OwnedFd::from_raw_fd(fd) }, client))
+}
+
 /// The echoing peer: a byte back for every byte, until the connection ends.
 fn echo_bytes(fd: i32) {
     while read_byte(fd) && write_byte(fd) {}
-}
-
-/// The holding peer: keeps the connection open until it ends.
-fn hold(fd: i32) {
-    while read_byte(fd) {}
 }
 
 fn tcp_rr(m: &Meter, c: &Case) -> Measured {
@@ -372,19 +382,23 @@ fn unix_connect(m: &Meter, c: &Case) -> Measured {
     })
 }
 
-/// `n` descriptors of one loopback TCP connection (dups of it; a peer holds the other end),
-/// for lat_select tcp's wait over many.
+/// `n` descriptors of one loopback TCP connection (dups of it), for lat_select tcp's wait over
+/// many. This process holds the other end too: a peer process would bring a watchdog thread,
+/// and in a process of two threads every descriptor a select looks at is reference-counted
+/// (fdget's shortcut is for a file table no other thread shares), 20-40% more here
+/// (docs/design-notes.md); lmbench's client is single-threaded.
 struct Descriptors {
     fds: Vec<i32>,
     _conn: OwnedFd,
-    _peer: PeerProc,
+    _other_end: OwnedFd,
 }
 
 impl Descriptors {
     fn new(m: &Meter, c: &Case) -> Result<Descriptors, BenchError> {
         let n = c.int("fds")? as usize;
         ensure_fds(n as u64 + 16)?;
-        let (conn, peer) = tcp_pair(m, None, hold)?;
+        let _ = m;
+        let (other_end, conn) = tcp_connection()?;
         let mut fds = Vec::with_capacity(n);
         for _ in 0..n {
             // SAFETY: a plain syscall on a descriptor we own.
@@ -398,7 +412,7 @@ impl Descriptors {
         Ok(Descriptors {
             fds,
             _conn: conn,
-            _peer: peer,
+            _other_end: other_end,
         })
     }
 }

@@ -37,6 +37,48 @@ fn own_cgroup(text: &str) -> Option<String> {
         .map(|p| p.trim_start_matches('/').to_string())
 }
 
+/// The unified hierarchy's directory of this process's own cgroup.
+fn own_dir() -> Option<PathBuf> {
+    let mount =
+        cgroup2_mount(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default())?;
+    let own = own_cgroup(&std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default())?;
+    Some(mount.join(own))
+}
+
+/// The pid in a run cgroup's name (`oscost-<pid>-<8 hex digits>`), if it is one.
+fn maker_of(name: &str) -> Option<i32> {
+    let (pid, nonce) = name.strip_prefix("oscost-")?.split_once('-')?;
+    (nonce.len() == 8 && nonce.chars().all(|c| c.is_ascii_hexdigit()))
+        .then(|| pid.parse().ok())
+        .flatten()
+}
+
+/// Remove the run cgroups under this process's own whose maker is gone: left where every oscost
+/// process, its guard included, was killed at once. Only an empty cgroup can be removed (rmdir),
+/// and one whose maker lives is left alone. Returns those removed.
+pub fn reclaim() -> Vec<PathBuf> {
+    let Some(dir) = own_dir() else {
+        return vec![];
+    };
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return vec![];
+    };
+    let mut gone = Vec::new();
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = maker_of(&name) else {
+            continue;
+        };
+        // SAFETY: signal 0 only asks whether the process exists.
+        let alive = unsafe { libc::kill(pid, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH);
+        if !alive && std::fs::remove_dir(e.path()).is_ok() {
+            gone.push(e.path());
+        }
+    }
+    gone
+}
+
 impl RunCgroup {
     /// Make the run's cgroup under this process's own, its removal kept by a guard first; or
     /// say why it cannot be made (the benchmarks that need it are then skipped with it).
@@ -109,5 +151,9 @@ mod tests {
         );
         assert_eq!(own_cgroup("0::/\n"), Some(String::new()));
         assert_eq!(own_cgroup("1:name=systemd:/x\n"), None);
+        assert_eq!(maker_of("oscost-14851-d871b9de"), Some(14851));
+        assert_eq!(maker_of("oscost-14851-d871b9"), None);
+        assert_eq!(maker_of("oscost-notes"), None);
+        assert_eq!(maker_of("user.slice"), None);
     }
 }

@@ -176,6 +176,12 @@ fn setup(plan: &Plan) -> anyhow::Result<RunSetup> {
     let scratch = crate::processes::scratch::Scratch::create()
         .context("cannot create a temporary directory")?;
     opts.scratch_dir = Some(scratch.path().to_path_buf());
+    for gone in crate::effects::cgroup::reclaim() {
+        crate::say!(
+            "oscost: removed the cgroup {}, left by a run killed with its guard",
+            gone.display()
+        );
+    }
     // Made before any worker starts, its guard first, only when a benchmark needs it.
     let cgroup = match plan.benchmarks.iter().any(|b| b.cgroup) {
         false => None,

@@ -9,7 +9,7 @@
 //! regression gates call a drop in bandwidth slower with no rule of their own, and the views
 //! that show a rate derive it from the median and its CI (`BenchResult::rate`).
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 
 use crate::catalogue;
 use crate::harness::case::{Among, BenchError, Case, Cases, Expect, Measured, Meter, Outcome};
@@ -151,20 +151,8 @@ fn bw_tcp(m: &Meter, c: &Case) -> Measured {
 /// an operation never rereads what the last left in a cache nearer than the page cache's).
 const FILE_BYTES: usize = 8 << 20;
 
-/// An 8 MiB file in the run's scratch directory, written (so cached), unlinked at once.
-fn cached_file(m: &Meter) -> Result<OwnedFd, BenchError> {
-    let f = tempfile::tempfile_in(m.scratch_dir.clone().unwrap_or_else(std::env::temp_dir))
-        .map_err(|e| BenchError::failed("a file to reread", e))?;
-    let chunk = vec![0x5au8; 1 << 20];
-    for i in 0..FILE_BYTES / chunk.len() {
-        std::os::unix::fs::FileExt::write_all_at(&f, &chunk, (i * chunk.len()) as u64)
-            .map_err(|e| BenchError::failed("write the file to reread", e))?;
-    }
-    Ok(OwnedFd::from(f))
-}
-
 fn file_reread(m: &Meter, _: &Case) -> Measured {
-    let f = cached_file(m)?;
+    let f = super::cached_file(m, FILE_BYTES)?;
     let fd = f.as_raw_fd();
     // u64s, so the chunk is 8-byte aligned for the sum.
     let mut words = vec![0u64; CHUNK / 8];
@@ -203,22 +191,8 @@ unsafe fn sum_words(p: *const u8, len: usize) -> u64 {
 }
 
 fn mmap_reread(m: &Meter, _: &Case) -> Measured {
-    let f = cached_file(m)?;
-    // SAFETY: a fresh read-only shared mapping of the whole file.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            FILE_BYTES,
-            libc::PROT_READ,
-            libc::MAP_SHARED,
-            f.as_raw_fd(),
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return Err(BenchError::failed("mmap of the file", errno()));
-    }
-    let base = p as *const u8;
+    let f = super::cached_file(m, FILE_BYTES)?;
+    let base = super::map_shared(f.as_raw_fd(), FILE_BYTES, libc::PROT_READ)?.cast_const();
     let mut at = 0usize;
     let o = m.batched(&mut |n| {
         for _ in 0..n {
@@ -228,7 +202,7 @@ fn mmap_reread(m: &Meter, _: &Case) -> Measured {
         }
     });
     // SAFETY: the mapping made above.
-    unsafe { libc::munmap(p, FILE_BYTES) };
+    unsafe { libc::munmap(base.cast_mut().cast(), FILE_BYTES) };
     Ok(moved(o))
 }
 

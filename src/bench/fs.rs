@@ -645,29 +645,8 @@ const MAP_STRIDE: usize = 16 << 10;
 /// A file of `len` bytes in the tree, written so that every page is in the page cache.
 fn cached_file(t: &Tree, name: &CStr, len: usize) -> Result<OwnedFd, BenchError> {
     let f = open_at(t.fd(), name, libc::O_CREAT | libc::O_RDWR | libc::O_TRUNC)?;
-    let chunk = vec![b'x'; 1 << 20];
-    let mut off = 0;
-    while off < len {
-        let n = chunk.len().min(len - off);
-        // SAFETY: a live buffer of at least n bytes.
-        if unsafe { libc::pwrite(f.as_raw_fd(), chunk.as_ptr().cast(), n, off as i64) }
-            != n as isize
-        {
-            return Err(BenchError::failed("write the mapped file", errno()));
-        }
-        off += n;
-    }
+    super::fill_file(f.as_raw_fd(), len)?;
     Ok(f)
-}
-
-/// mmap of `len` bytes of `fd`, shared, or the failure.
-fn map_file(fd: i32, len: usize, prot: i32) -> Result<*mut u8, BenchError> {
-    // SAFETY: a fresh mapping of a file of at least `len` bytes.
-    let p = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, 0) };
-    if p == libc::MAP_FAILED {
-        return Err(BenchError::failed("mmap of the file", errno()));
-    }
-    Ok(p.cast())
 }
 
 fn mmap_file(m: &Meter, c: &Case) -> Measured {
@@ -678,7 +657,7 @@ fn mmap_file(m: &Meter, c: &Case) -> Measured {
     let clock = Monotonic;
     let o = m.individual(&mut || {
         let t0 = clock.now_ns();
-        let p = map_file(fd, len, libc::PROT_READ | libc::PROT_WRITE)?;
+        let p = super::map_shared(fd, len, libc::PROT_READ | libc::PROT_WRITE)?;
         for off in (0..len / 10).step_by(MAP_STRIDE) {
             // SAFETY: inside the mapping, which is writable.
             unsafe { std::ptr::write_volatile(p.add(off), len as u8) };
@@ -717,7 +696,7 @@ fn pagefault(m: &Meter, _: &Case) -> Measured {
     // A sample is a first read of every page: events per page.
     crate::harness::counters::set_unit(pages as f64);
     let o = m.individual(&mut || {
-        let p = map_file(fd, FAULTED_FILE, libc::PROT_READ)?;
+        let p = super::map_shared(fd, FAULTED_FILE, libc::PROT_READ)?;
         let mut sum = 0u8;
         let t0 = clock.now_ns();
         for &i in &order {

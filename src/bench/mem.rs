@@ -246,14 +246,9 @@ fn anon_huge_kb() -> Option<u64> {
 }
 
 fn read_file(m: &Meter, c: &Case) -> Measured {
-    use std::io::Write;
     use std::os::fd::AsRawFd;
     let len = c.int("bytes")? as usize;
-    let dir = m.scratch_dir.clone().unwrap_or_else(std::env::temp_dir);
-    let mut f = tempfile::tempfile_in(&dir)
-        .map_err(|e| BenchError::failed(&format!("temporary file in {}", dir.display()), e))?;
-    f.write_all(&vec![7u8; len])
-        .map_err(|e| BenchError::failed("write", e))?;
+    let f = super::cached_file(m, len)?;
     let fd = f.as_raw_fd();
     let mut buf = vec![0u8; len];
     m.batched_fallible(&mut |n| {

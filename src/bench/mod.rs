@@ -36,7 +36,7 @@ pub mod wake;
 
 use crate::base::model::Curve;
 use crate::harness::case::{BenchError, Benchmark, Expect, Measured, Meter, Param, Variant};
-use crate::harness::os::{read_byte, write_byte};
+use crate::harness::os::{errno, read_byte, write_byte};
 use std::sync::atomic::AtomicU32;
 
 /// Two sizes several families use: a page and a mebibyte (`/4KiB`, `/1MiB`, param `bytes`).
@@ -62,6 +62,42 @@ pub(crate) fn round_trips(m: &Meter, w: i32, r: i32, lost: &str) -> Measured {
         }
         Ok(())
     })
+}
+
+/// Write `len` bytes into `fd` from its start, a mebibyte at a time, so that every page is in
+/// the page cache. The size of the writes matters: the page cache keeps a file in folios up to
+/// the size of the writes that made it, and a fault maps a whole folio (docs/design-notes.md).
+pub(crate) fn fill_file(fd: i32, len: usize) -> Result<(), BenchError> {
+    let chunk = vec![0x5au8; len.min(1 << 20)];
+    let mut off = 0;
+    while off < len {
+        let n = chunk.len().min(len - off);
+        // SAFETY: a live buffer of at least n bytes.
+        if unsafe { libc::pwrite(fd, chunk.as_ptr().cast(), n, off as i64) } != n as isize {
+            return Err(BenchError::failed("write a file to read back", errno()));
+        }
+        off += n;
+    }
+    Ok(())
+}
+
+/// A file of `len` bytes in the run's scratch directory (unlinked at once), in the page cache.
+pub(crate) fn cached_file(m: &Meter, len: usize) -> Result<std::fs::File, BenchError> {
+    let dir = m.scratch_dir.clone().unwrap_or_else(std::env::temp_dir);
+    let f = tempfile::tempfile_in(&dir)
+        .map_err(|e| BenchError::failed(&format!("a file in {}", dir.display()), e))?;
+    fill_file(std::os::fd::AsRawFd::as_raw_fd(&f), len)?;
+    Ok(f)
+}
+
+/// mmap of `len` bytes of `fd`, shared, or the failure.
+pub(crate) fn map_shared(fd: i32, len: usize, prot: i32) -> Result<*mut u8, BenchError> {
+    // SAFETY: a fresh mapping of a file of at least `len` bytes.
+    let p = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, 0) };
+    if p == libc::MAP_FAILED {
+        return Err(BenchError::failed("mmap of the file", errno()));
+    }
+    Ok(p.cast())
 }
 
 /// futex(2) wait while `*word == val` (`harness::os::futex_wait`).

@@ -165,13 +165,8 @@ fn thread_cpu_ns(tid: u32) -> Option<u64> {
 }
 
 fn read_4k(m: &Meter, _: &Case) -> Measured {
-    use std::io::Write;
     const LEN: usize = 4096;
-    let dir = m.scratch_dir.clone().unwrap_or_else(std::env::temp_dir);
-    let mut f = tempfile::tempfile_in(&dir)
-        .map_err(|e| BenchError::failed(&format!("temporary file in {}", dir.display()), e))?;
-    f.write_all(&[7u8; LEN])
-        .map_err(|e| BenchError::failed("write", e))?;
+    let f = super::cached_file(m, LEN)?;
     let mut r = ring(&IoUring::builder(), 8)?;
     let mut buf = vec![0u8; LEN];
     let fd = types::Fd(f.as_raw_fd());

@@ -21,19 +21,16 @@ pub struct RunCgroup {
 
 /// Where the unified (v2) hierarchy is mounted, from a mountinfo text.
 fn cgroup2_mount(mountinfo: &str) -> Option<PathBuf> {
-    mountinfo.lines().find_map(|l| {
-        let (mount, rest) = l.split_once(" - ")?;
-        let fstype = rest.split_whitespace().next()?;
-        (fstype == "cgroup2")
-            .then(|| mount.split_whitespace().nth(4).map(PathBuf::from))
-            .flatten()
-    })
+    crate::harness::os::mount_points(mountinfo, "cgroup2")
+        .first()
+        .map(PathBuf::from)
 }
 
-/// This process's cgroup in the unified hierarchy, from a /proc/self/cgroup text (`0::/path`).
+/// This process's cgroup in the unified hierarchy, from a /proc/self/cgroup text (`0::/path`),
+/// relative to the hierarchy's root.
 fn own_cgroup(text: &str) -> Option<String> {
-    text.lines()
-        .find_map(|l| l.strip_prefix("0::"))
+    crate::harness::confinement::parse_cgroup(text)
+        .remove("")
         .map(|p| p.trim_start_matches('/').to_string())
 }
 

@@ -101,6 +101,21 @@ pub fn die_with_parent(parent: libc::pid_t, sig: libc::c_int) {
     }
 }
 
+/// The mount points of file systems of type `fstype` in a mountinfo text (`/proc/PID/mountinfo`),
+/// in its order; a point with an escaped character (a space, `\040`) is left out.
+pub fn mount_points<'a>(mountinfo: &'a str, fstype: &str) -> Vec<&'a str> {
+    mountinfo
+        .lines()
+        .filter_map(|l| {
+            let (fields, rest) = l.split_once(" - ")?;
+            (rest.split_whitespace().next()? == fstype)
+                .then(|| fields.split_whitespace().nth(4))
+                .flatten()
+        })
+        .filter(|p| !p.contains('\\'))
+        .collect()
+}
+
 /// The calling thread's last OS error.
 pub fn errno() -> std::io::Error {
     std::io::Error::last_os_error()

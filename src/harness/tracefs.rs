@@ -213,16 +213,7 @@ pub fn mount_private() -> Result<PathBuf, String> {
 /// Where tracefs is mounted, from a `/proc/PID/mountinfo` text: the usual place first, else
 /// the first mount of it (a mount point with an escaped character is passed over).
 fn mounted(mountinfo: &str) -> Option<PathBuf> {
-    let points: Vec<&str> = mountinfo
-        .lines()
-        .filter_map(|l| {
-            let (fields, rest) = l.split_once(" - ")?;
-            (rest.split_whitespace().next()? == "tracefs")
-                .then(|| fields.split_whitespace().nth(4))
-                .flatten()
-        })
-        .filter(|p| !p.contains('\\'))
-        .collect();
+    let points = super::os::mount_points(mountinfo, "tracefs");
     TRACEFS
         .iter()
         .find(|t| points.contains(t))

@@ -10,12 +10,14 @@
 //! lives no longer than the benchmark; the peer dies with it (SIGKILL, reaped).
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::catalogue;
 use crate::harness::case::{
     Among, BenchError, Case, Cases, Expect, Measured, Meter, Param, Variant,
 };
-use crate::harness::os::{PeerProc, close, ensure_fds, errno, read_byte, write_byte};
+use crate::harness::clock::{Clock, Monotonic};
+use crate::harness::os::{Mapping, PeerProc, close, ensure_fds, errno, read_byte, write_byte};
 
 catalogue! {
     family { default: false };
@@ -27,10 +29,10 @@ catalogue! {
         cases: Cases::Placements, preempts: true, peer: Some("lmbench lat_udp"),
     }:
         "round trip of a 4-byte datagram over loopback UDP between two processes";
-    // The client never blocks: the handshake completes in the kernel, and the server's accept,
-    // read of the end of file and close run whenever it gets the CPU: it is woken twice a
-    // connection (the connection queued, its end of file), and each wake that runs is a switch
-    // there and back, so none to four switches a connection on one CPU (0.0 to 2.15 counted).
+    // A sample is 64 connections and the wait for the server to have served them (see
+    // `connections`). On one CPU the server runs when woken and given the CPU (the connection
+    // queued, its end of file, the client's wait at the end of a sample): none to four
+    // switches a connection, one or two for most.
     "net/tcp-connect" => tcp_connect {
         cases: Cases::Placements, preempts: true, peer: Some("lmbench lat_connect"),
         events: crate::expect_events![(Among::SameCpu, "context-switches", Expect::Between { lo: 0.0, hi: 4.1 })],
@@ -112,7 +114,7 @@ fn tcp_listener() -> Result<(OwnedFd, u16), BenchError> {
     let l = socket(libc::AF_INET, libc::SOCK_STREAM)?;
     let port = bind_loopback(l.as_raw_fd())?;
     // SAFETY: a plain syscall on a socket we own.
-    if unsafe { libc::listen(l.as_raw_fd(), 128) } != 0 {
+    if unsafe { libc::listen(l.as_raw_fd(), BACKLOG) } != 0 {
         return Err(BenchError::failed("listen", errno()));
     }
     Ok((l, port))
@@ -284,8 +286,17 @@ fn udp_rr(m: &Meter, c: &Case) -> Measured {
     r
 }
 
-/// lat_connect's server: accept, read until the client's close, close.
-fn serve_connections(listener: i32) {
+/// Connections a sample opens before it waits for the server to have served them all. Half
+/// the listen backlog, so a TCP accept queue never overflows (an overflow drops the SYN and
+/// the client waits a second for its retransmission, which is what makes lat_connect's own
+/// figure unstable on one CPU), and enough that the one wait a sample ends with is a small
+/// part of it.
+const CONNECTIONS_PER_SAMPLE: usize = 64;
+const BACKLOG: i32 = 2 * CONNECTIONS_PER_SAMPLE as i32;
+
+/// lat_connect's server: accept, read until the client's close, close; each connection served
+/// counted in `served` (shared with the client).
+fn serve_connections(listener: i32, served: &AtomicU64) {
     loop {
         let fd = accept(listener);
         if fd < 0 {
@@ -293,11 +304,21 @@ fn serve_connections(listener: i32) {
         }
         while read_byte(fd) {}
         close(fd);
+        served.fetch_add(1, Ordering::Release);
     }
 }
 
 /// Connections opened and closed against a server process on `peer_cpu`: `open_one` makes
 /// one connected socket (the caller closes it).
+///
+/// The client never blocks while the backlog has room, so the server's accept, read and close
+/// run whenever it gets the CPU: on one CPU, every twentieth connection or so. A sample of a
+/// few connections would then hold either none of that work or a burst of it, and its median
+/// would be the client's part alone (8.3 us of a unix connection whose whole cost, the
+/// server's part included, is 17 us on one CPU, as lat_unix_connect's total time over
+/// connections says). So a sample opens `CONNECTIONS_PER_SAMPLE` connections and ends when the
+/// server has served them all: the cost of a connection with its serving, as lmbench's
+/// steady state has it, at every placement.
 fn connections(
     m: &Meter,
     c: &Case,
@@ -305,21 +326,36 @@ fn connections(
     open_one: &dyn Fn() -> Result<OwnedFd, BenchError>,
 ) -> Measured {
     let lfd = listener.as_raw_fd();
+    let shared = Mapping::anonymous(4096, true, 0)?;
+    // SAFETY: the shared page is live (and aligned) for as long as both parties run: the
+    // peer is stopped before `shared` is dropped, below.
+    let served: &AtomicU64 = unsafe { &*shared.ptr().cast::<AtomicU64>() };
     let peer = PeerProc::spawn(
         c.peer_cpu(),
         &m.allowed,
-        move || serve_connections(lfd),
+        move || serve_connections(lfd, served),
         || {},
     )?;
-    let r = m.batched_fallible(&mut |n| {
-        for _ in 0..n {
+    let clock = Monotonic;
+    let mut opened = 0u64;
+    crate::harness::counters::set_unit(CONNECTIONS_PER_SAMPLE as f64);
+    let r = m.individual(&mut || {
+        let t0 = clock.now_ns();
+        for _ in 0..CONNECTIONS_PER_SAMPLE {
             drop(open_one()?);
-            peer.check()?;
+            opened += 1;
         }
-        Ok(())
+        while served.load(Ordering::Acquire) < opened {
+            peer.check()?;
+            // SAFETY: a plain sched_yield; on one CPU it lets the server run.
+            unsafe { libc::sched_yield() };
+        }
+        let t1 = clock.now_ns();
+        Ok(m.per_unit(t1.saturating_sub(t0), CONNECTIONS_PER_SAMPLE))
     });
     drop(peer);
     drop(listener);
+    drop(shared);
     r
 }
 
@@ -365,7 +401,7 @@ fn unix_connect(m: &Meter, c: &Case) -> Measured {
     // SAFETY: a live sockaddr_un of the length given; then a plain listen.
     let ok = unsafe {
         libc::bind(listener.as_raw_fd(), (&raw const addr).cast(), UN_LEN) == 0
-            && libc::listen(listener.as_raw_fd(), 128) == 0
+            && libc::listen(listener.as_raw_fd(), BACKLOG) == 0
     };
     if !ok {
         return Err(BenchError::failed(

@@ -92,7 +92,7 @@ for r in $(seq "$rounds"); do
     # its harness chose (4k: 12.0 us after 0k and 1k in a window of 5276 files, 9.8-10.1 us
     # alone; design-notes). `-s 0` means every size, so 0k is the first line of that run.
     if have lat_fs; then
-      pin "$lm/lat_fs" -N 3 "$fsdir" 2>&1 | head -1 | sed 's/^/lat_fs /'
+      pin "$lm/lat_fs" -N 3 "$fsdir" 2>&1 | sed -n 1p | sed 's/^/lat_fs /'
       for s in 1k 4k 10k; do pin "$lm/lat_fs" -s $s -N 3 "$fsdir" 2>&1 | sed 's/^/lat_fs /'; done
     fi
     # sh -c /tmp/hello: lmbench's shell runs its hello program; where none is there, sh's

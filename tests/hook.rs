@@ -131,3 +131,97 @@ fn nothing_stays_attached_when_oscost_is_killed_mid_ladder() {
         skip(test, "no hook was seen attached before the kill");
     }
 }
+
+/// oscost's ftrace instances on this machine, as its helper lists them (`None` where it
+/// cannot: tracefs absent, no rights).
+fn ftrace_instances() -> Option<Vec<String>> {
+    let out = std::process::Command::new(bin())
+        .args(["__ftrace", "--list"])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    if text.lines().any(|l| l.starts_with("error: ")) {
+        return None;
+    }
+    Some(
+        text.lines()
+            .filter_map(|l| l.strip_prefix("instance "))
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
+#[test]
+fn an_ftrace_event_adds_to_getppid_and_its_instance_is_removed_on_every_exit() {
+    let test = "an_ftrace_event_adds_to_getppid_and_its_instance_is_removed_on_every_exit";
+    if !is_root() {
+        return skip(test, "enabling an ftrace event needs root");
+    }
+    let Some(before) = ftrace_instances() else {
+        return skip(test, "tracefs cannot be mounted here");
+    };
+    let tag = unique_tag("hook-ftrace");
+    let _m = measuring();
+    let (out, run) = run_json(
+        &tag,
+        &["--quick", "hook/none", "hook/ftrace-sys-enter", "--no-save"],
+    );
+    assert_success(&out);
+    let r = run
+        .results
+        .iter()
+        .find(|r| r.id == "hook/ftrace-sys-enter")
+        .expect("the ftrace rung is in the run");
+    match addition(&run, &r.id) {
+        // An enabled event sends every call through the tracepoint and writes a record: it
+        // costs more than nothing beyond its interval.
+        Some((a, ci)) => assert!(a > 0.0 && ci[0] > 0.0, "{a} {ci:?}"),
+        None => {
+            let why = r.status.reason().unwrap_or_default();
+            assert!(
+                r.status.word() == "skipped" && !why.is_empty(),
+                "{:?}",
+                r.status
+            );
+            return skip(test, &format!("hook/ftrace-sys-enter skipped: {why}"));
+        }
+    }
+    assert_eq!(ftrace_instances(), Some(before.clone()), "an instance left");
+
+    // Killed mid-measurement, oscost's worker goes with it, and the helper, in a process group
+    // of its own, sees its pipe close and removes the instance.
+    let mut child = oscost(&tag)
+        .args([
+            "run",
+            "hook/ftrace-sys-enter",
+            "--budget",
+            "30",
+            "--no-save",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let end = std::time::Instant::now() + Duration::from_secs(10);
+    let mut seen = false;
+    while !seen && std::time::Instant::now() < end {
+        seen = ftrace_instances().is_some_and(|now| now.len() > before.len());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.wait();
+    assert!(wait_until_gone(&tag, Duration::from_secs(5)).is_empty());
+    let end = std::time::Instant::now() + Duration::from_secs(5);
+    while ftrace_instances() != Some(before.clone()) && std::time::Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        ftrace_instances(),
+        Some(before),
+        "an instance left after SIGKILL"
+    );
+    if !seen {
+        skip(test, "no instance was seen before the kill");
+    }
+}

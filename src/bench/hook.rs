@@ -5,19 +5,25 @@
 //! function, fentry and fexit on it (a BPF trampoline), a uprobe on glibc's getppid, each with
 //! three bodies (`/empty`: return 0; `/counter`: a per-CPU counter, as
 //! bpftrace's `count()`; `/ringbuf`: a 64-byte ring-buffer event, as an agent's event stream),
-//! and with a system-wide perf counter on `raw_syscalls:sys_enter` and no program (what `perf
-//! stat -a -e` holds); and a pipe round trip between two processes on one CPU unhooked
-//! (`hook/pipe-none`) and with a program on the raw tracepoint `sched_switch`, two switches a
-//! round trip. The hook is attached by the worker before it measures and detached when
-//! it exits (`harness::bpf`); every result of the family is measured in the same rounds as
-//! `hook/none`, so each one's addition (`analysis::hooks`) is a difference of repetitions run
-//! side by side. A kind the kernel refuses is skipped with the kernel's reason.
+//! with a system-wide perf counter on `raw_syscalls:sys_enter` and no program (what `perf
+//! stat -a -e` holds), and with the ftrace event `raw_syscalls/sys_enter` enabled in a tracefs
+//! instance of oscost's own, its ring buffer written (what a standing ftrace user holds); and a
+//! pipe round trip between two processes on one CPU unhooked (`hook/pipe-none`), with a
+//! program on the raw tracepoint `sched_switch` and with the ftrace event `sched_switch`, two
+//! switches a round trip; and that round trip with a BPF LSM program on `file_permission`,
+//! which every read and write checks (four a round trip), where the BPF LSM is active. A BPF
+//! hook is attached by the worker before it measures and detached when it exits
+//! (`harness::bpf`); an ftrace event is enabled by a helper the worker starts, which removes
+//! its instance when the worker's pipe to it closes (`harness::ftrace`). Every result of the
+//! family is measured in the same rounds as `hook/none`, so each one's addition
+//! (`analysis::hooks`) is a difference of repetitions run side by side. A kind the kernel refuses is skipped with the kernel's reason.
 
 use std::hint::black_box;
 
 use crate::catalogue;
 use crate::harness::bpf::{Body, Hook, Point, getppid_function};
 use crate::harness::case::{BenchError, Case, Cases, Measured, Meter, Param, Variant};
+use crate::harness::ftrace::TraceHelper;
 
 /// The three bodies, as variants (param `body`: 0 empty, 1 counter, 2 ring buffer).
 static BODIES: &[Variant] = &[
@@ -57,10 +63,16 @@ catalogue! {
         "getppid() with a BPF program on a uprobe at glibc's getppid (a trap in user space)";
     "hook/perf-counter" => perf_counter:
         "getppid() with a system-wide perf counter on raw_syscalls:sys_enter (perf stat -a -e), no program";
+    "hook/ftrace-sys-enter" => ftrace_sys_enter:
+        "getppid() with the ftrace event raw_syscalls/sys_enter enabled on every CPU in a tracefs instance of oscost's own, written to its ring buffer";
     "hook/pipe-none" => pipe_none { preempts: true }:
         "a 1-byte pipe round trip between two processes on one CPU, no hook: the base of hook/pipe-*";
     "hook/pipe-raw-tp-switch" => pipe_raw_tp_switch { cases: Cases::Fixed(BODIES), preempts: true }:
         "a 1-byte pipe round trip on one CPU with a BPF program on the raw tracepoint sched_switch (2 switches a round trip)";
+    "hook/pipe-lsm-file-permission" => pipe_lsm_file_permission { cases: Cases::Fixed(BODIES), preempts: true }:
+        "a 1-byte pipe round trip on one CPU with a BPF LSM program on file_permission (4 checks a round trip: each read and write)";
+    "hook/pipe-ftrace-switch" => pipe_ftrace_switch { preempts: true }:
+        "a 1-byte pipe round trip on one CPU with the ftrace event sched/sched_switch enabled on every CPU in a tracefs instance of oscost's own";
 }
 
 /// getppid in batches, with `hook` held for the measurement.
@@ -95,6 +107,31 @@ fn with_hook(m: &Meter, hook: Option<Hook>, op: &dyn Fn(&Meter) -> Measured) -> 
     }
     drop(hook);
     Ok(out)
+}
+
+/// `op` measured with the ftrace event `event` enabled on every online CPU, as a standing
+/// tracer enables it: in a tracefs instance of oscost's own, its buffer overwriting its oldest
+/// events (`harness::ftrace`, hook mode). The instance belongs to the helper process, which
+/// removes it when the worker's end of its pipe closes, however the worker ends; a helper
+/// killed itself leaves a marker whose lock is free, and the next helper removes it.
+fn with_ftrace(m: &Meter, event: &str, op: &dyn Fn(&Meter) -> Measured) -> Measured {
+    use crate::harness::tracefs::CountError;
+    let cpus = crate::harness::bpf::online_cpus();
+    let mut t = TraceHelper::open_hook(&cpus, &[event]).map_err(|e| match e {
+        CountError::NoRights(_) | CountError::NoTracepoints(_) => {
+            BenchError::Skipped(e.to_string())
+        }
+        other => BenchError::Failed(other.to_string()),
+    })?;
+    if t.text.lines().any(|l| l == format!("missing {event}")) {
+        return Err(BenchError::Skipped(format!(
+            "this kernel has no ftrace event {event}"
+        )));
+    }
+    t.on().map_err(|e| BenchError::Failed(e.to_string()))?;
+    let out = op(m);
+    t.off().map_err(|e| BenchError::Failed(e.to_string()))?;
+    out
 }
 
 fn attached(point: Point, c: &Case) -> Result<Hook, BenchError> {
@@ -167,6 +204,18 @@ fn uprobe(m: &Meter, c: &Case) -> Measured {
         function: "getppid",
     };
     getppid_with(m, Some(attached(point, c)?))
+}
+
+fn ftrace_sys_enter(m: &Meter, _: &Case) -> Measured {
+    with_ftrace(m, "raw_syscalls/sys_enter", &|m| getppid_with(m, None))
+}
+
+fn pipe_lsm_file_permission(m: &Meter, c: &Case) -> Measured {
+    pipe_with(m, Some(attached(Point::Lsm("file_permission"), c)?))
+}
+
+fn pipe_ftrace_switch(m: &Meter, _: &Case) -> Measured {
+    with_ftrace(m, "sched/sched_switch", &|m| pipe_with(m, None))
 }
 
 fn pipe_none(m: &Meter, _: &Case) -> Measured {

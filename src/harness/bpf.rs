@@ -53,6 +53,9 @@ pub enum Point {
     Fentry(String),
     /// fexit on a kernel function.
     Fexit(String),
+    /// A BPF LSM hook (`file_permission`, ...): a trampoline on the kernel's
+    /// `bpf_lsm_<hook>`, run only where the BPF LSM is active.
+    Lsm(&'static str),
     /// A uprobe on a function of a shared library (`library` as in /proc/self/maps,
     /// e.g. "libc.so"), for every process.
     Uprobe {
@@ -89,6 +92,12 @@ const PROG_RAW_TRACEPOINT: u32 = 17;
 const PROG_TRACING: u32 = 26;
 const ATTACH_TRACE_FENTRY: u32 = 24;
 const ATTACH_TRACE_FEXIT: u32 = 25;
+const PROG_LSM: u32 = 29;
+const ATTACH_LSM_MAC: u32 = 27;
+/// The BPF LSM's id in `lsm_list_modules` (include/uapi/linux/lsm.h).
+const LSM_ID_BPF: u64 = 109;
+/// lsm_list_modules(2) on x86_64 and arm64 alike (6.8).
+const SYS_LSM_LIST_MODULES: libc::c_long = 461;
 // perf_event_open(2).
 const PERF_TYPE_TRACEPOINT: u32 = 2;
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
@@ -392,6 +401,14 @@ impl Hook {
                 },
                 btf_id: vmlinux_function_id(f)?,
             },
+            Point::Lsm(hook) => {
+                bpf_lsm_active()?;
+                ProgKind {
+                    prog_type: PROG_LSM,
+                    attach_type: ATTACH_LSM_MAC,
+                    btf_id: vmlinux_function_id(&format!("bpf_lsm_{hook}"))?,
+                }
+            }
         };
         let (prog, mut fds, drops) = program(kind, body)?;
         let link = match point {
@@ -419,7 +436,7 @@ impl Hook {
                 set_bpf(&ev, &prog)?;
                 ev
             }
-            Point::Fentry(_) | Point::Fexit(_) => {
+            Point::Fentry(_) | Point::Fexit(_) | Point::Lsm(_) => {
                 // A trampoline program attaches through the raw tracepoint call, no name.
                 let mut a = [0u8; 16];
                 put32(&mut a, 8, prog.as_raw_fd() as u32);
@@ -501,6 +518,29 @@ fn vmlinux_function_id(name: &str) -> Result<u32, Refused> {
         .chain(body)
         .find_map(|n| btf_function_id(&btf, &n))
         .ok_or_else(|| Refused(format!("the kernel's BTF has no function {name}")))
+}
+
+/// Whether the BPF LSM is among the active LSMs (`lsm_list_modules`, 6.8): a BPF LSM program
+/// loads and attaches where it is built but not active, and then never runs.
+fn bpf_lsm_active() -> Result<(), Refused> {
+    let mut ids = [0u64; 64];
+    let mut size = std::mem::size_of_val(&ids) as u32;
+    // SAFETY: a buffer of `size` bytes and its size, as the call takes them.
+    let n = unsafe { libc::syscall(SYS_LSM_LIST_MODULES, ids.as_mut_ptr(), &raw mut size, 0u32) };
+    if n < 0 {
+        return Err(Refused(format!(
+            "cannot list the active LSMs (lsm_list_modules: {}; kernels before 6.8 lack it)",
+            std::io::Error::last_os_error()
+        )));
+    }
+    let active = &ids[..(n as usize).min(ids.len())];
+    if active.contains(&LSM_ID_BPF) {
+        Ok(())
+    } else {
+        Err(Refused(
+            "the BPF LSM is not active here (add bpf to the lsm= boot parameter)".into(),
+        ))
+    }
 }
 
 /// The id of the FUNC named `name` in a BTF blob.
@@ -612,7 +652,7 @@ fn elf_function_offset(elf: &[u8], name: &str) -> Option<u64> {
 }
 
 /// The online CPUs, whatever this process may run on: a system-wide counter is one per CPU.
-fn online_cpus() -> Vec<usize> {
+pub(crate) fn online_cpus() -> Vec<usize> {
     crate::harness::placement::parse_cpu_list(
         &std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default(),
     )

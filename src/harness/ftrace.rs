@@ -16,7 +16,12 @@
 //! Ctrl-C to the group cannot stop it before that. Each helper marks the instance it made with
 //! a file of the same name in `/run/oscost/ftrace/` (root's), locked while it lives; an
 //! instance whose marker's lock is free (its helper killed with SIGKILL) is removed by the
-//! next helper, and an instance without a marker is never touched, whatever its name.
+//! next helper, and by the next run as it starts (`reclaim`, which starts a helper only where
+//! such a marker exists); an instance without a marker is never touched, whatever its name.
+//!
+//! The same helper serves `hook/ftrace-*` (`TraceHelper::open_hook`): started by a worker in a
+//! process group of its own (a worker is stopped by signalling its group), its instance's
+//! buffer overwriting as ftrace's default does, with nothing sent back.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
@@ -32,6 +37,22 @@ fn buffer_kb(cpus: usize) -> usize {
     (65536 / cpus.max(1)).clamp(2048, 8192)
 }
 const PREFIX: &str = "oscost-";
+/// The helper's first argument when it serves a hook.
+const HOOK_FLAG: &str = "--hook";
+/// The helper's only argument when it removes the instances of killed helpers and exits.
+const RECLAIM_FLAG: &str = "--reclaim";
+/// The helper's only argument when it lists oscost's instances and exits, touching nothing.
+const LIST_FLAG: &str = "--list";
+
+/// What the helper's instance is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// `explain`'s record: the first events kept, a filter on the system call events, every
+    /// page sent back at `off`.
+    Record,
+    /// A standing tracer's cost (`hook/ftrace-*`): overwrite, no filter, nothing sent back.
+    Hook,
+}
 
 /// What `off` brought back: every traced CPU's pages, and the events the kernel dropped.
 #[derive(Debug, Default)]
@@ -56,8 +77,28 @@ pub struct TraceHelper {
 impl TraceHelper {
     /// Start the helper for `events` on `cpus`; Err says what is missing.
     pub fn open(cpus: &[usize], events: &[&str]) -> Result<TraceHelper, CountError> {
+        Self::start(cpus, events, Mode::Record)
+    }
+
+    /// Start the helper for `events` on `cpus` as a hook (`hook/ftrace-*`): the instance's
+    /// buffer overwrites its oldest events, as ftrace's default does, so every event costs
+    /// what a standing tracer's does however long the measurement; no filter; `off` brings
+    /// nothing back.
+    pub fn open_hook(cpus: &[usize], events: &[&str]) -> Result<TraceHelper, CountError> {
+        Self::start(cpus, events, Mode::Hook)
+    }
+
+    fn start(cpus: &[usize], events: &[&str], mode: Mode) -> Result<TraceHelper, CountError> {
         let list: Vec<String> = cpus.iter().map(usize::to_string).collect();
-        let mut child = helper_command("__ftrace")?
+        let mut command = helper_command("__ftrace")?;
+        if mode == Mode::Hook {
+            // A process group of its own: a hook's helper is started by a worker, which is
+            // stopped by signalling its group; the helper must outlive it by the moment it
+            // takes to see its pipe close and remove the instance.
+            std::os::unix::process::CommandExt::process_group(&mut command, 0);
+            command.arg(HOOK_FLAG);
+        }
+        let mut child = command
             .arg(list.join(","))
             .args(events)
             .stdin(Stdio::piped())
@@ -174,15 +215,38 @@ pub fn helper_main(args: &[String]) -> i32 {
         crate::tell!("error: {}", e.replace('\n', " "));
         1
     };
+    if let Some(flag) = args
+        .first()
+        .filter(|f| *f == RECLAIM_FLAG || *f == LIST_FLAG)
+    {
+        let root = match super::tracefs::mount_private() {
+            Ok(r) => r,
+            Err(e) => return say_error(&e),
+        };
+        if flag == RECLAIM_FLAG {
+            for name in remove_stale(&root) {
+                crate::tell!("removed {name}");
+            }
+        } else {
+            for name in instances(&root) {
+                crate::tell!("instance {name}");
+            }
+        }
+        return 0;
+    }
+    let (mode, args) = match args.split_first() {
+        Some((flag, rest)) if flag == HOOK_FLAG => (Mode::Hook, rest),
+        _ => (Mode::Record, args),
+    };
     let (Some(cpus), Some(events)) = (args.first(), args.get(1..)) else {
-        return say_error("usage: oscost __ftrace CPUS EVENT...");
+        return say_error("usage: oscost __ftrace [--hook] CPUS EVENT...");
     };
     let cpus: Vec<usize> = cpus.split(',').filter_map(|c| c.parse().ok()).collect();
     let root = match super::tracefs::mount_private() {
         Ok(r) => r,
         Err(e) => return say_error(&e),
     };
-    remove_stale(&root);
+    let _ = remove_stale(&root);
     // Unique across PID namespaces (instances are the machine's, whoever mounts tracefs).
     let name = format!(
         "{PREFIX}{}-{:x}",
@@ -198,7 +262,7 @@ pub fn helper_main(args: &[String]) -> i32 {
         Err(e) => return say_error(&e),
     };
     crate::tell!("recorder {}", if recorder { "on" } else { "off" });
-    let code = match serve(&root, &inst, &cpus, events) {
+    let code = match serve(&root, &inst, &cpus, events, mode) {
         Ok(()) => 0,
         Err(e) => say_error(&e),
     };
@@ -288,12 +352,21 @@ fn write(path: &Path, what: &str) -> Result<(), String> {
 }
 
 /// Set the instance up, say ready, then answer `on` and `off` until the pipe closes.
-fn serve(root: &Path, inst: &Path, cpus: &[usize], events: &[String]) -> Result<(), String> {
+fn serve(
+    root: &Path,
+    inst: &Path,
+    cpus: &[usize],
+    events: &[String],
+    mode: Mode,
+) -> Result<(), String> {
     write(&inst.join("tracing_on"), "0")?;
     // The clock CLOCK_MONOTONIC reads, so that the trace lines up with the benchmark's reads.
     write(&inst.join("trace_clock"), "mono")?;
-    // Keep the first events when a buffer fills, and count the rest as dropped.
-    write(&inst.join("options/overwrite"), "0")?;
+    // A record keeps the first events when a buffer fills, and counts the rest as dropped (a
+    // dropped event costs less than a written one); a hook overwrites, so every event is
+    // written, as in a standing tracer's buffer.
+    let overwrite = if mode == Mode::Hook { "1" } else { "0" };
+    write(&inst.join("options/overwrite"), overwrite)?;
     write(&inst.join("tracing_cpumask"), &cpumask(cpus))?;
     for c in cpus {
         let kb = inst.join(format!("per_cpu/cpu{c}/buffer_size_kb"));
@@ -307,7 +380,7 @@ fn serve(root: &Path, inst: &Path, cpus: &[usize], events: &[String]) -> Result<
             text.push_str(&format!("missing {ev}\n"));
             continue;
         }
-        if let Some(f) = super::tracefs::filter_of(ev) {
+        if let Some(f) = super::tracefs::filter_of(ev).filter(|_| mode == Mode::Record) {
             write(&dir.join("filter"), f)?;
         }
         present.push(dir.join("enable"));
@@ -328,7 +401,10 @@ fn serve(root: &Path, inst: &Path, cpus: &[usize], events: &[String]) -> Result<
             "off" => {
                 write(&inst.join("tracing_on"), "0")?;
                 write(&inst.join("events/enable"), "0")?;
-                drain(root, inst, cpus)?;
+                match mode {
+                    Mode::Record => drain(root, inst, cpus)?,
+                    Mode::Hook => crate::tell!("end"),
+                }
             }
             other => return Err(format!("unknown word '{other}'")),
         }
@@ -409,9 +485,12 @@ fn remove(inst: &Path) {
 
 /// Instances of helpers that no longer live (killed with SIGKILL before they could clean
 /// up): those whose marker nobody holds locked. Only marked instances are ever removed.
-fn remove_stale(root: &Path) {
+/// Remove every instance whose helper was killed (its marker's lock free) and its marker;
+/// the instances removed.
+fn remove_stale(root: &Path) -> Vec<String> {
+    let mut removed = Vec::new();
     let Ok(dir) = std::fs::read_dir(markers_dir()) else {
-        return;
+        return removed;
     };
     for e in dir.flatten() {
         let name = e.file_name().to_string_lossy().to_string();
@@ -426,10 +505,81 @@ fn remove_stale(root: &Path) {
             let inst = root.join("instances").join(&name);
             if inst.is_dir() {
                 remove(&inst);
+                removed.push(name);
             }
             let _ = std::fs::remove_file(e.path());
         }
     }
+    removed
+}
+
+/// The instances named as oscost names its own, whether or not their helper lives.
+fn instances(root: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(root.join("instances"))
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().to_string())
+                .filter(|n| n.starts_with(PREFIX))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// A marker whose helper is gone (its lock free): checked without mounting anything, so a
+/// run that finds none starts no helper.
+fn stale_marker() -> bool {
+    let Ok(dir) = std::fs::read_dir(markers_dir()) else {
+        return false;
+    };
+    dir.flatten().any(|e| {
+        e.file_name().to_string_lossy().starts_with(PREFIX)
+            && open_marker(&e.path(), false).is_some_and(|m| super::os::lock_now(&m).is_ok())
+    })
+}
+
+/// Remove the instances of helpers that were killed (every oscost process killed at once
+/// leaves its helper's instance, events enabled, until a helper removes it): called as a run
+/// starts, it starts a helper only where a marker is stale. The instances removed.
+pub fn reclaim() -> Vec<String> {
+    if !stale_marker() {
+        return Vec::new();
+    }
+    words_of(RECLAIM_FLAG, "removed")
+}
+
+/// oscost's instances on this machine (a helper lists them; nothing is removed), or why they
+/// cannot be listed.
+pub fn oscost_instances() -> Result<Vec<String>, CountError> {
+    let out = helper_command("__ftrace")?
+        .arg(LIST_FLAG)
+        .stderr(Stdio::null())
+        .output()
+        .map_err(|e| CountError::Io(format!("cannot start oscost __ftrace: {e}")))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if let Some(why) = text.lines().find_map(|l| l.strip_prefix("error: ")) {
+        return Err(CountError::NoRights(why.to_string()));
+    }
+    Ok(text
+        .lines()
+        .filter_map(|l| l.strip_prefix("instance "))
+        .map(str::to_string)
+        .collect())
+}
+
+/// The helper run with `flag`, its lines that begin with `word`, the word taken off.
+fn words_of(flag: &str, word: &str) -> Vec<String> {
+    let Ok(mut c) = helper_command("__ftrace") else {
+        return Vec::new();
+    };
+    let Ok(out) = c.arg(flag).stderr(Stdio::null()).output() else {
+        return Vec::new();
+    };
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix(word).map(|r| r.trim().to_string()))
+        .collect()
 }
 
 #[cfg(test)]

@@ -182,6 +182,11 @@ fn setup(plan: &Plan) -> anyhow::Result<RunSetup> {
             gone.display()
         );
     }
+    for gone in crate::harness::ftrace::reclaim() {
+        crate::say!(
+            "oscost: removed the ftrace instance {gone}, left by a run killed with its helper"
+        );
+    }
     // Made before any worker starts, its guard first, only when a benchmark needs it.
     let cgroup = match plan.benchmarks.iter().any(|b| b.cgroup) {
         false => None,

@@ -72,6 +72,13 @@ fn main() {
     if std::env::args_os().nth(1).is_some_and(|a| a == "__tracefs") {
         std::process::exit(oscost::harness::tracefs::helper_main());
     }
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == oscost::harness::audit::HELPER_ARG)
+    {
+        let args: Vec<String> = std::env::args().skip(2).collect();
+        std::process::exit(oscost::harness::audit::helper_main(&args));
+    }
     if std::env::args_os().nth(1).is_some_and(|a| a == "__ftrace") {
         let args: Vec<String> = std::env::args().skip(2).collect();
         std::process::exit(oscost::harness::ftrace::helper_main(&args));

@@ -225,3 +225,98 @@ fn an_ftrace_event_adds_to_getppid_and_its_instance_is_removed_on_every_exit() {
         skip(test, "no instance was seen before the kill");
     }
 }
+
+#[test]
+fn the_audit_rung_is_skipped_where_audit_is_off_and_never_turns_it_on() {
+    let test = "the_audit_rung_is_skipped_where_audit_is_off_and_never_turns_it_on";
+    if !is_root() {
+        return skip(test, "asking audit needs root");
+    }
+    match oscost::harness::observers::audit_enabled() {
+        None => return skip(test, "audit cannot be asked here"),
+        Some(n) if n != 0 => return skip(test, "audit is on here"),
+        Some(_) => {}
+    }
+    let rules = oscost::harness::observers::audit_rules();
+    let tag = unique_tag("hook-audit-off");
+    let _m = measuring();
+    let (out, run) = run_json(&tag, &["--quick", "hook/audit-rule", "--no-save"]);
+    assert_success(&out);
+    let r = run
+        .results
+        .iter()
+        .find(|r| r.id == "hook/audit-rule")
+        .expect("the audit rung is in the run");
+    assert_eq!(r.status.word(), "skipped", "{:?}", r.status);
+    assert!(
+        r.status
+            .reason()
+            .unwrap_or_default()
+            .contains("audit is off"),
+        "{:?}",
+        r.status
+    );
+    assert_eq!(oscost::harness::observers::audit_enabled(), Some(0));
+    assert_eq!(oscost::harness::observers::audit_rules(), rules);
+}
+
+#[test]
+fn an_audit_rule_adds_to_getppid_and_is_deleted_on_every_exit() {
+    let test = "an_audit_rule_adds_to_getppid_and_is_deleted_on_every_exit";
+    if !is_root() {
+        return skip(test, "adding an audit rule needs root");
+    }
+    if oscost::harness::observers::audit_enabled() != Some(1) {
+        // Turning audit on would put every later process on its slow path until reboot.
+        return skip(test, "audit is not on here (the test never turns it on)");
+    }
+    let before = oscost::harness::observers::audit_rules();
+    let tag = unique_tag("hook-audit");
+    let _m = measuring();
+    let (out, run) = run_json(
+        &tag,
+        &["--quick", "hook/none", "hook/audit-rule", "--no-save"],
+    );
+    assert_success(&out);
+    let (a, ci) = addition(&run, "hook/audit-rule").expect("the audit rung measured");
+    // A rule checked at every getppid's exit costs more than none beyond its interval.
+    assert!(a > 0.0 && ci[0] > 0.0, "{a} {ci:?}");
+    assert_eq!(oscost::harness::observers::audit_rules(), before);
+
+    // A helper killed while it holds its rule cannot delete it: the next run does.
+    let mut helper = std::process::Command::new(bin())
+        .args([
+            "__audit-rule",
+            &format!("oscost-test-{}", std::process::id()),
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(helper.stdout.take().unwrap()),
+        &mut ready,
+    )
+    .unwrap();
+    assert_eq!(ready.trim(), "ready");
+    assert_eq!(
+        oscost::harness::observers::audit_rules(),
+        before.map(|n| n + 1)
+    );
+    helper.kill().unwrap();
+    let _ = helper.wait();
+    assert_eq!(
+        oscost::harness::observers::audit_rules(),
+        before.map(|n| n + 1),
+        "a killed helper's rule stays until a run reclaims it"
+    );
+    let (out, _) = run_json(&tag, &["--quick", "syscall/getppid", "--no-save"]);
+    assert_success(&out);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("deleted the audit rule"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(oscost::harness::observers::audit_rules(), before);
+}

@@ -6,7 +6,8 @@
 //! three bodies (`/empty`: return 0; `/counter`: a per-CPU counter, as
 //! bpftrace's `count()`; `/ringbuf`: a 64-byte ring-buffer event, as an agent's event stream),
 //! with a system-wide perf counter on `raw_syscalls:sys_enter` and no program (what `perf
-//! stat -a -e` holds), and with the ftrace event `raw_syscalls/sys_enter` enabled in a tracefs
+//! stat -a -e` holds), with an audit rule checked at getppid's exit that matches nothing (where
+//! audit is already on: oscost never turns it on), and with the ftrace event `raw_syscalls/sys_enter` enabled in a tracefs
 //! instance of oscost's own, its ring buffer written (what a standing ftrace user holds); and a
 //! pipe round trip between two processes on one CPU unhooked (`hook/pipe-none`), with a
 //! program on the raw tracepoint `sched_switch` and with the ftrace event `sched_switch`, two
@@ -63,6 +64,8 @@ catalogue! {
         "getppid() with a BPF program on a uprobe at glibc's getppid (a trap in user space)";
     "hook/perf-counter" => perf_counter:
         "getppid() with a system-wide perf counter on raw_syscalls:sys_enter (perf stat -a -e), no program";
+    "hook/audit-rule" => audit_rule:
+        "getppid() with an audit rule that is checked at its exit and matches nothing (-a always,exit -S getppid -F uid of no process), audit already on";
     "hook/ftrace-sys-enter" => ftrace_sys_enter:
         "getppid() with the ftrace event raw_syscalls/sys_enter enabled on every CPU in a tracefs instance of oscost's own, written to its ring buffer";
     "hook/pipe-none" => pipe_none { preempts: true }:
@@ -204,6 +207,13 @@ fn uprobe(m: &Meter, c: &Case) -> Measured {
         function: "getppid",
     };
     getppid_with(m, Some(attached(point, c)?))
+}
+
+fn audit_rule(m: &Meter, _: &Case) -> Measured {
+    let rule = crate::harness::audit::RuleHeld::add().map_err(BenchError::Skipped)?;
+    let out = getppid_with(m, None);
+    drop(rule);
+    out
 }
 
 fn ftrace_sys_enter(m: &Meter, _: &Case) -> Measured {

@@ -25,7 +25,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 
 use super::ringbuf::PageLayout;
@@ -255,7 +255,7 @@ pub fn helper_main(args: &[String]) -> i32 {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos())
     );
-    let marker = Marker::make(&name);
+    let marker = super::marker::Marker::make(MARKERS, &name);
     let inst = root.join("instances").join(&name);
     let recorder = match create_instance(&root, &inst) {
         Ok(r) => r,
@@ -271,43 +271,8 @@ pub fn helper_main(args: &[String]) -> i32 {
     code
 }
 
-/// Where the helpers mark their instances (beside the state of what oscost changes).
-fn markers_dir() -> PathBuf {
-    Path::new(super::os::STATE_DIR).join("ftrace")
-}
-
-/// This helper's mark on the instance it made: a file of the instance's name, locked while
-/// the helper lives, removed when it ends.
-struct Marker {
-    path: PathBuf,
-    _lock: std::fs::File,
-}
-
-impl Marker {
-    /// `None` where no marker can be made (not root, a directory not root's own): the
-    /// instance is then removed by its helper alone.
-    fn make(name: &str) -> Option<Marker> {
-        let dir = markers_dir();
-        super::os::private_dir(Path::new(super::os::STATE_DIR), true).ok()?;
-        super::os::private_dir(&dir, true).ok()?;
-        let path = dir.join(name);
-        let lock = open_marker(&path, true)?;
-        super::os::lock_now(&lock).ok()?;
-        Some(Marker { path, _lock: lock })
-    }
-}
-
-impl Drop for Marker {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-    }
-}
-
-/// A marker opened without following a link or blocking; `None` unless a regular file.
-fn open_marker(path: &Path, create: bool) -> Option<std::fs::File> {
-    let f = super::os::open_untrusted(path, create).ok()?;
-    f.metadata().ok()?.file_type().is_file().then_some(f)
-}
+/// The markers' kind (`harness::marker`): `/run/oscost/ftrace/`.
+const MARKERS: &str = "ftrace";
 
 /// Create the instance; whether its events will run the command-name recorder.
 ///
@@ -489,26 +454,13 @@ fn remove(inst: &Path) {
 /// the instances removed.
 fn remove_stale(root: &Path) -> Vec<String> {
     let mut removed = Vec::new();
-    let Ok(dir) = std::fs::read_dir(markers_dir()) else {
-        return removed;
-    };
-    for e in dir.flatten() {
-        let name = e.file_name().to_string_lossy().to_string();
-        if !name.starts_with(PREFIX) || name.contains('/') {
-            continue;
+    for stale in super::marker::stale(MARKERS, PREFIX) {
+        let inst = root.join("instances").join(&stale.name);
+        if inst.is_dir() {
+            remove(&inst);
+            removed.push(stale.name.clone());
         }
-        let Some(marker) = open_marker(&e.path(), false) else {
-            continue;
-        };
-        let free = super::os::lock_now(&marker).is_ok();
-        if free {
-            let inst = root.join("instances").join(&name);
-            if inst.is_dir() {
-                remove(&inst);
-                removed.push(name);
-            }
-            let _ = std::fs::remove_file(e.path());
-        }
+        stale.forget();
     }
     removed
 }
@@ -527,23 +479,13 @@ fn instances(root: &Path) -> Vec<String> {
     names
 }
 
-/// A marker whose helper is gone (its lock free): checked without mounting anything, so a
-/// run that finds none starts no helper.
-fn stale_marker() -> bool {
-    let Ok(dir) = std::fs::read_dir(markers_dir()) else {
-        return false;
-    };
-    dir.flatten().any(|e| {
-        e.file_name().to_string_lossy().starts_with(PREFIX)
-            && open_marker(&e.path(), false).is_some_and(|m| super::os::lock_now(&m).is_ok())
-    })
-}
-
 /// Remove the instances of helpers that were killed (every oscost process killed at once
 /// leaves its helper's instance, events enabled, until a helper removes it): called as a run
 /// starts, it starts a helper only where a marker is stale. The instances removed.
 pub fn reclaim() -> Vec<String> {
-    if !stale_marker() {
+    // Checked without mounting anything, so a run that finds no stale marker starts no
+    // helper (the locks taken here are let go at once).
+    if super::marker::stale(MARKERS, PREFIX).is_empty() {
         return Vec::new();
     }
     words_of(RECLAIM_FLAG, "removed")

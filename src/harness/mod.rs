@@ -1,6 +1,7 @@
 //! The measurement machinery every benchmark uses: clocks, the sampler, CPU placement and the
 //! noise guards (docs/ARCHITECTURE.md §2).
 
+pub mod audit;
 pub mod bpf;
 pub mod case;
 pub mod clock;
@@ -11,6 +12,7 @@ pub mod error;
 pub mod ftrace;
 pub mod group_guard;
 pub mod ipc_guard;
+pub mod marker;
 pub mod memory;
 pub mod noise;
 pub mod observers;

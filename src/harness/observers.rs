@@ -16,129 +16,14 @@ pub fn bpf_programs() -> Option<u32> {
 
 /// How many audit rules are in force, or `None` where they cannot be listed here.
 pub fn audit_rules() -> Option<u32> {
-    const AUDIT_LIST_RULES: u16 = 1013;
-    let mut rules = 0u32;
-    audit_exchange(AUDIT_LIST_RULES, true, |kind, _| {
-        match kind {
-            libc::NLMSG_DONE => return Some(Some(rules)),
-            t if t == i32::from(AUDIT_LIST_RULES) => rules += 1,
-            _ => {}
-        }
-        None
-    })
+    super::audit::rules().ok().map(|r| r.len() as u32)
 }
 
 /// Audit's enabled flag (0 off, 1 on, 2 locked), or `None` where it cannot be asked here.
 /// (What it cannot say: whether audit was ever enabled since boot, which keeps every process
 /// forked since on the system call slow path even with the flag back at 0.)
 pub fn audit_enabled() -> Option<u32> {
-    const AUDIT_GET: u16 = 1000;
-    audit_exchange(AUDIT_GET, false, |kind, payload| {
-        // struct audit_status: mask, then enabled.
-        (kind == i32::from(AUDIT_GET)).then(|| {
-            payload
-                .get(4..8)
-                .map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
-        })
-    })
-}
-
-/// Send audit request `request` over a netlink socket and hand each message of the answer
-/// (its type, its payload) to `answer` until it returns `Some`; `None` where the socket, the
-/// request or an answer fails (no CAP_AUDIT_CONTROL, no audit in the kernel), or after a
-/// second without one.
-fn audit_exchange<T>(
-    request: u16,
-    ack: bool,
-    mut answer: impl FnMut(i32, &[u8]) -> Option<Option<T>>,
-) -> Option<T> {
-    // SAFETY: a plain socket call; the descriptor is owned below.
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_NETLINK,
-            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-            libc::NETLINK_AUDIT,
-        )
-    };
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: fd was just opened and is owned by nothing else.
-    let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
-    let raw = std::os::fd::AsRawFd::as_raw_fd(&fd);
-    // A reply that never comes must not hang a command: at most a second.
-    let tv = libc::timeval {
-        tv_sec: 1,
-        tv_usec: 0,
-    };
-    // SAFETY: a valid timeval of the size passed.
-    unsafe {
-        libc::setsockopt(
-            raw,
-            libc::SOL_SOCKET,
-            libc::SO_RCVTIMEO,
-            &tv as *const libc::timeval as *const libc::c_void,
-            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-        )
-    };
-    let flags = libc::NLM_F_REQUEST | if ack { libc::NLM_F_ACK } else { 0 };
-    let header = libc::nlmsghdr {
-        nlmsg_len: std::mem::size_of::<libc::nlmsghdr>() as u32,
-        nlmsg_type: request,
-        nlmsg_flags: flags as u16,
-        nlmsg_seq: 1,
-        nlmsg_pid: 0,
-    };
-    // SAFETY: kernel address zeroed (pid 0, groups 0) as netlink expects.
-    let mut kernel: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
-    kernel.nl_family = libc::AF_NETLINK as u16;
-    // SAFETY: the header is sent as its bytes, to a valid netlink address.
-    let sent = unsafe {
-        libc::sendto(
-            raw,
-            &header as *const libc::nlmsghdr as *const libc::c_void,
-            header.nlmsg_len as usize,
-            0,
-            &kernel as *const libc::sockaddr_nl as *const libc::sockaddr,
-            std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
-        )
-    };
-    if sent < 0 {
-        return None;
-    }
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        // SAFETY: the buffer is valid for its length.
-        let n = unsafe { libc::recv(raw, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), 0) };
-        if n <= 0 {
-            return None;
-        }
-        let mut at = 0usize;
-        let n = n as usize;
-        let hlen = std::mem::size_of::<libc::nlmsghdr>();
-        while at + hlen <= n {
-            // SAFETY: at + hlen <= n bytes were received; read unaligned.
-            let h: libc::nlmsghdr =
-                unsafe { std::ptr::read_unaligned(buf[at..].as_ptr() as *const libc::nlmsghdr) };
-            let len = h.nlmsg_len as usize;
-            if len < hlen || at + len > n {
-                return None;
-            }
-            let payload = &buf[at + hlen..at + len];
-            if h.nlmsg_type as i32 == libc::NLMSG_ERROR {
-                // An ack is error 0; a negative errno refuses.
-                let code = payload
-                    .get(..4)
-                    .map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
-                if code != Some(0) {
-                    return None;
-                }
-            } else if let Some(done) = answer(h.nlmsg_type as i32, payload) {
-                return done;
-            }
-            at += (len + 3) & !3;
-        }
-    }
+    super::audit::enabled().ok()
 }
 
 /// Whether the kernel counts every BPF program's run time (`kernel.bpf_stats_enabled`): on,

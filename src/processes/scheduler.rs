@@ -187,6 +187,9 @@ fn setup(plan: &Plan) -> anyhow::Result<RunSetup> {
             "oscost: removed the ftrace instance {gone}, left by a run killed with its helper"
         );
     }
+    for gone in crate::harness::audit::reclaim() {
+        crate::say!("oscost: deleted the audit rule {gone}, left by a run killed with its helper");
+    }
     // Made before any worker starts, its guard first, only when a benchmark needs it.
     let cgroup = match plan.benchmarks.iter().any(|b| b.cgroup) {
         false => None,

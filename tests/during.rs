@@ -460,3 +460,137 @@ fn predict_during_prices_and_times_a_program_beside_an_agent() {
     let left = wait_until_gone(&tag, Duration::from_secs(2));
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+#[test]
+fn a_program_during_a_run_has_its_cpu_time_counted_on_each_cpu() {
+    let test = "a_program_during_a_run_has_its_cpu_time_counted_on_each_cpu";
+    let allowed: Vec<usize> = (0..1024)
+        .filter(|&c| {
+            // SAFETY: an all-zero cpu_set_t is valid; filled by the call.
+            let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+            // SAFETY: a valid set of the size passed.
+            unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) };
+            // SAFETY: reading a bit of the set just filled.
+            unsafe { libc::CPU_ISSET(c, &set) }
+        })
+        .collect();
+    if allowed.len() < 2 {
+        return skip(test, "one CPU: nothing to tell apart");
+    }
+    if !Path::new("/usr/bin/taskset").exists() {
+        return skip(test, "no taskset to pin the spinning program");
+    }
+    // A program spinning on the first allowed CPU; oscost measures on the last.
+    let dir = tempfile::tempdir().unwrap();
+    let spinner = allowed[0];
+    let agent = script(
+        dir.path(),
+        "spin.sh",
+        &format!("echo ready\nexec taskset -c {spinner} sh -c 'while :; do :; done'"),
+    );
+    let tag = unique_tag("during-by-cpu");
+    let _m = measuring();
+    let (out, run) = run_json(
+        &tag,
+        &[
+            "--samples",
+            "200",
+            "syscall/getppid",
+            "--no-save",
+            "--during",
+            &agent,
+            "--ready",
+            "^ready$",
+        ],
+    );
+    assert_success(&out);
+    let (cpu_s, measured_s, by_cpu) = run
+        .notes
+        .iter()
+        .find_map(|n| match &n.kind {
+            oscost::base::model::NoteKind::During {
+                cpu_s,
+                measured_s,
+                cpu_s_by_cpu,
+                ..
+            } => Some((*cpu_s, *measured_s, cpu_s_by_cpu.clone())),
+            _ => None,
+        })
+        .expect("a note on the program");
+    if by_cpu.is_empty() {
+        return skip(
+            test,
+            "the keeper could not count by CPU (perf_event_open refused)",
+        );
+    }
+    let sum: f64 = by_cpu.iter().map(|(_, s)| s).sum();
+    // Two accounts of one tree's time agree (the tick-based one is coarse: 10 ms a tick).
+    assert!(
+        (sum - cpu_s).abs() <= 0.1 * cpu_s + 0.05,
+        "by CPU {by_cpu:?} sum {sum} against {cpu_s}"
+    );
+    let on = |c: usize| {
+        by_cpu
+            .iter()
+            .find(|(k, _)| *k == c)
+            .map_or(0.0, |(_, s)| *s)
+    };
+    // Spinning, pinned: most of the measured time on its CPU, next to none elsewhere.
+    assert!(
+        on(spinner) > 0.5 * measured_s,
+        "{by_cpu:?} over {measured_s} s"
+    );
+    assert!(
+        on(*allowed.last().unwrap()) < 0.1 * measured_s,
+        "{by_cpu:?} over {measured_s} s"
+    );
+}
+
+#[test]
+fn a_program_that_shares_the_measuring_cpu_is_named_as_the_sides_program() {
+    let test = "a_program_that_shares_the_measuring_cpu_is_named_as_the_sides_program";
+    if !Path::new("/usr/bin/taskset").exists() {
+        return skip(test, "no taskset to pin the spinning program");
+    }
+    // SAFETY: an all-zero cpu_set_t is valid; filled by the call.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid set of the size passed.
+    unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) };
+    // SAFETY: reading bits of the set just filled.
+    let last = (0..1024)
+        .rev()
+        .find(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let agent = script(
+        dir.path(),
+        "spin.sh",
+        &format!("echo ready\nexec taskset -c {last} sh -c 'while :; do :; done'"),
+    );
+    let tag = unique_tag("during-named");
+    let _m = measuring();
+    let (out, run) = run_json(
+        &tag,
+        &[
+            "--samples",
+            "200",
+            "syscall/getppid",
+            "--no-save",
+            "--cpu",
+            &last.to_string(),
+            "--during",
+            &agent,
+            "--ready",
+            "^ready$",
+        ],
+    );
+    assert_success(&out);
+    // A spinning task on the measuring CPU takes about half of it: the result is flagged, and
+    // the flag names the task as the side's program.
+    let text = serde_json::to_string(&run).unwrap();
+    assert!(
+        text.contains("of the program run during the side"),
+        "{}",
+        stderr(&out)
+    );
+}

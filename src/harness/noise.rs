@@ -180,7 +180,7 @@ pub fn runnable_on(cpu: usize, own_pgid: i32, limit: usize) -> Vec<String> {
                 continue;
             };
             if st.state == 'R' && st.cpu == cpu && st.pgid != own_pgid {
-                let name = format!("{} (pid {pid})", crate::base::text::printable(&st.comm));
+                let name = task_label(&pid, &st.comm);
                 if !out.contains(&name) {
                     out.push(name);
                 }
@@ -276,6 +276,43 @@ impl CpuShareStart {
     }
 }
 
+/// How a task found on the measuring CPU is named: its command and pid, and whether it is
+/// part of a program run during the side (`--during`: a descendant of its keeper, `oscost
+/// __during`, which is a subreaper, so a daemon that left the program's group is one too).
+fn task_label(pid: &str, comm: &str) -> String {
+    let comm = crate::base::text::printable(comm);
+    if under_during_keeper(pid) {
+        format!("{comm} (pid {pid}, of the program run during the side)")
+    } else {
+        format!("{comm} (pid {pid})")
+    }
+}
+
+/// Whether `pid` descends from a `--during` keeper (its parents walked up, at most 64).
+fn under_during_keeper(pid: &str) -> bool {
+    let mut at: i32 = pid.parse().unwrap_or(0);
+    for _ in 0..64 {
+        let Some(parent) =
+            crate::harness::os::proc_stat(&format!("/proc/{at}/stat")).map(|s| s.ppid)
+        else {
+            return false;
+        };
+        if parent <= 1 {
+            return false;
+        }
+        let cmdline = std::fs::read(format!("/proc/{parent}/cmdline")).unwrap_or_default();
+        if cmdline
+            .split(|&b| b == 0)
+            .nth(1)
+            .is_some_and(|a| a == crate::processes::during::KEEPER_ARG.as_bytes())
+        {
+            return true;
+        }
+        at = parent;
+    }
+    false
+}
+
 /// Tasks of other process groups than `own_pgid` that ran on CPU `cpu` during a short look
 /// (their schedstat run time grew over `window`), "name (pid N)", at most `limit`: who took
 /// the CPU from a worker's children, which a look at the runnable tasks of one instant misses
@@ -315,7 +352,7 @@ pub fn running_on(
                     .ok()
                     .and_then(|s| parse_schedstat(&s))
                 {
-                    let name = format!("{} (pid {pid})", crate::base::text::printable(&st.comm));
+                    let name = task_label(&pid, &st.comm);
                     out.push((dir, name, ss.run_ns));
                 }
             }

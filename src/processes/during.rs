@@ -76,6 +76,9 @@ pub struct DuringRecord {
     pub ready_by: &'static str,
     /// CPU time its whole process tree used while the side was measured, seconds.
     pub cpu_s: f64,
+    /// The same on each CPU (CPU, seconds), where the keeper could count it (task-clock
+    /// counters; empty where perf_event_open is refused).
+    pub cpu_s_by_cpu: Vec<(usize, f64)>,
     /// Wall time the side was measured while it ran, seconds.
     pub measured_s: f64,
     /// The signal that ended it each time ("SIGINT", or "none" when it had exited).
@@ -94,6 +97,32 @@ impl DuringRecord {
         }
     }
 
+    /// Its CPU use on each CPU as a share of that CPU while the side was measured, percent.
+    pub fn cpu_pct_by_cpu(&self) -> Vec<(usize, f64)> {
+        self.cpu_s_by_cpu
+            .iter()
+            .map(|&(c, s)| {
+                let pct = if self.measured_s > 0.0 {
+                    100.0 * s / self.measured_s
+                } else {
+                    0.0
+                };
+                (c, pct)
+            })
+            .collect()
+    }
+
+    /// Add `by_cpu` (CPU, seconds) to what was counted on each CPU.
+    pub fn add_by_cpu(&mut self, by_cpu: &[(usize, f64)]) {
+        for &(c, s) in by_cpu {
+            match self.cpu_s_by_cpu.iter_mut().find(|(k, _)| *k == c) {
+                Some((_, t)) => *t += s,
+                None => self.cpu_s_by_cpu.push((c, s)),
+            }
+        }
+        self.cpu_s_by_cpu.sort_by_key(|&(c, _)| c);
+    }
+
     /// The record in words, for the side's note.
     pub fn words(&self, text: &str) -> String {
         let ready = if self.ready_s.is_empty() {
@@ -109,8 +138,19 @@ impl DuringRecord {
         let mut stops: Vec<String> = self.stopped_by.clone();
         stops.sort();
         stops.dedup();
+        let by_cpu = self
+            .cpu_pct_by_cpu()
+            .iter()
+            .map(|(c, p)| format!("CPU {c} {p:.1}%"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let by_cpu = if by_cpu.is_empty() {
+            String::new()
+        } else {
+            format!("; {by_cpu}")
+        };
         format!(
-            "measured during `{text}`: {} block(s), {ready}; its processes used {:.2} s of CPU over {:.1} s measured ({:.1}% of one CPU); stopped by {}{}",
+            "measured during `{text}`: {} block(s), {ready}; its processes used {:.2} s of CPU over {:.1} s measured ({:.1}% of one CPU{by_cpu}); stopped by {}{}",
             self.blocks,
             self.cpu_s,
             self.measured_s,
@@ -131,7 +171,7 @@ enum Event {
     Started,
     Out(String),
     Exited(String),
-    Cpu(u64),
+    Cpu(CpuTime),
     Stopped {
         signal: String,
         cpu_ns: u64,
@@ -146,7 +186,7 @@ fn parse_event(line: &str) -> Option<Event> {
         "started" => Event::Started,
         "out" => Event::Out(rest.to_string()),
         "exited" => Event::Exited(rest.to_string()),
-        "cpu" => Event::Cpu(rest.trim().parse().ok()?),
+        "cpu" => Event::Cpu(CpuTime::parse(rest)?),
         "stopped" => {
             let (signal, ns) = rest.split_once(' ')?;
             Event::Stopped {
@@ -156,6 +196,64 @@ fn parse_event(line: &str) -> Option<Event> {
         }
         _ => return None,
     })
+}
+
+/// The CPU time of the program's tree, ns: in all, and on each CPU where it was counted.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CpuTime {
+    /// In all.
+    pub total_ns: u64,
+    /// (CPU, ns), every online CPU; empty where the keeper could not count by CPU.
+    pub by_cpu_ns: Vec<(usize, u64)>,
+}
+
+impl CpuTime {
+    /// The keeper's words: `TOTAL [CPU:NS,CPU:NS...]`.
+    fn parse(words: &str) -> Option<CpuTime> {
+        let mut w = words.split_whitespace();
+        let total_ns = w.next()?.parse().ok()?;
+        let by_cpu_ns = w
+            .next()
+            .map(|list| {
+                list.split(',')
+                    .filter_map(|p| {
+                        let (c, ns) = p.split_once(':')?;
+                        Some((c.parse().ok()?, ns.parse().ok()?))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Some(CpuTime {
+            total_ns,
+            by_cpu_ns,
+        })
+    }
+
+    fn words(&self) -> String {
+        let by: Vec<String> = self
+            .by_cpu_ns
+            .iter()
+            .map(|(c, ns)| format!("{c}:{ns}"))
+            .collect();
+        format!("{} {}", self.total_ns, by.join(","))
+            .trim_end()
+            .to_string()
+    }
+
+    /// What was used from `earlier` to this, by CPU, seconds.
+    pub fn by_cpu_s_since(&self, earlier: &CpuTime) -> Vec<(usize, f64)> {
+        self.by_cpu_ns
+            .iter()
+            .map(|&(c, ns)| {
+                let before = earlier
+                    .by_cpu_ns
+                    .iter()
+                    .find(|(k, _)| *k == c)
+                    .map_or(0, |&(_, v)| v);
+                (c, ns.saturating_sub(before) as f64 / 1e9)
+            })
+            .collect()
+    }
 }
 
 /// A program running during a side, through its keeper. Dropped without `stop`, it is stopped
@@ -356,13 +454,13 @@ impl Agent {
     }
 
     /// CPU time its whole process tree has used so far, ns (`None` if the keeper is gone).
-    pub fn cpu_ns(&mut self) -> Option<u64> {
+    pub fn cpu_time(&mut self) -> Option<CpuTime> {
         let c = self.control.as_mut()?;
         c.write_all(b"cpu\n").ok()?;
         let until = Instant::now() + Duration::from_secs(5);
         while let Some(left) = until.checked_duration_since(Instant::now()) {
             match self.next(left)? {
-                Event::Cpu(ns) => return Some(ns),
+                Event::Cpu(t) => return Some(t),
                 Event::Gone => return None,
                 _ => {}
             }
@@ -443,6 +541,9 @@ pub fn keeper_main(args: &[String]) -> i32 {
             return 1;
         }
     }
+    // Opened before the program is started, so that it and every process and thread it
+    // makes inherit them.
+    let mut by_cpu = ByCpu::open();
     let keeper = std::process::id() as libc::pid_t;
     // SAFETY: between fork and exec only async-signal-safe calls on integers: the signals the
     // keeper ignores are the program's to handle again, and it dies with a killed keeper.
@@ -526,7 +627,13 @@ pub fn keeper_main(args: &[String]) -> i32 {
             while let Some(i) = control.iter().position(|&b| b == b'\n') {
                 let line: Vec<u8> = control.drain(..=i).collect();
                 match &line[..line.len() - 1] {
-                    b"cpu" => say(&format!("cpu {}", tree_cpu_ns())),
+                    b"cpu" => {
+                        let t = CpuTime {
+                            total_ns: tree_cpu_ns(),
+                            by_cpu_ns: by_cpu.as_mut().map(ByCpu::read).unwrap_or_default(),
+                        };
+                        say(&format!("cpu {}", t.words()));
+                    }
                     b"stop" => break 'serve,
                     _ => {}
                 }
@@ -617,6 +724,50 @@ fn tree_cpu_ns() -> u64 {
         .map(|s| crate::harness::os::ticks_ns(s.utime + s.stime + s.cutime + s.cstime))
         .sum();
     reaped + live
+}
+
+/// The program tree's CPU time on each CPU: per online CPU, a task-clock counter on the keeper
+/// that every process and thread started afterwards inherits (the kernel sums a counter's
+/// inherited children into it, live or exited), less the keeper's own time there (the same
+/// counter, not inherited). `None` where perf_event_open is refused (not root and
+/// perf_event_paranoid above 1, or no perf events in the kernel).
+struct ByCpu {
+    cpus: Vec<(usize, perf_event::Counter, perf_event::Counter)>,
+}
+
+impl ByCpu {
+    fn open() -> Option<ByCpu> {
+        let online = crate::harness::placement::parse_cpu_list(
+            &std::fs::read_to_string("/sys/devices/system/cpu/online").ok()?,
+        );
+        let counter = |cpu: usize, inherit: bool| {
+            let mut c = perf_event::Builder::new(perf_event::events::Software::TASK_CLOCK)
+                .observe_self()
+                .one_cpu(cpu)
+                .inherit(inherit)
+                .build()
+                .ok()?;
+            c.enable().ok()?;
+            Some(c)
+        };
+        let cpus = online
+            .into_iter()
+            .map(|cpu| Some((cpu, counter(cpu, true)?, counter(cpu, false)?)))
+            .collect::<Option<Vec<_>>>()?;
+        (!cpus.is_empty()).then_some(ByCpu { cpus })
+    }
+
+    /// (CPU, ns) the program's tree ran there so far.
+    fn read(&mut self) -> Vec<(usize, u64)> {
+        self.cpus
+            .iter_mut()
+            .map(|(cpu, tree, own)| {
+                let t = tree.read().unwrap_or(0);
+                let o = own.read().unwrap_or(0);
+                (*cpu, t.saturating_sub(o))
+            })
+            .collect()
+    }
 }
 
 /// Stop the program's group and every descendant: SIGINT, then SIGTERM, then SIGKILL, each

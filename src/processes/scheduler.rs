@@ -796,6 +796,7 @@ pub fn measure(
                         ready_max_s: rec.ready_s.iter().cloned().fold(0.0, f64::max),
                         cpu_s: rec.cpu_s,
                         measured_s: rec.measured_s,
+                        cpu_s_by_cpu: rec.cpu_s_by_cpu.clone(),
                     },
                     rec.words(&spec.text),
                 ));

@@ -71,6 +71,10 @@ pub enum NoteKind {
         cpu_s: f64,
         /// Wall time the side was measured while it ran, seconds.
         measured_s: f64,
+        /// CPU time of its process tree on each CPU while the side was measured (CPU,
+        /// seconds); empty where it could not be counted by CPU.
+        #[serde(default)]
+        cpu_s_by_cpu: Vec<(usize, f64)>,
     },
     /// A side's level before the other side's program first ran and after it differ.
     BeforeAfter {

@@ -155,7 +155,7 @@ struct Running {
     /// The system's inventory before it started: what must be back once it stops.
     before: Inventory,
     ready_at: std::time::Instant,
-    cpu_at_ready_ns: u64,
+    cpu_at_ready: crate::processes::during::CpuTime,
 }
 
 impl<'a> WithDuring<'a> {
@@ -200,7 +200,7 @@ impl<'a> WithDuring<'a> {
         if rec.attached.is_empty() {
             rec.attached = Inventory::read().differences(&before);
         }
-        let cpu_at_ready_ns = agent.cpu_ns().unwrap_or(0);
+        let cpu_at_ready = agent.cpu_time().unwrap_or_default();
         let now = self.now_ms();
         self.spans.push([now, f64::INFINITY]);
         self.running = Some(Running {
@@ -208,7 +208,7 @@ impl<'a> WithDuring<'a> {
             agent,
             before,
             ready_at: std::time::Instant::now(),
-            cpu_at_ready_ns,
+            cpu_at_ready,
         });
         Ok(())
     }
@@ -224,7 +224,7 @@ impl<'a> WithDuring<'a> {
         if let Some(span) = self.spans.last_mut() {
             span[1] = now;
         }
-        let cpu = r.agent.cpu_ns();
+        let cpu = r.agent.cpu_time();
         let text = self.specs[r.side]
             .as_ref()
             .map(|s| s.text.clone())
@@ -232,7 +232,10 @@ impl<'a> WithDuring<'a> {
         let (signal, _) = r.agent.stop()?;
         let rec = &mut self.records[r.side];
         rec.measured_s += measured;
-        rec.cpu_s += cpu.map_or(0, |c| c.saturating_sub(r.cpu_at_ready_ns)) as f64 / 1e9;
+        if let Some(c) = &cpu {
+            rec.cpu_s += c.total_ns.saturating_sub(r.cpu_at_ready.total_ns) as f64 / 1e9;
+            rec.add_by_cpu(&c.by_cpu_s_since(&r.cpu_at_ready));
+        }
         rec.stopped_by.push(signal);
         let until = std::time::Instant::now() + crate::processes::during::RETURN_WAIT;
         loop {

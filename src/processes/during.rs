@@ -541,9 +541,7 @@ pub fn keeper_main(args: &[String]) -> i32 {
             return 1;
         }
     }
-    // Opened before the program is started, so that it and every process and thread it
-    // makes inherit them.
-    let mut by_cpu = ByCpu::open();
+    let mut by_cpu = ByCpu::new();
     let keeper = std::process::id() as libc::pid_t;
     // SAFETY: between fork and exec only async-signal-safe calls on integers: the signals the
     // keeper ignores are the program's to handle again, and it dies with a killed keeper.
@@ -579,6 +577,7 @@ pub fn keeper_main(args: &[String]) -> i32 {
         if TERMINATED.load(std::sync::atomic::Ordering::SeqCst) {
             break;
         }
+        by_cpu.look(false);
         for (pid, how) in reap_all() {
             if pid == leader && !leader_done {
                 leader_done = true;
@@ -628,9 +627,10 @@ pub fn keeper_main(args: &[String]) -> i32 {
                 let line: Vec<u8> = control.drain(..=i).collect();
                 match &line[..line.len() - 1] {
                     b"cpu" => {
+                        by_cpu.look(true);
                         let t = CpuTime {
                             total_ns: tree_cpu_ns(),
-                            by_cpu_ns: by_cpu.as_mut().map(ByCpu::read).unwrap_or_default(),
+                            by_cpu_ns: by_cpu.counted(),
                         };
                         say(&format!("cpu {}", t.words()));
                     }
@@ -677,6 +677,7 @@ fn reap_all() -> Vec<(i32, String)> {
 
 /// Every live (not zombie) descendant of this process, found by walking /proc by parent: a
 /// daemon that left the program's group or session is still the keeper's (its subreaper).
+/// (A walk is about half a millisecond of CPU with 70 processes.)
 fn descendants() -> Vec<i32> {
     let me = std::process::id() as i32;
     let mut parent_of: Vec<(i32, i32)> = Vec::new();
@@ -726,47 +727,73 @@ fn tree_cpu_ns() -> u64 {
     reaped + live
 }
 
-/// The program tree's CPU time on each CPU: per online CPU, a task-clock counter on the keeper
-/// that every process and thread started afterwards inherits (the kernel sums a counter's
-/// inherited children into it, live or exited), less the keeper's own time there (the same
-/// counter, not inherited). `None` where perf_event_open is refused (not root and
-/// perf_event_paranoid above 1, or no perf events in the kernel).
+/// The program tree's CPU time on each CPU, sampled: at most every `BY_CPU_EVERY` (and at
+/// each `cpu` question) every thread of every descendant is read (`schedstat`: its time on a
+/// CPU; `stat`: the CPU it last ran on), and what it ran since the last look is counted on
+/// that CPU. A thread that moved between two looks has that stretch counted on the CPU it was
+/// last on; a thread that ended between two looks loses its last stretch (the total, from
+/// rusage, keeps it). Not perf counters: an inherited task counter turns on the scheduler's
+/// perf hooks for every context switch of the machine (an A/A `ab` with `sleep infinity`
+/// called a pipe round trip 1.8% slower with them), which is the kind of cost oscost measures.
 struct ByCpu {
-    cpus: Vec<(usize, perf_event::Counter, perf_event::Counter)>,
+    /// Each thread's time on a CPU at the last look, by (pid, tid).
+    seen: std::collections::HashMap<(i32, i32), u64>,
+    /// Time counted on each CPU, ns.
+    counted: std::collections::BTreeMap<usize, u64>,
+    last_look: Option<Instant>,
 }
 
+/// How often the keeper looks at its program's threads for `ByCpu`.
+/// Every quarter second: a walk of /proc each time is about 0.2% of a CPU.
+const BY_CPU_EVERY: Duration = Duration::from_millis(250);
+
 impl ByCpu {
-    fn open() -> Option<ByCpu> {
+    fn new() -> ByCpu {
         let online = crate::harness::placement::parse_cpu_list(
-            &std::fs::read_to_string("/sys/devices/system/cpu/online").ok()?,
+            &std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default(),
         );
-        let counter = |cpu: usize, inherit: bool| {
-            let mut c = perf_event::Builder::new(perf_event::events::Software::TASK_CLOCK)
-                .observe_self()
-                .one_cpu(cpu)
-                .inherit(inherit)
-                .build()
-                .ok()?;
-            c.enable().ok()?;
-            Some(c)
-        };
-        let cpus = online
-            .into_iter()
-            .map(|cpu| Some((cpu, counter(cpu, true)?, counter(cpu, false)?)))
-            .collect::<Option<Vec<_>>>()?;
-        (!cpus.is_empty()).then_some(ByCpu { cpus })
+        ByCpu {
+            seen: Default::default(),
+            counted: online.into_iter().map(|c| (c, 0)).collect(),
+            last_look: None,
+        }
     }
 
-    /// (CPU, ns) the program's tree ran there so far.
-    fn read(&mut self) -> Vec<(usize, u64)> {
-        self.cpus
-            .iter_mut()
-            .map(|(cpu, tree, own)| {
-                let t = tree.read().unwrap_or(0);
-                let o = own.read().unwrap_or(0);
-                (*cpu, t.saturating_sub(o))
-            })
-            .collect()
+    /// Look, unless the last look was less than `BY_CPU_EVERY` ago and `now` is false.
+    fn look(&mut self, now: bool) {
+        if !now && self.last_look.is_some_and(|t| t.elapsed() < BY_CPU_EVERY) {
+            return;
+        }
+        self.last_look = Some(Instant::now());
+        for pid in descendants() {
+            let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+                continue;
+            };
+            for t in tasks.flatten() {
+                let Some(tid) = t.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+                    continue;
+                };
+                let dir = t.path();
+                let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok();
+                let (Some(run), Some(cpu)) = (
+                    read("schedstat")
+                        .and_then(|s| crate::harness::noise::parse_schedstat(&s))
+                        .map(|s| s.run_ns),
+                    read("stat")
+                        .and_then(|s| crate::harness::noise::parse_task_stat(&s))
+                        .map(|s| s.cpu),
+                ) else {
+                    continue;
+                };
+                let before = self.seen.insert((pid, tid), run).unwrap_or(0);
+                *self.counted.entry(cpu).or_default() += run.saturating_sub(before);
+            }
+        }
+    }
+
+    /// (CPU, ns) counted so far, every online CPU.
+    fn counted(&self) -> Vec<(usize, u64)> {
+        self.counted.iter().map(|(&c, &ns)| (c, ns)).collect()
     }
 }
 

@@ -63,7 +63,7 @@ fn main() {
     // by a measuring command, reparented away from it.
     if std::env::args_os()
         .nth(1)
-        .is_some_and(|a| a == oscost::processes::during::KEEPER_ARG)
+        .is_some_and(|a| a == oscost::harness::noise::DURING_KEEPER_ARG)
     {
         let args: Vec<String> = std::env::args().skip(2).collect();
         std::process::exit(oscost::processes::during::keeper_main(&args));

@@ -127,14 +127,16 @@ pub fn thread_schedstat() -> Option<SchedStat> {
     parse_schedstat(&std::fs::read_to_string("/proc/thread-self/schedstat").ok()?)
 }
 
-/// What one task's `/proc/PID/task/TID/stat` says: its name, state, process group and the CPU
-/// it last ran on.
+/// What one task's `/proc/PID/task/TID/stat` says: its name, state, parent, process group and
+/// the CPU it last ran on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskState {
     /// The task's command name.
     pub comm: String,
     /// Its state letter (R running, S sleeping...).
     pub state: char,
+    /// Its parent process.
+    pub ppid: i32,
     /// Its process group.
     pub pgid: i32,
     /// The CPU it last ran on.
@@ -148,10 +150,12 @@ pub fn parse_task_stat(text: &str) -> Option<TaskState> {
     let close = text.rfind(')')?;
     let comm = text.get(open + 1..close)?.to_string();
     let rest: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
-    // After the name: state is field 3 of proc(5), pgrp field 5, processor field 39.
+    // After the name: state is field 3 of proc(5), ppid field 4, pgrp field 5, processor
+    // field 39.
     Some(TaskState {
         comm,
         state: rest.first()?.chars().next()?,
+        ppid: rest.get(1)?.parse().ok()?,
         pgid: rest.get(2)?.parse().ok()?,
         cpu: rest.get(36)?.parse().ok()?,
     })
@@ -276,6 +280,11 @@ impl CpuShareStart {
     }
 }
 
+/// The name the keeper of a program run during a side is started under (`oscost __during`:
+/// `main` dispatches it, `processes::during` starts it, and `task_label` knows the program's
+/// tasks by it).
+pub const DURING_KEEPER_ARG: &str = "__during";
+
 /// How a task found on the measuring CPU is named: its command and pid, and whether it is
 /// part of a program run during the side (`--during`: a descendant of its keeper, `oscost
 /// __during`, which is a subreaper, so a daemon that left the program's group is one too).
@@ -292,8 +301,10 @@ fn task_label(pid: &str, comm: &str) -> String {
 fn under_during_keeper(pid: &str) -> bool {
     let mut at: i32 = pid.parse().unwrap_or(0);
     for _ in 0..64 {
-        let Some(parent) =
-            crate::harness::os::proc_stat(&format!("/proc/{at}/stat")).map(|s| s.ppid)
+        let Some(parent) = std::fs::read_to_string(format!("/proc/{at}/stat"))
+            .ok()
+            .and_then(|s| parse_task_stat(&s))
+            .map(|s| s.ppid)
         else {
             return false;
         };
@@ -304,7 +315,7 @@ fn under_during_keeper(pid: &str) -> bool {
         if cmdline
             .split(|&b| b == 0)
             .nth(1)
-            .is_some_and(|a| a == crate::processes::during::KEEPER_ARG.as_bytes())
+            .is_some_and(|a| a == DURING_KEEPER_ARG.as_bytes())
         {
             return true;
         }

@@ -31,10 +31,9 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::base::stop::Stop;
+use crate::harness::noise::DURING_KEEPER_ARG;
 use crate::harness::observers::Inventory;
 
-/// The name the keeper is started under (`main` dispatches it).
-pub const KEEPER_ARG: &str = "__during";
 /// Ready by the system's inventory once it has not changed for this long (and at least this
 /// long after the start): BPF tracers and perf attach within tens of milliseconds of the last
 /// program they load; a second leaves room for one that attaches in steps.
@@ -297,7 +296,7 @@ impl Agent {
         let failed = |why: String| DuringFailed(format!("cannot start `{}`: {why}", spec.text));
         let mut cmd = Command::new("/proc/self/exe");
         cmd.arg0("oscost")
-            .arg(KEEPER_ARG)
+            .arg(DURING_KEEPER_ARG)
             .arg("--")
             .args(&spec.argv)
             .stdin(Stdio::piped())
@@ -509,7 +508,7 @@ pub fn keeper_main(args: &[String]) -> i32 {
     let argv = match args {
         [dash, rest @ ..] if dash == "--" && !rest.is_empty() => rest,
         _ => {
-            crate::say!("oscost: {KEEPER_ARG} is started by oscost itself (run --during)");
+            crate::say!("oscost: {DURING_KEEPER_ARG} is started by oscost itself (run --during)");
             return 2;
         }
     };

@@ -461,6 +461,38 @@ fn predict_during_prices_and_times_a_program_beside_an_agent() {
     assert!(left.is_empty(), "left behind: {left:?}");
 }
 
+/// `syscall/getppid` measured on CPU `measured` during a program spinning pinned to CPU
+/// `spinning` (ready once it says so).
+fn run_beside_a_spinner(
+    name: &str,
+    spinning: usize,
+    measured: usize,
+) -> (std::process::Output, oscost::base::model::Run) {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = script(
+        dir.path(),
+        "spin.sh",
+        &format!("echo ready\nexec taskset -c {spinning} sh -c 'while :; do :; done'"),
+    );
+    let tag = unique_tag(name);
+    let _m = measuring();
+    run_json(
+        &tag,
+        &[
+            "--samples",
+            "200",
+            "syscall/getppid",
+            "--no-save",
+            "--cpu",
+            &measured.to_string(),
+            "--during",
+            &agent,
+            "--ready",
+            "^ready$",
+        ],
+    )
+}
+
 #[test]
 fn a_program_during_a_run_has_its_cpu_time_counted_on_each_cpu() {
     let test = "a_program_during_a_run_has_its_cpu_time_counted_on_each_cpu";
@@ -472,28 +504,8 @@ fn a_program_during_a_run_has_its_cpu_time_counted_on_each_cpu() {
         return skip(test, "no taskset to pin the spinning program");
     }
     // A program spinning on the first allowed CPU; oscost measures on the last.
-    let dir = tempfile::tempdir().unwrap();
     let spinner = allowed[0];
-    let agent = script(
-        dir.path(),
-        "spin.sh",
-        &format!("echo ready\nexec taskset -c {spinner} sh -c 'while :; do :; done'"),
-    );
-    let tag = unique_tag("during-by-cpu");
-    let _m = measuring();
-    let (out, run) = run_json(
-        &tag,
-        &[
-            "--samples",
-            "200",
-            "syscall/getppid",
-            "--no-save",
-            "--during",
-            &agent,
-            "--ready",
-            "^ready$",
-        ],
-    );
+    let (out, run) = run_beside_a_spinner("during-by-cpu", spinner, *allowed.last().unwrap());
     assert_success(&out);
     let (cpu_s, measured_s, by_cpu) = run
         .notes
@@ -544,29 +556,7 @@ fn a_program_that_shares_the_measuring_cpu_is_named_as_the_sides_program() {
         return skip(test, "no taskset to pin the spinning program");
     }
     let last = *allowed_cpus().last().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let agent = script(
-        dir.path(),
-        "spin.sh",
-        &format!("echo ready\nexec taskset -c {last} sh -c 'while :; do :; done'"),
-    );
-    let tag = unique_tag("during-named");
-    let _m = measuring();
-    let (out, run) = run_json(
-        &tag,
-        &[
-            "--samples",
-            "200",
-            "syscall/getppid",
-            "--no-save",
-            "--cpu",
-            &last.to_string(),
-            "--during",
-            &agent,
-            "--ready",
-            "^ready$",
-        ],
-    );
+    let (out, run) = run_beside_a_spinner("during-named", last, last);
     assert_success(&out);
     // A spinning task on the measuring CPU takes about half of it: the result is flagged, and
     // the flag names the task as the side's program.

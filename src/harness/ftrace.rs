@@ -488,7 +488,16 @@ pub fn reclaim() -> Vec<String> {
     if super::marker::stale(MARKERS, PREFIX).is_empty() {
         return Vec::new();
     }
-    words_of(RECLAIM_FLAG, "removed")
+    let Ok(mut c) = helper_command("__ftrace") else {
+        return Vec::new();
+    };
+    let Ok(out) = c.arg(RECLAIM_FLAG).stderr(Stdio::null()).output() else {
+        return Vec::new();
+    };
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("removed ").map(str::to_string))
+        .collect()
 }
 
 /// oscost's instances on this machine (a helper lists them; nothing is removed), or why they
@@ -508,20 +517,6 @@ pub fn oscost_instances() -> Result<Vec<String>, CountError> {
         .filter_map(|l| l.strip_prefix("instance "))
         .map(str::to_string)
         .collect())
-}
-
-/// The helper run with `flag`, its lines that begin with `word`, the word taken off.
-fn words_of(flag: &str, word: &str) -> Vec<String> {
-    let Ok(mut c) = helper_command("__ftrace") else {
-        return Vec::new();
-    };
-    let Ok(out) = c.arg(flag).stderr(Stdio::null()).output() else {
-        return Vec::new();
-    };
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.strip_prefix(word).map(|r| r.trim().to_string()))
-        .collect()
 }
 
 #[cfg(test)]

@@ -98,7 +98,8 @@ fn the_null_call_scales_and_a_shared_address_space_shows_its_cost() {
     // 0.9: on these guests two busy vCPUs each run at 0.75 or 0.87 of one for the first
     // 0.3-1 s after the second wakes (the host's placement settling; a C loop shows the same
     // levels, docs/design-notes.md, "Efficiency from one instant"), and a repetition is
-    // shorter than that; paired, the CI is tight around whichever level the host gave.
+    // shorter than that; paired, the CI is tight around whichever level the host gave. The
+    // 0.9 goal is scripts/check-efficiency.sh's, measured on the host at hand.
     let flush = param(
         result(&run, &format!("scale/tlb-flush/thread-{n}")),
         "efficiency",

@@ -18,6 +18,7 @@ fn every_fs_and_sig_benchmark_measures_and_says_where_its_files_were() {
         "fs/openat2/1-component",
         "fs/openat2/5-components",
         "fs/getdents64",
+        "fs/getdents64-few",
         "fs/create/0KiB",
         "fs/create/10KiB",
         "fs/delete/0KiB",
@@ -106,6 +107,8 @@ fn fs_and_sig_costs_are_ordered() {
         "fs/stat",
         "fs/fstat",
         "fs/open-close",
+        "fs/getdents64",
+        "fs/getdents64-few",
         "fs/write",
         "sig/install",
         "sig/catch",
@@ -124,6 +127,8 @@ fn fs_and_sig_costs_are_ordered() {
     // A cached file's page is mapped by fault-around or a whole folio at once, where a fresh
     // anonymous page is allocated and zeroed one fault each.
     assert!(median(&run, "fs/pagefault") < median(&run, "mem/fault-write"));
+    // 102 entries copied out against 5, from the same kind of directory.
+    assert!(median(&run, "fs/getdents64") > median(&run, "fs/getdents64-few"));
     // Two fcntl calls on a lock against the null call.
     assert!(median(&run, "fs/fcntl-lock@same") > 2.0 * median(&run, "syscall/getppid"));
     // A walk of four components costs more than the null call.

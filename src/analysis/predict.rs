@@ -65,7 +65,7 @@ const BY_NAME: &[(&str, &str)] = &[
     ("lstat", "fs/stat"),
     ("fstat", "fs/fstat"),
     ("statx", "fs/statx"),
-    ("getdents64", "fs/getdents64"),
+    ("getdents64", "fs/getdents64-few"),
     ("rt_sigaction", "sig/install"),
     ("rt_sigprocmask", "sig/sigprocmask"),
     ("fcntl", "syscall/fcntl-getfd"),

@@ -329,8 +329,8 @@ fn listing(m: &Meter, dir: &CStr, want: usize) -> Measured {
     let fd = d.as_raw_fd();
     let mut buf = vec![0u8; 32 * 1024];
     // The definition holds only if one call returns every entry: check once, untimed.
-    let got = list_from_start(fd, &mut buf);
-    let got = entries_in(&buf, got);
+    let filled = list_from_start(fd, &mut buf);
+    let got = entries_in(&buf, filled);
     if got != want {
         return Err(BenchError::Failed(format!(
             "one getdents64 returned {got} entries, not {want} (a file system that returns fewer per call)"

@@ -51,6 +51,9 @@ pub struct Plan {
     pub round_gap: std::time::Duration,
     /// A program that runs during the run (`run --during`), attached to the whole system.
     pub during: Option<crate::processes::during::DuringSpec>,
+    /// How long a block of one side's rounds lasts, at least, where switching sides starts
+    /// and stops a program (`BLOCK_S`; `predict` asks for shorter ones, `PRICE_BLOCK_S`).
+    pub block_s: f64,
 }
 
 /// How many repetitions each benchmark gets, how long each samples, and when to stop.
@@ -406,15 +409,22 @@ fn measured_sides(plan: &Plan, count: usize) -> Vec<MeasuredSide> {
 /// How long a block of one side's rounds lasts, at least, where switching sides starts and
 /// stops a program (`--during`): its start, readiness (a second or more) and stop are then a
 /// small part of the time.
-const BLOCK_S: f64 = 5.0;
+pub const BLOCK_S: f64 = 5.0;
+/// Blocks for prices (`predict --during`): one round each where a round of the benchmarks
+/// takes this long. An addition of 100-150 ns read off a benchmark of 0.5-1.6 us needs its
+/// base steady to 1-2% between the sides, and the host drifts by that much between blocks
+/// seconds apart: with 5 s blocks (two a side) the same price ranged over ±40% from run to
+/// run, with one-round blocks (twelve a side) over ±5% (docs/design-notes.md, "Prices in
+/// short blocks").
+pub const PRICE_BLOCK_S: f64 = 1.5;
 /// The most rounds one block holds.
 const BLOCK_MAX_ROUNDS: usize = 64;
 
-/// Rounds in one block of `active` benchmarks: enough for `BLOCK_S` of repetitions (each
+/// Rounds in one block of `active` benchmarks: enough for `plan.block_s` of repetitions (each
 /// counted with ~20 ms of worker start-up).
 fn rounds_per_block(plan: &Plan, active: usize) -> usize {
     let round_s = active.max(1) as f64 * (plan.reps.rep_ns as f64 / 1e9 + 0.02);
-    ((BLOCK_S / round_s).ceil() as usize).clamp(1, BLOCK_MAX_ROUNDS)
+    ((plan.block_s / round_s).ceil() as usize).clamp(1, BLOCK_MAX_ROUNDS)
 }
 
 /// Run round after round: each round one repetition (a fresh worker) of every benchmark still

@@ -126,6 +126,7 @@ pub fn build(args: &Request) -> anyhow::Result<Plan> {
         cpu_asked: args.cpu.is_some(),
         quiet: false,
         round_gap: std::time::Duration::ZERO,
+        block_s: crate::processes::scheduler::BLOCK_S,
         during: None,
     })
 }

@@ -227,7 +227,12 @@ impl Ctx<'_> {
         req.quick = self.args.quick;
         let mut plan = super::plan::build(&req)?;
         plan.pin_wrapper = true;
-        plan.at_least_rounds(3);
+        if self.during.is_some() {
+            plan.block_s = scheduler::PRICE_BLOCK_S;
+            plan.at_least_rounds(PRICE_ROUNDS_DURING);
+        } else {
+            plan.at_least_rounds(3);
+        }
         let side = Side {
             wrapper: self.wrapper.clone(),
             text: Some(self.side_words()),
@@ -340,13 +345,13 @@ impl Ctx<'_> {
         let once = |timer: &mut ProcessTimer, argv: &[String]| {
             program::Timer::time(timer, argv).map_err(program_err)
         };
-        // One plain run says how long a round is: a block is about 5 s of rounds.
+        // One plain run says how long a round is: a block is about a second of rounds.
         let first = once(&mut timer, &self.args.command)?;
         if !first.succeeded() {
             anyhow::bail!("`{text}` {} when run plainly", first.ending());
         }
-        let per_block = ((5e9 / first.wall_ns.max(1.0)).ceil() as usize)
-            .clamp(3, 50)
+        let per_block = ((1e9 / first.wall_ns.max(1.0)).ceil() as usize)
+            .clamp(2, 25)
             .min(max);
         let started = Instant::now();
         let mut r = Timings::default();
@@ -434,13 +439,20 @@ impl Ctx<'_> {
     }
 }
 
-/// Blocks of rounds measured with a program during the wrapped side before the added time may
-/// be called: A B, B A, A B, B A. One pair of blocks (a program of 15 ms fills a block in under
-/// a second) let the host's drift between the two blocks into the added time while the
+/// Pairs of blocks measured with a program during the wrapped side before the added time may
+/// be called: A B, B A, A B, B A... One pair (a program of 15 ms filled a block in under a
+/// second) let the host's drift between the two blocks into the added time while the
 /// round-to-round CI stayed at ±5%: five runs of `find` under perf's counter measured +1.56 to
-/// +2.04 ms, each with such a CI; over four blocks in that order a drift that is linear in
-/// time falls on both sides alike.
-const MIN_BLOCKS: usize = 4;
+/// +2.04 ms, each with such a CI. Four pairs of 50 rounds still measured +1.66 to +1.98 ms over
+/// six runs, the added time of one block pair ranging from 0.9 to 2.7 ms; eight or more pairs
+/// of 25 (about a second each) measured +1.59 to +1.78 ms over nine: the host's moments fall on
+/// both sides alike when there are many of them.
+const MIN_BLOCKS: usize = 8;
+
+/// Rounds of each price benchmark with a program during the wrapped side, one a block
+/// (`scheduler::PRICE_BLOCK_S`): twelve blocks a side, A B B A..., so that no price rests on
+/// the host's state in one or two blocks.
+const PRICE_ROUNDS_DURING: usize = 12;
 
 /// The output from the counts, the prediction and the rounds.
 fn output(

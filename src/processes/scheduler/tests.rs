@@ -130,6 +130,7 @@ fn plan(ids: &[&str], fixed_total: Option<usize>) -> Plan {
         cpu_asked: false,
         quiet: false,
         round_gap: std::time::Duration::ZERO,
+        block_s: crate::processes::scheduler::BLOCK_S,
         during: None,
     }
 }
@@ -350,4 +351,21 @@ fn a_condition_that_did_not_hold_is_its_own_error_not_a_signal() {
         e.downcast_ref::<Interrupted>(),
         Some(&Interrupted(libc::SIGINT))
     );
+}
+
+#[test]
+fn a_block_holds_rounds_for_the_plans_block_time() {
+    // Two benchmarks of 20 ms a repetition plus ~20 ms of start-up: a round is about 80 ms.
+    let mut p = plan(&["syscall/getppid", "syscall/getpid"], None);
+    let long = super::rounds_per_block(&p, 2);
+    p.block_s = super::PRICE_BLOCK_S;
+    let short = super::rounds_per_block(&p, 2);
+    assert!(
+        short < long,
+        "{short} rounds in a short block, {long} in a long one"
+    );
+    assert!(short >= 1);
+    // A block never holds less than one round, however short it is asked to be.
+    p.block_s = 0.0;
+    assert_eq!(super::rounds_per_block(&p, 2), 1);
 }

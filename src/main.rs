@@ -22,6 +22,21 @@ const SMALL_ADDRESS_SPACE: u64 = 256 << 20;
 /// small address-space limit.
 const STACK_GROWN_BYTES: usize = 1 << 20;
 
+/// Zero-filled memory that gives every build of oscost the same mappings. The kernel maps the
+/// zero-filled tail of the last data segment (`.bss`) as an anonymous mapping of its own only
+/// when that tail runs past the page the file's data ends in, which depends on where code size
+/// happened to put the segment: with the 1,688-byte tail oscost had, about 4 builds in 10 had
+/// one mapping more than the rest (tests/scale.rs checks the tail now passes a page). One mapping
+/// more or less moves the kernel's maple tree nodes, and a thread of a process mapping and
+/// unmapping 128 MiB (`scale/mmap-anon`, will-it-scale's mmap1) ran 1.5x dearer in one build
+/// than in the next with no change to its code (docs/design-notes.md, "scale/ mmap1 in
+/// threads"). More than a page of zeros makes the tail always run past it.
+static BSS_TAIL: [std::sync::atomic::AtomicU8; BSS_TAIL_BYTES] =
+    [const { std::sync::atomic::AtomicU8::new(0) }; BSS_TAIL_BYTES];
+
+/// Bytes of `BSS_TAIL`: two pages, more than the one needed, whatever the page size up to 8 KiB.
+const BSS_TAIL_BYTES: usize = 8192;
+
 /// Touch `STACK_GROWN_BYTES` of the main thread's stack now, so the kernel maps it while
 /// address space is left. A stack grows as it is used, and growing it when the heap has taken
 /// the rest of a `ulimit -v` is a SIGSEGV, not an allocation failure the reserve could answer:
@@ -34,6 +49,8 @@ fn grow_stack() {
 }
 
 fn main() {
+    // Kept in the binary (nothing else refers to it); never written, so it costs no memory.
+    std::hint::black_box(&BSS_TAIL);
     // A worker's parent-death signal is the main thread's attribute, set to SIGKILL by the
     // coordinator before exec; it must be SIGTERM, whose handler removes the worker's SysV
     // objects, before any other thread exists.

@@ -410,12 +410,12 @@ fn measured_sides(plan: &Plan, count: usize) -> Vec<MeasuredSide> {
 /// stops a program (`--during`): its start, readiness (a second or more) and stop are then a
 /// small part of the time.
 pub const BLOCK_S: f64 = 5.0;
-/// Blocks for prices (`predict --during`): one round each where a round of the benchmarks
-/// takes this long. An addition of 100-150 ns read off a benchmark of 0.5-1.6 us needs its
-/// base steady to 1-2% between the sides, and the host drifts by that much between blocks
-/// seconds apart: with 5 s blocks (two a side) the same price ranged over ±40% from run to
-/// run, with one-round blocks (twelve a side) over ±5% (docs/design-notes.md, "Prices in
-/// short blocks").
+/// Blocks for prices (`predict --during`). An addition of 100-150 ns read off a benchmark of
+/// 0.5-1.6 us needs its base steady to 1-2% between the sides, and the host drifts by that
+/// much between blocks seconds apart: with 5 s blocks (two a side) fs/getdents64-few's price
+/// ran from +94 to +233 ns over seven runs of `find`'s prediction, with 1.5 s blocks (two
+/// rounds of its 15 benchmarks, six blocks a side) from +139 to +147 over three
+/// (docs/design-notes.md, "Prices in short blocks").
 pub const PRICE_BLOCK_S: f64 = 1.5;
 /// The most rounds one block holds.
 const BLOCK_MAX_ROUNDS: usize = 64;

@@ -450,8 +450,9 @@ impl Ctx<'_> {
 const MIN_BLOCKS: usize = 8;
 
 /// Rounds of each price benchmark with a program during the wrapped side, in blocks of
-/// `scheduler::PRICE_BLOCK_S` (two rounds of 15 benchmarks: six blocks a side, A B B A...),
-/// so that no price rests on the host's state in one or two blocks.
+/// `scheduler::PRICE_BLOCK_S` (for find's 15 price benchmarks two rounds a block, so six
+/// blocks a side, A B B A...), so that no price rests on the host's state in one or two
+/// blocks.
 const PRICE_ROUNDS_DURING: usize = 12;
 
 /// The output from the counts, the prediction and the rounds.

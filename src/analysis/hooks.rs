@@ -96,6 +96,7 @@ mod tests {
                 departs_pct: None,
                 witness_ns: None,
                 memory_events: Default::default(),
+                block: None,
             })
             .collect();
         r

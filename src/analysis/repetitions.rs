@@ -18,6 +18,9 @@ pub struct RepRun {
     pub started_ms: f64,
     /// The worker's start-up before its first sample, ms.
     pub startup_ms: f64,
+    /// The block of rounds it was measured in, where sides alternate in blocks
+    /// (`Repetition::block`).
+    pub block: Option<usize>,
 }
 
 /// How the scheduler wants a case's repetitions judged.
@@ -130,6 +133,7 @@ pub fn merge_repetitions(
             departs_pct: None,
             witness_ns: rep.case.witness_ns,
             memory_events: rep.case.memory_events.clone(),
+            block: rep.block,
         })
         .collect();
     name_departures(&mut r, ok[0].case.preemption_expected);

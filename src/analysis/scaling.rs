@@ -222,6 +222,7 @@ mod tests {
                 departs_pct: None,
                 witness_ns: None,
                 memory_events: Default::default(),
+                block: None,
             });
         }
         r.stats = crate::base::stats::summarize(&r.samples_ns);

@@ -114,6 +114,7 @@ fn rep(k: usize, level: f64) -> RepRun {
         case: c,
         started_ms: 100.0 * k as f64,
         startup_ms: 9.0,
+        block: None,
     }
 }
 

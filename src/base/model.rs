@@ -312,6 +312,13 @@ pub struct Repetition {
     /// whose cost it moves.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub memory_events: BTreeMap<String, u64>,
+    /// The block it was measured in, where the sides of `ab` alternated in blocks of
+    /// repetitions (a program ran during a side, `--b-during`): the same number on both sides
+    /// for the blocks measured back to back. `None` where the sides alternated repetition by
+    /// repetition. Blocks, not repetitions, are then the pairs a comparison is judged on
+    /// (`compare::rounds`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block: Option<usize>,
 }
 
 /// Where `stats.ci95` comes from and how sure it is.

@@ -352,6 +352,34 @@ impl Track {
             .collect()
     }
 
+    /// Each measured case's repetition medians with the block each was measured in, in the
+    /// order measured.
+    fn block_medians(&self) -> Vec<Vec<(Option<usize>, f64)>> {
+        self.cases
+            .iter()
+            .map(|(_, reps)| {
+                reps.iter()
+                    .filter_map(|r| {
+                        let m = r.case.measurement.as_ref()?;
+                        Some((r.block, crate::base::stats::median(&m.samples_ns)))
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The blocks it has been measured in (0 where sides alternate repetition by repetition).
+    fn blocks(&self) -> usize {
+        let mut seen: Vec<usize> = self
+            .cases
+            .iter()
+            .flat_map(|(_, reps)| reps.iter().filter_map(|r| r.block))
+            .collect();
+        seen.sort_unstable();
+        seen.dedup();
+        seen.len()
+    }
+
     /// Nothing was measured in the first repetition (skipped or failed throughout): repeating
     /// would only say so again.
     fn nothing_to_repeat(&self) -> bool {
@@ -407,9 +435,14 @@ fn measured_sides(plan: &Plan, count: usize) -> Vec<MeasuredSide> {
 }
 
 /// How long a block of one side's rounds lasts, at least, where switching sides starts and
-/// stops a program (`--during`): its start, readiness (a second or more) and stop are then a
-/// small part of the time.
-pub const BLOCK_S: f64 = 5.0;
+/// stops a program (`--during`). Each block is one pair of the comparison
+/// (`compare::rounds::paired_blocks`), and a block's B over A spread 1.2-1.9% on spawn/fork
+/// whether blocks lasted 1, 2 or 5 s (the level a block catches, not its length), so shorter
+/// blocks decide sooner: over 2.6 min of spawn/fork, CIs of ±1.0-2.5% from 16 blocks of 5 s,
+/// ±0.7-0.9% from 40 of 2 s. Shorter still, starting and readying the program (a second or more, once
+/// every two blocks of B) would be most of the time (docs/design-notes.md, "ab's blocks are
+/// its pairs").
+pub const BLOCK_S: f64 = 2.0;
 /// Blocks for prices (`predict --during`). An addition of 100-150 ns read off a benchmark of
 /// 0.5-1.6 us needs its base steady to 1-2% between the sides, and the host drifts by that
 /// much between blocks seconds apart: with 5 s blocks (two a side) fs/getdents64-few's price
@@ -433,7 +466,8 @@ fn rounds_per_block(plan: &Plan, active: usize) -> usize {
 /// Where switching sides is dear (`Sides::blocks`: a program runs during a side), rounds come
 /// in blocks: each side measures all of a block's rounds before the other does, the order of
 /// the sides alternating from block to block (A B, B A, A B...: a program stays up across the
-/// B B of two blocks), and the stop rule is asked at the end of a block.
+/// B B of two blocks), each repetition is marked with its block, and the stop rule is asked at
+/// the end of a block, its looks counting blocks, which are its pairs (`decided`).
 /// Times are taken from `started`; `opts` are the session's worker options.
 fn run_rounds(
     plan: &Plan,
@@ -497,6 +531,7 @@ fn run_rounds(
                     case,
                     started_ms: t0.as_secs_f64() * 1e3,
                     startup_ms,
+                    block: blocks.then_some(block),
                 });
             }
             bar.inc(1);
@@ -551,6 +586,12 @@ fn judge(plan: &Plan, sides: &mut [MeasuredSide], i: usize, since: usize, done: 
         Some("fixed")
     } else if let (Some(band), [a, b]) = (reps.decide, &*sides) {
         let last = done >= reps.max;
+        // Measured in blocks, the blocks are the pairs judged, and so what the looks count
+        // (`judge` is asked once a block).
+        let (since, done) = match a.tracks[i].blocks() {
+            0 => (since, done),
+            n => (n - 1, n),
+        };
         if !(since + 1..=done).any(|d| crate::base::stats::sequential::is_look(d, last)) {
             None
         } else if decided(&a.tracks[i], &b.tracks[i], band) {
@@ -585,16 +626,30 @@ fn judge(plan: &Plan, sides: &mut [MeasuredSide], i: usize, since: usize, done: 
 /// Whether every case both sides measured has decided (`compare::rounds::paired`: called, or no
 /// change inside the band). A case one side could not measure decides nothing and holds
 /// nothing back.
+/// Measured in blocks, the blocks are the pairs (`compare::rounds::paired_blocks`).
 fn decided(a: &Track, b: &Track, band: f64) -> bool {
-    a.medians().iter().zip(b.medians()).all(|(ma, mb)| {
-        if ma.is_empty() || mb.is_empty() {
-            return true;
-        }
-        let n = ma.len().min(mb.len());
-        crate::analysis::compare::rounds::paired(&ma[..n], &mb[..n], band).is_some_and(|p| {
-            p.rounds.decision != crate::analysis::compare::rounds::Decision::Undecided
+    use crate::analysis::compare::rounds::{Decision, paired, paired_blocks};
+    a.block_medians()
+        .iter()
+        .zip(b.block_medians())
+        .all(|(ma, mb)| {
+            if ma.is_empty() || mb.is_empty() {
+                return true;
+            }
+            let blocked = |v: &[(Option<usize>, f64)]| -> Option<Vec<(usize, f64)>> {
+                v.iter().map(|&(k, m)| Some((k?, m))).collect()
+            };
+            let judged = match (blocked(ma), blocked(&mb)) {
+                (Some(ba), Some(bb)) => paired_blocks(&ba, &bb, band),
+                _ => {
+                    let n = ma.len().min(mb.len());
+                    let m =
+                        |v: &[(Option<usize>, f64)]| v[..n].iter().map(|x| x.1).collect::<Vec<_>>();
+                    paired(&m(ma), &m(&mb), band)
+                }
+            };
+            judged.is_some_and(|p| p.rounds.decision != Decision::Undecided)
         })
-    })
 }
 
 impl RunSetup {

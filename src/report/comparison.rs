@@ -6,7 +6,7 @@
 use comfy_table::{Cell, CellAlignment, Color};
 
 use super::{format_ns, signed_ns};
-use crate::analysis::compare::rounds::Decision;
+use crate::analysis::compare::rounds::{Decision, Rounds};
 use crate::analysis::compare::{BenchComparison, Comparison, Verdict};
 use crate::base::stats::units::format_rate;
 
@@ -52,9 +52,7 @@ fn cells(r: &BenchComparison) -> [String; 8] {
             } else {
                 ""
             },
-            r.rounds
-                .map(|x| format!(", {} rounds", x.rounds))
-                .unwrap_or_default(),
+            r.rounds.map(rounds_words).unwrap_or_default(),
             if r.disturbed { " (disturbed)" } else { "" }
         ),
     ]
@@ -67,12 +65,17 @@ pub fn undecided_lines(c: &Comparison) -> Vec<String> {
         .filter(|r| r.rounds.is_some_and(|x| x.decision == Decision::Undecided))
         .map(|r| {
             format!(
-                "undecided: {}: the change is between x{:.3} and x{:.3} after {} rounds, against \
+                "undecided: {}: the change is between x{:.3} and x{:.3} after {}, against \
                  a noise band of ±{:.1}%; run longer (--budget) to decide",
                 super::printable(&r.id),
                 r.slowdown_ci95[0],
                 r.slowdown_ci95[1],
-                r.rounds.map_or(0, |x| x.rounds),
+                match r.rounds {
+                    Some(Rounds {
+                        blocks: Some(b), ..
+                    }) => format!("{b} blocks"),
+                    x => format!("{} rounds", x.map_or(0, |x| x.rounds)),
+                },
                 c.threshold * 100.0
             )
         })
@@ -85,6 +88,20 @@ pub const ROUNDS_LINE: &str = "ab: each benchmark's A and B repetitions alternat
     beyond the noise band, no change when the CI lies inside the band. The slowdown is the \
     geometric mean of the rounds' ratios, its 95% CI sequential (valid however many times it \
     was looked at: at 10, 12, 14, 17, ... rounds and at the budget's end)";
+
+/// Said below `ROUNDS_LINE` where some row's sides alternated in blocks.
+pub const BLOCKS_LINE: &str = "blocks: a program ran during a side, so the sides alternated in \
+    blocks of rounds (A B, B A, ...); a block's rounds share the host's level of those seconds, \
+    so each block is one pair (its B repetitions' median over its A repetitions'), and the \
+    looks and the CI count blocks";
+
+/// A row's rounds as its verdict's tail: ", 126 rounds", or ", 14 blocks (98 rounds)".
+fn rounds_words(r: Rounds) -> String {
+    match r.blocks {
+        Some(b) => format!(", {b} blocks ({} rounds)", r.rounds),
+        None => format!(", {} rounds", r.rounds),
+    }
+}
 
 fn side_line(c: &Comparison) -> String {
     let side = |s: &crate::analysis::compare::ComparedSide| {
@@ -342,6 +359,12 @@ pub fn render(c: &Comparison, color: bool) -> String {
     if c.rows.iter().any(|r| r.rounds.is_some()) {
         out.push_str(&format!("{ROUNDS_LINE}\n"));
     }
+    if c.rows
+        .iter()
+        .any(|r| r.rounds.is_some_and(|x| x.blocks.is_some()))
+    {
+        out.push_str(&format!("{BLOCKS_LINE}\n"));
+    }
     if c.summary.inconclusive > 0 && c.rows.iter().any(|r| r.rounds.is_none()) {
         out.push_str(&format!("{}\n", INCONCLUSIVE));
     }
@@ -482,10 +505,12 @@ mod tests {
         c.rows[0].rounds = Some(Rounds {
             rounds: 23,
             decision: Decision::Called,
+            blocks: None,
         });
         c.rows[1].rounds = Some(Rounds {
             rounds: 80,
             decision: Decision::Undecided,
+            blocks: None,
         });
         let text = render(&c, false);
         assert!(text.contains(", 23 rounds"), "{text}");

@@ -1,6 +1,6 @@
 //! Tests of `compare`.
 
-use super::rounds::{Decision, Rounds, paired};
+use super::rounds::{Decision, Rounds, paired, paired_blocks};
 use super::*;
 use crate::base::model::testdata;
 
@@ -63,7 +63,8 @@ fn rounds_are_judged_by_their_paired_ratios_with_the_sequential_interval() {
         p.rounds,
         Rounds {
             rounds: 10,
-            decision: Decision::Called
+            decision: Decision::Called,
+            blocks: None,
         }
     );
     // The same medians unpaired (B's levels in another order) decide nothing.
@@ -82,6 +83,62 @@ fn rounds_are_judged_by_their_paired_ratios_with_the_sequential_interval() {
         paired(&[1.0], &[1.0], 0.01).is_none(),
         "one round: no interval"
     );
+}
+
+/// Repetitions of `blocks.len()` blocks of `per` rounds, each block's at `level * factor(j)`
+/// with a little jitter, as (block, median).
+fn blocked(per: usize, factor: &[f64], level: f64) -> Vec<(usize, f64)> {
+    factor
+        .iter()
+        .enumerate()
+        .flat_map(|(j, f)| {
+            (0..per).map(move |k| (j, level * f * (1.0 + 0.001 * ((k % 5) as f64 - 2.0))))
+        })
+        .collect()
+}
+
+#[test]
+fn where_sides_alternated_in_blocks_the_blocks_are_the_pairs() {
+    // An A/A whose blocks caught the host at a slightly different level on each side (B's
+    // seconds 1.5% faster, then 1% faster, then 1% slower...): 20 rounds a block. Paired round
+    // by round, one block's drift counts twenty times and the mean is called faster.
+    let drift = [0.985, 0.99, 1.01, 0.98];
+    let a = blocked(20, &[1.0; 4], 100.0);
+    let b = blocked(20, &drift, 100.0);
+    let medians = |v: &[(usize, f64)]| v.iter().map(|x| x.1).collect::<Vec<_>>();
+    let by_round = paired(&medians(&a), &medians(&b), 0.005).unwrap();
+    assert_eq!(by_round.verdict, Verdict::Faster, "{by_round:?}");
+    // As four pairs, it is four observations: nothing is called.
+    let by_block = paired_blocks(&a, &b, 0.005).unwrap();
+    assert_eq!(
+        by_block.rounds.decision,
+        Decision::Undecided,
+        "{by_block:?}"
+    );
+    assert_eq!(
+        (by_block.rounds.blocks, by_block.rounds.rounds),
+        (Some(4), 80)
+    );
+    // B 3% slower in every one of twelve blocks, whatever the host's level of each (±5%):
+    // called, at about x1.03.
+    let level = [
+        1.0, 1.05, 0.95, 1.02, 0.98, 1.04, 0.96, 1.0, 1.03, 0.97, 1.01, 0.99,
+    ];
+    let a = blocked(10, &level, 100.0);
+    let b = blocked(10, &level.map(|l| l * 1.03), 100.0);
+    let p = paired_blocks(&a, &b, 0.01).unwrap();
+    assert_eq!(
+        (p.verdict, p.rounds.decision, p.rounds.blocks),
+        (Verdict::Slower, Decision::Called, Some(12))
+    );
+    assert!((p.slowdown - 1.03).abs() < 0.002, "{p:?}");
+    // A block one side did not measure is no pair; fewer than three pairs give no interval.
+    let only_a: Vec<(usize, f64)> = a.iter().copied().filter(|x| x.0 < 10).collect();
+    assert_eq!(
+        paired_blocks(&only_a, &b, 0.01).unwrap().rounds.blocks,
+        Some(10)
+    );
+    assert!(paired_blocks(&a[..20], &b[..20], 0.01).is_none());
 }
 
 #[test]

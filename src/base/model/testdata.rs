@@ -43,6 +43,7 @@ pub fn repetition(median_ns: f64, started_ms: f64) -> Repetition {
         departs_pct: None,
         witness_ns: None,
         memory_events: BTreeMap::new(),
+        block: None,
     }
 }
 

@@ -38,7 +38,8 @@ pub struct AbArgs {
     /// A program that runs during side B, attached to the whole system, e.g. 'perf stat -a -e
     /// raw_syscalls:sys_enter -o /dev/null': started before each block of B's repetitions,
     /// waited for until ready, stopped (SIGINT, SIGTERM, SIGKILL, 2 s apart) before A runs,
-    /// also if oscost is killed. The sides then alternate in blocks of about 5 s (A B B A ...).
+    /// also if oscost is killed. The sides then alternate in blocks of about 2 s (A B B A ...),
+    /// and each block is one pair of the comparison: its looks and its CI count blocks.
     #[arg(long = "b-during", value_name = "CMD")]
     pub b_during: Option<String>,
     /// With --a-during or --b-during: a program is ready once a line of its output matches

@@ -369,3 +369,74 @@ fn a_block_holds_rounds_for_the_plans_block_time() {
     p.block_s = 0.0;
     assert_eq!(super::rounds_per_block(&p, 2), 1);
 }
+
+/// Sides that alternate in blocks, as a program run during one makes them (`WithDuring`),
+/// without a program.
+struct Blocked<'a>(Plain<'a>);
+
+impl Sides for Blocked<'_> {
+    fn count(&self) -> usize {
+        self.0.count()
+    }
+
+    fn repeat(
+        &mut self,
+        side: usize,
+        b: &Benchmark,
+        opts: &WorkerOptions,
+    ) -> Result<Vec<CaseResult>, Stopped> {
+        self.0.repeat(side, b, opts)
+    }
+
+    fn blocks(&self) -> bool {
+        true
+    }
+}
+
+#[test]
+fn in_blocks_the_stop_rule_looks_at_blocks_not_rounds() {
+    // Ten rounds a block (a round of one benchmark is about 40 ms here).
+    let mut p = plan(&["syscall/getppid"], None);
+    p.block_s = 0.39;
+    assert_eq!(super::rounds_per_block(&p, 1), 10);
+    p.reps.min = crate::base::stats::sequential::MIN_ROUNDS;
+    p.reps.max = 400;
+    p.reps.decide = Some(0.01);
+    // B 5% slower with a little noise: decided at the first look, ten blocks, not ten rounds.
+    let log = RefCell::new(vec![]);
+    let a = fake("A", &log, |_| vec![100.0, 101.0, 99.0, 100.5, 99.5, 100.2]);
+    let b = fake("B", &log, |_| {
+        vec![105.0, 106.0, 104.0, 105.5, 104.5, 105.2]
+    });
+    let mut sides = measured_sides(&p, 2);
+    let bar = indicatif::ProgressBar::hidden();
+    run_rounds(
+        &p,
+        &p.opts,
+        std::time::Instant::now(),
+        &mut Blocked(Plain(vec![&a, &b])),
+        &mut sides,
+        &bar,
+        &Stop::never(),
+    )
+    .unwrap();
+    for side in &sides {
+        let t = &side.tracks[0];
+        assert_eq!(t.stopped, Some("decided"));
+        assert_eq!((t.blocks(), t.cases[0].1.len()), (10, 100));
+        // Each repetition knows its block: ten of each.
+        let blocks: Vec<Option<usize>> = t.cases[0].1.iter().map(|r| r.block).collect();
+        assert_eq!(blocks[..10], [Some(0); 10]);
+        assert_eq!(blocks[90..], [Some(9); 10]);
+    }
+    // A then B in the first block, B then A in the second (a program stays up across B B).
+    let log = log.borrow();
+    assert_eq!(
+        (&log[9][..], &log[10][..]),
+        ("A syscall/getppid", "B syscall/getppid")
+    );
+    assert_eq!(
+        (&log[29][..], &log[30][..]),
+        ("B syscall/getppid", "A syscall/getppid")
+    );
+}

@@ -63,6 +63,7 @@ fn departures_the_machine_explains_are_said_once_and_a_lone_one_stays_with_its_r
         departs_pct: pct,
         witness_ns: None,
         memory_events: Default::default(),
+        block: None,
     };
     // Three results depart together at about 1.8 s; one of them and a fourth also depart
     // alone, at other moments (or the other way).

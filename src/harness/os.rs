@@ -556,7 +556,7 @@ pub fn start_time(pid: u32) -> Option<u64> {
 
 /// Spawn `cmd` as a grandchild reparented away from this process, in a session of its own:
 /// its parent (the middle child) exits at once, and this process's child-subreaper flag is off
-/// for that instant, so the program is no child of ours (the coordinator's reaping of every
+/// until that child has been reaped, so the program is no child of ours (the coordinator's reaping of every
 /// child cannot reach it) and a signal to our process group or a hangup of our terminal does
 /// not either. `in_child` runs in the grandchild just before exec and may call only
 /// async-signal-safe functions on integers. The returned child is the middle one, already
@@ -594,11 +594,24 @@ pub fn spawn_reparented(
         });
     }
     let spawned = cmd.spawn();
-    if subreaper {
-        // SAFETY: as above.
-        unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
-    }
-    let mut middle = spawned?;
+    // The flag comes back only once the middle child has been reaped. `spawn` returns when the
+    // middle child's end of its exec pipe closes, which the kernel does when it closes the
+    // exiting child's files, a moment before it hands that child's children to a new parent:
+    // a flag set back in that moment made the grandchild ours after all, and the coordinator's
+    // reaping of every child would SIGKILL it: a `--during` program's keeper (and its program,
+    // given no chance to clean up) or the settings guard (nothing put back). `ab --b-during
+    // 'sleep infinity'` once ended so mid-block ("its keeper ended"). A reaped child has
+    // handed its children on.
+    let mut middle = match spawned {
+        Ok(m) => m,
+        Err(e) => {
+            if subreaper {
+                // SAFETY: as above.
+                unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+            }
+            return Err(e);
+        }
+    };
     // The pipes stay with the caller: waiting would close the child's stdin.
     let pipes = (
         middle.stdin.take(),
@@ -606,6 +619,10 @@ pub fn spawn_reparented(
         middle.stderr.take(),
     );
     let _ = middle.wait();
+    if subreaper {
+        // SAFETY: as above.
+        unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    }
     (middle.stdin, middle.stdout, middle.stderr) = pipes;
     Ok(middle)
 }

@@ -451,7 +451,7 @@ pub const BLOCK_S: f64 = 2.0;
 /// (docs/design-notes.md, "Prices in short blocks").
 pub const PRICE_BLOCK_S: f64 = 1.5;
 /// The most rounds one block holds.
-const BLOCK_MAX_ROUNDS: usize = 64;
+pub const BLOCK_MAX_ROUNDS: usize = 64;
 
 /// Rounds in one block of `active` benchmarks: enough for `plan.block_s` of repetitions (each
 /// counted with ~20 ms of worker start-up).
@@ -585,12 +585,15 @@ fn judge(plan: &Plan, sides: &mut [MeasuredSide], i: usize, since: usize, done: 
     } else if reps.fixed_total.is_some() {
         Some("fixed")
     } else if let (Some(band), [a, b]) = (reps.decide, &*sides) {
-        let last = done >= reps.max;
+        let mut last = done >= reps.max;
         // Measured in blocks, the blocks are the pairs judged, and so what the looks count
-        // (`judge` is asked once a block).
+        // (`judge` is asked once a block), up to the schedule's calibrated end.
         let (since, done) = match a.tracks[i].blocks() {
             0 => (since, done),
-            n => (n - 1, n),
+            n => {
+                last |= n >= crate::base::stats::sequential::MAX_ROUNDS;
+                (n - 1, n)
+            }
         };
         if !(since + 1..=done).any(|d| crate::base::stats::sequential::is_look(d, last)) {
             None

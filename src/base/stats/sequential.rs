@@ -21,7 +21,8 @@ pub const MIN_ROUNDS: usize = 10;
 pub const LOOK_GROWTH: f64 = 1.15;
 
 /// The schedule is calibrated up to this many rounds; a longer budget only adds looks whose
-/// chance of a false call the calibration did not count (`ab` caps its rounds here).
+/// chance of a false call the calibration did not count (`ab` caps its rounds here, or its
+/// blocks where the sides alternate in blocks and a block is one pair).
 pub const MAX_ROUNDS: usize = 1000;
 
 /// Each look's two-sided nominal level: the family of looks from `MIN_ROUNDS` to `MAX_ROUNDS`

@@ -79,13 +79,15 @@ pub const AB_QUICK_BUDGET_S: f64 = 10.0;
 /// ab's rounds: at least `rounds` (and `stats::sequential::MIN_ROUNDS`), then until the
 /// comparison has decided against `compare`'s noise band, or `budget_s` (both sides' sampling
 /// time) ends. With --samples the sides take their fixed samples as `run` does, in at least
-/// `rounds` rounds.
+/// `rounds` rounds. `in_blocks` (a program runs during a side): the blocks are the pairs the
+/// sequential schedule counts, so its cap (`MAX_ROUNDS`) bounds blocks, not rounds.
 fn decide_rounds(
     plan: &mut crate::processes::scheduler::Plan,
     rounds: usize,
     budget_s: Option<f64>,
     quick: bool,
     compare: &CompareArgs,
+    in_blocks: bool,
 ) {
     use crate::base::stats::sequential::{MAX_ROUNDS, MIN_ROUNDS};
     if plan.reps.fixed_total.is_some() {
@@ -99,7 +101,12 @@ fn decide_rounds(
         AB_BUDGET_S
     });
     plan.reps.min = rounds.max(MIN_ROUNDS);
-    plan.reps.max = ((budget / (2.0 * rep_s)) as usize).clamp(plan.reps.min, MAX_ROUNDS);
+    let cap = if in_blocks {
+        MAX_ROUNDS * crate::processes::scheduler::BLOCK_MAX_ROUNDS
+    } else {
+        MAX_ROUNDS
+    };
+    plan.reps.max = ((budget / (2.0 * rep_s)) as usize).clamp(plan.reps.min, cap);
     plan.reps.decide = Some(options(compare).threshold);
 }
 
@@ -190,6 +197,7 @@ impl Measurement for Ab<'_> {
             args.measure.budget,
             args.measure.quick,
             &args.compare,
+            self.sides.iter().any(|s| s.during.is_some()),
         );
         self.plan = Some(plan);
         Ok(())

@@ -62,7 +62,8 @@ agent = sys.argv[2].replace(sys.argv[3] + "/", "")
 def ns(x):
     return f"{x/1000:.2f} us" if abs(x) >= 1000 else f"{x:.0f} ns"
 cpu = next((n for n in c["cand"].get("notes", []) if "% of one CPU" in n), "")
-share = cpu.split("(")[-1].split(")")[0] if "% of one CPU" in cpu else "?"
+# "...(0.1% of one CPU; CPU 0 0.0%, CPU 1 0.0%)...": the share of one CPU, in all.
+share = cpu.split("% of one CPU")[0].split("(")[-1] + "%" if "% of one CPU" in cpu else "?"
 for r in c["rows"]:
     lo, hi = r["slowdown_ci95"]
     print(f"| `{agent}` | {r['id']} | {ns(r['base_median_ns'])} | {ns(r['cand_median_ns'])} | "

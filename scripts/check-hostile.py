@@ -45,6 +45,13 @@ import tempfile
 import time
 
 BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "target/release/oscost")
+# A background job of a non-interactive shell (`python3 check-hostile.py &`) starts with SIGINT
+# ignored, and every oscost it starts inherits that: one still connecting to its store when
+# the case's SIGINT comes has no handler yet and rightly ignores it, and the case fails as a
+# hang (8 of them, the store URL cases, on 2026-11-28). The cases are about oscost's own
+# handling, so its programs start with SIGINT at its default, as from a terminal.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 BAD_CHARS = ["\x1b", "\x07", "\u202e"]
 SECRET = "s3cr3t-pw"
 

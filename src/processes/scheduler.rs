@@ -631,7 +631,7 @@ fn judge(plan: &Plan, sides: &mut [MeasuredSide], i: usize, since: usize, done: 
 /// nothing back.
 /// Measured in blocks, the blocks are the pairs (`compare::rounds::paired_blocks`).
 fn decided(a: &Track, b: &Track, band: f64) -> bool {
-    use crate::analysis::compare::rounds::{Decision, paired, paired_blocks};
+    use crate::analysis::compare::rounds::{Decision, in_blocks, paired, paired_blocks};
     a.block_medians()
         .iter()
         .zip(b.block_medians())
@@ -639,10 +639,7 @@ fn decided(a: &Track, b: &Track, band: f64) -> bool {
             if ma.is_empty() || mb.is_empty() {
                 return true;
             }
-            let blocked = |v: &[(Option<usize>, f64)]| -> Option<Vec<(usize, f64)>> {
-                v.iter().map(|&(k, m)| Some((k?, m))).collect()
-            };
-            let judged = match (blocked(ma), blocked(&mb)) {
+            let judged = match (in_blocks(ma), in_blocks(&mb)) {
                 (Some(ba), Some(bb)) => paired_blocks(&ba, &bb, band),
                 _ => {
                     let n = ma.len().min(mb.len());

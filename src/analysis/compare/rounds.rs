@@ -104,6 +104,12 @@ pub fn paired_blocks(
     judge_pairs(&logs, threshold, rounds, Some(logs.len()))
 }
 
+/// Repetitions given as `(block, median)`, as `paired_blocks` takes them: `None` where one
+/// was not measured in a block (the sides alternated repetition by repetition).
+pub fn in_blocks(reps: &[(Option<usize>, f64)]) -> Option<Vec<(usize, f64)>> {
+    reps.iter().map(|&(k, m)| Some((k?, m))).collect()
+}
+
 /// The log of `cand` over `base`, where both are usable times.
 fn log_ratio(base: f64, cand: f64) -> Option<f64> {
     (base > 0.0 && cand > 0.0 && base.is_finite() && cand.is_finite()).then(|| (cand / base).ln())
@@ -160,10 +166,7 @@ pub fn judge_rounds(cmp: &mut Comparison, base: &Run, cand: &Run) {
         let (Some(b), Some(c)) = (repetitions(base, &r.id), repetitions(cand, &r.id)) else {
             continue;
         };
-        let blocks = |v: &[(Option<usize>, f64)]| -> Option<Vec<(usize, f64)>> {
-            v.iter().map(|&(k, m)| Some((k?, m))).collect()
-        };
-        let p = match (blocks(&b), blocks(&c)) {
+        let p = match (in_blocks(&b), in_blocks(&c)) {
             // Measured in blocks: the blocks are the pairs, whatever a side lost in one.
             (Some(bb), Some(cb)) if !bb.is_empty() => paired_blocks(&bb, &cb, cmp.threshold),
             _ if b.len() != c.len() => None,

@@ -66,7 +66,7 @@ pub fn undecided_lines(c: &Comparison) -> Vec<String> {
         .map(|r| {
             format!(
                 "undecided: {}: the change is between x{:.3} and x{:.3} after {}, against \
-                 a noise band of ±{:.1}%; run longer (--budget) to decide",
+                 a noise band of ±{:.1}%; {}",
                 super::printable(&r.id),
                 r.slowdown_ci95[0],
                 r.slowdown_ci95[1],
@@ -76,10 +76,37 @@ pub fn undecided_lines(c: &Comparison) -> Vec<String> {
                     }) => format!("{b} blocks"),
                     x => format!("{} rounds", x.map_or(0, |x| x.rounds)),
                 },
-                c.threshold * 100.0
+                c.threshold * 100.0,
+                undecided_advice(r.slowdown, r.slowdown_ci95, c.threshold)
             )
         })
         .collect()
+}
+
+/// What an undecided row's reader can do. A longer `--budget` decides every row in the end,
+/// but where the estimate lies inside the band it will most likely end as "no change": a real
+/// change smaller than the band (an agent's 1% on a fork) is called only at a smaller
+/// `--threshold`, which the user chooses; oscost says so rather than leave them waiting for
+/// a call the band forbids.
+fn undecided_advice(point: f64, ci: [f64; 2], threshold: f64) -> String {
+    let (lo, hi) = (ci[0], ci[1]);
+    let inside = point.is_finite() && (point - 1.0).abs() < threshold;
+    let way = if point >= 1.0 { "slower" } else { "faster" };
+    if inside && (lo > 1.0 || hi < 1.0) {
+        format!(
+            "B is {way} (the CI excludes x1.000) by less than the band so far: run longer \
+             (--budget) to decide whether it reaches the band, or give a smaller --threshold \
+             to call a change this small"
+        )
+    } else if inside {
+        format!(
+            "run longer (--budget) to decide; the estimate, x{point:.3}, lies inside the band, \
+             so a longer run will most likely end as no change: a change this small is called \
+             only with a smaller --threshold (and a longer --budget)"
+        )
+    } else {
+        "run longer (--budget) to decide".into()
+    }
 }
 
 /// How `ab` judged its rows, when it judged them by rounds.
@@ -528,5 +555,34 @@ mod tests {
             lines[0]
         );
         assert!(text.contains(&lines[0]), "{text}");
+    }
+
+    #[test]
+    fn an_undecided_row_inside_the_band_says_a_longer_run_will_not_call_it() {
+        // An agent's 0.8% on a fork against ±2%: more rounds will end as "no change".
+        let inside = undecided_advice(1.008, [0.994, 1.023], 0.02);
+        assert!(
+            inside.starts_with(
+                "run longer (--budget) to decide; the estimate, x1.008, lies inside the band"
+            ),
+            "{inside}"
+        );
+        assert!(inside.contains("smaller --threshold"), "{inside}");
+        // The CI already excludes x1 but not the band: B is slower by how much is open.
+        let excludes = undecided_advice(0.992, [0.985, 0.999], 0.02);
+        assert!(
+            excludes.starts_with("B is faster (the CI excludes x1.000) by less than the band"),
+            "{excludes}"
+        );
+        // An estimate beyond the band needs only time.
+        assert_eq!(
+            undecided_advice(1.03, [0.99, 1.07], 0.02),
+            "run longer (--budget) to decide"
+        );
+        // A row with no estimate is not advised on its size.
+        assert_eq!(
+            undecided_advice(f64::NAN, [f64::NAN, f64::NAN], 0.02),
+            "run longer (--budget) to decide"
+        );
     }
 }

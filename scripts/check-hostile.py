@@ -28,7 +28,9 @@ checks after each case:
   - ASLR and THP read what they read before the pass within 1 s, checked before any other
     oscost command runs (which would put them back itself);
   - no password and no raw control character or bidirectional override was printed;
-  - a case still waiting 1.5 s in is sent SIGINT and must end within 1 s.
+  - a case still waiting 1.5 s in is sent SIGINT and must end within 1 s;
+and after the pass: /run/oscost, absent before it, is absent again (every setting put back,
+every marker and state gone, with their directories).
 Prints one line per failing case and a closing "N passed, N failed" line. HOSTILE_ONLY=TEXT
 runs only the cases whose name holds TEXT. Uses
 OSCOST_TEST_PG (a PostgreSQL URL) for the URL cases when set.
@@ -125,8 +127,14 @@ def plant_states(work):
     os.makedirs(legacy, exist_ok=True)
     open(os.path.join(legacy, "pending-999999.json"), "w").write(
         json.dumps({"pid": 999999, "start": 1, "files": [[victim, "PWNED"]]}))
-    if not os.path.isdir(STATE_HELD):
-        return
+    try:
+        # Made as oscost makes it (root's, 0700, each level): it is gone whenever no oscost
+        # holds a setting.
+        for d in (os.path.dirname(STATE_HELD), STATE_HELD):
+            if not os.path.isdir(d):
+                os.mkdir(d, 0o700)
+    except OSError:
+        return  # not root: the machine's state directory is not ours to plant in
     name = lambda p: p.replace("%", "%25").replace("/", "%2F")
     open(os.path.join(STATE_HELD, name(victim)), "w").write(forged)
     open(os.path.join(STATE_HELD, name("/proc/sys/vm/swappiness")), "w").write(
@@ -147,7 +155,8 @@ def planted_harm(work):
     wrong = []
     if open(os.path.join(work, "victim")).read() != "untouched":
         wrong.append("a planted state was written from")
-    left = [n for n in os.listdir(STATE_HELD) if n.startswith("hostile-") or "%2F..%2F" in n]
+    found = os.listdir(STATE_HELD) if os.path.isdir(STATE_HELD) else []
+    left = [n for n in found if n.startswith("hostile-") or "%2F..%2F" in n]
     if left:
         wrong.append(f"planted states not set aside: {left}")
     return wrong
@@ -165,6 +174,7 @@ def hot_journal(db):
 
 
 def main():
+    state_dir_before = os.path.exists(os.path.dirname(STATE_HELD))
     work = tempfile.mkdtemp(prefix="oscost-hostile-")
     os.chdir(work)
     db = os.path.join(work, "s.db")
@@ -593,6 +603,19 @@ def main():
         if n.startswith("hostile-") or os.path.basename(work) in n or n.startswith(
                 ("%2Fproc%2Fsys%2Fvm%2Fswappiness", "%2Fproc%2Fsys%2Fkernel%2Fsched_autogroup")):
             os.remove(os.path.join(aside, n))
+    top = os.path.dirname(STATE_HELD)
+    if not state_dir_before:
+        # Only this pass's own planted states went aside; with them removed, oscost must have
+        # left nothing of its own: every setting put back, every marker gone, no directory.
+        for d in (aside, top):
+            try:
+                os.rmdir(d)
+            except OSError:
+                pass
+        if os.path.exists(top):
+            failed += 1
+            print(f"FAIL {top} was absent before this pass and holds, after it: "
+                  f"{sorted(os.path.relpath(os.path.join(r, f), top) for r, ds, fs in os.walk(top) for f in ds + fs)}")
     shutil.rmtree(work, ignore_errors=True)
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0

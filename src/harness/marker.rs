@@ -3,7 +3,8 @@
 //! its helper lives. A helper removes its thing and its marker when it ends; one killed with
 //! SIGKILL leaves the marker with its lock free, which is how the next helper, or the next run
 //! as it starts, knows the thing is nobody's and removes it. A thing without a marker is never
-//! touched, whatever its name.
+//! touched, whatever its name. The last marker of a kind to go takes its directory, and the
+//! state directory when that is then empty, with it (`os::prune_state_dirs`).
 
 use std::path::{Path, PathBuf};
 
@@ -21,6 +22,7 @@ fn open(path: &Path, create: bool) -> Option<std::fs::File> {
 /// A helper's mark on the thing it made: locked while the helper lives, removed on drop.
 pub struct Marker {
     path: PathBuf,
+    kind: String,
     _lock: std::fs::File,
 }
 
@@ -28,19 +30,30 @@ impl Marker {
     /// Mark `name` of `kind`. `None` where no marker can be made (not root, a directory not
     /// root's own): the thing is then removed by its helper alone.
     pub fn make(kind: &str, name: &str) -> Option<Marker> {
+        // A few tries: another helper's last marker going can take an empty directory away
+        // between our making it and our file in it (`os::prune_state_dirs`).
+        (0..4).find_map(|_| Self::try_make(kind, name))
+    }
+
+    fn try_make(kind: &str, name: &str) -> Option<Marker> {
         let dir = dir(kind);
         super::os::private_dir(Path::new(super::os::STATE_DIR), true).ok()?;
         super::os::private_dir(&dir, true).ok()?;
         let path = dir.join(name);
         let lock = open(&path, true)?;
         super::os::lock_now(&lock).ok()?;
-        Some(Marker { path, _lock: lock })
+        Some(Marker {
+            path,
+            kind: kind.to_string(),
+            _lock: lock,
+        })
     }
 }
 
 impl Drop for Marker {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
+        super::os::prune_state_dirs(&self.kind);
     }
 }
 
@@ -56,6 +69,9 @@ impl Stale {
     /// The thing is gone: remove its marker.
     pub fn forget(self) {
         let _ = std::fs::remove_file(&self.path);
+        if let Some(kind) = self.path.parent().and_then(|d| d.file_name()) {
+            super::os::prune_state_dirs(&kind.to_string_lossy());
+        }
     }
 }
 

@@ -18,6 +18,22 @@ use super::placement;
 /// and PID namespace.
 pub const STATE_DIR: &str = "/run/oscost";
 
+/// After the last file of `kind` in the state directory is gone: remove `kind`'s directory and
+/// then the state directory itself, each only if empty (`rmdir` refuses otherwise), so that a
+/// machine oscost has finished with is left without `/run/oscost`. Another oscost making its
+/// file there at the same moment can find a directory gone between making it and opening in
+/// it; the makers (`effects::put_back::state::hold`, `marker::Marker::make`) try again.
+pub fn prune_state_dirs(kind: &str) {
+    prune_empty(std::path::Path::new(STATE_DIR), kind);
+}
+
+/// `prune_state_dirs` under `top`, for tests.
+pub(crate) fn prune_empty(top: &std::path::Path, kind: &str) {
+    if std::fs::remove_dir(top.join(kind)).is_ok() {
+        let _ = std::fs::remove_dir(top);
+    }
+}
+
 /// An exclusive, non-blocking `flock` on `f` (close-on-exec, as std opens files, so no child
 /// keeps a dead process's lock alive). The lock is the open file's: it lives while any
 /// descriptor of it does.
@@ -651,6 +667,30 @@ mod tests {
         let e = eventfd().unwrap();
         assert!(eventfd_post(e) && eventfd_take(e));
         close(e);
+    }
+
+    #[test]
+    fn the_state_directories_go_only_when_empty() {
+        let t = tempfile::tempdir().unwrap();
+        let top = t.path().join("state");
+        let (held, ignored) = (top.join("held"), top.join("ignored"));
+        std::fs::create_dir_all(&held).unwrap();
+        std::fs::write(held.join("a-state"), "").unwrap();
+        prune_empty(&top, "held");
+        assert!(held.join("a-state").exists(), "a state is never removed");
+        std::fs::remove_file(held.join("a-state")).unwrap();
+        std::fs::create_dir(&ignored).unwrap();
+        prune_empty(&top, "held");
+        assert!(!held.exists(), "the last state's kind goes with it");
+        assert!(
+            ignored.exists(),
+            "another kind's directory stays, and with it the top"
+        );
+        std::fs::create_dir(&held).unwrap();
+        std::fs::remove_dir(&ignored).unwrap();
+        prune_empty(&top, "held");
+        assert!(!top.exists(), "an empty state directory goes");
+        prune_empty(&top, "held"); // nothing there: nothing to do, no error
     }
 }
 

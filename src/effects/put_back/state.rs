@@ -20,7 +20,9 @@
 //! without blocking, must be a regular file of the euid's no larger than `MAX_STATE_BYTES`,
 //! and its path must be a kernel setting file after resolution (no `..`, no link, under
 //! `/proc/sys` or `/sys`, on procfs, sysfs, debugfs or tracefs) that its name agrees with.
-//! Anything else is moved to `ignored/`, named once, and never written from.
+//! Anything else is moved to `ignored/`, named once, and never written from (kept there for
+//! root to read). The last state to go takes `held/`, and `/run/oscost` when that is then
+//! empty, with it: a machine oscost has finished with has no `/run/oscost`.
 
 use std::io::{Read, Seek, Write};
 use std::os::fd::AsFd;
@@ -113,8 +115,8 @@ pub fn unlink_if_same(path: &Path, held: std::os::fd::BorrowedFd) {
         (Ok(a), Ok(b)) => a.st_dev == b.dev() && a.st_ino == b.ino(),
         _ => false,
     };
-    if same {
-        let _ = std::fs::remove_file(path);
+    if same && std::fs::remove_file(path).is_ok() {
+        crate::harness::os::prune_state_dirs(HELD);
     }
 }
 
@@ -305,15 +307,22 @@ pub fn hold(
     read_original: &dyn Fn() -> std::io::Result<String>,
     said: &mut Vec<String>,
 ) -> Result<Held, StateError> {
-    let unusable = StateError::Unusable;
-    let dir = held_dir(true)
-        .map_err(unusable)?
-        .ok_or_else(|| StateError::Unusable(format!("cannot make {STATE_DIR}/{HELD}")))?;
     let name = state_name(file);
-    let path = dir.join(&name);
+    let path = Path::new(STATE_DIR).join(HELD).join(&name);
     let boot = boot_id();
-    // A few tries: a state found untrusted is moved aside, one removed under us is made anew.
+    // A few tries: a state found untrusted is moved aside, one removed under us is made anew,
+    // and so is a directory another oscost's last state took with it as it went (between our
+    // making it and our opening in it: `harness::os::prune_state_dirs`).
+    let mut gone = None;
     for _ in 0..8 {
+        match held_dir(true) {
+            Ok(Some(_)) => {}
+            Ok(None) => continue,
+            Err(why) => {
+                gone = Some(why);
+                continue;
+            }
+        }
         let Some(mut f) = open_to_hold(&path, said)? else {
             continue;
         };
@@ -367,10 +376,9 @@ pub fn hold(
             lock: f,
         });
     }
-    Err(StateError::Unusable(format!(
-        "{} keeps changing under oscost; remove it",
-        path.display()
-    )))
+    Err(StateError::Unusable(gone.unwrap_or_else(|| {
+        format!("{} keeps changing under oscost; remove it", path.display())
+    })))
 }
 
 /// The state at `path` opened (made if absent) for `hold`; `None`, said in `said`, when what
@@ -379,6 +387,8 @@ pub fn hold(
 fn open_to_hold(path: &Path, said: &mut Vec<String>) -> Result<Option<std::fs::File>, StateError> {
     let f = match open_state(path, true) {
         Ok(f) => f,
+        // Its directory went with another oscost's last state: made anew on the next try.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
             said.push(ignore(path, "a link"));
             return Ok(None);

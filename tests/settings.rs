@@ -676,6 +676,12 @@ fn planted_states_write_nothing_and_hang_nothing() {
             let _ = std::fs::remove_file(e.path());
         }
     }
+    // With this test's own files gone, the directories it made go too when empty (oscost's
+    // own go with their last file; `ignored/` is kept for a person, so it is the planter's).
+    let _ = std::fs::remove_dir(&ignored);
+    if let Some(top) = ignored.parent() {
+        let _ = std::fs::remove_dir(top);
+    }
 }
 
 /// Two and three oscosts on one setting at once, under different `XDG_DATA_HOME`s and from a

@@ -451,6 +451,8 @@ pub fn recover() -> Vec<String> {
         let name = e.file_name().to_string_lossy().into_owned();
         recover_one(&e.path(), &name, &boot, &mut said);
     }
+    // What was found untrusted went aside and is no file's state: `held/` may now be empty.
+    crate::harness::os::prune_state_dirs(HELD);
     said
 }
 

@@ -4,7 +4,7 @@
 //! SIGKILL leaves the marker with its lock free, which is how the next helper, or the next run
 //! as it starts, knows the thing is nobody's and removes it. A thing without a marker is never
 //! touched, whatever its name. The last marker of a kind to go takes its directory, and the
-//! state directory when that is then empty, with it (`os::prune_state_dirs`).
+//! state directory when that is then empty, with it (`os::remove_kept`).
 
 use std::path::{Path, PathBuf};
 
@@ -22,7 +22,6 @@ fn open(path: &Path, create: bool) -> Option<std::fs::File> {
 /// A helper's mark on the thing it made: locked while the helper lives, removed on drop.
 pub struct Marker {
     path: PathBuf,
-    kind: String,
     _lock: std::fs::File,
 }
 
@@ -31,7 +30,7 @@ impl Marker {
     /// root's own): the thing is then removed by its helper alone.
     pub fn make(kind: &str, name: &str) -> Option<Marker> {
         // A few tries: another helper's last marker going can take an empty directory away
-        // between our making it and our file in it (`os::prune_state_dirs`).
+        // between our making it and our file in it (`os::remove_kept`).
         (0..4).find_map(|_| Self::try_make(kind, name))
     }
 
@@ -42,18 +41,13 @@ impl Marker {
         let path = dir.join(name);
         let lock = open(&path, true)?;
         super::os::lock_now(&lock).ok()?;
-        Some(Marker {
-            path,
-            kind: kind.to_string(),
-            _lock: lock,
-        })
+        Some(Marker { path, _lock: lock })
     }
 }
 
 impl Drop for Marker {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-        super::os::prune_state_dirs(&self.kind);
+        super::os::remove_kept(&self.path);
     }
 }
 
@@ -68,10 +62,7 @@ pub struct Stale {
 impl Stale {
     /// The thing is gone: remove its marker.
     pub fn forget(self) {
-        let _ = std::fs::remove_file(&self.path);
-        if let Some(kind) = self.path.parent().and_then(|d| d.file_name()) {
-            super::os::prune_state_dirs(&kind.to_string_lossy());
-        }
+        super::os::remove_kept(&self.path);
     }
 }
 

@@ -18,18 +18,33 @@ use super::placement;
 /// and PID namespace.
 pub const STATE_DIR: &str = "/run/oscost";
 
-/// After the last file of `kind` in the state directory is gone: remove `kind`'s directory and
-/// then the state directory itself, each only if empty (`rmdir` refuses otherwise), so that a
-/// machine oscost has finished with is left without `/run/oscost`. Another oscost making its
-/// file there at the same moment can find a directory gone between making it and opening in
-/// it; the makers (`effects::put_back::state::hold`, `marker::Marker::make`) try again.
-pub fn prune_state_dirs(kind: &str) {
-    prune_empty(std::path::Path::new(STATE_DIR), kind);
+/// Remove `path`, a file oscost keeps in a kind's directory of the state directory (a state,
+/// a marker), and then that directory and the state directory itself, each only if empty
+/// (`rmdir` refuses otherwise), so that a machine oscost has finished with is left without
+/// `/run/oscost`. Another oscost making its file there at the same moment can find a directory
+/// gone between making it and opening in it; the makers (`effects::put_back::state::hold`,
+/// `marker::Marker::make`) try again.
+pub fn remove_kept(path: &std::path::Path) {
+    if std::fs::remove_file(path).is_ok()
+        && let Some(dir) = path.parent()
+    {
+        prune_state_dir(dir);
+    }
 }
 
-/// `prune_state_dirs` under `top`, for tests.
-pub(crate) fn prune_empty(top: &std::path::Path, kind: &str) {
-    if std::fs::remove_dir(top.join(kind)).is_ok() {
+/// `dir`, a kind's directory of the state directory, and then the state directory, removed
+/// where empty (`remove_kept`); nothing outside the state directory is ever touched.
+pub fn prune_state_dir(dir: &std::path::Path) {
+    if dir.parent() == Some(std::path::Path::new(STATE_DIR)) {
+        prune_empty(dir);
+    }
+}
+
+/// `dir` and then its parent, each only if empty.
+fn prune_empty(dir: &std::path::Path) {
+    if std::fs::remove_dir(dir).is_ok()
+        && let Some(top) = dir.parent()
+    {
         let _ = std::fs::remove_dir(top);
     }
 }
@@ -676,11 +691,11 @@ mod tests {
         let (held, ignored) = (top.join("held"), top.join("ignored"));
         std::fs::create_dir_all(&held).unwrap();
         std::fs::write(held.join("a-state"), "").unwrap();
-        prune_empty(&top, "held");
+        prune_empty(&held);
         assert!(held.join("a-state").exists(), "a state is never removed");
         std::fs::remove_file(held.join("a-state")).unwrap();
         std::fs::create_dir(&ignored).unwrap();
-        prune_empty(&top, "held");
+        prune_empty(&held);
         assert!(!held.exists(), "the last state's kind goes with it");
         assert!(
             ignored.exists(),
@@ -688,9 +703,9 @@ mod tests {
         );
         std::fs::create_dir(&held).unwrap();
         std::fs::remove_dir(&ignored).unwrap();
-        prune_empty(&top, "held");
+        prune_empty(&held);
         assert!(!top.exists(), "an empty state directory goes");
-        prune_empty(&top, "held"); // nothing there: nothing to do, no error
+        prune_empty(&held); // nothing there: nothing to do, no error
     }
 }
 

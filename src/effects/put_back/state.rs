@@ -115,8 +115,8 @@ pub fn unlink_if_same(path: &Path, held: std::os::fd::BorrowedFd) {
         (Ok(a), Ok(b)) => a.st_dev == b.dev() && a.st_ino == b.ino(),
         _ => false,
     };
-    if same && std::fs::remove_file(path).is_ok() {
-        crate::harness::os::prune_state_dirs(HELD);
+    if same {
+        crate::harness::os::remove_kept(path);
     }
 }
 
@@ -312,16 +312,12 @@ pub fn hold(
     let boot = boot_id();
     // A few tries: a state found untrusted is moved aside, one removed under us is made anew,
     // and so is a directory another oscost's last state took with it as it went (between our
-    // making it and our opening in it: `harness::os::prune_state_dirs`).
+    // making it and our opening in it: `harness::os::remove_kept`).
     let mut gone = None;
     for _ in 0..8 {
-        match held_dir(true) {
-            Ok(Some(_)) => {}
-            Ok(None) => continue,
-            Err(why) => {
-                gone = Some(why);
-                continue;
-            }
+        if let Err(why) = held_dir(true) {
+            gone = Some(why);
+            continue;
         }
         let Some(mut f) = open_to_hold(&path, said)? else {
             continue;
@@ -452,7 +448,7 @@ pub fn recover() -> Vec<String> {
         recover_one(&e.path(), &name, &boot, &mut said);
     }
     // What was found untrusted went aside and is no file's state: `held/` may now be empty.
-    crate::harness::os::prune_state_dirs(HELD);
+    crate::harness::os::prune_state_dir(&dir);
     said
 }
 

@@ -120,30 +120,77 @@ fn fs_and_sig_costs_are_ordered() {
         "mem/fault-write",
         "fs/fcntl-lock",
     ];
-    let (_, run) = run_json(&unique_tag("fssig-order"), &ids);
-    // lat_mmap writes a byte every 16 KiB of a tenth of the mapping: 103 pages at 16 MiB
-    // against 4 at 512 KiB.
-    assert!(median(&run, "fs/mmap/16MiB") > median(&run, "fs/mmap/512KiB"));
-    // A cached file's page is mapped by fault-around or a whole folio at once, where a fresh
-    // anonymous page is allocated and zeroed one fault each.
-    assert!(median(&run, "fs/pagefault") < median(&run, "mem/fault-write"));
-    // 102 entries copied out against 5, from the same kind of directory.
-    assert!(median(&run, "fs/getdents64") > median(&run, "fs/getdents64-few"));
-    // Two fcntl calls on a lock against the null call.
-    assert!(median(&run, "fs/fcntl-lock@same") > 2.0 * median(&run, "syscall/getppid"));
-    // A walk of four components costs more than the null call.
-    assert!(median(&run, "fs/stat") > 2.0 * median(&run, "syscall/getppid"));
-    // A found file is opened (a file allocated) where a missing one ends at the lookup.
-    assert!(median(&run, "fs/open") > median(&run, "fs/open-missing"));
-    // A four-component walk costs more than reading an open file's inode.
-    assert!(median(&run, "fs/stat") > median(&run, "fs/fstat"));
-    // An open allocates a file and a descriptor on top of the same walk.
-    assert!(median(&run, "fs/open-close") > median(&run, "fs/stat"));
-    assert!(median(&run, "fs/write/1MiB") > median(&run, "fs/write/4KiB"));
-    // A delivery (frame built, handler run, sigreturn) is two kernel entries and more.
-    assert!(median(&run, "sig/catch") > median(&run, "sig/sigprocmask"));
-    // Two processes, two signals and two switches against one signal to oneself.
-    assert!(median(&run, "sig/pingpong@same") > median(&run, "sig/catch"));
-    // A fault delivered as a signal is an exception on top of a delivery.
-    assert!(median(&run, "sig/prot") > median(&run, "sig/install"));
+    let tag = unique_tag("fssig-order");
+    let (_, run) = run_json(&tag, &ids);
+    assert_costlier(
+        &tag,
+        &run,
+        &[],
+        &[
+            costlier(
+                "fs/mmap/16MiB",
+                "fs/mmap/512KiB",
+                "lat_mmap writes a byte every 16 KiB of a tenth of the mapping: 103 pages at \
+                 16 MiB against 4 at 512 KiB",
+            ),
+            costlier(
+                "mem/fault-write",
+                "fs/pagefault",
+                "a cached file's page is mapped by fault-around or a whole folio at once, where \
+                 a fresh anonymous page is allocated and zeroed one fault each",
+            ),
+            costlier(
+                "fs/getdents64",
+                "fs/getdents64-few",
+                "102 entries copied out against 5, from the same kind of directory",
+            ),
+            costlier_by(
+                "fs/fcntl-lock@same",
+                2.0,
+                "syscall/getppid",
+                "two fcntl calls on a lock against the null call",
+            ),
+            costlier_by(
+                "fs/stat",
+                2.0,
+                "syscall/getppid",
+                "a walk of four components costs more than the null call",
+            ),
+            costlier(
+                "fs/open",
+                "fs/open-missing",
+                "a found file is opened (a file allocated) where a missing one ends at the lookup",
+            ),
+            costlier(
+                "fs/stat",
+                "fs/fstat",
+                "a four-component walk costs more than reading an open file's inode",
+            ),
+            costlier(
+                "fs/open-close",
+                "fs/stat",
+                "an open allocates a file and a descriptor on top of the same walk",
+            ),
+            costlier(
+                "fs/write/1MiB",
+                "fs/write/4KiB",
+                "256 times the bytes copied",
+            ),
+            costlier(
+                "sig/catch",
+                "sig/sigprocmask",
+                "a delivery (frame built, handler run, sigreturn) is two kernel entries and more",
+            ),
+            costlier(
+                "sig/pingpong@same",
+                "sig/catch",
+                "two processes, two signals and two switches against one signal to oneself",
+            ),
+            costlier(
+                "sig/prot",
+                "sig/install",
+                "a fault delivered as a signal is an exception on top of a delivery",
+            ),
+        ],
+    );
 }

@@ -66,18 +66,53 @@ fn ipc_and_memory_costs_are_ordered() {
     ];
     let mut args = vec!["--placement", "same"];
     args.extend(ids);
-    let (_, run) = run_json(&unique_tag("ipcmem-order"), &args);
-    assert!(median(&run, "mem/mmap/4KiB-touched") > median(&run, "mem/mmap/4KiB-untouched"));
-    assert!(median(&run, "mem/mmap/1MiB-touched") > median(&run, "mem/mmap/1MiB-untouched"));
-    assert!(median(&run, "mem/select/1000") > median(&run, "mem/select/10"));
-    assert!(median(&run, "mem/poll/1000") > median(&run, "mem/poll/10"));
-    // Compared at the fast end, where the machine's phases do not reach.
-    assert!(p5(&run, "mem/fault-write") >= p5(&run, "mem/fault-read"));
-    assert!(median(&run, "ipc/shm-attach/touched") > median(&run, "ipc/shm-attach/untouched"));
-    assert!(median(&run, "ipc/unix-64k") > median(&run, "ipc/unix-1b"));
-    assert!(median(&run, "ipc/msg-pingpong@same") > median(&run, "ipc/msg-roundtrip/8B"));
-    // Two processes and two switches against both semops in one.
-    assert!(median(&run, "ipc/sem-pingpong@same") > median(&run, "ipc/sem"));
+    let tag = unique_tag("ipcmem-order");
+    let (_, run) = run_json(&tag, &args);
+    let touched = "the pages touched are faulted in on top of the same mapping";
+    assert_costlier(
+        &tag,
+        &run,
+        &["--placement", "same"],
+        &[
+            costlier("mem/mmap/4KiB-touched", "mem/mmap/4KiB-untouched", touched),
+            costlier("mem/mmap/1MiB-touched", "mem/mmap/1MiB-untouched", touched),
+            costlier(
+                "mem/select/1000",
+                "mem/select/10",
+                "a hundred times the descriptors",
+            ),
+            costlier(
+                "mem/poll/1000",
+                "mem/poll/10",
+                "a hundred times the descriptors",
+            ),
+            costlier(
+                "mem/fault-write",
+                "mem/fault-read",
+                "a page allocated and zeroed against the shared zero page mapped",
+            ),
+            costlier(
+                "ipc/shm-attach/touched",
+                "ipc/shm-attach/untouched",
+                touched,
+            ),
+            costlier(
+                "ipc/unix-64k",
+                "ipc/unix-1b",
+                "64 KiB copied twice against a byte",
+            ),
+            costlier(
+                "ipc/msg-pingpong@same",
+                "ipc/msg-roundtrip/8B",
+                "two processes and two switches against a send and receive in one",
+            ),
+            costlier(
+                "ipc/sem-pingpong@same",
+                "ipc/sem",
+                "two processes and two switches against both semops in one",
+            ),
+        ],
+    );
 }
 
 #[test]

@@ -59,23 +59,30 @@ fn every_net_benchmark_measures_and_a_round_trip_is_two_switches() {
 #[ignore = "slow tier (orderings, default sampling): .ci/run runs it with --ignored"]
 fn net_costs_are_ordered() {
     let _g = measuring();
-    let (_, run) = run_json(
-        &unique_tag("net-order"),
-        &["--placement", "same", "net/", "switch/pipe-proc"],
+    let tag = unique_tag("net-order");
+    let (_, run) = run_json(&tag, &["--placement", "same", "net/", "switch/pipe-proc"]);
+    let tenfold = "ten times the descriptors to look at";
+    assert_costlier(
+        &tag,
+        &run,
+        &["--placement", "same"],
+        &[
+            costlier(
+                "net/tcp-rr@same",
+                "switch/pipe-proc@same",
+                "the TCP stack (a segment built, looped back, acknowledged) on top of the \
+                 switches a pipe round trip costs",
+            ),
+            costlier(
+                "net/tcp-connect@same",
+                "net/unix-connect@same",
+                "a TCP handshake and teardown against a unix socket's connect",
+            ),
+            costlier_by("net/select-tcp/100", 2.0, "net/select-tcp/10", tenfold),
+            costlier_by("net/poll-tcp/100", 2.0, "net/poll-tcp/10", tenfold),
+            costlier_by("net/epoll-tcp/100", 2.0, "net/epoll-tcp/10", tenfold),
+        ],
     );
-    // The TCP stack (a segment built, looped back, acknowledged) on top of the switches a pipe
-    // round trip costs.
-    assert!(median(&run, "net/tcp-rr@same") > median(&run, "switch/pipe-proc@same"));
-    // A TCP handshake and teardown against a unix socket's connect.
-    assert!(median(&run, "net/tcp-connect@same") > median(&run, "net/unix-connect@same"));
-    // Ten times the descriptors to look at.
-    for wait in ["select", "poll", "epoll"] {
-        assert!(
-            median(&run, &format!("net/{wait}-tcp/100"))
-                > 2.0 * median(&run, &format!("net/{wait}-tcp/10")),
-            "{wait}"
-        );
-    }
 }
 
 /// A real pair: the same pipe bandwidth measured plain and with its writes traced (strace stops
@@ -140,10 +147,8 @@ fn a_slowed_pipe_bandwidth_is_called_slower_by_ab() {
 #[test]
 fn every_bandwidth_measures_a_mebibyte_an_operation() {
     let _g = measuring();
-    let (out, run) = run_json(
-        &unique_tag("bw"),
-        &["--quick", "--placement", "same", "bw/"],
-    );
+    let tag = unique_tag("bw");
+    let (out, run) = run_json(&tag, &["--quick", "--placement", "same", "bw/"]);
     let ids: Vec<&str> = run.results.iter().map(|r| r.id.as_str()).collect();
     for want in [
         "bw/pipe@same",
@@ -166,6 +171,21 @@ fn every_bandwidth_measures_a_mebibyte_an_operation() {
         text.contains("bandwidths (the table's times are per MiB moved"),
         "{text}"
     );
-    assert!(median(&run, "bw/mem-copy") > median(&run, "bw/mem-read"));
-    assert!(median(&run, "bw/pipe@same") > median(&run, "bw/mem-copy"));
+    assert_costlier(
+        &tag,
+        &run,
+        &["--quick", "--placement", "same"],
+        &[
+            costlier(
+                "bw/mem-copy",
+                "bw/mem-read",
+                "a read and a write against a read",
+            ),
+            costlier(
+                "bw/pipe@same",
+                "bw/mem-copy",
+                "two copies through the kernel and switches against one copy",
+            ),
+        ],
+    );
 }

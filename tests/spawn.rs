@@ -28,23 +28,31 @@ fn creation_costs_are_ordered_and_every_time_is_kept() {
             "spawn/thread-scope-process",
         ],
     );
-    let fork = median(&run, "spawn/fork");
-    assert!(fork > median(&run, "spawn/vfork"), "fork > vfork");
-    // fork-exec is fork plus an exec: compared at the fast end, where phases do not reach.
-    assert!(
-        p5(&run, "spawn/fork-exec") > p5(&run, "spawn/fork"),
-        "fork-exec > fork"
+    let rises = "fork copies the page tables of the parent's resident memory";
+    assert_costlier(
+        &tag,
+        &run,
+        &["--budget", "0.4", "--fork-sizes", "0,64M,256M"],
+        &[
+            costlier(
+                "spawn/fork",
+                "spawn/vfork",
+                "vfork shares the parent's memory where fork copies its mappings",
+            ),
+            costlier(
+                "spawn/fork-exec",
+                "spawn/fork",
+                "fork-exec is fork plus an exec",
+            ),
+            costlier(
+                "spawn/fork-exec-dynamic",
+                "spawn/fork-exec",
+                "the dynamic loader costs something",
+            ),
+            costlier("spawn/fork-rss/64MiB", "spawn/fork-rss/0MiB", rises),
+            costlier("spawn/fork-rss/256MiB", "spawn/fork-rss/64MiB", rises),
+        ],
     );
-    assert!(
-        median(&run, "spawn/fork-exec-dynamic") > median(&run, "spawn/fork-exec"),
-        "the dynamic loader costs something"
-    );
-    let (r0, r64, r256) = (
-        median(&run, "spawn/fork-rss/0MiB"),
-        median(&run, "spawn/fork-rss/64MiB"),
-        median(&run, "spawn/fork-rss/256MiB"),
-    );
-    assert!(r0 < r64 && r64 < r256, "fork-rss rises: {r0} {r64} {r256}");
     let last = result(&run, "spawn/fork-rss/256MiB");
     assert!(last.params["slope_ns_per_mib"].as_f64().unwrap() > 0.0);
     for id in ["spawn/fork", "spawn/thread"] {

@@ -16,6 +16,7 @@ use crate::harness::runner::CaseResult;
 pub mod changes;
 pub mod compare;
 pub mod confinement;
+pub mod contention;
 pub mod departures;
 pub mod explain;
 pub mod facts;

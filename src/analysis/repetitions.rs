@@ -527,6 +527,31 @@ impl TwoLevels {
 }
 
 /// Replace the one-stream CI with the repetitions' CI and say how it was found.
+/// A CI whose upper bound is this many times its lower one says no cost: the repetitions'
+/// levels disagree, and the result says so in words instead of as a width in percent.
+pub const UNSTABLE_FROM: f64 = 2.0;
+
+/// The note for a result whose CI spans `UNSTABLE_FROM` or more: by how much its repetitions'
+/// levels disagree, said once in words ("repetitions disagree by 3.1x ...") rather than left
+/// to a percentage in the thousands. `None` for a CI narrower than that.
+fn unstable_note(ci: [f64; 2], reps: &[Repetition]) -> Option<Note> {
+    if ci[1] < UNSTABLE_FROM * ci[0] || ci[1].is_nan() || ci[0].is_nan() || reps.is_empty() {
+        return None;
+    }
+    let (lo, hi) = stats::extent(reps.iter().map(|r| r.median_ns));
+    let factor = if lo > 0.0 { hi / lo } else { f64::INFINITY };
+    let fmt = stats::units::format_ns;
+    Some(Note::new(
+        NoteKind::Unstable { factor },
+        format!(
+            "repetitions disagree by {}x (levels {} to {}): not a stable cost here; the CI spans them",
+            stats::units::three_digits(factor),
+            fmt(lo),
+            fmt(hi)
+        ),
+    ))
+}
+
 fn attach_uncertainty(
     r: &mut BenchResult,
     spans: &[(usize, usize)],
@@ -546,7 +571,7 @@ fn attach_uncertainty(
     let n = reps.len();
     let method = match ci {
         Some(_) => format!(
-            "hierarchical bootstrap over {n} repetitions (each a fresh process), then blocks of samples within them; t-expanded for {n} repetitions, and at least the t interval of the repetitions' medians"
+            "hierarchical bootstrap over {n} repetitions (each a fresh process), then blocks of samples within them; on the log scale, t-expanded for {n} repetitions, at least the t interval of the repetitions' levels and within their distribution-free interval"
         ),
         None => {
             r.notes.push(Note::new(
@@ -559,6 +584,9 @@ fn attach_uncertainty(
             "none: too few repetitions".to_string()
         }
     };
+    if let Some(note) = ci.and_then(|ci| unstable_note(ci, &r.repetitions)) {
+        r.notes.push(note);
+    }
     st.ci95 = ci.unwrap_or([f64::NAN, f64::NAN]);
     r.uncertainty = Some(Uncertainty {
         method,

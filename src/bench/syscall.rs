@@ -156,7 +156,36 @@ simple!(getpgid_0, libc::getpgid(0));
 simple!(getuid, libc::getuid());
 simple!(gettid, libc::gettid());
 simple!(close_badfd, libc::close(-1));
-simple!(sched_yield, libc::sched_yield());
+/// sched_yield with nothing else runnable is a system call that returns at once. With another
+/// task runnable on the measuring CPU (a loaded machine) each yield hands it the CPU until its
+/// slice ends, and the samples are that task's time, not the call's: the result says so, with
+/// the share of yields that gave the CPU away, rather than print a "cost" a thousand times the
+/// call's. A yield that switches leaves the thread runnable, so the kernel counts the switch as
+/// involuntary (`nivcsw`), as it counts a preemption.
+fn sched_yield(m: &Meter, _: &Case) -> Measured {
+    let switches = || {
+        nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_THREAD)
+            .map_or(0, |u| u.involuntary_context_switches())
+    };
+    let before = switches();
+    let mut o = m.batched(&mut |n| {
+        for _ in 0..n {
+            // SAFETY: no arguments.
+            black_box(unsafe { libc::sched_yield() });
+        }
+    });
+    let given = switches().saturating_sub(before);
+    let m = &o.measurement;
+    let yields = m.samples_ns.len() as f64 * m.batch.size.max(1) as f64;
+    if given > 0 && yields > 0.0 {
+        o.notes.push(format!(
+            "another task was runnable on this CPU: {given} of {yields:.0} yields ({:.2}%) handed \
+             it the CPU, so the samples hold its time slices as well as the call",
+            100.0 * given as f64 / yields
+        ));
+    }
+    Ok(o)
+}
 
 fn getpgid_self(m: &Meter, _: &Case) -> Measured {
     let me = black_box(std::process::id() as libc::pid_t);

@@ -6,6 +6,7 @@ pub mod bpf;
 pub mod case;
 pub mod clock;
 pub mod confinement;
+pub mod contention;
 pub mod counters;
 pub mod env;
 pub mod error;

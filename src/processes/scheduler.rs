@@ -165,6 +165,9 @@ struct RunSetup {
     /// The cgroup the plan's benchmarks start processes in, where one asks (removed on drop,
     /// and by its guard if oscost is killed).
     _cgroup: Option<crate::effects::cgroup::RunCgroup>,
+    /// Every other process's CPU time when the run started: who took the CPUs meanwhile is
+    /// said once for the run (`analysis::contention`).
+    others_cpu: crate::harness::contention::ProcessCpu,
 }
 
 fn setup(plan: &Plan) -> anyhow::Result<RunSetup> {
@@ -214,6 +217,7 @@ fn setup(plan: &Plan) -> anyhow::Result<RunSetup> {
         );
     }
     Ok(RunSetup {
+        others_cpu: crate::harness::contention::ProcessCpu::now(std::process::id() as i32),
         started: std::time::Instant::now(),
         env: crate::harness::env::collect(Some(clock)),
         started_at: now_rfc3339(),
@@ -247,9 +251,14 @@ impl RunSetup {
         label: Option<String>,
         results: Vec<BenchResult>,
     ) -> Run {
+        let programs = self.others_cpu.programs_since(
+            &crate::harness::contention::ProcessCpu::now(std::process::id() as i32),
+            self.started.elapsed().as_nanos() as f64,
+        );
         let notes = analysis::machine_speed_note(&results)
             .map(|t| crate::base::model::Note::new(crate::base::model::NoteKind::MachineSpeed, t))
             .into_iter()
+            .chain(analysis::contention::contention_note(&results, &programs))
             .collect();
         Run {
             schema_version: SCHEMA_VERSION,

@@ -9,7 +9,7 @@ use comfy_table::{Cell, Color};
 
 use super::format_ns;
 use crate::base::model::{BenchResult, Run, Status};
-use crate::base::stats::units::format_rate;
+use crate::base::stats::units::{format_rate, three_digits};
 
 /// The columns of a run's text table.
 pub const HEADERS: [&str; 8] = [
@@ -106,6 +106,11 @@ fn ci_text(lo: f64, hi: f64, median: f64) -> String {
             format!("{a:.1}")
         }
     };
+    // An upper bound several times the median reads as the multiple it is (the lower bound,
+    // never at or below zero, stays a percentage under 100).
+    if hi / median >= crate::base::stats::units::MULTIPLE_FROM {
+        return format!("-{}%/x{}", f(pct(lo)), three_digits(hi / median));
+    }
     format!("-{}/+{}%", f(pct(lo)), f(pct(hi)))
 }
 
@@ -142,6 +147,9 @@ struct SaidOnce {
     verbose: bool,
     /// Families whose results ran at two levels together.
     family_levels: Vec<crate::analysis::FamilyLevels>,
+    /// The run says its contention once (a `Contention` note): no result repeats its
+    /// "other CPU busy" note.
+    contention: bool,
 }
 
 impl SaidOnce {
@@ -156,6 +164,11 @@ impl SaidOnce {
                 .any(|n| n.is_departure() || (two_levels && n.is_two_levels()))
         };
         let mut said = SaidOnce {
+            contention: !verbose
+                && run
+                    .notes
+                    .iter()
+                    .any(|n| matches!(n.kind, NoteKind::Contention { .. })),
             family_levels: d.family_levels,
             moves: d.moves,
             explained: d
@@ -211,9 +224,10 @@ impl SaidOnce {
         let pct = &self.widened.iter().find(|w| w.result == i)?.departures;
         let ks: Vec<String> = pct.iter().map(|(k, _)| (k + 1).to_string()).collect();
         let (lo, hi) = crate::base::stats::extent(pct.iter().map(|x| x.1));
+        let words = crate::base::stats::units::change_words;
         Some(match pct.len() {
-            1 => format!("rep {} {lo:+.0}%", ks[0]),
-            _ => format!("reps {} {lo:+.0}..{hi:+.0}%", ks.join(",")),
+            1 => format!("rep {} {}", ks[0], words(lo)),
+            _ => format!("reps {} {}..{}", ks.join(","), words(lo), words(hi)),
         })
     }
 
@@ -252,7 +266,13 @@ fn rows_with(run: &Run, said: &SaidOnce) -> (Vec<TableLine>, Vec<String>) {
                     flag.push(format!("FAILED [{}]", note(&r.id, reason)))
                 }
             }
-            if r.disturbed.is_disturbed() {
+            let shared =
+                said.contention && crate::analysis::contention::shared_cpu(&r.disturbed).is_some();
+            if shared {
+                // Said once for the run, in its contention note.
+                warn = true;
+                flag.push("shared CPU".to_string());
+            } else if r.disturbed.is_disturbed() {
                 warn = true;
                 let n = note(
                     &r.id,
@@ -272,6 +292,7 @@ fn rows_with(run: &Run, said: &SaidOnce) -> (Vec<TableLine>, Vec<String>) {
             for kept in &r.notes {
                 if (kept.is_departure() && said.leaves_out(i))
                     || (kept.is_two_levels() && said.leaves_out_levels(i))
+                    || (said.contention && matches!(kept.kind, NoteKind::OtherCpuBusy { .. }))
                 {
                     continue;
                 }
@@ -327,8 +348,8 @@ fn cells(r: &BenchResult, flag: String) -> [String; 8] {
 }
 
 /// What a `rep K +X%` flag means.
-pub const DEPARTURE_LEGEND: &str = "rep K +X%: repetition K departed alone, by X%, and is why \
-    the result's CI is wide (past 3x the precision asked, and twice what the other repetitions \
+pub const DEPARTURE_LEGEND: &str = "rep K +X%: repetition K departed alone, by X% (or xN: N \
+    times the others' level), and is why the result's CI is wide (past 3x the precision asked, and twice what the other repetitions \
     give); kept (--verbose says how wide the CI is without it)";
 
 /// The run-level line for each family whose results ran at two levels together.

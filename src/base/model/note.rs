@@ -42,12 +42,38 @@ pub enum NoteKind {
         /// How many there were.
         repetitions: usize,
     },
+    /// The repetitions' levels disagree so much that the CI spans a factor of
+    /// `UNSTABLE_FROM` or more: not a stable cost on this machine at this time.
+    Unstable {
+        /// The highest repetition's level over the lowest's.
+        factor: f64,
+    },
     /// The median is at or below the loop's own baseline.
     AtOrBelowBaseline,
     /// Another CPU was busy while this ran.
     OtherCpuBusy {
         /// Its busy share, percent.
         busy_pct: f64,
+    },
+    /// Other CPUs were busy, or results' own CPUs shared, while the run measured: said once
+    /// for the run, with the programs that took them, instead of an `OtherCpuBusy` note or a
+    /// "waited for its CPU" disturbance on every result.
+    Contention {
+        /// How many results saw another CPU busy past the threshold.
+        results: usize,
+        /// Their busy shares, lowest and highest, percent.
+        busy_pct: [f64; 2],
+        /// How many results shared their own CPU with another task
+        /// (`analysis::contention::shared_cpu`).
+        #[serde(default)]
+        shared: usize,
+        /// The share of their time those waited for it, lowest and highest, percent.
+        #[serde(default)]
+        wait_pct: [f64; 2],
+        /// The programs that took CPU time while the run measured (oscost's own tree left
+        /// out), the most first: name and CPUs used (1.0: one CPU all the time).
+        #[serde(default)]
+        programs: Vec<(String, f64)>,
     },
     /// Memory activity (reclaim, compaction, ballooning) counted during some repetitions.
     MemoryActivity,

@@ -262,7 +262,8 @@ fn t975(df: usize) -> f64 {
 
 /// 95% CI of the median of all samples, from a hierarchical bootstrap: repetitions resampled
 /// with replacement, then blocks within each chosen repetition (Kalibera & Jones 2013's
-/// multi-level resampling). `None` with fewer than `MIN_REPETITIONS` repetitions.
+/// multi-level resampling). `None` with fewer than `MIN_REPETITIONS` repetitions, or where the
+/// median is not a positive cost (at or below the loop's baseline: no interval of a cost).
 ///
 /// A percentile bootstrap over R clusters underestimates the between-cluster variance by
 /// (R-1)/R and uses normal quantiles where R-1 degrees of freedom call for Student's t; with the
@@ -270,27 +271,79 @@ fn t975(df: usize) -> f64 {
 /// interval's distances from `point` are scaled by t(R-1)/1.96 * sqrt(R/(R-1)), which turns it
 /// into the t interval when the repetitions' levels are normal, and vanishes as R grows.
 ///
-/// The interval returned is the union of that and `repetition_t_interval`. On a host that
-/// moves between two levels (getpid at ~156 or ~220 ns, for 100 ms at a time) the pooled
-/// median of a resample sits in one mode or the gap and its bootstrap distribution is lumpy;
-/// across 8 runs of 10 repetitions each the bootstrap interval alone held another run's median
-/// in 62-80% of pairs, the union in 87% (docs/design-notes.md, "Repetitions and the CI").
+/// The union of that and `repetition_t_interval` is taken. On a host that moves between two
+/// levels (getpid at ~156 or ~220 ns, for 100 ms at a time) the pooled median of a resample
+/// sits in one mode or the gap and its bootstrap distribution is lumpy; across 8 runs of 10
+/// repetitions each the bootstrap interval alone held another run's median in 62-80% of pairs,
+/// the union in 87% (docs/design-notes.md, "Repetitions and the CI").
+///
+/// Only possible numbers: both are expanded on the log scale (a cost is a positive, skewed
+/// quantity; x2 and x0.5 are the same distance), so a bound is never at or below zero and the
+/// interval is asymmetric where the levels are; and the result is never wider than the
+/// distribution-free interval of the repetitions' levels (`levels_interval`): a bound beyond
+/// every level a fresh process measured is not something the data support. A symmetric
+/// interval around a drifting level printed `238 ns [-362, 839]` (docs/design-notes.md,
+/// "Only possible numbers").
 pub fn hierarchical_median_ci(
     reps: &Repetitions,
     point: f64,
     resamples: usize,
     seed: u64,
 ) -> Option<[f64; 2]> {
+    if point.is_nan() || point <= 0.0 {
+        return None;
+    }
     let [t_lo, t_hi] = repetition_t_interval(reps, point)?;
     // No memory for the bootstrap's table: the t interval alone, which needs none.
-    let Some([lo, hi]) = expanded_bootstrap_ci(reps, point, resamples, seed) else {
-        return Some([t_lo, t_hi]);
+    let [lo, hi] = match expanded_bootstrap_ci(reps, point, resamples, seed) {
+        Some([lo, hi]) => [lo.min(t_lo), hi.max(t_hi)],
+        None => [t_lo, t_hi],
     };
-    Some([lo.min(t_lo), hi.max(t_hi)])
+    let [l_lo, l_hi] = levels_interval(&levels(reps));
+    // The pooled median always lies within the levels' range, but the rank interval of many
+    // levels can leave it out: the point stays inside its own interval.
+    let (lo, hi) = (lo.max(l_lo).min(point), hi.min(l_hi).max(point));
+    // A level at or below zero (a cost lost in the loop's baseline) leaves the lower bound to
+    // the lowest positive figure measured, never to zero.
+    let lowest_positive = levels(reps)
+        .into_iter()
+        .filter(|&l| l > 0.0)
+        .fold(point, f64::min);
+    Some([if lo > 0.0 { lo } else { lowest_positive }, hi])
+}
+
+/// Each repetition's level: the median of its samples.
+pub fn levels(reps: &Repetitions) -> Vec<f64> {
+    reps.iter().map(|b| super::median(&b.concat())).collect()
+}
+
+/// The distribution-free 95% interval of the median of the repetitions' levels: order
+/// statistics of the levels from the binomial (`median_ci_ranks`); with fewer than six levels
+/// their whole range, which then covers with probability 1 - 2^(1-R) (93.75% at R = 5). It
+/// assumes nothing of the levels' shape, so it bounds an interval whose t or bootstrap
+/// expansion ran past anything measured.
+pub fn levels_interval(levels: &[f64]) -> [f64; 2] {
+    if levels.is_empty() {
+        return [f64::NEG_INFINITY, f64::INFINITY];
+    }
+    let sorted = super::sorted_copy(levels);
+    let (a, b) = super::median_ci_ranks(sorted.len(), 0.95);
+    [sorted[a], sorted[b]]
+}
+
+/// `point` moved `k` times as far from `at` on the log scale where both are positive, else on
+/// the linear scale.
+fn expand(point: f64, at: f64, k: f64) -> f64 {
+    if point > 0.0 && at > 0.0 {
+        point * (k * (at / point).ln()).exp()
+    } else {
+        point + k * (at - point)
+    }
 }
 
 /// The bootstrap half of `hierarchical_median_ci`: the percentile interval of resampled
-/// medians, its distances from `point` expanded for the number of repetitions.
+/// medians, its distances from `point` expanded for the number of repetitions (on the log
+/// scale, `expand`).
 fn expanded_bootstrap_ci(
     reps: &Repetitions,
     point: f64,
@@ -308,27 +361,34 @@ fn expanded_bootstrap_ci(
         .map(|_| resampler.draw(&mut rng, &mut buf))
         .collect();
     meds.sort_by(f64::total_cmp);
-    let lo = super::quantile_sorted(&meds, 0.025);
-    let hi = super::quantile_sorted(&meds, 0.975);
+    let lo = super::quantile_sorted(&meds, 0.025).min(point);
+    let hi = super::quantile_sorted(&meds, 0.975).max(point);
     let k = small_sample_expansion(r);
-    Some([
-        point - k * (point - lo).max(0.0),
-        point + k * (hi - point).max(0.0),
-    ])
+    Some([expand(point, lo, k), expand(point, hi, k)])
 }
 
-/// Kalibera & Jones's top-level interval: `point` ± t(R-1) · s / √R, where s is the spread of
-/// the repetitions' medians (`repetition_spread`): the doubt about the level when each
-/// repetition (a fresh process) is one draw of it. `None` with fewer than `MIN_REPETITIONS`
-/// repetitions.
+/// Kalibera & Jones's top-level interval from the repetitions' levels (each repetition, a fresh
+/// process, is one draw of the level), taken on the log scale: `point` x/÷ exp(t(R-1) · s / √R),
+/// where s is the spread (`repetition_spread`) of the levels' logarithms. Where a level is not
+/// positive the log is undefined and it is the linear `point` ± t(R-1) · s / √R. `None` with
+/// fewer than `MIN_REPETITIONS` repetitions.
+///
+/// Why the log scale: a cost's repetitions drift by factors (a slower phase of the host
+/// multiplies every operation), and their spread is skewed upward; the same spread taken
+/// linearly put the lower bound below zero whenever one level sat 3x above the rest.
 pub fn repetition_t_interval(reps: &Repetitions, point: f64) -> Option<[f64; 2]> {
     let r = reps.len();
     if r < MIN_REPETITIONS {
         return None;
     }
-    let medians: Vec<f64> = reps.iter().map(|b| super::median(&b.concat())).collect();
-    let sd = repetition_spread(&medians);
-    let h = t975(r - 1) * sd / (r as f64).sqrt();
+    let medians = levels(reps);
+    let t = t975(r - 1) / (r as f64).sqrt();
+    if point > 0.0 && medians.iter().all(|&m| m > 0.0) {
+        let logs: Vec<f64> = medians.iter().map(|m| m.ln()).collect();
+        let h = t * repetition_spread(&logs);
+        return Some([point * (-h).exp(), point * h.exp()]);
+    }
+    let h = t * repetition_spread(&medians);
     Some([point - h, point + h])
 }
 
@@ -444,12 +504,45 @@ mod tests {
             1000.0, 1400.0, 1000.0, 1000.0, 1400.0, 1000.0, 1400.0, 1000.0,
         ];
         let r = reps(&levels, 200);
-        let (m, sd) = crate::base::stats::mean_stddev(&levels);
+        let logs: Vec<f64> = levels.iter().map(|l: &f64| l.ln()).collect();
+        let (_, sd) = crate::base::stats::mean_stddev(&logs);
         let h = t975(7) * sd / 8f64.sqrt();
+        let m = 1150.0;
         let t = repetition_t_interval(&r, m).unwrap();
-        assert!((t[1] - t[0] - 2.0 * h).abs() < 1.0, "{t:?} vs ±{h}");
+        // On the log scale: m x/÷ exp(h), so the upper side is the longer.
+        assert!(
+            (t[0] - m * (-h).exp()).abs() < 1.0,
+            "{t:?} vs x/÷{}",
+            h.exp()
+        );
+        assert!((t[1] - m * h.exp()).abs() < 1.0, "{t:?} vs x/÷{}", h.exp());
+        assert!(t[1] - m > m - t[0], "{t:?}");
         let ci = hierarchical_median_ci(&r, m, 2000, 3).unwrap();
-        assert!(ci[0] <= t[0] && ci[1] >= t[1], "{ci:?} {t:?}");
+        // ... bounded by the levels measured (1000 and 1400).
+        assert!(
+            ci[0] <= t[0].max(1000.0) && ci[1] >= t[1].min(1400.0),
+            "{ci:?} {t:?}"
+        );
+    }
+
+    #[test]
+    fn a_cost_interval_is_positive_and_within_the_levels_measured() {
+        // clock_gettime by system call on a drifting host: most repetitions near 238 ns, two
+        // several times slower. The linear t interval was [-362, 839].
+        let levels = [
+            238.0, 240.0, 236.0, 1900.0, 241.0, 239.0, 2600.0, 237.0, 242.0, 238.0,
+        ];
+        let r = reps(&levels, 200);
+        let ci = hierarchical_median_ci(&r, 239.0, 2000, 5).unwrap();
+        assert!(ci[0] >= 236.0 - 5.0, "{ci:?}");
+        assert!(ci[1] <= 2600.0 + 5.0, "{ci:?}");
+        assert!(ci[0] <= 239.0 && 239.0 <= ci[1], "{ci:?}");
+        // A level lost in the baseline (at or below zero) leaves the bound to a positive one.
+        let r = reps(&[-20.0, 12.0, 14.0, 13.0, 15.0], 100);
+        let ci = hierarchical_median_ci(&r, 13.0, 500, 5).unwrap();
+        assert!(ci[0] > 0.0 && ci[0] <= 13.0 && ci[1] >= 13.0, "{ci:?}");
+        // No interval for a cost that is not positive.
+        assert!(hierarchical_median_ci(&r, 0.0, 500, 5).is_none());
     }
 
     #[test]
@@ -542,6 +635,23 @@ mod tests {
                 .draw(&mut a, &mut w)
                 .is_nan()
         );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn every_interval_of_positive_levels_is_positive_holds_the_point_and_stays_within_them(
+            levels in proptest::collection::vec(1.0f64..1e6, 5..14),
+            seed in 0u64..1000,
+        ) {
+            let r = reps(&levels, 40);
+            let all: Vec<f64> = r.iter().flat_map(|x| x.concat()).collect();
+            let point = crate::base::stats::median(&all);
+            let [lo, hi] = hierarchical_median_ci(&r, point, 200, seed).unwrap();
+            let (min, max) = crate::base::stats::extent(levels.iter().map(|l| l + 6.0));
+            proptest::prop_assert!(lo > 0.0 && lo <= point && point <= hi, "{lo} {point} {hi}");
+            proptest::prop_assert!(hi <= max, "{hi} above every level {levels:?}");
+            proptest::prop_assert!(lo >= (min - 12.0).min(point), "{lo} below every level");
+        }
     }
 
     #[test]

@@ -37,6 +37,23 @@ pub fn three_digits(v: f64) -> String {
     }
 }
 
+/// Above this multiple a change reads as one ("x3.1"), not as a percentage ("+210%"): a
+/// repetition 2430 times its neighbours printed as "+242971%", a figure nobody reads.
+pub const MULTIPLE_FROM: f64 = 3.0;
+
+/// A change of `pct` percent as people read it: "+24%" (whole percent), or, from
+/// `MULTIPLE_FROM` times up, the multiple: "x3.1", "x2430".
+pub fn change_words(pct: f64) -> String {
+    let ratio = 1.0 + pct / 100.0;
+    if !pct.is_finite() {
+        "-".into()
+    } else if ratio >= MULTIPLE_FROM {
+        format!("x{}", three_digits(ratio))
+    } else {
+        format!("{pct:+.0}%")
+    }
+}
+
 /// A rate in bytes per second as people read a bandwidth: MiB/s or GiB/s, three significant
 /// digits (binary units, as lmbench's "MB/sec" are).
 pub fn format_rate(bytes_per_s: f64) -> String {
@@ -54,6 +71,15 @@ pub fn format_rate(bytes_per_s: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn large_changes_read_as_multiples() {
+        assert_eq!(change_words(24.4), "+24%");
+        assert_eq!(change_words(-40.0), "-40%");
+        assert_eq!(change_words(199.0), "+199%");
+        assert_eq!(change_words(210.0), "x3.10");
+        assert_eq!(change_words(242971.0), "x2431");
+    }
 
     #[test]
     fn rates_read_in_binary_units() {

@@ -25,7 +25,7 @@ fn watch_until(
     data: &Path,
     args: &[&str],
     until: &str,
-) -> (std::process::Child, String) {
+) -> (std::process::Child, String, std::thread::JoinHandle<String>) {
     let mut child = oscost(tag)
         .arg("watch")
         .args(args)
@@ -46,14 +46,30 @@ fn watch_until(
             break;
         }
     }
-    // The rest of stderr keeps draining so the child never blocks on a full pipe.
+    // The rest of stderr keeps draining so the child never blocks on a full pipe; joined, it
+    // is what the child said after `until`.
     let rest = std::thread::spawn(move || {
         let mut s = String::new();
         let _ = std::io::Read::read_to_string(&mut err, &mut s);
         s
     });
-    std::mem::forget(rest);
-    (child, seen)
+    (child, seen, rest)
+}
+
+/// The bursts of each window a watch's log says it took ("lowest of N bursts", the first
+/// benchmark's of each window line).
+fn bursts(log: &str) -> Vec<usize> {
+    log.lines()
+        .filter(|l| l.starts_with("oscost: window "))
+        .filter_map(|l| {
+            l.split("lowest of ")
+                .nth(1)?
+                .split(' ')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect()
 }
 
 #[test]
@@ -106,11 +122,13 @@ fn windows_are_saved_as_one_run_at_the_stated_duty_with_a_whole_metrics_file() {
     );
     let r = &runs[0].results[0];
     assert_eq!(r.id, "syscall/getppid");
-    assert_eq!(
-        r.repetitions.len(),
-        30,
-        "each window five bursts, each a repetition"
-    );
+    // The first window one burst (what one costs here), the others as many as the duty
+    // allows, up to five; each a repetition.
+    let b = bursts(&err);
+    assert_eq!(b.len(), 6, "{err}");
+    assert_eq!(b[0], 1, "{err}");
+    assert!(b.iter().all(|&n| (1..=5).contains(&n)), "{b:?}");
+    assert_eq!(r.repetitions.len(), b.iter().sum::<usize>(), "{err}");
     let s = r.stats.as_ref().unwrap();
     assert!(s.ci95[0] <= s.median && s.median <= s.ci95[1]);
     let text = std::fs::read_to_string(&om).unwrap();
@@ -130,7 +148,7 @@ fn sigterm_saves_the_last_window_and_names_it() {
     let db = dir.path().join("t.db");
     let tag = unique_tag("watch-term");
     let dbs = db.to_string_lossy().into_owned();
-    let (mut child, seen) = watch_until(
+    let (mut child, seen, _) = watch_until(
         &tag,
         dir.path(),
         &[
@@ -178,7 +196,7 @@ fn sigkill_leaves_no_worker_and_a_whole_file_and_the_next_start_resumes() {
         "--db",
         &dbs,
     ];
-    let (mut child, seen) = watch_until(&tag, dir.path(), &args, "window 3 at");
+    let (mut child, seen, _) = watch_until(&tag, dir.path(), &args, "window 3 at");
     assert!(seen.contains("window 3 at"), "{seen}");
     // In the middle of a window, or between two: whichever, nothing may be left.
     std::thread::sleep(Duration::from_millis(300));
@@ -211,7 +229,13 @@ fn sigkill_leaves_no_worker_and_a_whole_file_and_the_next_start_resumes() {
         "the resumed windows, then the new one: {err}"
     );
     let reps: usize = runs.iter().map(|r| r.results[0].repetitions.len()).sum();
-    assert_eq!(reps, 4 * 5, "four windows of five bursts: {err}");
+    let said: Vec<usize> = bursts(&seen).into_iter().chain(bursts(&err)).collect();
+    assert_eq!(said.len(), 4, "four windows: {seen}{err}");
+    assert_eq!(
+        reps,
+        said.iter().sum::<usize>(),
+        "a repetition a burst: {seen}{err}"
+    );
 }
 
 /// A store that cannot take the windows when the watch saves them (another process holds it
@@ -234,13 +258,15 @@ fn windows_a_store_refuses_wait_in_the_journal_and_are_saved_later() {
         &dbs,
     ];
     let first: Vec<&str> = args.iter().copied().chain(["--windows", "2"]).collect();
-    let (child, seen) = watch_until(&unique_tag("watch-lock"), dir.path(), &first, "window 1 at");
+    let (child, seen, rest) =
+        watch_until(&unique_tag("watch-lock"), dir.path(), &first, "window 1 at");
     assert!(seen.contains("window 1 at"), "{seen}");
     // Another process holds the store locked longer than a save waits (10 s).
     let lock = rusqlite::Connection::open(&db).unwrap();
     lock.execute_batch("BEGIN EXCLUSIVE").unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{seen}");
+    let rest = rest.join().unwrap_or_default();
     lock.execute_batch("ROLLBACK").unwrap();
     drop(lock);
     assert!(stored(&db).is_empty());
@@ -258,5 +284,15 @@ fn windows_a_store_refuses_wait_in_the_journal_and_are_saved_later() {
         .iter()
         .map(|r| r.results[0].repetitions.len())
         .sum();
-    assert_eq!(reps, 3 * 5, "the two kept windows and the new one: {err}");
+    let said: Vec<usize> = [bursts(&seen), bursts(&rest), bursts(&err)].concat();
+    assert_eq!(
+        said.len(),
+        3,
+        "the two kept windows and the new one: {seen}{rest}{err}"
+    );
+    assert_eq!(
+        reps,
+        said.iter().sum::<usize>(),
+        "a repetition a burst: {err}"
+    );
 }

@@ -4,8 +4,13 @@
 //! - Every `--interval` it measures a window: each watched benchmark once, in one fresh worker
 //!   (a repetition of a run), pinned to the next allowed CPU in turn. The window's sampling
 //!   time is what the duty allows: at most `--duty` of one CPU over wall time, all of
-//!   oscost's CPU time counted (its own and its workers', `getrusage`), measured every window
-//!   and said; a window that went over shortens the next.
+//!   oscost's CPU time counted from the process's start (its own and its workers',
+//!   `getrusage`), measured every window and said; a window that went over shortens the next.
+//! - The interval asked is kept, or refused: the first window takes one burst of each
+//!   benchmark (the least a window can be) and is the probe of what a burst costs here; where
+//!   even that is more than the duty allows in one interval, the watch exits 2 naming the
+//!   shortest interval (and the duty) that can be kept. Later windows take as many bursts, up
+//!   to `BURSTS`, as the last window's cost per burst says fit (`bursts_that_fit`).
 //! - The machine's description is reread with every window (`scheduler` collects it), so
 //!   a change names what differs: kernel, settings, confinement, BPF programs, audit rules.
 //! - A lasting change is found online (`analysis::changes::recent_change`: the last two
@@ -150,8 +155,8 @@ fn window_plan(ids: &[String], interval: f64, duty: f64) -> anyhow::Result<sched
     let per = Duration::from_secs_f64(
         interval * duty / 100.0 / (2 * BURSTS * plan.benchmarks.len()) as f64,
     );
-    plan.reps.min = BURSTS;
-    plan.reps.max = BURSTS;
+    plan.reps.min = 1;
+    plan.reps.max = 1;
     plan.round_gap = Duration::from_secs_f64((interval / (4 * BURSTS) as f64).min(1.0));
     plan.reps.undecided_max = 0;
     plan.reps.fixed_total = None;
@@ -159,6 +164,74 @@ fn window_plan(ids: &[String], interval: f64, duty: f64) -> anyhow::Result<sched
     plan.cpu_asked = true;
     plan.quiet = true;
     Ok(plan)
+}
+
+/// Bursts a window took (its first result's repetitions).
+fn run_bursts(run: &Run) -> usize {
+    run.results.first().map_or(0, |r| r.repetitions.len())
+}
+
+/// The span over which the duty holds: every ten minutes of the watch, its first included.
+const DUTY_SPAN: Duration = Duration::from_secs(600);
+
+/// A window may come this much later than the interval before the interval counts as not kept.
+const INTERVAL_SLACK: Duration = Duration::from_secs(2);
+
+/// The share of one interval's duty the windows are fitted to: the rest is headroom for a
+/// window that costs more than the last (a slower moment of the host), so that the interval
+/// is kept rather than stretched.
+const FIT_SHARE: f64 = 0.85;
+
+/// Bursts of each benchmark a window can take within `FIT_SHARE` of one interval's duty, from
+/// a window of `bursts` bursts that cost `cpu`: its cost taken as all per burst (the fixed
+/// part counted with each, so the estimate errs high), at least one and at most `BURSTS`;
+/// `None` where even one does not fit in the whole of an interval's duty.
+fn bursts_that_fit(cpu: Duration, bursts: usize, interval: Duration, duty: f64) -> Option<usize> {
+    let per_burst = cpu.as_secs_f64() / bursts.max(1) as f64;
+    let budget = interval.as_secs_f64() * duty;
+    if per_burst > budget {
+        return None;
+    }
+    let budget = budget * FIT_SHARE;
+    if per_burst <= 0.0 {
+        return Some(BURSTS);
+    }
+    Some(((budget / per_burst).floor() as usize).clamp(1, BURSTS))
+}
+
+/// Why the interval asked cannot be kept: the first window (`bursts` bursts of each
+/// benchmark, the start-up included) cost `cpu`, more than the duty allows in one interval;
+/// the shortest interval that keeps the duty, and the duty that keeps the interval.
+fn refusal(cpu: Duration, bursts: usize, interval: Duration, duty: f64) -> anyhow::Error {
+    let per = cpu.as_secs_f64() / bursts.max(1) as f64;
+    usage(&format!(
+        "--interval {:.0}: one burst of each benchmark takes {:.0} ms of CPU here (oscost's \
+         start and its workers included), more than {:.1}% of {:.0} s allows; at {:.1}% the \
+         shortest interval is {} s (--interval {}), or keep {:.0} s with --duty {:.1}",
+        interval.as_secs_f64(),
+        per * 1e3,
+        duty * 100.0,
+        interval.as_secs_f64(),
+        duty * 100.0,
+        (per / duty).ceil(),
+        (per / duty).ceil(),
+        interval.as_secs_f64(),
+        (100.0 * per / interval.as_secs_f64() * 10.0).ceil() / 10.0
+    ))
+}
+
+/// How long ago this process started (`/proc/self/stat`'s start time against the boot clock),
+/// so the duty counts the watch's start-up; zero where either cannot be read.
+fn process_age() -> Duration {
+    let started =
+        crate::harness::os::start_time(std::process::id()).map(crate::harness::os::ticks_ns);
+    let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_BOOTTIME)
+        .ok()
+        .map(|t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64);
+    match (started, now) {
+        (Some(s), Some(n)) => Duration::from_nanos(n.saturating_sub(s)),
+        _ => Duration::ZERO,
+    }
 }
 
 /// CPU time this process and its reaped children have used.
@@ -207,6 +280,11 @@ struct Watch {
     changes: std::collections::BTreeMap<String, f64>,
     /// The interval was stretched to keep the duty (said once).
     stretched: bool,
+    /// Bursts the next window takes of each benchmark (1 for the first, the probe).
+    bursts: usize,
+    /// Each window's end and CPU time (the first's from the process's start), over the last
+    /// `DUTY_SPAN`: the duty is kept over every such span.
+    costs: std::collections::VecDeque<(Instant, Duration)>,
     /// The last `TAIL + 1` windows: a change's "before" and "after" machines.
     recent: std::collections::VecDeque<Run>,
 }
@@ -239,12 +317,16 @@ impl Watch {
             pending: Vec::new(),
             gathering_since: Instant::now(),
             levels: Default::default(),
-            started: Instant::now(),
-            cpu_at_start: cpu_used(),
+            // From the process's start: its start-up (the store proven, the journal read) is
+            // the first window's cost too.
+            started: Instant::now() - process_age(),
+            cpu_at_start: Duration::ZERO,
             saved: Vec::new(),
             windows: 0,
             changes: Default::default(),
             stretched: false,
+            bursts: 1,
+            costs: Default::default(),
             recent: Default::default(),
         };
         if let Ok(text) = std::fs::read_to_string(&w.journal) {
@@ -304,8 +386,7 @@ impl Watch {
         let mut n = 0;
         for r in &run.results {
             let lv = self.levels.entry(r.id.clone()).or_default();
-            // The stored run's repetitions are its windows' bursts, in order.
-            for window in r.repetitions.chunks(BURSTS) {
+            for window in split_windows(&r.repetitions, self.interval) {
                 if let Some(level) = window_level(window) {
                     lv.points.push((run.started_at.clone(), level));
                     n += 1;
@@ -323,7 +404,7 @@ impl Watch {
 
     fn say_start(&self, plan: &scheduler::Plan, store: &Store) {
         crate::say!(
-            "oscost: watching {} every {:.0} s, each window {} bursts of {:.0} ms a benchmark {:.1} s apart, on the next of CPUs {:?}; at most {:.1}% of one CPU (measured every window); saved hourly in {} as \"{}\"",
+            "oscost: watching {} every {:.0} s, each window up to {} bursts of {:.0} ms a benchmark {:.1} s apart (as many as the duty allows; the first one each, to learn what one costs), on the next of CPUs {:?}; at most {:.1}% of one CPU from oscost's start (measured every window); saved hourly in {} as \"{}\"",
             self.ids.join(", "),
             self.interval.as_secs_f64(),
             BURSTS,
@@ -347,41 +428,60 @@ impl Watch {
         loop {
             let began = Instant::now();
             plan.opts.cpu = cpus[(self.windows as usize) % cpus.len()];
+            plan.reps.min = self.bursts;
+            plan.reps.max = self.bursts;
             let cpu_before = cpu_used();
             let mut run = scheduler::execute(plan, stop)?;
             run.label = Some(self.label.clone());
-            self.windows += 1;
             let cpu = cpu_used() - cpu_before;
+            // The first window's cost, start-up included, decides whether the interval asked
+            // can be kept at all; if not, nothing of it is kept.
+            let first = if self.windows == 0 { cpu_used() } else { cpu };
+            let fit = bursts_that_fit(first, self.bursts, self.interval, self.duty);
+            if self.windows == 0 && fit.is_none() {
+                return Err(refusal(first, self.bursts, self.interval, self.duty));
+            }
+            self.bursts = fit.unwrap_or(1);
+            if self.windows == 0 && self.bursts < BURSTS {
+                let per = first.as_secs_f64() / run_bursts(&run).max(1) as f64;
+                crate::say!(
+                    "oscost: a burst of each benchmark takes {:.0} ms of CPU here: windows take {} each to keep {:.1}% of one CPU at one every {:.0} s ({BURSTS} from --interval {:.0})",
+                    per * 1e3,
+                    self.bursts,
+                    self.duty * 100.0,
+                    self.interval.as_secs_f64(),
+                    (BURSTS as f64 * per / self.duty / FIT_SHARE).ceil()
+                );
+            }
+            self.windows += 1;
             self.window(run, cpu, plan, began);
             let changed = self.detect();
             self.write_metrics();
             if changed || self.gathering_since.elapsed() >= RUN_SPAN {
                 self.save(store, if changed { "a change" } else { "an hour" });
             }
-            // A window whose fixed cost (a worker's start, the machine reread) is more than
-            // the duty allows in one interval waits longer, and no window starts while the
-            // watch so far is over its duty: the duty holds by construction, at every
-            // window's start and at the end.
-            let needed = Duration::from_secs_f64(cpu.as_secs_f64() / self.duty);
-            let spent = cpu_used().saturating_sub(self.cpu_at_start);
-            // The next window is paid for before it starts (its cost taken as this one's), so
-            // the watch is within its duty at every moment after its first interval, a
-            // signal's included; a bounded watch's end needs no next window.
-            let paid = |next: Duration| {
-                self.started + Duration::from_secs_f64((spent + next).as_secs_f64() / self.duty)
-            };
-            let due = paid(cpu);
-            if needed > self.interval && !self.stretched {
+            // The next window comes an interval after this one began, unless that would take
+            // the watch past its duty over the last `DUTY_SPAN` (this window's cost taken as
+            // the next one's): then it waits until it would not, said once. With the bursts
+            // fitted to the duty (`bursts_that_fit`) that happens only where the machine got
+            // slower since the first window.
+            self.costs.push_back((Instant::now(), first));
+            let next = self.next_start(began, cpu);
+            if next > began + self.interval + INTERVAL_SLACK && !self.stretched {
                 crate::say!(
-                    "oscost: a window takes {:.0} ms of CPU, more than {:.1}% of {:.0} s: windows come every {:.1} s instead, to keep the duty",
+                    "oscost: a window took {:.0} ms of CPU, more than {:.1}% of one CPU over {:.0} s allows at one every {:.0} s: windows come every {:.1} s instead, to keep the duty",
                     cpu.as_secs_f64() * 1e3,
                     self.duty * 100.0,
+                    DUTY_SPAN.as_secs_f64(),
                     self.interval.as_secs_f64(),
-                    needed.as_secs_f64()
+                    next.duration_since(began).as_secs_f64()
                 );
                 self.stretched = true;
             }
-            let next = (began + self.interval.max(needed)).max(due);
+            let spent = cpu_used().saturating_sub(self.cpu_at_start);
+            let paid = |next: Duration| {
+                self.started + Duration::from_secs_f64((spent + next).as_secs_f64() / self.duty)
+            };
             // A bounded watch (`--windows`) ends once its duty is kept, not at once.
             let last = self.limit.is_some_and(|n| self.windows >= n);
             let until = if last { paid(Duration::ZERO) } else { next };
@@ -395,6 +495,35 @@ impl Watch {
                 return Ok(());
             }
         }
+    }
+
+    /// When the window after one that began at `began` may start: an interval later, or later
+    /// still where the windows of the last `DUTY_SPAN` and one more costing `next` would
+    /// take more than the duty of it. Windows older than the span are forgotten.
+    fn next_start(&mut self, began: Instant, next: Duration) -> Instant {
+        let allowed = DUTY_SPAN.as_secs_f64() * self.duty;
+        let mut at = began + self.interval;
+        while let Some(&(oldest, _)) = self.costs.front() {
+            if oldest + DUTY_SPAN <= at.min(Instant::now()) {
+                self.costs.pop_front();
+            } else {
+                break;
+            }
+        }
+        for &(when, _) in self.costs.iter() {
+            let within: f64 = self
+                .costs
+                .iter()
+                .filter(|(t, _)| *t + DUTY_SPAN > at)
+                .map(|(_, c)| c.as_secs_f64())
+                .sum();
+            if within + next.as_secs_f64() <= allowed {
+                break;
+            }
+            // Wait until this window's cost leaves the span.
+            at = at.max(when + DUTY_SPAN);
+        }
+        at
     }
 
     /// A window measured: kept in the journal, its levels added, the duty kept.
@@ -572,6 +701,31 @@ impl Watch {
     }
 }
 
+/// A stored watch run's repetitions cut back into its windows' bursts: a window's bursts all
+/// start within a fraction of an interval of its first (`window_plan` spreads them over a
+/// quarter of it), the next window's first an interval after; runs stored by watches that
+/// timed each window's bursts from the window's own start go back in time where a window
+/// begins.
+fn split_windows(
+    reps: &[crate::base::model::Repetition],
+    interval: Duration,
+) -> Vec<&[crate::base::model::Repetition]> {
+    let apart_ms = 0.8 * interval.as_secs_f64() * 1e3;
+    let mut out = Vec::new();
+    let mut first = 0;
+    for i in 1..reps.len() {
+        let since = reps[i].started_ms - reps[first].started_ms;
+        if since < 0.0 || since >= apart_ms {
+            out.push(&reps[first..i]);
+            first = i;
+        }
+    }
+    if first < reps.len() {
+        out.push(&reps[first..]);
+    }
+    out
+}
+
 /// A window's level: its lowest burst's median (`BURSTS`); `None` when none measured.
 fn window_level(bursts: &[crate::base::model::Repetition]) -> Option<f64> {
     bursts
@@ -617,10 +771,31 @@ fn join(windows: &[Run], interval: Duration, why: &str) -> Option<Run> {
         }
     }
     run.started_at = first.started_at.clone();
+    // Each window times its bursts from its own start; in the joined run they are timed from
+    // the run's (the first window's) start, as a run's repetitions are, so the windows can
+    // be told apart again (`split_windows`).
+    let at = |w: &Run| chrono::DateTime::parse_from_rfc3339(&w.started_at).ok();
+    let shifted: Vec<Run> = windows
+        .iter()
+        .enumerate()
+        .map(|(i, w)| {
+            let offset_ms = match (at(first), at(w)) {
+                (Some(a), Some(b)) => (b - a).num_milliseconds() as f64,
+                _ => i as f64 * interval.as_secs_f64() * 1e3,
+            };
+            let mut w = w.clone();
+            for r in &mut w.results {
+                for rep in &mut r.repetitions {
+                    rep.started_ms += offset_ms;
+                }
+            }
+            w
+        })
+        .collect();
     run.results = ids
         .iter()
         .filter_map(|id| {
-            let parts: Vec<&crate::base::model::BenchResult> = windows
+            let parts: Vec<&crate::base::model::BenchResult> = shifted
                 .iter()
                 .filter_map(|w| w.results.iter().find(|r| r.id == *id))
                 .collect();
@@ -643,7 +818,42 @@ fn join(windows: &[Run], interval: Duration, why: &str) -> Option<Run> {
 
 #[cfg(test)]
 mod tests {
-    use super::lasting_change;
+    use super::{BURSTS, Duration, bursts_that_fit, lasting_change, split_windows};
+    use crate::base::model::testdata::repetition;
+
+    #[test]
+    fn a_window_takes_the_bursts_the_duty_allows_and_none_where_one_does_not_fit() {
+        let ms = Duration::from_millis;
+        let twenty = Duration::from_secs(20);
+        // 1% of 20 s is 200 ms; 85% of it fitted: 40 ms a burst gives 4.
+        assert_eq!(bursts_that_fit(ms(40), 1, twenty, 0.01), Some(4));
+        assert_eq!(bursts_that_fit(ms(200), 5, twenty, 0.01), Some(4));
+        assert_eq!(bursts_that_fit(ms(1), 1, twenty, 0.01), Some(BURSTS));
+        // 180 ms fits in 200, if not in 85% of it: one.
+        assert_eq!(bursts_that_fit(ms(180), 1, twenty, 0.01), Some(1));
+        assert_eq!(bursts_that_fit(ms(460), 1, twenty, 0.01), None);
+    }
+
+    #[test]
+    fn stored_windows_are_told_apart_by_their_start() {
+        let at = |ms: &[f64]| -> Vec<_> { ms.iter().map(|&t| repetition(100.0, t)).collect() };
+        let twenty = Duration::from_secs(20);
+        // Windows of 1, 3 and 2 bursts a second apart, timed from the run's start.
+        let reps = at(&[50.0, 20_040.0, 21_050.0, 22_060.0, 40_030.0, 41_040.0]);
+        let sizes: Vec<usize> = split_windows(&reps, twenty)
+            .iter()
+            .map(|w| w.len())
+            .collect();
+        assert_eq!(sizes, [1, 3, 2]);
+        // An older run: each window timed from its own start.
+        let reps = at(&[50.0, 1050.0, 40.0, 1060.0, 2070.0]);
+        let sizes: Vec<usize> = split_windows(&reps, twenty)
+            .iter()
+            .map(|w| w.len())
+            .collect();
+        assert_eq!(sizes, [2, 3]);
+        assert!(split_windows(&[], twenty).is_empty());
+    }
 
     #[test]
     fn a_change_is_called_at_once_or_once_its_level_has_settled() {

@@ -204,7 +204,7 @@ fn bursts_that_fit(cpu: Duration, bursts: usize, interval: Duration, duty: f64) 
 /// the shortest interval that keeps the duty, and the duty that keeps the interval.
 fn refusal(cpu: Duration, bursts: usize, interval: Duration, duty: f64) -> anyhow::Error {
     let per = cpu.as_secs_f64() / bursts.max(1) as f64;
-    usage(&format!(
+    usage(format!(
         "--interval {:.0}: one burst of each benchmark takes {:.0} ms of CPU here (oscost's \
          start and its workers included), more than {:.1}% of {:.0} s allows; at {:.1}% the \
          shortest interval is {} s (--interval {}), or keep {:.0} s with --duty {:.1}",

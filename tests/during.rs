@@ -264,8 +264,11 @@ fn the_program_is_stopped_gracefully_when_oscost_is_killed_or_interrupted() {
             wait_for(&up, Duration::from_secs(10)),
             "the program never started"
         );
-        // Past its readiness (1 s of a settled system), into the measuring.
-        std::thread::sleep(Duration::from_millis(1500));
+        // Past its readiness (1 s of a settled system), into the measuring: a worker is up.
+        assert!(
+            wait_for_process(&tag, "__worker", Duration::from_secs(30)),
+            "measuring never started"
+        );
         // SAFETY: signalling our own child.
         unsafe { libc::kill(child.id() as i32, sig) };
         let status = child.wait().unwrap();

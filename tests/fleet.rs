@@ -417,7 +417,8 @@ fn a_run_exported_imported_and_pushed_is_kept_once() {
 /// once the store was opened and measuring is under way.
 fn measure_into(url: &str, env: &[(&str, &str)], during: impl FnOnce()) -> std::process::Output {
     let _g = measuring();
-    let mut cmd = oscost(&unique_tag("pgsave"));
+    let tag = unique_tag("pgsave");
+    let mut cmd = oscost(&tag);
     cmd.args(["run", "--quick", "syscall/", "--db", url]);
     for (k, v) in env {
         cmd.env(k, v);
@@ -427,7 +428,11 @@ fn measure_into(url: &str, env: &[(&str, &str)], during: impl FnOnce()) -> std::
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(600));
+    // The store is opened (and proven) before the first worker starts.
+    assert!(
+        wait_for_process(&tag, "__worker", Duration::from_secs(30)),
+        "measuring never started"
+    );
     during();
     child.wait_with_output().unwrap()
 }

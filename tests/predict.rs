@@ -188,7 +188,11 @@ fn an_interrupt_during_the_rounds_leaves_nothing_running() {
     });
     let started = rx.recv_timeout(Duration::from_secs(120)).is_ok();
     assert!(started, "the rounds never started");
-    std::thread::sleep(Duration::from_millis(700));
+    // Into the rounds: the program a round times is running.
+    assert!(
+        wait_for_process(&tag, "sleep", Duration::from_secs(30)),
+        "no round ran the program"
+    );
     signal_expect_clean_exit(&mut child, &tag, libc::SIGINT, "predict's rounds", None);
     let seen = reader.join().unwrap();
     assert!(

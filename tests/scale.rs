@@ -186,7 +186,12 @@ fn an_interrupted_scale_run_leaves_no_process_and_no_file() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    // Once a worker measures (its copies make their files), not after a guessed time.
+    assert!(
+        wait_for_process(&tag, "__worker", Duration::from_secs(30)),
+        "measuring never started"
+    );
+    std::thread::sleep(Duration::from_millis(100));
     signal_expect_clean_exit(&mut child, &tag, libc::SIGINT, "scale/", None);
     assert_empty(&scratch, "Ctrl-C");
 }

@@ -518,3 +518,27 @@ fn bench_of(case: &str) -> &str {
         None => case,
     }
 }
+
+/// Wait up to `limit` for a tagged process whose first argument is `arg` (`__worker`: a
+/// worker is measuring; `__during`: a program's keeper is up) or whose command name is `arg`
+/// (`sleep`: the program a round times is running): the phase a test means to interrupt, in
+/// place of a sleep that guesses how long the phases before it take. Whether one was seen.
+pub fn wait_for_process(tag: &str, arg: &str, limit: Duration) -> bool {
+    let end = Instant::now() + limit;
+    let is = |p: &i32| {
+        let argv1 = std::fs::read(format!("/proc/{p}/cmdline"))
+            .is_ok_and(|c| c.split(|&b| b == 0).nth(1) == Some(arg.as_bytes()));
+        let comm =
+            std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim_end() == arg);
+        argv1 || comm
+    };
+    loop {
+        if tagged_processes(tag).iter().any(is) {
+            return true;
+        }
+        if Instant::now() >= end {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

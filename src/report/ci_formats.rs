@@ -134,11 +134,20 @@ impl Exporter<Matrix> for GithubBenchmark {
     }
 }
 
-/// "± x" from a CI around a value: the larger distance to a bound.
+/// The CI around a value as github-action-benchmark's free-text range: "± x" where the two
+/// distances to the bounds are within a tenth of each other, else both, "-x +y". A cost's CI is
+/// asymmetric where its repetitions are (on the log scale), and "± the larger distance" then
+/// implied a lower bound below zero that the CI does not have.
 fn range(value: f64, ci: [f64; 2]) -> Option<String> {
-    ci.iter()
-        .all(|b| b.is_finite())
-        .then(|| format!("± {:.3}", (value - ci[0]).max(ci[1] - value)))
+    if !ci.iter().all(|b| b.is_finite()) {
+        return None;
+    }
+    let (down, up) = (value - ci[0], ci[1] - value);
+    Some(if (up - down).abs() <= 0.1 * up.max(down) {
+        format!("± {:.3}", down.max(up))
+    } else {
+        format!("-{down:.3} +{up:.3}")
+    })
 }
 
 impl Exporter<Run> for GithubBenchmark {
@@ -227,5 +236,16 @@ mod tests {
             assert!(e["extra"].as_str().unwrap().contains("repetitions"));
         }
         assert_eq!(list[0]["name"], "call/f0");
+    }
+
+    #[test]
+    fn an_asymmetric_ci_is_given_as_both_distances_never_a_symmetric_range_past_zero() {
+        assert_eq!(super::range(100.0, [95.0, 105.5]).unwrap(), "± 5.500");
+        // 344.6 ns with its upper bound far above: no "± 688" implying a bound below zero.
+        assert_eq!(
+            super::range(344.6, [330.0, 1033.8]).unwrap(),
+            "-14.600 +689.200"
+        );
+        assert!(super::range(1.0, [f64::NAN, 2.0]).is_none());
     }
 }

@@ -16,6 +16,30 @@ fn addition(run: &oscost::base::model::Run, id: &str) -> Option<(f64, [f64; 2])>
         .and_then(oscost::analysis::hooks::addition_of)
 }
 
+fn result_of<'a>(
+    run: &'a oscost::base::model::Run,
+    id: &str,
+) -> Option<&'a oscost::base::model::BenchResult> {
+    run.results
+        .iter()
+        .find(|r| r.id == id && r.status.word() == "ok" && !r.repetitions.is_empty())
+}
+
+/// How many of the rounds both measured saw `more`'s repetition above `less`'s, of how many,
+/// and the one-sided sign test's p-value of that many or more by chance.
+fn paired_more(
+    more: &oscost::base::model::BenchResult,
+    less: &oscost::base::model::BenchResult,
+) -> (usize, usize, f64) {
+    let n = more.repetitions.len().min(less.repetitions.len());
+    let pos = (0..n)
+        .filter(|&k| more.repetitions[k].median_ns > less.repetitions[k].median_ns)
+        .count();
+    let choose = |n: usize, k: usize| (0..k).fold(1.0, |c, i| c * (n - i) as f64 / (i + 1) as f64);
+    let p = (pos..=n).map(|i| choose(n, i)).sum::<f64>() / 2f64.powi(n as i32);
+    (pos, n, p)
+}
+
 #[test]
 fn every_hook_adds_and_a_count_or_an_event_costs_more_than_nothing() {
     let test = "every_hook_adds_and_a_count_or_an_event_costs_more_than_nothing";
@@ -25,17 +49,15 @@ fn every_hook_adds_and_a_count_or_an_event_costs_more_than_nothing() {
     let before = oscost::harness::observers::bpf_programs();
     let tag = unique_tag("hook-ladder");
     let _m = measuring();
-    let (out, run) = run_json(
-        &tag,
-        &[
-            "--quick",
-            "hook/none",
-            "hook/raw-tp",
-            "hook/tp-sys-enter",
-            "hook/kprobe",
-            "--no-save",
-        ],
-    );
+    let ladder = [
+        "--quick",
+        "hook/none",
+        "hook/raw-tp",
+        "hook/tp-sys-enter",
+        "hook/kprobe",
+        "--no-save",
+    ];
+    let (out, run) = run_json(&tag, &ladder);
     assert_success(&out);
     let mut measured = 0;
     for r in run
@@ -62,27 +84,63 @@ fn every_hook_adds_and_a_count_or_an_event_costs_more_than_nothing() {
     if measured == 0 {
         return skip(test, "this kernel refused every hook tried");
     }
-    for kind in [
+    // Orderings decided by paired rounds, never by two bare estimates: a count as bpftrace
+    // makes it (a lookup and an update helper call) and a 64-byte event (a reserve and commit)
+    // each cost more than returning 0, and the event no less than the count. (On the 2-vCPU
+    // EPYC guest the event and the count cost the same, ~+190 ns on the tracepoint: one helper
+    // call each; on an Intel guest about 20 ns more than the empty program, within the ±30 ns
+    // of each addition's own interval.) The rungs are measured in the same rounds, so their
+    // repetitions k ran side by side: the sign test of the paired differences decides
+    // (`paired_more`). Where a run cannot tell, the ladder is measured again at default
+    // sampling, up to `ORDERING_TRIES` runs, and only then does the test fail.
+    let kinds = [
         "hook/raw-tp",
         "hook/tp-sys-enter",
         "hook/pipe-raw-tp-switch",
-    ] {
-        let (Some(e), Some(c), Some(r)) = (
-            addition(&run, &format!("{kind}/empty")),
-            addition(&run, &format!("{kind}/counter")),
-            addition(&run, &format!("{kind}/ringbuf")),
-        ) else {
-            continue;
-        };
-        // Orderings with margins, not times: a count as bpftrace makes it (a lookup and an
-        // update helper call) costs more than returning 0, and a 64-byte event (a reserve and
-        // commit) no less than that count beyond the intervals. (On the 2-vCPU EPYC guest
-        // the event and the count cost the same, ~+190 ns on the tracepoint: one helper call
-        // each.)
-        assert!(c.0 > e.0 + 10.0, "{kind}: counter {c:?} empty {e:?}");
-        assert!(r.1[1] >= c.1[0], "{kind}: ringbuf {r:?} counter {c:?}");
-        assert!(r.0 > e.0 + 10.0, "{kind}: ringbuf {r:?} empty {e:?}");
+    ];
+    let judge = |run: &oscost::base::model::Run| -> Vec<String> {
+        let mut open = Vec::new();
+        for kind in kinds {
+            let (Some(e), Some(c), Some(r)) = (
+                result_of(run, &format!("{kind}/empty")),
+                result_of(run, &format!("{kind}/counter")),
+                result_of(run, &format!("{kind}/ringbuf")),
+            ) else {
+                continue;
+            };
+            for (more, less, what) in [(c, e, "counter above empty"), (r, e, "ringbuf above empty")]
+            {
+                let (pos, n, p) = paired_more(more, less);
+                if p >= 0.05 {
+                    open.push(format!("{kind}: {what} in {pos} of {n} rounds (p {p:.3})"));
+                }
+            }
+            let (pos, n, p) = paired_more(c, r);
+            if p < 0.01 {
+                open.push(format!(
+                    "{kind}: counter above ringbuf in {pos} of {n} rounds (p {p:.3})"
+                ));
+            }
+        }
+        open
+    };
+    let mut tries = vec![judge(&run)];
+    while !tries.last().unwrap().is_empty() && tries.len() < ORDERING_TRIES {
+        // Again at default sampling: a quick pass's additions on a noisy host are tens of ns
+        // wide, about what a helper call costs.
+        let (_, again) = run_json(&tag, &ladder[1..]);
+        tries.push(judge(&again));
     }
+    assert!(
+        tries.last().unwrap().is_empty(),
+        "not decided in {} runs:\n{}",
+        tries.len(),
+        tries
+            .iter()
+            .map(|t| t.join("\n  "))
+            .collect::<Vec<_>>()
+            .join("\n--\n  ")
+    );
     assert_eq!(
         oscost::harness::observers::bpf_programs(),
         before,

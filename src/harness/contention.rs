@@ -24,14 +24,16 @@ pub struct ProgramShare {
     pub cpus: f64,
 }
 
-/// The fields `/proc/PID/stat` gives after the command name: start time is field 22.
-fn stat_of(pid: i32) -> Option<(String, u64, u64)> {
+/// What `/proc/PID/stat` says of a process: its command name, its parent (field 4), its start
+/// time (field 22) and utime+stime (fields 14 and 15), from one read.
+fn stat_of(pid: i32) -> Option<(String, i32, u64, u64)> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let (head, tail) = s.rsplit_once(')')?;
     let name = head.split_once('(')?.1.to_string();
     let f: Vec<&str> = tail.split_whitespace().collect();
     let n = |i: usize| f.get(i - 3).and_then(|x| x.parse::<u64>().ok());
-    Some((name, n(22)?, n(14)? + n(15)?))
+    let ppid = f.get(1)?.parse().ok()?;
+    Some((name, ppid, n(22)?, n(14)? + n(15)?))
 }
 
 impl ProcessCpu {
@@ -47,11 +49,9 @@ impl ProcessCpu {
             let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
                 continue;
             };
-            if let Some(st) = stat_of(pid) {
-                if let Some(p) = super::os::proc_stat(&format!("/proc/{pid}/stat")) {
-                    parent.insert(pid, p.ppid);
-                }
-                by_pid.insert(pid, st);
+            if let Some((name, ppid, start, ticks)) = stat_of(pid) {
+                parent.insert(pid, ppid);
+                by_pid.insert(pid, (name, start, ticks));
             }
         }
         let mine = |mut pid: i32| {

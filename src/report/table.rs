@@ -231,6 +231,30 @@ impl SaidOnce {
         })
     }
 
+    /// Whether result `i`'s note is said with it: not where the run says it once (a
+    /// departure or two levels the machine explains, a busy other CPU the contention note
+    /// covers).
+    fn keeps_with_result(&self, i: usize, kept: &crate::base::model::Note) -> bool {
+        !((kept.is_departure() && self.leaves_out(i))
+            || (kept.is_two_levels() && self.leaves_out_levels(i))
+            || (self.contention && matches!(kept.kind, NoteKind::OtherCpuBusy { .. })))
+    }
+
+    /// A note of result `i` as the table says it: a departure that widened the CI adds by how
+    /// much.
+    fn words(&self, i: usize, kept: &crate::base::model::Note) -> String {
+        let widened = self.widened.iter().find(|w| w.result == i);
+        let t = &kept.text;
+        match (widened.map(|w| w.halfwidth_pct), &kept.kind) {
+            (Some([with, without]), NoteKind::Departure { departed }) => format!(
+                "{t}; the CI is ±{with:.1}% with {}, ±{without:.1}% from the other repetitions \
+                 alone",
+                if *departed == 1 { "it" } else { "them" }
+            ),
+            _ => t.clone(),
+        }
+    }
+
     /// The two-levels note of result `i` is said for the run, not with it.
     fn leaves_out_levels(&self, i: usize) -> bool {
         self.explained.contains(&i) || self.family_levels.iter().any(|f| f.results.contains(&i))
@@ -289,29 +313,13 @@ fn rows_with(run: &Run, said: &SaidOnce) -> (Vec<TableLine>, Vec<String>) {
                     100.0 * r.disturbed.phase_samples as f64 / r.samples_ns.len().max(1) as f64;
                 flag.push(format!("phase {shift:+.0}%@{share:.0}%"));
             }
-            for kept in &r.notes {
-                if (kept.is_departure() && said.leaves_out(i))
-                    || (kept.is_two_levels() && said.leaves_out_levels(i))
-                    || (said.contention && matches!(kept.kind, NoteKind::OtherCpuBusy { .. }))
-                {
-                    continue;
-                }
+            for kept in r.notes.iter().filter(|n| said.keeps_with_result(i, n)) {
                 warn = true;
                 let word = match kept.kind {
                     NoteKind::DefinitionNotMet => "definition not met",
                     _ => "note",
                 };
-                let widened = said.widened.iter().find(|w| w.result == i);
-                let t = &kept.text;
-                let text = match (widened.map(|w| w.halfwidth_pct), &kept.kind) {
-                    (Some([with, without]), NoteKind::Departure { departed }) => format!(
-                        "{t}; the CI is ±{with:.1}% with {}, ±{without:.1}% from the other \
-                         repetitions alone",
-                        if *departed == 1 { "it" } else { "them" }
-                    ),
-                    _ => t.clone(),
-                };
-                flag.push(format!("{word} [{}]", note(&r.id, &text)));
+                flag.push(format!("{word} [{}]", note(&r.id, &said.words(i, kept))));
             }
             TableLine {
                 cells: cells(r, flag.join(" ")),

@@ -293,20 +293,25 @@ pub fn hierarchical_median_ci(
     if point.is_nan() || point <= 0.0 {
         return None;
     }
-    let [t_lo, t_hi] = repetition_t_interval(reps, point)?;
+    if reps.len() < MIN_REPETITIONS {
+        return None;
+    }
+    let levels = levels(reps);
+    let [t_lo, t_hi] = t_interval(&levels, point);
     // No memory for the bootstrap's table: the t interval alone, which needs none.
     let [lo, hi] = match expanded_bootstrap_ci(reps, point, resamples, seed) {
         Some([lo, hi]) => [lo.min(t_lo), hi.max(t_hi)],
         None => [t_lo, t_hi],
     };
-    let [l_lo, l_hi] = levels_interval(&levels(reps));
+    let [l_lo, l_hi] = levels_interval(&levels);
     // The pooled median always lies within the levels' range, but the rank interval of many
     // levels can leave it out: the point stays inside its own interval.
     let (lo, hi) = (lo.max(l_lo).min(point), hi.min(l_hi).max(point));
     // A level at or below zero (a cost lost in the loop's baseline) leaves the lower bound to
     // the lowest positive figure measured, never to zero.
-    let lowest_positive = levels(reps)
-        .into_iter()
+    let lowest_positive = levels
+        .iter()
+        .copied()
         .filter(|&l| l > 0.0)
         .fold(point, f64::min);
     Some([if lo > 0.0 { lo } else { lowest_positive }, hi])
@@ -377,19 +382,20 @@ fn expanded_bootstrap_ci(
 /// multiplies every operation), and their spread is skewed upward; the same spread taken
 /// linearly put the lower bound below zero whenever one level sat 3x above the rest.
 pub fn repetition_t_interval(reps: &Repetitions, point: f64) -> Option<[f64; 2]> {
-    let r = reps.len();
-    if r < MIN_REPETITIONS {
-        return None;
-    }
-    let medians = levels(reps);
+    (reps.len() >= MIN_REPETITIONS).then(|| t_interval(&levels(reps), point))
+}
+
+/// `repetition_t_interval` of the levels already taken.
+fn t_interval(levels: &[f64], point: f64) -> [f64; 2] {
+    let r = levels.len();
     let t = t975(r - 1) / (r as f64).sqrt();
-    if point > 0.0 && medians.iter().all(|&m| m > 0.0) {
-        let logs: Vec<f64> = medians.iter().map(|m| m.ln()).collect();
+    if point > 0.0 && levels.iter().all(|&m| m > 0.0) {
+        let logs: Vec<f64> = levels.iter().map(|m| m.ln()).collect();
         let h = t * repetition_spread(&logs);
-        return Some([point * (-h).exp(), point * h.exp()]);
+        return [point * (-h).exp(), point * h.exp()];
     }
-    let h = t * repetition_spread(&medians);
-    Some([point - h, point + h])
+    let h = t * repetition_spread(levels);
+    [point - h, point + h]
 }
 
 /// The spread of the repetitions' medians for the t interval: their robust standard deviation

@@ -32,11 +32,17 @@ use clap::Args;
 
 use super::args::{StoreArgs, parse_percent, parse_seconds, usage};
 use super::{Command, Given};
-use crate::base::model::{Note, NoteKind, Run};
+use crate::base::model::Run;
 use crate::base::stop::Stop;
 use crate::effects::gate::Effects;
 use crate::effects::store::Store;
 use crate::processes::scheduler;
+
+mod duty;
+mod joined;
+
+use duty::{DUTY_SPAN, FIT_SHARE, INTERVAL_SLACK, bursts_that_fit, cpu_used, process_age, refusal};
+use joined::{join, split_windows};
 
 /// What `watch` measures when no ids are given: the null call, a pipe round trip on one CPU,
 /// fork and a page fault.
@@ -169,83 +175,6 @@ fn window_plan(ids: &[String], interval: f64, duty: f64) -> anyhow::Result<sched
 /// Bursts a window took (its first result's repetitions).
 fn run_bursts(run: &Run) -> usize {
     run.results.first().map_or(0, |r| r.repetitions.len())
-}
-
-/// The span over which the duty holds: every ten minutes of the watch, its first included.
-const DUTY_SPAN: Duration = Duration::from_secs(600);
-
-/// A window may come this much later than the interval before the interval counts as not kept.
-const INTERVAL_SLACK: Duration = Duration::from_secs(2);
-
-/// The share of one interval's duty the windows are fitted to: the rest is headroom for a
-/// window that costs more than the last (a slower moment of the host), so that the interval
-/// is kept rather than stretched.
-const FIT_SHARE: f64 = 0.85;
-
-/// Bursts of each benchmark a window can take within `FIT_SHARE` of one interval's duty, from
-/// a window of `bursts` bursts that cost `cpu`: its cost taken as all per burst (the fixed
-/// part counted with each, so the estimate errs high), at least one and at most `BURSTS`;
-/// `None` where even one does not fit in the whole of an interval's duty.
-fn bursts_that_fit(cpu: Duration, bursts: usize, interval: Duration, duty: f64) -> Option<usize> {
-    let per_burst = cpu.as_secs_f64() / bursts.max(1) as f64;
-    let budget = interval.as_secs_f64() * duty;
-    if per_burst > budget {
-        return None;
-    }
-    let budget = budget * FIT_SHARE;
-    if per_burst <= 0.0 {
-        return Some(BURSTS);
-    }
-    Some(((budget / per_burst).floor() as usize).clamp(1, BURSTS))
-}
-
-/// Why the interval asked cannot be kept: the first window (`bursts` bursts of each
-/// benchmark, the start-up included) cost `cpu`, more than the duty allows in one interval;
-/// the shortest interval that keeps the duty, and the duty that keeps the interval.
-fn refusal(cpu: Duration, bursts: usize, interval: Duration, duty: f64) -> anyhow::Error {
-    let per = cpu.as_secs_f64() / bursts.max(1) as f64;
-    usage(format!(
-        "--interval {:.0}: one burst of each benchmark takes {:.0} ms of CPU here (oscost's \
-         start and its workers included), more than {:.1}% of {:.0} s allows; at {:.1}% the \
-         shortest interval is {} s (--interval {}), or keep {:.0} s with --duty {:.1}",
-        interval.as_secs_f64(),
-        per * 1e3,
-        duty * 100.0,
-        interval.as_secs_f64(),
-        duty * 100.0,
-        (per / duty).ceil(),
-        (per / duty).ceil(),
-        interval.as_secs_f64(),
-        (100.0 * per / interval.as_secs_f64() * 10.0).ceil() / 10.0
-    ))
-}
-
-/// How long ago this process started (`/proc/self/stat`'s start time against the boot clock),
-/// so the duty counts the watch's start-up; zero where either cannot be read.
-fn process_age() -> Duration {
-    let started =
-        crate::harness::os::start_time(std::process::id()).map(crate::harness::os::ticks_ns);
-    let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_BOOTTIME)
-        .ok()
-        .map(|t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64);
-    match (started, now) {
-        (Some(s), Some(n)) => Duration::from_nanos(n.saturating_sub(s)),
-        _ => Duration::ZERO,
-    }
-}
-
-/// CPU time this process and its reaped children have used.
-fn cpu_used() -> Duration {
-    let t = |who| {
-        nix::sys::resource::getrusage(who).map_or(Duration::ZERO, |u| {
-            let (a, b) = (u.user_time(), u.system_time());
-            let d = |tv: nix::sys::time::TimeVal| {
-                Duration::from_micros((tv.tv_sec() * 1_000_000 + tv.tv_usec()).max(0) as u64)
-            };
-            d(a) + d(b)
-        })
-    };
-    t(nix::sys::resource::UsageWho::RUSAGE_SELF) + t(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
 }
 
 /// One benchmark's levels, window by window, and where its current level began.
@@ -436,14 +365,14 @@ impl Watch {
             let cpu = cpu_used() - cpu_before;
             // The first window's cost, start-up included, decides whether the interval asked
             // can be kept at all; if not, nothing of it is kept.
-            let first = if self.windows == 0 { cpu_used() } else { cpu };
-            let fit = bursts_that_fit(first, self.bursts, self.interval, self.duty);
+            let cost = if self.windows == 0 { cpu_used() } else { cpu };
+            let fit = bursts_that_fit(cost, self.bursts, self.interval, self.duty);
             if self.windows == 0 && fit.is_none() {
-                return Err(refusal(first, self.bursts, self.interval, self.duty));
+                return Err(refusal(cost, self.bursts, self.interval, self.duty));
             }
             self.bursts = fit.unwrap_or(1);
             if self.windows == 0 && self.bursts < BURSTS {
-                let per = first.as_secs_f64() / run_bursts(&run).max(1) as f64;
+                let per = cost.as_secs_f64() / run_bursts(&run).max(1) as f64;
                 crate::say!(
                     "oscost: a burst of each benchmark takes {:.0} ms of CPU here: windows take {} each to keep {:.1}% of one CPU at one every {:.0} s ({BURSTS} from --interval {:.0})",
                     per * 1e3,
@@ -465,7 +394,7 @@ impl Watch {
             // the next one's): then it waits until it would not, said once. With the bursts
             // fitted to the duty (`bursts_that_fit`) that happens only where the machine got
             // slower since the first window.
-            self.costs.push_back((Instant::now(), first));
+            self.costs.push_back((Instant::now(), cost));
             let next = self.next_start(began, cpu);
             if next > began + self.interval + INTERVAL_SLACK && !self.stretched {
                 crate::say!(
@@ -701,31 +630,6 @@ impl Watch {
     }
 }
 
-/// A stored watch run's repetitions cut back into its windows' bursts: a window's bursts all
-/// start within a fraction of an interval of its first (`window_plan` spreads them over a
-/// quarter of it), the next window's first an interval after; runs stored by watches that
-/// timed each window's bursts from the window's own start go back in time where a window
-/// begins.
-fn split_windows(
-    reps: &[crate::base::model::Repetition],
-    interval: Duration,
-) -> Vec<&[crate::base::model::Repetition]> {
-    let apart_ms = 0.8 * interval.as_secs_f64() * 1e3;
-    let mut out = Vec::new();
-    let mut first = 0;
-    for i in 1..reps.len() {
-        let since = reps[i].started_ms - reps[first].started_ms;
-        if since < 0.0 || since >= apart_ms {
-            out.push(&reps[first..i]);
-            first = i;
-        }
-    }
-    if first < reps.len() {
-        out.push(&reps[first..]);
-    }
-    out
-}
-
 /// A window's level: its lowest burst's median (`BURSTS`); `None` when none measured.
 fn window_level(bursts: &[crate::base::model::Repetition]) -> Option<f64> {
     bursts
@@ -755,66 +659,6 @@ const TAIL: usize = 2;
 
 /// The noise band a change must also exceed (a fraction).
 const BAND: f64 = 0.02;
-
-/// Windows as one run: each benchmark's windows its repetitions (`join_windows`), the machine
-/// as the last window saw it, a note saying what the run is.
-fn join(windows: &[Run], interval: Duration, why: &str) -> Option<Run> {
-    let last = windows.last()?;
-    let first = windows.first()?;
-    let mut run = last.clone();
-    let mut ids: Vec<&str> = Vec::new();
-    for w in windows {
-        for r in &w.results {
-            if !ids.contains(&r.id.as_str()) {
-                ids.push(&r.id);
-            }
-        }
-    }
-    run.started_at = first.started_at.clone();
-    // Each window times its bursts from its own start; in the joined run they are timed from
-    // the run's (the first window's) start, as a run's repetitions are, so the windows can
-    // be told apart again (`split_windows`).
-    let at = |w: &Run| chrono::DateTime::parse_from_rfc3339(&w.started_at).ok();
-    let shifted: Vec<Run> = windows
-        .iter()
-        .enumerate()
-        .map(|(i, w)| {
-            let offset_ms = match (at(first), at(w)) {
-                (Some(a), Some(b)) => (b - a).num_milliseconds() as f64,
-                _ => i as f64 * interval.as_secs_f64() * 1e3,
-            };
-            let mut w = w.clone();
-            for r in &mut w.results {
-                for rep in &mut r.repetitions {
-                    rep.started_ms += offset_ms;
-                }
-            }
-            w
-        })
-        .collect();
-    run.results = ids
-        .iter()
-        .filter_map(|id| {
-            let parts: Vec<&crate::base::model::BenchResult> = shifted
-                .iter()
-                .filter_map(|w| w.results.iter().find(|r| r.id == *id))
-                .collect();
-            crate::analysis::join_windows(&parts)
-        })
-        .collect();
-    run.schedule = None;
-    run.notes = vec![Note::new(
-        NoteKind::Remark,
-        format!(
-            "oscost watch: {} windows every {:.0} s from {} to {}, each benchmark once a window (a repetition), saved at {why}",
-            windows.len(),
-            interval.as_secs_f64(),
-            first.started_at,
-            last.started_at
-        ),
-    )];
-    Some(run)
-}
 
 #[cfg(test)]
 mod tests {

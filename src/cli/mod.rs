@@ -145,10 +145,11 @@ impl Cli {
     }
 }
 
-/// Run `command` once the gate has passed what it declares. Kernel settings a killed oscost
-/// left changed (its guard killed too) go back first.
+/// Run `command` once the gate has passed what it declares. What a killed oscost left on the
+/// machine (its guard and helpers killed too: settings, cgroups, ftrace instances, audit
+/// rules) is reclaimed first.
 fn gated(command: impl Command) -> anyhow::Result<i32> {
-    for line in crate::effects::settings_guard::recover() {
+    for line in crate::effects::put_back::recover() {
         crate::say!("oscost: {line}");
     }
     let passed = crate::cli::commands::pass(&command.effects())?;

@@ -83,8 +83,9 @@ pub fn prepare(sides: &[&[String]], cpus: &[usize]) -> Result<Vec<SideSettings>,
                     });
                 }
             }
-            if s.scope == Scope::Task {
-                settings::check_task_value(&name, &value)?;
+            match s.scope {
+                Scope::Task => settings::check_task_value(&name, &value)?,
+                Scope::System => settings::check_value(&s, &value)?,
             }
             side.given.push(format!("{name}={value}"));
             match s.scope {
@@ -140,8 +141,12 @@ impl Guard {
             name: name.into(),
             why,
         };
-        let mut guardian = Guardian::start()
+        let guardian = Guardian::start()
             .map_err(|e| not_now(&touched[0].name, format!("cannot start its guard: {e}")))?;
+        // The guard is the Guard's from here: a refusal below (another oscost holds a file)
+        // releases it through `finish`, so it writes nothing and says nothing, since nothing
+        // was changed yet.
+        guard.guardian = Some(guardian);
         let holder = state::describe_self();
         for s in &touched {
             for f in &s.files {
@@ -161,12 +166,14 @@ impl Guard {
                     original: held.record.original.clone(),
                     state: held.path.clone(),
                 };
-                let kept = guardian.keep(&change, Some(held.lock_file().as_fd()));
+                let kept = match guard.guardian.as_mut() {
+                    Some(g) => g.keep(&change, Some(held.lock_file().as_fd())),
+                    None => Err(std::io::Error::other("no guard")),
+                };
                 guard.held.push(held);
                 kept.map_err(|e| not_now(&s.name, format!("its guard did not take it: {e}")))?;
             }
         }
-        guard.guardian = Some(guardian);
         Ok(guard)
     }
 
@@ -186,18 +193,41 @@ impl Guard {
                 settings::try_task(name, value)?;
             }
         }
-        let mut result = Ok(());
-        'sides: for side in &self.sides {
-            for (s, value) in &side.system {
+        // Values only the kernel can judge first: where one is refused, that refused write is
+        // the only one made (values `prepare` judged before writing cannot be refused for
+        // their value, so they come after).
+        let mut order: Vec<&(Setting, String)> =
+            self.sides.iter().flat_map(|side| &side.system).collect();
+        order.sort_by_key(|(s, _)| settings::judged_before_writing(s));
+        let tried = || {
+            for (written, (s, value)) in order.into_iter().enumerate() {
                 if let Err(e) = write_and_check(s, value) {
-                    result = Err(SettingError::Refused {
+                    let others = match written {
+                        0 => "no other value was written".to_string(),
+                        n => format!(
+                            "the {n} value(s) written before it were put back at once, none kept"
+                        ),
+                    };
+                    return Err(SettingError::Refused {
                         name: s.name.clone(),
-                        why: e.why(),
+                        why: format!("{}; {others}", e.why()),
                     });
-                    break 'sides;
                 }
             }
-        }
+            Ok(())
+        };
+        let result = match &self.guardian {
+            Some(g) => g.while_guarded(tried).unwrap_or_else(|| {
+                Err(SettingError::NotNow {
+                    name: self
+                        .touched
+                        .first()
+                        .map_or_else(String::new, |t| t.name.clone()),
+                    why: "its guard process died before the trial".into(),
+                })
+            }),
+            None => tried(),
+        };
         self.put_back();
         result
     }
@@ -230,14 +260,22 @@ impl Guard {
                 }
             }
         }
-        for (s, v) in &want {
-            let now = settings::read(s).map_err(|e| NotHeld::Unreadable {
-                setting: s.name.clone(),
-                why: e.to_string(),
-            })?;
-            if now.iter().any(|x| x != v) {
-                write_and_check(s, v)?;
+        let switch = || {
+            for (s, v) in &want {
+                let now = settings::read(s).map_err(|e| NotHeld::Unreadable {
+                    setting: s.name.clone(),
+                    why: e.to_string(),
+                })?;
+                if now.iter().any(|x| x != v) {
+                    write_and_check(s, v)?;
+                }
             }
+            Ok(())
+        };
+        match &self.guardian {
+            // Never a write after the guard died: the watcher put the originals back.
+            Some(g) => g.while_guarded(switch).unwrap_or(Err(NotHeld::GuardLost))?,
+            None => switch()?,
         }
         self.current = Some(i);
         if !want.is_empty() {
@@ -363,9 +401,14 @@ impl NotHeld {
             NotHeld::NotKept { value, kept, .. } => {
                 format!("the kernel did not keep '{value}' (it reads '{kept}')")
             }
+            NotHeld::GuardLost => GUARD_LOST.into(),
         }
     }
 }
+
+/// Why nothing more is written once the guard died.
+const GUARD_LOST: &str =
+    "its guard process died: every original was put back, and nothing more is changed";
 
 /// Why a side's kernel setting could not be made to hold: what was measured would not be of
 /// that side.
@@ -399,6 +442,9 @@ pub enum NotHeld {
         /// The error.
         why: String,
     },
+    /// The guard process died: the originals were put back, and nothing more is written.
+    #[error("{GUARD_LOST}")]
+    GuardLost,
     /// Written, but it reads another value back.
     #[error("{setting}: the kernel did not keep '{value}' (it reads '{kept}')")]
     NotKept {
@@ -409,14 +455,4 @@ pub enum NotHeld {
         /// What it reads.
         kept: String,
     },
-}
-
-/// Put back what oscosts killed with their guards left changed, and name state files that are
-/// not to be trusted; the lines say what was done.
-pub fn recover() -> Vec<String> {
-    let mut said = state::recover();
-    if let Ok(data) = crate::effects::store::data_dir() {
-        said.extend(state::ignore_legacy(&data));
-    }
-    said
 }

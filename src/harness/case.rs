@@ -219,6 +219,9 @@ pub enum Expect {
     },
     /// At least this many.
     AtLeast(f64),
+    /// At most this many: a definition that bounds how often the operation can block, where
+    /// buffering lets a short counting window see none at all.
+    AtMost(f64),
     /// From `lo` to `hi`: a count the kernel's scheduling choices move within known bounds.
     Between {
         /// The fewest events per operation the definition allows.
@@ -262,6 +265,7 @@ impl Expect {
         match self {
             Expect::About { value, tol } => (x - value).abs() <= tol,
             Expect::AtLeast(v) => x >= v,
+            Expect::AtMost(v) => x <= v,
             Expect::Between { lo, hi } => (lo..=hi).contains(&x),
         }
     }
@@ -271,6 +275,7 @@ impl Expect {
         match self {
             Expect::About { value, tol } => format!("{value} {event} per op (±{tol})"),
             Expect::AtLeast(v) => format!("at least {v} {event} per op"),
+            Expect::AtMost(v) => format!("at most {v} {event} per op"),
             Expect::Between { lo, hi } => format!("{lo} to {hi} {event} per op"),
         }
     }

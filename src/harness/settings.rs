@@ -66,6 +66,22 @@ pub struct Entry {
     pub scope: Scope,
     /// Benchmark ids or prefixes it is expected to move.
     pub moves: &'static [&'static str],
+    /// The values the kernel takes, as far as oscost can tell without writing: checked for
+    /// every side before anything is written (`check_value`).
+    pub values: Values,
+}
+
+/// What values a setting takes, known before any write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Values {
+    /// Only the kernel can tell (a trial write under the guard does).
+    Any,
+    /// One of these words.
+    Words(&'static [&'static str]),
+    /// A decimal number of 0 or more.
+    Unsigned,
+    /// One of the choices the file itself lists (`always [madvise] never`).
+    Listed,
 }
 
 /// The catalogue.
@@ -77,6 +93,7 @@ pub const CATALOGUE: &[Entry] = &[
         kind: Encoding::Bracketed,
         scope: Scope::System,
         moves: &["mem/"],
+        values: Values::Listed,
     },
     Entry {
         name: "thp-defrag",
@@ -85,6 +102,7 @@ pub const CATALOGUE: &[Entry] = &[
         kind: Encoding::Bracketed,
         scope: Scope::System,
         moves: &["mem/fault-thp", "mem/mmap/"],
+        values: Values::Listed,
     },
     Entry {
         name: "mthp.{arg}",
@@ -93,6 +111,7 @@ pub const CATALOGUE: &[Entry] = &[
         kind: Encoding::Bracketed,
         scope: Scope::System,
         moves: &["mem/"],
+        values: Values::Listed,
     },
     Entry {
         name: "halt-poll-ns",
@@ -101,6 +120,7 @@ pub const CATALOGUE: &[Entry] = &[
         kind: Encoding::Plain,
         scope: Scope::System,
         moves: &["switch/", "ipc/", "wake/"],
+        values: Values::Unsigned,
     },
     Entry {
         name: "idle-state.{arg}",
@@ -109,6 +129,7 @@ pub const CATALOGUE: &[Entry] = &[
         kind: Encoding::Plain,
         scope: Scope::System,
         moves: &["switch/", "ipc/", "wake/"],
+        values: Values::Words(&["0", "1"]),
     },
     Entry {
         name: "smt",
@@ -117,6 +138,7 @@ pub const CATALOGUE: &[Entry] = &[
         kind: Encoding::Plain,
         scope: Scope::System,
         moves: &["switch/", "syscall/"],
+        values: Values::Words(&["on", "off", "forceoff"]),
     },
     Entry {
         name: "autogroup",
@@ -125,6 +147,7 @@ pub const CATALOGUE: &[Entry] = &[
         kind: Encoding::Plain,
         scope: Scope::System,
         moves: &["switch/"],
+        values: Values::Words(&["0", "1"]),
     },
     Entry {
         name: "numa-balancing",
@@ -133,6 +156,7 @@ pub const CATALOGUE: &[Entry] = &[
         kind: Encoding::Plain,
         scope: Scope::System,
         moves: &["mem/"],
+        values: Values::Words(&["0", "1", "2", "3"]),
     },
     Entry {
         name: "aslr",
@@ -141,6 +165,7 @@ pub const CATALOGUE: &[Entry] = &[
         kind: Encoding::Plain,
         scope: Scope::System,
         moves: &["spawn/"],
+        values: Values::Words(&["0", "1", "2"]),
     },
     Entry {
         name: "preempt",
@@ -149,6 +174,7 @@ pub const CATALOGUE: &[Entry] = &[
         kind: Encoding::Bracketed,
         scope: Scope::System,
         moves: &["switch/", "syscall/"],
+        values: Values::Listed,
     },
     Entry {
         name: "fault-around",
@@ -157,6 +183,7 @@ pub const CATALOGUE: &[Entry] = &[
         kind: Encoding::Plain,
         scope: Scope::System,
         moves: &["mem/"],
+        values: Values::Unsigned,
     },
     Entry {
         name: "spec-store-bypass",
@@ -165,6 +192,7 @@ pub const CATALOGUE: &[Entry] = &[
         kind: Encoding::Speculation(PR_SPEC_STORE_BYPASS),
         scope: Scope::Task,
         moves: &["syscall/", "call/"],
+        values: Values::Words(&["enable", "disable", "force-disable"]),
     },
     Entry {
         name: "indirect-branch",
@@ -173,6 +201,7 @@ pub const CATALOGUE: &[Entry] = &[
         kind: Encoding::Speculation(PR_SPEC_INDIRECT_BRANCH),
         scope: Scope::Task,
         moves: &["switch/", "call/"],
+        values: Values::Words(&["enable", "disable", "force-disable"]),
     },
     Entry {
         name: "l1d-flush",
@@ -181,6 +210,7 @@ pub const CATALOGUE: &[Entry] = &[
         kind: Encoding::Speculation(PR_SPEC_L1D_FLUSH),
         scope: Scope::Task,
         moves: &["switch/"],
+        values: Values::Words(&["enable", "disable"]),
     },
 ];
 
@@ -372,6 +402,58 @@ pub fn selected(text: &str) -> Option<&str> {
     let start = text.find('[')? + 1;
     let end = start + text[start..].find(']')?;
     Some(&text[start..end])
+}
+
+/// Whether `value` is one `s` takes, as far as can be told without writing: the catalogue's
+/// words and numbers, a choice list's choices. `Ok` where only the kernel can tell.
+pub fn check_value(s: &Setting, value: &str) -> Result<(), SettingError> {
+    let refused = |why: String| SettingError::Refused {
+        name: s.name.clone(),
+        why,
+    };
+    let values = match entry(&s.name) {
+        Some((e, _)) => e.values,
+        None if s.kind == Encoding::Bracketed => Values::Listed,
+        None => Values::Any,
+    };
+    match values {
+        Values::Any => Ok(()),
+        Values::Words(words) if words.contains(&value) => Ok(()),
+        Values::Words(words) => Err(refused(format!(
+            "'{value}' is not one of {}; nothing was written",
+            words.join(", ")
+        ))),
+        Values::Unsigned if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
+            Ok(())
+        }
+        Values::Unsigned => Err(refused(format!(
+            "'{value}' is not a number of 0 or more; nothing was written"
+        ))),
+        Values::Listed => {
+            for f in &s.files {
+                let Ok(text) = std::fs::read_to_string(f) else {
+                    continue;
+                };
+                let choices: Vec<&str> = text
+                    .split_whitespace()
+                    .map(|w| w.trim_start_matches('[').trim_end_matches(']'))
+                    .collect();
+                if !choices.contains(&value) {
+                    return Err(refused(format!(
+                        "'{value}' is not one of {} ({}); nothing was written",
+                        choices.join(", "),
+                        f.display()
+                    )));
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Whether a value of `s` is judged before any write (`check_value`), not only by the kernel.
+pub fn judged_before_writing(s: &Setting) -> bool {
+    entry(&s.name).is_some_and(|(e, _)| e.values != Values::Any) || s.kind == Encoding::Bracketed
 }
 
 /// A file's value as a setting holds it.

@@ -182,20 +182,8 @@ fn setup(plan: &Plan) -> anyhow::Result<RunSetup> {
     let scratch = crate::processes::scratch::Scratch::create()
         .context("cannot create a temporary directory")?;
     opts.scratch_dir = Some(scratch.path().to_path_buf());
-    for gone in crate::effects::cgroup::reclaim() {
-        crate::say!(
-            "oscost: removed the cgroup {}, left by a run killed with its guard",
-            gone.display()
-        );
-    }
-    for gone in crate::harness::ftrace::reclaim() {
-        crate::say!(
-            "oscost: removed the ftrace instance {gone}, left by a run killed with its helper"
-        );
-    }
-    for gone in crate::harness::audit::reclaim() {
-        crate::say!("oscost: deleted the audit rule {gone}, left by a run killed with its helper");
-    }
+    // What killed runs left (cgroups, ftrace instances, audit rules) was reclaimed as this
+    // command started (`effects::put_back::recover`, in `cli::gated`).
     // Made before any worker starts, its guard first, only when a benchmark needs it.
     let cgroup = match plan.benchmarks.iter().any(|b| b.cgroup) {
         false => None,

@@ -69,11 +69,48 @@ const MAX_ORDER_BYTES: usize = 64 << 10;
 /// How long oscost waits for its guard to answer.
 const ANSWER_WAIT: Duration = Duration::from_secs(5);
 
+/// What oscost's end knows of its guard, shared with the thread that watches it.
+#[derive(Debug, Default)]
+struct Link {
+    /// Every change the guard took, in order.
+    kept: Vec<Change>,
+    /// oscost is releasing the guard: its going is expected.
+    released: bool,
+    /// The guard died first: oscost put its changes back itself, and nothing more may be
+    /// changed (`Guardian::while_guarded`).
+    lost: bool,
+}
+
 /// oscost's end of its guard. Dropped without `release`, its socket closes and the guard puts
 /// everything back.
+///
+/// The guard is watched in turn: a thread (`oscost-guardwatch`) sleeps in `poll` on the
+/// socket asking for nothing but its hangup, so it never wakes while the guard lives (and
+/// never shares the measuring CPU). If the guard dies before `release` (SIGKILLed, OOM), the
+/// thread, under the link's lock, writes back every original the guard was told of, marks
+/// the link lost, says so, and sends this process SIGTERM, so the command stops at its next
+/// safe point as on any SIGTERM: what was measured is kept as an interrupted run, and the exit
+/// is non-zero. No run measures, and none is left to be killed, without a guard.
 #[derive(Debug)]
 pub struct Guardian {
     socket: OwnedFd,
+    link: std::sync::Arc<std::sync::Mutex<Link>>,
+    /// The watching thread and the pipe end that tells it to return.
+    watcher: Option<(std::thread::JoinHandle<()>, OwnedFd)>,
+}
+
+impl Drop for Guardian {
+    /// The watcher returns before the socket closes (it polls the socket's descriptor, which
+    /// must not be reused under it).
+    fn drop(&mut self) {
+        if let Some((thread, wake)) = self.watcher.take() {
+            // A byte, not only the close: a child forked without exec would keep the pipe
+            // open.
+            let _ = nix::unistd::write(&wake, b"x");
+            drop(wake);
+            let _ = thread.join();
+        }
+    }
 }
 
 impl Guardian {
@@ -104,13 +141,35 @@ impl Guardian {
         });
         spawned?;
         drop(theirs);
-        let mut g = Guardian { socket: ours };
+        let mut g = Guardian {
+            socket: ours,
+            link: Default::default(),
+            watcher: None,
+        };
         match g.answer()?.as_str() {
-            "ready" => Ok(g),
-            other => Err(std::io::Error::other(format!(
-                "the guard did not start ({other})"
-            ))),
+            "ready" => {}
+            other => {
+                return Err(std::io::Error::other(format!(
+                    "the guard did not start ({other})"
+                )));
+            }
         }
+        let (wake_read, wake_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+        let socket = g.socket.as_raw_fd();
+        let link = std::sync::Arc::clone(&g.link);
+        let thread = std::thread::Builder::new()
+            .name("oscost-guardwatch".into())
+            .spawn(move || watch_guard(socket, &wake_read, &link))?;
+        g.watcher = Some((thread, wake_write));
+        Ok(g)
+    }
+
+    /// Run `change` (a write of a guarded file) only while the guard lives: `None`, and nothing
+    /// done, once it was lost. The link's lock is held throughout, so the watcher's put-back
+    /// cannot interleave with a write.
+    pub fn while_guarded<T>(&self, change: impl FnOnce() -> T) -> Option<T> {
+        let link = self.link.lock().unwrap_or_else(|p| p.into_inner());
+        (!link.lost).then(change)
     }
 
     /// Tell the guard to put `change` back if oscost dies, with the lock that goes with it;
@@ -132,7 +191,11 @@ impl Guardian {
             None,
         )?;
         match self.answer()?.as_str() {
-            "kept" => Ok(()),
+            "kept" => {
+                let mut link = self.link.lock().unwrap_or_else(|p| p.into_inner());
+                link.kept.push(change.clone());
+                Ok(())
+            }
             other => Err(std::io::Error::other(format!(
                 "the guard did not take it ({other})"
             ))),
@@ -155,6 +218,7 @@ impl Guardian {
     /// Everything was put back by oscost itself: the guard exits without touching anything,
     /// and is gone (its locks with it) when this returns.
     pub fn release(self) {
+        self.link.lock().unwrap_or_else(|p| p.into_inner()).released = true;
         let bytes = serde_json::to_vec(&Order::Release).unwrap_or_default();
         if nix::unistd::write(&self.socket, &bytes).is_ok() {
             // The guard closes its end when it exits, after its locks.
@@ -167,6 +231,75 @@ impl Guardian {
             }
         }
     }
+}
+
+/// The guard watcher (see `Guardian`): returns when `wake` closes or the guard was released;
+/// puts back and stops the command when the guard died first.
+fn watch_guard(socket: RawFd, wake: &OwnedFd, link: &std::sync::Mutex<Link>) {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    // SAFETY: `Guardian::drop` joins this thread before its socket closes.
+    let socket = unsafe { BorrowedFd::borrow_raw(socket) };
+    loop {
+        // No events asked of the socket: poll reports its hangup or error only.
+        let mut fds = [
+            PollFd::new(socket, PollFlags::empty()),
+            PollFd::new(wake.as_fd(), PollFlags::POLLIN),
+        ];
+        match poll(&mut fds, PollTimeout::NONE) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => return,
+            Ok(_) => {}
+        }
+        let woken = |f: &PollFd| !f.revents().unwrap_or(PollFlags::empty()).is_empty();
+        if woken(&fds[1]) {
+            return;
+        }
+        if woken(&fds[0]) {
+            break;
+        }
+    }
+    let mut link = link.lock().unwrap_or_else(|p| p.into_inner());
+    if link.released {
+        return;
+    }
+    link.lost = true;
+    let mut put = Vec::new();
+    for c in &link.kept {
+        if let Change::File { file, original, .. } = c {
+            if already(file, original) {
+                continue;
+            }
+            match crate::harness::settings::write_file(file, original) {
+                Ok(()) => put.push(format!("{}={original}", file.display())),
+                Err(e) => crate::say!(
+                    "oscost: could not put back {}={original} ({e}); its state stays and every oscost command tries again",
+                    file.display()
+                ),
+            }
+        }
+    }
+    let put = if put.is_empty() {
+        String::new()
+    } else {
+        format!("; put back {} at once", put.join(", "))
+    };
+    crate::say!(
+        "oscost: its guard process (oscost-guard) died{put}; stopping: nothing is measured without it"
+    );
+    drop(link);
+    // The command stops at its next safe point as on any SIGTERM (results so far kept as an
+    // interrupted run, exit non-zero); its own put-back finds the originals in place.
+    // SAFETY: kill of our own process with a standard signal.
+    unsafe { libc::kill(libc::getpid(), libc::SIGTERM) };
+}
+
+/// Whether `file` already holds `original` (read as a bracketed choice list reads, which is
+/// the plain value for every other setting file).
+fn already(file: &std::path::Path, original: &str) -> bool {
+    std::fs::read_to_string(file).is_ok_and(|t| {
+        crate::harness::settings::value_of(crate::harness::settings::Encoding::Bracketed, &t)
+            == original
+    })
 }
 
 /// Whether `fd` has something to read (or is closed) within `wait`.
@@ -291,6 +424,36 @@ fn receive(socket: &OwnedFd, buf: &mut [u8]) -> Received {
     }
 }
 
+/// Reclaim everything oscosts killed whole (every process, guards and helpers too) left on
+/// the machine, first thing in every command (`cli::gated`): kernel settings (`state`),
+/// the run cgroups whose maker is gone (`effects::cgroup::reclaim`), the ftrace instances and
+/// audit rules whose helper's marker is free (`harness::ftrace`, `harness::audit`), and the
+/// old states kept in the user's data directory. Each kind costs a directory read where
+/// nothing was left. The lines say what was done.
+pub fn recover() -> Vec<String> {
+    let mut said = state::recover();
+    if let Ok(data) = crate::effects::store::data_dir() {
+        said.extend(state::ignore_legacy(&data));
+    }
+    for gone in crate::effects::cgroup::reclaim() {
+        said.push(format!(
+            "removed the cgroup {}, left by a run killed with its guard",
+            gone.display()
+        ));
+    }
+    for gone in crate::harness::ftrace::reclaim() {
+        said.push(format!(
+            "removed the ftrace instance {gone}, left by a run killed with its helper"
+        ));
+    }
+    for gone in crate::harness::audit::reclaim() {
+        said.push(format!(
+            "deleted the audit rule {gone}, left by a run killed with its helper"
+        ));
+    }
+    said
+}
+
 /// Remove a cgroup once it is empty: its last process may still be being reaped, so an
 /// EBUSY is waited out for up to a second. True when it is gone.
 pub fn remove_cgroup(dir: &std::path::Path) -> bool {
@@ -317,6 +480,15 @@ fn put_back_all(kept: Vec<(Change, Option<OwnedFd>)>) {
                 state,
             } => {
                 let shown = format!("{}={original}", file.display());
+                if already(&file, &original) {
+                    // Nothing was changed yet (a refusal before the first write, a trial
+                    // put back): nothing to write and nothing to say.
+                    if let Some(l) = &lock {
+                        state::unlink_if_same(&state, l.as_fd());
+                    }
+                    drop(lock);
+                    continue;
+                }
                 match crate::harness::settings::write_file(&file, &original) {
                     Ok(()) => {
                         if let Some(l) = &lock {

@@ -62,6 +62,43 @@ pub struct Record {
     /// Why the original could not be written back, when it could not.
     #[serde(default)]
     pub unput: Option<String>,
+    /// The namespaces that named `file` when it was written (`namespaces`): a path under
+    /// /proc/sys is another file in another net, IPC or UTS namespace, or behind another
+    /// mount or PID namespace's /proc. Only a process in all of them writes it back. Empty in
+    /// a state from before it was recorded (put back from anywhere, as then).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub namespaces: std::collections::BTreeMap<String, u64>,
+    /// An oscost in other namespaces found it and said it left it alone (said once).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub told_elsewhere: bool,
+}
+
+/// The namespaces a setting file's path depends on, by kind.
+const NAMESPACE_KINDS: &[&str] = &["mnt", "net", "ipc", "uts", "pid", "user"];
+
+/// This process's namespaces of `NAMESPACE_KINDS`, each by its inode (those the kernel does
+/// not show are left out).
+pub fn namespaces() -> std::collections::BTreeMap<String, u64> {
+    NAMESPACE_KINDS
+        .iter()
+        .filter_map(|k| {
+            let m = std::fs::metadata(format!("/proc/self/ns/{k}")).ok()?;
+            Some(((*k).to_string(), m.ino()))
+        })
+        .collect()
+}
+
+/// The kinds in which `recorded` (a state's namespaces) differ from `ours`; empty when the
+/// state was written here, or recorded none.
+pub fn other_namespaces(
+    recorded: &std::collections::BTreeMap<String, u64>,
+    ours: &std::collections::BTreeMap<String, u64>,
+) -> Vec<String> {
+    recorded
+        .iter()
+        .filter(|(k, v)| ours.get(*k) != Some(*v))
+        .map(|(k, _)| k.clone())
+        .collect()
 }
 
 /// Why a setting cannot be held.
@@ -335,6 +372,9 @@ pub fn hold(
         if f.metadata().map_or(true, |m| m.nlink() == 0) {
             continue; // removed by its last holder between our open and our lock
         }
+        if let Some(why) = written_elsewhere(&mut f, &name, &boot) {
+            return Err(StateError::Unusable(why));
+        }
         let adopted = match recorded_original(&mut f, &name, &boot) {
             Ok(a) => a,
             Err(why) => {
@@ -363,6 +403,8 @@ pub fn hold(
             holder: holder.to_string(),
             boot: boot.clone(),
             unput: None,
+            namespaces: namespaces(),
+            told_elsewhere: false,
         };
         write_record(&mut f, &record)
             .map_err(|e| StateError::Unusable(format!("cannot write {}: {e}", path.display())))?;
@@ -423,6 +465,23 @@ fn recorded_original(
     }
     let r = trusted_record(&text, name)?;
     Ok((r.boot == boot).then_some(r.original))
+}
+
+/// Why a killed oscost's state (locked by us now) cannot be adopted here: it was written in
+/// other namespaces, where its path names another file. `None` for an empty state, one of
+/// another boot, or one written in these namespaces.
+fn written_elsewhere(f: &mut std::fs::File, name: &str, boot: &str) -> Option<String> {
+    let text = read_capped(f).ok().filter(|t| !t.is_empty())?;
+    let r = trusted_record(&text, name).ok()?;
+    let other = other_namespaces(&r.namespaces, &namespaces());
+    (r.boot == boot && !other.is_empty()).then(|| {
+        format!(
+            "an oscost killed with its guard in other namespaces ({}) left {} changed; only a command run there can put it back, so this one changes nothing (its state: {})",
+            other.join(", "),
+            r.file.display(),
+            Path::new(STATE_DIR).join(HELD).join(name).display()
+        )
+    })
 }
 
 /// Put back what oscosts that died with their guards left changed; the lines say what was put
@@ -496,6 +555,20 @@ fn recover_one(path: &Path, name: &str, boot: &str, said: &mut Vec<String>) {
         said.push(format!(
             "not putting back {shown}: it was recorded before the last boot, which reset it"
         ));
+        return;
+    }
+    let other = other_namespaces(&record.namespaces, &namespaces());
+    if !other.is_empty() {
+        // Here its path is another file: writing it would change this namespace's value and
+        // lose the state, leaving the true one changed for good.
+        if !record.told_elsewhere {
+            said.push(format!(
+                "not putting back {shown} from here: it was changed in other namespaces ({}), where that path is another file; any oscost command run there puts it back",
+                other.join(", ")
+            ));
+            record.told_elsewhere = true;
+            let _ = write_record(&mut f, &record);
+        }
         return;
     }
     match crate::harness::settings::write_file(&record.file, &record.original) {
@@ -578,6 +651,33 @@ mod tests {
     }
 
     #[test]
+    fn a_state_written_in_other_namespaces_is_told_apart_by_kind() {
+        let ours = namespaces();
+        assert!(
+            ours.contains_key("net") && ours.contains_key("mnt"),
+            "{ours:?}"
+        );
+        assert!(other_namespaces(&ours, &ours).is_empty());
+        // A state from before namespaces were recorded is from anywhere.
+        assert!(other_namespaces(&Default::default(), &ours).is_empty());
+        let mut theirs = ours.clone();
+        theirs.insert("net".into(), ours["net"] + 1);
+        assert_eq!(other_namespaces(&theirs, &ours), vec!["net".to_string()]);
+        // Recorded and read back as written.
+        let r = Record {
+            file: "/proc/sys/net/ipv4/ip_default_ttl".into(),
+            original: "64".into(),
+            holder: "x".into(),
+            boot: boot_id(),
+            unput: None,
+            namespaces: theirs.clone(),
+            told_elsewhere: false,
+        };
+        let back: Record = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(back.namespaces, theirs);
+    }
+
+    #[test]
     fn a_record_must_name_the_file_its_name_does() {
         let r = Record {
             file: "/proc/sys/kernel/randomize_va_space".into(),
@@ -585,6 +685,8 @@ mod tests {
             holder: "x".into(),
             boot: boot_id(),
             unput: None,
+            namespaces: Default::default(),
+            told_elsewhere: false,
         };
         let text = serde_json::to_string(&r).unwrap();
         assert_eq!(trusted_record(&text, &state_name(&r.file)), Ok(r.clone()));

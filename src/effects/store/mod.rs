@@ -79,11 +79,19 @@ pub struct TableSeen {
     pub columns: Vec<String>,
     /// Its primary key's columns.
     pub key: Vec<String>,
+    /// What was added to it outside oscost, which makes none: triggers, rules, CHECK and
+    /// exclusion constraints, row security ("trigger trim_runs"). Any of them can refuse,
+    /// change or delete what a run saves.
+    pub added: Vec<String>,
 }
 
-/// The first way the tables `seen` (by name; `None`: missing) differ from `TABLES`.
+/// The first way the tables `seen` (by name; `None`: missing) differ from `TABLES`. A store
+/// opened for `writing` must also carry nothing added outside oscost (`TableSeen::added`): a
+/// trigger that deletes earlier runs, or a CHECK that refuses a sample, would otherwise be
+/// found only after measuring, or never. Reading is not refused for them: nothing is written.
 pub fn altered(
     seen: &mut dyn FnMut(&str) -> Result<Option<TableSeen>, StoreError>,
+    writing: bool,
 ) -> Result<(), StoreError> {
     for (table, columns, key) in TABLES {
         let altered = |column: &str, why: &str| StoreError::Altered {
@@ -100,6 +108,12 @@ pub fn altered(
         };
         if !t.is_table {
             return Err(table_is("it is a view"));
+        }
+        if writing && !t.added.is_empty() {
+            return Err(table_is(&format!(
+                "{} added outside oscost, which makes none: it could refuse, change or delete what a run saves; drop it",
+                t.added.join(", ")
+            )));
         }
         if let Some(c) = columns.iter().find(|c| !t.columns.iter().any(|x| x == *c)) {
             return Err(altered(c, "it is missing: dropped or renamed"));
@@ -220,6 +234,16 @@ pub enum StoreError {
         /// The run's id.
         id: i64,
         /// Why, in words.
+        why: String,
+    },
+    #[error(
+        "{at} is damaged ({why}): restore it from a backup, or point --db (or OSCOST_DB) elsewhere; `sqlite3 {at} .recover` may save what is readable"
+    )]
+    /// SQLite's own check of the file found pages it cannot read.
+    Damaged {
+        /// The file.
+        at: String,
+        /// What the check said first.
         why: String,
     },
     #[error(

@@ -142,7 +142,7 @@ impl Pg {
             Some(_) => {}
         }
         if pg.version()? == Some(SCHEMA) {
-            super::altered(&mut |t| table_seen(&mut pg.client, t))?;
+            super::altered(&mut |t| table_seen(&mut pg.client, t), create)?;
         }
         if create {
             pg.probe_write()?;
@@ -194,7 +194,31 @@ fn table_seen(
          WHERE n.nspname = 'oscost' AND c.relname = $1 AND i.indisprimary",
         client,
     )?;
+    // oscost makes only primary keys and its foreign keys; anything else on its tables was
+    // added outside it.
+    let added = names(
+        "SELECT 'trigger ' || t.tgname::text FROM pg_catalog.pg_trigger t
+         JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid
+         JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+         WHERE n.nspname = 'oscost' AND c.relname = $1 AND NOT t.tgisinternal
+         UNION ALL
+         SELECT 'rule ' || r.rulename::text FROM pg_catalog.pg_rewrite r
+         JOIN pg_catalog.pg_class c ON c.oid = r.ev_class
+         JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+         WHERE n.nspname = 'oscost' AND c.relname = $1 AND r.rulename <> '_RETURN'
+         UNION ALL
+         SELECT 'constraint ' || k.conname::text FROM pg_catalog.pg_constraint k
+         JOIN pg_catalog.pg_class c ON c.oid = k.conrelid
+         JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+         WHERE n.nspname = 'oscost' AND c.relname = $1 AND k.contype IN ('c', 't', 'x')
+         UNION ALL
+         SELECT 'row security' FROM pg_catalog.pg_class c
+         JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+         WHERE n.nspname = 'oscost' AND c.relname = $1 AND c.relrowsecurity",
+        client,
+    )?;
     Ok(Some(super::TableSeen {
+        added,
         is_table: kind == "r" || kind == "p",
         columns,
         key,

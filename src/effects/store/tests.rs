@@ -108,6 +108,7 @@ on_every_backend!(
     concurrent_copies_lose_nothing,
     bare_runs_and_summary_rows_need_no_samples,
     a_store_altered_outside_oscost_is_refused_naming_what,
+    what_was_added_to_a_table_is_refused_before_a_save,
 );
 
 fn labelled(label: &str) -> Run {
@@ -481,6 +482,93 @@ fn a_store_altered_outside_oscost_is_refused_naming_what(f: &Fresh) {
     refused("runs", Some("env_key"));
 }
 
+/// A trigger that deletes earlier runs, one that raises on `results`, a CHECK on `samples`:
+/// each is refused when the store is opened to save (before any work), naming the table and
+/// what was added; reading is not refused, and the runs stay.
+fn what_was_added_to_a_table_is_refused_before_a_save(f: &Fresh) {
+    Store::open(&f.at).unwrap().save(&testdata::run()).unwrap();
+    let refused = |table: &str, what: &str| {
+        let e = Store::open(&f.at).err().unwrap();
+        match &e {
+            StoreError::AlteredTable { table: t, why } => {
+                assert_eq!(t, table, "{e}");
+                assert!(why.contains(what), "{e}");
+            }
+            _ => panic!("not refused as altered: {e}"),
+        }
+        assert!(e.is_usage());
+        assert_eq!(
+            Store::open_existing(&f.at).unwrap().list().unwrap().len(),
+            1
+        );
+    };
+    let (sqlite, pg) = (
+        matches!(f.at, Location::File(_)),
+        matches!(f.at, Location::Postgres(_)),
+    );
+    if sqlite {
+        outside(
+            f,
+            "CREATE TRIGGER trim AFTER INSERT ON runs BEGIN DELETE FROM runs WHERE id < NEW.id; END;",
+        );
+        refused("runs", "trigger trim");
+        outside(f, "DROP TRIGGER trim;");
+        outside(
+            f,
+            "CREATE TRIGGER no_results BEFORE INSERT ON results BEGIN SELECT RAISE(ABORT, 'no'); END;",
+        );
+        refused("results", "trigger no_results");
+        outside(f, "DROP TRIGGER no_results;");
+        // A CHECK needs the table rebuilt: the same columns and key, one constraint more.
+        let conn = rusqlite::Connection::open(match &f.at {
+            Location::File(p) => p,
+            Location::Postgres(_) => unreachable!(),
+        })
+        .unwrap();
+        let sql: String = conn
+            .query_row(
+                "SELECT sql FROM sqlite_master WHERE name = 'samples'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let checked = format!(
+            "{}, CHECK (run_id > 0))",
+            sql.trim_end().trim_end_matches(')')
+        );
+        conn.execute_batch(&format!(
+            "PRAGMA foreign_keys = OFF; ALTER TABLE samples RENAME TO samples_old; {checked};
+             INSERT INTO samples SELECT * FROM samples_old; DROP TABLE samples_old;"
+        ))
+        .unwrap();
+        drop(conn);
+        refused("samples", "CHECK");
+    }
+    if pg {
+        outside(
+            f,
+            "CREATE FUNCTION oscost.trim() RETURNS trigger LANGUAGE plpgsql AS
+               $$ BEGIN DELETE FROM oscost.runs WHERE id < NEW.id; RETURN NULL; END $$;
+             CREATE TRIGGER trim AFTER INSERT ON oscost.runs FOR EACH ROW EXECUTE FUNCTION oscost.trim();",
+        );
+        refused("runs", "trigger trim");
+        outside(f, "DROP TRIGGER trim ON oscost.runs;");
+        outside(
+            f,
+            "CREATE RULE keep AS ON INSERT TO oscost.results DO INSTEAD NOTHING;",
+        );
+        refused("results", "rule keep");
+        outside(f, "DROP RULE keep ON oscost.results;");
+        outside(
+            f,
+            "ALTER TABLE oscost.samples ADD CONSTRAINT tiny CHECK (run_id < 0) NOT VALID;",
+        );
+        refused("samples", "constraint tiny");
+        outside(f, "ALTER TABLE oscost.samples DROP CONSTRAINT tiny;");
+        Store::open(&f.at).unwrap();
+    }
+}
+
 /// An insert trigger added outside oscost that refuses a run's row: found by the write probe
 /// before any work, the table named (exit 2), not a database error after measuring.
 #[test]
@@ -501,6 +589,33 @@ fn an_insert_trigger_that_refuses_runs_is_found_before_work() {
         Store::open_existing(&f.at).unwrap().list().unwrap().len(),
         1
     );
+}
+
+/// A store with a zeroed page inside it is refused as damaged when opened to save (exit 2,
+/// before any work), not found "malformed" after measuring.
+#[test]
+fn a_store_with_a_zeroed_page_is_refused_as_damaged_before_work() {
+    let f = fresh_sqlite();
+    let mut s = Store::open(&f.at).unwrap();
+    for _ in 0..6 {
+        s.save(&testdata::run()).unwrap();
+    }
+    drop(s);
+    let Location::File(path) = &f.at else {
+        unreachable!()
+    };
+    let page = 4096u64;
+    let pages = std::fs::metadata(path).unwrap().len() / page;
+    assert!(pages >= 4, "{pages} pages");
+    {
+        use std::io::{Seek, SeekFrom};
+        let mut file = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+        file.seek(SeekFrom::Start(page * (pages / 2))).unwrap();
+        file.write_all(&vec![0u8; page as usize]).unwrap();
+    }
+    let e = Store::open(&f.at).err().unwrap();
+    assert!(matches!(e, StoreError::Damaged { .. }), "{e}");
+    assert!(e.is_usage());
 }
 
 /// A file that cannot take a journal (in /proc) is refused when opened to save, as a store

@@ -243,7 +243,20 @@ fn bad_settings_are_refused_in_one_line_and_change_nothing() {
             "one file",
         ),
         (vec!["--set", "aslr"], "NAME=VALUE"),
-        (vec!["--set", "thp=bogus"], "refuses"),
+        (vec!["--set", "thp=bogus"], "is not one of always"),
+        (vec!["--set", "aslr=7"], "is not one of 0, 1, 2"),
+        // Only the kernel judges a path's value: tried first, refused, nothing else written.
+        (
+            vec![
+                "--set",
+                "aslr=1",
+                "--set",
+                "thp=never",
+                "--set",
+                "/proc/sys/vm/overcommit_memory=9",
+            ],
+            "no other value was written",
+        ),
         (
             vec!["--set", "/proc/sys/kernel/no_such_knob=1"],
             "no such file",
@@ -917,4 +930,141 @@ fn a_state_that_cannot_be_put_back_is_kept_and_said_every_time() {
     }
     assert_eq!(std::fs::read_to_string(file).unwrap(), before);
     std::fs::remove_file(&state).unwrap();
+}
+
+/// The guard SIGKILLed while a `--runs` series measures under a value: the coordinator sees
+/// its guard go, writes the original back at once (well within 1.5 s, no other command run),
+/// stops as on SIGTERM (non-zero, saying why), and leaves no state behind.
+#[test]
+fn a_run_whose_guard_dies_puts_back_at_once_and_stops() {
+    let Some(_m) = as_root(
+        "a_run_whose_guard_dies_puts_back_at_once_and_stops",
+        "changing kernel settings needs root",
+    ) else {
+        return;
+    };
+    let data = tempfile::tempdir().unwrap();
+    let original = aslr();
+    let set = format!("aslr={}", other(&original));
+    let tag = unique_tag("guard-dies");
+    let child = oscost_in(&tag, data.path())
+        .args([
+            "run", "--runs", "3", "--pause", "3", "--quick", "syscall/", "--settle", "0", "--set",
+            &set,
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("the setting taking effect", Duration::from_secs(10), || {
+        aslr() != original
+    });
+    let guard = tagged_processes(&tag)
+        .into_iter()
+        .find(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/comm"))
+                .is_ok_and(|c| c.trim() == "oscost-guard")
+        })
+        .expect("a guard process");
+    // SAFETY: kill on a process this test started (it carries the test's tag).
+    unsafe { libc::kill(guard, libc::SIGKILL) };
+    let killed = Instant::now();
+    wait_for(
+        "the put back by the coordinator",
+        Duration::from_millis(1500),
+        || aslr() == original,
+    );
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        killed.elapsed() < Duration::from_secs(30),
+        "it went on measuring"
+    );
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("its guard process (oscost-guard) died"),
+        "{stderr}"
+    );
+    assert_eq!(aslr(), original);
+    assert!(wait_until_gone(&tag, Duration::from_secs(5)).is_empty());
+    let held = held_dir();
+    assert!(
+        !held.exists() || std::fs::read_dir(&held).unwrap().next().is_none(),
+        "a state was left in {}",
+        held.display()
+    );
+}
+
+/// A per-namespace setting (the default TTL of the machine's network namespace) left changed
+/// by an oscost killed with its guard: a command run in a new network namespace, where that
+/// path is another file, leaves it alone and says so once; a command in the machine's
+/// namespaces puts it back.
+#[test]
+fn recovery_writes_a_setting_back_only_in_the_namespaces_that_named_it() {
+    let Some(_m) = as_root(
+        "recovery_writes_a_setting_back_only_in_the_namespaces_that_named_it",
+        "changing kernel settings needs root",
+    ) else {
+        return;
+    };
+    const TTL: &str = "/proc/sys/net/ipv4/ip_default_ttl";
+    let ttl = || std::fs::read_to_string(TTL).unwrap().trim().to_string();
+    let data = tempfile::tempdir().unwrap();
+    let original = ttl();
+    let value = if original == "99" { "98" } else { "99" };
+    let tag = unique_tag("netns");
+    let mut child = oscost_in(&tag, data.path())
+        .args(["run", "--no-save", "--quick", "syscall/", "--set"])
+        .arg(format!("{TTL}={value}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the setting taking effect", Duration::from_secs(10), || {
+        ttl() == value
+    });
+    let tagged = tagged_processes(&tag);
+    for sig in [libc::SIGSTOP, libc::SIGKILL] {
+        for &pid in &tagged {
+            // SAFETY: kill on processes this test started (they carry its tag).
+            unsafe { libc::kill(pid, sig) };
+        }
+    }
+    let _ = child.wait();
+    assert!(wait_until_gone(&tag, Duration::from_secs(5)).is_empty());
+    assert_eq!(ttl(), value, "nothing was left to put it back");
+    let in_new_netns = |n: usize| {
+        use std::os::unix::process::CommandExt;
+        let mut c = oscost_in(&unique_tag(&format!("netns-list{n}")), data.path());
+        c.arg("list");
+        // SAFETY: unshare in the child before exec, no allocation.
+        unsafe {
+            c.pre_exec(|| match libc::unshare(libc::CLONE_NEWNET) {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            });
+        }
+        let out = c.output().unwrap();
+        assert_success(&out);
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let first = in_new_netns(1);
+    assert!(
+        first.contains("not putting back") && first.contains("net"),
+        "{first}"
+    );
+    assert_eq!(ttl(), value, "written from another network namespace");
+    let second = in_new_netns(2);
+    assert!(!second.contains("not putting back"), "said twice: {second}");
+    let out = oscost_in(&unique_tag("netns-home"), data.path())
+        .arg("list")
+        .output()
+        .unwrap();
+    assert_success(&out);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("put back"));
+    assert_eq!(
+        ttl(),
+        original,
+        "after a command in the machine's namespaces"
+    );
 }

@@ -296,3 +296,70 @@ fn windows_a_store_refuses_wait_in_the_journal_and_are_saved_later() {
         "a repetition a burst: {err}"
     );
 }
+
+/// Two watches of the same benchmarks into the same store keep a journal each: one SIGKILLed,
+/// the other ended by SIGTERM (saving its own windows only), and a third start saves every
+/// window the killed one measured. No window is lost, and none is saved twice.
+#[test]
+fn two_watches_keep_two_journals_and_a_killed_ones_windows_are_saved_by_the_next() {
+    let _m = measuring();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("two.db");
+    let dbs = db.to_string_lossy().into_owned();
+    let args = [
+        "--interval",
+        "1",
+        "--duty",
+        "50",
+        "--ids",
+        "syscall/getppid",
+        "--db",
+        &dbs,
+    ];
+    let (tag_a, tag_b) = (unique_tag("watch-two-a"), unique_tag("watch-two-b"));
+    let (mut a, seen_a, _) = watch_until(&tag_a, dir.path(), &args, "window 2 at");
+    let (mut b, seen_b, rest_b) = watch_until(&tag_b, dir.path(), &args, "window 2 at");
+    assert!(seen_a.contains("window 2 at") && seen_b.contains("window 2 at"));
+    // SAFETY: signals to our own children.
+    unsafe { libc::kill(a.id() as i32, libc::SIGKILL) };
+    a.wait().unwrap();
+    // A repetition a burst: what each said it measured.
+    let said_a: usize = bursts(&seen_a).iter().sum();
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(b.id() as i32, libc::SIGTERM) };
+    assert_eq!(b.wait().unwrap().code(), Some(128 + libc::SIGTERM));
+    let said_b: usize = bursts(&format!("{seen_b}{}", rest_b.join().unwrap()))
+        .iter()
+        .sum();
+    assert!(wait_until_gone(&tag_a, Duration::from_secs(5)).is_empty());
+    let saved_b: usize = stored(&db)
+        .iter()
+        .map(|r| r.results[0].repetitions.len())
+        .sum();
+    assert_eq!(
+        saved_b, said_b,
+        "the SIGTERMed watch saved its own windows, only those"
+    );
+    let out = oscost(&unique_tag("watch-two-c"))
+        .arg("watch")
+        .args(args)
+        .args(["--windows", "1"])
+        .env("XDG_DATA_HOME", dir.path())
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("resuming:"), "{err}");
+    let all: usize = stored(&db)
+        .iter()
+        .map(|r| r.results[0].repetitions.len())
+        .sum();
+    // The killed watch may have been cut between journalling a window and saying it: its
+    // journal holds every burst it said, and at most one window (five bursts) more.
+    let third: usize = bursts(&err).iter().sum();
+    let resumed = all - saved_b - third;
+    assert!(
+        (said_a..=said_a + 5).contains(&resumed),
+        "the killed watch said {said_a} window(s), {resumed} were resumed: {err}"
+    );
+}

@@ -40,6 +40,7 @@ use crate::processes::scheduler;
 
 mod duty;
 mod joined;
+mod journal;
 
 use duty::{DUTY_SPAN, FIT_SHARE, INTERVAL_SLACK, bursts_that_fit, cpu_used, process_age, refusal};
 use joined::{join, split_windows};
@@ -194,8 +195,8 @@ struct Watch {
     duty: f64,
     openmetrics: Option<PathBuf>,
     limit: Option<u64>,
-    journal: PathBuf,
-    /// Windows measured and not yet saved in the store (also in the journal).
+    journals: journal::Journals,
+    /// Windows measured and not yet saved in the store (also in the journals).
     pending: Vec<Run>,
     /// When the run being gathered began.
     gathering_since: Instant,
@@ -231,10 +232,12 @@ impl Watch {
         let key =
             Sha256::digest(format!("{}\n{}\n{label}", store.shown(), ids.join(",")).as_bytes());
         let hex: String = key.iter().take(8).map(|b| format!("{b:02x}")).collect();
-        let journal = crate::effects::store::data_dir()
-            .map_err(|e| anyhow::anyhow!("no place for the watch's journal: {e}"))?
-            .join("watch")
-            .join(format!("{hex}.json"));
+        let journals = journal::Journals::open(
+            &crate::effects::store::data_dir()
+                .map_err(|e| anyhow::anyhow!("no place for the watch's journal: {e}"))?
+                .join("watch"),
+            &hex,
+        );
         let mut w = Watch {
             ids: ids.to_vec(),
             label,
@@ -242,7 +245,7 @@ impl Watch {
             duty: args.duty / 100.0,
             openmetrics: args.openmetrics.clone(),
             limit: args.windows,
-            journal,
+            journals,
             pending: Vec::new(),
             gathering_since: Instant::now(),
             levels: Default::default(),
@@ -258,17 +261,12 @@ impl Watch {
             costs: Default::default(),
             recent: Default::default(),
         };
-        if let Ok(text) = std::fs::read_to_string(&w.journal) {
-            // One window a line; a line cut by a kill mid-write is skipped.
-            let runs: Vec<Run> = text
-                .lines()
-                .filter_map(|l| serde_json::from_str::<Run>(l).ok())
-                .collect();
-            let cut = text.lines().count() - runs.len();
+        let (runs, cut) = w.journals.adopted_windows();
+        if !runs.is_empty() || cut > 0 {
             crate::say!(
-                "oscost: resuming: {} window(s) a previous watch left unsaved ({}){}",
+                "oscost: resuming: {} window(s) watches that ended left unsaved ({}){}",
                 runs.len(),
-                w.journal.display(),
+                w.journals.adopted_shown(),
                 if cut > 0 {
                     format!("; {cut} line(s) cut short were skipped")
                 } else {
@@ -562,15 +560,10 @@ impl Watch {
         let Some(run) = self.pending.last() else {
             return;
         };
-        let written = std::fs::create_dir_all(self.journal.parent().unwrap_or(&self.journal))
-            .and_then(|()| {
-                let line = serde_json::to_vec(run).map_err(std::io::Error::other)?;
-                crate::effects::output::append_line(&self.journal, &line)
-            });
-        if let Err(e) = written {
+        if let Err(e) = self.journals.append(run) {
             crate::say!(
                 "oscost: cannot keep the journal {}: {e}",
-                self.journal.display()
+                self.journals.own().display()
             );
         }
     }
@@ -607,7 +600,7 @@ impl Watch {
                 );
                 self.saved.extend(ids);
                 self.pending.clear();
-                let _ = std::fs::remove_file(&self.journal);
+                self.journals.saved();
                 self.gathering_since = Instant::now();
             }
             Err(e) => {
@@ -615,7 +608,7 @@ impl Watch {
                     "oscost: {} window(s) not saved in {} ({e}); they stay in {} and are saved when the store takes them",
                     self.pending.len(),
                     store.shown(),
-                    self.journal.display()
+                    self.journals.own().display()
                 );
             }
         }

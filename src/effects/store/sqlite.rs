@@ -253,7 +253,7 @@ impl Sqlite {
 
     /// SQLite's `quick_check` of every page, before a run is measured to be saved here: a
     /// zeroed or torn interior page is found now (exit 2), not as "malformed" after the work.
-    /// Only up to `QUICK_CHECK_BYTES`: it reads the whole file (about 0.1 s per 100 MiB
+    /// Only up to `QUICK_CHECK_BYTES`: it reads the whole file (0.12-0.16 s per 100 MiB
     /// here), and a larger store is left to the save's own errors, its run kept in unsaved/.
     fn pages_readable(&self) -> Result<(), StoreError> {
         let size = std::fs::metadata(&self.path).map_or(0, |m| m.len());

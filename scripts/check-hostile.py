@@ -16,8 +16,12 @@ ready, one that exits at once, one that ignores SIGINT and SIGTERM, one that for
 bad ones, oscost signalled in each phase of one), and kernel settings (`--set`, `--a-set`,
 `--b-set`: bad ones, one file named
 twice, a run under one signalled, SIGKILL of oscost or its process group at 0.2, 1.2 and 5 s,
-a --runs series killed in its pause, state files planted in /run/oscost, a second run on a
-setting another live run holds, from another XDG_DATA_HOME and another PID namespace);
+a --runs series killed in its pause, the guard SIGKILLed while oscost measures, a refused
+list traced to show which setting files it opened to write, state files planted in
+/run/oscost, a second run on a setting another live run holds, from another XDG_DATA_HOME and
+another PID namespace), and runs killed whole (every process at once): a per-network-namespace
+setting recovered only from its namespace, explain's ftrace instance and a run cgroup
+reclaimed by the next `oscost list`;
 checks after each case:
   - no panic (exit 101, "panicked");
   - the store is still an SQLite file holding the runs it held (none lost or dropped);
@@ -32,7 +36,8 @@ checks after each case:
 and after the pass: /run/oscost, absent before it, is absent again (every setting put back,
 every marker and state gone, with their directories).
 Prints one line per failing case and a closing "N passed, N failed" line. HOSTILE_ONLY=TEXT
-runs only the cases whose name holds TEXT. Uses
+runs only the cases whose name holds TEXT (HOSTILE_ONLY="killed whole": only the runs killed
+whole). Uses
 OSCOST_TEST_PG (a PostgreSQL URL) for the URL cases when set.
 """
 
@@ -83,11 +88,25 @@ def tagged(tag):
 CASE_NO = [0]
 
 
+def kill_guards(tag):
+    """SIGKILL every guard process (`oscost-guard`) of the case tagged `tag`; how many."""
+    n = 0
+    for pid in tagged(tag):
+        try:
+            if open(f"/proc/{pid}/comm").read().strip() == "oscost-guard":
+                os.kill(pid, signal.SIGKILL)
+                n += 1
+        except OSError:
+            pass
+    return n
+
+
 def run(args, env=None, wait_before_int=1.5, stderr=subprocess.STDOUT, sig=signal.SIGINT,
-        group=False, prefix=()):
-    """Run oscost (after `prefix`, e.g. unshare); send `sig` if still running after
-    `wait_before_int` s, to its whole process group when `group`. Returns (code, output,
-    took_after_int or None); the case's processes are tagged."""
+        group=False, prefix=(), kill_guard=None):
+    """Run oscost (after `prefix`, e.g. unshare); SIGKILL its guard after `kill_guard` s when
+    given; send `sig` if still running after `wait_before_int` s, to its whole process group
+    when `group`. Returns (code, output, took_after_int or None); the case's processes are
+    tagged."""
     e = dict(os.environ, NO_COLOR="1")
     e.update(env or {})
     CASE_NO[0] += 1
@@ -95,6 +114,10 @@ def run(args, env=None, wait_before_int=1.5, stderr=subprocess.STDOUT, sig=signa
     p = subprocess.Popen(list(prefix) + [BIN] + args, stdout=subprocess.PIPE, stderr=stderr,
                          env=e, stdin=subprocess.DEVNULL, start_new_session=group)
     try:
+        if kill_guard is not None:
+            time.sleep(kill_guard)
+            kill_guards(e[TAG])
+            wait_before_int = max(wait_before_int - kill_guard, 0.01)
         out, _ = p.communicate(timeout=wait_before_int)
         return p.returncode, out.decode("utf-8", "replace"), None
     except subprocess.TimeoutExpired:
@@ -171,6 +194,118 @@ def hot_journal(db):
             "    c.execute(\"INSERT INTO runs (started_at, benchmarks, run_json) VALUES ('x', 0, ?)\", ('y' * 2000,))\n"
             "os.kill(os.getpid(), 9)\n")
     subprocess.run([sys.executable, "-c", code, db])
+
+
+def kill_whole(p, tag):
+    """Stop, then SIGKILL, every process of a case (guards and helpers included), so none can
+    put anything back between another's death and its own."""
+    pids = tagged(tag)
+    for sig in (signal.SIGSTOP, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+    p.wait()
+
+
+def start_tagged(args, env):
+    """Start oscost with a tag of its own; (process, tag)."""
+    CASE_NO[0] += 1
+    tag = f"{os.getpid()}-{CASE_NO[0]}"
+    e = dict(os.environ, NO_COLOR="1", **env)
+    e[TAG] = tag
+    p = subprocess.Popen([BIN] + args, env=e, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    return p, tag
+
+
+def wait_until(ok, limit):
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if ok():
+            return True
+        time.sleep(0.02)
+    return ok()
+
+
+def killed_whole(env):
+    """What a run killed whole (every process at once) leaves, reclaimed by the next command
+    of any kind, and only from the namespaces it was made in: a per-namespace setting, an
+    explain's ftrace instance, a run cgroup. Each file is read directly. [(case, why or None)]"""
+    results = []
+    e = dict(os.environ, NO_COLOR="1", **env)
+
+    def oscost_list(prefix=()):
+        return subprocess.run(list(prefix) + [BIN, "list"], env=e, capture_output=True,
+                              text=True, stdin=subprocess.DEVNULL)
+
+    # The machine's default TTL (its network namespace's file), changed and left so.
+    ttl_path = "/proc/sys/net/ipv4/ip_default_ttl"
+    if os.path.exists(ttl_path) and shutil.which("unshare"):
+        name = "ttl killed whole, recovered only from its network namespace"
+        before = open(ttl_path).read().strip()
+        value = "98" if before == "99" else "99"
+        p, tag = start_tagged(["run", "--no-save", "--quick", "syscall/", "--set",
+                               f"{ttl_path}={value}"], env)
+        why = None
+        if not wait_until(lambda: open(ttl_path).read().strip() == value, 15):
+            why = "the value never took effect"
+        kill_whole(p, tag)
+        if why is None:
+            other = oscost_list(["unshare", "-n"])
+            if open(ttl_path).read().strip() != value:
+                why = "written from another network namespace"
+            elif "not putting back" not in other.stderr:
+                why = f"not said in the other namespace: {other.stderr.strip()[:200]!r}"
+            elif "not putting back" in oscost_list(["unshare", "-n"]).stderr:
+                why = "said twice in the other namespace"
+            else:
+                oscost_list()
+                if open(ttl_path).read().strip() != before:
+                    why = "not put back from the machine's own namespaces"
+        if open(ttl_path).read().strip() != before:
+            open(ttl_path, "w").write(before)
+        results.append((name, why))
+
+    # explain's ftrace instance (tracefs mounted here, so it can be seen) and its marker.
+    tracefs = tempfile.mkdtemp(prefix="oscost-hostile-tracefs-")
+    if subprocess.run(["mount", "-t", "tracefs", "none", tracefs],
+                      capture_output=True).returncode == 0:
+        name = "explain killed whole, its instance reclaimed by list"
+        inst = os.path.join(tracefs, "instances")
+        ours = lambda: [n for n in os.listdir(inst) if n.startswith("oscost-")]
+        p, tag = start_tagged(["explain", "switch/pipe-proc@cross"], env)
+        why = None if wait_until(lambda: ours(), 15) else "no instance was made"
+        time.sleep(0.1)
+        kill_whole(p, tag)
+        if why is None:
+            oscost_list()
+            if ours():
+                why = f"instances left after the next command: {ours()}"
+            elif os.path.exists("/run/oscost/ftrace"):
+                why = "its marker was left"
+        results.append((name, why))
+        subprocess.run(["umount", tracefs], capture_output=True)
+    os.rmdir(tracefs)
+
+    # A run cgroup of spawn/clone3-into-cgroup, beside this process's own cgroup.
+    own = next((l.split("::", 1)[1].strip() for l in open("/proc/self/cgroup")
+                if l.startswith("0::")), None)
+    cg = os.path.join("/sys/fs/cgroup", own.lstrip("/")) if own is not None else None
+    if cg and os.path.isdir(cg) and os.access(cg, os.W_OK):
+        name = "clone3-into-cgroup killed whole, its cgroup reclaimed by list"
+        ours = lambda: [n for n in os.listdir(cg) if n.startswith("oscost-")]
+        p, tag = start_tagged(["run", "--no-save", "spawn/clone3-into-cgroup"], env)
+        made = wait_until(lambda: ours(), 15)
+        kill_whole(p, tag)
+        why = None if made else "no cgroup was made"
+        if made:
+            oscost_list()
+            if ours():
+                why = f"cgroups left after the next command: {ours()}"
+        results.append((name, why))
+    return results
 
 
 def main():
@@ -383,9 +518,27 @@ def main():
                     "aslr=1 --set /proc/sys//kernel/randomize_va_space=2",
                     "aslr=1 --set /proc/sys/kernel/randomize_va_spac*=1",
                     "thp=always --set /sys/kernel/mm/transparent_hugepage/enabled=never",
-                    "spec-store-bypass=bogus", "/proc/sys/vm/drop_caches=1"]:
-            add(f"run --set {bad}", ["run", "--samples", "40", "call/f0", "--set"] + bad.split())
-            add(f"ab --b-set {bad}", ["ab", "--samples", "40", "call/f0", "--b-set"] + bad.split())
+                    "spec-store-bypass=bogus", "/proc/sys/vm/drop_caches=1", "aslr=7",
+                    # Judged only by the kernel, tried first: its refused write the one made.
+                    "aslr=1 --set thp=never --set /proc/sys/vm/overcommit_memory=9"]:
+            judged = 1 if "overcommit" in bad else 0
+            add(f"run --set {bad}", ["run", "--samples", "40", "call/f0", "--set"] + bad.split(),
+                setting_writes=judged)
+            add(f"ab --b-set {bad}", ["ab", "--samples", "40", "call/f0", "--b-set"] + bad.split(),
+                setting_writes=judged)
+        # The guard SIGKILLed while oscost measures: oscost puts back at once and stops (exit
+        # non-zero); oscost SIGKILLed later finds nothing left to put back. The 1 s check
+        # below reads the files before any other oscost command runs.
+        for form, cargs in [("run --runs 3", ["run", "--runs", "3", "--pause", "3", "--samples",
+                                              "40", "call/f0", "--settle", "0"]),
+                            ("run", ["run", "--no-save", "--quick", "syscall/", "spawn/",
+                                     "--settle", "0"])]:
+            add(f"{form} --set aslr={other}, guard SIGKILLed at 0.5 s, oscost at 3 s",
+                cargs + ["--set", f"aslr={other}"], sig=signal.SIGKILL, wait=3.0, kill_guard=0.5,
+                guard_lost=True)
+        add(f"ab --b-set aslr={other}, guard SIGKILLed at 1.2 s",
+            ["ab", "--no-save", "syscall/", "--b-set", f"aslr={other}"], wait=30,
+            kill_guard=1.2, guard_lost=True)
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
             add(f"run --set aslr={other}, {sig.name}",
                 ["run", "--quick", "syscall/", "spawn/", "--set", f"aslr={other}"], sig=sig)
@@ -512,9 +665,14 @@ def main():
         if opts.get("stderr") == "full":
             stderr = open("/dev/full", "w")
         began = time.monotonic()
+        prefix = opts.get("prefix", ())
+        traced = "setting_writes" in opts and shutil.which("strace")
+        if traced:
+            prefix = ["strace", "-f", "-qq", "-e", "trace=openat", "-o", "strace.out"]
         code, out, took = run(args, dict(env, **extra), wait_before_int=opts.get("wait", 1.5),
                               stderr=stderr, sig=opts.get("sig", signal.SIGINT),
-                              group=opts.get("group", False), prefix=opts.get("prefix", ()))
+                              group=opts.get("group", False), prefix=prefix,
+                              kill_guard=opts.get("kill_guard"))
         elapsed = time.monotonic() - began
         case_tag = f"{os.getpid()}-{CASE_NO[0]}"
         out = out or ""
@@ -538,6 +696,21 @@ def main():
                     open(p, "w").write(v.split("[")[1].split("]")[0] if "[" in v else v.strip())
                 except OSError:
                     pass
+        if traced:
+            # Setting files opened to write: a refusal judged before writing opens none; one
+            # only the kernel can judge opens the refused file alone.
+            opened = [l for l in open("strace.out") if "O_WRONLY" in l and '"/proc/self' not in l
+                      and ('"/proc/sys/' in l or '"/sys/' in l)]
+            if len(opened) != opts["setting_writes"]:
+                wrong.append(f"{len(opened)} setting file(s) opened to write, not "
+                             f"{opts['setting_writes']}: {[l.split(chr(34))[1] for l in opened]}")
+            if code != 2:
+                wrong.append(f"a refusal, exit {code}, not 2")
+        if opts.get("guard_lost"):
+            if "its guard process (oscost-guard) died" not in out:
+                wrong.append("did not say that its guard died")
+            if code == 0:
+                wrong.append("exit 0 after its guard died")
         if "code" in opts and code != opts["code"]:
             wrong.append(f"exit {code}, not {opts['code']}")
         if "within" in opts and elapsed > opts["within"]:
@@ -596,6 +769,13 @@ def main():
             print(f"FAIL {name}: {', '.join(wrong)} (exit {code})\n    {out.strip()[:300]!r}")
         else:
             passed += 1
+    if os.geteuid() == 0 and (not only or only == "killed whole"):
+        for name, why in killed_whole(env):
+            if why:
+                failed += 1
+                print(f"FAIL {name}: {why}")
+            else:
+                passed += 1
     sock.close()
     # The planted states oscost set aside are this pass's own: removed with its work directory.
     aside = os.path.join(os.path.dirname(STATE_HELD), "ignored")

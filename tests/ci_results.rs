@@ -23,8 +23,9 @@ fn python_has(module: &str) -> bool {
 /// kcidb-io's validation of `path` against its latest schema: the statuses of its tests.
 fn kcidb_statuses(test: &str, path: &Path) -> Option<Vec<String>> {
     if !python_has("kcidb_io") {
-        skip(
+        skip_needing(
             test,
+            &["kcidb-io"],
             "the kcidb-io Python package is not installed (pip install kcidb-io)",
         );
         return None;
@@ -58,8 +59,9 @@ fn kcidb_statuses(test: &str, path: &Path) -> Option<Vec<String>> {
 /// and the failures' messages.
 fn junit_counts(test: &str, path: &Path) -> Option<([usize; 4], Vec<String>)> {
     if !python_has("junitparser") {
-        skip(
+        skip_needing(
             test,
+            &["junitparser"],
             "the junitparser Python package is not installed (pip install junitparser)",
         );
         return None;
@@ -117,8 +119,9 @@ fn promtool_accepts(test: &str, path: &Path) {
         .stderr(std::process::Stdio::piped())
         .spawn()
     else {
-        skip(
+        skip_needing(
             test,
+            &["promtool"],
             "promtool is not installed (Debian: apt-get install prometheus)",
         );
         return;

@@ -240,8 +240,9 @@ impl Drop for QuotaGroup {
 #[test]
 fn a_cpu_quota_that_throttles_the_worker_flags_its_results_and_none_flags_nothing() {
     if !is_root() {
-        skip(
+        skip_needing(
             "a_cpu_quota_that_throttles_the_worker_flags_its_results_and_none_flags_nothing",
+            &["root"],
             "making a cgroup needs root",
         );
         return;

@@ -293,7 +293,7 @@ fn the_program_is_stopped_gracefully_when_oscost_is_killed_or_interrupted() {
 fn a_system_wide_perf_counter_during_b_makes_getppid_slower() {
     let test = "a_system_wide_perf_counter_during_b_makes_getppid_slower";
     if !is_root() {
-        return skip(test, "perf's system-wide counters need root");
+        return skip_needing(test, &["root"], "perf's system-wide counters need root");
     }
     let tracefs_before = std::fs::read_to_string("/proc/self/mountinfo")
         .unwrap_or_default()
@@ -384,7 +384,7 @@ fn load_bpf_program(name: &str) -> Option<std::os::fd::OwnedFd> {
 fn a_bpf_program_attached_outside_the_run_is_listed_and_named_by_compare() {
     let test = "a_bpf_program_attached_outside_the_run_is_listed_and_named_by_compare";
     if !is_root() {
-        return skip(test, "listing BPF programs needs root");
+        return skip_needing(test, &["root"], "listing BPF programs needs root");
     }
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.db");
@@ -432,8 +432,9 @@ fn a_bpf_program_attached_outside_the_run_is_listed_and_named_by_compare() {
 #[test]
 fn predict_during_prices_and_times_a_program_beside_an_agent() {
     if !is_root() {
-        return skip(
+        return skip_needing(
             "predict_during_prices_and_times_a_program_beside_an_agent",
+            &["root"],
             "counting a program's system calls needs root",
         );
     }
@@ -507,7 +508,7 @@ fn a_program_during_a_run_has_its_cpu_time_counted_on_each_cpu() {
         return skip(test, "one CPU: nothing to tell apart");
     }
     if !Path::new("/usr/bin/taskset").exists() {
-        return skip(test, "no taskset to pin the spinning program");
+        return skip_needing(test, &["taskset"], "no taskset to pin the spinning program");
     }
     // A program spinning on the first allowed CPU; oscost measures on the last.
     let spinner = allowed[0];
@@ -559,7 +560,7 @@ fn a_program_during_a_run_has_its_cpu_time_counted_on_each_cpu() {
 fn a_program_that_shares_the_measuring_cpu_is_named_as_the_sides_program() {
     let test = "a_program_that_shares_the_measuring_cpu_is_named_as_the_sides_program";
     if !Path::new("/usr/bin/taskset").exists() {
-        return skip(test, "no taskset to pin the spinning program");
+        return skip_needing(test, &["taskset"], "no taskset to pin the spinning program");
     }
     let last = *allowed_cpus().last().unwrap();
     let (out, run) = run_beside_a_spinner("during-named", last, last);

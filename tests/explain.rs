@@ -41,8 +41,9 @@ fn root_and_two_cpus(test: &str) -> bool {
 #[test]
 fn a_cross_cpu_round_trip_is_split_into_stages_that_add_up() {
     if !is_root() {
-        skip(
+        skip_needing(
             "a_cross_cpu_round_trip_is_split_into_stages_that_add_up",
+            &["root"],
             "tracing needs root",
         );
         return;

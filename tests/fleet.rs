@@ -9,7 +9,6 @@
 
 mod common;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -29,9 +28,10 @@ impl Db {
             .ok()
             .filter(|u| !u.is_empty())
         else {
-            let _ = std::io::stderr().write_all(
-                format!("{tag}: skipped, no PostgreSQL server given (set OSCOST_TEST_PG)\n")
-                    .as_bytes(),
+            skip_needing(
+                tag,
+                &["postgres"],
+                "no PostgreSQL server given (set OSCOST_TEST_PG)",
             );
             return None;
         };
@@ -628,8 +628,10 @@ fn the_fleet_store_is_reached_over_tls_with_libpq_settings() {
             .ok()
             .filter(|v| !v.is_empty()),
     ) else {
-        let _ = std::io::stderr().write_all(
-            b"tls: skipped, no TLS server given (set OSCOST_TEST_PG_TLS and OSCOST_TEST_PG_CA)\n",
+        skip_needing(
+            "tls",
+            &["postgres-tls"],
+            "no TLS server given (set OSCOST_TEST_PG_TLS and OSCOST_TEST_PG_CA)",
         );
         return;
     };

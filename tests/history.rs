@@ -140,8 +140,9 @@ fn runs_are_saved_listed_trended_shown_exported_and_compared() {
 #[test]
 fn ab_under_strace_is_slower_by_more_than_twice() {
     if !Path::new("/usr/bin/strace").exists() {
-        skip(
+        skip_needing(
             "ab_under_strace_is_slower_by_more_than_twice",
+            &["strace"],
             "no /usr/bin/strace",
         );
         return;

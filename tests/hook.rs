@@ -44,7 +44,7 @@ fn paired_more(
 fn every_hook_adds_and_a_count_or_an_event_costs_more_than_nothing() {
     let test = "every_hook_adds_and_a_count_or_an_event_costs_more_than_nothing";
     if !is_root() {
-        return skip(test, "attaching BPF programs needs root");
+        return skip_needing(test, &["root"], "attaching BPF programs needs root");
     }
     let before = oscost::harness::observers::bpf_programs();
     let tag = unique_tag("hook-ladder");
@@ -152,7 +152,7 @@ fn every_hook_adds_and_a_count_or_an_event_costs_more_than_nothing() {
 fn nothing_stays_attached_when_oscost_is_killed_mid_ladder() {
     let test = "nothing_stays_attached_when_oscost_is_killed_mid_ladder";
     if !is_root() {
-        return skip(test, "attaching BPF programs needs root");
+        return skip_needing(test, &["root"], "attaching BPF programs needs root");
     }
     let before = oscost::harness::observers::bpf_programs();
     let tag = unique_tag("hook-killed");
@@ -213,7 +213,7 @@ fn ftrace_instances() -> Option<Vec<String>> {
 fn an_ftrace_event_adds_to_getppid_and_its_instance_is_removed_on_every_exit() {
     let test = "an_ftrace_event_adds_to_getppid_and_its_instance_is_removed_on_every_exit";
     if !is_root() {
-        return skip(test, "enabling an ftrace event needs root");
+        return skip_needing(test, &["root"], "enabling an ftrace event needs root");
     }
     let Some(before) = ftrace_instances() else {
         return skip(test, "tracefs cannot be mounted here");
@@ -288,7 +288,7 @@ fn an_ftrace_event_adds_to_getppid_and_its_instance_is_removed_on_every_exit() {
 fn the_audit_rung_is_skipped_where_audit_is_off_and_never_turns_it_on() {
     let test = "the_audit_rung_is_skipped_where_audit_is_off_and_never_turns_it_on";
     if !is_root() {
-        return skip(test, "asking audit needs root");
+        return skip_needing(test, &["root"], "asking audit needs root");
     }
     match oscost::harness::observers::audit_enabled() {
         None => return skip(test, "audit cannot be asked here"),
@@ -322,7 +322,7 @@ fn the_audit_rung_is_skipped_where_audit_is_off_and_never_turns_it_on() {
 fn an_audit_rule_adds_to_getppid_and_is_deleted_on_every_exit() {
     let test = "an_audit_rule_adds_to_getppid_and_is_deleted_on_every_exit";
     if !is_root() {
-        return skip(test, "adding an audit rule needs root");
+        return skip_needing(test, &["root"], "adding an audit rule needs root");
     }
     if oscost::harness::observers::audit_enabled() != Some(1) {
         // Turning audit on would put every later process on its slow path until reboot.

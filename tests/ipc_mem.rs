@@ -145,8 +145,9 @@ fn interrupted_ipc_runs_leave_nothing_behind() {
 #[test]
 fn too_few_descriptors_fail_with_the_limit_named_and_the_run_goes_on() {
     if !std::path::Path::new("/usr/bin/prlimit").exists() {
-        skip(
+        skip_needing(
             "too_few_descriptors_fail_with_the_limit_named_and_the_run_goes_on",
+            &["prlimit"],
             "no /usr/bin/prlimit",
         );
         return;

@@ -95,8 +95,9 @@ fn a_slowed_pipe_bandwidth_is_called_slower_by_ab() {
         .output()
         .is_err()
     {
-        skip(
+        skip_needing(
             "a_slowed_pipe_bandwidth_is_called_slower_by_ab",
+            &["strace"],
             "no strace",
         );
         return;

@@ -14,7 +14,11 @@ use common::*;
 /// Counting needs root: elsewhere the test says it skipped, and why.
 fn root_or_skip(test: &str) -> bool {
     is_root() || {
-        skip(test, "counting system calls needs root (tracepoints)");
+        skip_needing(
+            test,
+            &["root"],
+            "counting system calls needs root (tracepoints)",
+        );
         false
     }
 }

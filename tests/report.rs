@@ -237,8 +237,9 @@ fn report_pages_pass_the_browser_check() {
                 .is_ok_and(|o| o.status.success())
         });
     if !has_browser {
-        skip(
+        skip_needing(
             "browser check",
+            &["chromium"],
             "no Chromium installed (apt-get install chromium)",
         );
         return;

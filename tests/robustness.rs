@@ -204,7 +204,11 @@ fn unusable_databases_and_outputs_are_refused_before_measuring() {
 #[test]
 fn one_failed_benchmark_among_many_is_exit_1_with_the_rest_printed_exported_and_saved() {
     if !Path::new("/usr/bin/prlimit").exists() {
-        skip("one_failed_benchmark_among_many", "no /usr/bin/prlimit");
+        skip_needing(
+            "one_failed_benchmark_among_many",
+            &["prlimit"],
+            "no /usr/bin/prlimit",
+        );
         return;
     }
     let _g = measuring();
@@ -442,8 +446,9 @@ fn a_wrappers_daemon_does_not_outlive_the_run() {
 fn thread_limits_and_a_tiny_stack_give_reasons_not_panics() {
     let prlimit = Path::new("/usr/bin/prlimit");
     if !prlimit.exists() {
-        skip(
+        skip_needing(
             "thread_limits_and_a_tiny_stack_give_reasons_not_panics",
+            &["prlimit"],
             "no /usr/bin/prlimit",
         );
         return;
@@ -457,8 +462,9 @@ fn thread_limits_and_a_tiny_stack_give_reasons_not_panics() {
     assert_success(&out);
     let setpriv = Path::new("/usr/bin/setpriv");
     if !(nix::unistd::geteuid().is_root() && setpriv.exists()) {
-        skip(
+        skip_needing(
             "thread_limits (RLIMIT_NPROC part)",
+            &["root", "setpriv"],
             "needs root and setpriv to run as nobody (RLIMIT_NPROC does not bind root)",
         );
         return;

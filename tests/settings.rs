@@ -41,7 +41,7 @@ fn wait_for(what: &str, limit: Duration, ok: impl Fn() -> bool) {
 /// The measuring lock for a test that needs root; `None`, with a skip line, without root.
 fn as_root(test: &str, why: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
     if !is_root() {
-        skip(test, why);
+        skip_needing(test, &["root"], why);
         return None;
     }
     Some(measuring())

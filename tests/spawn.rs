@@ -95,7 +95,11 @@ fn a_process_limit_fails_fork_with_a_clear_reason_and_the_run_goes_on() {
     let has = |p: &str| std::path::Path::new(p).exists();
     // SAFETY: geteuid takes no arguments and cannot fail.
     if unsafe { libc::geteuid() } != 0 || !(has("/usr/bin/setpriv") && has("/usr/bin/prlimit")) {
-        skip("spawn limits", "needs root, setpriv and prlimit");
+        skip_needing(
+            "spawn limits",
+            &["root", "setpriv", "prlimit"],
+            "needs root, setpriv and prlimit",
+        );
         return;
     }
     let _g = measuring();

@@ -330,6 +330,23 @@ pub fn skip(test: &str, why: &str) {
     let _ = std::io::stderr().write_all(format!("skipped {test}: {why}\n").as_bytes());
 }
 
+/// Say that a test could not run here for want of `needs` (words of `OSCOST_CI_HAS`:
+/// `root`, a tool such as `strace` or `prlimit`, a Python package such as `kcidb-io`), and
+/// why. Where every one of them is in `OSCOST_CI_HAS` (`.ci/run` lists there what it
+/// installed and found), the skip is a failure: CI put in place what the test needs, so
+/// skipping it would pass a check that never ran.
+pub fn skip_needing(test: &str, needs: &[&str], why: &str) {
+    let has = std::env::var("OSCOST_CI_HAS").unwrap_or_default();
+    let has: Vec<&str> = has.split_whitespace().collect();
+    if !needs.is_empty() && needs.iter().all(|n| has.contains(n)) {
+        panic!(
+            "{test} would be skipped ({why}), but CI has what it needs ({}): a check that must run here did not",
+            needs.join(", ")
+        );
+    }
+    skip(test, why);
+}
+
 /// Whether the tests run as root (counting and tracing need it).
 pub fn is_root() -> bool {
     // SAFETY: geteuid cannot fail.

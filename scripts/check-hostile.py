@@ -289,10 +289,13 @@ def killed_whole(env):
         subprocess.run(["umount", tracefs], capture_output=True)
     os.rmdir(tracefs)
 
-    # A run cgroup of spawn/clone3-into-cgroup, beside this process's own cgroup.
+    # A run cgroup of spawn/clone3-into-cgroup, beside this process's own cgroup in the
+    # unified hierarchy (wherever cgroup2 is mounted: /sys/fs/cgroup/unified on a hybrid host).
     own = next((l.split("::", 1)[1].strip() for l in open("/proc/self/cgroup")
                 if l.startswith("0::")), None)
-    cg = os.path.join("/sys/fs/cgroup", own.lstrip("/")) if own is not None else None
+    mount = next((l.split()[4] for l in open("/proc/self/mountinfo")
+                  if " - cgroup2 " in l), None)
+    cg = os.path.join(mount, own.lstrip("/")) if own is not None and mount else None
     if cg and os.path.isdir(cg) and os.access(cg, os.W_OK):
         name = "clone3-into-cgroup killed whole, its cgroup reclaimed by list"
         ours = lambda: [n for n in os.listdir(cg) if n.startswith("oscost-")]
@@ -524,8 +527,8 @@ def main():
             judged = 1 if "overcommit" in bad else 0
             add(f"run --set {bad}", ["run", "--samples", "40", "call/f0", "--set"] + bad.split(),
                 setting_writes=judged)
-            add(f"ab --b-set {bad}", ["ab", "--samples", "40", "call/f0", "--b-set"] + bad.split(),
-                setting_writes=judged)
+            add(f"ab --b-set {bad}", ["ab", "--samples", "40", "call/f0", "--b-set"]
+                + ["--b-set" if w == "--set" else w for w in bad.split()], setting_writes=judged)
         # The guard SIGKILLed while oscost measures: oscost puts back at once and stops (exit
         # non-zero); oscost SIGKILLed later finds nothing left to put back. The 1 s check
         # below reads the files before any other oscost command runs.

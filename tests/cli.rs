@@ -158,12 +158,49 @@ fn bash_completion_completes_subcommands_and_the_man_page_names_them() {
         ["run", "report"],
         "{words}"
     );
+    // Ids, a flag's values and stored runs complete; the internal worker is never offered.
+    let complete = |words: &[&str]| -> Vec<String> {
+        let line = words.join(" ");
+        let cur = words.last().unwrap();
+        let prev = words[words.len() - 2];
+        let probe = format!(
+            "source {}; COMP_WORDS=({line}); COMP_CWORD={}; COMP_LINE='{line}'; COMP_POINT={}; \
+             _oscost oscost '{cur}' '{prev}'; echo \"${{COMPREPLY[@]}}\"",
+            script.display(),
+            words.len() - 1,
+            line.len()
+        );
+        let got = std::process::Command::new("bash")
+            .args(["-c", &probe])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&got.stdout)
+            .split_whitespace()
+            .map(String::from)
+            .collect()
+    };
+    let ids = complete(&["oscost", "run", "syscall/get"]);
+    assert!(ids.contains(&"syscall/getppid".to_string()), "{ids:?}");
+    assert!(ids.iter().all(|i| i.starts_with("syscall/get")), "{ids:?}");
+    assert!(complete(&["oscost", "run", "switch/ri"]).contains(&"switch/ring/n2-s0k".into()));
+    assert_eq!(
+        complete(&["oscost", "run", "--placement", ""]),
+        ["same", "cross", "free"]
+    );
+    assert!(complete(&["oscost", "compare", "la"]).contains(&"last".into()));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("__worker"));
     for shell in ["zsh", "fish"] {
         let out = oscost("comp")
             .args(["completions", shell])
             .output()
             .unwrap();
         assert!(out.status.success() && !out.stdout.is_empty());
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !text.contains("__worker"),
+            "{shell} offers the internal worker"
+        );
+        assert!(text.contains("syscall/getppid"), "{shell} completes no ids");
     }
     let man = oscost("man").arg("man").output().unwrap();
     let text = String::from_utf8_lossy(&man.stdout);

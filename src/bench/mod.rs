@@ -137,29 +137,64 @@ pub fn find(id: &str) -> Option<&'static Benchmark> {
 
 /// Resolve user patterns (exact ids, `family/` or `family` or any id prefix) to benchmarks, in
 /// registry order, without duplicates. An empty pattern list means the default suite. A pattern
-/// that matches nothing is an error naming the closest id.
+/// that matches nothing is an error naming the closest id. A result's id (`switch/ring/n2-s0k`,
+/// `switch/pipe-proc@cross`) selects its benchmark: see `select` for its cases.
 pub fn matching(patterns: &[String]) -> Result<Vec<&'static Benchmark>, String> {
+    select(patterns).map(|s| s.benchmarks)
+}
+
+/// What a list of ids selects: benchmarks, and the case patterns that narrow some of them.
+#[derive(Debug, Clone)]
+pub struct Selection {
+    /// The benchmarks, in registry order.
+    pub benchmarks: Vec<&'static Benchmark>,
+    /// Result ids or prefixes of them (`switch/ring/n2-s0k`, `mem/mmap/4KiB`,
+    /// `switch/pipe-proc@cross`) each naming some cases of one selected benchmark: only the
+    /// cases whose full id starts with one of them are measured (`VariantOptions::only`). None
+    /// for a benchmark another pattern selected whole.
+    pub cases: Vec<String>,
+}
+
+/// The one id grammar, for every command that takes ids: an exact benchmark id selects it
+/// (alone: `syscall/getpid` is not also `syscall/getpid-raw`); a family (`syscall`,
+/// `syscall/`) or any prefix of ids selects every benchmark it begins; anything else that
+/// begins with a benchmark's id followed by `/` or `@` is a result id, or a prefix of some,
+/// and selects that benchmark's matching cases only. So every id a table, JSON, history or a
+/// page prints can be given back.
+pub fn select(patterns: &[String]) -> Result<Selection, String> {
     let all = registry();
     if patterns.is_empty() {
-        return Ok(all.into_iter().filter(|b| b.default).collect());
+        return Ok(Selection {
+            benchmarks: all.into_iter().filter(|b| b.default).collect(),
+            cases: vec![],
+        });
     }
     let mut chosen = vec![false; all.len()];
+    let mut whole = vec![false; all.len()];
+    let mut cases: Vec<(usize, String)> = Vec::new();
     for p in patterns {
         if p.trim().is_empty() {
             return Err("an empty benchmark id; give an id or prefix (`oscost list`)".into());
         }
-        // An exact id selects that benchmark alone (`syscall/getpid` is not also
-        // `syscall/getpid-raw`); anything else is a family or a prefix.
-        let exact = all.iter().position(|b| b.id == p);
+        if let Some(i) = case_owner(&all, p) {
+            chosen[i] = true;
+            cases.push((i, p.clone()));
+            continue;
+        }
+        // A placement of a family or prefix (`switch/@cross`) selects by what precedes it;
+        // the placement itself is the plan's (`--placement`).
+        let bare = p.split_once('@').map_or(p.as_str(), |(b, _)| b);
+        let exact = all.iter().position(|b| b.id == bare);
         let mut any = false;
         for (i, b) in all.iter().enumerate() {
-            let family_match = p.trim_end_matches('/') == b.family();
+            let family_match = bare.trim_end_matches('/') == b.family();
             let hit = match exact {
                 Some(e) => e == i,
-                None => family_match || b.id.starts_with(p.as_str()),
+                None => family_match || b.id.starts_with(bare),
             };
             if hit {
                 chosen[i] = true;
+                whole[i] = true;
                 any = true;
             }
         }
@@ -167,11 +202,34 @@ pub fn matching(patterns: &[String]) -> Result<Vec<&'static Benchmark>, String> 
             return Err(unknown_id_message(p, &all));
         }
     }
-    Ok(all
-        .into_iter()
-        .zip(chosen)
-        .filter_map(|(b, c)| c.then_some(b))
-        .collect())
+    Ok(Selection {
+        benchmarks: all
+            .into_iter()
+            .zip(&chosen)
+            .filter_map(|(b, c)| c.then_some(b))
+            .collect(),
+        cases: cases
+            .into_iter()
+            .filter(|(i, _)| !whole[*i])
+            .map(|(_, p)| p)
+            .collect(),
+    })
+}
+
+/// The benchmark a result id (or a prefix of some) belongs to: the longest id that `p` begins
+/// followed by `/` or `@`, where `p` is not itself a prefix of any benchmark's id.
+fn case_owner(all: &[&'static Benchmark], p: &str) -> Option<usize> {
+    if all.iter().any(|b| b.id.starts_with(p)) {
+        return None;
+    }
+    all.iter()
+        .enumerate()
+        .filter(|(_, b)| {
+            p.strip_prefix(b.id)
+                .is_some_and(|rest| rest.starts_with(['/', '@']))
+        })
+        .max_by_key(|(_, b)| b.id.len())
+        .map(|(i, _)| i)
 }
 
 fn unknown_id_message(p: &str, all: &[&'static Benchmark]) -> String {
@@ -328,6 +386,27 @@ mod tests {
             assert!(!fam.is_empty() && !name.is_empty());
             assert!(b.definition.len() > 10, "{} needs a definition", b.id);
         }
+    }
+
+    #[test]
+    fn a_result_id_selects_its_benchmark_and_names_its_cases() {
+        let s = select(&["switch/ring/n2-s0k".into(), "mem/mmap/".into()]).unwrap();
+        let ids: Vec<&str> = s.benchmarks.iter().map(|b| b.id).collect();
+        assert_eq!(ids, ["switch/ring", "mem/mmap"], "registry order");
+        assert_eq!(s.cases, ["switch/ring/n2-s0k", "mem/mmap/"]);
+        // A placement of one benchmark narrows it; the benchmark also named whole is whole.
+        let s = select(&["switch/pipe-proc@cross".into()]).unwrap();
+        assert_eq!(s.cases, ["switch/pipe-proc@cross"]);
+        let s = select(&["switch/pipe-proc@cross".into(), "switch/".into()]).unwrap();
+        assert!(s.cases.is_empty());
+        // `mem/mmap/4KiB-touched` is mem/mmap's, not mem/mmap-only's.
+        let s = select(&["mem/mmap/4KiB-touched".into()]).unwrap();
+        assert_eq!(
+            s.benchmarks.iter().map(|b| b.id).collect::<Vec<_>>(),
+            ["mem/mmap"]
+        );
+        // Still an error where no id begins it.
+        assert!(select(&["switch/rign/n2".into()]).is_err());
     }
 
     #[test]

@@ -73,6 +73,27 @@ pub struct VariantOptions {
     /// when the plan is built.
     #[serde(default = "default_copies")]
     pub copies: Vec<usize>,
+    /// Result ids, or prefixes of them, that narrow their benchmarks to some cases
+    /// (`bench::Selection::cases`): a benchmark any of them names measures only the cases
+    /// whose full id begins with one of them. Empty: every case.
+    #[serde(default)]
+    pub only: Vec<String>,
+}
+
+impl VariantOptions {
+    /// Whether the case with `suffix` of benchmark `id` is measured (`only`).
+    pub fn measures(&self, id: &str, suffix: &str) -> bool {
+        let mine: Vec<&String> = self
+            .only
+            .iter()
+            .filter(|p| {
+                p.strip_prefix(id)
+                    .is_some_and(|rest| rest.starts_with(['/', '@']))
+            })
+            .collect();
+        let full = format!("{id}{suffix}");
+        mine.is_empty() || mine.iter().any(|p| full.starts_with(p.as_str()))
+    }
 }
 
 /// The copies of scale/ when nothing resolved them: one, and two where the run may use two
@@ -88,6 +109,7 @@ impl Default for VariantOptions {
             ring: RingOptions::default(),
             fork_sizes_mib: default_fork_sizes(),
             copies: default_copies(),
+            only: vec![],
         }
     }
 }

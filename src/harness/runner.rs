@@ -180,6 +180,7 @@ type Params = BTreeMap<String, serde_json::Value>;
 pub fn expand(b: &Benchmark, variants: &VariantOptions) -> Vec<Case> {
     suffixes_and_params(b, variants)
         .into_iter()
+        .filter(|(suffix, _)| variants.measures(b.id, suffix))
         .map(|(suffix, params)| Case {
             definition: b.definition,
             suffix,
@@ -458,6 +459,7 @@ mod tests {
             },
             fork_sizes_mib: vec![0, 64],
             copies: vec![1, 4],
+            only: vec![],
         };
         let suffixes = |cases: Cases| -> Vec<String> {
             let b = Benchmark {
@@ -486,5 +488,19 @@ mod tests {
         assert_eq!(c.int("bytes").unwrap(), 4096);
         assert!(c.flag("touched"));
         assert!(!expand(&b, &v)[1].flag("touched"));
+        // Result ids narrow their benchmark to their cases; another benchmark's are ignored.
+        let only = VariantOptions {
+            only: vec!["x/y/n8".into(), "x/y@free".into(), "x/yy/n2-s0k".into()],
+            ..v.clone()
+        };
+        let narrowed = |cases: Cases| -> Vec<String> {
+            let b = Benchmark {
+                cases,
+                ..Benchmark::new("x/y", "d", nothing)
+            };
+            expand(&b, &only).into_iter().map(|c| c.suffix).collect()
+        };
+        assert_eq!(narrowed(Cases::Ring), vec!["/n8-s0k", "/n8-s16k"]);
+        assert_eq!(narrowed(Cases::Placements), vec!["@free"]);
     }
 }

@@ -300,3 +300,89 @@ mod tests {
         );
     }
 }
+
+/// A benchmark id as the command line takes it (`bench::select`'s grammar): any text is
+/// accepted here (a prefix, a family, a result id; `select` judges it before measuring), and
+/// the shells' completions offer every family, benchmark id and result id of the default
+/// variants, so `run syscall/get<TAB>` completes. The values are hidden from `--help`.
+#[derive(Clone, Debug)]
+pub struct IdParser;
+
+impl clap::builder::TypedValueParser for IdParser {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        _cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        Ok(value.to_string_lossy().into_owned())
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        // Made once and kept for the process: clap's possible values are `'static` words.
+        static IDS: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+        let ids = IDS.get_or_init(|| {
+            completable_ids()
+                .into_iter()
+                .map(|s| &*Box::leak(s.into_boxed_str()))
+                .collect()
+        });
+        Some(Box::new(
+            ids.iter().copied().map(clap::builder::PossibleValue::new),
+        ))
+    }
+}
+
+/// Every family (`syscall/`), benchmark id and result id of the default variants, in
+/// registry order, each once.
+pub fn completable_ids() -> Vec<String> {
+    let variants = crate::harness::case::VariantOptions::default();
+    let mut out: Vec<String> = Vec::new();
+    let mut push = |s: String| {
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    };
+    for b in crate::bench::registry() {
+        push(format!("{}/", b.family()));
+        push(b.id.to_string());
+        for c in crate::harness::runner::expand(b, &variants) {
+            if !c.suffix.is_empty() {
+                push(format!("{}{}", b.id, c.suffix));
+            }
+        }
+    }
+    out
+}
+
+/// A stored run as the commands that read them take it: any text (an id, a file, `last~N`,
+/// judged when the store is read); completion offers `last` and the few before it.
+#[derive(Clone, Debug)]
+pub struct RunRefParser;
+
+impl clap::builder::TypedValueParser for RunRefParser {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        _cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        Ok(value.to_string_lossy().into_owned())
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            ["last", "last~1", "last~2", "last~3"]
+                .into_iter()
+                .map(clap::builder::PossibleValue::new),
+        ))
+    }
+}

@@ -16,7 +16,8 @@ use crate::{effects::output, report};
 /// `oscost compare`'s arguments.
 pub struct CompareCmd {
     /// The base: a JSON file, a stored run id, `last` or `last~N`.
-    #[arg(required_unless_present = "base_group")]
+    #[arg(required_unless_present = "base_group", value_parser = super::args::RunRefParser,
+          hide_possible_values = true)]
     pub base: Option<String>,
     /// The candidate, in the same forms.
     #[arg(required_unless_present = "base_group")]

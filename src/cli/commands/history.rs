@@ -13,6 +13,7 @@ use crate::{effects::output, report};
 /// `oscost history`'s arguments.
 pub struct HistoryArgs {
     /// A benchmark id (e.g. syscall/getpid).
+    #[arg(value_parser = super::args::IdParser, hide_possible_values = true)]
     pub bench: Option<String>,
     /// With a benchmark id: find the runs where its level shifted, with the size of each
     /// shift and what differed between the runs on either side.

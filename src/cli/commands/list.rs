@@ -10,8 +10,13 @@ use super::print_stdout;
 use crate::bench;
 
 #[derive(Debug, Args, Clone)]
-/// `oscost list`'s arguments (none).
-pub struct ListArgs {}
+/// `oscost list`'s arguments.
+pub struct ListArgs {
+    /// Only these benchmarks: ids, families or prefixes, or result ids, as `run` selects
+    /// [default: all].
+    #[arg(value_name = "IDS", value_parser = super::args::IdParser, hide_possible_values = true)]
+    pub ids: Vec<String>,
+}
 
 impl Command for ListArgs {
     /// It writes only to standard output; the default store is still kept safe.
@@ -19,16 +24,28 @@ impl Command for ListArgs {
         Effects::new().store(None)
     }
 
-    /// Print the catalogue.
+    /// Print the catalogue, or the part of it the ids select (`bench::select`, the grammar
+    /// every command's ids follow).
     fn run(self, _: Given) -> anyhow::Result<i32> {
-        print_stdout(&list_text())?;
+        let chosen = if self.ids.is_empty() {
+            None
+        } else {
+            Some(
+                bench::select(&self.ids)
+                    .map_err(super::args::usage)?
+                    .benchmarks,
+            )
+        };
+        print_stdout(&list_text(chosen.as_deref()))?;
         Ok(0)
     }
 }
 
-fn list_text() -> String {
+/// The catalogue's lines for `chosen` (all, with explain's stages, when `None`).
+fn list_text(chosen: Option<&[&'static crate::harness::case::Benchmark]>) -> String {
     let mut out = String::new();
-    for b in bench::registry() {
+    let all = bench::registry();
+    for b in chosen.map_or(all.as_slice(), |c| c) {
         out.push_str(&format!(
             "{:<28} ns/op  {}{}\n",
             b.id,
@@ -59,7 +76,9 @@ fn list_text() -> String {
             out.push_str(&format!("{:<28}        expects {}\n", "", mine.join("; ")));
         }
     }
-    out.push_str(&explain_stages());
+    if chosen.is_none() {
+        out.push_str(&explain_stages());
+    }
     out
 }
 

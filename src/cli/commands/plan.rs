@@ -75,8 +75,9 @@ impl Request {
 /// clock-dependent sampler settings (clock cost, batch length) are filled in by the scheduler
 /// once the clock is calibrated.
 pub fn build(args: &Request) -> anyhow::Result<Plan> {
-    let (ids, id_places) = split_placements(&args.ids);
-    let benchmarks = bench::matching(&ids).map_err(usage)?;
+    let (_, id_places) = split_placements(&args.ids);
+    let selection = bench::select(&args.ids).map_err(|e| usage(command_typo(&args.ids, e)))?;
+    let benchmarks = selection.benchmarks;
     let allowed = placement::allowed_cpus();
     let cpu = resolve_cpu(args.cpu, &allowed).map_err(usage)?;
     let wrapper = args
@@ -97,7 +98,9 @@ pub fn build(args: &Request) -> anyhow::Result<Plan> {
         ring: RingOptions::default(),
         fork_sizes_mib,
         copies,
+        only: selection.cases,
     };
+    no_case_unmatched(&benchmarks, &variants).map_err(usage)?;
     let (sampler, reps) = resolve_sampling(args, &benchmarks, &variants);
     let events = resolve_events(args.events.as_deref()).map_err(usage)?;
     let rep_s = reps.rep_ns as f64 / 1e9;
@@ -217,6 +220,60 @@ fn resolve_copies(asked: Option<&[String]>, cpus: usize) -> Result<Vec<usize>, S
     v.sort_unstable();
     v.dedup();
     Ok(v)
+}
+
+/// Every result id given (`VariantOptions::only`) names at least one case of this plan: one
+/// that names none is refused with the cases its benchmark has.
+fn no_case_unmatched(benchmarks: &[&Benchmark], variants: &VariantOptions) -> Result<(), String> {
+    let every = VariantOptions {
+        only: vec![],
+        ..variants.clone()
+    };
+    for p in &variants.only {
+        let Some(b) = benchmarks.iter().find(|b| {
+            p.strip_prefix(b.id)
+                .is_some_and(|rest| rest.starts_with(['/', '@']))
+        }) else {
+            continue;
+        };
+        let ids: Vec<String> = runner::expand(b, &every)
+            .into_iter()
+            .map(|c| format!("{}{}", b.id, c.suffix))
+            .collect();
+        if !ids.iter().any(|id| id.starts_with(p.as_str())) {
+            let shown: Vec<&str> = ids.iter().take(8).map(String::as_str).collect();
+            return Err(format!(
+                "no case of {} is '{p}'; its cases here: {}{}",
+                b.id,
+                shown.join(", "),
+                if ids.len() > shown.len() { ", ..." } else { "" }
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A bare word that matches no benchmark but is a command mistyped (`oscost lsit`): said as
+/// the command it is closest to, not as the nearest benchmark id.
+fn command_typo(ids: &[String], matched: String) -> String {
+    let Some(word) = ids.first().filter(|w| !w.contains(['/', '@'])) else {
+        return matched;
+    };
+    let cmd = <crate::cli::Cli as clap::CommandFactory>::command();
+    let best = cmd
+        .get_subcommands()
+        .filter(|c| !c.is_hide_set())
+        .map(|c| c.get_name())
+        .map(|n| (strsim::damerau_levenshtein(word, n), n))
+        .min();
+    match best {
+        Some((d, name)) if d <= 2 && d < word.len() => {
+            format!(
+                "'{word}' is neither a command nor a benchmark; did you mean `oscost {name}`? (`oscost --help` lists the commands)"
+            )
+        }
+        _ => matched,
+    }
 }
 
 /// `switch/pipe-proc@cross` is a result id: the benchmark, at that placement. Returns the

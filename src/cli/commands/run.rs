@@ -22,7 +22,9 @@ use crate::{effects::output, report};
 #[derive(Debug, Args, Clone)]
 /// What a measuring command measures and where it keeps it: the flags `run` and `ab` share.
 pub struct MeasureArgs {
-    /// Benchmark ids or prefixes (`syscall/`, `call/f0`); none means the default suite.
+    /// Benchmark ids or prefixes (`syscall/`, `call/f0`), or result ids as printed
+    /// (`switch/ring/n2-s0k`); none means the default suite.
+    #[arg(value_name = "IDS", value_parser = super::args::IdParser, hide_possible_values = true)]
     pub ids: Vec<String>,
 
     /// Stop adding repetitions once the 95% CI of the median is within this percent.
@@ -64,7 +66,8 @@ pub struct MeasureArgs {
     pub fork_sizes: Option<Vec<u64>>,
 
     /// Placements of two-party benchmarks: same (one CPU), cross (two CPUs), free (unpinned).
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    #[arg(long, value_name = "LIST", value_delimiter = ',',
+          value_parser = ["same", "cross", "free"])]
     pub placement: Option<Vec<String>>,
 
     /// Copies run at once by scale/ cases, one per CPU, as processes and as threads: a list

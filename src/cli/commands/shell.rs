@@ -24,12 +24,25 @@ impl Command for CompletionsArgs {
 
     /// `cli`: the whole command line's definition (`cli.rs` hands it down).
     fn run(self, given: Given) -> anyhow::Result<i32> {
-        let mut cli = (given.cli)();
+        let mut cli = without_hidden((given.cli)());
         let mut out = Vec::new();
         clap_complete::generate(self.shell, &mut cli, "oscost", &mut out);
         print_stdout(&String::from_utf8_lossy(&out))?;
         Ok(0)
     }
+}
+
+/// The command line as a user completes it: the same arguments and subcommands, less the
+/// hidden ones (`__worker`, which oscost starts itself), which every shell's generator would
+/// otherwise offer.
+fn without_hidden(cli: clap::Command) -> clap::Command {
+    let mut shown = clap::Command::new("oscost").version(env!("CARGO_PKG_VERSION"));
+    if let Some(a) = cli.get_about() {
+        shown = shown.about(a.clone());
+    }
+    shown
+        .args(cli.get_arguments().filter(|a| !a.is_hide_set()).cloned())
+        .subcommands(cli.get_subcommands().filter(|c| !c.is_hide_set()).cloned())
 }
 
 #[derive(Debug, Args, Clone)]

@@ -21,7 +21,9 @@ list traced to show which setting files it opened to write, state files planted 
 /run/oscost, a second run on a setting another live run holds, from another XDG_DATA_HOME and
 another PID namespace), and runs killed whole (every process at once): a per-network-namespace
 setting recovered only from its namespace, explain's ftrace instance and a run cgroup
-reclaimed by the next `oscost list`;
+reclaimed by the next `oscost list`; stores altered so that a save would lose or refuse runs
+(a trigger deleting earlier runs, one raising on results, a CHECK on samples, a zeroed page),
+each refused with exit 2 before measuring and every run kept;
 checks after each case:
   - no panic (exit 101, "panicked");
   - the store is still an SQLite file holding the runs it held (none lost or dropped);
@@ -37,7 +39,7 @@ and after the pass: /run/oscost, absent before it, is absent again (every settin
 every marker and state gone, with their directories).
 Prints one line per failing case and a closing "N passed, N failed" line. HOSTILE_ONLY=TEXT
 runs only the cases whose name holds TEXT (HOSTILE_ONLY="killed whole": only the runs killed
-whole). Uses
+whole; "store with": only the stores altered so that a save would lose or refuse runs). Uses
 OSCOST_TEST_PG (a PostgreSQL URL) for the URL cases when set.
 """
 
@@ -227,6 +229,65 @@ def wait_until(ok, limit):
             return True
         time.sleep(0.02)
     return ok()
+
+
+def altered_stores(env):
+    """Stores altered outside oscost so that a save would lose or refuse runs: a trigger that
+    deletes earlier runs, one that raises on results, a CHECK on samples, a zeroed page. Each
+    must be refused (exit 2) before measuring, every run it held still there. [(case, why)]"""
+    import sqlite3
+    results = []
+    work = tempfile.mkdtemp(prefix="oscost-hostile-store-")
+    e = dict(os.environ, NO_COLOR="1", **env)
+    for name, sql in [
+        ("a trigger deleting earlier runs",
+         "CREATE TRIGGER trim AFTER INSERT ON runs BEGIN DELETE FROM runs WHERE id < NEW.id; END"),
+        ("a trigger raising on results",
+         "CREATE TRIGGER nores BEFORE INSERT ON results BEGIN SELECT RAISE(ABORT, 'no'); END"),
+        ("a CHECK on samples", None),
+        ("a zeroed page", None),
+    ]:
+        db = os.path.join(work, name.replace(" ", "-") + ".db")
+        first = subprocess.run([BIN, "run", "--samples", "40", "call/f0", "--db", db], env=e,
+                               capture_output=True, stdin=subprocess.DEVNULL)
+        if first.returncode != 0:
+            results.append((f"store with {name}", "the first run could not be saved"))
+            continue
+        for _ in range(5):
+            subprocess.run([BIN, "run", "--samples", "40", "call/f0", "--db", db], env=e,
+                           capture_output=True, stdin=subprocess.DEVNULL)
+        c = sqlite3.connect(db)
+        held = c.execute("SELECT count(*) FROM runs").fetchone()[0]
+        if sql:
+            c.execute(sql)
+        elif "CHECK" in name:
+            ddl = c.execute("SELECT sql FROM sqlite_master WHERE name = 'samples'").fetchone()[0]
+            c.executescript("PRAGMA foreign_keys = OFF; ALTER TABLE samples RENAME TO s_old; "
+                            f"{ddl.rstrip().rstrip(')')}, CHECK (run_id > 0)); "
+                            "INSERT INTO samples SELECT * FROM s_old; DROP TABLE s_old;")
+        c.commit()
+        c.close()
+        if "zeroed" in name:
+            size = os.path.getsize(db)
+            with open(db, "r+b") as f:
+                f.seek((size // 4096 // 2) * 4096)
+                f.write(b"\0" * 4096)
+        t = time.monotonic()
+        p = subprocess.run([BIN, "run", "--samples", "40", "call/f0", "--db", db], env=e,
+                           capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        took = time.monotonic() - t
+        why = None
+        if p.returncode != 2:
+            why = f"exit {p.returncode}, not 2: {p.stderr.strip()[:200]!r}"
+        elif "benchmark(s)" in p.stderr or took > 5:
+            why = "it measured before refusing"
+        elif "zeroed" not in name:
+            left = sqlite3.connect(db).execute("SELECT count(*) FROM runs").fetchone()[0]
+            if left != held:
+                why = f"runs {held} -> {left}"
+        results.append((f"store with {name}", why))
+    shutil.rmtree(work, ignore_errors=True)
+    return results
 
 
 def killed_whole(env):
@@ -772,8 +833,13 @@ def main():
             print(f"FAIL {name}: {', '.join(wrong)} (exit {code})\n    {out.strip()[:300]!r}")
         else:
             passed += 1
+    standalone = []
+    if not only or only == "store with":
+        standalone += altered_stores(env)
     if os.geteuid() == 0 and (not only or only == "killed whole"):
-        for name, why in killed_whole(env):
+        standalone += killed_whole(env)
+    if standalone:
+        for name, why in standalone:
             if why:
                 failed += 1
                 print(f"FAIL {name}: {why}")

@@ -291,7 +291,7 @@ const CASES: &[Case] = &[
     case("report {f}/empty-samples.json -o {o}/r", 2, "no samples"),
     case("report {f}/huge.json -o {o}/r", 2, "no measurement gives"),
     case("report {f}/ok.json -o {f}/a-file", 2, "not a directory"),
-    case("report {f}/ok.json", 2, "--out"),
+    case("report {f}/ok.json", 2, "--report"),
     case(
         "report last -o {o}/r --db {o}/none.db",
         2,

@@ -277,7 +277,7 @@ fn a_regression_is_a_kcidb_failure_and_a_junit_failure() {
     {
         assert_eq!((tests, failures, errors, skipped), (1, 1, 0, 0));
         assert!(
-            msgs[0].contains("x1.5") && msgs[0].contains("ns on a") && msgs[0].contains("95% CI"),
+            msgs[0].contains("x1.5") && msgs[0].contains(" base") && msgs[0].contains("95% CI"),
             "{msgs:?}"
         );
     }

@@ -218,7 +218,7 @@ fn every_path_argument_of_every_command_is_kept_off_the_store_and_the_inputs() {
         "explain --json",
         "explain --report",
         "ctx --json",
-        "report --out",
+        "report --report",
         "history --report",
         "compare --report",
         "matrix --report",
@@ -251,7 +251,7 @@ fn every_path_argument_of_every_command_is_kept_off_the_store_and_the_inputs() {
                 Some(f) => {
                     if let Some(i) = argv.iter().position(|a| a == f) {
                         argv[i + 1] = t;
-                    } else if f == "--out" && argv.contains(&"-o".to_string()) {
+                    } else if f == "--report" && argv.contains(&"-o".to_string()) {
                         let i = argv.iter().position(|a| a == "-o").unwrap();
                         argv[i + 1] = t;
                     } else {

@@ -348,6 +348,33 @@ pub fn verdict(ci: [f64; 2], point: f64, threshold: f64) -> (Verdict, bool) {
     }
 }
 
+/// The results the `side` run does not have: a line each where there are a few; else one
+/// line counting them by family ("75 results are not in the candidate run: call/ 5,
+/// syscall/ 21, ...").
+fn absent_words(ids: &[&str], side: &str) -> Vec<String> {
+    const FEW: usize = 3;
+    if ids.len() <= FEW {
+        return ids
+            .iter()
+            .map(|id| format!("{id}: {}", why_missing(None, side)))
+            .collect();
+    }
+    let mut families: Vec<(&str, usize)> = Vec::new();
+    for id in ids {
+        let f = crate::base::model::family_of(id);
+        match families.iter_mut().find(|(x, _)| *x == f) {
+            Some((_, n)) => *n += 1,
+            None => families.push((f, 1)),
+        }
+    }
+    let counted: Vec<String> = families.iter().map(|(f, n)| format!("{f}/ {n}")).collect();
+    vec![format!(
+        "{} results are not in the {side} run: {}",
+        ids.len(),
+        counted.join(", ")
+    )]
+}
+
 fn why_missing(r: Option<&BenchResult>, side: &str) -> String {
     match r {
         None => format!("not in the {side} run"),
@@ -495,10 +522,15 @@ pub fn compare<'a>(
             .filter(|id| !bm.contains_key(id.as_str())),
     );
     let mut both = Vec::new();
+    // Results one run has and the other never measured at all (a subset run): said once, by
+    // family, where there are more than a few.
+    let (mut absent_cand, mut absent_base): (Vec<&str>, Vec<&str>) = (vec![], vec![]);
     for id in ids {
         let (b, c) = (bm.get(id.as_str()).copied(), cm.get(id.as_str()).copied());
         match (measured(b), measured(c)) {
             (Some(b), Some(c)) => both.push((id.as_str(), b, c)),
+            (Some(_), None) if c.is_none() => absent_cand.push(id),
+            (None, Some(_)) if b.is_none() => absent_base.push(id),
             (Some(_), None) => cmp
                 .only_base
                 .push(format!("{id}: {}", why_missing(c, "candidate"))),
@@ -512,6 +544,10 @@ pub fn compare<'a>(
             )),
         }
     }
+    cmp.only_base
+        .splice(0..0, absent_words(&absent_cand, "candidate"));
+    cmp.only_cand
+        .splice(0..0, absent_words(&absent_base, "base"));
     cmp.rows = rows_in_parallel(&both, opts);
     cmp.summary = summarize(&cmp.rows);
     cmp

@@ -118,3 +118,53 @@ mod tests {
         assert_eq!(terminal_safe("\u{1b}", true), "\\u{1b}");
     }
 }
+
+/// `text` wrapped at word boundaries into lines of at most `width` bytes (so at most that many
+/// characters too, whichever a reader counts: `awk length` counts bytes in the C locale), every
+/// line after the first starting with `indent` (which counts toward `width`), the first line
+/// having `first` bytes before it; a word longer than a line is kept whole on a line of its own.
+pub fn wrap(text: &str, width: usize, first: usize, indent: &str) -> String {
+    let mut out = String::new();
+    let mut room = width.saturating_sub(first);
+    let mut line_len = 0;
+    for word in text.split_whitespace() {
+        let n = word.len();
+        if line_len > 0 && line_len + 1 + n > room {
+            out.push('\n');
+            out.push_str(indent);
+            room = width.saturating_sub(indent.len());
+            line_len = 0;
+        }
+        if line_len > 0 {
+            out.push(' ');
+            line_len += 1;
+        }
+        out.push_str(word);
+        line_len += n;
+    }
+    out
+}
+
+#[cfg(test)]
+mod wrap_tests {
+    use super::wrap;
+
+    #[test]
+    fn wrapped_lines_fit_their_width_with_the_indent() {
+        let t = "one two three four five six seven eight nine ten eleven twelve";
+        let w = wrap(t, 20, 6, "    ");
+        let lines: Vec<&str> = w.lines().collect();
+        assert!(lines[0].len() <= 14, "{w}");
+        assert!(
+            lines[1..]
+                .iter()
+                .all(|l| l.starts_with("    ") && l.len() <= 20),
+            "{w}"
+        );
+        assert_eq!(w.split_whitespace().collect::<Vec<_>>().join(" "), t);
+        assert_eq!(
+            wrap("averyveryverylongword x", 8, 0, ""),
+            "averyveryverylongword\nx"
+        );
+    }
+}

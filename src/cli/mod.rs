@@ -32,7 +32,9 @@ output failed (what was measured is still saved and written) or --fail-above was
 2 a usage error, found before measuring; 128+N stopped by signal N before saving (nothing saved, \
 nothing left behind).",
     args_conflicts_with_subcommands = true,
-    allow_negative_numbers = true
+    allow_negative_numbers = true,
+    // Wrapped to the terminal, and to 100 columns in a pipe or a wider terminal.
+    max_term_width = 100
 )]
 /// oscost's command line: a subcommand, or `run`'s arguments alone.
 pub struct Cli {
@@ -149,7 +151,7 @@ impl Cli {
 /// machine (its guard and helpers killed too: settings, cgroups, ftrace instances, audit
 /// rules) is reclaimed first.
 fn gated(command: impl Command) -> anyhow::Result<i32> {
-    for line in crate::effects::put_back::recover() {
+    for line in crate::effects::reclaim::recover() {
         crate::say!("oscost: {line}");
     }
     let passed = crate::cli::commands::pass(&command.effects())?;

@@ -69,6 +69,24 @@ pub struct Entry {
     /// The values the kernel takes, as far as oscost can tell without writing: checked for
     /// every side before anything is written (`check_value`).
     pub values: Values,
+    /// Whether changing it can move anything on this machine, where a file that exists does
+    /// not say so (halt-poll-ns's module loaded while another cpuidle driver is in use): why
+    /// not, said by `oscost settings` and refusing `--set` as a skipped benchmark says why.
+    pub in_effect: Option<fn() -> Result<(), String>>,
+}
+
+/// halt-poll-ns polls only where the cpuidle driver in use is haltpoll's.
+fn haltpoll_in_use() -> Result<(), String> {
+    let driver = std::fs::read_to_string("/sys/devices/system/cpu/cpuidle/current_driver")
+        .map(|d| d.trim().to_string())
+        .unwrap_or_else(|_| "none".into());
+    if driver == "haltpoll" {
+        Ok(())
+    } else {
+        Err(format!(
+            "the cpuidle driver in use here is '{driver}', not haltpoll: its poll time moves nothing on this machine"
+        ))
+    }
 }
 
 /// What values a setting takes, known before any write.
@@ -94,6 +112,7 @@ pub const CATALOGUE: &[Entry] = &[
         scope: Scope::System,
         moves: &["mem/"],
         values: Values::Listed,
+        in_effect: None,
     },
     Entry {
         name: "thp-defrag",
@@ -103,6 +122,7 @@ pub const CATALOGUE: &[Entry] = &[
         scope: Scope::System,
         moves: &["mem/fault-thp", "mem/mmap/"],
         values: Values::Listed,
+        in_effect: None,
     },
     Entry {
         name: "mthp.{arg}",
@@ -112,6 +132,7 @@ pub const CATALOGUE: &[Entry] = &[
         scope: Scope::System,
         moves: &["mem/"],
         values: Values::Listed,
+        in_effect: None,
     },
     Entry {
         name: "halt-poll-ns",
@@ -121,6 +142,7 @@ pub const CATALOGUE: &[Entry] = &[
         scope: Scope::System,
         moves: &["switch/", "ipc/", "wake/"],
         values: Values::Unsigned,
+        in_effect: Some(haltpoll_in_use),
     },
     Entry {
         name: "idle-state.{arg}",
@@ -130,6 +152,7 @@ pub const CATALOGUE: &[Entry] = &[
         scope: Scope::System,
         moves: &["switch/", "ipc/", "wake/"],
         values: Values::Words(&["0", "1"]),
+        in_effect: None,
     },
     Entry {
         name: "smt",
@@ -139,6 +162,7 @@ pub const CATALOGUE: &[Entry] = &[
         scope: Scope::System,
         moves: &["switch/", "syscall/"],
         values: Values::Words(&["on", "off", "forceoff"]),
+        in_effect: None,
     },
     Entry {
         name: "autogroup",
@@ -148,6 +172,7 @@ pub const CATALOGUE: &[Entry] = &[
         scope: Scope::System,
         moves: &["switch/"],
         values: Values::Words(&["0", "1"]),
+        in_effect: None,
     },
     Entry {
         name: "numa-balancing",
@@ -157,6 +182,7 @@ pub const CATALOGUE: &[Entry] = &[
         scope: Scope::System,
         moves: &["mem/"],
         values: Values::Words(&["0", "1", "2", "3"]),
+        in_effect: None,
     },
     Entry {
         name: "aslr",
@@ -166,6 +192,7 @@ pub const CATALOGUE: &[Entry] = &[
         scope: Scope::System,
         moves: &["spawn/"],
         values: Values::Words(&["0", "1", "2"]),
+        in_effect: None,
     },
     Entry {
         name: "preempt",
@@ -175,6 +202,7 @@ pub const CATALOGUE: &[Entry] = &[
         scope: Scope::System,
         moves: &["switch/", "syscall/"],
         values: Values::Listed,
+        in_effect: None,
     },
     Entry {
         name: "fault-around",
@@ -184,6 +212,7 @@ pub const CATALOGUE: &[Entry] = &[
         scope: Scope::System,
         moves: &["mem/"],
         values: Values::Unsigned,
+        in_effect: None,
     },
     Entry {
         name: "spec-store-bypass",
@@ -193,6 +222,7 @@ pub const CATALOGUE: &[Entry] = &[
         scope: Scope::Task,
         moves: &["syscall/", "call/"],
         values: Values::Words(&["enable", "disable", "force-disable"]),
+        in_effect: None,
     },
     Entry {
         name: "indirect-branch",
@@ -202,6 +232,7 @@ pub const CATALOGUE: &[Entry] = &[
         scope: Scope::Task,
         moves: &["switch/", "call/"],
         values: Values::Words(&["enable", "disable", "force-disable"]),
+        in_effect: None,
     },
     Entry {
         name: "l1d-flush",
@@ -211,6 +242,7 @@ pub const CATALOGUE: &[Entry] = &[
         scope: Scope::Task,
         moves: &["switch/"],
         values: Values::Words(&["enable", "disable"]),
+        in_effect: None,
     },
 ];
 
@@ -728,6 +760,11 @@ pub fn changeable(s: &Setting) -> Result<(), String> {
             }
         }
         return Ok(());
+    }
+    if let Some((e, _)) = entry(&s.name)
+        && let Some(in_effect) = e.in_effect
+    {
+        in_effect()?;
     }
     // SAFETY: geteuid has no failure mode.
     if unsafe { libc::geteuid() } != 0 {

@@ -183,7 +183,7 @@ fn setup(plan: &Plan) -> anyhow::Result<RunSetup> {
         .context("cannot create a temporary directory")?;
     opts.scratch_dir = Some(scratch.path().to_path_buf());
     // What killed runs left (cgroups, ftrace instances, audit rules) was reclaimed as this
-    // command started (`effects::put_back::recover`, in `cli::gated`).
+    // command started (`effects::reclaim::recover`, in `cli::gated`).
     // Made before any worker starts, its guard first, only when a benchmark needs it.
     let cgroup = match plan.benchmarks.iter().any(|b| b.cgroup) {
         false => None,

@@ -13,15 +13,26 @@ pub fn facts(env: &Env) -> Vec<(String, String)> {
         .collect()
 }
 
-/// `oscost env` as text lines of `key: value`.
+/// The widest line `oscost env` prints: long values (the boot command line, the kernel
+/// config's options) wrap under themselves.
+const WIDTH: usize = 100;
+
+/// `oscost env` as text lines of `key: value`, within `WIDTH` columns.
 pub fn render(env: &Env) -> String {
+    use crate::base::text::wrap;
     let mut out = String::new();
+    let line = |out: &mut String, head: String, value: &str| {
+        let indent = " ".repeat(head.len());
+        out.push_str(&head);
+        out.push_str(&wrap(value, WIDTH, head.len(), &indent));
+        out.push('\n');
+    };
     for (k, v) in facts(env) {
-        out.push_str(&format!("{k:<24} {v}\n"));
+        line(&mut out, format!("{k:<24} "), &v);
     }
     out.push_str("vulnerabilities:\n");
     for (k, v) in &env.vulnerabilities {
-        out.push_str(&format!("  {k:<30} {v}\n"));
+        line(&mut out, format!("  {k:<30} "), v);
     }
     for n in env
         .confinement
@@ -29,7 +40,7 @@ pub fn render(env: &Env) -> String {
         .map(crate::analysis::confinement::said)
         .unwrap_or_default()
     {
-        out.push_str(&format!("note: {n}\n"));
+        line(&mut out, "note: ".into(), &n);
     }
     out
 }
@@ -46,7 +57,9 @@ mod tests {
         };
         e.vulnerabilities
             .insert("spectre_v2".into(), "Mitigation: Retpolines".into());
+        e.boot_cmdline = Some(vec!["console=ttyS0"; 60].join(" "));
         let text = render(&e);
+        assert!(text.lines().all(|l| l.len() <= WIDTH), "{text}");
         assert!(text.contains("kernel release") && text.contains("6.1.0"));
         assert!(text.contains("vulnerabilities:"));
         assert!(text.contains("(unknown)"));

@@ -65,8 +65,14 @@ fn counts(outcomes: &[Outcome]) -> Counts {
 /// One benchmark as a `testcase`.
 fn testcase(o: &Outcome) -> String {
     let family = o.id.split('/').next().unwrap_or("oscost");
+    // The time its timed operations took (samples x median), as a CI system sums test
+    // times; absent where nothing was measured.
+    let time = match (o.samples, o.median_ns) {
+        (Some(n), Some(m)) if m.is_finite() => format!(" time=\"{:.6}\"", n as f64 * m / 1e9),
+        _ => String::new(),
+    };
     let mut x = format!(
-        "    <testcase classname=\"oscost.{}\" name=\"{}\">\n",
+        "    <testcase classname=\"oscost.{}\" name=\"{}\"{time}>\n",
         escape(family),
         escape(&o.id)
     );

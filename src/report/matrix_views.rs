@@ -40,7 +40,7 @@ pub fn changes_text(m: &Matrix) -> String {
 
 /// A cell as the terminal shows it: the base's median; a change as its signed percentage with
 /// the CI's half-width in points and the addition; "~" (benchstat's mark) for no change beyond
-/// the band, with the half-width; "?" without a CI; the status word when not measured.
+/// the band, before the change measured and the half-width ("~+1.2% ±3.0"); "?" without a CI; the status word when not measured.
 pub fn cell_text(m: &Matrix, col: usize, c: &Cell) -> String {
     let text = change_text(m, col, c);
     match (c.verdict, c.addition_ns) {
@@ -70,7 +70,8 @@ pub fn change_text(m: &Matrix, col: usize, c: &Cell) -> String {
         Some(Verdict::Slower | Verdict::Faster) => {
             format!("{:+.1}% ±{half:.1}", (r - 1.0) * 100.0)
         }
-        _ => format!("~ ±{half:.1}"),
+        // Within the band or undecided: still the change measured, marked "~".
+        _ => format!("~{:+.1}% ±{half:.1}", (r - 1.0) * 100.0),
     }
 }
 

@@ -71,11 +71,16 @@ pub struct Outcome {
     pub message: String,
 }
 
-/// "x1.50 slower, +103 ns on a 206 ns base (95% CI x1.11 to x2.02)".
+/// "x1.50 slower, +103 ns on a 206 ns base (95% CI x1.11 to x2.02)", every time in the unit
+/// that suits it ("+172.7 us on a 131.7 us base").
 fn change_words(c: &Change, verdict: &str) -> String {
     format!(
-        "x{:.3} {verdict}, {:+.1} ns on a {:.1} ns base (95% CI x{:.3} to x{:.3})",
-        c.slowdown, c.addition_ns, c.base_ns, c.slowdown_ci95[0], c.slowdown_ci95[1]
+        "x{:.3} {verdict}, {} on a {} base (95% CI x{:.3} to x{:.3})",
+        c.slowdown,
+        crate::report::signed_ns(c.addition_ns),
+        crate::report::format_ns(c.base_ns),
+        c.slowdown_ci95[0],
+        c.slowdown_ci95[1]
     )
 }
 
@@ -91,10 +96,10 @@ pub fn of_run(run: &Run) -> Vec<Outcome> {
                 (RunStatus::Ok, Some(s)) => (
                     Status::Measured,
                     format!(
-                        "median {:.1} ns (95% CI {:.1} to {:.1} ns), {} samples{}",
-                        s.median,
-                        s.ci95[0],
-                        s.ci95[1],
+                        "median {} (95% CI {} to {}), {} samples{}",
+                        crate::report::format_ns(s.median),
+                        crate::report::format_ns(s.ci95[0]),
+                        crate::report::format_ns(s.ci95[1]),
                         s.count,
                         if r.disturbed.is_disturbed() {
                             format!("; disturbed: {}", r.disturbed.flag.join("; "))

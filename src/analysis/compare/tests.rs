@@ -196,6 +196,24 @@ fn benchmarks_in_one_run_only_are_listed_with_why() {
     );
 }
 
+/// A subset run against a whole one: the results the subset never measured are one line,
+/// counted by family, not a line each.
+#[test]
+fn results_a_subset_run_lacks_are_said_once_by_family() {
+    let cand = run_with("call/f0", noisy(1.5, 50));
+    let mut base = cand.clone();
+    for i in 0..6 {
+        let mut r = base.results[0].clone();
+        r.id = format!("syscall/x{i}");
+        base.results.push(r);
+    }
+    let c = compare(&base, &cand, "a", "b", &Options::default());
+    assert_eq!(
+        c.only_base,
+        vec!["6 results are not in the candidate run: syscall/ 6".to_string()]
+    );
+}
+
 #[test]
 fn regressions_need_the_whole_ci_beyond_the_limit() {
     let base = run_with("x/y", noisy(100.0, 400));

@@ -41,23 +41,44 @@ impl Command for ListArgs {
     }
 }
 
+/// The widest line `list` prints (a terminal's or a pipe's).
+const LIST_WIDTH: usize = 100;
+
 /// The catalogue's lines for `chosen` (all, with explain's stages, when `None`).
 fn list_text(chosen: Option<&[&'static crate::harness::case::Benchmark]>) -> String {
     let mut out = String::new();
     let all = bench::registry();
     for b in chosen.map_or(all.as_slice(), |c| c) {
-        out.push_str(&format!(
-            "{:<28} ns/op  {}{}\n",
-            b.id,
+        // Within 100 columns: the definition wrapped under itself (an id longer than its
+        // column pushes only its own line).
+        let head = format!("{:<28} ns/op  ", b.id);
+        let text = format!(
+            "{}{}",
             b.definition,
             if b.default {
                 ""
             } else {
-                "  (not in the default suite)"
+                " (not in the default suite)"
             }
+        );
+        let indent = " ".repeat(36);
+        out.push_str(&head);
+        out.push_str(&crate::base::text::wrap(
+            &text,
+            LIST_WIDTH,
+            head.len(),
+            &indent,
         ));
+        out.push('\n');
         if let Some(peer) = b.peer {
-            out.push_str(&format!("{:<28}        as {peer}\n", ""));
+            out.push_str(&indent);
+            out.push_str(&crate::base::text::wrap(
+                &format!("as {peer}"),
+                LIST_WIDTH,
+                36,
+                &indent,
+            ));
+            out.push('\n');
         }
         // The events one operation must cost, checked on every run (exact ids and variants).
         let mine: Vec<String> = b
@@ -73,7 +94,15 @@ fn list_text(chosen: Option<&[&'static crate::harness::case::Benchmark]>) -> Str
             })
             .collect();
         if !mine.is_empty() {
-            out.push_str(&format!("{:<28}        expects {}\n", "", mine.join("; ")));
+            let indent = " ".repeat(36);
+            out.push_str(&indent);
+            out.push_str(&crate::base::text::wrap(
+                &format!("expects {}", mine.join("; ")),
+                LIST_WIDTH,
+                36,
+                &indent,
+            ));
+            out.push('\n');
         }
     }
     if chosen.is_none() {
@@ -82,19 +111,33 @@ fn list_text(chosen: Option<&[&'static crate::harness::case::Benchmark]>) -> Str
     out
 }
 
+/// One stage: its name, and its definition wrapped under itself.
+fn stage_line(name: &str, def: &str) -> String {
+    let head = format!("  {name:<40} ");
+    let indent = " ".repeat(head.len());
+    format!(
+        "{head}{}\n",
+        crate::base::text::wrap(def, LIST_WIDTH, head.len(), &indent)
+    )
+}
+
 /// `oscost explain`'s stages, both tables: what a round trip is cut into.
 fn explain_stages() -> String {
     use crate::analysis::explain::{COARSE, FINE};
-    let mut out = String::from(
+    let mut out = crate::base::text::wrap(
         "oscost explain ID@PLACEMENT (any switch/ or ipc/ ping-pong): a round trip from the \
-         master's switch-in to its next, cut at\n",
+         master's switch-in to its next, cut at",
+        LIST_WIDTH,
+        0,
+        "",
     );
+    out.push('\n');
     for (name, def) in COARSE {
-        out.push_str(&format!("  {name:<40} {def}\n"));
+        out.push_str(&stage_line(name, def));
     }
     out.push_str("with --syscalls (system call events too), each turn in three:\n");
     for (name, def) in FINE.iter().filter(|s| !COARSE.contains(s)) {
-        out.push_str(&format!("  {name:<40} {def}\n"));
+        out.push_str(&stage_line(name, def));
     }
     out
 }

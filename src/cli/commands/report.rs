@@ -15,8 +15,14 @@ use crate::{bench, effects::output, report};
 pub struct ReportArgs {
     /// A JSON file, a stored run id, `last` or `last~N`.
     pub run: String,
-    /// The directory to write index.html and fig/ into.
-    #[arg(short = 'o', long = "out", value_name = "DIR")]
+    /// The directory to write index.html and fig/ into (`--report DIR`, as every other
+    /// command spells it; `-o` and `--out` too).
+    #[arg(
+        short = 'o',
+        long = "report",
+        visible_alias = "out",
+        value_name = "DIR"
+    )]
     pub out: PathBuf,
     /// Also draw every figure as PNG.
     #[arg(long)]

@@ -32,9 +32,10 @@ pub struct MeasureArgs {
           allow_negative_numbers = true)]
     pub precision: f64,
 
-    /// Longest sampling time per benchmark, in seconds: caps its repetitions [default: 10
-    /// repetitions, 8 in a suite of over 20 cases, 5 with --quick; ab: 40 s over both sides,
-    /// 10 with --quick, after which a comparison that has not decided says "undecided"].
+    /// Longest sampling time per benchmark, in seconds: caps its repetitions [default: the
+    /// time of 10 repetitions, 8 in a suite of over 20 cases, 5 with --quick; ab: 40 s over
+    /// both sides, 10 with --quick, after which a comparison that has not decided says
+    /// "undecided"].
     #[arg(long, value_name = "SECS", value_parser = parse_seconds, allow_negative_numbers = true)]
     pub budget: Option<f64>,
 

@@ -41,6 +41,9 @@ fn table() -> String {
             "meaning",
         ],
     );
+    // Within 100 columns, a terminal's or a pipe's: the long cells wrap in their columns.
+    t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
+        .set_width(100);
     for name in settings::instances() {
         let Some((e, _)) = settings::entry(&name) else {
             continue;
@@ -71,11 +74,15 @@ fn table() -> String {
             e.meaning.into(),
         ]);
     }
-    format!(
-        "{t}\nAlso any file under /proc/sys or /sys (debugfs included) by its path; a glob names per-CPU files. \
+    let note = crate::base::text::wrap(
+        "Also any file under /proc/sys or /sys (debugfs included) by its path; a glob names per-CPU files. \
          `oscost ab --a-set NAME=VALUE --b-set NAME=VALUE IDS` compares two values interleaved; \
          `oscost run --set NAME=VALUE` measures under one. Every value is read back after it is \
          written and put back at the end, on an error, a signal, or (by a guard process) when \
-         oscost is killed.\n"
-    )
+         oscost is killed.",
+        100,
+        0,
+        "",
+    );
+    format!("{t}\n{note}\n")
 }

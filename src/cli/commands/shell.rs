@@ -128,8 +128,35 @@ fn man_page(cmd: clap::Command) -> anyhow::Result<String> {
         let options = String::from_utf8(options)?;
         text.push_str(&options.replace(".SH OPTIONS\n", ""));
     }
+    text.push_str(&examples(README));
     text.push_str(MORE);
     Ok(text)
+}
+
+/// The README, whose Usage block is the man page's EXAMPLES: one list, kept in step by being
+/// one.
+const README: &str = include_str!("../../../README.md");
+
+/// `.SH EXAMPLES` from the first code block under `## Usage` in `readme`: each command in
+/// bold, its `# comment` as the paragraph under it.
+fn examples(readme: &str) -> String {
+    let mut out = String::from(".SH EXAMPLES\n");
+    let block = readme
+        .split_once("## Usage")
+        .and_then(|(_, rest)| rest.split_once("```"))
+        .and_then(|(_, rest)| rest.split_once("```"))
+        .map_or("", |(b, _)| b);
+    for line in block.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let (cmd, what) = line
+            .split_once("  #")
+            .map_or((line, ""), |(c, w)| (c.trim(), w.trim()));
+        out.push_str(&format!(
+            ".TP\n\\fB{}\\fR\n{}\n",
+            roff_text(cmd),
+            roff_text(what)
+        ));
+    }
+    out
 }
 
 /// Text for a roff paragraph: a leading dot or quote would be read as a request.
@@ -149,6 +176,15 @@ fn roff_text(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_examples_are_the_readmes_usage_block() {
+        let ex = super::examples(super::README);
+        assert!(ex.starts_with(".SH EXAMPLES\n"));
+        assert!(ex.matches(".TP").count() >= 10, "{ex}");
+        assert!(ex.contains("\\fBoscost list\\fR"), "{ex}");
+        assert!(!ex.contains("```"));
+    }
+
     #[test]
     fn the_man_page_names_no_page_that_does_not_exist_and_documents_where() {
         use clap::CommandFactory;

@@ -22,8 +22,9 @@
 //!   ends: a compact series, never a run a window. A store that cannot be reached keeps the
 //!   journal until it can; a watch killed outright (SIGKILL) leaves it, and the next start
 //!   saves it and goes on from it. `--openmetrics` is rewritten whole after every window.
-//! - SIGTERM and SIGINT end it as every command: the worker stopped, the last window saved,
-//!   the file whole, exit 128+N naming what was saved.
+//! - SIGTERM and SIGINT end it: the worker stopped, the last window saved, the file whole, a
+//!   line naming what was saved, and exit 0 (a watch is meant to end so; 1 when windows are
+//!   left in the journal), not the 128+N of other commands.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -132,10 +133,17 @@ impl Command for WatchArgs {
         w.save(&mut store, "the watch ended");
         w.say_duty();
         match outcome {
-            // A signal: exit 128+N, naming what was saved.
             Err(e) if !e.is::<crate::base::stop::Interrupted>() => Err(e),
+            // A signal is how a watch is meant to end (systemd's stop, Ctrl-C): said with what
+            // was saved, exit 0 like any normal end, not 128+N.
             _ => {
-                super::after_save(&stop, w.saved_text(&store))?;
+                if let Some(sig) = stop.signal() {
+                    crate::say!(
+                        "oscost: the watch ended on signal {sig}{}",
+                        w.saved_text(&store)
+                            .map_or_else(String::new, |s| format!(" after saving {s}"))
+                    );
+                }
                 // Windows the store would not take are in the journal, said above: exit 1.
                 Ok(i32::from(!w.pending.is_empty()))
             }

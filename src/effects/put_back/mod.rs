@@ -424,36 +424,6 @@ fn receive(socket: &OwnedFd, buf: &mut [u8]) -> Received {
     }
 }
 
-/// Reclaim everything oscosts killed whole (every process, guards and helpers too) left on
-/// the machine, first thing in every command (`cli::gated`): kernel settings (`state`),
-/// the run cgroups whose maker is gone (`effects::cgroup::reclaim`), the ftrace instances and
-/// audit rules whose helper's marker is free (`harness::ftrace`, `harness::audit`), and the
-/// old states kept in the user's data directory. Each kind costs a directory read where
-/// nothing was left. The lines say what was done.
-pub fn recover() -> Vec<String> {
-    let mut said = state::recover();
-    if let Ok(data) = crate::effects::store::data_dir() {
-        said.extend(state::ignore_legacy(&data));
-    }
-    for gone in crate::effects::cgroup::reclaim() {
-        said.push(format!(
-            "removed the cgroup {}, left by a run killed with its guard",
-            gone.display()
-        ));
-    }
-    for gone in crate::harness::ftrace::reclaim() {
-        said.push(format!(
-            "removed the ftrace instance {gone}, left by a run killed with its helper"
-        ));
-    }
-    for gone in crate::harness::audit::reclaim() {
-        said.push(format!(
-            "deleted the audit rule {gone}, left by a run killed with its helper"
-        ));
-    }
-    said
-}
-
 /// Remove a cgroup once it is empty: its last process may still be being reaped, so an
 /// EBUSY is waited out for up to a second. True when it is gone.
 pub fn remove_cgroup(dir: &std::path::Path) -> bool {

@@ -2,7 +2,7 @@
 //! CLONE_INTO_CGROUP), and removes on every exit path.
 //!
 //! Made as a child of the coordinator's own cgroup (cgroup v2 only), named
-//! `oscost-<pid>-<nonce>`, with no controller enabled: it holds processes for the instant they
+//! `oscost-<pid>-<nonce>-<PID namespace inode>`, with no controller enabled: it holds processes for the instant they
 //! live and changes no limit of anything. The guard process (`put_back`) is told of it before
 //! it exists, so a SIGKILL of oscost or of its worker still removes it (`Change::Cgroup`, an
 //! rmdir, retried while the last child is being reaped); the run removes it itself at its end.
@@ -43,12 +43,37 @@ fn own_dir() -> Option<PathBuf> {
 }
 
 /// The pid in a run cgroup's name (`oscost-<pid>-<8 hex digits>`), if it is one.
+#[cfg(test)]
 fn maker_of(name: &str) -> Option<i32> {
-    let (pid, nonce) = name.strip_prefix("oscost-")?.split_once('-')?;
-    (nonce.len() == 8 && nonce.chars().all(|c| c.is_ascii_hexdigit()))
-        .then(|| pid.parse().ok())
-        .flatten()
+    maker_and_namespace(name).map(|(pid, _)| pid)
 }
+
+/// The pid in a run cgroup's name and the PID namespace (inode) that pid is in:
+/// `oscost-<pid>-<8 hex digits>-<inode>`; `None` for the namespace in a name from before it
+/// was written (`oscost-<pid>-<8 hex digits>`).
+fn maker_and_namespace(name: &str) -> Option<(i32, Option<u64>)> {
+    let mut parts = name.strip_prefix("oscost-")?.split('-');
+    let pid = parts.next()?.parse().ok()?;
+    let nonce = parts.next()?;
+    if !(nonce.len() == 8 && nonce.chars().all(|c| c.is_ascii_hexdigit())) {
+        return None;
+    }
+    let ns = match parts.next() {
+        None => None,
+        Some(n) => Some(n.parse().ok()?),
+    };
+    parts.next().is_none().then_some((pid, ns))
+}
+
+/// This process's PID namespace, by inode.
+fn pid_namespace() -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self/ns/pid").ok().map(|m| m.ino())
+}
+
+/// The initial PID namespace's inode (the kernel's PROC_PID_INIT_INO), where every pid of the
+/// machine is visible.
+const INIT_PID_NAMESPACE: u64 = 0xEFFF_FFFC;
 
 /// Remove the run cgroups under this process's own whose maker is gone: left where every oscost
 /// process, its guard included, was killed at once. Only an empty cgroup can be removed (rmdir),
@@ -61,11 +86,22 @@ pub fn reclaim() -> Vec<PathBuf> {
         return vec![];
     };
     let mut gone = Vec::new();
+    let ours = pid_namespace();
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        let Some(pid) = maker_of(&name) else {
+        let Some((pid, ns)) = maker_and_namespace(&name) else {
             continue;
         };
+        // Its pid means something only in its maker's PID namespace: a cgroup made from
+        // another is left alone (its maker may live, unseen from here); one from before the
+        // namespace was named, only from the initial namespace.
+        let same = match ns {
+            Some(ns) => ours == Some(ns),
+            None => ours == Some(INIT_PID_NAMESPACE),
+        };
+        if !same {
+            continue;
+        }
         // SAFETY: signal 0 only asks whether the process exists.
         let alive = unsafe { libc::kill(pid, 0) } == 0
             || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH);
@@ -87,7 +123,11 @@ impl RunCgroup {
             .ok_or("this process is in no cgroup v2 cgroup (a v1-only system)")?;
         let parent = mount.join(own);
         let nonce: u32 = rand::random();
-        let dir = parent.join(format!("oscost-{}-{nonce:08x}", std::process::id()));
+        let dir = parent.join(format!(
+            "oscost-{}-{nonce:08x}-{}",
+            std::process::id(),
+            pid_namespace().unwrap_or(0)
+        ));
         let mut guardian =
             Guardian::start().map_err(|e| format!("cannot start the guard of a cgroup: {e}"))?;
         guardian
@@ -149,6 +189,11 @@ mod tests {
         assert_eq!(own_cgroup("0::/\n"), Some(String::new()));
         assert_eq!(own_cgroup("1:name=systemd:/x\n"), None);
         assert_eq!(maker_of("oscost-14851-d871b9de"), Some(14851));
+        assert_eq!(
+            maker_and_namespace("oscost-14851-d871b9de-4026531836"),
+            Some((14851, Some(4026531836)))
+        );
+        assert_eq!(maker_and_namespace("oscost-14851-d871b9de-x"), None);
         assert_eq!(maker_of("oscost-14851-d871b9"), None);
         assert_eq!(maker_of("oscost-notes"), None);
         assert_eq!(maker_of("user.slice"), None);

@@ -154,6 +154,12 @@ impl Guardian {
                 )));
             }
         }
+        // As a PID namespace's init (`unshare -pf oscost ...`) the guard cannot be reparented
+        // away: it is our own child, which worker reaping ends with the others. It is not
+        // watched there (as before the watch), so that reaping does not stop the run.
+        if std::process::id() == 1 {
+            return Ok(g);
+        }
         let (wake_read, wake_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
         let socket = g.socket.as_raw_fd();
         let link = std::sync::Arc::clone(&g.link);

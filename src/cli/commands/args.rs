@@ -301,14 +301,13 @@ mod tests {
     }
 }
 
-/// A benchmark id as the command line takes it (`bench::select`'s grammar): any text is
-/// accepted here (a prefix, a family, a result id; `select` judges it before measuring), and
-/// the shells' completions offer every family, benchmark id and result id of the default
-/// variants, so `run syscall/get<TAB>` completes. The values are hidden from `--help`.
+/// A value the command line takes as any text (judged later, where its meaning is known),
+/// whose completions offer `words`, hidden from `--help`: benchmark ids for the id arguments
+/// (`IdParser`), stored runs for the run arguments (`RunRefParser`).
 #[derive(Clone, Debug)]
-pub struct IdParser;
+pub struct Completing(fn() -> &'static [&'static str]);
 
-impl clap::builder::TypedValueParser for IdParser {
+impl clap::builder::TypedValueParser for Completing {
     type Value = String;
 
     fn parse_ref(
@@ -323,19 +322,33 @@ impl clap::builder::TypedValueParser for IdParser {
     fn possible_values(
         &self,
     ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
-        // Made once and kept for the process: clap's possible values are `'static` words.
-        static IDS: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
-        let ids = IDS.get_or_init(|| {
-            completable_ids()
-                .into_iter()
-                .map(|s| &*Box::leak(s.into_boxed_str()))
-                .collect()
-        });
         Some(Box::new(
-            ids.iter().copied().map(clap::builder::PossibleValue::new),
+            (self.0)()
+                .iter()
+                .copied()
+                .map(clap::builder::PossibleValue::new),
         ))
     }
 }
+
+/// A benchmark id (`bench::select`'s grammar; `select` judges it before measuring): completes
+/// every family, benchmark id and result id of the default variants (`run syscall/get<TAB>`).
+#[allow(non_upper_case_globals)]
+pub const IdParser: Completing = Completing(|| {
+    // Made once and kept for the process: clap's possible values are `'static` words.
+    static IDS: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    IDS.get_or_init(|| {
+        completable_ids()
+            .into_iter()
+            .map(|s| &*Box::leak(s.into_boxed_str()))
+            .collect()
+    })
+});
+
+/// A stored run (an id, a file, `last~N`, judged when the store is read): completes `last` and
+/// the few before it.
+#[allow(non_upper_case_globals)]
+pub const RunRefParser: Completing = Completing(|| &["last", "last~1", "last~2", "last~3"]);
 
 /// Every family (`syscall/`), benchmark id and result id of the default variants, in
 /// registry order, each once.
@@ -357,32 +370,4 @@ pub fn completable_ids() -> Vec<String> {
         }
     }
     out
-}
-
-/// A stored run as the commands that read them take it: any text (an id, a file, `last~N`,
-/// judged when the store is read); completion offers `last` and the few before it.
-#[derive(Clone, Debug)]
-pub struct RunRefParser;
-
-impl clap::builder::TypedValueParser for RunRefParser {
-    type Value = String;
-
-    fn parse_ref(
-        &self,
-        _cmd: &clap::Command,
-        _arg: Option<&clap::Arg>,
-        value: &std::ffi::OsStr,
-    ) -> Result<String, clap::Error> {
-        Ok(value.to_string_lossy().into_owned())
-    }
-
-    fn possible_values(
-        &self,
-    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
-        Some(Box::new(
-            ["last", "last~1", "last~2", "last~3"]
-                .into_iter()
-                .map(clap::builder::PossibleValue::new),
-        ))
-    }
 }

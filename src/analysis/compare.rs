@@ -108,6 +108,9 @@ pub struct BenchComparison {
     /// many bytes, so "slower" is a lower rate; views show the rates from it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes_per_op: Option<f64>,
+    /// Where both sides were profiled (`--profile`): the addition split by function.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<super::profile::Attribution>,
 }
 
 impl BenchComparison {
@@ -422,6 +425,7 @@ fn row(id: &str, b: &BenchResult, c: &BenchResult, opts: &Options) -> Option<Ben
         apart_unknown: false,
         rounds: None,
         bytes_per_op: b.bytes_per_op().or(c.bytes_per_op()),
+        attribution: super::profile::attribute(b, c),
     })
 }
 

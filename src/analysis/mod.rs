@@ -24,6 +24,7 @@ pub mod hooks;
 mod machine_speed;
 pub mod matrix;
 pub mod predict;
+pub mod profile;
 mod repetitions;
 pub mod run_to_run;
 pub mod scaling;
@@ -385,6 +386,8 @@ pub fn analyze(mut raw: CaseResult, allowed: &[usize]) -> BenchResult {
         repetitions: vec![],
         uncertainty: None,
         events: raw.events,
+        // Set where the repetitions are merged, which knows each one's median.
+        profile: None,
     };
     check_definition(&mut r);
     r

@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::base::model::{Batch, BenchResult, Status};
+use crate::base::model::{Batch, BenchResult, Run, Status};
 use crate::harness::syscount::ProgramCounts;
 
 /// The benchmark that prices every system call the catalogue does not time by name.
@@ -244,6 +244,44 @@ pub fn kinds(counts: &ProgramCounts, start: Option<&ProgramCounts>) -> Vec<Opera
     out
 }
 
+/// Whether both stored runs price the null call, which every prediction needs; else what to
+/// measure, in words.
+pub fn has_null_call(a: &Run, b: &Run, name_a: &str, name_b: &str) -> Result<(), String> {
+    for (run, name) in [(a, name_a), (b, name_b)] {
+        let measured = run
+            .results
+            .iter()
+            .any(|r| r.id == NULL_CALL && r.stats.is_some());
+        if !measured {
+            return Err(format!(
+                "{name} has no {NULL_CALL}, which prices every system call the catalogue does not time by name: give two runs of the default suite (`oscost run`), or of at least syscall/ spawn/ fs/"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A comparison's rows as prices (each addition and its CI), and a program start's derived
+/// from them (`PROGRAM_START`).
+pub fn prices_of(cmp: &crate::analysis::compare::Comparison) -> BTreeMap<String, Price> {
+    let mut prices: BTreeMap<String, Price> = cmp
+        .rows
+        .iter()
+        .filter(|r| r.addition_ns.is_finite())
+        .map(|r| {
+            let p = Price {
+                addition_ns: r.addition_ns,
+                ci95: r.addition_ci95,
+            };
+            (r.id.clone(), p)
+        })
+        .collect();
+    if let (Some(d), Some(f)) = (prices.get(FORK_EXEC_DYNAMIC), prices.get(FORK)) {
+        prices.insert(PROGRAM_START.into(), less(*d, *f));
+    }
+    prices
+}
+
 /// A derived price: `a` less `b`, their errors combined as independent.
 pub fn less(a: Price, b: Price) -> Price {
     let half = |p: &Price| (p.ci95[1] - p.ci95[0]).abs() / 2.0;
@@ -271,9 +309,14 @@ pub fn prices_needed(kinds: &[Operation]) -> Vec<String> {
     ids
 }
 
-/// Price the kinds. A kind whose benchmark has no price (it failed under the wrapper) is priced
-/// by the null call, and that is said.
-pub fn predict(kinds: &[Operation], prices: &BTreeMap<String, Price>) -> Option<Prediction> {
+/// Price the kinds. A kind whose benchmark has no price (it failed under the wrapper, or a
+/// stored run lacks it) is priced by the null call, and that is said: `lacking` ends the
+/// sentence ("under this wrapper").
+pub fn predict(
+    kinds: &[Operation],
+    prices: &BTreeMap<String, Price>,
+    lacking: &str,
+) -> Option<Prediction> {
     let null = prices.get(NULL_CALL)?;
     let mut assumptions = Vec::new();
     let mut lines = Vec::new();
@@ -284,7 +327,7 @@ pub fn predict(kinds: &[Operation], prices: &BTreeMap<String, Price>) -> Option<
             Some(p) => (k.priced_by.clone(), *p, k.assumed),
             None => {
                 assumptions.push(format!(
-                    "{} ({}x) priced as the null call: {} has no price under this wrapper",
+                    "{} ({}x) priced as the null call: {} has no price {lacking}",
                     k.kind, k.count, k.priced_by
                 ));
                 (NULL_CALL.to_string(), *null, true)
@@ -579,7 +622,7 @@ mod tests {
         // Half-widths 1.96 x SE: SE 2 for read, 1 for the null call.
         prices.insert("syscall/read-devzero".into(), price(50.0, 3.92));
         prices.insert(NULL_CALL.into(), price(40.0, 1.96));
-        let p = predict(&k, &prices).unwrap();
+        let p = predict(&k, &prices, "under this wrapper").unwrap();
         assert_eq!(p.predicted_added_ns, 100.0 * 50.0 + 40.0 * 40.0);
         // sqrt((100 x 2)^2 + (40 x 1)^2) x 1.96: the 40 null-call calls as one.
         let half = 1.96 * (200.0f64.powi(2) + 40.0f64.powi(2)).sqrt();
@@ -600,7 +643,7 @@ mod tests {
         }];
         let mut prices = BTreeMap::new();
         prices.insert(NULL_CALL.into(), price(40.0, 0.0));
-        let p = predict(&k, &prices).unwrap();
+        let p = predict(&k, &prices, "under this wrapper").unwrap();
         assert_eq!(p.predicted_added_ns, 80.0);
         assert!(p.breakdown[0].assumed);
         assert!(
@@ -608,7 +651,7 @@ mod tests {
                 .iter()
                 .any(|a| a.contains("spawn/fork has no price"))
         );
-        assert!(predict(&k, &BTreeMap::new()).is_none());
+        assert!(predict(&k, &BTreeMap::new(), "under this wrapper").is_none());
     }
 
     #[test]

@@ -136,6 +136,15 @@ pub fn merge_repetitions(
             block: rep.block,
         })
         .collect();
+    let profiled: Vec<(crate::base::model::Profile, f64)> = ok
+        .iter()
+        .zip(&r.repetitions)
+        .filter_map(|(rep, level)| {
+            let window = super::profile::window_ns(level, r.baseline_ns);
+            Some((rep.case.profile.clone()?, window))
+        })
+        .collect();
+    r.profile = super::profile::merge(profiled);
     name_departures(&mut r, ok[0].case.preemption_expected);
     if let Some(note) = memory_note(&r) {
         r.notes.push(Note::new(NoteKind::MemoryActivity, note));

@@ -74,6 +74,7 @@ fn case(samples: Vec<f64>) -> CaseResult {
         preemption_expected: false,
         error: None,
         events: None,
+        profile: None,
         witness_ns: None,
         memory_events: Default::default(),
         cpu_wait: None,

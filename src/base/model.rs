@@ -535,6 +535,9 @@ pub struct BenchResult {
     /// Events per operation counted around its repetitions (absent in runs before counting).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub events: Option<Events>,
+    /// Where its time went, sampled in passes of their own (`--profile`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<Profile>,
 }
 
 /// A bandwidth's figure as a rate: what a time per operation that moves a known number of
@@ -593,6 +596,7 @@ impl BenchResult {
             repetitions: vec![],
             uncertainty: None,
             events: None,
+            profile: None,
         }
     }
 }
@@ -630,7 +634,9 @@ pub mod file;
 pub use file::load_run_file;
 pub mod load;
 pub mod note;
+pub mod profile;
 pub use note::{Note, NoteKind};
+pub use profile::Profile;
 
 /// One result's summary row, as `results` keeps it.
 #[derive(Debug, Clone, PartialEq)]

@@ -476,6 +476,8 @@ pub struct Meter {
     pub cgroup: Result<PathBuf, String>,
     /// perf events counted around each case (`harness::counters`); empty: none.
     pub events: Vec<String>,
+    /// Profile each case in an untimed pass of its own (`harness::profile`).
+    pub profile: bool,
 }
 
 impl Meter {

@@ -49,6 +49,9 @@ pub struct WorkerOptions {
     /// repetition (`scheduler::rep_options`), since every worker of a side is started alike.
     #[serde(default)]
     pub read_confinement: bool,
+    /// Profile every case in an untimed pass of its own (`--profile`, `harness::profile`).
+    #[serde(default)]
+    pub profile: bool,
 }
 
 /// The POSIX message queue name of this run.
@@ -106,6 +109,9 @@ pub struct CaseResult {
     /// The worker's confinement, read by the worker itself: on the first case it sends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confinement: Option<crate::base::model::Confinement>,
+    /// This repetition's profile (`--profile`), from an untimed pass of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<crate::base::model::Profile>,
 }
 
 /// The measuring thread's wait for its own CPU over a timed pass.
@@ -159,6 +165,7 @@ impl CaseResult {
             error: Some(e),
             cpu_wait: None,
             events: None,
+            profile: None,
             witness_ns: None,
             memory_events: BTreeMap::new(),
             throttle: None,
@@ -346,6 +353,10 @@ fn run_case(meter: &Meter, b: &Benchmark, mut c: Case, variants: &VariantOptions
     } else {
         count_events(meter, b, &c)
     };
+    let profile = match outcome.is_ok() && meter.profile {
+        true => profile_pass(meter, b, &c),
+        false => Ok(None),
+    };
     if placed.is_some() {
         let _ = placement::pin_current_thread(meter.cpu);
     }
@@ -359,6 +370,11 @@ fn run_case(meter: &Meter, b: &Benchmark, mut c: Case, variants: &VariantOptions
     });
     let mut params = c.params;
     params.extend(o.params);
+    let mut notes = o.notes;
+    let profile = profile.unwrap_or_else(|why| {
+        notes.push(format!("not profiled: {why}"));
+        None
+    });
     let mut smt_siblings: Vec<usize> = used_cpus
         .iter()
         .flat_map(|&u| placement::smt_siblings(u))
@@ -377,7 +393,7 @@ fn run_case(meter: &Meter, b: &Benchmark, mut c: Case, variants: &VariantOptions
         cpu_before: before,
         cpu_after: after,
         measurement: Some(o.measurement),
-        notes: o.notes,
+        notes,
         preemption_expected: b.preempts,
         error: None,
         events,
@@ -386,7 +402,22 @@ fn run_case(meter: &Meter, b: &Benchmark, mut c: Case, variants: &VariantOptions
         memory_events: BTreeMap::new(),
         throttle,
         confinement: None,
+        profile,
     }
+}
+
+/// A third, untimed pass of the case, sampled (`harness::profile`): its profile (`None`
+/// where the case's loop took no sample), or why there is none.
+fn profile_pass(
+    meter: &Meter,
+    b: &Benchmark,
+    c: &Case,
+) -> Result<Option<crate::base::model::Profile>, String> {
+    super::profile::open(&meter.allowed)?;
+    let profiled = (b.run)(meter, c);
+    let profile = super::profile::finish();
+    profiled.map_err(|e| format!("the profiling pass failed: {e}"))?;
+    Ok(profile)
 }
 
 /// The throttling between two readings, when it stopped the group at all.

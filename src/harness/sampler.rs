@@ -182,22 +182,39 @@ fn counted_window<E>(
     ops_per_step: u64,
     step: &mut dyn FnMut() -> Result<(), E>,
 ) -> Result<(), E> {
-    let k = counting_repeats(step_ns);
+    let profiling = super::profile::active();
+    let window_ns = if profiling {
+        super::profile::WINDOW_NS
+    } else {
+        COUNTING_NS
+    };
+    let k = counting_repeats(step_ns, window_ns);
     counters::begin();
+    super::profile::begin();
     for _ in 0..k {
         step()?;
         super::ipc_guard::unwind_if_dying();
+        if profiling {
+            super::profile::step();
+        }
     }
+    super::profile::end();
     counters::end(Phase::Sampling, k * ops_per_step);
     Ok(())
 }
 
-/// Batches (or single operations) of the counting window for batches of `batch_ns` each.
-fn counting_repeats(batch_ns: f64) -> u64 {
+/// Whether this is an untimed pass (counting events or profiling) rather than the timed one.
+fn untimed_pass() -> bool {
+    counters::active() || super::profile::active()
+}
+
+/// Batches (or single operations) of an untimed window of `window_ns` for batches of
+/// `batch_ns` each.
+fn counting_repeats(batch_ns: f64, window_ns: f64) -> u64 {
     if !(batch_ns.is_finite() && batch_ns > 0.0) {
         return 2;
     }
-    ((COUNTING_NS / batch_ns).ceil() as u64).clamp(2, 100_000)
+    ((window_ns / batch_ns).ceil() as u64).clamp(2, 10_000_000)
 }
 
 /// Takes samples of one operation with a clock and a preemption probe (both fakes in tests).
@@ -335,7 +352,7 @@ impl<C: Clock, P: PreemptionProbe> Sampler<C, P> {
         // Sized once cold, then again once warm: in a fresh process the first calls fault in
         // code and data, and a batch sized on them would be far too small.
         let n = self.batch_size(op)?;
-        if counters::active() {
+        if untimed_pass() {
             return self.count_batched(op, baseline, n);
         }
         let warm_start = self.clock.now_ns();
@@ -417,7 +434,7 @@ impl<C: Clock, P: PreemptionProbe> Sampler<C, P> {
         &self,
         op: &mut dyn FnMut() -> Result<f64, E>,
     ) -> Result<(Measurement, StopReason), E> {
-        if counters::active() {
+        if untimed_pass() {
             return self.count_individual(op);
         }
         let warm_start = self.clock.now_ns();

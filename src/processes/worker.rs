@@ -122,6 +122,7 @@ fn measure(id: &str, opts: WorkerOptions) -> Vec<CaseResult> {
                 .unwrap_or_else(|| "the run made no cgroup for this benchmark".into())
         }),
         events: events_override().unwrap_or(opts.events),
+        profile: opts.profile,
     };
     let memory = b
         .memory_watch

@@ -395,6 +395,9 @@ pub fn render(c: &Comparison, color: bool) -> String {
     if c.summary.inconclusive > 0 && c.rows.iter().any(|r| r.rounds.is_none()) {
         out.push_str(&format!("{}\n", INCONCLUSIVE));
     }
+    for line in super::profile::attribution_lines(c) {
+        out.push_str(&format!("{line}\n"));
+    }
     out.push_str(&tail(c));
     out
 }

@@ -21,6 +21,7 @@ pub mod openmetrics;
 pub mod outcomes;
 pub mod plot;
 pub mod predict;
+pub mod profile;
 pub mod run_figures;
 pub mod run_page;
 pub mod scaling;

@@ -36,6 +36,9 @@ struct ResultEntry {
     events: String,
     /// Every counted event per operation, and what could not be counted.
     events_full: String,
+    /// Where its time went (`--profile`): a stacked bar and its legend, HTML built with
+    /// every name escaped (`report::profile::bar_html`); empty where not profiled.
+    profile: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -120,6 +123,7 @@ fn row(r: &BenchResult) -> ResultEntry {
         placement: placement_text(r),
         events: super::key_events(r),
         events_full: events_text(r),
+        profile: super::profile::bar_html(r, super::profile::TOP).unwrap_or_default(),
     }
 }
 

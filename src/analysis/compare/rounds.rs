@@ -182,6 +182,9 @@ pub fn judge_rounds(cmp: &mut Comparison, base: &Run, cand: &Run) {
         r.slowdown = p.slowdown;
         r.slowdown_ci95 = p.ci;
         r.addition_ns = r.base_median_ns * (p.slowdown - 1.0);
+        if let Some(a) = r.attribution.as_mut() {
+            a.measure_against(r.addition_ns);
+        }
         r.addition_ci95 = [
             r.base_median_ns * (p.ci[0] - 1.0),
             r.base_median_ns * (p.ci[1] - 1.0),

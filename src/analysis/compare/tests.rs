@@ -273,6 +273,7 @@ fn changed(id: &str, base: f64, ratio: f64) -> BenchComparison {
         apart_unknown: false,
         rounds: None,
         bytes_per_op: None,
+        attribution: None,
     }
 }
 

@@ -28,6 +28,7 @@ pub fn result(id: &str, samples: Vec<f64>) -> BenchResult {
         repetitions: vec![],
         uncertainty: None,
         events: None,
+        profile: None,
     }
 }
 

@@ -263,6 +263,7 @@ fn group_row(
         apart_unknown: false,
         rounds: None,
         bytes_per_op: None,
+        attribution: None,
     });
 }
 

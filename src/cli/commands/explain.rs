@@ -184,6 +184,7 @@ impl Command for ExplainArgs {
             // explain traces two-party round trips, none of which start processes in a cgroup.
             cgroup: Err("explain makes no cgroup".into()),
             events: vec![],
+            profile: false,
         };
         crate::say!("oscost: {id}: untraced pass, then a traced one");
         let untraced = runner::run_cases(&meter(false), b, &plan.opts.variants);

@@ -1,4 +1,5 @@
-//! `oscost export RUN --json/--csv/--markdown FILE`: a stored run written to files.
+//! `oscost export RUN --json/--csv/--markdown/... FILE`: a stored run written to files, its
+//! profiles too as folded stacks (`--folded`).
 
 use clap::Args;
 
@@ -17,6 +18,11 @@ pub struct ExportArgs {
     #[command(flatten)]
     /// Where the run is written.
     pub outputs: OutputArgs,
+    /// Write the profiled results' call chains as folded stacks (`frame;frame;leaf count`, the
+    /// result's id as the root), as flamegraph.pl and inferno-flamegraph read them (a run
+    /// measured with --profile).
+    #[arg(long, value_name = "FILE")]
+    pub folded: Option<std::path::PathBuf>,
     #[command(flatten)]
     /// The store the run is read from.
     pub store: StoreArgs,
@@ -33,18 +39,30 @@ impl Command for ExportArgs {
         self.outputs.declare(
             Effects::new()
                 .store(self.store.db.as_ref())
-                .reads("RUN", &self.run),
+                .reads("RUN", &self.run)
+                .writes("--folded", self.folded.as_ref()),
         )
     }
 
     /// Write the stored run to the files asked for.
     fn run(self, _: Given) -> anyhow::Result<i32> {
         let _stop = crate::effects::signals::on_interrupt()?;
-        if self.outputs.paths().is_empty() {
-            return Err(usage("export needs --json, --csv or --markdown FILE"));
+        if self.outputs.paths().is_empty() && self.folded.is_none() {
+            return Err(usage(
+                "export needs a file to write: --json, --csv, --markdown, --folded FILE, ...",
+            ));
         }
         let (run, _) = load_run(&self.run, &self.store, &self.select)?;
-        output::export(&run, &super::exporters::<Run>(&self.outputs, None))?;
+        if self.folded.is_some() && run.results.iter().all(|r| r.profile.is_none()) {
+            return Err(usage(
+                "--folded: no result of this run was profiled; measure it with --profile",
+            ));
+        }
+        let mut exporters = super::exporters::<Run>(&self.outputs, None);
+        if let Some(p) = &self.folded {
+            exporters.push((p.clone(), Box::new(crate::report::profile::Folded)));
+        }
+        output::export(&run, &exporters)?;
         Ok(0)
     }
 }

@@ -105,11 +105,14 @@ pub fn print_table(
     outputs: &OutputArgs,
     opts: crate::report::table::TableOptions,
 ) -> anyhow::Result<()> {
+    let profiles = crate::report::profile::summary(run);
     if crate::effects::output::any_stdout(&outputs.paths()) {
         crate::say_part!("{}", crate::report::table::render(run, false, opts));
+        crate::say_part!("{profiles}");
         Ok(())
     } else {
-        print_stdout(&crate::report::table::render(run, color(), opts))
+        print_stdout(&crate::report::table::render(run, color(), opts))?;
+        print_stdout(&profiles)
     }
 }
 

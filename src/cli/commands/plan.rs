@@ -48,6 +48,8 @@ pub struct Request {
     pub events: Option<Vec<String>>,
     /// The run's label.
     pub label: Option<String>,
+    /// Profile every case (`--profile`).
+    pub profile: bool,
 }
 
 impl Request {
@@ -67,6 +69,7 @@ impl Request {
             copies: None,
             events: None,
             label: None,
+            profile: false,
         }
     }
 }
@@ -103,6 +106,10 @@ pub fn build(args: &Request) -> anyhow::Result<Plan> {
     no_case_unmatched(&benchmarks, &variants).map_err(usage)?;
     let (sampler, reps) = resolve_sampling(args, &benchmarks, &variants);
     let events = resolve_events(args.events.as_deref()).map_err(usage)?;
+    if args.profile {
+        crate::harness::profile::probe(&allowed)
+            .map_err(|why| usage(format!("--profile: {why}; run without --profile")))?;
+    }
     let rep_s = reps.rep_ns as f64 / 1e9;
     let timeout = Duration::from_secs_f64(args.timeout_s.unwrap_or(30.0 + 40.0 * rep_s));
     Ok(Plan {
@@ -119,6 +126,7 @@ pub fn build(args: &Request) -> anyhow::Result<Plan> {
             events,
             task_settings: vec![],
             read_confinement: false,
+            profile: args.profile,
         },
         timeout,
         wrapper_text: args.under.clone(),

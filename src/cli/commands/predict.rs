@@ -34,12 +34,24 @@ use crate::processes::program::{self, ProcessTimer, RoundsEnd, Timings};
 use crate::processes::scheduler::{self, Side};
 use crate::report::predict::PredictionReport;
 
+mod between;
+
 #[derive(Debug, Args, Clone)]
 /// `oscost predict`'s arguments.
 pub struct PredictArgs {
     /// The wrapper, e.g. 'strace -f -o /dev/null' or 'scripts/ref/seccomp-layers 8 --'.
-    #[arg(long, value_name = "CMD", required_unless_present = "during")]
+    #[arg(long, value_name = "CMD", required_unless_present_any = ["during", "from"])]
     pub under: Option<String>,
+    /// Predict, without running CMD there, what moving it from the system a stored run
+    /// measured to the one another measured costs it (two kernels, a setting, a sandbox):
+    /// CMD runs once here, counted, and its operations are priced by what each benchmark
+    /// moved between the runs (with --to).
+    #[arg(long, value_name = "RUN", requires = "to", conflicts_with_all = ["under", "during"],
+          value_parser = super::args::RunRefParser)]
+    pub from: Option<String>,
+    /// The run whose system CMD is moved to (with --from).
+    #[arg(long, value_name = "RUN", requires = "from", value_parser = super::args::RunRefParser)]
+    pub to: Option<String>,
     /// A program attached to the whole system whose cost to CMD is predicted and measured,
     /// e.g. 'perf stat -a -e raw_syscalls:sys_enter -o /dev/null': it runs during the wrapped
     /// side's blocks (started, waited for until ready, stopped after, as `run --during`).
@@ -246,24 +258,7 @@ impl Ctx<'_> {
         self.stop()?;
         let cmp =
             crate::analysis::compare::compare(&ra, &rb, "plain", "wrapped", &Default::default());
-        let mut prices: BTreeMap<String, Price> = cmp
-            .rows
-            .iter()
-            .filter(|r| r.addition_ns.is_finite())
-            .map(|r| {
-                let p = Price {
-                    addition_ns: r.addition_ns,
-                    ci95: r.addition_ci95,
-                };
-                (r.id.clone(), p)
-            })
-            .collect();
-        if let (Some(d), Some(f)) = (
-            prices.get(model::FORK_EXEC_DYNAMIC),
-            prices.get(model::FORK),
-        ) {
-            prices.insert(model::PROGRAM_START.into(), model::less(*d, *f));
-        }
+        let mut prices = model::prices_of(&cmp);
         if !self.wrapper.is_empty() && kinds.iter().any(|k| k.priced_by == model::WRAPPER_START) {
             let true_cmd = vec![TRUE.to_string()];
             let mut wrapped_true = self.wrapper.clone();
@@ -494,15 +489,24 @@ fn output(
 impl Command for PredictArgs {
     /// The prediction's JSON and page, and the store both sides are saved into.
     fn effects(&self) -> Effects {
-        Effects::new()
+        let e = Effects::new()
             .writes("--json", self.json.as_ref())
-            .writes_report("--report", self.report.as_ref())
-            .saves_unless(self.no_save, self.store.db.as_ref())
+            .writes_report("--report", self.report.as_ref());
+        match (&self.from, &self.to) {
+            (Some(a), Some(b)) => e
+                .store(self.store.db.as_ref())
+                .reads("--from", a)
+                .reads("--to", b),
+            _ => e.saves_unless(self.no_save, self.store.db.as_ref()),
+        }
     }
 
     /// Count, price, predict, measure, and write the prediction, in the session's order
     /// (`session::run`; predict sets no kernel settings).
     fn run(self, given: Given) -> anyhow::Result<i32> {
+        if let (Some(a), Some(b)) = (&self.from, &self.to) {
+            return between::run(&self, a, b);
+        }
         let mut live = Live::new(given.passed, !self.no_save, 0.0);
         session::run(
             &mut live,
@@ -574,7 +578,7 @@ impl Measurement for Prediction<'_> {
         };
         let (counts, kinds) = ctx.count()?;
         let (mut ra, mut rb, prices) = ctx.price(&kinds)?;
-        let Some(pred) = model::predict(&kinds, &prices) else {
+        let Some(pred) = model::predict(&kinds, &prices, "under this wrapper") else {
             anyhow::bail!(
                 "{} could not be measured {}, so nothing can be priced",
                 model::NULL_CALL,

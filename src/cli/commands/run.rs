@@ -86,6 +86,12 @@ pub struct MeasureArgs {
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
 
+    /// Sample where each result's time goes (kernel functions, BPF programs, user code), in
+    /// an untimed pass of each repetition after its timed one: `show --profile` lists them,
+    /// `ab` and `compare` split a difference by function.
+    #[arg(long)]
+    pub profile: bool,
+
     /// Also write an HTML report of the run into this directory.
     #[arg(long, value_name = "DIR")]
     pub report: Option<PathBuf>,
@@ -187,6 +193,7 @@ impl MeasureArgs {
             copies: self.copies.clone(),
             events: self.events.clone(),
             label: self.label.clone(),
+            profile: self.profile,
         }
     }
 

@@ -24,6 +24,10 @@ pub struct ShowArgs {
     /// Print every column of the table (as `run --wide`).
     #[arg(long)]
     pub wide: bool,
+    /// After the table, list where each profiled result's time went (runs measured with
+    /// --profile): every function's share and ns per operation with its interval.
+    #[arg(long)]
+    pub profile: bool,
 }
 
 impl ShowArgs {}
@@ -48,6 +52,9 @@ impl Command for ShowArgs {
                 wide: self.wide,
             },
         ))?;
+        if self.profile {
+            print_stdout(&crate::report::profile::render(&run))?;
+        }
         Ok(0)
     }
 }

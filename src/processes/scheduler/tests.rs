@@ -112,6 +112,7 @@ fn plan(ids: &[&str], fixed_total: Option<usize>) -> Plan {
             events: vec!["context-switches".into()],
             task_settings: vec![],
             read_confinement: false,
+            profile: false,
         },
         timeout: Duration::from_secs(1),
         wrapper: None,

@@ -115,6 +115,9 @@ pub fn render_comparison(cmp: &Comparison, png: bool) -> Result<Page, String> {
             only_base => Serde(&cmp.only_base), only_cand => Serde(&cmp.only_cand),
             unmeasured => Serde(&cmp.unmeasured),
             inconclusive => cmp.summary.inconclusive > 0,
+            why => Serde(cmp.rows.iter().filter_map(|r| {
+                Some(super::profile::attribution_html(&r.id, r.attribution.as_ref()?))
+            }).collect::<Vec<String>>()),
         },
     )?;
     let mut files: Vec<(String, Vec<u8>)> = figs

@@ -192,13 +192,14 @@ pub fn bar_html(r: &BenchResult, top: usize) -> Option<String> {
     const COLOURS: [&str; 6] = [
         "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
     ];
+    let colour = |i: usize, c: &FunctionCost| match c.space {
+        Space::Bpf => "#b07aa1",
+        Space::User => "#9c755f",
+        Space::Kernel => COLOURS[i % COLOURS.len()],
+    };
     for (i, c) in costs.iter().take(top).enumerate() {
         let pct = c.ns / total * 100.0;
-        let colour = match c.space {
-            Space::Bpf => "#b07aa1",
-            Space::User => "#9c755f",
-            Space::Kernel => COLOURS[i % COLOURS.len()],
-        };
+        let colour = colour(i, c);
         let _ = write!(
             out,
             "<span style=\"width:{pct:.2}%;background:{colour}\" title=\"{} {} ({:.1}%)\"></span>",
@@ -218,10 +219,11 @@ pub fn bar_html(r: &BenchResult, top: usize) -> Option<String> {
         );
     }
     out.push_str("</div><ol class=\"profile-legend\">");
-    for c in costs.iter().take(top) {
+    for (i, c) in costs.iter().take(top).enumerate() {
         let _ = write!(
             out,
-            "<li><code>{}</code> {} [{}, {}]{}</li>",
+            "<li><i style=\"background:{}\"></i><code>{}</code> {} [{}, {}]{}</li>",
+            colour(i, c),
             super::junit::escape(&c.symbol),
             format_ns(c.ns),
             format_ns(c.ci95[0]),
@@ -231,6 +233,65 @@ pub fn bar_html(r: &BenchResult, top: usize) -> Option<String> {
     }
     out.push_str("</ol>");
     Some(out)
+}
+
+/// A compared row's attribution as HTML (the comparison page's figure): a bar a function,
+/// its length its addition against the largest, red an addition and green a saving, with
+/// the interval; then what is within noise and what the profiles do not account for.
+pub fn attribution_html(id: &str, a: &profile::Attribution) -> String {
+    let mut out = format!(
+        "<h3><code>{}</code> {}</h3><table class=\"profile-parts\">",
+        super::junit::escape(id),
+        signed(a.measured_ns)
+    );
+    let widest = a
+        .parts
+        .iter()
+        .map(|p| p.added_ns.abs())
+        .fold(a.measured_ns.abs(), f64::max)
+        .max(1e-9);
+    for p in &a.parts {
+        let colour = if p.added_ns >= 0.0 {
+            "#e15759"
+        } else {
+            "#59a14f"
+        };
+        let _ = write!(
+            out,
+            "<tr><td><code>{}</code>{}</td><td class=\"num\">{}</td><td class=\"num\">{} to {}</td>\
+<td class=\"bar\"><span style=\"width:{:.1}%;background:{colour}\"></span></td></tr>",
+            super::junit::escape(&p.symbol),
+            space_mark(p.space),
+            signed(p.added_ns),
+            signed(p.ci95[0]),
+            signed(p.ci95[1]),
+            p.added_ns.abs() / widest * 100.0
+        );
+    }
+    out.push_str("</table>");
+    if a.parts.is_empty() {
+        out.push_str("<p>No function's change is past noise.</p>");
+    }
+    let _ = write!(
+        out,
+        "<p class=\"muted\">{} functions judged; within noise {}; not in the \
+profiles {}.</p>",
+        a.judged,
+        signed(a.within_noise_ns),
+        signed(a.remainder_ns)
+    );
+    out
+}
+
+/// A signed time: "+1.20 us", "-350 ns", and "±0 ns" for what rounds to nothing.
+fn signed(x: f64) -> String {
+    if x.abs() < 0.005 {
+        "±0 ns".into()
+    } else if x < 0.0 {
+        format!("-{}", format_ns(-x))
+    } else {
+        format!("+{}", format_ns(x))
+    }
 }
 
 /// Folded stacks as an export (`--folded FILE`).

@@ -49,7 +49,7 @@ impl Command for ExportArgs {
         let _stop = crate::effects::signals::on_interrupt()?;
         if self.outputs.paths().is_empty() && self.folded.is_none() {
             return Err(usage(
-                "export needs a file to write: --json, --csv, --markdown, --folded FILE, ...",
+                "export needs --json, --csv, --markdown, --folded or another format's FILE",
             ));
         }
         let (run, _) = load_run(&self.run, &self.store, &self.select)?;

@@ -359,9 +359,9 @@ fn run_case(meter: &Meter, b: &Benchmark, mut c: Case, variants: &VariantOptions
     } else {
         count_events(meter, b, &c)
     };
-    let profile = match outcome.is_ok() && meter.profile {
+    let (profile, not_profiled) = match outcome.is_ok() && meter.profile {
         true => profile_pass(meter, b, &c),
-        false => Ok(None),
+        false => (None, None),
     };
     if placed.is_some() {
         let _ = placement::pin_current_thread(meter.cpu);
@@ -377,10 +377,7 @@ fn run_case(meter: &Meter, b: &Benchmark, mut c: Case, variants: &VariantOptions
     let mut params = c.params;
     params.extend(o.params);
     let mut notes = o.notes;
-    let profile = profile.unwrap_or_else(|why| {
-        notes.push(format!("not profiled: {why}"));
-        None
-    });
+    notes.extend(not_profiled);
     let mut smt_siblings: Vec<usize> = used_cpus
         .iter()
         .flat_map(|&u| placement::smt_siblings(u))
@@ -413,17 +410,24 @@ fn run_case(meter: &Meter, b: &Benchmark, mut c: Case, variants: &VariantOptions
 }
 
 /// A third, untimed pass of the case, sampled (`harness::profile`): its profile (`None`
-/// where the case's loop took no sample), or why there is none.
+/// where the case's loop took no sample), or the note saying why there is none.
 fn profile_pass(
     meter: &Meter,
     b: &Benchmark,
     c: &Case,
-) -> Result<Option<crate::base::model::Profile>, String> {
-    super::profile::open(&meter.allowed)?;
+) -> (Option<crate::base::model::Profile>, Option<String>) {
+    if let Err(why) = super::profile::open(&meter.allowed) {
+        return (None, Some(format!("not profiled: {why}")));
+    }
     let profiled = (b.run)(meter, c);
     let profile = super::profile::finish();
-    profiled.map_err(|e| format!("the profiling pass failed: {e}"))?;
-    Ok(profile)
+    match profiled {
+        Ok(_) => (profile, None),
+        Err(e) => (
+            None,
+            Some(format!("not profiled: the profiling pass failed: {e}")),
+        ),
+    }
 }
 
 /// The throttling between two readings, when it stopped the group at all.

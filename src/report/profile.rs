@@ -283,14 +283,12 @@ profiles {}.</p>",
     out
 }
 
-/// A signed time: "+1.20 us", "-350 ns", and "±0 ns" for what rounds to nothing.
+/// `signed_ns`, with "±0 ns" for what rounds to nothing (not "-0.00 ns").
 fn signed(x: f64) -> String {
     if x.abs() < 0.005 {
         "±0 ns".into()
-    } else if x < 0.0 {
-        format!("-{}", format_ns(-x))
     } else {
-        format!("+{}", format_ns(x))
+        super::signed_ns(x)
     }
 }
 

@@ -91,14 +91,7 @@ fn moved_prices(a: &Run, b: &Run) -> BTreeMap<String, Price> {
 
 /// The prediction in lines: the total, then the breakdown's largest parts.
 pub fn words(m: &Moved) -> String {
-    use crate::base::stats::units::format_ns;
-    let signed = |x: f64| {
-        if x < 0.0 {
-            format!("-{}", format_ns(-x))
-        } else {
-            format!("+{}", format_ns(x))
-        }
-    };
+    let signed = crate::report::signed_ns;
     let calls: u64 = m.syscalls.values().sum();
     let mut s = format!(
         "`{}` moved from {} to {}: predicted {} ({} to {}) over its {calls} system calls\n",

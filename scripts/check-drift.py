@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Would taking the host's drift out of a run narrow its intervals, and would they still hold?
+
+Reads runs kept by `KEEP=DIR scripts/check-ci.sh N` (DIR/run*.json) and judges, per benchmark,
+three estimates of each run's level from its repetitions (the log of each repetition's median
+over the result's median), each with a t interval over the repetitions:
+
+  as measured   the repetitions' levels themselves;
+  neighbours    each level less the level the other benchmarks' repetitions nearest in time
+                sat at (the host's drift common to every benchmark of the run, leave-one-out),
+                scaled by the regression of the one on the other (a control variate);
+  witness       each level less the regression on the log of its worker's speed witness
+                (`Repetition::witness_ns`, a fixed user-space loop timed in the same worker).
+
+For each: the median interval width over the runs (percent of the median), how often one run's
+interval holds another run's level (a calibrated 95% interval: ~83%), and the correlation the
+adjustment worked from. An adjustment earns its place only where it narrows the width and the
+holds stay; docs/design-notes.md ("The host's drift: what cancels it") has the figures.
+
+usage: scripts/check-drift.py DIR
+"""
+import glob
+import json
+import math
+import statistics as st
+import sys
+
+T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26,
+       10: 2.23, 11: 2.20, 12: 2.18, 13: 2.16, 14: 2.14, 15: 2.13}
+
+
+def t95(dof):
+    return T95.get(dof, 2.0 if dof > 15 else float("inf"))
+
+
+def regress(y, x):
+    """Slope of y on x and their correlation (0, 0 when x does not vary)."""
+    mx, my = st.mean(x), st.mean(y)
+    sxx = sum((a - mx) ** 2 for a in x)
+    syy = sum((b - my) ** 2 for b in y)
+    if sxx <= 0 or syy <= 0:
+        return 0.0, 0.0
+    sxy = sum((a - mx) * (b - my) for a, b in zip(x, y))
+    return sxy / sxx, sxy / math.sqrt(sxx * syy)
+
+
+def adjusted(levels, control):
+    """Levels less their regression on the control, and the correlation used."""
+    slope, r = regress(levels, control)
+    mc = st.mean(control)
+    return [l - slope * (c - mc) for l, c in zip(levels, control)], r
+
+
+def interval(levels, fitted):
+    n = len(levels)
+    dof = n - 1 - fitted
+    if dof < 1:
+        return None
+    return st.mean(levels), t95(dof) * st.stdev(levels) / math.sqrt(n)
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+        sys.exit(2)
+    files = sorted(glob.glob(f"{sys.argv[1]}/run*.json"))
+    if len(files) < 2:
+        print(f"check-drift: {sys.argv[1]} holds fewer than two run*.json", file=sys.stderr)
+        sys.exit(2)
+    kinds = ("as measured", "neighbours", "witness")
+    table = {}
+    for f in files:
+        results = [r for r in json.load(open(f))["results"]
+                   if r.get("stats") and len(r.get("repetitions", [])) >= 4]
+        series = {}
+        for r in results:
+            reps = sorted(r["repetitions"], key=lambda x: x["started_ms"])
+            mid = st.median(x["median_ns"] for x in reps)
+            series[r["id"]] = [(x["started_ms"], math.log(x["median_ns"] / mid),
+                                x.get("witness_ns")) for x in reps if x["median_ns"] > 0]
+        for r in results:
+            own = series[r["id"]]
+            others = [p for k, v in series.items() if k != r["id"] for p in v]
+            levels = [l for _, l, _ in own]
+            base = math.log(r["stats"]["median"])
+            row = table.setdefault(r["id"], {k: [] for k in kinds})
+            row["as measured"].append((base, interval(levels, 0), None))
+            if others:
+                k = max(1, 2 * (len(series) - 1))
+                near = [st.median(q[1] for q in sorted(others, key=lambda q: abs(q[0] - t))[:k])
+                        for t, _, _ in own]
+                adj, rho = adjusted(levels, near)
+                row["neighbours"].append((base, interval(adj, 1), rho))
+            if all(w for _, _, w in own):
+                adj, rho = adjusted(levels, [math.log(w) for _, _, w in own])
+                row["witness"].append((base, interval(adj, 1), rho))
+    print(f"{'benchmark':28} {'estimate':12} {'runs':>4} {'width':>8} {'holds':>7} {'corr':>6}")
+    for bench, row in table.items():
+        for kind in kinds:
+            got = [(b + i[0], i[1], rho) for b, i, rho in row[kind] if i]
+            if len(got) < 2:
+                continue
+            pairs = [(a, b) for a in range(len(got)) for b in range(len(got)) if a != b]
+            holds = sum(1 for a, b in pairs if abs(got[b][0] - got[a][0]) <= got[a][1])
+            width = 200 * st.median(math.expm1(h) for _, h, _ in got)
+            rhos = [rho for _, _, rho in got if rho is not None]
+            corr = f"{st.median(rhos):+.2f}" if rhos else ""
+            print(f"{bench:28} {kind:12} {len(got):4} {width:7.2f}% {100 * holds / len(pairs):6.1f}%"
+                  f" {corr:>6}")
+
+
+if __name__ == "__main__":
+    main()

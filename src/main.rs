@@ -2,6 +2,7 @@
 //!
 //! `main` parses the command line, dispatches, and is the one error boundary: a usage error
 //! exits 2, an interrupt 128 + signal, any other error 1, each with one line on stderr.
+#![warn(clippy::too_many_lines)]
 
 use clap::Parser;
 

@@ -63,73 +63,10 @@ pub fn exchange<T>(
     ack: bool,
     mut answer: impl FnMut(i32, &[u8]) -> Option<T>,
 ) -> Result<T, String> {
-    // SAFETY: a plain socket call; the descriptor is owned below.
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_NETLINK,
-            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-            libc::NETLINK_AUDIT,
-        )
-    };
-    if fd < 0 {
-        return Err(format!(
-            "no audit socket: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
-    // SAFETY: fd was just opened and is owned by nothing else.
-    let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    let fd = audit_socket()?;
     let raw = std::os::fd::AsRawFd::as_raw_fd(&fd);
-    // A reply that never comes must not hang a command: at most a second.
-    let tv = libc::timeval {
-        tv_sec: 1,
-        tv_usec: 0,
-    };
-    // SAFETY: a valid timeval of the size passed.
-    unsafe {
-        libc::setsockopt(
-            raw,
-            libc::SOL_SOCKET,
-            libc::SO_RCVTIMEO,
-            &tv as *const libc::timeval as *const libc::c_void,
-            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-        )
-    };
+    send_request(raw, request, payload, ack)?;
     let hlen = std::mem::size_of::<libc::nlmsghdr>();
-    let flags = libc::NLM_F_REQUEST | if ack { libc::NLM_F_ACK } else { 0 };
-    let header = libc::nlmsghdr {
-        nlmsg_len: (hlen + payload.len()) as u32,
-        nlmsg_type: request,
-        nlmsg_flags: flags as u16,
-        nlmsg_seq: 1,
-        nlmsg_pid: 0,
-    };
-    let mut message = Vec::with_capacity(hlen + payload.len());
-    // SAFETY: the header's bytes, read as what they are.
-    message.extend_from_slice(unsafe {
-        std::slice::from_raw_parts(&header as *const libc::nlmsghdr as *const u8, hlen)
-    });
-    message.extend_from_slice(payload);
-    // SAFETY: kernel address zeroed (pid 0, groups 0) as netlink expects.
-    let mut kernel: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
-    kernel.nl_family = libc::AF_NETLINK as u16;
-    // SAFETY: a buffer of the length passed, to a valid netlink address.
-    let sent = unsafe {
-        libc::sendto(
-            raw,
-            message.as_ptr() as *const libc::c_void,
-            message.len(),
-            0,
-            &kernel as *const libc::sockaddr_nl as *const libc::sockaddr,
-            std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
-        )
-    };
-    if sent < 0 {
-        return Err(format!(
-            "the audit socket refused the request: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
     let mut buf = vec![0u8; 1 << 16];
     loop {
         // SAFETY: the buffer is valid for its length.
@@ -172,6 +109,84 @@ pub fn exchange<T>(
             at += (len + 3) & !3;
         }
     }
+}
+
+/// A netlink audit socket whose reads give up after a second (an answer that never comes must
+/// not hang a command).
+fn audit_socket() -> Result<std::os::fd::OwnedFd, String> {
+    // SAFETY: a plain socket call; the descriptor is owned below.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_NETLINK,
+            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+            libc::NETLINK_AUDIT,
+        )
+    };
+    if fd < 0 {
+        return Err(format!(
+            "no audit socket: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: fd was just opened and is owned by nothing else.
+    let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    let raw = std::os::fd::AsRawFd::as_raw_fd(&fd);
+    let tv = libc::timeval {
+        tv_sec: 1,
+        tv_usec: 0,
+    };
+    // SAFETY: a valid timeval of the size passed.
+    unsafe {
+        libc::setsockopt(
+            raw,
+            libc::SOL_SOCKET,
+            libc::SO_RCVTIMEO,
+            &tv as *const libc::timeval as *const libc::c_void,
+            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+        )
+    };
+    Ok(fd)
+}
+
+/// Send audit request `request` with `payload` (asking for an acknowledgement with `ack`) on
+/// the socket `raw`.
+fn send_request(raw: i32, request: u16, payload: &[u8], ack: bool) -> Result<(), String> {
+    let hlen = std::mem::size_of::<libc::nlmsghdr>();
+    let flags = libc::NLM_F_REQUEST | if ack { libc::NLM_F_ACK } else { 0 };
+    let header = libc::nlmsghdr {
+        nlmsg_len: (hlen + payload.len()) as u32,
+        nlmsg_type: request,
+        nlmsg_flags: flags as u16,
+        nlmsg_seq: 1,
+        nlmsg_pid: 0,
+    };
+    let mut message = Vec::with_capacity(hlen + payload.len());
+    // SAFETY: the header's bytes, read as what they are.
+    message.extend_from_slice(unsafe {
+        std::slice::from_raw_parts(&header as *const libc::nlmsghdr as *const u8, hlen)
+    });
+    message.extend_from_slice(payload);
+    // SAFETY: kernel address zeroed (pid 0, groups 0) as netlink expects.
+    let mut kernel: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
+    kernel.nl_family = libc::AF_NETLINK as u16;
+    // SAFETY: a buffer of the length passed, to a valid netlink address.
+    let sent = unsafe {
+        libc::sendto(
+            raw,
+            message.as_ptr() as *const libc::c_void,
+            message.len(),
+            0,
+            &kernel as *const libc::sockaddr_nl as *const libc::sockaddr,
+            std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
+        )
+    };
+    if sent < 0 {
+        return Err(format!(
+            "the audit socket refused the request: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
 }
 
 /// Audit's enabled flag (0 off, 1 on, 2 locked).

@@ -525,9 +525,27 @@ pub fn keeper_main(args: &[String]) -> i32 {
         let _ = writeln!(out, "{line}");
         let _ = out.flush();
     };
+    let mut by_cpu = ByCpu::new();
+    let (leader, output) = match start_program(argv) {
+        Ok(started) => started,
+        Err(line) => {
+            say(&line);
+            return 1;
+        }
+    };
+    say("started");
+    serve(leader, output, &mut by_cpu, &mut say);
+    let signal = stop_tree(leader);
+    say(&format!("stopped {signal} {}", tree_cpu_ns()));
+    0
+}
+
+/// Start the keeper's program in a process group of its own, its output to a pipe the keeper
+/// reads, dying with the keeper. Ok: the group leader's pid and the pipe's read end. Err: the
+/// line that tells oscost why it did not start ("exited ...").
+fn start_program(argv: &[String]) -> Result<(i32, std::fs::File), String> {
     let Ok((read_out, write_out)) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC) else {
-        say("exited cannot make a pipe");
-        return 1;
+        return Err("exited cannot make a pipe".into());
     };
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..]).stdin(Stdio::null()).process_group(0);
@@ -535,12 +553,8 @@ pub fn keeper_main(args: &[String]) -> i32 {
         (Ok(a), Ok(b)) => {
             cmd.stdout(Stdio::from(a)).stderr(Stdio::from(b));
         }
-        _ => {
-            say("exited cannot pass its output on");
-            return 1;
-        }
+        _ => return Err("exited cannot pass its output on".into()),
     }
-    let mut by_cpu = ByCpu::new();
     let keeper = std::process::id() as libc::pid_t;
     // SAFETY: between fork and exec only async-signal-safe calls on integers: the signals the
     // keeper ignores are the program's to handle again, and it dies with a killed keeper.
@@ -556,17 +570,19 @@ pub fn keeper_main(args: &[String]) -> i32 {
     }
     let child = match cmd.spawn() {
         Ok(c) => c,
-        Err(e) => {
-            say(&format!("exited {e}"));
-            return 1;
-        }
+        Err(e) => return Err(format!("exited {e}")),
     };
     drop(cmd);
     drop(write_out);
     let leader = child.id() as i32;
     drop(child);
-    say("started");
-    let mut output = std::fs::File::from(read_out);
+    Ok((leader, std::fs::File::from(read_out)))
+}
+
+/// The keeper's loop until oscost asks it to stop, closes its input or sends SIGTERM: reaps
+/// the program's tree (saying when the leader exited), passes the program's output on as
+/// lines, and answers "cpu" with the tree's CPU time.
+fn serve(leader: i32, mut output: std::fs::File, by_cpu: &mut ByCpu, say: &mut dyn FnMut(&str)) {
     let mut stdin = std::io::stdin();
     let mut pending: Vec<u8> = Vec::new();
     let mut output_open = true;
@@ -639,9 +655,6 @@ pub fn keeper_main(args: &[String]) -> i32 {
             }
         }
     }
-    let signal = stop_tree(leader);
-    say(&format!("stopped {signal} {}", tree_cpu_ns()));
-    0
 }
 
 /// One line of the program's output as the keeper passes it on: cut to `LINE_BYTES`, lossy

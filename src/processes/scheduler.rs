@@ -457,6 +457,31 @@ fn rounds_per_block(plan: &Plan, active: usize) -> usize {
     ((plan.block_s / round_s).ceil() as usize).clamp(1, BLOCK_MAX_ROUNDS)
 }
 
+/// The order the sides measure in round (or block) `k`: A B in even ones, B A in odd ones, so
+/// that a drift within a round, or whatever the first of a pair does to the second (a warm
+/// cache, a cold CPU), falls on both sides alike.
+fn side_order(k: usize, sides: usize) -> Vec<usize> {
+    if k.is_multiple_of(2) {
+        (0..sides).collect()
+    } else {
+        (0..sides).rev().collect()
+    }
+}
+
+/// The pause between two rounds where the plan spreads them apart (`watch`: a slow moment of
+/// the host then falls on one round, not all), ended early by a stop.
+fn wait_round_gap(plan: &Plan, stop: &Stop) -> Result<(), Stopped> {
+    let until = std::time::Instant::now() + plan.round_gap;
+    while std::time::Instant::now() < until {
+        stop.check()?;
+        std::thread::sleep(
+            std::time::Duration::from_millis(20)
+                .min(until.saturating_duration_since(std::time::Instant::now())),
+        );
+    }
+    Ok(())
+}
+
 /// Run round after round: each round one repetition (a fresh worker) of every benchmark still
 /// sampling, side by side for `ab` (A then B for each benchmark). A benchmark stops once every
 /// case's CI is within the precision (after the minimum repetitions), or at its maximum.
@@ -480,16 +505,8 @@ fn run_rounds(
     let blocks = measuring.blocks();
     let (mut k, mut block) = (0, 0);
     while k < total {
-        if k > 0 && !plan.round_gap.is_zero() {
-            // Rounds spread apart (`watch`): a slow moment of the host falls on one, not all.
-            let until = std::time::Instant::now() + plan.round_gap;
-            while std::time::Instant::now() < until {
-                stop.check()?;
-                std::thread::sleep(
-                    std::time::Duration::from_millis(20)
-                        .min(until.saturating_duration_since(std::time::Instant::now())),
-                );
-            }
+        if k > 0 {
+            wait_round_gap(plan, stop)?;
         }
         let active: Vec<usize> = (0..plan.benchmarks.len())
             .filter(|&i| sides.iter().any(|s| s.tracks[i].stopped.is_none()))
@@ -502,14 +519,7 @@ fn run_rounds(
         } else {
             1
         };
-        // A B in even rounds (blocks), B A in odd ones: a drift within a round, or whatever
-        // the first of a pair does to the second (a warm cache, a cold CPU), falls on both
-        // sides alike.
-        let first_last: Vec<usize> = if block % 2 == 0 {
-            (0..sides.len()).collect()
-        } else {
-            (0..sides.len()).rev().collect()
-        };
+        let first_last = side_order(block, sides.len());
         let mut one = |sides: &mut [MeasuredSide],
                        si: usize,
                        i: usize,
@@ -762,6 +772,33 @@ impl Plan {
 /// The letters that name the sides of a comparison.
 const SIDE_NAMES: [&str; 2] = ["A", "B"];
 
+/// The note of a side measured without a program beside one with, where its level before the
+/// other side's program first ran and after it differ (`before_and_after`'s words and ratios):
+/// the worst ratio, and every difference in words.
+fn before_after_note(moved: &[(String, f64)]) -> Option<Note> {
+    if moved.is_empty() {
+        return None;
+    }
+    let worst =
+        moved.iter().map(|m| m.1).fold(
+            1.0,
+            |w: f64, r| {
+                if (r.ln()).abs() > w.ln().abs() { r } else { w }
+            },
+        );
+    Some(Note::new(
+        NoteKind::BeforeAfter { ratio: worst },
+        format!(
+            "this side measured before the other side's program first ran and after it differ: {} (it left something behind, or the machine moved)",
+            moved
+                .iter()
+                .map(|m| m.0.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+    ))
+}
+
 /// Measure the plan on `sides`: one for a run (a run is a comparison with one side), A and B
 /// for `ab`, plain and wrapped for `predict`. Each round takes one repetition of every
 /// benchmark still sampling on every side in turn (A B A B ...), so that drift of the machine
@@ -838,18 +875,7 @@ pub fn measure(
             run.env.confinement =
                 confinement.or(run.env.confinement.filter(|_| side.wrapper.is_empty()));
             run.schedule = Some(s.schedule(plan, order.clone(), &run.results));
-            if !moved.is_empty() {
-                let worst = moved.iter().map(|m| m.1).fold(1.0, |w: f64, r| {
-                    if (r.ln()).abs() > w.ln().abs() { r } else { w }
-                });
-                run.notes.push(Note::new(
-                    NoteKind::BeforeAfter { ratio: worst },
-                    format!(
-                        "this side measured before the other side's program first ran and after it differ: {} (it left something behind, or the machine moved)",
-                        moved.iter().map(|m| m.0.as_str()).collect::<Vec<_>>().join("; ")
-                    ),
-                ));
-            }
+            run.notes.extend(before_after_note(&moved));
             if let (Some(spec), Some(rec)) = (&side.during, records.get(i)) {
                 run.during = Some(spec.text.clone());
                 run.notes.push(Note::new(

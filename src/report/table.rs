@@ -454,49 +454,6 @@ fn table_of(rows: &[TableLine], shown: &[usize], color: bool) -> comfy_table::Ta
     t
 }
 
-/// The columns the default table fits in.
-const TABLE_COLUMNS: usize = 100;
-
-fn widest(text: &str) -> usize {
-    text.lines().map(|l| l.chars().count()).max().unwrap_or(0)
-}
-
-/// A flag's short form: a `rep K +X%` departure as it is, and every numbered reference in one
-/// bracket, after one word (`worded`: "disturbed [12,13]" when one of them is, else
-/// "notes [12,13]") or alone ("[12,13]"), for a table that is still too wide.
-fn compact_flag(flag: &str, worded: bool) -> String {
-    let refs: Vec<&str> = flag
-        .split('[')
-        .skip(1)
-        .filter_map(|x| x.split(']').next())
-        .collect();
-    if refs.is_empty() {
-        return flag.to_string();
-    }
-    // "rep 3 +24%" or "reps 2,6 +22..+35%": three words from where it starts.
-    let departure = flag
-        .find("rep")
-        .map(|i| flag[i..].split(' ').take(3).collect::<Vec<_>>().join(" "));
-    let word = if flag.starts_with("FAILED") {
-        "FAILED"
-    } else if flag.starts_with("skipped") {
-        "skipped"
-    } else if flag.contains("disturbed") {
-        "disturbed"
-    } else {
-        "notes"
-    };
-    let short = if worded {
-        format!("{word} [{}]", refs.join(","))
-    } else {
-        format!("[{}]", refs.join(","))
-    };
-    match departure {
-        Some(d) => format!("{d} {short}"),
-        None => short,
-    }
-}
-
 /// Render for a terminal (or a pipe). `color` is false for NO_COLOR and non-terminals. A
 /// departure the machine explains (`analysis::shared_departures`) is said once for the run,
 /// not per result, unless `verbose`.
@@ -513,26 +470,7 @@ pub fn render_at(run: &Run, color: bool, opts: TableOptions, width: usize) -> St
     } else {
         NARROW.to_vec()
     };
-    let mut rows = rows;
-    let mut t = table_of(&rows, &shown, color);
-    // The narrow table fits 100 columns: the longest flags give way to their short form
-    // (their references kept) until it does.
-    while !opts.wide && widest(&t.to_string()) > TABLE_COLUMNS {
-        let shorter = |f: &str| {
-            [compact_flag(f, true), compact_flag(f, false)]
-                .into_iter()
-                .find(|c| c.len() < f.len())
-        };
-        let Some(longest) = rows
-            .iter_mut()
-            .filter(|r| shorter(&r.cells[7]).is_some())
-            .max_by_key(|r| r.cells[7].len())
-        else {
-            break;
-        };
-        longest.cells[7] = shorter(&longest.cells[7]).unwrap_or_default();
-        t = table_of(&rows, &shown, color);
-    }
+    let t = fitted_table(rows, &shown, color, opts.wide);
     // Every line but the table's is wrapped at the terminal's width.
     let said = |out: &mut String, line: &str| {
         out.push_str(&wrap(line, width, 4));
@@ -690,6 +628,11 @@ pub fn phase_legend(run: &Run) -> Option<&'static str> {
 /// What a `phase +X%@Y%` flag means (on runs of schema_version 1, which looked for phases within
 /// one long stream; repetitions name departing levels in notes instead).
 pub const PHASE_LEGEND: &str = "phase +X%@Y%: Y% of the samples ran X% slower than the rest, in stretches of tens of ms or more: the machine (or, unpinned, the placement) changed during the benchmark; the median covers both levels";
+
+mod fit;
+#[cfg(test)]
+use fit::compact_flag;
+use fit::fitted_table;
 
 #[cfg(test)]
 mod tests;

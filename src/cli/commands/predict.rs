@@ -371,31 +371,7 @@ impl Ctx<'_> {
                 if !with && let Some(a) = agent.take() {
                     a.stop()?;
                 }
-                for _ in 0..n {
-                    let t = once(
-                        &mut timer,
-                        if with {
-                            &wrapped_cmd
-                        } else {
-                            &self.args.command
-                        },
-                    )?;
-                    if !t.succeeded() {
-                        let how = t.ending();
-                        if with {
-                            anyhow::bail!(
-                                "`{text}` {how} {under} but not without it: the program changes \
-                                 what it does, so its cost cannot be predicted"
-                            );
-                        }
-                        anyhow::bail!("`{text}` {how} when run plainly during the rounds");
-                    }
-                    if with {
-                        r.wrapped.push(t);
-                    } else {
-                        r.plain.push(t);
-                    }
-                }
+                self.time_side(&mut timer, &wrapped_cmd, with, n, &mut r)?;
                 if with && let Some(f) = agent.as_mut().and_then(|a| a.exited()) {
                     return Err(f.into());
                 }
@@ -413,6 +389,44 @@ impl Ctx<'_> {
             a.stop()?;
         }
         Ok(r)
+    }
+
+    /// One side of a block of `measure_during`: the program `n` times, wrapped (`with`) or
+    /// plain, into `r`. A run that fails on the wrapped side only is the program changing what
+    /// it does there, which no prediction can price.
+    fn time_side(
+        &self,
+        timer: &mut ProcessTimer,
+        wrapped_cmd: &[String],
+        with: bool,
+        n: usize,
+        r: &mut Timings,
+    ) -> anyhow::Result<()> {
+        let (text, under) = (&self.cmd_text, self.side_words());
+        let argv = if with {
+            wrapped_cmd
+        } else {
+            &self.args.command[..]
+        };
+        for _ in 0..n {
+            let t = program::Timer::time(timer, argv).map_err(program_err)?;
+            if !t.succeeded() {
+                let how = t.ending();
+                if with {
+                    anyhow::bail!(
+                        "`{text}` {how} {under} but not without it: the program changes what it \
+                         does, so its cost cannot be predicted"
+                    );
+                }
+                anyhow::bail!("`{text}` {how} when run plainly during the rounds");
+            }
+            if with {
+                r.wrapped.push(t);
+            } else {
+                r.plain.push(t);
+            }
+        }
+        Ok(())
     }
 
     /// Step 4, the program's wall times added to both sides' runs, which are named for it.

@@ -1,0 +1,66 @@
+//! The rows the store's queries give back (`results`, `history`, trends): a result's summary,
+//! a run's line and one benchmark's point in one run, before any view renders them.
+
+/// One result's summary row, as `results` keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResultRow {
+    /// The result's id.
+    pub bench: String,
+    /// "ok", "skipped" or "failed".
+    pub status: String,
+    /// Its median, ns (`None` without one).
+    pub median: Option<f64>,
+    /// Its CI's lower bound, ns.
+    pub ci_lo: Option<f64>,
+    /// Its CI's upper bound, ns.
+    pub ci_hi: Option<f64>,
+    /// How many samples it took.
+    pub samples: i64,
+    /// Whether anything disturbed it.
+    pub disturbed: bool,
+}
+
+/// One line of `oscost history`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSummary {
+    /// The run's id in the store.
+    pub id: i64,
+    /// When it started, RFC 3339.
+    pub started_at: String,
+    /// Its label.
+    pub label: Option<String>,
+    /// The host it ran on.
+    pub host: Option<String>,
+    /// The kernel release it ran on.
+    pub kernel: Option<String>,
+    /// The wrapper it ran under.
+    pub wrapper: Option<String>,
+    /// How many results it holds.
+    pub benchmarks: i64,
+    /// The rest of its environment, hashed (`store::rows::env_key`); `None` for a store opened
+    /// read-only before schema 5.
+    pub env_key: Option<String>,
+}
+
+/// One benchmark in one run, for trends.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryPoint {
+    /// The run's id in the store.
+    pub run_id: i64,
+    /// When the run started, RFC 3339.
+    pub started_at: String,
+    /// The run's label.
+    pub label: Option<String>,
+    /// The wrapper the run ran under.
+    pub wrapper: Option<String>,
+    /// "ok", "skipped" or "failed".
+    pub status: String,
+    /// The median, ns.
+    pub median: Option<f64>,
+    /// Its CI's lower bound, ns.
+    pub ci_lo: Option<f64>,
+    /// Its CI's upper bound, ns.
+    pub ci_hi: Option<f64>,
+    /// Whether anything disturbed it.
+    pub disturbed: bool,
+}

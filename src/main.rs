@@ -6,6 +6,7 @@
 
 use clap::Parser;
 
+use oscost::base::helpers;
 use oscost::base::stop::Interrupted;
 use oscost::base::text::printable;
 use oscost::cli::Cli;
@@ -49,57 +50,52 @@ fn grow_stack() {
     std::hint::black_box(&mut pages);
 }
 
+/// A helper's entry: its arguments after its name, its exit code.
+type Entry = fn(&[String]) -> i32;
+
+/// The helper processes oscost starts from its own binary (`base::helpers`), each with its
+/// entry: single-threaded, without the clap tree, the gate or the address-space reserve.
+const HELPERS: [(&str, Entry); 6] = [
+    (helpers::WORKER, worker),
+    (helpers::GUARD, oscost::effects::put_back::guard_main),
+    (helpers::KEEPER, oscost::processes::during::keeper_main),
+    (helpers::TRACEFS, tracefs),
+    (helpers::AUDIT_RULE, oscost::harness::audit::helper_main),
+    (helpers::FTRACE, oscost::harness::ftrace::helper_main),
+];
+
+/// A measuring worker. Its parent-death signal is the main thread's attribute, set to SIGKILL
+/// by the coordinator before exec; it must be SIGTERM, whose handler removes the worker's SysV
+/// objects, before any other thread exists. A worker measures on its main thread: a second
+/// thread, even one asleep in join, made fork 35-45% dearer (a multi-threaded parent's fork
+/// does more work) and the process is no longer the single-threaded one the benchmarks define.
+/// Its arguments come from the coordinator: no clap tree, no gate, no reserve mapping (one
+/// more mapping would be one more for fork to copy). Other arguments are the hidden `__worker`
+/// command's to refuse.
+fn worker(args: &[String]) -> i32 {
+    oscost::harness::ipc_guard::on_parent_death();
+    match args {
+        [id, config] => oscost::processes::worker::worker_main(id, config),
+        _ => run(),
+    }
+}
+
+/// Mounting tracefs in a mount namespace of its own needs a single-threaded process.
+fn tracefs(_: &[String]) -> i32 {
+    oscost::harness::tracefs::helper_main()
+}
+
 fn main() {
     // Kept in the binary (nothing else refers to it); never written, so it costs no memory.
     std::hint::black_box(&BSS_TAIL);
-    // A worker's parent-death signal is the main thread's attribute, set to SIGKILL by the
-    // coordinator before exec; it must be SIGTERM, whose handler removes the worker's SysV
-    // objects, before any other thread exists.
-    if std::env::args_os().nth(1).is_some_and(|a| a == "__worker") {
-        oscost::harness::ipc_guard::on_parent_death();
-        // A worker measures on its main thread: a second thread, even one asleep in join,
-        // made fork 35-45% dearer (a multi-threaded parent's fork does more work) and the
-        // process is no longer the single-threaded one the benchmarks define. Its arguments
-        // come from the coordinator: no clap tree, no gate, no reserve mapping (one more
-        // mapping would be one more for fork to copy) on a worker's start.
-        let args: Vec<String> = std::env::args().skip(2).collect();
-        if let [id, config] = args.as_slice() {
-            std::process::exit(oscost::processes::worker::worker_main(id, config));
-        }
-        std::process::exit(run());
-    }
-    // The guard that puts back what oscost changed outside itself: a process of its own,
-    // single-threaded, started by a measuring command before its first change.
-    if std::env::args_os()
-        .nth(1)
-        .is_some_and(|a| a == oscost::effects::put_back::GUARD_ARG)
+    // A helper process (`base::helpers`): its entry, before any other thread, mapping or
+    // parser exists. The arguments are read once, here.
+    let mut args = std::env::args_os();
+    if let Some(first) = args.nth(1)
+        && let Some((_, entry)) = HELPERS.iter().find(|(name, _)| first == **name)
     {
-        let args: Vec<String> = std::env::args().skip(2).collect();
-        std::process::exit(oscost::effects::put_back::guard_main(&args));
-    }
-    // The keeper of a program that runs during a side (`--during`): single-threaded, started
-    // by a measuring command, reparented away from it.
-    if std::env::args_os()
-        .nth(1)
-        .is_some_and(|a| a == oscost::harness::noise::DURING_KEEPER_ARG)
-    {
-        let args: Vec<String> = std::env::args().skip(2).collect();
-        std::process::exit(oscost::processes::during::keeper_main(&args));
-    }
-    // Mounting tracefs in a mount namespace of its own needs a single-threaded process.
-    if std::env::args_os().nth(1).is_some_and(|a| a == "__tracefs") {
-        std::process::exit(oscost::harness::tracefs::helper_main());
-    }
-    if std::env::args_os()
-        .nth(1)
-        .is_some_and(|a| a == oscost::harness::audit::HELPER_ARG)
-    {
-        let args: Vec<String> = std::env::args().skip(2).collect();
-        std::process::exit(oscost::harness::audit::helper_main(&args));
-    }
-    if std::env::args_os().nth(1).is_some_and(|a| a == "__ftrace") {
-        let args: Vec<String> = std::env::args().skip(2).collect();
-        std::process::exit(oscost::harness::ftrace::helper_main(&args));
+        let rest: Vec<String> = args.map(|a| a.to_string_lossy().into_owned()).collect();
+        std::process::exit(entry(&rest));
     }
     // Address space held back for the moment memory runs short after measuring (`reserve`):
     // the command's process only, not its workers and helpers.

@@ -140,6 +140,32 @@ fn garbage_arguments_never_panic() {
     }
 }
 
+/// Every helper (`base::helpers`) is dispatched by its name before the command line is parsed:
+/// started by hand without its arguments, each answers as itself and fails, never as a
+/// benchmark id or a command. `__tracefs` is left out: it does its work at once (it mounts
+/// tracefs in a mount namespace of its own).
+#[test]
+fn every_helper_is_dispatched_by_its_name_before_the_parser() {
+    use oscost::base::helpers;
+    for name in helpers::ALL.iter().filter(|n| **n != helpers::TRACEFS) {
+        let out = oscost("helpers").arg(name).output().unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            !text.contains("no benchmark matches") && !text.contains("panicked"),
+            "{name}: {text}"
+        );
+        assert!(
+            text.contains(name) || text.contains("required arguments"),
+            "{name} did not answer as itself: {text}"
+        );
+        assert_ne!(out.status.code(), Some(0), "{name}: {text}");
+    }
+}
+
 #[test]
 fn bash_completion_completes_subcommands_and_the_man_page_names_them() {
     let out = oscost("comp")

@@ -3,6 +3,7 @@
 //! stored form of samples (`sample_codec`), text made safe to show (`text`), the
 //! emergency memory reserve (`reserve`) and whether a signal asked to stop (`stop`).
 
+pub mod helpers;
 pub mod model;
 pub mod reserve;
 pub mod sample_codec;

@@ -57,7 +57,7 @@ macro_rules! verbs {
         pub enum Verb {
             $($(#[$meta])* $name($args),)*
             /// Internal: run one benchmark and stream its results to the coordinator.
-            #[command(name = "__worker", hide = true)]
+            #[command(name = crate::base::helpers::WORKER, hide = true)]
             Worker {
                 /// The benchmark's id.
                 id: String,

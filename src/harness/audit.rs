@@ -17,11 +17,10 @@
 //! reboots (`audit_ever_enabled`), which oscost will not do to a machine; the rung is skipped
 //! with that said.
 
+use crate::base::helpers::AUDIT_RULE as HELPER_ARG;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Stdio};
 
-/// The helper's name (`main` dispatches it).
-pub const HELPER_ARG: &str = "__audit-rule";
 /// The markers' kind (`/run/oscost/audit/`) and the keys' prefix.
 const MARKERS: &str = "audit";
 const KEY_PREFIX: &str = "oscost-";

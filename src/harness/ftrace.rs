@@ -90,7 +90,7 @@ impl TraceHelper {
 
     fn start(cpus: &[usize], events: &[&str], mode: Mode) -> Result<TraceHelper, CountError> {
         let list: Vec<String> = cpus.iter().map(usize::to_string).collect();
-        let mut command = helper_command("__ftrace")?;
+        let mut command = helper_command(crate::base::helpers::FTRACE)?;
         if mode == Mode::Hook {
             // A process group of its own: a hook's helper is started by a worker, which is
             // stopped by signalling its group; the helper must outlive it by the moment it
@@ -488,7 +488,7 @@ pub fn reclaim() -> Vec<String> {
     if super::marker::stale(MARKERS, PREFIX).is_empty() {
         return Vec::new();
     }
-    let Ok(mut c) = helper_command("__ftrace") else {
+    let Ok(mut c) = helper_command(crate::base::helpers::FTRACE) else {
         return Vec::new();
     };
     let Ok(out) = c.arg(RECLAIM_FLAG).stderr(Stdio::null()).output() else {
@@ -503,7 +503,7 @@ pub fn reclaim() -> Vec<String> {
 /// oscost's instances on this machine (a helper lists them; nothing is removed), or why they
 /// cannot be listed.
 pub fn oscost_instances() -> Result<Vec<String>, CountError> {
-    let out = helper_command("__ftrace")?
+    let out = helper_command(crate::base::helpers::FTRACE)?
         .arg(LIST_FLAG)
         .stderr(Stdio::null())
         .output()

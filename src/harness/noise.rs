@@ -10,6 +10,7 @@
 //! time from cpuidle, less the worker tree's CPU time, leaves other programs' time there), and
 //! `running_on` names who ran. `analysis::assess` turns the evidence into a flag with reasons.
 
+use crate::base::helpers::KEEPER as DURING_KEEPER_ARG;
 use serde::{Deserialize, Serialize};
 
 /// Counts times the current thread was switched out against its will. Behind a trait so the
@@ -279,11 +280,6 @@ impl CpuShareStart {
         })
     }
 }
-
-/// The name the keeper of a program run during a side is started under (`oscost __during`:
-/// `main` dispatches it, `processes::during` starts it, and `task_label` knows the program's
-/// tasks by it).
-pub const DURING_KEEPER_ARG: &str = "__during";
 
 /// How a task found on the measuring CPU is named: its command and pid, and whether it is
 /// part of a program run during the side (`--during`: a descendant of its keeper, `oscost

@@ -256,7 +256,7 @@ pub fn tracefs_text() -> Result<String, CountError> {
     let text = match mounted_tracefs() {
         Some(root) => list(&root),
         None => {
-            let out = helper_command("__tracefs")?
+            let out = helper_command(crate::base::helpers::TRACEFS)?
                 .stdin(Stdio::null())
                 .output()
                 .map_err(|e| CountError::Io(format!("cannot start oscost __tracefs: {e}")))?;

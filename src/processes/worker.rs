@@ -249,7 +249,7 @@ impl Coordinator {
             }
             None => Command::new(&self.exe),
         };
-        cmd.arg("__worker")
+        cmd.arg(crate::base::helpers::WORKER)
             .arg(b.id)
             .arg(&config)
             .env(RESULT_FD_ENV, RESULT_FD.to_string())

@@ -27,13 +27,11 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::base::helpers::GUARD as GUARD_ARG;
 use nix::sys::socket::{
     AddressFamily, ControlMessage, ControlMessageOwned, MsgFlags, SockFlag, SockType, recvmsg,
     sendmsg, socketpair,
 };
-
-/// The name the guard is started under (`main` dispatches it).
-pub const GUARD_ARG: &str = "__guard";
 
 /// Something changed outside oscost and how to put it back.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

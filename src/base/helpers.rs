@@ -1,0 +1,21 @@
+//! The helper processes oscost starts from its own binary, each named by its first argument:
+//! the one list of those names. `main` dispatches each name to its entry before anything else
+//! runs (single-threaded, no clap tree, no gate, no reserve mapping); the modules that start a
+//! helper, and `noise::task_label`, which knows a keeper's tasks by its name, use these.
+
+/// A measuring worker: one benchmark, its samples streamed to the coordinator
+/// (`processes::worker`).
+pub const WORKER: &str = "__worker";
+/// The guard that puts back what oscost changed outside itself (`effects::put_back`).
+pub const GUARD: &str = "__guard";
+/// The keeper of a program that runs during a side, `--during` (`processes::during`).
+pub const KEEPER: &str = "__during";
+/// Mounts tracefs in a mount namespace of its own (`harness::tracefs`).
+pub const TRACEFS: &str = "__tracefs";
+/// Adds, lists and removes oscost's audit rules (`harness::audit`).
+pub const AUDIT_RULE: &str = "__audit-rule";
+/// Counts a function's calls with ftrace (`harness::ftrace`).
+pub const FTRACE: &str = "__ftrace";
+
+/// Every helper's name, for tests and for what must never offer them (completion, help).
+pub const ALL: [&str; 6] = [WORKER, GUARD, KEEPER, TRACEFS, AUDIT_RULE, FTRACE];

@@ -24,6 +24,11 @@ use crate::harness::case::{
 use crate::harness::clock::{Clock, Monotonic};
 use crate::harness::os::errno;
 
+mod locks;
+mod mapped;
+use locks::fcntl_lock;
+use mapped::{MAP_SIZES, mmap_file, pagefault};
+
 catalogue! {
     family { default: false };
     "fs/stat" => stat { events: crate::expect_events![(Among::All, "context-switches", Expect::NONE), (Among::All, "minor-faults", Expect::NONE)], peer: Some("lmbench lat_syscall stat") }:
@@ -632,161 +637,6 @@ fn getcwd(m: &Meter, _: &Case) -> Measured {
     calls(m, "getcwd", &mut || unsafe {
         !libc::getcwd(buf.as_mut_ptr().cast(), buf.len()).is_null()
     })
-}
-
-/// lat_mmap's sizes, from lmbench's smallest that fits its stride (320 KiB) up.
-static MAP_SIZES: &[Variant] = &[
-    Variant {
-        suffix: "/512KiB",
-        params: &[("bytes", Param::Int(512 << 10))],
-    },
-    Variant {
-        suffix: "/1MiB",
-        params: &[("bytes", Param::Int(1 << 20))],
-    },
-    Variant {
-        suffix: "/4MiB",
-        params: &[("bytes", Param::Int(4 << 20))],
-    },
-    Variant {
-        suffix: "/16MiB",
-        params: &[("bytes", Param::Int(16 << 20))],
-    },
-];
-
-/// lat_mmap's stride: a byte written every 16 KiB of the first tenth.
-const MAP_STRIDE: usize = 16 << 10;
-
-/// A file of `len` bytes in the tree, written so that every page is in the page cache.
-fn cached_file(t: &Tree, name: &CStr, len: usize) -> Result<OwnedFd, BenchError> {
-    let f = open_at(t.fd(), name, libc::O_CREAT | libc::O_RDWR | libc::O_TRUNC)?;
-    super::fill_file(f.as_raw_fd(), len)?;
-    Ok(f)
-}
-
-fn mmap_file(m: &Meter, c: &Case) -> Measured {
-    let t = Tree::new(m)?;
-    let len = c.int("bytes")? as usize;
-    let f = cached_file(&t, c"mapped", len)?;
-    let fd = f.as_raw_fd();
-    let clock = Monotonic;
-    let o = m.individual(&mut || {
-        let t0 = clock.now_ns();
-        let p = super::map_shared(fd, len, libc::PROT_READ | libc::PROT_WRITE)?;
-        for off in (0..len / 10).step_by(MAP_STRIDE) {
-            // SAFETY: inside the mapping, which is writable.
-            unsafe { std::ptr::write_volatile(p.add(off), len as u8) };
-        }
-        // SAFETY: the mapping made above.
-        unsafe { libc::munmap(p.cast(), len) };
-        Ok(clock.now_ns().saturating_sub(t0) as f64)
-    })?;
-    Ok(t.with_fs(o.param("bytes", len)))
-}
-
-/// The file lat_pagefault faults on: lmbench's own is 8 MiB at least in its default run.
-const FAULTED_FILE: usize = 8 << 20;
-const PAGE: usize = 4096;
-
-/// The pages of `n` in a random order (a fixed seed: every run walks the same order).
-fn permutation(n: usize) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..n).collect();
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    for i in (1..n).rev() {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        order.swap(i, (x % (i as u64 + 1)) as usize);
-    }
-    order
-}
-
-fn pagefault(m: &Meter, _: &Case) -> Measured {
-    let t = Tree::new(m)?;
-    let f = cached_file(&t, c"faulted", FAULTED_FILE)?;
-    let fd = f.as_raw_fd();
-    let pages = FAULTED_FILE / PAGE;
-    let order = permutation(pages);
-    let clock = Monotonic;
-    // A sample is a first read of every page: events per page.
-    crate::harness::counters::set_unit(pages as f64);
-    let o = m.individual(&mut || {
-        let p = super::map_shared(fd, FAULTED_FILE, libc::PROT_READ)?;
-        let mut sum = 0u8;
-        let t0 = clock.now_ns();
-        for &i in &order {
-            // SAFETY: a page inside the read-only mapping.
-            sum = sum.wrapping_add(unsafe { std::ptr::read_volatile(p.add(i * PAGE)) });
-        }
-        let t1 = clock.now_ns();
-        std::hint::black_box(sum);
-        // SAFETY: the mapping made above.
-        unsafe { libc::munmap(p.cast(), FAULTED_FILE) };
-        Ok(m.per_unit(t1.saturating_sub(t0), pages))
-    })?;
-    Ok(t.with_fs(o.param("pages_per_sample", pages)))
-}
-
-/// A write lock on byte 0 (`F_WRLCK`), or its release (`F_UNLCK`).
-fn byte_lock(kind: i32) -> libc::flock {
-    // SAFETY: an all-zero flock is a valid value, filled in below.
-    let mut l: libc::flock = unsafe { std::mem::zeroed() };
-    l.l_type = kind as i16;
-    l.l_whence = libc::SEEK_SET as i16;
-    l.l_len = 1;
-    l
-}
-
-/// Wait for the lock on `fd` (F_SETLKW).
-fn wait_on(fd: i32) -> bool {
-    let l = byte_lock(libc::F_WRLCK);
-    // SAFETY: a live flock.
-    unsafe { libc::fcntl(fd, libc::F_SETLKW, &l) == 0 }
-}
-
-/// Release the lock on `fd` (F_SETLK of F_UNLCK).
-fn release(fd: i32) -> bool {
-    let l = byte_lock(libc::F_UNLCK);
-    // SAFETY: a live flock.
-    unsafe { libc::fcntl(fd, libc::F_SETLK, &l) == 0 }
-}
-
-fn fcntl_lock(m: &Meter, c: &Case) -> Measured {
-    let t = Tree::new(m)?;
-    let one = open_at(t.fd(), c"lock1", libc::O_CREAT | libc::O_RDWR)?;
-    let two = open_at(t.fd(), c"lock2", libc::O_CREAT | libc::O_RDWR)?;
-    let (fd1, fd2) = (one.as_raw_fd(), two.as_raw_fd());
-    // lat_fcntl's start: this process holds both locks (a forked child inherits neither).
-    if !(wait_on(fd1) && wait_on(fd2)) {
-        return Err(BenchError::failed("fcntl lock", errno()));
-    }
-    let peer = crate::harness::os::PeerProc::spawn(
-        c.peer_cpu(),
-        &m.allowed,
-        // lat_fcntl's process B; it ends when killed.
-        || while release(fd1) && wait_on(fd2) && release(fd2) && wait_on(fd1) {},
-        || {},
-    )?;
-    // Process A's cycle in two halves, each a blocking wait and a release: lmbench reports
-    // the cycle over two.
-    let mut half = 0u64;
-    let o = m.batched_fallible(&mut |n| {
-        for _ in 0..n {
-            let ok = if half.is_multiple_of(2) {
-                wait_on(fd1) && release(fd2)
-            } else {
-                wait_on(fd2) && release(fd1)
-            };
-            half += 1;
-            if !ok {
-                return Err(BenchError::failed("fcntl lock", errno()));
-            }
-            peer.check()?;
-        }
-        Ok(())
-    });
-    drop(peer);
-    Ok(t.with_fs(o?))
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ pub const THRESHOLD: f64 = 6.0;
 /// A level shift: the first run of the new level, the levels on either side (medians of the
 /// segments) and their ratio with a 95% bootstrap CI.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Change {
+pub struct LevelShift {
     /// The first run of the new level.
     pub index: usize,
     /// The last run of the old level (gaps, runs without a median, are skipped).
@@ -101,7 +101,7 @@ fn ratio_ci(before: &[f64], after: &[f64]) -> [f64; 2] {
 
 /// Every change in `series` (NaN entries, runs where the benchmark was not measured, are
 /// skipped; indices refer to `series`), in order.
-pub fn find_changes(series: &[f64]) -> Vec<Change> {
+pub fn find_changes(series: &[f64]) -> Vec<LevelShift> {
     let kept: Vec<usize> = (0..series.len())
         .filter(|&i| series[i].is_finite())
         .collect();
@@ -128,7 +128,7 @@ pub fn find_changes(series: &[f64]) -> Vec<Change> {
         .map(|(j, &c)| {
             let (before, after) = (&x[bounds[j]..c], &x[c..bounds[j + 2]]);
             let (mb, ma) = (stats::median(before), stats::median(after));
-            Change {
+            LevelShift {
                 index: kept[c],
                 previous: kept[c - 1],
                 before: mb,
@@ -148,7 +148,7 @@ pub fn find_changes(series: &[f64]) -> Vec<Change> {
 /// them by twice the band. The values before must be
 /// at least `MIN_SEGMENT`. `index` is the first value of the new level in `series`; the CI
 /// is the bootstrap of the two sides' medians.
-pub fn recent_change(series: &[f64], tail: usize, band: f64) -> Option<Change> {
+pub fn recent_change(series: &[f64], tail: usize, band: f64) -> Option<LevelShift> {
     let x: Vec<f64> = series.iter().copied().filter(|v| v.is_finite()).collect();
     if tail == 0 || x.len() < MIN_SEGMENT + tail {
         return None;
@@ -185,7 +185,7 @@ pub fn recent_change(series: &[f64], tail: usize, band: f64) -> Option<Change> {
         .map(|(i, _)| i)?;
     let previous = series[..index].iter().rposition(|v| v.is_finite())?;
     let after_level = stats::median(after);
-    Some(Change {
+    Some(LevelShift {
         index,
         previous,
         before: level,

@@ -175,9 +175,9 @@ impl Filter {
 
 /// All of the conditions (none: every run).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Selection(pub Vec<Filter>);
+pub struct RunFilter(pub Vec<Filter>);
 
-impl Selection {
+impl RunFilter {
     /// Whether it selects every run.
     pub fn is_all(&self) -> bool {
         self.0.is_empty()
@@ -286,7 +286,7 @@ mod tests {
     }
 
     fn ids(conds: &[&str], runs: &[RunSummary]) -> Vec<i64> {
-        let sel = Selection(conds.iter().map(|c| c.parse().unwrap()).collect());
+        let sel = RunFilter(conds.iter().map(|c| c.parse().unwrap()).collect());
         sel.apply(runs.to_vec()).iter().map(|r| r.id).collect()
     }
 

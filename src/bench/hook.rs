@@ -22,7 +22,7 @@
 use std::hint::black_box;
 
 use crate::catalogue;
-use crate::harness::bpf::{Body, Hook, Point, getppid_function};
+use crate::harness::bpf::{AttachPoint, Hook, ProgramBody, getppid_function};
 use crate::harness::case::{BenchError, Case, Cases, Measured, Meter, Param, Variant};
 use crate::harness::ftrace::TraceHelper;
 
@@ -137,8 +137,8 @@ fn with_ftrace(m: &Meter, event: &str, op: &dyn Fn(&Meter) -> Measured) -> Measu
     out
 }
 
-fn attached(point: Point, c: &Case) -> Result<Hook, BenchError> {
-    let body = Body::from_param(c.int("body")?)
+fn attached(point: AttachPoint, c: &Case) -> Result<Hook, BenchError> {
+    let body = ProgramBody::from_param(c.int("body")?)
         .ok_or_else(|| BenchError::Failed(format!("case {} has no such body", c.suffix)))?;
     Hook::attach(&point, body).map_err(|e| BenchError::Skipped(e.0))
 }
@@ -148,13 +148,19 @@ fn none(m: &Meter, _: &Case) -> Measured {
 }
 
 fn raw_tp(m: &Meter, c: &Case) -> Measured {
-    getppid_with(m, Some(attached(Point::RawTracepoint("sys_enter"), c)?))
+    getppid_with(
+        m,
+        Some(attached(AttachPoint::RawTracepoint("sys_enter"), c)?),
+    )
 }
 
 fn tp_sys_enter(m: &Meter, c: &Case) -> Measured {
     getppid_with(
         m,
-        Some(attached(Point::Tracepoint("raw_syscalls/sys_enter"), c)?),
+        Some(attached(
+            AttachPoint::Tracepoint("raw_syscalls/sys_enter"),
+            c,
+        )?),
     )
 }
 
@@ -162,7 +168,7 @@ fn tp_getppid(m: &Meter, c: &Case) -> Measured {
     getppid_with(
         m,
         Some(attached(
-            Point::Tracepoint("syscalls/sys_enter_getppid"),
+            AttachPoint::Tracepoint("syscalls/sys_enter_getppid"),
             c,
         )?),
     )
@@ -171,14 +177,17 @@ fn tp_getppid(m: &Meter, c: &Case) -> Measured {
 fn kprobe(m: &Meter, c: &Case) -> Measured {
     getppid_with(
         m,
-        Some(attached(Point::Kprobe(getppid_function().into()), c)?),
+        Some(attached(AttachPoint::Kprobe(getppid_function().into()), c)?),
     )
 }
 
 fn kretprobe(m: &Meter, c: &Case) -> Measured {
     getppid_with(
         m,
-        Some(attached(Point::Kretprobe(getppid_function().into()), c)?),
+        Some(attached(
+            AttachPoint::Kretprobe(getppid_function().into()),
+            c,
+        )?),
     )
 }
 
@@ -190,19 +199,19 @@ fn perf_counter(m: &Meter, _: &Case) -> Measured {
 fn fentry(m: &Meter, c: &Case) -> Measured {
     getppid_with(
         m,
-        Some(attached(Point::Fentry(getppid_function().into()), c)?),
+        Some(attached(AttachPoint::Fentry(getppid_function().into()), c)?),
     )
 }
 
 fn fexit(m: &Meter, c: &Case) -> Measured {
     getppid_with(
         m,
-        Some(attached(Point::Fexit(getppid_function().into()), c)?),
+        Some(attached(AttachPoint::Fexit(getppid_function().into()), c)?),
     )
 }
 
 fn uprobe(m: &Meter, c: &Case) -> Measured {
-    let point = Point::Uprobe {
+    let point = AttachPoint::Uprobe {
         library: "libc.so",
         function: "getppid",
     };
@@ -221,7 +230,7 @@ fn ftrace_sys_enter(m: &Meter, _: &Case) -> Measured {
 }
 
 fn pipe_lsm_file_permission(m: &Meter, c: &Case) -> Measured {
-    pipe_with(m, Some(attached(Point::Lsm("file_permission"), c)?))
+    pipe_with(m, Some(attached(AttachPoint::Lsm("file_permission"), c)?))
 }
 
 fn pipe_ftrace_switch(m: &Meter, _: &Case) -> Measured {
@@ -233,5 +242,8 @@ fn pipe_none(m: &Meter, _: &Case) -> Measured {
 }
 
 fn pipe_raw_tp_switch(m: &Meter, c: &Case) -> Measured {
-    pipe_with(m, Some(attached(Point::RawTracepoint("sched_switch"), c)?))
+    pipe_with(
+        m,
+        Some(attached(AttachPoint::RawTracepoint("sched_switch"), c)?),
+    )
 }

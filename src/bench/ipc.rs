@@ -16,7 +16,7 @@ use crate::catalogue;
 use crate::harness::case::{
     Among, BenchError, Case, Cases, Expect, Measured, Meter, Param, Variant,
 };
-use crate::harness::ipc_guard::{Held, ObjectKind, hold};
+use crate::harness::ipc_guard::{HeldSlot, ObjectKind, hold};
 use crate::harness::os::{self, PeerProc, close, errno};
 
 catalogue! {
@@ -86,7 +86,7 @@ fn limit_error(what: &str, limit: &str) -> BenchError {
 }
 
 /// A private SysV message queue, removed on drop (and by the worker's handler if it dies).
-struct MsgQueue(i32, #[allow(dead_code)] Held);
+struct MsgQueue(i32, #[allow(dead_code)] HeldSlot);
 
 impl MsgQueue {
     fn new() -> Result<MsgQueue, BenchError> {
@@ -191,7 +191,7 @@ fn msg_pingpong(m: &Meter, c: &Case) -> Measured {
 }
 
 /// A private SysV shared memory segment, removed on drop (and by the worker's handler).
-struct Shm(i32, #[allow(dead_code)] Held);
+struct Shm(i32, #[allow(dead_code)] HeldSlot);
 
 impl Shm {
     fn new(size: usize) -> Result<Shm, BenchError> {
@@ -253,7 +253,7 @@ fn sem(m: &Meter, _: &Case) -> Measured {
     if id < 0 {
         return Err(limit_error("semget", "kernel.sem"));
     }
-    struct Rm(i32, #[allow(dead_code)] Held);
+    struct Rm(i32, #[allow(dead_code)] HeldSlot);
     impl Drop for Rm {
         fn drop(&mut self) {
             // SAFETY: removing our own set.
@@ -283,7 +283,7 @@ fn sem(m: &Meter, _: &Case) -> Measured {
 }
 
 /// A private set of `n` SysV semaphores, removed on drop (and by the worker's handler).
-struct SemSet(i32, #[allow(dead_code)] Held);
+struct SemSet(i32, #[allow(dead_code)] HeldSlot);
 
 impl SemSet {
     fn new(n: i32) -> Result<SemSet, BenchError> {

@@ -4,13 +4,13 @@
 //! Made as a child of the coordinator's own cgroup (cgroup v2 only), named
 //! `oscost-<pid>-<nonce>-<PID namespace inode>`, with no controller enabled: it holds processes for the instant they
 //! live and changes no limit of anything. The guard process (`put_back`) is told of it before
-//! it exists, so a SIGKILL of oscost or of its worker still removes it (`Change::Cgroup`, an
+//! it exists, so a SIGKILL of oscost or of its worker still removes it (`Alteration::Cgroup`, an
 //! rmdir, retried while the last child is being reaped); the run removes it itself at its end.
 //! rmdir removes only an empty cgroup with no children, so nothing else can be lost by it.
 
 use std::path::{Path, PathBuf};
 
-use super::put_back::{Change, Guardian, remove_cgroup};
+use super::put_back::{Alteration, Guardian, remove_cgroup};
 
 /// The run's cgroup: removed, and its guard released, on drop.
 #[derive(Debug)]
@@ -131,7 +131,7 @@ impl RunCgroup {
         let mut guardian =
             Guardian::start().map_err(|e| format!("cannot start the guard of a cgroup: {e}"))?;
         guardian
-            .keep(&Change::Cgroup { dir: dir.clone() }, None)
+            .keep(&Alteration::Cgroup { dir: dir.clone() }, None)
             .map_err(|e| format!("the guard did not take the cgroup: {e}"))?;
         if let Err(e) = std::fs::create_dir(&dir) {
             guardian.release();

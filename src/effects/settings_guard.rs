@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::effects::put_back::state::{self, Held, StateError};
-use crate::effects::put_back::{Change, Guardian};
+use crate::effects::put_back::{Alteration, Guardian};
 use crate::harness::settings::{self, Encoding, Scope, Setting, SettingError};
 
 /// One side's settings: system-wide ones (written by oscost) and per-task ones (applied by the
@@ -161,7 +161,7 @@ impl Guard {
                     ),
                     StateError::Unusable(why) => not_now(&s.name, why),
                 })?;
-                let change = Change::File {
+                let change = Alteration::File {
                     file: f.clone(),
                     original: held.record.original.clone(),
                     state: held.path.clone(),

@@ -15,7 +15,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 /// What a hook's program does each time it runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Body {
+pub enum ProgramBody {
     /// Return 0.
     Empty,
     /// Add one to a per-CPU counter as bpftrace's `count()` does: look up, add, write back
@@ -26,13 +26,13 @@ pub enum Body {
     RingBuffer,
 }
 
-impl Body {
+impl ProgramBody {
     /// From `hook/`'s case parameter.
-    pub fn from_param(n: u64) -> Option<Body> {
+    pub fn from_param(n: u64) -> Option<ProgramBody> {
         match n {
-            0 => Some(Body::Empty),
-            1 => Some(Body::Counter),
-            2 => Some(Body::RingBuffer),
+            0 => Some(ProgramBody::Empty),
+            1 => Some(ProgramBody::Counter),
+            2 => Some(ProgramBody::RingBuffer),
             _ => None,
         }
     }
@@ -40,7 +40,7 @@ impl Body {
 
 /// Where a hook is attached.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Point {
+pub enum AttachPoint {
     /// A raw tracepoint (`BPF_RAW_TRACEPOINT_OPEN`), e.g. `sys_enter`.
     RawTracepoint(&'static str),
     /// A tracepoint `group/name` through a perf event.
@@ -256,17 +256,17 @@ fn prog_load(kind: ProgKind, insns: &[u64]) -> Result<OwnedFd, Refused> {
 /// The program of `body`, with the maps it uses (the drop counter for a ring).
 fn program(
     kind: ProgKind,
-    body: Body,
+    body: ProgramBody,
 ) -> Result<(OwnedFd, Vec<OwnedFd>, Option<OwnedFd>), Refused> {
     match body {
-        Body::Empty => Ok((prog_load(kind, &ret0())?, vec![], None)),
-        Body::Counter => {
+        ProgramBody::Empty => Ok((prog_load(kind, &ret0())?, vec![], None)),
+        ProgramBody::Counter => {
             let map = map_create(MAP_PERCPU_ARRAY, 4, 8, 1)?;
             let mut p = count_like_bpftrace(map.as_raw_fd());
             p.extend(ret0());
             Ok((prog_load(kind, &p)?, vec![map], None))
         }
-        Body::RingBuffer => {
+        ProgramBody::RingBuffer => {
             let ring = map_create(MAP_RINGBUF, 0, 0, RING_BYTES)?;
             let drops = map_create(MAP_PERCPU_ARRAY, 4, 8, 1)?;
             // 64 zeroed bytes on the stack, written to the ring; a failed write counted.
@@ -380,39 +380,46 @@ pub fn getppid_function() -> &'static str {
     }
 }
 
+/// The program type (and attach type and BTF target) a hook at `point` needs.
+fn prog_kind(point: &AttachPoint) -> Result<ProgKind, Refused> {
+    let plain = |prog_type| ProgKind {
+        prog_type,
+        attach_type: 0,
+        btf_id: 0,
+    };
+    Ok(match point {
+        AttachPoint::RawTracepoint(_) => plain(PROG_RAW_TRACEPOINT),
+        AttachPoint::Tracepoint(_) => plain(PROG_TRACEPOINT),
+        AttachPoint::Kprobe(_) | AttachPoint::Kretprobe(_) | AttachPoint::Uprobe { .. } => {
+            plain(PROG_KPROBE)
+        }
+        AttachPoint::Fentry(f) | AttachPoint::Fexit(f) => ProgKind {
+            prog_type: PROG_TRACING,
+            attach_type: if matches!(point, AttachPoint::Fentry(_)) {
+                ATTACH_TRACE_FENTRY
+            } else {
+                ATTACH_TRACE_FEXIT
+            },
+            btf_id: vmlinux_function_id(f)?,
+        },
+        AttachPoint::Lsm(hook) => {
+            bpf_lsm_active()?;
+            ProgKind {
+                prog_type: PROG_LSM,
+                attach_type: ATTACH_LSM_MAC,
+                btf_id: vmlinux_function_id(&format!("bpf_lsm_{hook}"))?,
+            }
+        }
+    })
+}
+
 impl Hook {
     /// A program with `body` attached at `point`.
-    pub fn attach(point: &Point, body: Body) -> Result<Hook, Refused> {
-        let plain = |prog_type| ProgKind {
-            prog_type,
-            attach_type: 0,
-            btf_id: 0,
-        };
-        let kind = match point {
-            Point::RawTracepoint(_) => plain(PROG_RAW_TRACEPOINT),
-            Point::Tracepoint(_) => plain(PROG_TRACEPOINT),
-            Point::Kprobe(_) | Point::Kretprobe(_) | Point::Uprobe { .. } => plain(PROG_KPROBE),
-            Point::Fentry(f) | Point::Fexit(f) => ProgKind {
-                prog_type: PROG_TRACING,
-                attach_type: if matches!(point, Point::Fentry(_)) {
-                    ATTACH_TRACE_FENTRY
-                } else {
-                    ATTACH_TRACE_FEXIT
-                },
-                btf_id: vmlinux_function_id(f)?,
-            },
-            Point::Lsm(hook) => {
-                bpf_lsm_active()?;
-                ProgKind {
-                    prog_type: PROG_LSM,
-                    attach_type: ATTACH_LSM_MAC,
-                    btf_id: vmlinux_function_id(&format!("bpf_lsm_{hook}"))?,
-                }
-            }
-        };
+    pub fn attach(point: &AttachPoint, body: ProgramBody) -> Result<Hook, Refused> {
+        let kind = prog_kind(point)?;
         let (prog, mut fds, drops) = program(kind, body)?;
         let link = match point {
-            Point::RawTracepoint(name) => {
+            AttachPoint::RawTracepoint(name) => {
                 let name = std::ffi::CString::new(*name).map_err(|e| Refused(e.to_string()))?;
                 let mut a = [0u8; 16];
                 put64(&mut a, 0, name.as_ptr() as u64);
@@ -422,21 +429,21 @@ impl Hook {
                     "the kernel refused to attach the raw tracepoint",
                 )?
             }
-            Point::Tracepoint(event) => {
+            AttachPoint::Tracepoint(event) => {
                 let id = tracepoint_id(event)?;
                 let ev = perf_event(PERF_TYPE_TRACEPOINT, [id, 0, 0], 0, true)?;
                 set_bpf(&ev, &prog)?;
                 ev
             }
-            Point::Kprobe(func) | Point::Kretprobe(func) => {
-                let (pmu, config) = kprobe_pmu(matches!(point, Point::Kretprobe(_)))?;
+            AttachPoint::Kprobe(func) | AttachPoint::Kretprobe(func) => {
+                let (pmu, config) = kprobe_pmu(matches!(point, AttachPoint::Kretprobe(_)))?;
                 let name =
                     std::ffi::CString::new(func.as_str()).map_err(|e| Refused(e.to_string()))?;
                 let ev = perf_event(pmu, [config, name.as_ptr() as u64, 0], 0, true)?;
                 set_bpf(&ev, &prog)?;
                 ev
             }
-            Point::Fentry(_) | Point::Fexit(_) | Point::Lsm(_) => {
+            AttachPoint::Fentry(_) | AttachPoint::Fexit(_) | AttachPoint::Lsm(_) => {
                 // A trampoline program attaches through the raw tracepoint call, no name.
                 let mut a = [0u8; 16];
                 put32(&mut a, 8, prog.as_raw_fd() as u32);
@@ -445,7 +452,7 @@ impl Hook {
                     "the kernel refused to attach the trampoline",
                 )?
             }
-            Point::Uprobe { library, function } => {
+            AttachPoint::Uprobe { library, function } => {
                 let (path, offset) = library_function(library, function)?;
                 let pmu: u32 = std::fs::read_to_string("/sys/bus/event_source/devices/uprobe/type")
                     .ok()

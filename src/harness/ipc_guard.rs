@@ -33,19 +33,19 @@ static HELD: [AtomicI64; 8] = [const { AtomicI64::new(0) }; 8];
 
 /// A slot of `HELD`, freed on drop (after the owner removed the object).
 #[derive(Debug)]
-pub struct Held(Option<usize>);
+pub struct HeldSlot(Option<usize>);
 
 /// Enter an object in `HELD` (a benchmark holds few at once; with every slot taken the
 /// object is still removed by its owner, only not by the handler).
-pub fn hold(kind: ObjectKind, id: i32) -> Held {
+pub fn hold(kind: ObjectKind, id: i32) -> HeldSlot {
     let v = ((kind as i64) << 32) | i64::from(id as u32);
-    Held(HELD.iter().position(|s| {
+    HeldSlot(HELD.iter().position(|s| {
         s.compare_exchange(0, v, Ordering::SeqCst, Ordering::SeqCst)
             .is_ok()
     }))
 }
 
-impl Drop for Held {
+impl Drop for HeldSlot {
     fn drop(&mut self) {
         if let Some(i) = self.0 {
             HELD[i].store(0, Ordering::SeqCst);

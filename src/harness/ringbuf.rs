@@ -51,7 +51,7 @@ impl PageLayout {
 
 /// One event: its time in the trace clock's units and its data.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Record<'a> {
+pub struct RawEvent<'a> {
     /// When, in the trace clock's units.
     pub time: u64,
     /// The event's payload.
@@ -80,7 +80,7 @@ fn u64_at(b: &[u8], at: usize, size: usize) -> Option<u64> {
 
 /// The records of one page, in order; a page that ends early (a cut read) yields what it
 /// holds whole.
-pub fn page_records(page: &[u8], layout: PageLayout) -> Vec<Record<'_>> {
+pub fn page_records(page: &[u8], layout: PageLayout) -> Vec<RawEvent<'_>> {
     let mut out = Vec::new();
     let (Some(mut time), Some(commit)) = (
         u64_at(page, 0, 8),
@@ -124,7 +124,7 @@ pub fn page_records(page: &[u8], layout: PageLayout) -> Vec<Record<'_>> {
                     break;
                 };
                 time += delta;
-                out.push(Record { time, data: d });
+                out.push(RawEvent { time, data: d });
                 pos += 8 + n;
             }
             small => {
@@ -133,7 +133,7 @@ pub fn page_records(page: &[u8], layout: PageLayout) -> Vec<Record<'_>> {
                     break;
                 };
                 time += delta;
-                out.push(Record { time, data: d });
+                out.push(RawEvent { time, data: d });
                 pos += 4 + n;
             }
         }
@@ -142,7 +142,7 @@ pub fn page_records(page: &[u8], layout: PageLayout) -> Vec<Record<'_>> {
 }
 
 /// Every record of consecutive pages of `size` bytes each (as `trace_pipe_raw` reads them).
-pub fn records(pages: &[u8], size: usize, layout: PageLayout) -> Vec<Record<'_>> {
+pub fn records(pages: &[u8], size: usize, layout: PageLayout) -> Vec<RawEvent<'_>> {
     if size == 0 {
         return Vec::new();
     }

@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::format_ns;
 use super::html::{Page, render};
 use super::plot::{self, Figure, Point};
-use crate::analysis::changes::Change;
+use crate::analysis::changes::LevelShift;
 use crate::base::model::HistoryPoint;
 
 #[derive(Debug, Serialize)]
@@ -25,7 +25,7 @@ struct RunRow {
 }
 
 /// The figure: medians with CI bands against the run's position, and the segment levels.
-fn figure(bench: &str, points: &[HistoryPoint], changes: &[Change]) -> Option<Figure<'static>> {
+fn figure(bench: &str, points: &[HistoryPoint], changes: &[LevelShift]) -> Option<Figure<'static>> {
     let measured: Vec<Point> = points
         .iter()
         .enumerate()
@@ -79,7 +79,7 @@ fn figure(bench: &str, points: &[HistoryPoint], changes: &[Change]) -> Option<Fi
 pub fn render_history(
     bench: &str,
     points: &[HistoryPoint],
-    changes: &[Change],
+    changes: &[LevelShift],
     change_lines: &[String],
     selection: &str,
 ) -> Result<Page, String> {

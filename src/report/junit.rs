@@ -7,7 +7,7 @@
 //! junitparser in `tests/ci_results.rs`, as a CI system would.
 
 use super::Exporter;
-use super::outcomes::{self, Outcome, Status, Subject};
+use super::outcomes::{self, CiOutcome, CiStatus, Subject};
 use crate::analysis::compare::Comparison;
 use crate::analysis::matrix::Matrix;
 use crate::base::model::Run;
@@ -46,24 +46,24 @@ struct Counts {
     skipped: usize,
 }
 
-fn counts(outcomes: &[Outcome]) -> Counts {
+fn counts(outcomes: &[CiOutcome]) -> Counts {
     let mut c = Counts {
         tests: outcomes.len(),
         ..Counts::default()
     };
     for o in outcomes {
         match o.status {
-            Status::Regressed => c.failures += 1,
-            Status::Unknown | Status::Failed => c.errors += 1,
-            Status::Undecided | Status::Skipped => c.skipped += 1,
-            Status::Measured | Status::Passed => {}
+            CiStatus::Regressed => c.failures += 1,
+            CiStatus::Unknown | CiStatus::Failed => c.errors += 1,
+            CiStatus::Undecided | CiStatus::Skipped => c.skipped += 1,
+            CiStatus::Measured | CiStatus::Passed => {}
         }
     }
     c
 }
 
 /// One benchmark as a `testcase`.
-fn testcase(o: &Outcome) -> String {
+fn testcase(o: &CiOutcome) -> String {
     let family = o.id.split('/').next().unwrap_or("oscost");
     // The time its timed operations took (samples x median), as a CI system sums test
     // times; absent where nothing was measured.
@@ -78,19 +78,19 @@ fn testcase(o: &Outcome) -> String {
     );
     let message = escape(&o.message);
     match o.status {
-        Status::Regressed => x.push_str(&format!(
+        CiStatus::Regressed => x.push_str(&format!(
             "      <failure type=\"regression\" message=\"{message}\">{message}</failure>\n"
         )),
-        Status::Unknown => x.push_str(&format!(
+        CiStatus::Unknown => x.push_str(&format!(
             "      <error type=\"cannot tell\" message=\"{message}\">{message}</error>\n"
         )),
-        Status::Failed => x.push_str(&format!(
+        CiStatus::Failed => x.push_str(&format!(
             "      <error type=\"failed\" message=\"{message}\">{message}</error>\n"
         )),
-        Status::Undecided | Status::Skipped => {
+        CiStatus::Undecided | CiStatus::Skipped => {
             x.push_str(&format!("      <skipped message=\"{message}\"/>\n"))
         }
-        Status::Measured | Status::Passed => {}
+        CiStatus::Measured | CiStatus::Passed => {}
     }
     x.push_str(&format!("      <system-out>{message}</system-out>\n"));
     x.push_str("    </testcase>\n");
@@ -98,7 +98,7 @@ fn testcase(o: &Outcome) -> String {
 }
 
 /// The whole document.
-fn document(s: &Subject, outcomes: &[Outcome]) -> Vec<u8> {
+fn document(s: &Subject, outcomes: &[CiOutcome]) -> Vec<u8> {
     let c = counts(outcomes);
     let name = format!(
         "oscost {}{}",

@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 
 use super::Exporter;
 use super::ci_formats::bytes;
-use super::outcomes::{self, Outcome, Status, Subject};
+use super::outcomes::{self, CiOutcome, CiStatus, Subject};
 use crate::analysis::compare::Comparison;
 use crate::analysis::matrix::Matrix;
 use crate::base::model::Run;
@@ -63,13 +63,13 @@ pub fn path(bench: &str) -> String {
 }
 
 /// A KCIDB status for an outcome.
-fn status(s: &Status) -> &'static str {
+fn status(s: &CiStatus) -> &'static str {
     match s {
-        Status::Measured | Status::Undecided => "DONE",
-        Status::Passed => "PASS",
-        Status::Regressed => "FAIL",
-        Status::Unknown | Status::Failed => "ERROR",
-        Status::Skipped => "SKIP",
+        CiStatus::Measured | CiStatus::Undecided => "DONE",
+        CiStatus::Passed => "PASS",
+        CiStatus::Regressed => "FAIL",
+        CiStatus::Unknown | CiStatus::Failed => "ERROR",
+        CiStatus::Skipped => "SKIP",
     }
 }
 
@@ -81,7 +81,7 @@ fn time(t: &str) -> Option<String> {
 }
 
 /// The whole document for `subject`'s outcomes.
-fn document(s: &Subject, outcomes: &[Outcome]) -> Value {
+fn document(s: &Subject, outcomes: &[CiOutcome]) -> Value {
     let kernel = format!(
         "{}\n{}",
         s.kernel_release.as_deref().unwrap_or("unknown"),
@@ -130,7 +130,7 @@ fn document(s: &Subject, outcomes: &[Outcome]) -> Value {
 }
 
 /// One benchmark as a KCIDB test.
-fn test(s: &Subject, build_id: &str, o: &Outcome) -> Value {
+fn test(s: &Subject, build_id: &str, o: &CiOutcome) -> Value {
     let mut t = Map::new();
     t.insert(
         "id".into(),

@@ -11,7 +11,7 @@
 use std::fmt::Write;
 
 use super::Exporter;
-use super::outcomes::{self, Outcome, Status, Subject};
+use super::outcomes::{self, CiOutcome, CiStatus, Subject};
 use crate::analysis::compare::Comparison;
 use crate::analysis::matrix::Matrix;
 use crate::base::model::Run;
@@ -42,7 +42,7 @@ struct Family<'a> {
     name: &'a str,
     unit: Option<&'a str>,
     help: &'a str,
-    value: fn(&Outcome) -> Option<f64>,
+    value: fn(&CiOutcome) -> Option<f64>,
 }
 
 const FAMILIES: &[Family<'static>] = &[
@@ -100,7 +100,7 @@ const FAMILIES: &[Family<'static>] = &[
         help: "1 when the change is a regression (beyond --fail-above, or called slower).",
         value: |o| {
             o.change
-                .map(|_| f64::from(u8::from(o.status == Status::Regressed)))
+                .map(|_| f64::from(u8::from(o.status == CiStatus::Regressed)))
         },
     },
 ];
@@ -117,7 +117,7 @@ fn number(v: f64) -> String {
 }
 
 /// The whole text.
-fn document(s: &Subject, outcomes: &[Outcome]) -> Vec<u8> {
+fn document(s: &Subject, outcomes: &[CiOutcome]) -> Vec<u8> {
     let mut x = body(s, outcomes);
     x.push_str("# EOF\n");
     x.into_bytes()
@@ -179,12 +179,12 @@ fn labels(s: &Subject) -> String {
 }
 
 /// Every family of `outcomes`, and the start time, without the end marker.
-fn body(s: &Subject, outcomes: &[Outcome]) -> String {
+fn body(s: &Subject, outcomes: &[CiOutcome]) -> String {
     let common = labels(s);
     let mut x = String::new();
     for f in FAMILIES {
         // A value not known (a CI from one repetition) is left out, not written as NaN.
-        let values: Vec<(&Outcome, f64)> = outcomes
+        let values: Vec<(&CiOutcome, f64)> = outcomes
             .iter()
             .filter_map(|o| Some((o, (f.value)(o).filter(|v| v.is_finite())?)))
             .collect();

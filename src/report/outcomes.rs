@@ -1,7 +1,7 @@
 //! What a CI system is told of each benchmark, whatever its format (KCIDB, JUnit,
-//! OpenMetrics): one `Outcome` per result of a run, per row of a comparison, or per benchmark
+//! OpenMetrics): one `CiOutcome` per result of a run, per row of a comparison, or per benchmark
 //! of a matrix's last column against its base. An outcome carries the numbers (the median
-//! and its CI, the change and its CI) and a `Status` decided here once, so the three formats
+//! and its CI, the change and its CI) and a `CiStatus` decided here once, so the three formats
 //! cannot disagree on what a regression is:
 //!
 //! - a run: measured, skipped or failed;
@@ -19,7 +19,7 @@ use crate::base::model::{Run, Status as RunStatus};
 
 /// What became of one benchmark, for a CI system.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Status {
+pub enum CiStatus {
     /// A run's result, measured (no verdict: a number).
     Measured,
     /// A comparison decided, and not a regression.
@@ -52,7 +52,7 @@ pub struct Change {
 
 /// One benchmark's outcome.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Outcome {
+pub struct CiOutcome {
     /// The result's id (`switch/pipe-proc@same`).
     pub id: String,
     /// The median, ns per operation (a comparison's: the candidate's); none when not measured.
@@ -66,7 +66,7 @@ pub struct Outcome {
     /// Against a base, where there is one.
     pub change: Option<Change>,
     /// What became of it.
-    pub status: Status,
+    pub status: CiStatus,
     /// One line: the number, the change, the verdict or the reason.
     pub message: String,
 }
@@ -85,16 +85,16 @@ fn change_words(c: &Change, verdict: &str) -> String {
 }
 
 /// Every result of a run.
-pub fn of_run(run: &Run) -> Vec<Outcome> {
+pub fn of_run(run: &Run) -> Vec<CiOutcome> {
     run.results
         .iter()
         .map(|r| {
             let stats = r.stats.as_ref().filter(|s| s.median.is_finite());
             let (status, message) = match (&r.status, stats) {
-                (RunStatus::Skipped { reason }, _) => (Status::Skipped, reason.clone()),
-                (RunStatus::Failed { reason }, _) => (Status::Failed, reason.clone()),
+                (RunStatus::Skipped { reason }, _) => (CiStatus::Skipped, reason.clone()),
+                (RunStatus::Failed { reason }, _) => (CiStatus::Failed, reason.clone()),
                 (RunStatus::Ok, Some(s)) => (
-                    Status::Measured,
+                    CiStatus::Measured,
                     format!(
                         "median {} (95% CI {} to {}), {} samples{}",
                         crate::report::format_ns(s.median),
@@ -108,9 +108,9 @@ pub fn of_run(run: &Run) -> Vec<Outcome> {
                         }
                     ),
                 ),
-                (RunStatus::Ok, None) => (Status::Failed, "no samples".into()),
+                (RunStatus::Ok, None) => (CiStatus::Failed, "no samples".into()),
             };
-            Outcome {
+            CiOutcome {
                 id: r.id.clone(),
                 median_ns: stats.map(|s| s.median),
                 ci95_ns: stats.map(|s| s.ci95),
@@ -142,8 +142,8 @@ fn undecided_why(r: &BenchComparison) -> Option<&'static str> {
 }
 
 /// Every row of a comparison, a regression judged against `fail_above` (percent) when given.
-pub fn of_comparison(c: &Comparison, fail_above: Option<f64>) -> Vec<Outcome> {
-    let mut out: Vec<Outcome> = c
+pub fn of_comparison(c: &Comparison, fail_above: Option<f64>) -> Vec<CiOutcome> {
+    let mut out: Vec<CiOutcome> = c
         .rows
         .iter()
         .map(|r| {
@@ -156,22 +156,22 @@ pub fn of_comparison(c: &Comparison, fail_above: Option<f64>) -> Vec<Outcome> {
             let words = change_words(&change, r.verdict.word());
             let (status, message) = match (undecided_why(r), fail_above) {
                 (Some(_), Some(p)) if r.apart_unknown => (
-                    Status::Unknown,
+                    CiStatus::Unknown,
                     format!("{words}; cannot tell whether it regressed by more than {p}%: the runs were measured apart and no run-to-run spread is known"),
                 ),
-                (Some(why), _) => (Status::Undecided, format!("{words}; undecided: {why}")),
+                (Some(why), _) => (CiStatus::Undecided, format!("{words}; undecided: {why}")),
                 (None, Some(p)) if r.slowdown_ci95[0] > 1.0 + p / 100.0 => (
-                    Status::Regressed,
+                    CiStatus::Regressed,
                     format!("{words}: slower by more than --fail-above {p}%"),
                 ),
                 (None, Some(p)) => (
-                    Status::Passed,
+                    CiStatus::Passed,
                     format!("{words}: within --fail-above {p}%"),
                 ),
-                (None, None) if r.verdict == Verdict::Slower => (Status::Regressed, words),
-                (None, None) => (Status::Passed, words),
+                (None, None) if r.verdict == Verdict::Slower => (CiStatus::Regressed, words),
+                (None, None) => (CiStatus::Passed, words),
             };
-            Outcome {
+            CiOutcome {
                 id: r.id.clone(),
                 median_ns: Some(r.cand_median_ns).filter(|v| v.is_finite()),
                 ci95_ns: None,
@@ -183,9 +183,9 @@ pub fn of_comparison(c: &Comparison, fail_above: Option<f64>) -> Vec<Outcome> {
             }
         })
         .collect();
-    let missing = |ids: &[String], why: &str, status: Status| {
+    let missing = |ids: &[String], why: &str, status: CiStatus| {
         ids.iter()
-            .map(|id| Outcome {
+            .map(|id| CiOutcome {
                 id: id.clone(),
                 median_ns: None,
                 ci95_ns: None,
@@ -200,23 +200,23 @@ pub fn of_comparison(c: &Comparison, fail_above: Option<f64>) -> Vec<Outcome> {
     out.extend(missing(
         &c.unmeasured,
         "not measured on one side (skipped or failed there)",
-        Status::Skipped,
+        CiStatus::Skipped,
     ));
     out.extend(missing(
         &c.only_base,
         "only in the base: not measured in the candidate",
-        Status::Skipped,
+        CiStatus::Skipped,
     ));
     out.extend(missing(
         &c.only_cand,
         "only in the candidate: nothing to compare with",
-        Status::Skipped,
+        CiStatus::Skipped,
     ));
     out
 }
 
 /// Every benchmark of a matrix's last column, against its base column.
-pub fn of_matrix(m: &Matrix) -> Vec<Outcome> {
+pub fn of_matrix(m: &Matrix) -> Vec<CiOutcome> {
     let last = m.columns.len().saturating_sub(1);
     m.rows
         .iter()
@@ -234,29 +234,29 @@ pub fn of_matrix(m: &Matrix) -> Vec<Outcome> {
                 _ => None,
             };
             let (status, message) = match (&cell.missing, cell.verdict, &change) {
-                (Some(word), _, _) => (Status::Skipped, format!("not measured in this run: {word}")),
+                (Some(word), _, _) => (CiStatus::Skipped, format!("not measured in this run: {word}")),
                 (None, Some(v), Some(c)) => {
                     let words = change_words(c, v.word());
                     match v {
-                        Verdict::Slower => (Status::Regressed, words),
+                        Verdict::Slower => (CiStatus::Regressed, words),
                         Verdict::NoChange if c.slowdown_ci95[1] - c.slowdown_ci95[0]
                             > 2.0 * m.threshold => (
-                            Status::Undecided,
+                            CiStatus::Undecided,
                             format!("{words}; undecided: the CI is wider than the noise band"),
                         ),
-                        _ => (Status::Passed, words),
+                        _ => (CiStatus::Passed, words),
                     }
                 }
                 (None, None, _) if last == m.base => (
-                    Status::Measured,
+                    CiStatus::Measured,
                     "the base column itself".to_string(),
                 ),
                 (None, _, _) => (
-                    Status::Undecided,
+                    CiStatus::Undecided,
                     "no change called: a run without a CI, or runs measured apart with no run-to-run spread known".to_string(),
                 ),
             };
-            Some(Outcome {
+            Some(CiOutcome {
                 id: row.bench.clone(),
                 median_ns: cell.median_ns,
                 ci95_ns: None,

@@ -9,7 +9,7 @@ use super::{Command, Given};
 use crate::base::model::{Note, NoteKind};
 
 use super::args::{CompareArgs, split_command, usage};
-use super::session::{self, Conditions, Live, Measurement};
+use super::session::{self, Conditions, Live, MeasuringCommand};
 use crate::analysis::compare;
 use crate::base::stop::Stop;
 use crate::effects::gate::Effects;
@@ -161,7 +161,7 @@ struct Ab<'a> {
     names: (String, String),
 }
 
-impl Measurement for Ab<'_> {
+impl MeasuringCommand for Ab<'_> {
     fn prepare(&mut self, _stop: &Stop) -> anyhow::Result<()> {
         let args = self.args;
         self.sides = vec![

@@ -39,8 +39,8 @@ pub struct SelectArgs {
 
 impl SelectArgs {
     /// The `--where` filters as one selection.
-    pub fn selection(&self) -> crate::analysis::select::Selection {
-        crate::analysis::select::Selection(self.filters.clone())
+    pub fn selection(&self) -> crate::analysis::select::RunFilter {
+        crate::analysis::select::RunFilter(self.filters.clone())
     }
 }
 

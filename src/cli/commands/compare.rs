@@ -107,14 +107,14 @@ impl CompareCmd {
     /// on the runs' levels (`run_to_run::group_difference`), from the stored summary rows.
     fn groups(&self) -> anyhow::Result<Comparison> {
         use crate::analysis::run_to_run::RunLevel;
-        use crate::analysis::select::Selection;
+        use crate::analysis::select::RunFilter;
         let mut s = super::read_store(&self.store)?;
         let all = self
             .select
             .selection()
             .apply(s.list().map_err(super::store_err)?);
         let pick = |conds: &[crate::analysis::select::Filter], which: &str| {
-            let runs = Selection(conds.to_vec()).apply(all.clone());
+            let runs = RunFilter(conds.to_vec()).apply(all.clone());
             if runs.len() < 2 {
                 return Err(super::usage(format!(
                     "the {which} group has {} run(s); a group needs at least 2 (`oscost run --runs 3` measures a series)",

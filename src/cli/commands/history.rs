@@ -197,7 +197,10 @@ fn terminal_columns() -> usize {
 fn level_shifts(
     s: &mut crate::effects::store::Store,
     points: &[crate::base::model::HistoryPoint],
-) -> (Vec<crate::analysis::changes::Change>, Vec<(String, String)>) {
+) -> (
+    Vec<crate::analysis::changes::LevelShift>,
+    Vec<(String, String)>,
+) {
     use crate::report::format_ns;
     let series: Vec<f64> = points
         .iter()

@@ -21,7 +21,7 @@ use clap::Args;
 
 use super::args::{StoreArgs, split_command, usage};
 use super::check_program;
-use super::session::{self, Live, Measurement};
+use super::session::{self, Live, MeasuringCommand};
 use super::{Command, Given};
 use crate::analysis::predict::{self as model, Price};
 use crate::base::model::Run;
@@ -550,7 +550,7 @@ struct Prediction<'a> {
     out: Option<PredictionReport>,
 }
 
-impl Measurement for Prediction<'_> {
+impl MeasuringCommand for Prediction<'_> {
     fn prepare(&mut self, _stop: &Stop) -> anyhow::Result<()> {
         let args = self.args;
         if let Some(under) = &args.under {

@@ -10,7 +10,7 @@ use clap::Args;
 
 use super::args::{OutputArgs, StoreArgs, parse_percent, parse_seconds, parse_size_mib, usage};
 use super::print_table;
-use super::session::{self, Conditions, Live, Measurement};
+use super::session::{self, Conditions, Live, MeasuringCommand};
 use super::{Command, Given};
 use crate::base::model::Run;
 use crate::base::model::{Note, NoteKind};
@@ -297,7 +297,7 @@ impl OneRun<'_> {
     }
 }
 
-impl Measurement for OneRun<'_> {
+impl MeasuringCommand for OneRun<'_> {
     fn prepare(&mut self, _stop: &crate::base::stop::Stop) -> anyhow::Result<()> {
         let mut plan = super::plan::build(&self.args.request())?;
         plan.during = self.args.during_spec()?;
@@ -417,7 +417,7 @@ impl<'a> Series<'a> {
     }
 }
 
-impl Measurement for Series<'_> {
+impl MeasuringCommand for Series<'_> {
     fn prepare(&mut self, _stop: &crate::base::stop::Stop) -> anyhow::Result<()> {
         let m = &self.args.measure;
         if m.no_save {

@@ -23,8 +23,8 @@
 //! 10. a signal since the first save ends the command naming what was saved (exit 128+N).
 //!
 //! The effects are behind `Surroundings` (`Live`: signals, the store, the settings guard; a
-//! recording fake in the tests), the command's own parts behind `Measurement`, so the order is
-//! written once (`run`) and tested once, on fakes (`session/tests.rs`).
+//! recording fake in the tests), the command's own parts behind `MeasuringCommand`, so the
+//! order is written once (`run`) and tested once, on fakes (`session/tests.rs`).
 
 use std::collections::BTreeMap;
 
@@ -73,7 +73,7 @@ pub trait Surroundings {
 }
 
 /// A measuring command's own parts, called by `run` in the session's order.
-pub trait Measurement {
+pub trait MeasuringCommand {
     /// Step 2: refuse what can be refused (exit 2) before anything changes.
     fn prepare(&mut self, stop: &Stop) -> anyhow::Result<()>;
     /// How many measurements the session takes, each saved as it ends (a series: N).
@@ -114,7 +114,7 @@ pub trait Measurement {
 /// Run the session: the steps of the module's comment, in that order. The exit status of a
 /// command that measured (0, or 1 when a benchmark or a late step failed); an error before
 /// measuring (usage, exit 2; the store's), or the interrupt that stopped it.
-pub fn run(s: &mut dyn Surroundings, m: &mut dyn Measurement) -> anyhow::Result<i32> {
+pub fn run(s: &mut dyn Surroundings, m: &mut dyn MeasuringCommand) -> anyhow::Result<i32> {
     let stop = s.guard_processes()?;
     m.prepare(&stop)?;
     s.prove_store()?;
@@ -136,7 +136,7 @@ pub fn run(s: &mut dyn Surroundings, m: &mut dyn Measurement) -> anyhow::Result<
 /// back once the last has measured. An error names the runs saved before it.
 fn measure_all(
     s: &mut dyn Surroundings,
-    m: &mut dyn Measurement,
+    m: &mut dyn MeasuringCommand,
     conditions: Option<&Conditions>,
     stop: &Stop,
     late: &mut Vec<String>,

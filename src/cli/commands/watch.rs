@@ -646,7 +646,7 @@ fn window_level(bursts: &[crate::base::model::Repetition]) -> Option<f64> {
 /// short or unsettled baseline (one stray window among five) widens the noise the first test
 /// measures, and a new level that is itself uneven (a tracer costs more on one CPU than on
 /// the other) then shows only as a segment.
-fn lasting_change(series: &[f64]) -> Option<crate::analysis::changes::Change> {
+fn lasting_change(series: &[f64]) -> Option<crate::analysis::changes::LevelShift> {
     crate::analysis::changes::recent_change(series, TAIL, BAND).or_else(|| {
         crate::analysis::changes::find_changes(series)
             .into_iter()

@@ -7,7 +7,7 @@
 //! with this process's child-subreaper flag off for that instant: it is reparented away from
 //! oscost, in a session of its own, so neither worker reaping (which kills every child of
 //! the coordinator), nor a SIGKILL of oscost's process group, nor a terminal's hangup reaches
-//! it. It is told each thing to put back (`Change`) over a socket before the thing is
+//! it. It is told each thing to put back (`Alteration`) over a socket before the thing is
 //! changed, with the thing's lock (`state::Held`) passed along so the lock outlives oscost
 //! exactly as long as the guard does. When oscost ends it says `Release` (it put everything
 //! back itself) and waits for the guard to be gone, so that the next command finds the locks
@@ -35,7 +35,7 @@ use nix::sys::socket::{
 
 /// Something changed outside oscost and how to put it back.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum Change {
+pub enum Alteration {
     /// A kernel setting file, its original value, and its state (removed once put back).
     File {
         /// The file, resolved.
@@ -57,7 +57,7 @@ pub enum Change {
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 enum Order {
     /// Put this back if oscost dies (its lock, if any, comes with the message).
-    Keep(Change),
+    Keep(Alteration),
     /// oscost put everything back itself: exit, touching nothing.
     Release,
 }
@@ -71,7 +71,7 @@ const ANSWER_WAIT: Duration = Duration::from_secs(5);
 #[derive(Debug, Default)]
 struct Link {
     /// Every change the guard took, in order.
-    kept: Vec<Change>,
+    kept: Vec<Alteration>,
     /// oscost is releasing the guard: its going is expected.
     released: bool,
     /// The guard died first: oscost put its changes back itself, and nothing more may be
@@ -178,7 +178,7 @@ impl Guardian {
 
     /// Tell the guard to put `change` back if oscost dies, with the lock that goes with it;
     /// returns once the guard has it.
-    pub fn keep(&mut self, change: &Change, lock: Option<BorrowedFd>) -> std::io::Result<()> {
+    pub fn keep(&mut self, change: &Alteration, lock: Option<BorrowedFd>) -> std::io::Result<()> {
         let bytes =
             serde_json::to_vec(&Order::Keep(change.clone())).map_err(std::io::Error::other)?;
         let fds: Vec<RawFd> = lock.iter().map(|f| f.as_raw_fd()).collect();
@@ -269,7 +269,7 @@ fn watch_guard(socket: RawFd, wake: &OwnedFd, link: &std::sync::Mutex<Link>) {
     link.lost = true;
     let mut put = Vec::new();
     for c in &link.kept {
-        if let Change::File { file, original, .. } = c {
+        if let Alteration::File { file, original, .. } = c {
             if already(file, original) {
                 continue;
             }
@@ -340,7 +340,7 @@ pub fn guard_main(args: &[String]) -> i32 {
     if nix::unistd::write(&socket, b"ready").is_err() {
         return 0;
     }
-    let mut kept: Vec<(Change, Option<OwnedFd>)> = Vec::new();
+    let mut kept: Vec<(Alteration, Option<OwnedFd>)> = Vec::new();
     let mut buf = vec![0u8; MAX_ORDER_BYTES];
     while !TERMINATED.load(std::sync::atomic::Ordering::SeqCst) {
         let (n, fds) = match receive(&socket, &mut buf) {
@@ -445,10 +445,10 @@ pub fn remove_cgroup(dir: &std::path::Path) -> bool {
 }
 
 /// Put back every change kept, newest first, removing the state of each put back.
-fn put_back_all(kept: Vec<(Change, Option<OwnedFd>)>) {
+fn put_back_all(kept: Vec<(Alteration, Option<OwnedFd>)>) {
     for (change, lock) in kept.into_iter().rev() {
         match change {
-            Change::File {
+            Alteration::File {
                 file,
                 original,
                 state,
@@ -478,7 +478,7 @@ fn put_back_all(kept: Vec<(Change, Option<OwnedFd>)>) {
                     ),
                 }
             }
-            Change::Cgroup { dir } => {
+            Alteration::Cgroup { dir } => {
                 if dir.exists() {
                     if remove_cgroup(&dir) {
                         crate::say!(

@@ -6,7 +6,7 @@
 //! resolved path. Its `flock` is the lock: the run that changes the setting holds it, and so
 //! does that run's guard (they share the open file description, passed over the guard's
 //! socket), so the lock lives exactly as long as someone is responsible for putting the value
-//! back; liveness is the lock, never a pid. Its content (`Record`) is the original value,
+//! back; liveness is the lock, never a pid. Its content (`SettingRecord`) is the original value,
 //! written once by the first holder before anything is changed, the holder's description
 //! (for the one line a refused run prints) and the boot it belongs to.
 //!
@@ -49,7 +49,7 @@ const TRACEFS_MAGIC: i64 = 0x7472_6163;
 
 /// One setting file's state: what to put back, and who holds it changed.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Record {
+pub struct SettingRecord {
     /// The kernel file, resolved.
     pub file: PathBuf,
     /// Its value before the first holder changed it.
@@ -121,7 +121,7 @@ pub enum StateError {
 #[derive(Debug)]
 pub struct Held {
     /// What was recorded.
-    pub record: Record,
+    pub record: SettingRecord,
     /// The state file.
     pub path: PathBuf,
     lock: std::fs::File,
@@ -251,7 +251,7 @@ fn read_capped(f: &mut std::fs::File) -> std::io::Result<String> {
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-fn write_record(f: &mut std::fs::File, r: &Record) -> std::io::Result<()> {
+fn write_record(f: &mut std::fs::File, r: &SettingRecord) -> std::io::Result<()> {
     let bytes = serde_json::to_vec(r).map_err(std::io::Error::other)?;
     f.set_len(0)?;
     f.rewind()?;
@@ -289,8 +289,8 @@ pub fn setting_file(file: &Path) -> Result<(), String> {
 }
 
 /// A state's text parsed and checked against the name it was found under.
-fn trusted_record(text: &str, name: &str) -> Result<Record, String> {
-    let r: Record =
+fn trusted_record(text: &str, name: &str) -> Result<SettingRecord, String> {
+    let r: SettingRecord =
         serde_json::from_str(text).map_err(|e| format!("not a state oscost wrote ({e})"))?;
     if state_name(&r.file) != name {
         return Err(format!(
@@ -362,7 +362,7 @@ pub fn hold(
         if !try_lock(&f) {
             let holder = read_capped(&mut f)
                 .ok()
-                .and_then(|t| serde_json::from_str::<Record>(&t).ok())
+                .and_then(|t| serde_json::from_str::<SettingRecord>(&t).ok())
                 .map_or_else(|| "it did not say who it is".into(), |r| r.holder);
             return Err(StateError::Busy {
                 file: file.display().to_string(),
@@ -397,7 +397,7 @@ pub fn hold(
                 }
             },
         };
-        let record = Record {
+        let record = SettingRecord {
             file: file.to_path_buf(),
             original,
             holder: holder.to_string(),

@@ -565,7 +565,7 @@ impl Store {
     pub fn resolve_in(
         &mut self,
         reference: &str,
-        sel: &crate::analysis::select::Selection,
+        sel: &crate::analysis::select::RunFilter,
     ) -> Result<i64, StoreError> {
         if sel.is_all() {
             return self.resolve(reference);

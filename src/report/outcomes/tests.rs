@@ -3,7 +3,7 @@ use crate::analysis::compare::{Options, compare};
 use crate::base::model::testdata;
 use crate::report::Exporter;
 
-fn status_of<'a>(o: &'a [Outcome], id: &str) -> &'a Status {
+fn status_of<'a>(o: &'a [CiOutcome], id: &str) -> &'a CiStatus {
     &o.iter().find(|x| x.id == id).expect(id).status
 }
 
@@ -12,8 +12,8 @@ fn a_runs_results_are_measured_skipped_or_failed() {
     let run = testdata::run();
     let o = of_run(&run);
     assert_eq!(o.len(), run.results.len());
-    assert_eq!(status_of(&o, "call/f0"), &Status::Measured);
-    assert_eq!(status_of(&o, "timer/rdtscp"), &Status::Skipped);
+    assert_eq!(status_of(&o, "call/f0"), &CiStatus::Measured);
+    assert_eq!(status_of(&o, "timer/rdtscp"), &CiStatus::Skipped);
     let getppid = o.iter().find(|x| x.id == "syscall/getppid").unwrap();
     assert!(getppid.disturbed && getppid.message.contains("disturbed"));
     assert!(getppid.median_ns.is_some() && getppid.ci95_ns.is_some());
@@ -33,7 +33,7 @@ fn a_comparison_calls_a_regression_against_the_gate_or_the_verdict() {
     // Without --fail-above: called slower is a regression.
     let o = of_comparison(&c, None);
     for id in &slower {
-        assert_eq!(status_of(&o, id), &Status::Regressed, "{id}");
+        assert_eq!(status_of(&o, id), &CiStatus::Regressed, "{id}");
         let m = &o.iter().find(|x| x.id == *id).unwrap().message;
         assert!(
             m.contains("slower") && m.contains("95% CI") && m.contains("base"),
@@ -43,18 +43,18 @@ fn a_comparison_calls_a_regression_against_the_gate_or_the_verdict() {
     // A gate of 500% lets a 3x slowdown through; one of 10% does not.
     let o = of_comparison(&c, Some(500.0));
     for id in &slower {
-        assert_eq!(status_of(&o, id), &Status::Passed, "{id}");
+        assert_eq!(status_of(&o, id), &CiStatus::Passed, "{id}");
     }
     let o = of_comparison(&c, Some(10.0));
     for id in &slower {
-        assert_eq!(status_of(&o, id), &Status::Regressed, "{id}");
+        assert_eq!(status_of(&o, id), &CiStatus::Regressed, "{id}");
     }
     // A run against itself regresses nothing.
     let same = compare(&base, &base, "a", "b", &Options::default());
     assert!(
         of_comparison(&same, None)
             .iter()
-            .all(|x| x.status != Status::Regressed)
+            .all(|x| x.status != CiStatus::Regressed)
     );
 }
 
@@ -69,13 +69,13 @@ fn rows_measured_apart_without_a_spread_are_undecided_or_unknown_under_a_gate() 
         of_comparison(&c, None)
             .iter()
             .filter(|x| x.change.is_some())
-            .all(|x| x.status == Status::Undecided)
+            .all(|x| x.status == CiStatus::Undecided)
     );
     assert!(
         of_comparison(&c, Some(10.0))
             .iter()
             .filter(|x| x.change.is_some())
-            .all(|x| x.status == Status::Unknown)
+            .all(|x| x.status == CiStatus::Unknown)
     );
 }
 
@@ -102,7 +102,7 @@ fn the_three_formats_agree_on_a_comparisons_regressions() {
     let c = compare(&base, &cand, "base", "cand", &Options::default());
     let regressed = of_comparison(&c, None)
         .iter()
-        .filter(|x| x.status == Status::Regressed)
+        .filter(|x| x.status == CiStatus::Regressed)
         .count();
     let kcidb: serde_json::Value = serde_json::from_slice(
         &crate::report::kcidb::Kcidb { fail_above: None }

@@ -18,9 +18,9 @@ struct Script {
     refuse_conditions: bool,
     /// The command has kernel settings to hold.
     conditions: bool,
-    /// Measurement that fails with an error.
+    /// A measurement that fails with an error.
     fail_measure: Option<usize>,
-    /// Measurement during which a signal comes.
+    /// A measurement during which a signal comes.
     signal_in_measure: Option<usize>,
     /// A signal during the delivery (after the save).
     signal_in_deliver: bool,
@@ -105,7 +105,7 @@ struct FakeMeasurement {
     runs: Vec<Run>,
 }
 
-impl Measurement for FakeMeasurement {
+impl MeasuringCommand for FakeMeasurement {
     fn prepare(&mut self, _stop: &Stop) -> anyhow::Result<()> {
         self.log.borrow_mut().push("prepare".into());
         if self.script.refuse_prepare {

@@ -46,7 +46,7 @@ fn a_state_written_in_other_namespaces_is_told_apart_by_kind() {
     theirs.insert("net".into(), ours["net"] + 1);
     assert_eq!(other_namespaces(&theirs, &ours), vec!["net".to_string()]);
     // Recorded and read back as written.
-    let r = Record {
+    let r = SettingRecord {
         file: "/proc/sys/net/ipv4/ip_default_ttl".into(),
         original: "64".into(),
         holder: "x".into(),
@@ -55,13 +55,13 @@ fn a_state_written_in_other_namespaces_is_told_apart_by_kind() {
         namespaces: theirs.clone(),
         told_elsewhere: false,
     };
-    let back: Record = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+    let back: SettingRecord = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
     assert_eq!(back.namespaces, theirs);
 }
 
 #[test]
 fn a_record_must_name_the_file_its_name_does() {
-    let r = Record {
+    let r = SettingRecord {
         file: "/proc/sys/kernel/randomize_va_space".into(),
         original: "2".into(),
         holder: "x".into(),
@@ -73,7 +73,7 @@ fn a_record_must_name_the_file_its_name_does() {
     let text = serde_json::to_string(&r).unwrap();
     assert_eq!(trusted_record(&text, &state_name(&r.file)), Ok(r.clone()));
     assert!(trusted_record(&text, "%2Fproc%2Fsys%2Fvm%2Fswappiness").is_err());
-    let forged = Record {
+    let forged = SettingRecord {
         file: "/proc/sys/../../tmp/victim".into(),
         ..r
     };

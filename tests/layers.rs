@@ -494,3 +494,46 @@ fn the_function_length_lint_stays_on() {
         "clippy.toml must set too-many-lines-threshold = 80"
     );
 }
+
+/// One name, one meaning: no public type (struct, enum, trait or alias) of `src/` is named as
+/// another one is, so that a name read anywhere says which thing it is (unit-test files apart).
+#[test]
+fn no_public_type_name_is_defined_twice() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    sources(&root.join("src"), &mut files);
+    let mut seen: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for f in files.iter().filter(|f| !is_test_file(f)) {
+        let rel = f.strip_prefix(root).unwrap().display().to_string();
+        for line in std::fs::read_to_string(f).unwrap().lines() {
+            let t = line.trim_start();
+            let Some(rest) = t.strip_prefix("pub ").or_else(|| {
+                t.strip_prefix("pub(crate) ")
+                    .or_else(|| t.strip_prefix("pub(super) "))
+            }) else {
+                continue;
+            };
+            let mut words = rest.split_whitespace();
+            if let (Some("struct" | "enum" | "trait" | "type"), Some(name)) =
+                (words.next(), words.next())
+            {
+                let name: String = name
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                seen.entry(name).or_default().push(rel.clone());
+            }
+        }
+    }
+    assert!(seen.len() > 100, "found only {} public types", seen.len());
+    let twice: Vec<String> = seen
+        .iter()
+        .filter(|(_, at)| at.len() > 1)
+        .map(|(name, at)| format!("{name}: {}", at.join(", ")))
+        .collect();
+    assert!(
+        twice.is_empty(),
+        "public types named alike (give each the name of what it is):\n{}",
+        twice.join("\n")
+    );
+}

@@ -4,7 +4,7 @@
 
 use super::{CaseResult, analyze};
 use crate::base::model::note::{DEPARTURE_NOTE, TWO_LEVELS_NOTE};
-use crate::base::model::{BenchResult, Note, NoteKind, Repetition, Uncertainty};
+use crate::base::model::{BenchResult, Note, NoteKind, Repetition, RepetitionStop, Uncertainty};
 use crate::base::stats;
 use crate::harness::noise::{CpuSnapshot, CpuTimes};
 
@@ -78,7 +78,7 @@ pub fn merge_repetitions(
     allowed: &[usize],
     j: Judging,
     target: f64,
-    stopped: &str,
+    stopped: RepetitionStop,
 ) -> BenchResult {
     let failed: Vec<&RepRun> = reps
         .iter()
@@ -193,7 +193,7 @@ pub fn join_windows(parts: &[&BenchResult]) -> Option<BenchResult> {
     r.stats = stats::summarize(&r.samples_ns);
     r.outliers = stats::tukey_outliers(&r.samples_ns);
     name_departures(&mut r, false);
-    attach_uncertainty(&mut r, &spans, FINAL_JUDGING, 0.01, "windows");
+    attach_uncertainty(&mut r, &spans, FINAL_JUDGING, 0.01, RepetitionStop::Windows);
     Some(r)
 }
 
@@ -566,7 +566,7 @@ fn attach_uncertainty(
     spans: &[(usize, usize)],
     j: Judging,
     target: f64,
-    stopped: &str,
+    stopped: RepetitionStop,
 ) {
     let Some(st) = r.stats.as_mut() else {
         return;
@@ -605,7 +605,7 @@ fn attach_uncertainty(
             None => f64::NAN,
         },
         target_pct: 100.0 * target,
-        stopped: stopped.to_string(),
+        stopped,
         within_stream_ci95: within,
     });
 }

@@ -127,7 +127,13 @@ fn repetitions_merge_into_one_result_with_their_ci_and_medians_of_what_each_meas
     };
     let levels = [10.0, 10.2, 9.9, 10.1, 10.0];
     let reps: Vec<RepRun> = levels.iter().enumerate().map(|(k, &l)| rep(k, l)).collect();
-    let r = merge_repetitions(reps, &[0], j, 0.01, "precision");
+    let r = merge_repetitions(
+        reps,
+        &[0],
+        j,
+        0.01,
+        crate::base::model::RepetitionStop::Precision,
+    );
     assert_eq!(r.samples_ns.len(), 1000);
     assert_eq!(r.repetitions.len(), 5);
     assert_eq!(r.repetitions[3].start, 600);
@@ -141,14 +147,23 @@ fn repetitions_merge_into_one_result_with_their_ci_and_medians_of_what_each_meas
     let st = r.stats.as_ref().unwrap();
     assert!(st.ci95[0] < st.median && st.median < st.ci95[1]);
     let u = r.uncertainty.as_ref().unwrap();
-    assert_eq!((u.repetitions, u.stopped.as_str()), (5, "precision"));
+    assert_eq!(
+        (u.repetitions, u.stopped),
+        (5, crate::base::model::RepetitionStop::Precision)
+    );
     // Four repetitions: no interval, and a note says why.
     let few: Vec<RepRun> = levels[..4]
         .iter()
         .enumerate()
         .map(|(k, &l)| rep(k, l))
         .collect();
-    let r = merge_repetitions(few, &[0], j, 0.01, "budget");
+    let r = merge_repetitions(
+        few,
+        &[0],
+        j,
+        0.01,
+        crate::base::model::RepetitionStop::Budget,
+    );
     assert!(r.stats.as_ref().unwrap().ci95[0].is_nan());
     assert!(
         r.notes
@@ -175,7 +190,13 @@ fn a_departing_repetition_cites_preemptions_only_where_they_are_not_the_operatio
                 r
             })
             .collect();
-        let r = merge_repetitions(reps, &[0], j, 0.01, "budget");
+        let r = merge_repetitions(
+            reps,
+            &[0],
+            j,
+            0.01,
+            crate::base::model::RepetitionStop::Budget,
+        );
         let note = r
             .notes
             .iter()
@@ -203,7 +224,13 @@ fn a_long_list_of_departures_names_the_first_few_and_counts_the_rest() {
         .chain((0..8).map(|i| 11.0 + 0.5 * i as f64))
         .collect();
     let reps: Vec<RepRun> = levels.iter().enumerate().map(|(k, &l)| rep(k, l)).collect();
-    let r = merge_repetitions(reps, &[0], j, 0.01, "budget");
+    let r = merge_repetitions(
+        reps,
+        &[0],
+        j,
+        0.01,
+        crate::base::model::RepetitionStop::Budget,
+    );
     let note = r.notes.iter().find(|n| n.text.starts_with("kept")).unwrap();
     assert!(
         note.text

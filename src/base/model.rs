@@ -333,12 +333,36 @@ pub struct Uncertainty {
     pub halfwidth_pct: f64,
     /// The precision asked for, percent.
     pub target_pct: f64,
-    /// Why sampling stopped: "precision", "budget" or "fixed".
-    pub stopped: String,
+    /// Why its repetitions stopped.
+    pub stopped: RepetitionStop,
     /// The order-statistics CI of all samples as one stream: how well this run knows its own
     /// samples, not what the operation costs.
     #[serde(deserialize_with = "crate::base::stats::nan::pair")]
     pub within_stream_ci95: [f64; 2],
+}
+
+/// Why a benchmark's repetitions stopped (`Uncertainty::stopped`), stored as the words runs
+/// have always carried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RepetitionStop {
+    /// Every case's CI reached the precision asked.
+    #[serde(rename = "precision")]
+    Precision,
+    /// The most repetitions the plan allows were taken.
+    #[serde(rename = "budget")]
+    Budget,
+    /// `--samples N`: the fixed samples were taken.
+    #[serde(rename = "fixed")]
+    Fixed,
+    /// `ab`: the comparison decided (called, or no change inside the band).
+    #[serde(rename = "decided")]
+    Decided,
+    /// No repetition measured anything (skipped or failed each time).
+    #[serde(rename = "not measured")]
+    NotMeasured,
+    /// `watch`: a benchmark's windows joined, each window's repetitions as they were taken.
+    #[serde(rename = "windows")]
+    Windows,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

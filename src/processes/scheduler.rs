@@ -10,7 +10,7 @@ use anyhow::Context;
 
 use crate::analysis::{self, Judging, RepRun};
 use crate::base::model::{
-    BenchResult, ClockInfo, Note, NoteKind, Run, SCHEMA_VERSION, Schedule, Tool,
+    BenchResult, ClockInfo, Note, NoteKind, RepetitionStop, Run, SCHEMA_VERSION, Schedule, Tool,
 };
 use crate::base::stop::Stop;
 use crate::harness::case::Benchmark;
@@ -205,7 +205,7 @@ struct MeasuredSide {
 struct Track {
     bench: &'static Benchmark,
     cases: Vec<(String, Vec<RepRun>)>,
-    stopped: Option<&'static str>,
+    stopped: Option<RepetitionStop>,
 }
 
 impl Track {
@@ -351,7 +351,7 @@ impl RunSetup {
     fn results(&self, plan: &Plan, tracks: Vec<Track>) -> Vec<BenchResult> {
         let mut out = Vec::new();
         for t in tracks {
-            let stopped = t.stopped.unwrap_or("budget");
+            let stopped = t.stopped.unwrap_or(RepetitionStop::Budget);
             let mut rs: Vec<BenchResult> = t
                 .cases
                 .into_iter()

@@ -5,6 +5,7 @@
 use super::sides::{Sides, Stopped};
 use super::{MeasuredSide, Plan, Track, rep_options, sampling_ns};
 use crate::analysis::RepRun;
+use crate::base::model::RepetitionStop;
 use crate::base::stop::Stop;
 use crate::harness::runner::WorkerOptions;
 
@@ -163,11 +164,11 @@ pub(super) fn run_rounds(
 fn judge(plan: &Plan, sides: &mut [MeasuredSide], i: usize, since: usize, done: usize) {
     let reps = &plan.reps;
     let stop = if sides.iter().all(|s| s.tracks[i].nothing_to_repeat()) {
-        Some("not measured")
+        Some(RepetitionStop::NotMeasured)
     } else if done < reps.min {
         None
     } else if reps.fixed_total.is_some() {
-        Some("fixed")
+        Some(RepetitionStop::Fixed)
     } else if let (Some(band), [a, b]) = (reps.decide, &*sides) {
         let mut last = done >= reps.max;
         // Measured in blocks, the blocks are the pairs judged, and so what the looks count
@@ -182,9 +183,9 @@ fn judge(plan: &Plan, sides: &mut [MeasuredSide], i: usize, since: usize, done: 
         if !(since + 1..=done).any(|d| crate::base::stats::sequential::is_look(d, last)) {
             None
         } else if decided(&a.tracks[i], &b.tracks[i], band) {
-            Some("decided")
+            Some(RepetitionStop::Decided)
         } else if last {
-            Some("budget")
+            Some(RepetitionStop::Budget)
         } else {
             None
         }
@@ -192,14 +193,14 @@ fn judge(plan: &Plan, sides: &mut [MeasuredSide], i: usize, since: usize, done: 
         .iter()
         .all(|s| s.tracks[i].precise_enough(reps.precision))
     {
-        Some("precision")
+        Some(RepetitionStop::Precision)
     } else if done >= reps.max
         && done < reps.undecided_max
         && sides.iter().any(|s| s.tracks[i].outliers_undecided())
     {
         None
     } else if done >= reps.max {
-        Some("budget")
+        Some(RepetitionStop::Budget)
     } else {
         None
     };

@@ -138,7 +138,7 @@ fn plan(ids: &[&str], fixed_total: Option<usize>) -> Plan {
 
 /// The rounds of `repeaters` over `plan`: the order, and each side's benchmarks' stop
 /// reasons and repetition counts.
-type Outcome = Result<(Vec<Vec<String>>, Vec<Vec<(Option<&'static str>, usize)>>), Stopped>;
+type Outcome = Result<(Vec<Vec<String>>, Vec<Vec<(Option<RepetitionStop>, usize)>>), Stopped>;
 
 fn rounds_of(plan: &Plan, repeaters: &[&dyn Repeater]) -> Outcome {
     let mut sides = measured_sides(plan, repeaters.len());
@@ -187,7 +187,13 @@ fn ab_sides_alternate_within_each_round_and_steady_benchmarks_stop_at_the_minimu
     );
     assert_eq!(log.borrow().len(), 20);
     for side in &stops {
-        assert_eq!(side, &[(Some("precision"), 5), (Some("precision"), 5)]);
+        assert_eq!(
+            side,
+            &[
+                (Some(RepetitionStop::Precision), 5),
+                (Some(RepetitionStop::Precision), 5)
+            ]
+        );
     }
     // Events are counted in the first repetition only.
     let given = a.given.borrow();
@@ -210,7 +216,7 @@ fn ab_rounds_go_on_until_the_comparison_decides_or_the_budget_ends() {
         vec![105.0, 106.0, 104.0, 105.5, 104.5, 105.2]
     });
     let (order, stops) = rounds_of(&ab_plan(&["syscall/getppid"]), &[&a, &b]).unwrap();
-    assert_eq!(stops[0], [(Some("decided"), 10)]);
+    assert_eq!(stops[0], [(Some(RepetitionStop::Decided), 10)]);
     assert_eq!(order.len(), 10);
     // A B, then B A: each side goes first in every other round.
     assert_eq!(
@@ -227,13 +233,13 @@ fn ab_rounds_go_on_until_the_comparison_decides_or_the_budget_ends() {
     let a = fake("A", &log, |_| vec![100.0, 101.0, 99.0]);
     let b = fake("B", &log, |_| vec![100.0, 101.0, 99.0]);
     let (_, stops) = rounds_of(&ab_plan(&["syscall/getppid"]), &[&a, &b]).unwrap();
-    assert_eq!(stops[0], [(Some("decided"), 10)]);
+    assert_eq!(stops[0], [(Some(RepetitionStop::Decided), 10)]);
     // Rounds whose ratios swing ±8% around 1: neither called nor inside ±1% by round 40.
     let log = RefCell::new(vec![]);
     let a = fake("A", &log, |_| vec![100.0, 108.0]);
     let b = fake("B", &log, |_| vec![108.0, 100.0, 100.0]);
     let (order, stops) = rounds_of(&ab_plan(&["syscall/getppid"]), &[&a, &b]).unwrap();
-    assert_eq!(stops[0], [(Some("budget"), 40)]);
+    assert_eq!(stops[0], [(Some(RepetitionStop::Budget), 40)]);
     assert_eq!(order.len(), 40);
 }
 
@@ -247,7 +253,13 @@ fn a_noisy_benchmark_runs_to_its_budget_while_a_steady_one_stops() {
     let run = fake("run", &log, noisy);
     let plan = plan(&["call/f0", "syscall/getppid"], None);
     let (order, stops) = rounds_of(&plan, &[&run]).unwrap();
-    assert_eq!(stops[0], [(Some("precision"), 5), (Some("budget"), 10)]);
+    assert_eq!(
+        stops[0],
+        [
+            (Some(RepetitionStop::Precision), 5),
+            (Some(RepetitionStop::Budget), 10)
+        ]
+    );
     assert_eq!(order.len(), 10);
     assert!(order[5..].iter().all(|r| r == &["syscall/getppid"]));
 }
@@ -266,21 +278,21 @@ fn slow_moments_that_could_be_half_are_outvoted_by_more_repetitions() {
     };
     let run = fake("run", &log, moments);
     let (order, stops) = rounds_of(&plan(&["syscall/getppid"], None), &[&run]).unwrap();
-    assert_eq!(stops[0], [(Some("precision"), 15)]);
+    assert_eq!(stops[0], [(Some(RepetitionStop::Precision), 15)]);
     assert_eq!(order.len(), 15);
     // Slow moments in 2 of every 5 repetitions stay undecided: the budget ends at 20.
     let log = RefCell::new(vec![]);
     let half = |_: &str| vec![100.0, 100.0, 131.0, 100.0, 131.0];
     let run = fake("run", &log, half);
     let (_, stops) = rounds_of(&plan(&["syscall/getppid"], None), &[&run]).unwrap();
-    assert_eq!(stops[0], [(Some("budget"), 20)]);
+    assert_eq!(stops[0], [(Some(RepetitionStop::Budget), 20)]);
     // Without the extension (a suite, --budget, --quick) the budget ends at the maximum.
     let log = RefCell::new(vec![]);
     let run = fake("run", &log, moments);
     let mut suite = plan(&["syscall/getppid"], None);
     suite.reps.undecided_max = 0;
     let (_, stops) = rounds_of(&suite, &[&run]).unwrap();
-    assert_eq!(stops[0], [(Some("budget"), 10)]);
+    assert_eq!(stops[0], [(Some(RepetitionStop::Budget), 10)]);
 }
 
 #[test]
@@ -289,12 +301,12 @@ fn a_benchmark_measured_nowhere_stops_after_one_round_and_fixed_counts_are_share
     let skipped = fake("run", &log, |_| vec![]);
     let (order, stops) = rounds_of(&plan(&["call/f0"], None), &[&skipped]).unwrap();
     assert_eq!(order.len(), 1);
-    assert_eq!(stops[0], [(Some("not measured"), 1)]);
+    assert_eq!(stops[0], [(Some(RepetitionStop::NotMeasured), 1)]);
     // --samples 1003 over the 5 minimum repetitions: 201 201 201 200 200, then "fixed".
     let log = RefCell::new(vec![]);
     let fixed = fake("run", &log, steady);
     let (_, stops) = rounds_of(&plan(&["call/f0"], Some(1003)), &[&fixed]).unwrap();
-    assert_eq!(stops[0], [(Some("fixed"), 5)]);
+    assert_eq!(stops[0], [(Some(RepetitionStop::Fixed), 5)]);
     let counts: Vec<Option<usize>> = fixed.given.borrow().iter().map(|g| g.1).collect();
     assert_eq!(counts, [201, 201, 201, 200, 200].map(Some));
 }
@@ -423,7 +435,7 @@ fn in_blocks_the_stop_rule_looks_at_blocks_not_rounds() {
     .unwrap();
     for side in &sides {
         let t = &side.tracks[0];
-        assert_eq!(t.stopped, Some("decided"));
+        assert_eq!(t.stopped, Some(RepetitionStop::Decided));
         assert_eq!((t.blocks(), t.cases[0].1.len()), (10, 100));
         // Each repetition knows its block: ten of each.
         let blocks: Vec<Option<usize>> = t.cases[0].1.iter().map(|r| r.block).collect();

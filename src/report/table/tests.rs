@@ -154,7 +154,7 @@ fn result_with_levels(id: &str, levels: &[f64], departing: &[usize]) -> BenchRes
         repetitions: levels.len(),
         halfwidth_pct: 100.0 * crate::analysis::halfwidth(Some(st.ci95), st.median),
         target_pct: 1.0,
-        stopped: "budget".into(),
+        stopped: crate::base::model::RepetitionStop::Budget,
         within_stream_ci95: st.ci95,
     });
     r.notes = vec![Note::new(

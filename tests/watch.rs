@@ -133,7 +133,9 @@ fn windows_are_saved_as_one_run_at_the_stated_duty_with_a_whole_metrics_file() {
     assert!(s.ci95[0] <= s.median && s.median <= s.ci95[1]);
     let text = std::fs::read_to_string(&om).unwrap();
     assert!(text.ends_with("# EOF\n"), "{text}");
-    assert!(text.contains("oscost_watch_windows{"), "{text}");
+    assert!(text.contains("oscost_watch_windows_total"), "{text}");
+    // No empty label value and no free-text one but the run info's.
+    assert!(!text.contains("=\"\""), "{text}");
     assert!(text.contains("oscost_median_seconds{benchmark=\"syscall/getppid\""));
     // Nothing left for a next start.
     let journal = dir.path().join("oscost").join("watch");

@@ -1,6 +1,7 @@
 //! OpenMetrics text (`--openmetrics`), for Prometheus and node_exporter's textfile collector:
 //! every measured benchmark (`report::outcomes`) as gauges labelled with the benchmark, the
-//! host, the kernel release and the run's label: its median and CI bounds in seconds, its
+//! host and the kernel release (each only where known; the run's label, free text, only on
+//! `oscost_run_info`, value 1, to be joined on): its median and CI bounds in seconds, its
 //! samples, whether it was disturbed; against a base (a comparison, a matrix's last column)
 //! also the slowdown with its CI and whether it is a regression; and when the report's run
 //! started. No sample carries a timestamp (the textfile collector refuses them), and the file
@@ -145,12 +146,7 @@ pub fn watch(
     );
     for r in &o {
         let v = changes.get(&r.id).copied().unwrap_or(1.0);
-        let _ = writeln!(
-            x,
-            "{name}{{benchmark=\"{}\",{common}}} {}",
-            label_value(&r.id),
-            number(v)
-        );
+        x.push_str(&sample(name, Some(&r.id), &common, &number(v)));
     }
     let name = "oscost_watch_cpu_ratio";
     let _ = writeln!(x, "# TYPE {name} gauge");
@@ -159,22 +155,55 @@ pub fn watch(
         x,
         "# HELP {name} The share of one CPU the watch has taken, its workers included."
     );
-    let _ = writeln!(x, "{name}{{{common}}} {}", number(duty));
-    let name = "oscost_watch_windows";
-    let _ = writeln!(x, "# TYPE {name} gauge");
+    x.push_str(&sample(name, None, &common, &number(duty)));
+    // A counter, so `_total`; its TYPE and HELP under the sample's own name, as the classic
+    // text format that promtool and the textfile collector parse wants them.
+    let name = "oscost_watch_windows_total";
+    let _ = writeln!(x, "# TYPE {name} counter");
     let _ = writeln!(x, "# HELP {name} Windows measured since the watch started.");
-    let _ = writeln!(x, "{name}{{{common}}} {windows}");
+    x.push_str(&sample(name, None, &common, &windows.to_string()));
     x.push_str("# EOF\n");
     x.into_bytes()
 }
 
-/// The labels every sample of a report carries.
-fn labels(s: &Subject) -> String {
+/// The labels every sample of a report carries: the host and the kernel release, each only
+/// where known (an empty label value is no label in Prometheus, and reads as a mistake).
+fn labels(s: &Subject) -> Vec<(&'static str, String)> {
+    [("host", &s.host), ("kernel", &s.kernel_release)]
+        .into_iter()
+        .filter_map(|(k, v)| Some((k, v.clone().filter(|v| !v.is_empty())?)))
+        .collect()
+}
+
+/// One sample line: `name{k="v",...} value`, the `benchmark` label first where there is one,
+/// no braces without labels.
+fn sample(name: &str, benchmark: Option<&str>, common: &[(&str, String)], value: &str) -> String {
+    let pairs: Vec<String> = benchmark
+        .map(|b| ("benchmark", b))
+        .into_iter()
+        .chain(common.iter().map(|(k, v)| (*k, v.as_str())))
+        .map(|(k, v)| format!("{k}=\"{}\"", label_value(v)))
+        .collect();
+    if pairs.is_empty() {
+        format!("{name} {value}\n")
+    } else {
+        format!("{name}{{{}}} {value}\n", pairs.join(","))
+    }
+}
+
+/// The run's label, free text (`ab B: strace -f -o /dev/null`), as the one info-style sample
+/// that carries it, so that no other series has a free-text label value: joined in PromQL by
+/// `* on(host, kernel) group_left(label) oscost_run_info`. Nothing without a label.
+fn run_info(s: &Subject, common: &[(&str, String)]) -> String {
+    let Some(label) = s.label.as_deref().filter(|l| !l.is_empty()) else {
+        return String::new();
+    };
+    let name = "oscost_run_info";
+    let mut with = common.to_vec();
+    with.push(("label", label.to_string()));
     format!(
-        "host=\"{}\",kernel=\"{}\",label=\"{}\"",
-        label_value(s.host.as_deref().unwrap_or("")),
-        label_value(s.kernel_release.as_deref().unwrap_or("")),
-        label_value(s.label.as_deref().unwrap_or(""))
+        "# TYPE {name} gauge\n# HELP {name} The label the measurement was given (value 1).\n{}",
+        sample(name, None, &with, "1")
     )
 }
 
@@ -197,13 +226,7 @@ fn body(s: &Subject, outcomes: &[CiOutcome]) -> String {
         }
         let _ = writeln!(x, "# HELP {} {}", f.name, f.help);
         for (o, v) in values {
-            let _ = writeln!(
-                x,
-                "{}{{benchmark=\"{}\",{common}}} {}",
-                f.name,
-                label_value(&o.id),
-                number(v)
-            );
+            x.push_str(&sample(f.name, Some(&o.id), &common, &number(v)));
         }
     }
     if let Ok(t) = chrono::DateTime::parse_from_rfc3339(&s.started_at) {
@@ -215,8 +238,9 @@ fn body(s: &Subject, outcomes: &[CiOutcome]) -> String {
             "# HELP {name} When the measurement reported started (Unix time)."
         );
         let secs = t.timestamp() as f64 + f64::from(t.timestamp_subsec_millis()) / 1e3;
-        let _ = writeln!(x, "{name}{{{common}}} {}", number(secs));
+        x.push_str(&sample(name, None, &common, &number(secs)));
     }
+    x.push_str(&run_info(s, &common));
     x
 }
 

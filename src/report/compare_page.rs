@@ -108,6 +108,7 @@ pub fn render_comparison(cmp: &Comparison, png: bool) -> Result<Page, String> {
         context! {
             base => Serde(&cmp.base), cand => Serde(&cmp.cand), differs => Serde(&cmp.differs),
             figure => Serde(figs.first()),
+            png => png,
             rows => Serde(table),
             headlines => Serde(comparison::headlines(cmp, 8)),
             summary => comparison::summary_line(cmp),

@@ -159,7 +159,8 @@ fn events_text(r: &BenchResult) -> String {
     t
 }
 
-/// The figure files of `drawn`: SVG always, PNG too with `png`.
+/// The figure files of the page's figures `figs` (drawn as `drawn`): SVG always, PNG too with
+/// `png`, each linked from its figure.
 fn figure_files(
     drawn: &[Drawn],
     figs: &[FigureOut],
@@ -169,8 +170,12 @@ fn figure_files(
         .iter()
         .map(|f| (format!("fig/{}.svg", f.name), f.svg.clone().into_bytes()))
         .collect();
+    // A PNG beside each figure the page shows (and links), none for one left out.
     if png {
-        for d in drawn {
+        for d in drawn
+            .iter()
+            .filter(|d| figs.iter().any(|f| f.name == d.name))
+        {
             files.push((format!("fig/{}.png", d.name), plot::png(&d.figure)?));
         }
     }
@@ -256,6 +261,7 @@ pub fn render_run(
             ok => ok_n, skipped => skipped, failed => failed, disturbed => disturbed,
             total => run.results.len(),
             phase_legend => super::table::phase_legend(run).unwrap_or_default(),
+            png => png,
         },
     )?;
     let svgs: Vec<FigureOut> = figs.into_iter().map(|(_, f)| f).collect();
@@ -334,6 +340,17 @@ mod tests {
         assert!(html.contains("<details") && html.contains("src=\"fig/call-f0-series.svg\""));
         assert!(has("fig/call-f0-series.svg"));
         assert!(!has("fig/clock.png"), "PNG only when asked for");
+        // With PNGs, every file the page comes with is linked from it: SVG and PNG beside
+        // each figure, none written for a figure the page leaves out.
+        let with_png = render_run(&testdata::run(), &[], &[], true).unwrap();
+        let linked = with_png.html.replace("&#x2f;", "/");
+        assert!(with_png.files.iter().any(|(p, _)| p.ends_with(".png")));
+        for (path, _) in &with_png.files {
+            assert!(
+                linked.contains(&format!("\"{path}\"")),
+                "{path} is not linked"
+            );
+        }
         assert!(!html.contains("<script src"), "self-contained");
         assert!(
             !html.contains("speed over the run"),

@@ -106,7 +106,9 @@ fn man_page(cmd: clap::Command) -> anyhow::Result<String> {
     let mut out = Vec::new();
     man.render_title(&mut out)?;
     man.render_name_section(&mut out)?;
-    man.render_synopsis_section(&mut out)?;
+    let mut text = String::from_utf8(out)?;
+    text.push_str(&format!(".SH SYNOPSIS\n{}\n", synopsis(&cmd, "oscost")));
+    let mut out = text.into_bytes();
     man.render_description_section(&mut out)?;
     man.render_options_section(&mut out)?;
     let mut text = String::from_utf8(out)?;
@@ -117,12 +119,9 @@ fn man_page(cmd: clap::Command) -> anyhow::Result<String> {
         let man = clap_mangen::Man::new(sub.clone());
         text.push_str(&format!(".SS {name}\n"));
         if let Some(about) = sub.get_long_about().or(sub.get_about()) {
-            text.push_str(&format!("{}\n.PP\n", roff_text(&about.to_string())));
+            text.push_str(&format!("{}\n", roff_text(&about.to_string())));
         }
-        let mut synopsis = Vec::new();
-        man.render_synopsis_section(&mut synopsis)?;
-        let synopsis = String::from_utf8(synopsis)?;
-        text.push_str(&synopsis.replace(".SH SYNOPSIS\n", ".PP\n"));
+        text.push_str(&format!(".PP\n{}\n", synopsis(&sub, &name)));
         let mut options = Vec::new();
         man.render_options_section(&mut options)?;
         let options = String::from_utf8(options)?;
@@ -131,6 +130,39 @@ fn man_page(cmd: clap::Command) -> anyhow::Result<String> {
     text.push_str(&examples(README));
     text.push_str(MORE);
     Ok(text)
+}
+
+/// A synopsis line as man pages write one: the command in bold, `[OPTIONS]` where it has any
+/// (each listed with its value under it, which clap_mangen's synopsis leaves out: it printed
+/// `[--precision]` for `--precision <PCT>`), its positional arguments by their value names,
+/// and `[COMMAND]` where it has commands.
+fn synopsis(cmd: &clap::Command, name: &str) -> String {
+    let mut words = vec![format!("\\fB{}\\fR", roff_text(name))];
+    let args: Vec<&clap::Arg> = cmd.get_arguments().filter(|a| !a.is_hide_set()).collect();
+    if args.iter().any(|a| !a.is_positional()) {
+        words.push("[\\fIOPTIONS\\fR]".into());
+    }
+    for a in args.iter().filter(|a| a.is_positional()) {
+        let value = a
+            .get_value_names()
+            .and_then(|v| v.first())
+            .map_or_else(|| a.get_id().to_string().to_uppercase(), |v| v.to_string());
+        let many = a.get_num_args().is_some_and(|n| n.max_values() > 1);
+        let word = format!(
+            "\\fI{}\\fR{}",
+            roff_text(&value),
+            if many { "..." } else { "" }
+        );
+        words.push(if a.is_required_set() {
+            word
+        } else {
+            format!("[{word}]")
+        });
+    }
+    if cmd.get_subcommands().any(|s| !s.is_hide_set()) {
+        words.push("[\\fICOMMAND\\fR]".into());
+    }
+    words.join(" ")
 }
 
 /// The README, whose Usage block is the man page's EXAMPLES: one list, kept in step by being

@@ -241,4 +241,11 @@ fn bash_completion_completes_subcommands_and_the_man_page_names_them() {
     for sub in ["run", "compare", "report", "completions"] {
         assert!(text.contains(sub), "man page lacks {sub}");
     }
+    // Synopses as man pages write them; each option's value is in OPTIONS, never dropped.
+    assert!(
+        text.contains("\\fBoscost run\\fR [\\fIOPTIONS\\fR] [\\fIIDS\\fR...]"),
+        "{text}"
+    );
+    assert!(!text.contains("[\\fB\\-\\-precision\\fR]"), "{text}");
+    assert!(text.contains(".SH EXAMPLES"), "{text}");
 }

@@ -180,12 +180,6 @@ fn bpf_program_list() -> Option<std::collections::BTreeMap<u32, String>> {
         next_id: u32,
         open_flags: u32,
     }
-    #[repr(C)]
-    struct InfoAttr {
-        bpf_fd: u32,
-        info_len: u32,
-        info: u64,
-    }
     let bpf = |cmd: libc::c_long, attr: *mut libc::c_void, size: usize| {
         // SAFETY: `attr` points at a live, initialised struct of `size` bytes.
         unsafe { libc::syscall(libc::SYS_bpf, cmd, attr, size as libc::c_uint) }
@@ -219,39 +213,49 @@ fn bpf_program_list() -> Option<std::collections::BTreeMap<u32, String>> {
         // SAFETY: a descriptor the kernel just gave us, owned here.
         let fd =
             unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd as i32) };
-        // struct bpf_prog_info up to its name: type at 0, name[16] at 64.
-        let mut info = [0u8; 80];
-        let mut ia = InfoAttr {
-            bpf_fd: std::os::fd::AsRawFd::as_raw_fd(&fd) as u32,
-            info_len: info.len() as u32,
-            info: info.as_mut_ptr() as u64,
-        };
-        let what = if bpf(
-            BPF_OBJ_GET_INFO_BY_FD,
-            (&raw mut ia).cast(),
-            std::mem::size_of::<InfoAttr>(),
-        ) == 0
-        {
-            let t = u32::from_ne_bytes([info[0], info[1], info[2], info[3]]);
-            let name: String = info[64..80]
-                .iter()
-                .take_while(|&&b| b != 0)
-                .map(|&b| b as char)
-                .collect();
-            format!(
-                "{} {}",
-                prog_type_name(t),
-                crate::base::text::printable(&name)
-            )
-            .trim_end()
-            .to_string()
-        } else {
-            "program".to_string()
-        };
+        let what = program_words(&fd, |attr, size| bpf(BPF_OBJ_GET_INFO_BY_FD, attr, size));
         out.insert(id, what);
         if out.len() > 100_000 {
             return None;
         }
+    }
+}
+
+/// A loaded BPF program's type and name, as `bpf_program_list` lists it ("program" where the
+/// kernel gives no info), asked with `info_by_fd` (BPF_OBJ_GET_INFO_BY_FD).
+fn program_words(
+    fd: &std::os::fd::OwnedFd,
+    info_by_fd: impl Fn(*mut libc::c_void, usize) -> libc::c_long,
+) -> String {
+    #[repr(C)]
+    struct InfoAttr {
+        bpf_fd: u32,
+        info_len: u32,
+        info: u64,
+    }
+    // struct bpf_prog_info up to its name: type at 0, name[16] at 64.
+    let mut info = [0u8; 80];
+    let mut ia = InfoAttr {
+        bpf_fd: std::os::fd::AsRawFd::as_raw_fd(fd) as u32,
+        info_len: info.len() as u32,
+        info: info.as_mut_ptr() as u64,
+    };
+    if info_by_fd((&raw mut ia).cast(), std::mem::size_of::<InfoAttr>()) == 0 {
+        let t = u32::from_ne_bytes([info[0], info[1], info[2], info[3]]);
+        let name: String = info[64..80]
+            .iter()
+            .take_while(|&&b| b != 0)
+            .map(|&b| b as char)
+            .collect();
+        format!(
+            "{} {}",
+            prog_type_name(t),
+            crate::base::text::printable(&name)
+        )
+        .trim_end()
+        .to_string()
+    } else {
+        "program".to_string()
     }
 }
 

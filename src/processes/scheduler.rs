@@ -459,6 +459,21 @@ impl Plan {
 /// The letters that name the sides of a comparison.
 const SIDE_NAMES: [&str; 2] = ["A", "B"];
 
+/// The note of a side measured with a program during it (`text`): its blocks, how long it
+/// took to be ready, and the CPU it took, as data and in words.
+fn during_note(text: &str, rec: &crate::processes::during::DuringRecord) -> Note {
+    Note::new(
+        NoteKind::During {
+            blocks: rec.blocks,
+            ready_max_s: rec.ready_s.iter().cloned().fold(0.0, f64::max),
+            cpu_s: rec.cpu_s,
+            measured_s: rec.measured_s,
+            cpu_s_by_cpu: rec.cpu_s_by_cpu.clone(),
+        },
+        rec.words(text),
+    )
+}
+
 /// The note of a side measured without a program beside one with, where its level before the
 /// other side's program first ran and after it differ (`before_and_after`'s words and ratios):
 /// the worst ratio, and every difference in words.
@@ -565,16 +580,7 @@ pub fn measure(
             run.notes.extend(before_after_note(&moved));
             if let (Some(spec), Some(rec)) = (&side.during, records.get(i)) {
                 run.during = Some(spec.text.clone());
-                run.notes.push(Note::new(
-                    NoteKind::During {
-                        blocks: rec.blocks,
-                        ready_max_s: rec.ready_s.iter().cloned().fold(0.0, f64::max),
-                        cpu_s: rec.cpu_s,
-                        measured_s: rec.measured_s,
-                        cpu_s_by_cpu: rec.cpu_s_by_cpu.clone(),
-                    },
-                    rec.words(&spec.text),
-                ));
+                run.notes.push(during_note(&spec.text, rec));
             }
             run
         })

@@ -60,6 +60,46 @@ pub(super) fn userfaultfd_copy(m: &Meter, _: &Case) -> Measured {
     r
 }
 
+/// The handler thread's loop: each page fault userfaultfd `uffd` reports answered by
+/// UFFDIO_COPY of the page at `src`, until eventfd `stop` is posted.
+fn serve_faults(uffd: i32, stop: i32, src: u64) {
+    let mut fds = [
+        libc::pollfd {
+            fd: uffd,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: stop,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    let mut msg = [0u8; 32];
+    loop {
+        // SAFETY: two live pollfds.
+        if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 || fds[1].revents != 0 {
+            return;
+        }
+        // SAFETY: one `struct uffd_msg` into a live 32-byte buffer.
+        if unsafe { libc::read(uffd, msg.as_mut_ptr().cast(), 32) } != 32
+            || msg[0] != UFFD_EVENT_PAGEFAULT
+        {
+            continue;
+        }
+        let address = u64::from_ne_bytes(msg[16..24].try_into().unwrap_or_default());
+        let mut copy = UffdioCopy {
+            dst: address & !(PAGE as u64 - 1),
+            src,
+            len: PAGE as u64,
+            mode: 0,
+            copy: 0,
+        };
+        // SAFETY: UFFDIO_COPY of the live source page into the registered region.
+        unsafe { libc::ioctl(uffd, UFFDIO_COPY, &mut copy) };
+    }
+}
+
 fn userfaultfd_measure(m: &Meter, uffd: i32, stop: i32) -> Measured {
     let mut api = [UFFD_API, 0, 0];
     // SAFETY: UFFDIO_API with a live `struct uffdio_api`.
@@ -92,43 +132,7 @@ fn userfaultfd_measure(m: &Meter, uffd: i32, stop: i32) -> Measured {
     let handler = crate::harness::os::PeerThread::spawn(
         Some(m.cpu),
         m.allowed.clone(),
-        move |_| {
-            let mut fds = [
-                libc::pollfd {
-                    fd: uffd,
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-                libc::pollfd {
-                    fd: stop,
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-            ];
-            let mut msg = [0u8; 32];
-            loop {
-                // SAFETY: two live pollfds.
-                if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 || fds[1].revents != 0 {
-                    return;
-                }
-                // SAFETY: one `struct uffd_msg` into a live 32-byte buffer.
-                if unsafe { libc::read(uffd, msg.as_mut_ptr().cast(), 32) } != 32
-                    || msg[0] != UFFD_EVENT_PAGEFAULT
-                {
-                    continue;
-                }
-                let address = u64::from_ne_bytes(msg[16..24].try_into().unwrap_or_default());
-                let mut copy = UffdioCopy {
-                    dst: address & !(PAGE as u64 - 1),
-                    src,
-                    len: PAGE as u64,
-                    mode: 0,
-                    copy: 0,
-                };
-                // SAFETY: UFFDIO_COPY of the live source page into the registered region.
-                unsafe { libc::ioctl(uffd, UFFDIO_COPY, &mut copy) };
-            }
-        },
+        move |_| serve_faults(uffd, stop, src),
         move || {
             eventfd_post(stop);
         },

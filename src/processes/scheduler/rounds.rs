@@ -78,6 +78,12 @@ pub(super) fn run_rounds(
     bar: &indicatif::ProgressBar,
     stop: &Stop,
 ) -> Result<Vec<Vec<String>>, Stopped> {
+    let each = Repetitions {
+        plan,
+        opts,
+        started,
+        bar,
+    };
     let mut order = Vec::new();
     let total = plan.reps.max.max(plan.reps.undecided_max);
     let blocks = measuring.blocks();
@@ -98,29 +104,9 @@ pub(super) fn run_rounds(
             1
         };
         let first_last = side_order(block, sides.len());
-        let mut one = |sides: &mut [MeasuredSide],
-                       si: usize,
-                       i: usize,
-                       round: usize|
-         -> Result<(), Stopped> {
-            let opts = rep_options(opts, plan, round);
-            let side = &mut sides[si];
-            let b = side.tracks[i].bench;
-            bar.set_message(format!("{} (repetition {})", b.id, round + 1));
-            let t0 = started.elapsed();
-            let cases = measuring.repeat(si, b, &opts)?;
-            let wall = started.elapsed().saturating_sub(t0);
-            let startup_ms = (wall.as_nanos() as f64 - sampling_ns(&cases) as f64).max(0.0) / 1e6;
-            for case in cases {
-                side.tracks[i].add(RepRun {
-                    case,
-                    started_ms: t0.as_secs_f64() * 1e3,
-                    startup_ms,
-                    block: blocks.then_some(block),
-                });
-            }
-            bar.inc(1);
-            Ok(())
+        let at = blocks.then_some(block);
+        let mut one = |sides: &mut [MeasuredSide], si: usize, i: usize, round: usize| {
+            each.repeat(measuring, &mut sides[si], si, i, round, at)
         };
         if blocks {
             for &si in &first_last {
@@ -157,6 +143,49 @@ pub(super) fn run_rounds(
         block += 1;
     }
     Ok(order)
+}
+
+/// What every repetition of a measurement's rounds shares: the plan, the session's worker
+/// options, the run's start (repetitions are timed from it) and the progress bar.
+struct Repetitions<'a> {
+    plan: &'a Plan,
+    opts: &'a WorkerOptions,
+    started: std::time::Instant,
+    bar: &'a indicatif::ProgressBar,
+}
+
+impl Repetitions<'_> {
+    /// One repetition (a fresh worker) of benchmark `i` on side `si` in round `round`, added to
+    /// the side's track with its start, its worker's start-up and its block (`block`, where the
+    /// sides alternate in blocks).
+    fn repeat(
+        &self,
+        measuring: &mut dyn Sides,
+        side: &mut MeasuredSide,
+        si: usize,
+        i: usize,
+        round: usize,
+        block: Option<usize>,
+    ) -> Result<(), Stopped> {
+        let opts = rep_options(self.opts, self.plan, round);
+        let b = side.tracks[i].bench;
+        self.bar
+            .set_message(format!("{} (repetition {})", b.id, round + 1));
+        let t0 = self.started.elapsed();
+        let cases = measuring.repeat(si, b, &opts)?;
+        let wall = self.started.elapsed().saturating_sub(t0);
+        let startup_ms = (wall.as_nanos() as f64 - sampling_ns(&cases) as f64).max(0.0) / 1e6;
+        for case in cases {
+            side.tracks[i].add(RepRun {
+                case,
+                started_ms: t0.as_secs_f64() * 1e3,
+                startup_ms,
+                block,
+            });
+        }
+        self.bar.inc(1);
+        Ok(())
+    }
 }
 
 /// After `done` repetitions of benchmark `i` on every side (`since` of them at the last time

@@ -17,5 +17,6 @@ pub const AUDIT_RULE: &str = "__audit-rule";
 /// Counts a function's calls with ftrace (`harness::ftrace`).
 pub const FTRACE: &str = "__ftrace";
 
-/// Every helper's name, for tests and for what must never offer them (completion, help).
+/// Every helper's name: `tests/cli.rs` starts each and checks main.rs dispatches it (a name
+/// added here and not to main.rs's `HELPERS` fails there).
 pub const ALL: [&str; 6] = [WORKER, GUARD, KEEPER, TRACEFS, AUDIT_RULE, FTRACE];

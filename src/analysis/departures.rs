@@ -50,6 +50,13 @@ fn family_levels(run: &Run, explained: &[usize]) -> Vec<FamilyLevels> {
     out
 }
 
+/// The ratio of the higher level to the lower of a result whose whole repetitions sat at one
+/// of two levels (its `NoteKind::TwoLevels` note's), from its repetitions' medians; `None`
+/// where they do not.
+pub fn levels_ratio(r: &BenchResult) -> Option<f64> {
+    two_levels(&repetition_medians(r)).map(|t| t.ratio())
+}
+
 /// Departures of different results that start within this many ms of each other, the same
 /// way, are one moment of the machine's: its slow or fast phases last 50-500 ms here.
 const TOGETHER_MS: f64 = 300.0;

@@ -7,7 +7,9 @@
 
 use serde_json::json;
 
-use crate::base::model::{BenchResult, Disturbance, Note, NoteKind, Status, family_of};
+use crate::base::model::{
+    BenchResult, Disturbance, DisturbanceCause, Note, NoteKind, Status, family_of,
+};
 use crate::base::stats;
 use crate::harness::case::{BenchError, Cases};
 use crate::harness::noise::{CpuSnapshot, CpuTimes};
@@ -114,15 +116,23 @@ pub fn assess(
     } else {
         delta(other).map(|d| pct(d.busy + d.steal, d.total()))
     };
-    let mut flag = Vec::new();
+    let mut d = Disturbance {
+        preempted_samples,
+        steal_pct,
+        other_cpu_busy_pct,
+        ..Disturbance::default()
+    };
     let mut notes = Vec::new();
     let sibling_busy = delta(cpus.siblings).map(|d| pct(d.busy + d.steal, d.total()));
     if let Some(b) = sibling_busy
         && b > th.other_busy_pct
     {
-        flag.push(format!(
-            "other CPU busy {b:.0}% (an SMT sibling: it shares the core, expect a slowdown)"
-        ));
+        d.add(
+            DisturbanceCause::SiblingBusy,
+            format!(
+                "other CPU busy {b:.0}% (an SMT sibling: it shares the core, expect a slowdown)"
+            ),
+        );
     } else if let Some(b) = other_cpu_busy_pct
         && b > th.other_busy_pct
     {
@@ -134,22 +144,17 @@ pub fn assess(
         ));
     }
     if steal_pct > th.steal_pct {
-        flag.push(format!(
-            "steal {steal_pct:.0}% (the hypervisor took the CPU)"
-        ));
+        d.add(
+            DisturbanceCause::Steal,
+            format!("steal {steal_pct:.0}% (the hypervisor took the CPU)"),
+        );
     }
     if samples > 0 && preempted_samples as f64 / samples as f64 > th.preempted_share {
-        flag.push(format!(
-            "{preempted_samples} of {samples} samples preempted"
-        ));
+        d.add(
+            DisturbanceCause::Preempted,
+            format!("{preempted_samples} of {samples} samples preempted"),
+        );
     }
-    let d = Disturbance {
-        preempted_samples,
-        steal_pct,
-        other_cpu_busy_pct,
-        flag,
-        ..Disturbance::default()
-    };
     (d, notes)
 }
 
@@ -211,8 +216,11 @@ fn judge_noise(
         // The thread's own wait says it where it is the one kept waiting; where it slept while
         // its children or peers waited (fork, exec, a ping-pong on one CPU), the CPU's account
         // does.
-        if let Some(flag) = own_wait.or_else(|| foreign_share_flag(w)) {
-            d.flag.push(flag);
+        let said = own_wait
+            .map(|f| (DisturbanceCause::CpuWait, f))
+            .or_else(|| foreign_share_flag(w).map(|f| (DisturbanceCause::ForeignShare, f)));
+        if let Some((cause, flag)) = said {
+            d.add(cause, flag);
         }
     }
     if let Some(t) = &raw.throttle
@@ -220,11 +228,14 @@ fn judge_noise(
     {
         let ms = t.throttled_ns as f64 / 1e6;
         d.throttled_ms = Some(ms);
-        d.flag.push(format!(
-            "its cgroup's CPU quota stopped the worker for {ms:.1} ms in {} of {} periods \
-             (cpu.stat)",
-            t.throttled, t.periods
-        ));
+        d.add(
+            DisturbanceCause::Throttled,
+            format!(
+                "its cgroup's CPU quota stopped the worker for {ms:.1} ms in {} of {} periods \
+                 (cpu.stat)",
+                t.throttled, t.periods
+            ),
+        );
     }
     (d, notes)
 }

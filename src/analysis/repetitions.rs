@@ -179,6 +179,11 @@ pub fn join_windows(parts: &[&BenchResult]) -> Option<BenchResult> {
                 r.disturbed.flag.push(f.clone());
             }
         }
+        for c in &p.disturbed.causes {
+            if !r.disturbed.causes.contains(c) {
+                r.disturbed.causes.push(*c);
+            }
+        }
         if p.repetitions.is_empty() {
             spans.push((start, p.samples_ns.len()));
         }

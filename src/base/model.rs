@@ -468,12 +468,53 @@ pub struct Disturbance {
     pub throttled_ms: Option<f64>,
     /// Human-readable reasons; empty when undisturbed.
     pub flag: Vec<String>,
+    /// What kind of evidence each reason in `flag` is, for views that group them; empty in
+    /// runs stored before it was kept (their reasons are then said in words only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub causes: Vec<DisturbanceCause>,
+}
+
+/// What kind of evidence a disturbance's reason states.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum DisturbanceCause {
+    /// An SMT sibling of the measuring CPU was busy.
+    SiblingBusy,
+    /// The hypervisor took time from the measuring CPUs (`steal_pct`).
+    Steal,
+    /// Too many samples were preempted (`preempted_samples`).
+    Preempted,
+    /// The measuring thread waited for its own CPU (`cpu_wait_pct`).
+    CpuWait,
+    /// Other programs took the measuring CPU (`cpu_foreign_pct`).
+    ForeignShare,
+    /// The worker's cgroup quota stopped it (`throttled_ms`).
+    Throttled,
 }
 
 impl Disturbance {
     /// Whether anything disturbed the result (its flag says what).
     pub fn is_disturbed(&self) -> bool {
         !self.flag.is_empty()
+    }
+
+    /// Add a reason of kind `cause`.
+    pub fn add(&mut self, cause: DisturbanceCause, reason: String) {
+        self.flag.push(reason);
+        if !self.causes.contains(&cause) {
+            self.causes.push(cause);
+        }
+    }
+
+    /// Whether every reason is the hypervisor's steal or preempted samples, both stated by
+    /// figures of their own (`steal_pct`, `preempted_samples`), and the kind of each is known.
+    pub fn only_steal_or_preempted(&self) -> bool {
+        self.is_disturbed()
+            && self.causes.len() == self.flag.len()
+            && self
+                .causes
+                .iter()
+                .all(|c| matches!(c, DisturbanceCause::Steal | DisturbanceCause::Preempted))
     }
 }
 

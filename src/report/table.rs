@@ -36,8 +36,9 @@ pub struct TableOptions {
     pub wide: bool,
 }
 
-/// The width in columns of the terminal stdout is. Without one (a pipe, a file) lines are not
-/// wrapped: a script that greps a note finds it on one line.
+/// The width in columns of the terminal stdout is; without one (a pipe, a file) the 100
+/// columns the table is fitted to, so every line of a run's output kept in a CI log or a file
+/// fits them too (`--json` keeps each note on one line for scripts).
 fn terminal_width() -> usize {
     let mut ws = libc::winsize {
         ws_row: 0,
@@ -50,7 +51,7 @@ fn terminal_width() -> usize {
     {
         return ws.ws_col as usize;
     }
-    usize::MAX
+    fit::TABLE_COLUMNS
 }
 
 /// `text` wrapped at `width` columns, lines after the first indented by `indent` spaces.
@@ -119,148 +120,6 @@ pub fn rows(run: &Run) -> (Vec<TableLine>, Vec<String>) {
     rows_with(run, &SaidOnce::default())
 }
 
-/// A result whose lone departures are why its CI is wide.
-#[derive(Debug)]
-struct Widened {
-    /// The result.
-    result: usize,
-    /// Its lone departing repetitions and how far each departed, percent.
-    departures: Vec<(usize, f64)>,
-    /// The CI's half-width with and without them, percent.
-    halfwidth_pct: [f64; 2],
-}
-
-/// The departure notes a table says once for the run instead of with each result.
-#[derive(Debug, Default)]
-struct SaidOnce {
-    /// The moments the machine moved several results together.
-    moves: Vec<crate::analysis::SharedMove>,
-    /// Results whose every departure was one of `moves`.
-    explained: Vec<usize>,
-    /// Results whose lone departures left their CI near what the others give (percent of
-    /// each departure), counted in one line.
-    quiet: Vec<(usize, Vec<f64>)>,
-    /// Results whose lone departures are why their CI is wide.
-    widened: Vec<Widened>,
-    /// Every note is printed with its result (`--verbose`): nothing is left out, and a
-    /// widening departure is said in its note rather than as a flag.
-    verbose: bool,
-    /// Families whose results ran at two levels together.
-    family_levels: Vec<crate::analysis::FamilyLevels>,
-    /// The run says its contention once (a `Contention` note): no result repeats its
-    /// "other CPU busy" note.
-    contention: bool,
-}
-
-impl SaidOnce {
-    /// Sort `run`'s departures (`analysis::departures`) for a table; `verbose` leaves every
-    /// note with its result.
-    fn of(run: &Run, verbose: bool) -> SaidOnce {
-        let d = crate::analysis::departures(run);
-        let has_note = |i: usize, two_levels: bool| {
-            run.results[i]
-                .notes
-                .iter()
-                .any(|n| n.is_departure() || (two_levels && n.is_two_levels()))
-        };
-        let mut said = SaidOnce {
-            contention: !verbose
-                && run
-                    .notes
-                    .iter()
-                    .any(|n| matches!(n.kind, NoteKind::Contention { .. })),
-            family_levels: d.family_levels,
-            moves: d.moves,
-            explained: d
-                .explained
-                .into_iter()
-                .filter(|&i| has_note(i, true))
-                .collect(),
-            ..SaidOnce::default()
-        };
-        for lone in d.lone.into_iter().filter(|l| has_note(l.result, false)) {
-            let reps = &run.results[lone.result].repetitions;
-            let pct: Vec<(usize, f64)> = lone
-                .reps
-                .iter()
-                .filter_map(|&k| reps.get(k).and_then(|r| r.departs_pct).map(|p| (k, p)))
-                .collect();
-            match (lone.noted, lone.halfwidth_pct) {
-                (true, Some(w)) => said.widened.push(Widened {
-                    result: lone.result,
-                    departures: pct,
-                    halfwidth_pct: w,
-                }),
-                (true, None) => {}
-                (false, _) => said
-                    .quiet
-                    .push((lone.result, pct.into_iter().map(|x| x.1).collect())),
-            }
-        }
-        if verbose {
-            // Every note stays with its result; only the widths are added to it.
-            said = SaidOnce {
-                widened: said.widened,
-                verbose: true,
-                ..SaidOnce::default()
-            };
-        }
-        said
-    }
-
-    /// The departure note of result `i` is said for the run or as a flag, not with it.
-    fn leaves_out(&self, i: usize) -> bool {
-        self.explained.contains(&i)
-            || self.quiet.iter().any(|(q, _)| *q == i)
-            || (!self.verbose && self.widened.iter().any(|w| w.result == i))
-    }
-
-    /// The flag of result `i` whose lone departures widened its CI: "rep 3 +24%", or
-    /// "reps 2,6 +22..+35%".
-    fn departure_flag(&self, i: usize) -> Option<String> {
-        if self.verbose {
-            return None;
-        }
-        let pct = &self.widened.iter().find(|w| w.result == i)?.departures;
-        let ks: Vec<String> = pct.iter().map(|(k, _)| (k + 1).to_string()).collect();
-        let (lo, hi) = crate::base::stats::extent(pct.iter().map(|x| x.1));
-        let words = crate::base::stats::units::change_words;
-        Some(match pct.len() {
-            1 => format!("rep {} {}", ks[0], words(lo)),
-            _ => format!("reps {} {}..{}", ks.join(","), words(lo), words(hi)),
-        })
-    }
-
-    /// Whether result `i`'s note is said with it: not where the run says it once (a
-    /// departure or two levels the machine explains, a busy other CPU the contention note
-    /// covers).
-    fn keeps_with_result(&self, i: usize, kept: &crate::base::model::Note) -> bool {
-        !((kept.is_departure() && self.leaves_out(i))
-            || (kept.is_two_levels() && self.leaves_out_levels(i))
-            || (self.contention && matches!(kept.kind, NoteKind::OtherCpuBusy { .. })))
-    }
-
-    /// A note of result `i` as the table says it: a departure that widened the CI adds by how
-    /// much.
-    fn words(&self, i: usize, kept: &crate::base::model::Note) -> String {
-        let widened = self.widened.iter().find(|w| w.result == i);
-        let t = &kept.text;
-        match (widened.map(|w| w.halfwidth_pct), &kept.kind) {
-            (Some([with, without]), NoteKind::Departure { departed }) => format!(
-                "{t}; the CI is ±{with:.1}% with {}, ±{without:.1}% from the other repetitions \
-                 alone",
-                if *departed == 1 { "it" } else { "them" }
-            ),
-            _ => t.clone(),
-        }
-    }
-
-    /// The two-levels note of result `i` is said for the run, not with it.
-    fn leaves_out_levels(&self, i: usize) -> bool {
-        self.explained.contains(&i) || self.family_levels.iter().any(|f| f.results.contains(&i))
-    }
-}
-
 /// As `rows`, leaving out the departure notes `said` says once for the run, and adding to a
 /// lone departure that widened its result's CI by how much.
 fn rows_with(run: &Run, said: &SaidOnce) -> (Vec<TableLine>, Vec<String>) {
@@ -296,6 +155,10 @@ fn rows_with(run: &Run, said: &SaidOnce) -> (Vec<TableLine>, Vec<String>) {
                 // Said once for the run, in its contention note.
                 warn = true;
                 flag.push("shared CPU".to_string());
+            } else if said.inline && r.disturbed.only_steal_or_preempted() {
+                // Said by its figures here, and once for the run (`inline_line`).
+                warn = true;
+                flag.extend(inline_disturbance(r));
             } else if r.disturbed.is_disturbed() {
                 warn = true;
                 let n = note(
@@ -312,6 +175,18 @@ fn rows_with(run: &Run, said: &SaidOnce) -> (Vec<TableLine>, Vec<String>) {
                 let share =
                     100.0 * r.disturbed.phase_samples as f64 / r.samples_ns.len().max(1) as f64;
                 flag.push(format!("phase {shift:+.0}%@{share:.0}%"));
+            }
+            for n in r.notes.iter().filter(|_| said.inline) {
+                if let NoteKind::Unstable { factor } = n.kind {
+                    warn = true;
+                    flag.push(format!("unstable x{}", three_digits(factor)));
+                }
+                if n.is_two_levels()
+                    && !said.leaves_out_levels(i)
+                    && let Some(x) = crate::analysis::departures::levels_ratio(r)
+                {
+                    flag.push(format!("levels x{x:.2}"));
+                }
             }
             for kept in r.notes.iter().filter(|n| said.keeps_with_result(i, n)) {
                 warn = true;
@@ -353,77 +228,6 @@ fn cells(r: &BenchResult, flag: String) -> [String; 8] {
             flag,
         ],
     }
-}
-
-/// What a `rep K +X%` flag means.
-pub const DEPARTURE_LEGEND: &str = "rep K +X%: repetition K departed alone, by X% (or xN: N \
-    times the others' level), and is why the result's CI is wide (past 3x the precision asked, and twice what the other repetitions \
-    give); kept (--verbose says how wide the CI is without it)";
-
-/// The run-level line for each family whose results ran at two levels together.
-fn family_levels_lines(run: &Run, families: &[crate::analysis::FamilyLevels]) -> Vec<String> {
-    families
-        .iter()
-        .map(|f| {
-            let names: Vec<String> = f
-                .results
-                .iter()
-                .map(|&i| super::printable(&run.results[i].id).into_owned())
-                .collect();
-            format!(
-                "{} {}/ results ran at two levels, each whole repetition at one or the other \
-                 (x{:.2} to x{:.2}: the machine's speed, or how processes were laid out): {}; \
-                 kept: each median follows its larger group, each CI spans both (--verbose \
-                 says each)",
-                names.len(),
-                f.family,
-                f.ratio[0],
-                f.ratio[1],
-                names.join(", ")
-            )
-        })
-        .collect()
-}
-
-/// The run-level line for the results whose lone departures left their CI near what the
-/// other repetitions give.
-fn quiet_line(quiet: &[(usize, Vec<f64>)]) -> Option<String> {
-    let all = quiet.iter().flat_map(|(_, p)| p.iter().copied());
-    let (lo, hi) = crate::base::stats::extent(all);
-    (!quiet.is_empty()).then(|| {
-        format!(
-            "{} result{} had repetitions depart alone ({lo:+.1}% to {hi:+.1}%) that their CI \
-             absorbs (under 3x the precision asked, or under twice what the other repetitions \
-             give): kept, marked `departs_pct` in the JSON (--verbose lists each)",
-            quiet.len(),
-            if quiet.len() == 1 { "" } else { "s" }
-        )
-    })
-}
-
-/// The run-level line for the moments the machine moved many results' repetitions together.
-fn shared_line(moves: &[crate::analysis::SharedMove], explained: usize) -> Option<String> {
-    if moves.is_empty() {
-        return None;
-    }
-    let when: Vec<String> = moves
-        .iter()
-        .map(|m| {
-            let pct = if (m.pct[1] - m.pct[0]).abs() < 0.05 {
-                format!("{:+.1}%", m.pct[0])
-            } else {
-                format!("{:+.1}% to {:+.1}%", m.pct[0], m.pct[1])
-            };
-            let s = if m.results == 1 { "" } else { "s" };
-            format!("{:.1} s ({pct}, {} result{s})", m.at_ms / 1e3, m.results)
-        })
-        .collect();
-    Some(format!(
-        "the machine moved repetitions of several results together at {}: kept, marked \
-         `departs_pct` in the JSON, and not noted again for the {explained} results whose every \
-         departing repetition was one of these (--verbose lists each)",
-        when.join(", ")
-    ))
 }
 
 /// The table of `rows`, the columns `shown`.
@@ -510,7 +314,10 @@ pub fn render_at(run: &Run, color: bool, opts: TableOptions, width: usize) -> St
     for line in family_levels_lines(run, &said_once.family_levels) {
         said(&mut out, &format!("note: {line}"));
     }
-    if let Some(line) = quiet_line(&said_once.quiet) {
+    if let Some(line) = inline_line(run, &said_once) {
+        said(&mut out, &format!("note: {line}"));
+    }
+    if let Some(line) = quiet_line(&said_once.quiet, &said_once.untold) {
         said(&mut out, &format!("note: {line}"));
     }
     if let Some(line) = uncounted(run) {
@@ -630,9 +437,14 @@ pub fn phase_legend(run: &Run) -> Option<&'static str> {
 pub const PHASE_LEGEND: &str = "phase +X%@Y%: Y% of the samples ran X% slower than the rest, in stretches of tens of ms or more: the machine (or, unpinned, the placement) changed during the benchmark; the median covers both levels";
 
 mod fit;
+mod said_once;
 #[cfg(test)]
 use fit::compact_flag;
 use fit::fitted_table;
+use said_once::{
+    DEPARTURE_LEGEND, SaidOnce, family_levels_lines, inline_disturbance, inline_line, quiet_line,
+    shared_line,
+};
 
 #[cfg(test)]
 mod tests;

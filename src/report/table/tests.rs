@@ -99,10 +99,16 @@ fn departures_the_machine_explains_are_said_once_and_a_lone_one_stays_with_its_r
         text.contains("note: the machine moved repetitions of several results together at 1.8 s (+3.0% to +5.5%, 3 results)"),
         "{text}"
     );
+    // Results 1 and 3 departed alone, with too few other repetitions to weigh what that did
+    // to their CI: counted in one line, not a note each.
     assert_eq!(
         text.matches(crate::base::model::note::DEPARTURE_NOTE)
             .count(),
-        2,
+        0,
+        "{text}"
+    );
+    assert!(
+        text.contains("note: 2 results had repetitions depart alone (-6.0% to -4.0%), 2 with too few other repetitions to weigh them against"),
         "{text}"
     );
     let verbose = render_at(
@@ -223,7 +229,7 @@ fn a_lone_departure_is_noted_with_its_result_only_where_it_is_why_the_ci_is_wide
 }
 
 #[test]
-fn a_family_at_two_levels_is_said_once_and_a_lone_two_level_result_keeps_its_note() {
+fn a_family_at_two_levels_is_said_once_and_a_lone_two_level_result_by_its_ratio_in_its_row() {
     let mut run = testdata::run();
     let levels = |hi: f64| [100.0, hi, 100.2, hi * 1.001, 99.9, 100.1, 100.0, 99.8];
     let two = |id: &str, hi: f64| {
@@ -257,10 +263,15 @@ fn a_family_at_two_levels_is_said_once_and_a_lone_two_level_result_keeps_its_not
     assert_eq!(
         text.matches(crate::base::model::note::TWO_LEVELS_NOTE)
             .count(),
-        1,
+        0,
         "{text}"
     );
-    assert!(text.contains("[1] spawn/d: two levels"), "{text}");
+    // The lone one is said in its row by its ratio, and in the run's one line for such flags.
+    assert!(!text.contains("spawn/d: two levels"), "{text}");
+    let row = text.lines().find(|l| l.contains("spawn/d")).unwrap();
+    assert!(row.contains("levels x1.20"), "{text}");
+    assert!(text.contains("`levels xN`: whole repetitions sat at one of two levels N apart"));
+    assert!(text.contains("(1 result, x1.20)"), "{text}");
     assert!(
         text.contains("note: 3 syscall/ results ran at two levels, each whole repetition at one or the other (x1.06 to x1.10"),
         "{text}"
@@ -469,4 +480,79 @@ fn rewording_a_note_changes_nothing_but_its_words_in_the_table() {
         a.lines().filter(|l| l.starts_with('[')).count(),
         "{b}"
     );
+}
+
+#[test]
+fn steal_preemption_and_unstable_results_are_said_in_their_rows_and_once_for_the_run() {
+    use crate::base::model::DisturbanceCause;
+    let mut run = testdata::run();
+    run.results.truncate(1);
+    let one = run.results[0].clone();
+    let with = |id: &str, causes: &[DisturbanceCause], unstable: Option<f64>| {
+        let mut r = one.clone();
+        r.id = id.into();
+        r.disturbed = Default::default();
+        r.disturbed.steal_pct = 9.4;
+        r.disturbed.preempted_samples = 1;
+        for c in causes {
+            r.disturbed.add(*c, format!("{c:?} in words"));
+        }
+        if let Some(factor) = unstable {
+            r.notes = vec![Note::new(
+                NoteKind::Unstable { factor },
+                "repetitions disagree",
+            )];
+        }
+        r
+    };
+    run.results = vec![
+        with("call/stolen", &[DisturbanceCause::Steal], None),
+        with(
+            "call/both",
+            &[DisturbanceCause::Steal, DisturbanceCause::Preempted],
+            Some(3.25),
+        ),
+        // A sibling's load is not said by a figure of its own: it stays a numbered note.
+        with(
+            "call/sibling",
+            &[DisturbanceCause::SiblingBusy, DisturbanceCause::Steal],
+            None,
+        ),
+    ];
+    let text = render_at(&run, false, TableOptions::default(), 100);
+    let row = |id: &str| text.lines().find(|l| l.contains(id)).unwrap().to_string();
+    assert!(row("call/stolen").contains("steal 9%"), "{text}");
+    assert!(
+        row("call/both").contains("steal 9% preempted 20% unstable x3.25"),
+        "{text}"
+    );
+    assert!(row("call/sibling").contains("disturbed [1]"), "{text}");
+    assert!(text.contains("[1] call/sibling: disturbed: SiblingBusy in words"));
+    assert!(!text.contains("[2]"), "{text}");
+    let joined = text.replace("\n    ", " ");
+    assert!(
+        joined.contains("the hypervisor took N% of the measuring CPU's time (2 results, 9%)"),
+        "{text}"
+    );
+    assert!(joined.contains("(1 result, x3.25)"), "{text}");
+    assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+    // --verbose: each its note, as before.
+    let verbose = render_at(
+        &run,
+        false,
+        TableOptions {
+            verbose: true,
+            wide: false,
+        },
+        100,
+    );
+    assert!(
+        verbose.contains("call/stolen: disturbed: Steal in words"),
+        "{verbose}"
+    );
+    assert!(
+        verbose.contains("call/both: repetitions disagree"),
+        "{verbose}"
+    );
+    assert!(!verbose.contains("`steal N%`"), "{verbose}");
 }

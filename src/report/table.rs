@@ -176,18 +176,9 @@ fn rows_with(run: &Run, said: &SaidOnce) -> (Vec<TableLine>, Vec<String>) {
                     100.0 * r.disturbed.phase_samples as f64 / r.samples_ns.len().max(1) as f64;
                 flag.push(format!("phase {shift:+.0}%@{share:.0}%"));
             }
-            for n in r.notes.iter().filter(|_| said.inline) {
-                if let NoteKind::Unstable { factor } = n.kind {
-                    warn = true;
-                    flag.push(format!("unstable x{}", three_digits(factor)));
-                }
-                if n.is_two_levels()
-                    && !said.leaves_out_levels(i)
-                    && let Some(x) = crate::analysis::departures::levels_ratio(r)
-                {
-                    flag.push(format!("levels x{x:.2}"));
-                }
-            }
+            let by_figures = said.note_flags(i, r);
+            warn |= !by_figures.is_empty();
+            flag.extend(by_figures);
             for kept in r.notes.iter().filter(|n| said.keeps_with_result(i, n)) {
                 warn = true;
                 let word = match kept.kind {

@@ -157,6 +157,24 @@ impl SaidOnce {
         }
     }
 
+    /// The flags that say result `i`'s notes by their figures (`inline`): `unstable x20.8`,
+    /// `levels x1.28`.
+    pub(super) fn note_flags(&self, i: usize, r: &BenchResult) -> Vec<String> {
+        let mut flags = Vec::new();
+        for n in r.notes.iter().filter(|_| self.inline) {
+            if let NoteKind::Unstable { factor } = n.kind {
+                flags.push(format!("unstable x{}", three_digits(factor)));
+            }
+            if n.is_two_levels()
+                && !self.leaves_out_levels(i)
+                && let Some(x) = crate::analysis::departures::levels_ratio(r)
+            {
+                flags.push(format!("levels x{x:.2}"));
+            }
+        }
+        flags
+    }
+
     /// The two-levels note of result `i` is said for the run, not with it.
     pub(super) fn leaves_out_levels(&self, i: usize) -> bool {
         self.explained.contains(&i) || self.family_levels.iter().any(|f| f.results.contains(&i))

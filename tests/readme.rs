@@ -219,7 +219,7 @@ fn exited_as_documented(line: &str, out: &std::process::Output) -> bool {
 }
 
 // The slow tier (`cargo test -- --ignored`, a CI step of its own): the lines measure for about
-// two and a half minutes in all, three default suites among them.
+// two and a half minutes in all, two default suites among them.
 #[test]
 #[ignore]
 fn every_command_line_the_readme_and_the_ci_recipes_show_runs() {

@@ -183,7 +183,15 @@ fn sched_yield(m: &Meter, _: &Case) -> Measured {
     let yields = m.samples_ns.len() as f64 * m.batch.size.max(1) as f64;
     // A kernel worker taking the CPU once in a pass is no competitor: the median of the
     // batches does not see it. Said from one yield in a hundred.
-    if yields > 0.0 && given as f64 >= YIELDS_SAID_FROM * yields {
+    if yields > 0.0 && given as f64 >= yields {
+        // The switches are counted over the whole pass, its untimed warm-up too: more of them
+        // than timed yields is every yield handing the CPU over, not a share past 100%.
+        o.notes.push(format!(
+            "another task was runnable on this CPU: every yield handed it the CPU ({given} \
+             switches over {yields:.0} timed yields and the warm-up), so the samples are its time \
+             slices, not the call"
+        ));
+    } else if yields > 0.0 && given as f64 >= YIELDS_SAID_FROM * yields {
         o.notes.push(format!(
             "another task was runnable on this CPU: {given} of {yields:.0} yields ({:.2}%) handed \
              it the CPU, so the samples hold its time slices as well as the call",

@@ -75,12 +75,75 @@ pub fn change_text(m: &Matrix, col: usize, c: &Cell) -> String {
     }
 }
 
-/// The matrix as a terminal table with a legend.
+/// The matrix as a terminal table with a legend, every column, nothing wrapped.
 pub fn render_table(m: &Matrix, color: bool) -> String {
+    let all: Vec<usize> = (0..m.columns.len()).collect();
+    with_legend(m, &table_of(m, color, &all).to_string(), usize::MAX)
+}
+
+/// The matrix as `oscost matrix` prints it: the table within 100 columns (the base and the
+/// latest columns that fit) unless `wide`, the lines under it wrapped at `width` (a
+/// terminal's, or 100 in a pipe).
+pub fn render_fitted(m: &Matrix, color: bool, width: usize, wide: bool) -> String {
+    // The table fits 100 columns, as a run's does; the lines under it the terminal's width.
+    let fits = crate::report::table::TABLE_COLUMNS;
+    let mut shown: Vec<usize> = (0..m.columns.len()).collect();
+    let mut text = table_of(m, color, &shown).to_string();
+    let widest = |t: &str| t.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+    while !wide && widest(&text) > fits && shown.len() > 2 {
+        // The oldest column other than the base gives way first.
+        let Some(k) = shown.iter().position(|&c| c != m.base) else {
+            break;
+        };
+        shown.remove(k);
+        text = table_of(m, color, &shown).to_string();
+    }
+    let left_out = m.columns.len() - shown.len();
+    if left_out > 0 {
+        text.push_str(&format!(
+            "\n{}",
+            crate::report::table::wrap(
+                &format!(
+                    "{left_out} of {} columns not shown, the oldest but the base (the table fits \
+                     {fits} columns): --wide prints every column; --csv, --markdown and --json \
+                     keep them all",
+                    m.columns.len()
+                ),
+                width,
+                4
+            )
+        ));
+    }
+    with_legend(m, &text, width)
+}
+
+/// `table` with the change points, the odd runs and the legend under it, each line wrapped at
+/// `width`.
+fn with_legend(m: &Matrix, table: &str, width: usize) -> String {
+    let legend = if m.by.is_some() {
+        group_legend(m)
+    } else {
+        run_legend(m)
+    };
+    let under = format!(
+        "{}{}{legend}",
+        crate::report::printable(&changes_text(m)),
+        odd_runs_text(m)
+    );
+    let mut out = format!("{table}\n");
+    for line in under.lines() {
+        out.push_str(&crate::report::table::wrap(line, width, 4));
+        out.push('\n');
+    }
+    out
+}
+
+/// The matrix's columns `shown` (indices into `m.columns`) as a terminal table.
+fn table_of(m: &Matrix, color: bool, shown: &[usize]) -> comfy_table::Table {
     use comfy_table::{Cell as TCell, CellAlignment, Color};
     let mut header = vec![TCell::new("benchmark")];
-    for (i, c) in m.columns.iter().enumerate() {
-        let mut title = c.title.join("\n");
+    for &i in shown {
+        let mut title = m.columns[i].title.join("\n");
         if i == m.base {
             title.push_str("\n(base)");
         }
@@ -97,7 +160,8 @@ pub fn render_table(m: &Matrix, color: bool) -> String {
     let mut t = crate::report::plain_table(color, header);
     for r in &m.rows {
         let mut line = vec![TCell::new(crate::report::printable(&r.bench))];
-        for (i, c) in r.cells.iter().enumerate() {
+        for &i in shown {
+            let Some(c) = r.cells.get(i) else { continue };
             let mut cell = TCell::new(cell_text(m, i, c));
             if color {
                 cell = match c.verdict {
@@ -115,21 +179,12 @@ pub fn render_table(m: &Matrix, color: bool) -> String {
         }
         t.add_row(line);
     }
-    for i in 1..=m.columns.len() {
+    for i in 1..=shown.len() {
         if let Some(c) = t.column_mut(i) {
             c.set_cell_alignment(CellAlignment::Right);
         }
     }
-    let legend = if m.by.is_some() {
-        group_legend(m)
-    } else {
-        run_legend(m)
-    };
-    format!(
-        "{t}\n{}{}{legend}\n",
-        crate::report::printable(&changes_text(m)),
-        odd_runs_text(m)
-    )
+    t
 }
 
 /// The runs at another machine speed, a line each.

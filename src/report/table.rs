@@ -39,7 +39,7 @@ pub struct TableOptions {
 /// The width in columns of the terminal stdout is; without one (a pipe, a file) the 100
 /// columns the table is fitted to, so every line of a run's output kept in a CI log or a file
 /// fits them too (`--json` keeps each note on one line for scripts).
-fn terminal_width() -> usize {
+pub fn terminal_width() -> usize {
     let mut ws = libc::winsize {
         ws_row: 0,
         ws_col: 0,
@@ -429,6 +429,7 @@ pub const PHASE_LEGEND: &str = "phase +X%@Y%: Y% of the samples ran X% slower th
 
 mod fit;
 mod said_once;
+pub use fit::TABLE_COLUMNS;
 #[cfg(test)]
 use fit::compact_flag;
 use fit::fitted_table;

@@ -266,3 +266,41 @@ fn columns_are_titled_by_what_differs_and_missing_results_say_why() {
         "{csv}"
     );
 }
+
+#[test]
+fn the_printed_matrix_fits_100_columns_keeping_the_base_and_says_what_it_left_out() {
+    let runs: Vec<RunSummary> = (1..=9).map(|i| summary(i, "6.1", None)).collect();
+    let rows: Vec<(i64, ResultRow)> = (1..=9)
+        .flat_map(|i| {
+            let x = 100.0 + i as f64;
+            [
+                (i, row("syscall/getpid", x, x - 0.5, x + 0.5)),
+                (
+                    i,
+                    row("spawn/fork", 10.0 * x, 10.0 * x - 5.0, 10.0 * x + 5.0),
+                ),
+            ]
+        })
+        .collect();
+    let m = build(&runs, &rows, 0, &[], 0.02, None);
+    let every = render_table(&m, false);
+    assert!(every.lines().any(|l| l.chars().count() > 100), "{every}");
+    let fitted = crate::report::matrix_views::render_fitted(&m, false, 100, false);
+    assert!(fitted.lines().all(|l| l.chars().count() <= 100), "{fitted}");
+    let header = fitted.lines().next().unwrap();
+    assert!(
+        header.contains("run 1") && header.contains("run 9"),
+        "{fitted}"
+    );
+    assert!(
+        !header.contains("run 2 "),
+        "the oldest but the base go: {fitted}"
+    );
+    assert!(
+        fitted.contains("columns not shown, the oldest but the base"),
+        "{fitted}"
+    );
+    let wide = crate::report::matrix_views::render_fitted(&m, false, 100, true);
+    assert!(wide.lines().next().unwrap().contains("run 2"), "{wide}");
+    assert!(!wide.contains("not shown"));
+}

@@ -40,6 +40,10 @@ pub struct MatrixArgs {
     /// Also write the heatmap page into this directory.
     #[arg(long, value_name = "DIR")]
     pub report: Option<PathBuf>,
+    /// Print every column; by default the table fits 100 columns, the oldest columns but the
+    /// base left out (and said) where there are more.
+    #[arg(long)]
+    pub wide: bool,
     #[command(flatten)]
     /// Which runs are columns.
     pub select: SelectArgs,
@@ -61,7 +65,12 @@ impl MatrixArgs {
             output::write_page(d, &page, stop)?;
             crate::say!("oscost: matrix page in {}", d.join("index.html").display());
         }
-        let table = report::matrix_views::render_table(m, color());
+        let table = report::matrix_views::render_fitted(
+            m,
+            color(),
+            report::table::terminal_width(),
+            self.wide,
+        );
         if output::any_stdout(&self.outputs.paths()) {
             crate::say_part!("{table}");
         } else {

@@ -4,7 +4,7 @@
 use super::{TableLine, table_of};
 
 /// The columns the default table fits in.
-pub(super) const TABLE_COLUMNS: usize = 100;
+pub const TABLE_COLUMNS: usize = 100;
 
 fn widest(text: &str) -> usize {
     text.lines().map(|l| l.chars().count()).max().unwrap_or(0)

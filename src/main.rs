@@ -4,8 +4,6 @@
 //! exits 2, an interrupt 128 + signal, any other error 1, each with one line on stderr.
 #![warn(clippy::too_many_lines)]
 
-use clap::Parser;
-
 use oscost::base::helpers;
 use oscost::base::stop::Interrupted;
 use oscost::base::text::printable;
@@ -131,7 +129,7 @@ fn main() {
 
 fn run() -> i32 {
     let args = oscost::cli::join_hyphen_values(std::env::args_os().collect());
-    let cli = match Cli::try_parse_from(args) {
+    let cli = match Cli::parse_args(args) {
         Ok(c) => c,
         Err(e) => return clap_error(e),
     };

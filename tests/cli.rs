@@ -249,3 +249,31 @@ fn bash_completion_completes_subcommands_and_the_man_page_names_them() {
     assert!(!text.contains("[\\fB\\-\\-precision\\fR]"), "{text}");
     assert!(text.contains(".SH EXAMPLES"), "{text}");
 }
+
+/// `-h` is the short help: the commands and where `run`'s options are, not every option of a
+/// bare `oscost`; `--help` keeps them all. Both fit 100 columns in a pipe.
+#[test]
+fn short_help_lists_the_commands_and_long_help_every_option() {
+    let text = |arg: &[&str]| {
+        let out = oscost("help").args(arg).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{arg:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let short = text(&["-h"]);
+    let long = text(&["--help"]);
+    for (name, t) in [("-h", &short), ("--help", &long)] {
+        assert!(t.lines().all(|l| l.chars().count() <= 100), "{name}: {t}");
+        for command in ["run", "ab", "compare", "history", "list"] {
+            assert!(
+                t.lines().any(|l| l.trim_start().starts_with(command)),
+                "{name} lists {command}: {t}"
+            );
+        }
+    }
+    assert!(short.contains("oscost run -h"), "{short}");
+    assert!(!short.contains("--placement"), "{short}");
+    assert!(long.contains("--placement"), "{long}");
+    assert!(short.lines().count() * 2 < long.lines().count(), "{short}");
+    // A command's own -h still lists its options.
+    assert!(text(&["run", "-h"]).contains("--placement"));
+}

@@ -137,6 +137,21 @@ verbs! {
 }
 
 impl Cli {
+    /// The command line parsed as `main` parses it: the top level's `-h` lists the commands
+    /// and says where `run`'s options are, instead of printing all of them (they are the top
+    /// level's too, for a bare `oscost`, and made `-h` 134 lines); `--help` keeps every one.
+    pub fn parse_args(args: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
+        use clap::{CommandFactory, FromArgMatches};
+        let matches = Cli::command()
+            .mut_args(|a| a.hide_short_help(true))
+            .after_help(
+                "With no command, runs the default suite (`oscost run`); its options: \
+`oscost run -h`. Everything: `oscost --help`.",
+            )
+            .try_get_matches_from(args)?;
+        Cli::from_arg_matches(&matches)
+    }
+
     /// Pass the gate (`crate::effects::gate`), then run the command (a bare `oscost` runs the
     /// default suite) and give the exit status.
     pub fn dispatch(self) -> anyhow::Result<i32> {

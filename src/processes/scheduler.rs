@@ -10,7 +10,7 @@ use anyhow::Context;
 
 use crate::analysis::{self, Judging, RepRun};
 use crate::base::model::{
-    BenchResult, ClockInfo, Note, NoteKind, RepetitionStop, Run, SCHEMA_VERSION, Schedule, Tool,
+    BenchResult, ClockInfo, RepetitionStop, Run, SCHEMA_VERSION, Schedule, Tool,
 };
 use crate::base::stop::Stop;
 use crate::harness::case::Benchmark;
@@ -29,7 +29,11 @@ use repetition_plan::{REP_CEILING_NS, REP_FLOOR_NS};
 use rounds::rounds_per_block;
 use rounds::run_rounds;
 pub use rounds::{BLOCK_MAX_ROUNDS, BLOCK_S, PRICE_BLOCK_S};
-use sides::{Plain, Repeater, Sides, Stopped, Switched, WithDuring};
+#[cfg(test)]
+use sides::Plain;
+use sides::{Conditioned, Sides};
+
+use crate::processes::conditions::{self, CaseLevels, KernelSettings, Marking, Side, Stopped};
 
 /// Everything a run needs, validated (`commands::plan::build` makes it from a `plan::Request`).
 #[derive(Debug, Clone)]
@@ -40,10 +44,6 @@ pub struct Plan {
     pub opts: WorkerOptions,
     /// Longest one worker (one repetition) may take.
     pub timeout: Duration,
-    /// The wrapper's command line, split (`--under`).
-    pub wrapper: Option<Vec<String>>,
-    /// The wrapper as the user gave it.
-    pub wrapper_text: Option<String>,
     /// The run's label.
     pub label: Option<String>,
     /// How many repetitions and how long each.
@@ -58,8 +58,6 @@ pub struct Plan {
     /// A wait between rounds (`watch`: its bursts spread over seconds, so that a slow moment
     /// of the host, 100-500 ms here, falls on one of them rather than all); zero for a run.
     pub round_gap: std::time::Duration,
-    /// A program that runs during the run (`run --during`), attached to the whole system.
-    pub during: Option<crate::processes::during::DuringSpec>,
     /// How long a block of one side's rounds lasts, at least, where switching sides starts
     /// and stops a program (`BLOCK_S`; `predict` asks for shorter ones, `PRICE_BLOCK_S`).
     pub block_s: f64,
@@ -137,23 +135,17 @@ fn now_rfc3339() -> String {
 }
 
 impl RunSetup {
-    fn coordinator(&self, plan: &Plan, wrapper: Vec<String>, stop: &Stop) -> Coordinator {
+    fn coordinator(&self, plan: &Plan, stop: &Stop) -> Coordinator {
         Coordinator {
             exe: self.exe.clone(),
-            wrapper,
+            wrapper: vec![],
             timeout: plan.timeout,
             stop: stop.clone(),
             pin_cpu: plan.pin_wrapper.then_some(plan.opts.cpu),
         }
     }
 
-    fn run_model(
-        &self,
-        plan: &Plan,
-        wrapper: Option<String>,
-        label: Option<String>,
-        results: Vec<BenchResult>,
-    ) -> Run {
+    fn run_model(&self, plan: &Plan, label: Option<String>, results: Vec<BenchResult>) -> Run {
         let programs = self.others_cpu.programs_since(
             &crate::harness::contention::ProcessCpu::now(std::process::id() as i32),
             self.started.elapsed().as_nanos() as f64,
@@ -168,7 +160,7 @@ impl RunSetup {
             tool: Tool::this(),
             started_at: self.started_at.clone(),
             label: label.or_else(|| plan.label.clone()),
-            wrapper,
+            wrapper: None,
             env: self.env.clone(),
             clock: self.clock,
             results,
@@ -408,11 +400,10 @@ fn measure_sides(
     Ok((order, sides.into_iter().map(|x| x.tracks).collect()))
 }
 
-/// Run the plan on one side, the plain system or the plan's wrapper (`--under`), with no
-/// kernel settings switched: `measure` with one side, for commands that own no settings
-/// (`scale`, `ctx`).
+/// Run the plan on the plain system, one side under no condition: `measure` for commands
+/// that have no sides (`scale`, `ctx`, `watch`).
 pub fn execute(plan: &Plan, stop: &Stop) -> anyhow::Result<Run> {
-    let mut runs = measure(plan, &[plan.side()], stop, None)?;
+    let mut runs = measure(plan, &[Side::default()], stop, None)?;
     Ok(runs.remove(0))
 }
 
@@ -425,95 +416,22 @@ fn confinement_of(tracks: &[Track]) -> Option<crate::base::model::Confinement> {
         .find_map(|r| r.case.confinement.clone())
 }
 
-/// One side of a measurement: the wrapper its workers start under (none: the plain system)
-/// and its text. Its kernel settings, where it has any, are the guard's (`measure`).
-#[derive(Debug, Clone, Default)]
-pub struct Side {
-    /// The wrapper's command line (empty: none).
-    pub wrapper: Vec<String>,
-    /// The wrapper as the user gave it, or the side's name (`ab`: wrapper + settings).
-    pub text: Option<String>,
-    /// A program that runs during the side (`--during`), started before each block of its
-    /// repetitions and stopped after.
-    pub during: Option<crate::processes::during::DuringSpec>,
-}
-
-impl Plan {
-    /// At least `rounds` repetitions of every benchmark (a comparison's rounds: `ab --rounds`,
-    /// predict's pricing), the budget raised to match.
-    pub fn at_least_rounds(&mut self, rounds: usize) {
-        self.reps.min = self.reps.min.max(rounds);
-        self.reps.max = self.reps.max.max(self.reps.min);
-    }
-
-    /// The plan's own side: its wrapper (`--under`) or none.
-    pub fn side(&self) -> Side {
-        Side {
-            wrapper: self.wrapper.clone().unwrap_or_default(),
-            text: self.wrapper_text.clone(),
-            during: self.during.clone(),
-        }
-    }
-}
-
 /// The letters that name the sides of a comparison.
 const SIDE_NAMES: [&str; 2] = ["A", "B"];
-
-/// The note of a side measured with a program during it (`text`): its blocks, how long it
-/// took to be ready, and the CPU it took, as data and in words.
-fn during_note(text: &str, rec: &crate::processes::during::DuringRecord) -> Note {
-    Note::new(
-        NoteKind::During {
-            blocks: rec.blocks,
-            ready_max_s: rec.ready_s.iter().cloned().fold(0.0, f64::max),
-            cpu_s: rec.cpu_s,
-            measured_s: rec.measured_s,
-            cpu_s_by_cpu: rec.cpu_s_by_cpu.clone(),
-        },
-        rec.words(text),
-    )
-}
-
-/// The note of a side measured without a program beside one with, where its level before the
-/// other side's program first ran and after it differ (`before_and_after`'s words and ratios):
-/// the worst ratio, and every difference in words.
-fn before_after_note(moved: &[(String, f64)]) -> Option<Note> {
-    if moved.is_empty() {
-        return None;
-    }
-    let worst =
-        moved.iter().map(|m| m.1).fold(
-            1.0,
-            |w: f64, r| {
-                if (r.ln()).abs() > w.ln().abs() { r } else { w }
-            },
-        );
-    Some(Note::new(
-        NoteKind::BeforeAfter { ratio: worst },
-        format!(
-            "this side measured before the other side's program first ran and after it differ: {} (it left something behind, or the machine moved)",
-            moved
-                .iter()
-                .map(|m| m.0.as_str())
-                .collect::<Vec<_>>()
-                .join("; ")
-        ),
-    ))
-}
 
 /// Measure the plan on `sides`: one for a run (a run is a comparison with one side), A and B
 /// for `ab`, plain and wrapped for `predict`. Each round takes one repetition of every
 /// benchmark still sampling on every side in turn (A B A B ...), so that drift of the machine
 /// hits every side alike; the stop rule judges a run's CI, or with `plan.reps.decide` the
-/// comparison's. With `settings`, each side's kernel settings are switched to before each of
-/// its repetitions (`Switched`: written where they differ, read back, settled; a value the
-/// kernel did not keep is `Stopped::ConditionFailed`). One `Run` per side, in order.
-/// `Err(Interrupted)` (inside anyhow) when a signal stopped it.
+/// comparison's. Before each repetition of a side its conditions are entered
+/// (`processes::conditions`: its wrapper, the program during it, its kernel settings from
+/// `settings`, its CPU), and each side's run is marked with them. One `Run` per side, in
+/// order. `Err(Interrupted)` (inside anyhow) when a signal stopped it.
 pub fn measure(
     plan: &Plan,
     sides: &[Side],
     stop: &Stop,
-    settings: Option<&mut crate::effects::settings_guard::Guard>,
+    settings: Option<KernelSettings<'_>>,
 ) -> anyhow::Result<Vec<Run>> {
     if sides.is_empty() || sides.len() > SIDE_NAMES.len() {
         anyhow::bail!(
@@ -522,35 +440,21 @@ pub fn measure(
         );
     }
     let s = setup(plan)?;
-    let coordinators: Vec<Coordinator> = sides
-        .iter()
-        .map(|x| s.coordinator(plan, x.wrapper.clone(), stop))
+    let coordinator = s.coordinator(plan, stop);
+    // Dropped at the end of this function: a program still running (an error, a signal) is
+    // stopped by its keeper before the command goes on.
+    let mut conditions = conditions::of(sides, settings, stop, s.started);
+    let names: Vec<String> = (0..sides.len())
+        .map(|i| conditions::side_words(&conditions, i).unwrap_or_else(|| "(nothing)".into()))
         .collect();
-    say_measuring(plan, &s, sides);
-    let mut repeaters = Plain(coordinators.iter().map(|c| c as &dyn Repeater).collect());
-    let mut switched;
-    let conditions: &mut dyn Sides = match settings {
-        Some(guard) => {
-            switched = Switched { repeaters, guard };
-            &mut switched
-        }
-        None => &mut repeaters,
+    say_measuring(plan, &s, &names, sides[0].wrapper.as_ref());
+    let mut measuring = Conditioned {
+        repeater: &coordinator,
+        count: sides.len(),
+        conditions: &mut conditions,
     };
-    let specs: Vec<_> = sides.iter().map(|x| x.during.clone()).collect();
-    let (measured, records) = if specs.iter().any(Option::is_some) {
-        // Dropped at the end of this block: a program still running (an error, a signal)
-        // is stopped by its keeper before the command goes on.
-        let mut during = WithDuring::new(conditions, specs, stop.clone(), s.started);
-        let measured = measure_sides(plan, &s, &mut during, stop);
-        (
-            measured,
-            Some((during.records.clone(), during.spans.clone())),
-        )
-    } else {
-        (measure_sides(plan, &s, conditions, stop), None)
-    };
-    let (records, spans) = records.unwrap_or_default();
-    let (order, tracks) = measured.map_err(Stopped::into_error)?;
+    let (order, tracks) =
+        measure_sides(plan, &s, &mut measuring, stop).map_err(Stopped::into_error)?;
     stop.check()?;
     let compared = sides.len() > 1;
     let runs = tracks
@@ -561,26 +465,23 @@ pub fn measure(
             // A side of a comparison says which of the pair a stored run is; the user's
             // --label leads. A run's label is the plan's.
             let label = compared.then(|| match &plan.label {
-                Some(l) => format!("{l} (ab {letter}: {})", side_name(side)),
-                None => format!("ab {letter}: {}", side_name(side)),
+                Some(l) => format!("{l} (ab {letter}: {})", names[i]),
+                None => format!("ab {letter}: {}", names[i]),
             });
-            // A side without a program beside one with: its level before the other's program
-            // first ran and after, said where they differ (something left behind, or the host).
-            let moved = match spans.first() {
-                Some(&[from, to]) if side.during.is_none() => before_and_after(&tracks, from, to),
-                _ => vec![],
-            };
+            let levels = case_levels(&tracks);
             let confinement = confinement_of(&tracks);
             let results = s.results(plan, tracks);
-            let mut run = s.run_model(plan, side.text.clone(), label, results);
+            let mut run = s.run_model(plan, label, results);
             // The coordinator's own stands for its workers only where no wrapper came between.
             run.env.confinement =
-                confinement.or(run.env.confinement.filter(|_| side.wrapper.is_empty()));
+                confinement.or(run.env.confinement.filter(|_| side.wrapper.is_none()));
             run.schedule = Some(s.schedule(plan, order.clone(), &run.results));
-            run.notes.extend(before_after_note(&moved));
-            if let (Some(spec), Some(rec)) = (&side.during, records.get(i)) {
-                run.during = Some(spec.text.clone());
-                run.notes.push(during_note(&spec.text, rec));
+            let marking = Marking {
+                compared,
+                levels: &levels,
+            };
+            for c in &conditions {
+                c.mark(i, &mut run, &marking);
             }
             run
         })
@@ -588,62 +489,38 @@ pub fn measure(
     Ok(runs)
 }
 
-/// Each case of `tracks` whose repetitions before `from` and after `to` (ms since the run's
-/// start) differ: at least 3 on each side, medians more than 3% apart, and the two groups not
-/// overlapping at all. Its words ("syscall/getppid 330 ns -> 352 ns") and ratio.
-fn before_and_after(tracks: &[Track], from: f64, to: f64) -> Vec<(String, f64)> {
-    let mut out = Vec::new();
-    for t in tracks {
-        for (id, reps) in &t.cases {
-            let of = |keep: &dyn Fn(f64) -> bool| -> Vec<f64> {
-                reps.iter()
-                    .filter(|r| keep(r.started_ms))
-                    .filter_map(|r| r.case.measurement.as_ref())
-                    .map(|m| crate::base::stats::median(&m.samples_ns))
-                    .collect()
-            };
-            let (before, after) = (of(&|t| t < from), of(&|t| t > to));
-            if before.len() < 3 || after.len() < 3 {
-                continue;
-            }
-            let (mb, ma) = (
-                crate::base::stats::median(&before),
-                crate::base::stats::median(&after),
-            );
-            let max = |v: &[f64]| v.iter().cloned().fold(f64::MIN, f64::max);
-            let min = |v: &[f64]| v.iter().cloned().fold(f64::MAX, f64::min);
-            let apart = max(&before) < min(&after) || min(&before) > max(&after);
-            let ratio = ma / mb;
-            if apart && (ratio - 1.0).abs() > 0.03 {
-                out.push((
-                    format!(
-                        "{id} {} -> {} (x{ratio:.3})",
-                        crate::base::stats::units::format_ns(mb),
-                        crate::base::stats::units::format_ns(ma)
-                    ),
-                    ratio,
-                ));
-            }
-        }
-    }
-    out
+/// Each case's repetitions as (started, ms since the run's start; median, ns).
+fn case_levels(tracks: &[Track]) -> CaseLevels {
+    tracks
+        .iter()
+        .flat_map(|t| &t.cases)
+        .map(|(id, reps)| {
+            let levels = reps
+                .iter()
+                .filter_map(|r| {
+                    let m = r.case.measurement.as_ref()?;
+                    Some((r.started_ms, crate::base::stats::median(&m.samples_ns)))
+                })
+                .collect();
+            (id.clone(), levels)
+        })
+        .collect()
 }
 
-/// A side as the messages name it.
-fn side_name(side: &Side) -> String {
-    side.text.clone().unwrap_or_else(|| "(nothing)".into())
-}
-
-/// What is about to be measured, on stderr: a run's plan, or a comparison's sides.
-fn say_measuring(plan: &Plan, s: &RunSetup, sides: &[Side]) {
+/// What is about to be measured, on stderr: a run's plan (and its wrapper), or a
+/// comparison's sides by `names`.
+fn say_measuring(
+    plan: &Plan,
+    s: &RunSetup,
+    names: &[String],
+    wrapper: Option<&conditions::Wrapper>,
+) {
     if plan.quiet {
         return;
     }
-    if let [a, b] = sides {
+    if let [a, b] = names {
         crate::say!(
-            "oscost: A = {}, B = {}: {} benchmark(s) x {}-{} repetitions each, pinned to CPU {}",
-            side_name(a),
-            side_name(b),
+            "oscost: A = {a}, B = {b}: {} benchmark(s) x {}-{} repetitions each, pinned to CPU {}",
             plan.benchmarks.len(),
             plan.reps.min,
             plan.reps.max,
@@ -659,10 +536,8 @@ fn say_measuring(plan: &Plan, s: &RunSetup, sides: &[Side]) {
         plan.reps.rep_ns as f64 / 1e6,
         s.opts.cpu,
         s.clock.cost_ns,
-        sides[0]
-            .text
-            .as_deref()
-            .map(|w| format!(", under `{w}`"))
+        wrapper
+            .map(|w| format!(", under `{}`", w.text))
             .unwrap_or_default()
     );
 }

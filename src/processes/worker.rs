@@ -169,6 +169,7 @@ fn events_override() -> Option<Vec<String>> {
 // ---------------------------------------------------------------- coordinator side
 
 /// Runs benchmarks in workers, one at a time.
+#[derive(Clone)]
 pub struct Coordinator {
     /// This executable, started again as a worker.
     pub exe: PathBuf,

@@ -6,15 +6,14 @@ use clap::Args;
 use super::compare::{finish, options};
 use super::run::MeasureArgs;
 use super::{Command, Given};
-use crate::base::model::{Note, NoteKind};
 
-use super::args::{CompareArgs, split_command, usage};
-use super::session::{self, Conditions, Live, MeasuringCommand};
+use super::args::{CompareArgs, SideFlagNames, SideFlags};
+use super::session::{self, Live, MeasuringCommand};
 use crate::analysis::compare;
 use crate::base::stop::Stop;
 use crate::effects::gate::Effects;
-use crate::effects::settings_guard::Guard;
-use crate::processes::scheduler::{self, Side};
+use crate::processes::conditions::{KernelSettings, Side};
+use crate::processes::scheduler;
 
 #[derive(Debug, Args, Clone)]
 /// `oscost ab`'s arguments.
@@ -67,69 +66,30 @@ pub struct AbArgs {
     pub measure: MeasureArgs,
 }
 
-/// ab's longest time on one benchmark, both sides, when --budget is not given, seconds. Enough
-/// here to decide x1.02 on a null system call: its rounds' ratios spread ~4% (fresh processes
-/// sit at one of two levels ~8% apart), so a CI of ±1% at the sequential level needs ~150
-/// rounds, ~25 s with 60 ms repetitions (docs/design-notes.md, "ab decides").
-pub const AB_BUDGET_S: f64 = 40.0;
-
-/// ab's budget with --quick, seconds: x1.05 on a null call decides well within it.
-pub const AB_QUICK_BUDGET_S: f64 = 10.0;
-
-/// ab's rounds: at least `rounds` (and `stats::sequential::MIN_ROUNDS`), then until the
-/// comparison has decided against `compare`'s noise band, or `budget_s` (both sides' sampling
-/// time) ends. With --samples the sides take their fixed samples as `run` does, in at least
-/// `rounds` rounds. `in_blocks` (a program runs during a side): the blocks are the pairs the
-/// sequential schedule counts, so its cap (`MAX_ROUNDS`) bounds blocks, not rounds.
-fn decide_rounds(
-    plan: &mut crate::processes::scheduler::Plan,
-    rounds: usize,
-    budget_s: Option<f64>,
-    quick: bool,
-    compare: &CompareArgs,
-    in_blocks: bool,
-) {
-    use crate::base::stats::sequential::{MAX_ROUNDS, MIN_ROUNDS};
-    if plan.reps.fixed_total.is_some() {
-        plan.at_least_rounds(rounds);
-        return;
+impl AbArgs {
+    /// Sides A and B as their flags name them (the program-during's readiness is shared).
+    fn side_flags(&self) -> [SideFlags; 2] {
+        let side =
+            |names, wrapper: &Option<String>, during: &Option<String>, set: &[String]| SideFlags {
+                names,
+                wrapper: wrapper.clone(),
+                during: during.clone(),
+                ready: self.ready.clone(),
+                ready_timeout_s: self.ready_timeout,
+                settings: set.to_vec(),
+            };
+        [
+            side(SideFlagNames::A, &self.a, &self.a_during, &self.a_set),
+            side(SideFlagNames::B, &self.b, &self.b_during, &self.b_set),
+        ]
     }
-    let rep_s = plan.reps.rep_ns as f64 / 1e9;
-    let budget = budget_s.unwrap_or(if quick {
-        AB_QUICK_BUDGET_S
-    } else {
-        AB_BUDGET_S
-    });
-    plan.reps.min = rounds.max(MIN_ROUNDS);
-    let cap = if in_blocks {
-        MAX_ROUNDS * crate::processes::scheduler::BLOCK_MAX_ROUNDS
-    } else {
-        MAX_ROUNDS
-    };
-    plan.reps.max = ((budget / (2.0 * rep_s)) as usize).clamp(plan.reps.min, cap);
-    plan.reps.decide = Some(options(compare).threshold);
-}
-
-/// One side: its wrapper split like a shell, and the text to show.
-fn side(flag: &str, cmd: Option<&str>) -> anyhow::Result<Side> {
-    Ok(match cmd {
-        Some(c) => {
-            let wrapper = split_command(flag, c).map_err(|e| usage(e.0))?;
-            super::check_program(flag, &wrapper)?;
-            Side {
-                wrapper,
-                text: Some(c.to_string()),
-                during: None,
-            }
-        }
-        None => Side::default(),
-    })
 }
 
 impl Command for AbArgs {
     /// The comparison's files and page, and the store both sides are saved into.
     fn effects(&self) -> Effects {
-        self.measure.effects().sets(&[&self.a_set, &self.b_set])
+        let [a, b] = self.side_flags();
+        self.measure.effects().sets(&[&a.settings, &b.settings])
     }
 
     /// Measure both sides interleaved, save them, compare and write the comparison, in the
@@ -152,7 +112,7 @@ impl Command for AbArgs {
 /// `oscost ab`: two sides measured in alternation, saved together, compared.
 struct Ab<'a> {
     args: &'a AbArgs,
-    /// A and B: each a wrapper, named with its settings once they are held.
+    /// A and B, as their flags name them (their kernel settings are the session's).
     sides: Vec<Side>,
     plan: Option<scheduler::Plan>,
     /// A's run and B's, once measured.
@@ -164,10 +124,6 @@ struct Ab<'a> {
 impl MeasuringCommand for Ab<'_> {
     fn prepare(&mut self, _stop: &Stop) -> anyhow::Result<()> {
         let args = self.args;
-        self.sides = vec![
-            side("--a", args.a.as_deref())?,
-            side("--b", args.b.as_deref())?,
-        ];
         if (args.ready.is_some() || args.ready_timeout.is_some())
             && args.a_during.is_none()
             && args.b_during.is_none()
@@ -176,30 +132,21 @@ impl MeasuringCommand for Ab<'_> {
                 "--ready and --ready-timeout say when a --a-during or --b-during program is ready: give one",
             ));
         }
-        for (s, (flag, cmd)) in self.sides.iter_mut().zip([
-            ("--a-during", args.a_during.as_deref()),
-            ("--b-during", args.b_during.as_deref()),
-        ]) {
-            s.during =
-                super::args::during_spec(flag, cmd, args.ready.as_deref(), args.ready_timeout)?;
-            if let Some(d) = &s.during {
-                let during = format!("during `{}`", d.text);
-                s.text = Some(match s.text.take() {
-                    Some(w) => format!("{w} + {during}"),
-                    None => during,
-                });
-            }
-        }
-        let mut plan = super::plan::build(&args.measure.request())?;
-        decide_rounds(
-            &mut plan,
-            args.rounds as usize,
-            args.measure.budget,
-            args.measure.quick,
-            &args.compare,
-            self.sides.iter().any(|s| s.during.is_some()),
-        );
-        self.plan = Some(plan);
+        self.sides = self
+            .args
+            .side_flags()
+            .iter()
+            .map(SideFlags::side)
+            .collect::<anyhow::Result<_>>()?;
+        let request = super::plan::Request {
+            rounds: Some(super::plan::ComparisonRounds {
+                min: args.rounds as usize,
+                decide: Some(options(&args.compare).threshold),
+                in_blocks: self.sides.iter().any(|s| s.during.is_some()),
+            }),
+            ..args.measure.request()
+        };
+        self.plan = Some(super::plan::build(&request)?);
         Ok(())
     }
 
@@ -213,40 +160,14 @@ impl MeasuringCommand for Ab<'_> {
     fn measure(
         &mut self,
         _i: usize,
-        conditions: Option<&Conditions>,
-        switch: Option<&mut Guard>,
+        settings: Option<KernelSettings<'_>>,
         stop: &Stop,
     ) -> anyhow::Result<()> {
         let plan = self
             .plan
             .as_ref()
             .ok_or_else(|| anyhow::anyhow!("internal: measured before the plan was built"))?;
-        // A side is named by its wrapper and its settings.
-        if let Some(c) = conditions {
-            for (side, set) in self.sides.iter_mut().zip(&c.sides) {
-                side.text = match (side.text.take(), set.text()) {
-                    (Some(w), Some(s)) => Some(format!("{w} + {s}")),
-                    (w, s) => w.or(s),
-                };
-            }
-        }
-        let mut runs = scheduler::measure(plan, &self.sides, stop, switch)?;
-        // A side's wrapper is its command only; its settings are kept apart (`Run::settings`).
-        for (run, wrapper) in runs.iter_mut().zip([&self.args.a, &self.args.b]) {
-            run.wrapper = wrapper.clone();
-        }
-        if let Some(c) = conditions {
-            for (run, side) in runs.iter_mut().zip(&c.sides) {
-                run.settings = side.given.clone();
-                run.env.settings = c.before.clone();
-                run.notes.push(Note::new(NoteKind::Settings, format!(
-                    "kernel settings switched before each repetition, read back, {} s settle, put back after: {}",
-                    c.settle_s,
-                    side.text().unwrap_or_else(|| "as found".into())
-                )));
-            }
-        }
-        self.runs = runs;
+        self.runs = scheduler::measure(plan, &self.sides, stop, settings)?;
         Ok(())
     }
 

@@ -248,6 +248,86 @@ pub fn during_spec(
     }))
 }
 
+/// The flags that name one side's conditions, by command: `run` and `predict` say `--under`
+/// and `--during`, `ab` `--a`/`--a-during` and the same for B.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SideFlagNames {
+    /// The wrapper's flag.
+    pub wrapper: &'static str,
+    /// The program-during's flag.
+    pub during: &'static str,
+}
+
+impl SideFlagNames {
+    /// `run`'s and `predict`'s one side.
+    pub const ONE: SideFlagNames = SideFlagNames {
+        wrapper: "--under",
+        during: "--during",
+    };
+    /// `ab`'s side A.
+    pub const A: SideFlagNames = SideFlagNames {
+        wrapper: "--a",
+        during: "--a-during",
+    };
+    /// `ab`'s side B.
+    pub const B: SideFlagNames = SideFlagNames {
+        wrapper: "--b",
+        during: "--b-during",
+    };
+}
+
+impl Default for SideFlagNames {
+    fn default() -> SideFlagNames {
+        SideFlagNames::ONE
+    }
+}
+
+/// What the user said of one side, as `run`, `ab` and `predict` take it: each condition's
+/// flag as given. `side` checks every one of them once and makes the side; its kernel
+/// settings (`settings`) are declared to the gate and held by the session.
+#[derive(Debug, Clone, Default)]
+pub struct SideFlags {
+    /// The flags' names, for messages.
+    pub names: SideFlagNames,
+    /// The command the side's workers run under.
+    pub wrapper: Option<String>,
+    /// A program run during the side.
+    pub during: Option<String>,
+    /// When the program during is ready: a line of its output matching this.
+    pub ready: Option<String>,
+    /// The longest wait for it to be ready, seconds.
+    pub ready_timeout_s: Option<f64>,
+    /// Its kernel settings, NAME=VALUE.
+    pub settings: Vec<String>,
+}
+
+impl SideFlags {
+    /// The side these flags name, every condition checked (a usage error, exit 2, before
+    /// anything changes): the wrapper and the program during can be started, the ready
+    /// expression parses, the CPU is one this process may run on.
+    pub fn side(&self) -> anyhow::Result<crate::processes::conditions::Side> {
+        let n = self.names;
+        let wrapper = match &self.wrapper {
+            Some(c) => {
+                let argv = split_command(n.wrapper, c).map_err(|e| usage(e.0))?;
+                super::check_program(n.wrapper, &argv)?;
+                Some(crate::processes::conditions::Wrapper {
+                    argv,
+                    text: c.clone(),
+                })
+            }
+            None => None,
+        };
+        let during = during_spec(
+            n.during,
+            self.during.as_deref(),
+            self.ready.as_deref(),
+            self.ready_timeout_s,
+        )?;
+        Ok(crate::processes::conditions::Side { wrapper, during })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,17 +1,18 @@
 //! What a measuring command asks for, without clap (`Request`), and its validation into the
 //! scheduler's `Plan` (`build`): benchmark ids and placements, the measuring CPU (the named or
-//! the default one), sampling and repetitions, fork sizes, events, the wrapper. `build` reads
-//! only what validating needs (the CPUs this process may use, `PATH` for the wrapper,
-//! MemAvailable for fork sizes) and measures nothing; `settle_cpu`, called by each command once
+//! the default one), sampling and repetitions (a comparison's rounds too), fork sizes, events.
+//! `build` reads only what validating needs (the CPUs this process may use, MemAvailable for
+//! fork sizes) and measures nothing, and the plan it returns is final: no command patches
+//! it after (a side's conditions are the side's, `args::SideFlags`); `settle_cpu`, called by each command once
 //! it has accepted every input, watches the CPUs for 100 ms and trades a busy default CPU for
 //! an idle one unless the user named it (`measuring_cpu` does the same for `predict`, which
 //! runs no plan of its own). `run` makes a request from its flags,
-//! `ab` from the same flags (its wrappers are its sides'), `ctx` from lmbench's, `predict` and
+//! `ab` from the same flags (with its rounds), `ctx` from lmbench's, `predict` and
 //! `explain` from theirs; none of them builds another command's arguments.
 
 use std::time::Duration;
 
-use super::args::{split_command, usage};
+use super::args::usage;
 use crate::bench;
 use crate::harness::case::{Benchmark, RingOptions, VariantOptions, default_fork_sizes};
 use crate::harness::placement::{self, Place};
@@ -36,8 +37,6 @@ pub struct Request {
     pub cpu: Option<usize>,
     /// Longest one worker may take, seconds.
     pub timeout_s: Option<f64>,
-    /// The wrapper command line, as given.
-    pub under: Option<String>,
     /// The parent sizes of spawn/fork-rss, MiB.
     pub fork_sizes: Option<Vec<u64>>,
     /// The placements of two-party benchmarks (same, cross, default).
@@ -50,6 +49,27 @@ pub struct Request {
     pub label: Option<String>,
     /// Profile every case (`--profile`).
     pub profile: bool,
+    /// A comparison's rounds (`ab`, `predict`): none for a run.
+    pub rounds: Option<ComparisonRounds>,
+    /// Start a side's wrapper itself on the measuring CPU, not only the worker (`predict`: a
+    /// tracer then runs where the program it prices will run).
+    pub pin_wrapper: bool,
+    /// How long a block of one side's rounds lasts, at least, where a program runs during a
+    /// side (`scheduler::BLOCK_S`; `predict` asks for `PRICE_BLOCK_S`).
+    pub block_s: f64,
+}
+
+/// How many rounds the sides of a comparison take.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ComparisonRounds {
+    /// At least this many rounds per benchmark.
+    pub min: usize,
+    /// Then until the comparison has decided against this noise band (`ab`), within the
+    /// budget; `None`: exactly `min` rounds at least, as a run's repetitions stop (`predict`).
+    pub decide: Option<f64>,
+    /// A program runs during a side: the sides alternate in blocks, and the sequential
+    /// schedule's cap counts blocks.
+    pub in_blocks: bool,
 }
 
 impl Request {
@@ -63,13 +83,15 @@ impl Request {
             quick: false,
             cpu: None,
             timeout_s: None,
-            under: None,
             fork_sizes: None,
             placement: None,
             copies: None,
             events: None,
             label: None,
             profile: false,
+            rounds: None,
+            pin_wrapper: false,
+            block_s: crate::processes::scheduler::BLOCK_S,
         }
     }
 }
@@ -83,15 +105,6 @@ pub fn build(args: &Request) -> anyhow::Result<Plan> {
     let benchmarks = selection.benchmarks;
     let allowed = placement::allowed_cpus();
     let cpu = resolve_cpu(args.cpu, &allowed).map_err(usage)?;
-    let wrapper = args
-        .under
-        .as_deref()
-        .map(|c| split_command("--under", c))
-        .transpose()
-        .map_err(|e| usage(e.0))?;
-    if let Some(w) = &wrapper {
-        super::check_program("--under", w)?;
-    }
     let avail = mem_available_mib();
     let fork_sizes_mib = resolve_fork_sizes(args.fork_sizes.as_deref(), avail).map_err(usage)?;
     let placements = resolve_placements(args.placement.as_deref(), &id_places).map_err(usage)?;
@@ -104,7 +117,10 @@ pub fn build(args: &Request) -> anyhow::Result<Plan> {
         only: selection.cases,
     };
     no_case_unmatched(&benchmarks, &variants).map_err(usage)?;
-    let (sampler, reps) = resolve_sampling(args, &benchmarks, &variants);
+    let (sampler, mut reps) = resolve_sampling(args, &benchmarks, &variants);
+    if let Some(r) = &args.rounds {
+        plan_rounds(&mut reps, r, args.budget_s, args.quick);
+    }
     let events = resolve_events(args.events.as_deref()).map_err(usage)?;
     if args.profile {
         crate::harness::profile::probe(&allowed)
@@ -129,17 +145,57 @@ pub fn build(args: &Request) -> anyhow::Result<Plan> {
             profile: args.profile,
         },
         timeout,
-        wrapper_text: args.under.clone(),
-        wrapper,
         label: args.label.clone(),
         reps,
-        pin_wrapper: false,
+        pin_wrapper: args.pin_wrapper,
         cpu_asked: args.cpu.is_some(),
         quiet: false,
         round_gap: std::time::Duration::ZERO,
-        block_s: crate::processes::scheduler::BLOCK_S,
-        during: None,
+        block_s: args.block_s,
     })
+}
+
+/// ab's longest time on one benchmark, both sides, when --budget is not given, seconds. Enough
+/// here to decide x1.02 on a null system call: its rounds' ratios spread ~4% (fresh processes
+/// sit at one of two levels ~8% apart), so a CI of ±1% at the sequential level needs ~150
+/// rounds, ~25 s with 60 ms repetitions (docs/design-notes.md, "ab decides").
+pub const AB_BUDGET_S: f64 = 40.0;
+
+/// ab's budget with --quick, seconds: x1.05 on a null call decides well within it.
+pub const AB_QUICK_BUDGET_S: f64 = 10.0;
+
+/// A comparison's rounds: at least `rounds.min` (and `stats::sequential::MIN_ROUNDS` where
+/// it decides), then until the comparison has decided against its noise band, or `budget_s`
+/// (both sides' sampling time) ends. With --samples (a fixed total), or without a band to
+/// decide against, the sides take at least `rounds.min` repetitions as a run takes its own.
+/// In blocks (a program runs during a side) the blocks are the pairs the sequential schedule
+/// counts, so its cap (`MAX_ROUNDS`) bounds blocks, not rounds.
+fn plan_rounds(
+    reps: &mut RepetitionPlan,
+    rounds: &ComparisonRounds,
+    budget_s: Option<f64>,
+    quick: bool,
+) {
+    use crate::base::stats::sequential::{MAX_ROUNDS, MIN_ROUNDS};
+    let Some(band) = rounds.decide.filter(|_| reps.fixed_total.is_none()) else {
+        reps.min = reps.min.max(rounds.min);
+        reps.max = reps.max.max(reps.min);
+        return;
+    };
+    let rep_s = reps.rep_ns as f64 / 1e9;
+    let budget = budget_s.unwrap_or(if quick {
+        AB_QUICK_BUDGET_S
+    } else {
+        AB_BUDGET_S
+    });
+    reps.min = rounds.min.max(MIN_ROUNDS);
+    let cap = if rounds.in_blocks {
+        MAX_ROUNDS * crate::processes::scheduler::BLOCK_MAX_ROUNDS
+    } else {
+        MAX_ROUNDS
+    };
+    reps.max = ((budget / (2.0 * rep_s)) as usize).clamp(reps.min, cap);
+    reps.decide = Some(band);
 }
 
 /// A look at the CPUs right before measuring, once the command has accepted every input (so
@@ -416,7 +472,7 @@ mod tests {
     fn args(argv: &[&str]) -> Request {
         let full: Vec<&str> = ["oscost", "run"].iter().chain(argv).copied().collect();
         match Cli::try_parse_from(full).unwrap().command {
-            Some(Verb::Run(a)) => a.request(),
+            Some(Verb::Run(a)) => a.measure.request(),
             _ => unreachable!("a run command line"),
         }
     }

@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use clap::Args;
 
-use super::args::{StoreArgs, split_command, usage};
+use super::args::{StoreArgs, usage};
 use super::check_program;
 use super::session::{self, Live, MeasuringCommand};
 use super::{Command, Given};
@@ -29,9 +29,10 @@ use crate::base::stats;
 use crate::base::stop::Stop;
 use crate::effects::gate::Effects;
 use crate::harness::syscount::{self, ProgramCounts};
+use crate::processes::conditions::{KernelSettings, Side};
 use crate::processes::during::DuringSpec;
 use crate::processes::program::{self, ProcessTimer, RoundsEnd, Timings};
-use crate::processes::scheduler::{self, Side};
+use crate::processes::scheduler;
 use crate::report::predict::PredictionReport;
 
 mod between;
@@ -150,6 +151,9 @@ pub fn program_id(argv: &[String]) -> String {
 /// What the steps of one prediction share.
 struct Ctx<'a> {
     args: &'a PredictArgs,
+    /// The wrapped side: its wrapper and the program during it.
+    side: &'a Side,
+    /// The wrapper's command line, split (empty: none).
     wrapper: Vec<String>,
     during: Option<DuringSpec>,
     cmd_text: String,
@@ -234,23 +238,26 @@ impl Ctx<'_> {
         &self,
         kinds: &[model::Operation],
     ) -> anyhow::Result<(Run, Run, BTreeMap<String, Price>)> {
-        let mut req = super::plan::Request::new(model::prices_needed(kinds));
-        req.cpu = Some(self.cpu);
-        req.quick = self.args.quick;
-        let mut plan = super::plan::build(&req)?;
-        plan.pin_wrapper = true;
-        if self.during.is_some() {
-            plan.block_s = scheduler::PRICE_BLOCK_S;
-            plan.at_least_rounds(PRICE_ROUNDS_DURING);
-        } else {
-            plan.at_least_rounds(3);
-        }
-        let side = Side {
-            wrapper: self.wrapper.clone(),
-            text: Some(self.side_words()),
-            during: self.during.clone(),
+        let during = self.during.is_some();
+        let req = super::plan::Request {
+            cpu: Some(self.cpu),
+            quick: self.args.quick,
+            rounds: Some(super::plan::ComparisonRounds {
+                min: if during { PRICE_ROUNDS_DURING } else { 3 },
+                decide: None,
+                in_blocks: during,
+            }),
+            pin_wrapper: true,
+            block_s: if during {
+                scheduler::PRICE_BLOCK_S
+            } else {
+                scheduler::BLOCK_S
+            },
+            ..super::plan::Request::new(model::prices_needed(kinds))
         };
-        let mut runs = scheduler::measure(&plan, &[Side::default(), side], self.stop, None)?;
+        let plan = super::plan::build(&req)?;
+        let sides = [Side::default(), self.side.clone()];
+        let mut runs = scheduler::measure(&plan, &sides, self.stop, None)?;
         let (rb, ra) = (runs.pop(), runs.pop());
         let (Some(ra), Some(rb)) = (ra, rb) else {
             anyhow::bail!("internal: a comparison measured fewer than two sides");
@@ -526,8 +533,7 @@ impl Command for PredictArgs {
             &mut live,
             &mut Prediction {
                 args: &self,
-                wrapper: vec![],
-                during: None,
+                side: Side::default(),
                 cpu: None,
                 runs: vec![],
                 out: None,
@@ -539,10 +545,8 @@ impl Command for PredictArgs {
 /// `oscost predict`: a wrapper's cost to a program, predicted and measured.
 struct Prediction<'a> {
     args: &'a PredictArgs,
-    /// The wrapper, split (empty: none).
-    wrapper: Vec<String>,
-    /// The program during the wrapped side, checked.
-    during: Option<DuringSpec>,
+    /// The wrapped side (`--under`, `--during`), checked.
+    side: Side,
     /// The measuring CPU of the whole prediction: the pricing benchmarks', the program's.
     cpu: Option<usize>,
     /// Both sides' runs: the priced benchmarks and the program, plain and wrapped.
@@ -553,16 +557,14 @@ struct Prediction<'a> {
 impl MeasuringCommand for Prediction<'_> {
     fn prepare(&mut self, _stop: &Stop) -> anyhow::Result<()> {
         let args = self.args;
-        if let Some(under) = &args.under {
-            self.wrapper = split_command("--under", under).map_err(|e| usage(e.0))?;
-            check_program("--under", &self.wrapper)?;
+        self.side = super::args::SideFlags {
+            wrapper: args.under.clone(),
+            during: args.during.clone(),
+            ready: args.ready.clone(),
+            ready_timeout_s: args.ready_timeout,
+            ..Default::default()
         }
-        self.during = super::args::during_spec(
-            "--during",
-            args.during.as_deref(),
-            args.ready.as_deref(),
-            args.ready_timeout,
-        )?;
+        .side()?;
         check_program("the command", &args.command)?;
         super::plan::asked_cpu(args.cpu)?;
         Ok(())
@@ -576,14 +578,19 @@ impl MeasuringCommand for Prediction<'_> {
     fn measure(
         &mut self,
         _i: usize,
-        _conditions: Option<&session::Conditions>,
-        _switch: Option<&mut crate::effects::settings_guard::Guard>,
+        _settings: Option<KernelSettings<'_>>,
         stop: &Stop,
     ) -> anyhow::Result<()> {
         let ctx = Ctx {
             args: self.args,
-            wrapper: self.wrapper.clone(),
-            during: self.during.clone(),
+            side: &self.side,
+            wrapper: self
+                .side
+                .wrapper
+                .as_ref()
+                .map(|w| w.argv.clone())
+                .unwrap_or_default(),
+            during: self.side.during.clone(),
             cmd_text: shell_words(&self.args.command),
             cpu: self
                 .cpu

@@ -10,12 +10,13 @@ use clap::Args;
 
 use super::args::{OutputArgs, StoreArgs, parse_percent, parse_seconds, parse_size_mib, usage};
 use super::print_table;
-use super::session::{self, Conditions, Live, MeasuringCommand};
+use super::session::{self, Live, MeasuringCommand};
 use super::{Command, Given};
 use crate::base::model::Run;
 use crate::base::model::{Note, NoteKind};
 use crate::bench;
 use crate::effects::gate::Effects;
+use crate::processes::conditions::{KernelSettings, Side};
 use crate::processes::scheduler;
 use crate::{effects::output, report};
 
@@ -187,13 +188,13 @@ impl MeasureArgs {
             quick: self.quick,
             cpu: self.cpu,
             timeout_s: self.timeout,
-            under: None,
             fork_sizes: self.fork_sizes.clone(),
             placement: self.placement.clone(),
             copies: self.copies.clone(),
             events: self.events.clone(),
             label: self.label.clone(),
             profile: self.profile,
+            ..super::plan::Request::new(vec![])
         }
     }
 
@@ -207,21 +208,15 @@ impl MeasureArgs {
 }
 
 impl RunArgs {
-    /// The program to run during the run (`--during`, `--ready`), checked.
-    fn during_spec(&self) -> anyhow::Result<Option<crate::processes::during::DuringSpec>> {
-        super::args::during_spec(
-            "--during",
-            self.during.as_deref(),
-            self.ready.as_deref(),
-            self.ready_timeout,
-        )
-    }
-
-    /// What these flags ask to measure, the wrapper included.
-    pub fn request(&self) -> super::plan::Request {
-        super::plan::Request {
-            under: self.under.clone(),
-            ..self.measure.request()
+    /// The run's one side as its flags name it: `--under`, `--during` (with `--ready`), `--set`.
+    pub fn side_flags(&self) -> super::args::SideFlags {
+        super::args::SideFlags {
+            wrapper: self.under.clone(),
+            during: self.during.clone(),
+            ready: self.ready.clone(),
+            ready_timeout_s: self.ready_timeout,
+            settings: self.set.clone(),
+            ..Default::default()
         }
     }
 }
@@ -229,7 +224,7 @@ impl RunArgs {
 impl Command for RunArgs {
     /// What `run` writes and reads, and the kernel settings it changes, for the gate.
     fn effects(&self) -> Effects {
-        self.measure.effects().sets(&[&self.set])
+        self.measure.effects().sets(&[&self.side_flags().settings])
     }
 
     /// Measure, then save, export, print and report, in the session's order
@@ -247,37 +242,32 @@ impl Command for RunArgs {
             &mut OneRun {
                 args: &self,
                 plan: None,
+                side: Side::default(),
                 run: None,
             },
         )
     }
 }
 
-/// One side's run measured under `conditions` (its wrapper the plan's), marked with them.
+/// The run's one side measured, its run marked with its conditions.
 fn measure_one(
     plan: &scheduler::Plan,
-    conditions: Option<&Conditions>,
-    switch: Option<&mut crate::effects::settings_guard::Guard>,
+    side: &Side,
+    settings: Option<KernelSettings<'_>>,
     stop: &crate::base::stop::Stop,
 ) -> anyhow::Result<Run> {
-    let mut run = scheduler::measure(plan, &[plan.side()], stop, switch)?.remove(0);
-    if let Some(c) = conditions
-        && let Some(side) = c.sides.first()
-    {
-        measured_under(&mut run, &side.given, &c.before, c.settle_s);
-    }
-    Ok(run)
+    Ok(scheduler::measure(plan, std::slice::from_ref(side), stop, settings)?.remove(0))
 }
 
 /// Say, before measuring, the settings a run is measured under.
-fn say_under(conditions: Option<&Conditions>) {
-    if let Some(c) = conditions
-        && let Some(side) = c.sides.first()
+fn say_under(settings: Option<&KernelSettings<'_>>) {
+    if let Some(k) = settings
+        && let Some(side) = k.held.sides.first()
     {
         crate::say!(
             "oscost: measuring under {} (put back when done; {} s settle)",
             side.given.join(" "),
-            c.settle_s
+            k.held.settle_s
         );
     }
 }
@@ -286,6 +276,7 @@ fn say_under(conditions: Option<&Conditions>) {
 struct OneRun<'a> {
     args: &'a RunArgs,
     plan: Option<scheduler::Plan>,
+    side: Side,
     run: Option<Run>,
 }
 
@@ -299,9 +290,8 @@ impl OneRun<'_> {
 
 impl MeasuringCommand for OneRun<'_> {
     fn prepare(&mut self, _stop: &crate::base::stop::Stop) -> anyhow::Result<()> {
-        let mut plan = super::plan::build(&self.args.request())?;
-        plan.during = self.args.during_spec()?;
-        self.plan = Some(plan);
+        self.plan = Some(super::plan::build(&self.args.measure.request())?);
+        self.side = self.args.side_flags().side()?;
         Ok(())
     }
 
@@ -313,12 +303,15 @@ impl MeasuringCommand for OneRun<'_> {
     fn measure(
         &mut self,
         _i: usize,
-        conditions: Option<&Conditions>,
-        switch: Option<&mut crate::effects::settings_guard::Guard>,
+        settings: Option<KernelSettings<'_>>,
         stop: &crate::base::stop::Stop,
     ) -> anyhow::Result<()> {
-        say_under(conditions);
-        let run = measure_one(self.plan()?, conditions, switch, stop)?;
+        say_under(settings.as_ref());
+        let plan = self
+            .plan
+            .as_ref()
+            .ok_or_else(|| anyhow::anyhow!("internal: measured before the plan was built"))?;
+        let run = measure_one(plan, &self.side, settings, stop)?;
         self.run = Some(run);
         Ok(())
     }
@@ -371,32 +364,6 @@ impl MeasuringCommand for OneRun<'_> {
     }
 }
 
-/// Mark `run` as measured under the kernel settings `given` (`settle` seconds after each was
-/// written), with every catalogue value as it was before (`before`).
-fn measured_under(
-    run: &mut Run,
-    given: &[String],
-    before: &std::collections::BTreeMap<String, String>,
-    settle: f64,
-) {
-    run.settings = given.to_vec();
-    // The label is what history, matrix and the pages title a run by: it says the settings
-    // too (as `ab` labels its sides).
-    let set = format!("set {}", given.join(" "));
-    run.label = Some(match run.label.take() {
-        Some(l) => format!("{l} ({set})"),
-        None => set,
-    });
-    run.env.settings = before.clone();
-    run.notes.push(Note::new(
-        NoteKind::Settings,
-        format!(
-            "measured under {} (set by oscost, read back, {settle} s settle, put back after)",
-            given.join(" "),
-        ),
-    ));
-}
-
 /// `--runs N`: N runs measured apart, each a fresh plan (so a busy CPU is looked for anew),
 /// each saved on its own as soon as it ends (an interrupted series keeps the runs it
 /// finished), the settings held over all of them; then each benchmark's run-to-run spread
@@ -404,6 +371,7 @@ fn measured_under(
 struct Series<'a> {
     args: &'a RunArgs,
     plan: Option<scheduler::Plan>,
+    side: Side,
     runs: Vec<Run>,
 }
 
@@ -412,6 +380,7 @@ impl<'a> Series<'a> {
         Series {
             args,
             plan: None,
+            side: Side::default(),
             runs: Vec::new(),
         }
     }
@@ -431,8 +400,10 @@ impl MeasuringCommand for Series<'_> {
             ));
         }
         // Built once now so that a bad request is refused before anything changes.
-        super::plan::build(&self.args.request())?;
-        self.args.during_spec()?;
+        super::plan::build(&self.args.measure.request())?;
+        // Each run of the series measured under the same side (a program during is started
+        // and stopped with each run).
+        self.side = self.args.side_flags().side()?;
         Ok(())
     }
 
@@ -441,9 +412,7 @@ impl MeasuringCommand for Series<'_> {
     }
 
     fn settle(&mut self, _i: usize) -> anyhow::Result<()> {
-        let mut plan = super::plan::build(&self.args.request())?;
-        // Each run of the series measured during the program, started and stopped with it.
-        plan.during = self.args.during_spec()?;
+        let mut plan = super::plan::build(&self.args.measure.request())?;
         super::plan::settle_cpu(&mut plan);
         self.plan = Some(plan);
         Ok(())
@@ -452,18 +421,17 @@ impl MeasuringCommand for Series<'_> {
     fn measure(
         &mut self,
         i: usize,
-        conditions: Option<&Conditions>,
-        switch: Option<&mut crate::effects::settings_guard::Guard>,
+        settings: Option<KernelSettings<'_>>,
         stop: &crate::base::stop::Stop,
     ) -> anyhow::Result<()> {
         if i == 0 {
-            say_under(conditions);
+            say_under(settings.as_ref());
         }
         let plan = self
             .plan
             .as_ref()
             .ok_or_else(|| anyhow::anyhow!("internal: measured before the plan was built"))?;
-        let mut run = measure_one(plan, conditions, switch, stop)?;
+        let mut run = measure_one(plan, &self.side, settings, stop)?;
         let n = self.count();
         run.notes.push(Note::new(
             NoteKind::Series { run: i + 1, of: n },

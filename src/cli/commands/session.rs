@@ -8,11 +8,12 @@
 //!    plan) refused before anything changes;
 //! 3. the store proven (created when new): a run that cannot be saved is found before minutes
 //!    of measuring, and nothing has been changed to put back yet;
-//! 4. the sides' conditions held: kernel settings checked, handed to a guard process that
-//!    outlives a SIGKILL, and tried once (`commands::kernel_settings`);
+//! 4. the sides' kernel settings held: checked, handed to a guard process that outlives a
+//!    SIGKILL, and tried once (`commands::kernel_settings`);
 //! 5. each measurement (one; N in a series): the CPU settled, then measured, each side's
-//!    conditions switched to before each of its repetitions;
-//! 6. the conditions put back after the last measurement, whatever it returned, before
+//!    conditions (`processes::conditions`, the held settings lent to it) entered before each
+//!    of its repetitions;
+//! 6. the settings put back after the last measurement, whatever it returned, before
 //!    anything is saved or written (and on every error path; the guard's drop and the guard
 //!    process are the backstops);
 //! 7. a signal before the save discards the measurement (nothing saved, nothing written);
@@ -26,25 +27,12 @@
 //! recording fake in the tests), the command's own parts behind `MeasuringCommand`, so the
 //! order is written once (`run`) and tested once, on fakes (`session/tests.rs`).
 
-use std::collections::BTreeMap;
-
 use crate::base::model::Run;
 use crate::base::stop::{Interrupted, Stop};
 use crate::effects::gate::Passed;
-use crate::effects::settings_guard::{Guard, SideSettings};
+use crate::effects::settings_guard::Guard;
 use crate::effects::store::Store;
-
-/// What the sides are measured under, besides their wrappers: each side's kernel settings,
-/// every catalogue setting as it read before anything changed, and the settle time.
-#[derive(Debug, Clone, Default)]
-pub struct Conditions {
-    /// Each side's settings (side 0 is a run's one side, or A).
-    pub sides: Vec<SideSettings>,
-    /// Every catalogue setting as it read before anything was changed.
-    pub before: BTreeMap<String, String>,
-    /// Seconds waited after a setting is written.
-    pub settle_s: f64,
-}
+use crate::processes::conditions::{HeldSettings, KernelSettings};
 
 /// The effects a session orders around a measurement: `Live` on a machine, a fake in tests.
 pub trait Surroundings {
@@ -53,11 +41,11 @@ pub trait Surroundings {
     /// Step 3: the store saved into proven (and created when new); nothing when the command
     /// saves nothing.
     fn prove_store(&mut self) -> anyhow::Result<()>;
-    /// Step 4: the kernel settings of the sides checked, guarded and tried; `None` when the
+    /// Step 4: the kernel settings of the sides checked, guarded and tried; false when the
     /// command sets none.
-    fn hold_conditions(&mut self) -> anyhow::Result<Option<Conditions>>;
-    /// What switches the sides' settings during measuring (`None`: nothing to switch).
-    fn switch(&mut self) -> Option<&mut Guard>;
+    fn hold_settings(&mut self) -> anyhow::Result<bool>;
+    /// The settings held, lent to a measurement with what switches them (`None`: none held).
+    fn settings(&mut self) -> Option<KernelSettings<'_>>;
     /// Step 6: everything held put back; what would not go back, in words. A second call
     /// finds nothing held.
     fn put_back(&mut self) -> Vec<String>;
@@ -82,13 +70,12 @@ pub trait MeasuringCommand {
     }
     /// Step 5, first half: look at the CPUs (`plan::settle_cpu`) for measurement `i`.
     fn settle(&mut self, i: usize) -> anyhow::Result<()>;
-    /// Step 5: measurement `i`, under `conditions` (switched by `switch` before each
-    /// repetition of a side), its runs marked with them.
+    /// Step 5: measurement `i`, its sides under the kernel settings held (`settings`,
+    /// switched before each repetition of a side), its runs marked with them.
     fn measure(
         &mut self,
         i: usize,
-        conditions: Option<&Conditions>,
-        switch: Option<&mut Guard>,
+        settings: Option<KernelSettings<'_>>,
         stop: &Stop,
     ) -> anyhow::Result<()>;
     /// The runs measurement `i` gave, saved together.
@@ -118,10 +105,10 @@ pub fn run(s: &mut dyn Surroundings, m: &mut dyn MeasuringCommand) -> anyhow::Re
     let stop = s.guard_processes()?;
     m.prepare(&stop)?;
     s.prove_store()?;
-    let conditions = s.hold_conditions()?;
+    s.hold_settings()?;
     let mut late = Vec::new();
-    let measured = measure_all(s, m, conditions.as_ref(), &stop, &mut late);
-    // On the error paths the conditions are still held: put back now, and said, since no
+    let measured = measure_all(s, m, &stop, &mut late);
+    // On the error paths the settings are still held: put back now, and said, since no
     // table follows.
     for l in s.put_back() {
         crate::say!("oscost: {l}");
@@ -132,12 +119,11 @@ pub fn run(s: &mut dyn Surroundings, m: &mut dyn MeasuringCommand) -> anyhow::Re
     Ok(code.max(super::conclude(&m.all_runs(), &late)))
 }
 
-/// Steps 5 to 8 for every measurement: the saves made, as (ids, store); the conditions put
+/// Steps 5 to 8 for every measurement: the saves made, as (ids, store); the settings put
 /// back once the last has measured. An error names the runs saved before it.
 fn measure_all(
     s: &mut dyn Surroundings,
     m: &mut dyn MeasuringCommand,
-    conditions: Option<&Conditions>,
     stop: &Stop,
     late: &mut Vec<String>,
 ) -> anyhow::Result<Vec<(Vec<i64>, String)>> {
@@ -145,9 +131,7 @@ fn measure_all(
     let mut saved: Vec<(Vec<i64>, String)> = Vec::new();
     for i in 0..n {
         let last = i + 1 == n;
-        let measured = m
-            .settle(i)
-            .and_then(|()| m.measure(i, conditions, s.switch(), stop));
+        let measured = m.settle(i).and_then(|()| m.measure(i, s.settings(), stop));
         if last {
             late.extend(s.put_back());
         }
@@ -206,6 +190,7 @@ pub struct Live {
     settle_s: f64,
     store: Option<Store>,
     guard: Option<Guard>,
+    held: HeldSettings,
 }
 
 impl Live {
@@ -218,6 +203,7 @@ impl Live {
             settle_s,
             store: None,
             guard: None,
+            held: HeldSettings::default(),
         }
     }
 }
@@ -234,21 +220,26 @@ impl Surroundings for Live {
         Ok(())
     }
 
-    fn hold_conditions(&mut self) -> anyhow::Result<Option<Conditions>> {
+    fn hold_settings(&mut self) -> anyhow::Result<bool> {
         let Some((guard, sides, before)) = super::kernel_settings(&mut self.passed, self.settle_s)?
         else {
-            return Ok(None);
+            return Ok(false);
         };
         self.guard = Some(guard);
-        Ok(Some(Conditions {
+        self.held = HeldSettings {
             sides,
             before,
             settle_s: self.settle_s,
-        }))
+        };
+        Ok(true)
     }
 
-    fn switch(&mut self) -> Option<&mut Guard> {
-        self.guard.as_mut()
+    fn settings(&mut self) -> Option<KernelSettings<'_>> {
+        let guard = self.guard.as_mut()?;
+        Some(KernelSettings {
+            held: &self.held,
+            guard,
+        })
     }
 
     fn put_back(&mut self) -> Vec<String> {

@@ -2,12 +2,13 @@
 //! still sampling, the sides alternating, in blocks where switching sides starts and stops a
 //! program; and the stop rule asked after each round or block (`judge`, `decided`).
 
-use super::sides::{Sides, Stopped};
+use super::sides::Sides;
 use super::{MeasuredSide, Plan, Track, rep_options, sampling_ns};
 use crate::analysis::RepRun;
 use crate::base::model::RepetitionStop;
 use crate::base::stop::Stop;
 use crate::harness::runner::WorkerOptions;
+use crate::processes::conditions::Stopped;
 
 /// How long a block of one side's rounds lasts, at least, where switching sides starts and
 /// stops a program (`--during`). Each block is one pair of the comparison

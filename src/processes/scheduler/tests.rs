@@ -3,6 +3,7 @@
 use super::sides::Repeater;
 use super::*;
 use crate::base::stop::Interrupted;
+use crate::processes::conditions::{Condition, Launch};
 use std::cell::RefCell;
 
 use crate::harness::case::BenchError;
@@ -30,7 +31,8 @@ struct Fake<'a> {
 }
 
 impl Repeater for Fake<'_> {
-    fn repeat(&self, b: &Benchmark, opts: &WorkerOptions) -> Result<Vec<CaseResult>, Stopped> {
+    fn repeat(&self, b: &Benchmark, launch: &Launch) -> Result<Vec<CaseResult>, Stopped> {
+        let opts = &launch.opts;
         if Some(self.log.borrow().len()) == self.interrupt_at {
             return Err(Interrupted(libc::SIGINT).into());
         }
@@ -115,8 +117,6 @@ fn plan(ids: &[&str], fixed_total: Option<usize>) -> Plan {
             profile: false,
         },
         timeout: Duration::from_secs(1),
-        wrapper: None,
-        wrapper_text: None,
         label: None,
         reps: RepetitionPlan {
             min: 5,
@@ -132,7 +132,6 @@ fn plan(ids: &[&str], fixed_total: Option<usize>) -> Plan {
         quiet: false,
         round_gap: std::time::Duration::ZERO,
         block_s: crate::processes::scheduler::BLOCK_S,
-        during: None,
     }
 }
 
@@ -351,7 +350,7 @@ fn repetitions_shrink_with_the_suite_and_stop_where_asked() {
 
 #[test]
 fn a_condition_that_did_not_hold_is_its_own_error_not_a_signal() {
-    let e = Stopped::ConditionFailed(crate::effects::settings_guard::NotHeld::NotKept {
+    let e = Stopped::SettingNotHeld(crate::effects::settings_guard::NotHeld::NotKept {
         setting: "thp".into(),
         value: "always".into(),
         kept: "madvise".into(),
@@ -383,7 +382,7 @@ fn a_block_holds_rounds_for_the_plans_block_time() {
     assert_eq!(super::rounds_per_block(&p, 2), 1);
 }
 
-/// Sides that alternate in blocks, as a program run during one makes them (`WithDuring`),
+/// Sides that alternate in blocks, as a program run during one makes them (`conditions::during`),
 /// without a program.
 struct Blocked<'a>(Plain<'a>);
 
@@ -452,4 +451,106 @@ fn in_blocks_the_stop_rule_looks_at_blocks_not_rounds() {
         (&log[29][..], &log[30][..]),
         ("B syscall/getppid", "A syscall/getppid")
     );
+}
+
+/// A condition that logs each call, and names the wrapper of the launch it enters.
+struct Logged<'a> {
+    name: &'static str,
+    log: &'a RefCell<Vec<String>>,
+    /// `held` fails on this side.
+    fails_on: Option<usize>,
+}
+
+impl Condition for Logged<'_> {
+    fn words(&self, side: usize) -> Option<String> {
+        Some(format!("{} {side}", self.name))
+    }
+
+    fn enter(&mut self, side: usize, launch: &mut Launch) -> Result<(), Stopped> {
+        self.log
+            .borrow_mut()
+            .push(format!("enter {} {side}", self.name));
+        launch.wrapper.push(self.name.to_string());
+        Ok(())
+    }
+
+    fn held(&mut self, side: usize) -> Result<(), Stopped> {
+        self.log
+            .borrow_mut()
+            .push(format!("held {} {side}", self.name));
+        match self.fails_on {
+            Some(s) if s == side => {
+                Err(crate::processes::during::DuringFailed("gone".into()).into())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn finish(&mut self) -> Result<(), Stopped> {
+        self.log.borrow_mut().push(format!("finish {}", self.name));
+        Err(crate::processes::during::DuringFailed(self.name.into()).into())
+    }
+}
+
+/// A repeater that logs the launch it is given.
+struct LaunchLog<'a>(&'a RefCell<Vec<String>>);
+
+impl Repeater for LaunchLog<'_> {
+    fn repeat(&self, b: &Benchmark, launch: &Launch) -> Result<Vec<CaseResult>, Stopped> {
+        self.0.borrow_mut().push(format!(
+            "repeat {} under {}",
+            b.id,
+            launch.wrapper.join(" ")
+        ));
+        Ok(vec![])
+    }
+}
+
+#[test]
+fn a_side_enters_its_conditions_in_order_then_repeats_then_asks_each_whether_it_held() {
+    let log = RefCell::new(vec![]);
+    let repeater = LaunchLog(&log);
+    let mut conditions: Vec<Box<dyn Condition + '_>> = vec![
+        Box::new(Logged {
+            name: "w",
+            log: &log,
+            fails_on: None,
+        }),
+        Box::new(Logged {
+            name: "s",
+            log: &log,
+            fails_on: Some(1),
+        }),
+    ];
+    assert_eq!(
+        crate::processes::conditions::side_words(&conditions, 1).as_deref(),
+        Some("w 1 + s 1")
+    );
+    let mut sides = Conditioned {
+        repeater: &repeater,
+        count: 2,
+        conditions: &mut conditions,
+    };
+    let b = crate::bench::find("syscall/getppid").unwrap();
+    let opts = plan(&["syscall/getppid"], None).opts;
+    sides.repeat(0, b, &opts).unwrap();
+    assert_eq!(
+        *log.borrow(),
+        [
+            "enter w 0",
+            "enter s 0",
+            "repeat syscall/getppid under w s",
+            "held w 0",
+            "held s 0"
+        ]
+    );
+    // A condition that did not hold ends the measurement with its reason.
+    log.borrow_mut().clear();
+    let e = sides.repeat(1, b, &opts).unwrap_err();
+    assert!(matches!(e, Stopped::DuringFailed(_)), "{e:?}");
+    // Finishing finishes every condition, also after the first fails, and says the first.
+    log.borrow_mut().clear();
+    let e = sides.finish().unwrap_err();
+    assert_eq!(e.to_string(), "w");
+    assert_eq!(*log.borrow(), ["finish w", "finish s"]);
 }

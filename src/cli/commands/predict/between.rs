@@ -47,8 +47,10 @@ pub(super) fn run(args: &PredictArgs, from: &str, to: &str) -> anyhow::Result<i3
     super::check_program("the command", &args.command)?;
     let stop = crate::effects::signals::on_interrupt()?;
     let cpu = crate::cli::commands::plan::measuring_cpu(args.cpu)?;
+    let plain = crate::processes::conditions::Side::default();
     let ctx = Ctx {
         args,
+        side: &plain,
         wrapper: vec![],
         during: None,
         cmd_text: shell_words(&args.command),

@@ -35,7 +35,22 @@ struct FakeSurroundings {
     script: Script,
     stop: Stop,
     held: bool,
+    settings: HeldSettings,
+    switch: NoSwitch,
     next_id: i64,
+}
+
+/// Settings that are never switched: the session only lends them.
+struct NoSwitch;
+
+impl crate::processes::conditions::Switch for NoSwitch {
+    fn apply(&mut self, _i: usize) -> Result<(), crate::effects::settings_guard::NotHeld> {
+        Ok(())
+    }
+
+    fn task_settings(&self, _i: usize) -> Vec<(String, String)> {
+        vec![]
+    }
 }
 
 impl Surroundings for FakeSurroundings {
@@ -52,20 +67,23 @@ impl Surroundings for FakeSurroundings {
         Ok(())
     }
 
-    fn hold_conditions(&mut self) -> anyhow::Result<Option<Conditions>> {
+    fn hold_settings(&mut self) -> anyhow::Result<bool> {
         if !self.script.conditions {
-            return Ok(None);
+            return Ok(false);
         }
         self.log.borrow_mut().push("hold conditions".into());
         if self.script.refuse_conditions {
             anyhow::bail!("a setting was refused");
         }
         self.held = true;
-        Ok(Some(Conditions::default()))
+        Ok(true)
     }
 
-    fn switch(&mut self) -> Option<&mut Guard> {
-        None
+    fn settings(&mut self) -> Option<KernelSettings<'_>> {
+        self.held.then_some(KernelSettings {
+            held: &self.settings,
+            guard: &mut self.switch,
+        })
     }
 
     fn put_back(&mut self) -> Vec<String> {
@@ -126,11 +144,10 @@ impl MeasuringCommand for FakeMeasurement {
     fn measure(
         &mut self,
         i: usize,
-        conditions: Option<&Conditions>,
-        _switch: Option<&mut Guard>,
+        settings: Option<KernelSettings<'_>>,
         stop: &Stop,
     ) -> anyhow::Result<()> {
-        let under = if conditions.is_some() { " under" } else { "" };
+        let under = if settings.is_some() { " under" } else { "" };
         self.log.borrow_mut().push(format!("measure {i}{under}"));
         if self.script.signal_in_measure == Some(i) {
             stop.raise(libc::SIGTERM);
@@ -183,6 +200,8 @@ fn session(script: Script) -> (anyhow::Result<i32>, Vec<String>) {
         script: script.clone(),
         stop: Stop::never(),
         held: false,
+        settings: HeldSettings::default(),
+        switch: NoSwitch,
         next_id: 6,
     };
     let mut m = FakeMeasurement {

@@ -2,7 +2,7 @@
 //! each condition it has; a measurement turns its sides into a list of `Condition`s
 //! (`of`), one per kind, each in a file of its own: the wrapper its workers start under
 //! (`wrapper`), the kernel settings switched to before its repetitions (`settings`), a program
-//! run during it (`during`). The scheduler knows only the
+//! run during it (`during`), the CPU it is measured on (`cpu`). The scheduler knows only the
 //! trait: before each repetition of a side it enters every condition in order (each may
 //! change how the worker is launched, `Launch`), measures, asks each whether it still held,
 //! and once measuring is over finishes them; each then marks the side's run with what it was
@@ -18,6 +18,7 @@ use crate::base::stop::{Interrupted, Stop};
 use crate::harness::runner::WorkerOptions;
 use crate::processes::during::DuringSpec;
 
+pub mod cpu;
 pub mod during;
 pub mod settings;
 #[cfg(test)]
@@ -37,6 +38,8 @@ pub struct Side {
     /// A program run during the side (`--during`, `--a-during`), started before each block
     /// of its repetitions and stopped after.
     pub during: Option<DuringSpec>,
+    /// The CPU the side is measured on, where it is not the plan's (`ab --a-cpu/--b-cpu`).
+    pub cpu: Option<usize>,
 }
 
 /// How one repetition's worker is started: the command it runs under and its options, as
@@ -124,7 +127,7 @@ pub trait Condition {
 
 /// The conditions of `sides`, one per kind some side has, in the order they are entered:
 /// the wrapper, the program during (started before the settings are switched, as it would
-/// run on a system set so), and the kernel settings (`settings`, the session's).
+/// run on a system set so), the kernel settings (`settings`, the session's), the CPU.
 /// `started` is the run's start, which the program's spans are timed from.
 pub fn of<'a>(
     sides: &[Side],
@@ -145,6 +148,9 @@ pub fn of<'a>(
     }
     if let Some(s) = settings {
         out.push(Box::new(s));
+    }
+    if sides.iter().any(|s| s.cpu.is_some()) {
+        out.push(Box::new(cpu::MeasuringCpus::of(sides)));
     }
     out
 }

@@ -50,6 +50,14 @@ pub struct AbArgs {
     /// [default: 60].
     #[arg(long, value_name = "SECS", value_parser = super::args::parse_seconds)]
     pub ready_timeout: Option<f64>,
+    /// The CPU side A is measured on [default: the measuring CPU, --cpu]: with --b-cpu, two
+    /// CPUs of this machine compared in alternation (an isolated CPU and a housekeeping one,
+    /// SMT siblings, a big core and a little one).
+    #[arg(long = "a-cpu", value_name = "N")]
+    pub a_cpu: Option<usize>,
+    /// The CPU side B is measured on [default: the measuring CPU, --cpu].
+    #[arg(long = "b-cpu", value_name = "N")]
+    pub b_cpu: Option<usize>,
     /// At least this many rounds per benchmark (a round: one A and one B repetition, each a
     /// fresh worker). The comparison is first asked whether it has decided after 10 rounds,
     /// or K if more (below 10 a round-to-round spread is mostly chance); with --samples, the
@@ -70,17 +78,32 @@ impl AbArgs {
     /// Sides A and B as their flags name them (the program-during's readiness is shared).
     fn side_flags(&self) -> [SideFlags; 2] {
         let side =
-            |names, wrapper: &Option<String>, during: &Option<String>, set: &[String]| SideFlags {
-                names,
-                wrapper: wrapper.clone(),
-                during: during.clone(),
-                ready: self.ready.clone(),
-                ready_timeout_s: self.ready_timeout,
-                settings: set.to_vec(),
+            |names, wrapper: &Option<String>, during: &Option<String>, cpu, set: &[String]| {
+                SideFlags {
+                    names,
+                    wrapper: wrapper.clone(),
+                    during: during.clone(),
+                    ready: self.ready.clone(),
+                    ready_timeout_s: self.ready_timeout,
+                    cpu,
+                    settings: set.to_vec(),
+                }
             };
         [
-            side(SideFlagNames::A, &self.a, &self.a_during, &self.a_set),
-            side(SideFlagNames::B, &self.b, &self.b_during, &self.b_set),
+            side(
+                SideFlagNames::A,
+                &self.a,
+                &self.a_during,
+                self.a_cpu,
+                &self.a_set,
+            ),
+            side(
+                SideFlagNames::B,
+                &self.b,
+                &self.b_during,
+                self.b_cpu,
+                &self.b_set,
+            ),
         ]
     }
 }

@@ -249,13 +249,15 @@ pub fn during_spec(
 }
 
 /// The flags that name one side's conditions, by command: `run` and `predict` say `--under`
-/// and `--during`, `ab` `--a`/`--a-during` and the same for B.
+/// and `--during`, `ab` `--a`/`--a-during`/`--a-cpu` and the same for B.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SideFlagNames {
     /// The wrapper's flag.
     pub wrapper: &'static str,
     /// The program-during's flag.
     pub during: &'static str,
+    /// The measuring CPU's flag.
+    pub cpu: &'static str,
 }
 
 impl SideFlagNames {
@@ -263,16 +265,19 @@ impl SideFlagNames {
     pub const ONE: SideFlagNames = SideFlagNames {
         wrapper: "--under",
         during: "--during",
+        cpu: "--cpu",
     };
     /// `ab`'s side A.
     pub const A: SideFlagNames = SideFlagNames {
         wrapper: "--a",
         during: "--a-during",
+        cpu: "--a-cpu",
     };
     /// `ab`'s side B.
     pub const B: SideFlagNames = SideFlagNames {
         wrapper: "--b",
         during: "--b-during",
+        cpu: "--b-cpu",
     };
 }
 
@@ -297,6 +302,8 @@ pub struct SideFlags {
     pub ready: Option<String>,
     /// The longest wait for it to be ready, seconds.
     pub ready_timeout_s: Option<f64>,
+    /// The CPU the side is measured on, where it is not the command's.
+    pub cpu: Option<usize>,
     /// Its kernel settings, NAME=VALUE.
     pub settings: Vec<String>,
 }
@@ -324,7 +331,22 @@ impl SideFlags {
             self.ready.as_deref(),
             self.ready_timeout_s,
         )?;
-        Ok(crate::processes::conditions::Side { wrapper, during })
+        if let Some(c) = self.cpu {
+            let allowed = crate::harness::placement::allowed_cpus();
+            if !allowed.contains(&c) {
+                let list: Vec<String> = allowed.iter().map(usize::to_string).collect();
+                return Err(usage(format!(
+                    "{} {c}: not an allowed CPU; allowed: {}",
+                    n.cpu,
+                    list.join(",")
+                )));
+            }
+        }
+        Ok(crate::processes::conditions::Side {
+            wrapper,
+            during,
+            cpu: self.cpu,
+        })
     }
 }
 

@@ -62,6 +62,25 @@ fn a_wrapper_starts_its_sides_workers_under_it_and_names_the_run() {
     assert!(!w.blocks());
 }
 
+#[test]
+fn a_side_of_its_own_cpu_is_measured_there_and_the_other_where_the_plan_says() {
+    let sides = [
+        Side::default(),
+        Side {
+            cpu: Some(5),
+            ..Side::default()
+        },
+    ];
+    let mut c = cpu::MeasuringCpus::of(&sides);
+    let mut l = launch();
+    let plan_cpu = l.opts.cpu;
+    c.enter(0, &mut l).unwrap();
+    assert_eq!(l.opts.cpu, plan_cpu);
+    c.enter(1, &mut l).unwrap();
+    assert_eq!(l.opts.cpu, 5);
+    assert_eq!((c.words(0), c.words(1).as_deref()), (None, Some("CPU 5")));
+}
+
 /// A switch that logs what it is asked, and refuses side 2.
 #[derive(Default)]
 struct LoggedSwitch(Vec<usize>);

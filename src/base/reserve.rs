@@ -8,7 +8,7 @@
 //! what follows it (merging the repetitions, encoding the run, the save) has that much room.
 //! `spent` says afterwards that it happened, so the command can say memory ran short, and
 //! `short` (spent, or never mapped because memory was short from the start) makes a command
-//! write its runs to disk before it tries to save them (`commands::save_or_keep`). A second
+//! write its runs to disk before it tries to save them (`commands::session::save_or_keep`). A second
 //! failure, with the reserve gone, aborts as before: the reserve buys one margin, not a
 //! guarantee. Large buffers whose failure is expected (a PNG's bitmap) use `try_reserve` and
 //! fail with a message instead.

@@ -229,7 +229,7 @@ impl MeasuringCommand for Ab<'_> {
             write_comparison_page(&cmp, d, stop, late);
         }
         // A signal by now ends the command before the comparison's files are written.
-        super::after_save(stop, saved.map(str::to_string))?;
+        super::session::after_save(stop, saved.map(str::to_string))?;
         finish(&cmp, &self.args.compare, &self.args.measure.outputs)
     }
 

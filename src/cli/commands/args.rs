@@ -85,34 +85,71 @@ pub struct OutputArgs {
     pub openmetrics: Option<PathBuf>,
 }
 
+/// A file format a command can write (`OutputArgs`): what the one table of formats
+/// (`OutputArgs::formats`) names, for the gate's declaration, the paths and the exporters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// `--json`.
+    Json,
+    /// `--csv`.
+    Csv,
+    /// `--markdown`.
+    Markdown,
+    /// `--bmf`.
+    Bmf,
+    /// `--github-benchmark`.
+    GithubBenchmark,
+    /// `--kcidb`.
+    Kcidb,
+    /// `--junit`.
+    Junit,
+    /// `--openmetrics`.
+    OpenMetrics,
+}
+
+impl Format {
+    /// Its flag, as the gate and the messages name it.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Format::Json => "--json",
+            Format::Csv => "--csv",
+            Format::Markdown => "--markdown",
+            Format::Bmf => "--bmf",
+            Format::GithubBenchmark => "--github-benchmark",
+            Format::Kcidb => "--kcidb",
+            Format::Junit => "--junit",
+            Format::OpenMetrics => "--openmetrics",
+        }
+    }
+}
+
 impl OutputArgs {
+    /// The one table of formats: each with the path its flag gave, in flag order. The gate's
+    /// declaration, the paths and the exporters (`commands::exporters`) iterate it, so a new
+    /// format is a field, a `Format` and a row here (a test checks every flag has its row).
+    pub fn formats(&self) -> [(Format, Option<&PathBuf>); 8] {
+        [
+            (Format::Json, self.json.as_ref()),
+            (Format::Csv, self.csv.as_ref()),
+            (Format::Markdown, self.markdown.as_ref()),
+            (Format::Bmf, self.bmf.as_ref()),
+            (Format::GithubBenchmark, self.github_benchmark.as_ref()),
+            (Format::Kcidb, self.kcidb.as_ref()),
+            (Format::Junit, self.junit.as_ref()),
+            (Format::OpenMetrics, self.openmetrics.as_ref()),
+        ]
+    }
+
     /// The files these flags write, declared to the gate.
     pub fn declare(&self, e: crate::effects::gate::Effects) -> crate::effects::gate::Effects {
-        e.writes("--json", self.json.as_ref())
-            .writes("--csv", self.csv.as_ref())
-            .writes("--markdown", self.markdown.as_ref())
-            .writes("--bmf", self.bmf.as_ref())
-            .writes("--github-benchmark", self.github_benchmark.as_ref())
-            .writes("--kcidb", self.kcidb.as_ref())
-            .writes("--junit", self.junit.as_ref())
-            .writes("--openmetrics", self.openmetrics.as_ref())
+        self.formats()
+            .into_iter()
+            .fold(e, |e, (f, p)| e.writes(f.flag(), p))
     }
 
     /// The paths given, in flag order.
     pub fn paths(&self) -> Vec<&PathBuf> {
-        [
-            &self.json,
-            &self.csv,
-            &self.markdown,
-            &self.bmf,
-            &self.github_benchmark,
-            &self.kcidb,
-            &self.junit,
-            &self.openmetrics,
-        ]
-        .into_iter()
-        .flatten()
-        .collect()
+        self.formats().into_iter().filter_map(|(_, p)| p).collect()
     }
 }
 
@@ -353,6 +390,43 @@ impl SideFlags {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_output_flag_has_its_row_in_the_table_of_formats() {
+        #[derive(clap::Parser)]
+        struct Outputs {
+            #[command(flatten)]
+            o: OutputArgs,
+        }
+        let cmd = <Outputs as clap::CommandFactory>::command();
+        let flags: Vec<String> = cmd
+            .get_arguments()
+            .filter_map(|a| a.get_long())
+            .map(|l| format!("--{l}"))
+            .collect();
+        let o = OutputArgs::default();
+        let rows: Vec<&str> = o.formats().iter().map(|(f, _)| f.flag()).collect();
+        assert_eq!(flags, rows);
+        // Each row's path is its own flag's.
+        let p = |s: &str| Some(PathBuf::from(s));
+        let o = OutputArgs {
+            json: p("j"),
+            openmetrics: p("o"),
+            ..Default::default()
+        };
+        let given: Vec<(&str, &PathBuf)> = o
+            .formats()
+            .into_iter()
+            .filter_map(|(f, p)| Some((f.flag(), p?)))
+            .collect();
+        assert_eq!(
+            given,
+            [
+                ("--json", &PathBuf::from("j")),
+                ("--openmetrics", &PathBuf::from("o"))
+            ]
+        );
+    }
     use crate::base::text::printable;
 
     #[test]

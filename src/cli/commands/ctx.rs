@@ -104,7 +104,7 @@ impl Command for CtxArgs {
         let (text, notes) = report::xgraph::lat_ctx(&run);
         crate::say_part!("{notes}");
         print_stdout(&text)?;
-        Ok(super::conclude(&[&run], &late))
+        Ok(super::session::conclude(&[&run], &late))
     }
 }
 

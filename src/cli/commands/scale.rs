@@ -87,6 +87,6 @@ impl Command for ScaleArgs {
         let (text, notes) = report::wis::table(&run, id);
         crate::say_part!("{notes}");
         print_stdout(&text)?;
-        Ok(super::conclude(&[&run], &late))
+        Ok(super::session::conclude(&[&run], &late))
     }
 }

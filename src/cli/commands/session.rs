@@ -9,7 +9,7 @@
 //! 3. the store proven (created when new): a run that cannot be saved is found before minutes
 //!    of measuring, and nothing has been changed to put back yet;
 //! 4. the sides' kernel settings held: checked, handed to a guard process that outlives a
-//!    SIGKILL, and tried once (`commands::kernel_settings`);
+//!    SIGKILL, and tried once (`session::kernel_settings`);
 //! 5. each measurement (one; N in a series): the CPU settled, then measured, each side's
 //!    conditions (`processes::conditions`, the held settings lent to it) entered before each
 //!    of its repetitions;
@@ -33,6 +33,9 @@ use crate::effects::gate::Passed;
 use crate::effects::settings_guard::Guard;
 use crate::effects::store::Store;
 use crate::processes::conditions::{HeldSettings, KernelSettings};
+
+mod steps;
+pub use steps::{Guarded, after_save, conclude, kernel_settings, save_or_keep};
 
 /// The effects a session orders around a measurement: `Live` on a machine, a fake in tests.
 pub trait Surroundings {
@@ -115,8 +118,8 @@ pub fn run(s: &mut dyn Surroundings, m: &mut dyn MeasuringCommand) -> anyhow::Re
     }
     let saved = saved_text(&measured?);
     let code = m.deliver(saved.as_deref(), &stop, &mut late)?;
-    super::after_save(&stop, saved)?;
-    Ok(code.max(super::conclude(&m.all_runs(), &late)))
+    after_save(&stop, saved)?;
+    Ok(code.max(conclude(&m.all_runs(), &late)))
 }
 
 /// Steps 5 to 8 for every measurement: the saves made, as (ids, store); the settings put
@@ -221,8 +224,7 @@ impl Surroundings for Live {
     }
 
     fn hold_settings(&mut self) -> anyhow::Result<bool> {
-        let Some((guard, sides, before)) = super::kernel_settings(&mut self.passed, self.settle_s)?
-        else {
+        let Some((guard, sides, before)) = kernel_settings(&mut self.passed, self.settle_s)? else {
             return Ok(false);
         };
         self.guard = Some(guard);
@@ -255,7 +257,7 @@ impl Surroundings for Live {
         let Some(store) = self.store.as_mut() else {
             return Ok(None);
         };
-        Ok(super::save_or_keep(store, runs, stop, late)?.map(|ids| (ids, store.shown())))
+        Ok(save_or_keep(store, runs, stop, late)?.map(|ids| (ids, store.shown())))
     }
 }
 

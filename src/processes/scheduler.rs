@@ -447,7 +447,7 @@ pub fn measure(
     let names: Vec<String> = (0..sides.len())
         .map(|i| conditions::side_words(&conditions, i).unwrap_or_else(|| "(nothing)".into()))
         .collect();
-    say_measuring(plan, &s, &names, sides[0].wrapper.as_ref());
+    say_measuring(plan, &s, &names, sides);
     let mut measuring = Conditioned {
         repeater: &coordinator,
         count: sides.len(),
@@ -509,25 +509,25 @@ fn case_levels(tracks: &[Track]) -> CaseLevels {
 
 /// What is about to be measured, on stderr: a run's plan (and its wrapper), or a
 /// comparison's sides by `names`.
-fn say_measuring(
-    plan: &Plan,
-    s: &RunSetup,
-    names: &[String],
-    wrapper: Option<&conditions::Wrapper>,
-) {
+fn say_measuring(plan: &Plan, s: &RunSetup, names: &[String], sides: &[Side]) {
     if plan.quiet {
         return;
     }
     if let [a, b] = names {
+        // A side measured on a CPU of its own says so in its name.
+        let pinned = match sides.iter().all(|x| x.cpu.is_none()) {
+            true => format!("pinned to CPU {}", s.opts.cpu),
+            false => "each pinned to its side's CPU".into(),
+        };
         crate::say!(
-            "oscost: A = {a}, B = {b}: {} benchmark(s) x {}-{} repetitions each, pinned to CPU {}",
+            "oscost: A = {a}, B = {b}: {} benchmark(s) x {}-{} repetitions each, {pinned}",
             plan.benchmarks.len(),
             plan.reps.min,
             plan.reps.max,
-            s.opts.cpu
         );
         return;
     }
+    let wrapper = sides[0].wrapper.as_ref();
     crate::say!(
         "oscost: {} benchmark(s), {}-{} repetitions of {:.0} ms each, pinned to CPU {}, clock {:.1} ns/read{}",
         plan.benchmarks.len(),

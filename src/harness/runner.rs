@@ -54,6 +54,28 @@ pub struct WorkerOptions {
     pub profile: bool,
 }
 
+#[cfg(test)]
+impl WorkerOptions {
+    /// Options for unit tests that start no worker: CPU 0 alone, a 25 ns clock, nothing
+    /// counted, no scratch directory or cgroup.
+    pub fn for_tests() -> WorkerOptions {
+        WorkerOptions {
+            sampler: crate::harness::sampler::SamplerConfig::for_clock(Some(25.0)),
+            cpu: 0,
+            allowed: vec![0],
+            variants: Default::default(),
+            mq_name: String::new(),
+            scratch_dir: None,
+            cgroup_dir: None,
+            cgroup_missing: None,
+            events: vec![],
+            task_settings: vec![],
+            read_confinement: false,
+            profile: false,
+        }
+    }
+}
+
 /// The POSIX message queue name of this run.
 pub fn default_mq_name() -> String {
     format!("/oscost-{}", std::process::id())

@@ -370,14 +370,7 @@ impl SideFlags {
         )?;
         if let Some(c) = self.cpu {
             let allowed = crate::harness::placement::allowed_cpus();
-            if !allowed.contains(&c) {
-                let list: Vec<String> = allowed.iter().map(usize::to_string).collect();
-                return Err(usage(format!(
-                    "{} {c}: not an allowed CPU; allowed: {}",
-                    n.cpu,
-                    list.join(",")
-                )));
-            }
+            super::plan::allowed_cpu(n.cpu, c, &allowed).map_err(usage)?;
         }
         Ok(crate::processes::conditions::Side {
             wrapper,

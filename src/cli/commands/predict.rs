@@ -153,9 +153,6 @@ struct Ctx<'a> {
     args: &'a PredictArgs,
     /// The wrapped side: its wrapper and the program during it.
     side: &'a Side,
-    /// The wrapper's command line, split (empty: none).
-    wrapper: Vec<String>,
-    during: Option<DuringSpec>,
     cmd_text: String,
     cpu: usize,
     stop: &'a crate::base::stop::Stop,
@@ -164,6 +161,19 @@ struct Ctx<'a> {
 const TRUE: &str = "true";
 
 impl Ctx<'_> {
+    /// The wrapper's command line, split (empty: none).
+    fn wrapper(&self) -> &[String] {
+        self.side
+            .wrapper
+            .as_ref()
+            .map_or(&[], |w| w.argv.as_slice())
+    }
+
+    /// The program during the wrapped side.
+    fn during(&self) -> Option<&DuringSpec> {
+        self.side.during.as_ref()
+    }
+
     /// The wrapped side in words ("under `W`", "during `D`").
     fn side_words(&self) -> String {
         crate::report::predict::side_words(
@@ -208,7 +218,7 @@ impl Ctx<'_> {
             .ok()
             .filter(|c| c.exit_code == Some(0));
         let mut kinds = model::kinds(&counts, start.as_ref());
-        if self.wrapper.is_empty() {
+        if self.wrapper().is_empty() {
             // No wrapper (only --during): the first start is a program start like the others.
             for k in kinds
                 .iter_mut()
@@ -238,7 +248,7 @@ impl Ctx<'_> {
         &self,
         kinds: &[model::Operation],
     ) -> anyhow::Result<(Run, Run, BTreeMap<String, Price>)> {
-        let during = self.during.is_some();
+        let during = self.during().is_some();
         let req = super::plan::Request {
             cpu: Some(self.cpu),
             quick: self.args.quick,
@@ -266,9 +276,9 @@ impl Ctx<'_> {
         let cmp =
             crate::analysis::compare::compare(&ra, &rb, "plain", "wrapped", &Default::default());
         let mut prices = model::prices_of(&cmp);
-        if !self.wrapper.is_empty() && kinds.iter().any(|k| k.priced_by == model::WRAPPER_START) {
+        if !self.wrapper().is_empty() && kinds.iter().any(|k| k.priced_by == model::WRAPPER_START) {
             let true_cmd = vec![TRUE.to_string()];
-            let mut wrapped_true = self.wrapper.clone();
+            let mut wrapped_true = self.wrapper().to_vec();
             wrapped_true.extend(true_cmd.iter().cloned());
             let (r, end) =
                 program::alternate(&mut self.timer(), &true_cmd, &wrapped_true, 30, 30, &|_| {
@@ -290,10 +300,10 @@ impl Ctx<'_> {
     /// Step 3, measure the program plain and wrapped in alternating rounds; with --during, in
     /// alternating blocks of rounds (`measure_during`).
     fn measure(&self) -> anyhow::Result<Timings> {
-        if let Some(spec) = &self.during {
+        if let Some(spec) = self.during() {
             return self.measure_during(spec);
         }
-        let mut wrapped_cmd = self.wrapper.clone();
+        let mut wrapped_cmd = self.wrapper().to_vec();
         wrapped_cmd.extend(self.args.command.iter().cloned());
         let (min, max) = match self.args.rounds {
             Some(n) => (n as usize, n as usize),
@@ -335,7 +345,7 @@ impl Ctx<'_> {
     /// at `max`, or after a minute.
     fn measure_during(&self, spec: &DuringSpec) -> anyhow::Result<Timings> {
         use crate::processes::during::Agent;
-        let mut wrapped_cmd = self.wrapper.clone();
+        let mut wrapped_cmd = self.wrapper().to_vec();
         wrapped_cmd.extend(self.args.command.iter().cloned());
         let (min, max) = match self.args.rounds {
             Some(n) => (n as usize, n as usize),
@@ -584,13 +594,6 @@ impl MeasuringCommand for Prediction<'_> {
         let ctx = Ctx {
             args: self.args,
             side: &self.side,
-            wrapper: self
-                .side
-                .wrapper
-                .as_ref()
-                .map(|w| w.argv.clone())
-                .unwrap_or_default(),
-            during: self.side.during.clone(),
             cmd_text: shell_words(&self.args.command),
             cpu: self
                 .cpu

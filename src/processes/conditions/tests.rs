@@ -8,20 +8,7 @@ use crate::effects::settings_guard::{NotHeld, SideSettings};
 fn launch() -> Launch {
     Launch {
         wrapper: vec![],
-        opts: WorkerOptions {
-            sampler: crate::harness::sampler::SamplerConfig::for_clock(Some(25.0)),
-            cpu: 0,
-            allowed: vec![0],
-            variants: Default::default(),
-            mq_name: String::new(),
-            scratch_dir: None,
-            cgroup_dir: None,
-            cgroup_missing: None,
-            events: vec![],
-            task_settings: vec![],
-            read_confinement: false,
-            profile: false,
-        },
+        opts: WorkerOptions::for_tests(),
     }
 }
 

@@ -104,17 +104,8 @@ fn plan(ids: &[&str], fixed_total: Option<usize>) -> Plan {
                 warmup_ns: 0,
                 ..SamplerConfig::for_clock(Some(25.0))
             },
-            cpu: 0,
-            allowed: vec![0],
-            variants: Default::default(),
-            mq_name: String::new(),
-            scratch_dir: None,
-            cgroup_dir: None,
-            cgroup_missing: None,
             events: vec!["context-switches".into()],
-            task_settings: vec![],
-            read_confinement: false,
-            profile: false,
+            ..WorkerOptions::for_tests()
         },
         timeout: Duration::from_secs(1),
         label: None,

@@ -51,8 +51,6 @@ pub(super) fn run(args: &PredictArgs, from: &str, to: &str) -> anyhow::Result<i3
     let ctx = Ctx {
         args,
         side: &plain,
-        wrapper: vec![],
-        during: None,
         cmd_text: shell_words(&args.command),
         cpu,
         stop: &stop,

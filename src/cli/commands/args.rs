@@ -285,6 +285,18 @@ pub fn during_spec(
     }))
 }
 
+/// `cpu` as `flag` named it, if this process may run on it (`--cpu`, a side's `--a-cpu`).
+pub fn allowed_cpu(flag: &str, cpu: usize, allowed: &[usize]) -> Result<usize, String> {
+    if allowed.contains(&cpu) {
+        return Ok(cpu);
+    }
+    let list: Vec<String> = allowed.iter().map(usize::to_string).collect();
+    Err(format!(
+        "{flag} {cpu}: not an allowed CPU; allowed: {}",
+        list.join(",")
+    ))
+}
+
 /// The flags that name one side's conditions, by command: `run` and `predict` say `--under`
 /// and `--during`, `ab` `--a`/`--a-during`/`--a-cpu` and the same for B.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -370,7 +382,7 @@ impl SideFlags {
         )?;
         if let Some(c) = self.cpu {
             let allowed = crate::harness::placement::allowed_cpus();
-            super::plan::allowed_cpu(n.cpu, c, &allowed).map_err(usage)?;
+            allowed_cpu(n.cpu, c, &allowed).map_err(usage)?;
         }
         Ok(crate::processes::conditions::Side {
             wrapper,

@@ -363,21 +363,9 @@ fn resolve_cpu(asked: Option<usize>, allowed: &[usize]) -> Result<usize, String>
         _ if allowed.is_empty() => {
             Err("this process may run on no CPU (sched_getaffinity failed)".into())
         }
-        Some(c) => allowed_cpu("--cpu", c, allowed),
+        Some(c) => super::args::allowed_cpu("--cpu", c, allowed),
         None => placement::default_cpu(allowed).ok_or_else(|| "no allowed CPU".into()),
     }
-}
-
-/// `cpu` as `flag` named it, if this process may run on it (`--cpu`, a side's `--a-cpu`).
-pub fn allowed_cpu(flag: &str, cpu: usize, allowed: &[usize]) -> Result<usize, String> {
-    if allowed.contains(&cpu) {
-        return Ok(cpu);
-    }
-    let list: Vec<String> = allowed.iter().map(usize::to_string).collect();
-    Err(format!(
-        "{flag} {cpu}: not an allowed CPU; allowed: {}",
-        list.join(",")
-    ))
 }
 
 /// The repetitions (how many, how long each, when to stop: see `scheduler::repetition_plan`)

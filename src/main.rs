@@ -58,8 +58,8 @@ const HELPERS: [(&str, Entry); 6] = [
     (helpers::GUARD, oscost::effects::put_back::guard_main),
     (helpers::KEEPER, oscost::processes::during::keeper_main),
     (helpers::TRACEFS, tracefs),
-    (helpers::AUDIT_RULE, oscost::harness::audit::helper_main),
-    (helpers::FTRACE, oscost::harness::ftrace::helper_main),
+    (helpers::AUDIT_RULE, oscost::tracing::audit::helper_main),
+    (helpers::FTRACE, oscost::tracing::ftrace::helper_main),
 ];
 
 /// A measuring worker. Its parent-death signal is the main thread's attribute, set to SIGKILL
@@ -71,7 +71,7 @@ const HELPERS: [(&str, Entry); 6] = [
 /// more mapping would be one more for fork to copy). Other arguments are the hidden `__worker`
 /// command's to refuse.
 fn worker(args: &[String]) -> i32 {
-    oscost::harness::ipc_guard::on_parent_death();
+    oscost::measuring::ipc_guard::on_parent_death();
     match args {
         [id, config] => oscost::processes::worker::worker_main(id, config),
         _ => run(),
@@ -80,7 +80,7 @@ fn worker(args: &[String]) -> i32 {
 
 /// Mounting tracefs in a mount namespace of its own needs a single-threaded process.
 fn tracefs(_: &[String]) -> i32 {
-    oscost::harness::tracefs::helper_main()
+    oscost::tracing::tracefs::helper_main()
 }
 
 fn main() {

@@ -96,7 +96,7 @@ fn a_part_time_competitor_is_flagged_where_children_wait_for_the_cpu() {
     // account (cpuidle's idle time) shows them waiting. A guest without a cpuidle driver
     // (cpuidle's current_driver "none") keeps no such account, and there the result cannot be
     // flagged; the others still are, by the worker's own wait.
-    let account = oscost::harness::noise::cpu_idle_us(cpu).is_some();
+    let account = oscost::measuring::noise::cpu_idle_us(cpu).is_some();
     for r in &shared.results {
         if !account && r.id == "spawn/fork" {
             skip(
@@ -437,7 +437,7 @@ fn the_coordinator_keeps_off_the_measuring_cpu_while_its_worker_measures() {
         let list = status
             .lines()
             .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?;
-        Some(oscost::harness::placement::parse_cpu_list(list))
+        Some(oscost::measuring::placement::parse_cpu_list(list))
     };
     let mut looked = 0;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);

@@ -46,7 +46,7 @@ fn every_hook_adds_and_a_count_or_an_event_costs_more_than_nothing() {
     if !is_root() {
         return skip_needing(test, &["root"], "attaching BPF programs needs root");
     }
-    let before = oscost::harness::observers::bpf_programs();
+    let before = oscost::tracing::observers::bpf_programs();
     let tag = unique_tag("hook-ladder");
     let _m = measuring();
     let ladder = [
@@ -142,7 +142,7 @@ fn every_hook_adds_and_a_count_or_an_event_costs_more_than_nothing() {
             .join("\n--\n  ")
     );
     assert_eq!(
-        oscost::harness::observers::bpf_programs(),
+        oscost::tracing::observers::bpf_programs(),
         before,
         "BPF programs left loaded"
     );
@@ -154,7 +154,7 @@ fn nothing_stays_attached_when_oscost_is_killed_mid_ladder() {
     if !is_root() {
         return skip_needing(test, &["root"], "attaching BPF programs needs root");
     }
-    let before = oscost::harness::observers::bpf_programs();
+    let before = oscost::tracing::observers::bpf_programs();
     let tag = unique_tag("hook-killed");
     let _m = measuring();
     let mut child = oscost(&tag)
@@ -172,19 +172,19 @@ fn nothing_stays_attached_when_oscost_is_killed_mid_ladder() {
         .unwrap();
     // Until a hook is attached (a worker measuring), at most 10 s.
     let end = std::time::Instant::now() + Duration::from_secs(10);
-    while oscost::harness::observers::bpf_programs() == before && std::time::Instant::now() < end {
+    while oscost::tracing::observers::bpf_programs() == before && std::time::Instant::now() < end {
         std::thread::sleep(Duration::from_millis(20));
     }
-    let attached = oscost::harness::observers::bpf_programs() != before;
+    let attached = oscost::tracing::observers::bpf_programs() != before;
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     let _ = child.wait();
     assert!(wait_until_gone(&tag, Duration::from_secs(5)).is_empty());
     let end = std::time::Instant::now() + Duration::from_secs(5);
-    while oscost::harness::observers::bpf_programs() != before && std::time::Instant::now() < end {
+    while oscost::tracing::observers::bpf_programs() != before && std::time::Instant::now() < end {
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert_eq!(oscost::harness::observers::bpf_programs(), before);
+    assert_eq!(oscost::tracing::observers::bpf_programs(), before);
     if !attached {
         skip(test, "no hook was seen attached before the kill");
     }
@@ -290,12 +290,12 @@ fn the_audit_rung_is_skipped_where_audit_is_off_and_never_turns_it_on() {
     if !is_root() {
         return skip_needing(test, &["root"], "asking audit needs root");
     }
-    match oscost::harness::observers::audit_enabled() {
+    match oscost::tracing::observers::audit_enabled() {
         None => return skip(test, "audit cannot be asked here"),
         Some(n) if n != 0 => return skip(test, "audit is on here"),
         Some(_) => {}
     }
-    let rules = oscost::harness::observers::audit_rules();
+    let rules = oscost::tracing::observers::audit_rules();
     let tag = unique_tag("hook-audit-off");
     let _m = measuring();
     let (out, run) = run_json(&tag, &["--quick", "hook/audit-rule", "--no-save"]);
@@ -314,8 +314,8 @@ fn the_audit_rung_is_skipped_where_audit_is_off_and_never_turns_it_on() {
         "{:?}",
         r.status
     );
-    assert_eq!(oscost::harness::observers::audit_enabled(), Some(0));
-    assert_eq!(oscost::harness::observers::audit_rules(), rules);
+    assert_eq!(oscost::tracing::observers::audit_enabled(), Some(0));
+    assert_eq!(oscost::tracing::observers::audit_rules(), rules);
 }
 
 #[test]
@@ -324,11 +324,11 @@ fn an_audit_rule_adds_to_getppid_and_is_deleted_on_every_exit() {
     if !is_root() {
         return skip_needing(test, &["root"], "adding an audit rule needs root");
     }
-    if oscost::harness::observers::audit_enabled() != Some(1) {
+    if oscost::tracing::observers::audit_enabled() != Some(1) {
         // Turning audit on would put every later process on its slow path until reboot.
         return skip(test, "audit is not on here (the test never turns it on)");
     }
-    let before = oscost::harness::observers::audit_rules();
+    let before = oscost::tracing::observers::audit_rules();
     let tag = unique_tag("hook-audit");
     let _m = measuring();
     let (out, run) = run_json(
@@ -339,7 +339,7 @@ fn an_audit_rule_adds_to_getppid_and_is_deleted_on_every_exit() {
     let (a, ci) = addition(&run, "hook/audit-rule").expect("the audit rung measured");
     // A rule checked at every getppid's exit costs more than none beyond its interval.
     assert!(a > 0.0 && ci[0] > 0.0, "{a} {ci:?}");
-    assert_eq!(oscost::harness::observers::audit_rules(), before);
+    assert_eq!(oscost::tracing::observers::audit_rules(), before);
 
     // A helper killed while it holds its rule cannot delete it: the next run does.
     let mut helper = std::process::Command::new(bin())
@@ -359,13 +359,13 @@ fn an_audit_rule_adds_to_getppid_and_is_deleted_on_every_exit() {
     .unwrap();
     assert_eq!(ready.trim(), "ready");
     assert_eq!(
-        oscost::harness::observers::audit_rules(),
+        oscost::tracing::observers::audit_rules(),
         before.map(|n| n + 1)
     );
     helper.kill().unwrap();
     let _ = helper.wait();
     assert_eq!(
-        oscost::harness::observers::audit_rules(),
+        oscost::tracing::observers::audit_rules(),
         before.map(|n| n + 1),
         "a killed helper's rule stays until a run reclaims it"
     );
@@ -376,5 +376,5 @@ fn an_audit_rule_adds_to_getppid_and_is_deleted_on_every_exit() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(oscost::harness::observers::audit_rules(), before);
+    assert_eq!(oscost::tracing::observers::audit_rules(), before);
 }

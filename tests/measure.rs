@@ -146,7 +146,7 @@ fn a_busy_other_cpu_is_flagged_when_a_sibling_and_named_when_a_separate_core() {
     drop(busy);
     // The evidence decides: a busy SMT sibling of the measuring CPU is a disturbance; a busy
     // separate core is named in a note (it need not slow anything down).
-    let sibling = oscost::harness::placement::smt_siblings(mine).contains(&other);
+    let sibling = oscost::measuring::placement::smt_siblings(mine).contains(&other);
     for r in &run.results {
         let d = &r.disturbed;
         assert!(d.other_cpu_busy_pct.unwrap() > 50.0, "{d:?}");

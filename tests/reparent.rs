@@ -33,8 +33,8 @@ fn a_reparented_program_is_never_a_child_of_its_subreaper_starter() {
             .stderr(std::process::Stdio::null());
         // The middle child it returns is already reaped (`spawn_reparented` waits for it).
         #[allow(clippy::zombie_processes)]
-        let mut middle =
-            oscost::harness::os::spawn_reparented(&mut cmd, || {}).expect("spawn a reparented sh");
+        let mut middle = oscost::measuring::os::spawn_reparented(&mut cmd, || {})
+            .expect("spawn a reparented sh");
         let mut line = String::new();
         std::io::BufReader::new(middle.stdout.take().expect("its stdout"))
             .read_line(&mut line)

@@ -358,7 +358,7 @@ fn held_dir() -> std::path::PathBuf {
 /// A value other than `now` that a catalogue setting takes: another of a bracketed file's
 /// choices, 0 and 1 swapped, another number.
 fn another_value(text: &str) -> Option<String> {
-    if let Some(now) = oscost::harness::settings::selected(text) {
+    if let Some(now) = oscost::machine::settings::selected(text) {
         return text
             .split_whitespace()
             .map(|w| w.trim_matches(|c| c == '[' || c == ']'))
@@ -380,7 +380,7 @@ fn another_value(text: &str) -> Option<String> {
 /// reads from, and another value for it that oscost accepts here (a quick run under it
 /// passes). Entries that cannot be changed here are said, not tried.
 fn writable_entries() -> Vec<(String, std::path::PathBuf, String)> {
-    use oscost::harness::settings::{CATALOGUE, Scope, instances, resolve};
+    use oscost::machine::settings::{CATALOGUE, Scope, instances, resolve};
     let cpus = allowed_cpus();
     let all = instances();
     let mut out = Vec::new();
@@ -537,13 +537,13 @@ fn every_writable_setting_is_put_back_by_the_guard_alone() {
                                 read().trim(),
                                 found.trim()
                             ));
-                            let _ = oscost::harness::settings::write_file(
+                            let _ = oscost::machine::settings::write_file(
                                 file,
-                                &oscost::harness::settings::value_of(
-                                    if oscost::harness::settings::selected(&found).is_some() {
-                                        oscost::harness::settings::Encoding::Bracketed
+                                &oscost::machine::settings::value_of(
+                                    if oscost::machine::settings::selected(&found).is_some() {
+                                        oscost::machine::settings::Encoding::Bracketed
                                     } else {
-                                        oscost::harness::settings::Encoding::Plain
+                                        oscost::machine::settings::Encoding::Plain
                                     },
                                     &found,
                                 ),

@@ -52,7 +52,7 @@ fn on_one_cpu_the_family_is_skipped_with_the_reason() {
     let mut cmd = oscost(&unique_tag("wake-one"));
     cmd.args(["run", "--no-save", "--quick", "wake/eventfd", "--json"])
         .arg(&path);
-    oscost::harness::placement::pin_on_exec(&mut cmd, cpu);
+    oscost::measuring::placement::pin_on_exec(&mut cmd, cpu);
     let out = cmd.output().unwrap();
     assert_eq!(
         out.status.code(),

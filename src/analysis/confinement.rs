@@ -1,5 +1,5 @@
 //! What the measuring process's confinement means for its numbers (`model::Confinement`, read
-//! by `harness::confinement`): the lines said at the top of a run where it moves what was
+//! by `measuring::confinement`): the lines said at the top of a run where it moves what was
 //! measured (seccomp filters, a CPU quota, a lowered priority, a container's namespaces, an
 //! LSM label), the part of it that makes a run an environment of its own (`signature`, in
 //! `store::rows::env_key`), and its aspects as named in "what differs" between two runs.

@@ -1,12 +1,12 @@
 //! Machine-wide contention said once: a run whose results saw other CPUs busy gets one note
-//! with the figure and the programs that took the CPUs (`harness::contention`), and the views
+//! with the figure and the programs that took the CPUs (`machine::contention`), and the views
 //! leave out the per-result "other CPU busy" notes it stands for. On a loaded host about 90 of a
 //! default run's 97 results carried the same note; a separate core's load is named, not a
 //! disturbance (`assess`), so one line says all there is to say.
 
 use super::Thresholds;
 use crate::base::model::{BenchResult, Disturbance, Note, NoteKind};
-use crate::harness::contention::ProgramShare;
+use crate::machine::contention::ProgramShare;
 
 /// A program using less than this share of one CPU is not named.
 const NAMED_FROM_CPUS: f64 = 0.05;

@@ -1,5 +1,5 @@
 //! A ping-pong's round trip split into stages, from a traced pass's events
-//! (`harness::trace::TraceEvent`): pure, and tested on recorded streams with exact answers.
+//! (`tracing::trace::TraceEvent`): pure, and tested on recorded streams with exact answers.
 //!
 //! The master (the thread that measures) sends, the peer answers. One round trip runs from the
 //! master being switched in (i) to its next switch-in (i'); in between, in time order: b the
@@ -19,7 +19,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::harness::trace::{EventKind, TraceEvent};
+use crate::tracing::trace::{EventKind, TraceEvent};
 
 const MASTER_TURN: (&str, &str) = (
     "master's turn until it wakes the peer",

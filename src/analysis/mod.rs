@@ -11,9 +11,10 @@ use crate::base::model::{
     BenchResult, Disturbance, DisturbanceCause, Note, NoteKind, Status, family_of,
 };
 use crate::base::stats;
-use crate::harness::case::{BenchError, Cases};
-use crate::harness::noise::{CpuSnapshot, CpuTimes};
-use crate::harness::runner::CaseResult;
+use crate::bench::entry::Cases;
+use crate::bench::runner::CaseResult;
+use crate::measuring::case::BenchError;
+use crate::measuring::noise::{CpuSnapshot, CpuTimes};
 
 pub mod changes;
 pub mod compare;
@@ -263,7 +264,7 @@ pub const CPU_WAIT_MIN_NS: u64 = 5_000_000;
 /// The flag of a measuring thread that waited for its own CPU: the median of short batches
 /// barely moves when another task shares the CPU, but every operation's throughput halves,
 /// so it is said, with what was runnable there.
-pub fn cpu_wait_flag(w: &crate::harness::runner::CpuWait) -> Option<String> {
+pub fn cpu_wait_flag(w: &crate::bench::runner::CpuWait) -> Option<String> {
     let share = w.share();
     if share <= CPU_WAIT_SHARE || w.wait_ns < CPU_WAIT_MIN_NS {
         return None;
@@ -288,7 +289,7 @@ pub const CPU_FOREIGN_SHARE: f64 = 0.15;
 /// The flag of a measuring CPU that other programs took more than `CPU_FOREIGN_SHARE` of (and
 /// at least `CPU_WAIT_MIN_NS`) while a result was measured, from the CPU's own account
 /// (`noise::CpuShare`: not idle and not the worker's process tree), with who ran there.
-pub fn foreign_share_flag(w: &crate::harness::runner::CpuWait) -> Option<String> {
+pub fn foreign_share_flag(w: &crate::bench::runner::CpuWait) -> Option<String> {
     let c = w.cpu_share?;
     let foreign = c.foreign_ns();
     if c.wall_ns == 0 || foreign < CPU_WAIT_MIN_NS {

@@ -1,5 +1,5 @@
 //! A wrapper's cost to a whole program, predicted from what the program asks of the kernel
-//! (`harness::syscount::ProgramCounts`) and what the wrapper adds to each kind of operation
+//! (`tracing::syscount::ProgramCounts`) and what the wrapper adds to each kind of operation
 //! (`ab`'s additions), then set against the measured added time.
 //!
 //! The model: added time = sum over kinds of count x addition per operation. The kinds:
@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::base::model::{Batch, BenchResult, Run, Status};
-use crate::harness::syscount::ProgramCounts;
+use crate::tracing::syscount::ProgramCounts;
 
 /// The benchmark that prices every system call the catalogue does not time by name.
 pub const NULL_CALL: &str = "syscall/getppid";

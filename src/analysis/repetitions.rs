@@ -6,7 +6,7 @@ use super::{CaseResult, analyze};
 use crate::base::model::note::{DEPARTURE_NOTE, TWO_LEVELS_NOTE};
 use crate::base::model::{BenchResult, Note, NoteKind, Repetition, RepetitionStop, Uncertainty};
 use crate::base::stats;
-use crate::harness::noise::{CpuSnapshot, CpuTimes};
+use crate::measuring::noise::{CpuSnapshot, CpuTimes};
 
 /// One repetition of a case as the scheduler saw it: what the worker sent, when it started and
 /// how long the worker took before its first sample.
@@ -202,7 +202,7 @@ pub fn join_windows(parts: &[&BenchResult]) -> Option<BenchResult> {
     Some(r)
 }
 
-/// What memory activity counted during some repetitions (`harness::memory`) did to their
+/// What memory activity counted during some repetitions (`measuring::memory`) did to their
 /// level: those repetitions' median level against the others', with the counts summed.
 /// `None` when no repetition saw any.
 pub fn memory_note(r: &BenchResult) -> Option<String> {
@@ -247,7 +247,7 @@ pub fn memory_note(r: &BenchResult) -> Option<String> {
         if busy.len() == 1 { "" } else { "s" },
         which.join(", "),
         r.repetitions.len(),
-        crate::harness::memory::words(&total)
+        crate::measuring::memory::words(&total)
     ))
 }
 
@@ -309,13 +309,13 @@ fn concatenate(ok: &[&RepRun]) -> (CaseResult, Vec<(usize, usize)>) {
 }
 
 /// The repetitions' CPU waits summed (each its own timed pass), with every task seen beside.
-fn merge_waits(cases: &[&CaseResult]) -> Option<crate::harness::runner::CpuWait> {
-    let waits: Vec<&crate::harness::runner::CpuWait> =
+fn merge_waits(cases: &[&CaseResult]) -> Option<crate::bench::runner::CpuWait> {
+    let waits: Vec<&crate::bench::runner::CpuWait> =
         cases.iter().filter_map(|c| c.cpu_wait.as_ref()).collect();
     if waits.is_empty() {
         return None;
     }
-    let mut out = crate::harness::runner::CpuWait::default();
+    let mut out = crate::bench::runner::CpuWait::default();
     for w in waits {
         out.run_ns += w.run_ns;
         out.wait_ns += w.wait_ns;

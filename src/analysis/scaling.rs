@@ -117,7 +117,7 @@ fn by_rep(r: &BenchResult, key: &str) -> Vec<f64> {
 }
 
 /// Efficiency from the windows each repetition paired in time (copy 0 alone just before and
-/// after the all-copies windows, `harness::scaling`): the geometric mean of the repetitions'
+/// after the all-copies windows, `measuring::scaling`): the geometric mean of the repetitions'
 /// ratios, with the t interval of their logarithms (a ratio spreads by factors). None for a
 /// result without them (one copy, or a run stored before they were taken).
 fn paired_efficiency(r: &BenchResult) -> Option<(f64, [f64; 2])> {

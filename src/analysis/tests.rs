@@ -2,12 +2,12 @@
 
 use super::*;
 use crate::base::model::{Batch, Placement};
-use crate::harness::noise::parse_proc_stat;
-use crate::harness::sampler::Measurement;
+use crate::measuring::noise::parse_proc_stat;
+use crate::measuring::sampler::Measurement;
 
 #[test]
 fn a_flagged_wait_always_had_its_evidence_looked_for() {
-    const { assert!(crate::harness::runner::LOOK_BESIDE_SHARE <= CPU_WAIT_SHARE) };
+    const { assert!(crate::bench::runner::LOOK_BESIDE_SHARE <= CPU_WAIT_SHARE) };
 }
 
 /// A ping-pong result whose counters saw `cs` switches per round trip.
@@ -371,8 +371,8 @@ fn quiet_benchmark_is_not_flagged_and_preemption_share_is() {
 
 #[test]
 fn other_programs_on_the_cpu_are_flagged_from_its_account_when_large_in_share_and_time() {
-    use crate::harness::noise::CpuShare;
-    use crate::harness::runner::CpuWait;
+    use crate::bench::runner::CpuWait;
+    use crate::measuring::noise::CpuShare;
     let w = |wall_ms: u64, idle_ms: u64, own_ms: u64| CpuWait {
         beside: vec!["spin (pid 7)".into()],
         cpu_share: Some(CpuShare {
@@ -406,7 +406,7 @@ fn other_programs_on_the_cpu_are_flagged_from_its_account_when_large_in_share_an
 
 #[test]
 fn a_wait_for_the_cpu_is_flagged_only_when_large_in_share_and_in_time() {
-    use crate::harness::runner::CpuWait;
+    use crate::bench::runner::CpuWait;
     let w = |run_ms: u64, wait_ms: u64| CpuWait {
         run_ns: run_ms * 1_000_000,
         wait_ns: wait_ms * 1_000_000,

@@ -1,4 +1,4 @@
-//! A run's speed witness (see `harness::witness`): the median over its workers of the fixed
+//! A run's speed witness (see `measuring::witness`): the median over its workers of the fixed
 //! user-space loop each timed around its cases, and what two runs' witnesses say about a
 //! difference between them. Cases of one benchmark share a worker, so one worker counts once.
 

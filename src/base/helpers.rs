@@ -10,11 +10,11 @@ pub const WORKER: &str = "__worker";
 pub const GUARD: &str = "__guard";
 /// The keeper of a program that runs during a side, `--during` (`processes::during`).
 pub const KEEPER: &str = "__during";
-/// Mounts tracefs in a mount namespace of its own (`harness::tracefs`).
+/// Mounts tracefs in a mount namespace of its own (`tracing::tracefs`).
 pub const TRACEFS: &str = "__tracefs";
-/// Adds, lists and removes oscost's audit rules (`harness::audit`).
+/// Adds, lists and removes oscost's audit rules (`tracing::audit`).
 pub const AUDIT_RULE: &str = "__audit-rule";
-/// Counts a function's calls with ftrace (`harness::ftrace`).
+/// Counts a function's calls with ftrace (`tracing::ftrace`).
 pub const FTRACE: &str = "__ftrace";
 
 /// Every helper's name: `tests/cli.rs` starts each and checks main.rs dispatches it (a name

@@ -78,7 +78,7 @@ pub struct Env {
     /// balloon and virtio-mem, KSM, DAMON, zswap, swap, khugepaged (fact -> state).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub memory: BTreeMap<String, String>,
-    /// Every kernel setting of the catalogue (`harness::settings`) readable here, as it read
+    /// Every kernel setting of the catalogue (`machine::settings`) readable here, as it read
     /// when the run started, before any `--set` (name -> value).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub settings: BTreeMap<String, String>,
@@ -105,10 +105,10 @@ pub struct Env {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confinement: Option<Confinement>,
     /// BPF programs loaded on the machine (a tracer's, a security agent's), where they could
-    /// be counted (`harness::observers`; root): a cost attached to the whole system.
+    /// be counted (`tracing::observers`; root): a cost attached to the whole system.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bpf_programs: Option<u32>,
-    /// Audit rules in force, where they could be listed (`harness::observers`; root): any
+    /// Audit rules in force, where they could be listed (`tracing::observers`; root): any
     /// rule puts every system call through audit's slow path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audit_rules: Option<u32>,
@@ -139,7 +139,7 @@ pub struct KernelConfig {
     pub options: BTreeMap<String, String>,
 }
 
-/// What confines a process: every field read from the process itself (`harness::confinement`),
+/// What confines a process: every field read from the process itself (`measuring::confinement`),
 /// `None` or absent where it could not be read.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct Confinement {
@@ -303,11 +303,11 @@ pub struct Repetition {
     /// and the others' explain (a phase of the machine, or this process's layout).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub departs_pct: Option<f64>,
-    /// The speed witness its worker timed around its cases (`harness::witness`): ns per loop
+    /// The speed witness its worker timed around its cases (`measuring::witness`): ns per loop
     /// of fixed user-space work, the machine's speed at that moment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub witness_ns: Option<f64>,
-    /// Memory activity counted while its worker ran (`harness::memory`: reclaim, compaction,
+    /// Memory activity counted while its worker ran (`measuring::memory`: reclaim, compaction,
     /// swapping, migration, khugepaged, balloon; only counters that moved), for the benchmarks
     /// whose cost it moves.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -589,7 +589,7 @@ pub fn family_of(id: &str) -> &str {
     id.split('/').next().unwrap_or(id)
 }
 
-/// Events per operation (`harness::counters`): perf's event names to values, the empty loop's
+/// Events per operation (`measuring::counters`): perf's event names to values, the empty loop's
 /// events subtracted; the events that could not be counted, with why (never shown as 0); and
 /// whether the benchmark's definition held.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -1,6 +1,6 @@
 //! Text from outside (labels, ids read from files, a wrapper's command line, a task's name)
 //! made safe to show: the one place that decides which characters a terminal or a page must
-//! never receive raw. At the bottom of the layers, so the harness, the analysis and every view
+//! never receive raw. At the bottom of the layers, so the measuring layers, the analysis and every view
 //! use the same rule.
 
 /// Characters that reorder or hide text (bidirectional overrides and isolates, direction

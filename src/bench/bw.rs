@@ -11,9 +11,10 @@
 
 use std::os::fd::AsRawFd;
 
+use crate::bench::entry::{Among, Cases, Expect};
 use crate::catalogue;
-use crate::harness::case::{Among, BenchError, Case, Cases, Expect, Measured, Meter, Outcome};
-use crate::harness::os::{Mapping, PeerProc, close, errno, pipe, socketpair};
+use crate::measuring::case::{BenchError, Case, Measured, Meter, Outcome};
+use crate::measuring::os::{Mapping, PeerProc, close, errno, pipe, socketpair};
 
 /// What one operation of a bandwidth moves: a mebibyte.
 pub const BYTES_PER_OP: usize = 1 << 20;

@@ -7,7 +7,7 @@ use std::ffi::c_int;
 use std::hint::black_box;
 
 use crate::catalogue;
-use crate::harness::case::{Case, Measured, Meter};
+use crate::measuring::case::{Case, Measured, Meter};
 
 #[repr(C)]
 #[derive(Clone, Copy)]

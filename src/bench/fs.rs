@@ -17,12 +17,11 @@ use std::ffi::{CStr, CString};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
 
+use crate::bench::entry::{Among, Cases, Expect, Param, Variant};
 use crate::catalogue;
-use crate::harness::case::{
-    Among, BenchError, Case, Cases, Expect, Measured, Meter, Outcome, Param, Variant,
-};
-use crate::harness::clock::{Clock, Monotonic};
-use crate::harness::os::errno;
+use crate::measuring::case::{BenchError, Case, Measured, Meter, Outcome};
+use crate::measuring::clock::{Clock, Monotonic};
+use crate::measuring::os::errno;
 
 mod locks;
 mod mapped;
@@ -471,7 +470,7 @@ fn lat_fs(m: &Meter, c: &Case, deleting: bool) -> Measured {
     // deleting, files still there after the unlinks.
     let (mut made_found, mut left, mut samples) = (0usize, 0usize, 0usize);
     // A sample is 100 files: events per file.
-    crate::harness::counters::set_unit(PER_DIRECTORY as f64);
+    crate::measuring::counters::set_unit(PER_DIRECTORY as f64);
     let o = m.individual(&mut || {
         k += 1;
         let b = Batch::new(dir, k)?;
@@ -545,7 +544,7 @@ fn write(m: &Meter, c: &Case) -> Measured {
 
 fn close_range(m: &Meter, _: &Case) -> Measured {
     const FDS: i32 = 64;
-    crate::harness::os::ensure_fds(1024 + FDS as u64)?;
+    crate::measuring::os::ensure_fds(1024 + FDS as u64)?;
     // Descriptors 900 to 963: above what a worker holds, so the range is exactly the dups.
     let (first, last) = (900, 900 + FDS - 1);
     let null = open_at(libc::AT_FDCWD, c"/dev/null", libc::O_RDONLY)?;
@@ -580,7 +579,7 @@ fn open_only(m: &Meter, _: &Case) -> Measured {
         if fd < 0 {
             return Err(BenchError::failed("open", errno()));
         }
-        crate::harness::os::close(fd);
+        crate::measuring::os::close(fd);
         Ok(t1.saturating_sub(t0) as f64)
     })?;
     Ok(t.with_fs(o))

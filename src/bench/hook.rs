@@ -14,17 +14,18 @@
 //! switches a round trip; and that round trip with a BPF LSM program on `file_permission`,
 //! which every read and write checks (four a round trip), where the BPF LSM is active. A BPF
 //! hook is attached by the worker before it measures and detached when it exits
-//! (`harness::bpf`); an ftrace event is enabled by a helper the worker starts, which removes
-//! its instance when the worker's pipe to it closes (`harness::ftrace`). Every result of the
+//! (`tracing::bpf`); an ftrace event is enabled by a helper the worker starts, which removes
+//! its instance when the worker's pipe to it closes (`tracing::ftrace`). Every result of the
 //! family is measured in the same rounds as `hook/none`, so each one's addition
 //! (`analysis::hooks`) is a difference of repetitions run side by side. A kind the kernel refuses is skipped with the kernel's reason.
 
 use std::hint::black_box;
 
+use crate::bench::entry::{Cases, Param, Variant};
 use crate::catalogue;
-use crate::harness::bpf::{AttachPoint, Hook, ProgramBody, getppid_function};
-use crate::harness::case::{BenchError, Case, Cases, Measured, Meter, Param, Variant};
-use crate::harness::ftrace::TraceHelper;
+use crate::measuring::case::{BenchError, Case, Measured, Meter};
+use crate::tracing::bpf::{AttachPoint, Hook, ProgramBody, getppid_function};
+use crate::tracing::ftrace::TraceHelper;
 
 /// The three bodies, as variants (param `body`: 0 empty, 1 counter, 2 ring buffer).
 static BODIES: &[Variant] = &[
@@ -114,12 +115,12 @@ fn with_hook(m: &Meter, hook: Option<Hook>, op: &dyn Fn(&Meter) -> Measured) -> 
 
 /// `op` measured with the ftrace event `event` enabled on every online CPU, as a standing
 /// tracer enables it: in a tracefs instance of oscost's own, its buffer overwriting its oldest
-/// events (`harness::ftrace`, hook mode). The instance belongs to the helper process, which
+/// events (`tracing::ftrace`, hook mode). The instance belongs to the helper process, which
 /// removes it when the worker's end of its pipe closes, however the worker ends; a helper
 /// killed itself leaves a marker whose lock is free, and the next helper removes it.
 fn with_ftrace(m: &Meter, event: &str, op: &dyn Fn(&Meter) -> Measured) -> Measured {
-    use crate::harness::tracefs::CountError;
-    let cpus = crate::harness::bpf::online_cpus();
+    use crate::tracing::tracefs::CountError;
+    let cpus = crate::tracing::bpf::online_cpus();
     let mut t = TraceHelper::open_hook(&cpus, &[event]).map_err(|e| match e {
         CountError::NoRights(_) | CountError::NoTracepoints(_) => {
             BenchError::Skipped(e.to_string())
@@ -219,7 +220,7 @@ fn uprobe(m: &Meter, c: &Case) -> Measured {
 }
 
 fn audit_rule(m: &Meter, _: &Case) -> Measured {
-    let rule = crate::harness::audit::RuleHeld::add().map_err(BenchError::Skipped)?;
+    let rule = crate::tracing::audit::RuleHeld::add().map_err(BenchError::Skipped)?;
     let out = getppid_with(m, None);
     drop(rule);
     out

@@ -5,7 +5,7 @@
 //! No IPC object outlives oscost. Every SysV object is IPC_PRIVATE and removed as soon as the
 //! benchmark is done with it; the POSIX queue is unlinked right after it is opened (it lives
 //! while open). If a worker is killed in between, the coordinator removes what it created (see
-//! `harness::ipc_guard`). A limit that stops a benchmark (msgmni, shmmax, shmall) fails it with
+//! `measuring::ipc_guard`). A limit that stops a benchmark (msgmni, shmmax, shmall) fails it with
 //! the limit named.
 
 use std::ffi::{CString, c_long, c_void};
@@ -13,11 +13,10 @@ use std::ffi::{CString, c_long, c_void};
 use super::{PAGE_AND_MIB, round_trips};
 use crate::catalogue;
 
-use crate::harness::case::{
-    Among, BenchError, Case, Cases, Expect, Measured, Meter, Param, Variant,
-};
-use crate::harness::ipc_guard::{HeldSlot, ObjectKind, hold};
-use crate::harness::os::{self, PeerProc, close, errno};
+use crate::bench::entry::{Among, Cases, Expect, Param, Variant};
+use crate::measuring::case::{BenchError, Case, Measured, Meter};
+use crate::measuring::ipc_guard::{HeldSlot, ObjectKind, hold};
+use crate::measuring::os::{self, PeerProc, close, errno};
 
 catalogue! {
     family { ipc_namespace: true };

@@ -17,11 +17,10 @@ use serde_json::json;
 use super::PAGE_AND_MIB;
 use crate::catalogue;
 
-use crate::harness::case::{
-    Among, BenchError, Case, Cases, Expect, Measured, Meter, Param, Variant,
-};
-use crate::harness::clock::{Clock, Monotonic};
-use crate::harness::os::{Mapping, close, ensure_fds, errno, eventfd, eventfd_post};
+use crate::bench::entry::{Among, Cases, Expect, Param, Variant};
+use crate::measuring::case::{BenchError, Case, Measured, Meter};
+use crate::measuring::clock::{Clock, Monotonic};
+use crate::measuring::os::{Mapping, close, ensure_fds, errno, eventfd, eventfd_post};
 
 mod mseal;
 mod userfaultfd;
@@ -139,7 +138,7 @@ fn fault_bench(
 ) -> Measured {
     let clock = Monotonic;
     // A sample is `pages` first touches: events per page.
-    crate::harness::counters::set_unit(pages as f64);
+    crate::measuring::counters::set_unit(pages as f64);
     let mut o = m.individual(&mut || {
         // Over-allocate by one step so the touched range can start step-aligned (THP needs it).
         let r = Mapping::anonymous(step * (pages + 1), false, 0)?;
@@ -225,7 +224,7 @@ fn fault_thp(m: &Meter, c: &Case) -> Measured {
 /// --b-set thp=always` is about). One sample is one region.
 fn fault_2mib(m: &Meter, _c: &Case) -> Measured {
     let clock = Monotonic;
-    crate::harness::counters::set_unit(1.0);
+    crate::measuring::counters::set_unit(1.0);
     let mut o = m.individual(&mut || {
         let r = Mapping::anonymous(HUGE * 2, false, 0)?;
         // Refused (EINVAL) on a kernel without THP: the region is then plain small pages.
@@ -442,7 +441,7 @@ fn madvise_pages(m: &Meter, advice: i32, name: &str) -> Measured {
     let r = Mapping::anonymous(PAGES * PAGE, false, 0)?;
     // Small pages only, so 64 pages are 64 pages to free.
     let _ = r.advise(libc::MADV_NOHUGEPAGE);
-    crate::harness::counters::set_unit(PAGES as f64);
+    crate::measuring::counters::set_unit(PAGES as f64);
     m.individual(&mut || {
         r.touch_pages();
         let t0 = clock.now_ns();
@@ -584,7 +583,7 @@ fn process_vm_readv(m: &Meter, c: &Case) -> Measured {
     // Written before the fork, so the child holds the same bytes at the same address.
     let theirs = vec![0x5au8; len];
     let mut ours = vec![0u8; len];
-    let peer = crate::harness::os::PeerProc::spawn(
+    let peer = crate::measuring::os::PeerProc::spawn(
         None,
         &m.allowed,
         || loop {

@@ -1,6 +1,6 @@
 //! The benchmark catalogue: what each benchmark is (id, definition, cases) and the function
 //! that measures one case. Families declare entries with `catalogue!`; the harness
-//! (`harness::runner`) expands cases, places parties and forms ids, so a benchmark function
+//! (`bench::runner`) expands cases, places parties and forms ids, so a benchmark function
 //! measures one case and knows nothing of output. A new benchmark is one function in its family
 //! file plus one catalogue line.
 
@@ -8,11 +8,11 @@
 /// `bytes` and `touched`), for mem/mmap and ipc/shm-attach.
 macro_rules! touched_variant {
     ($suffix:literal, $bytes:expr, $touched:literal) => {
-        $crate::harness::case::Variant {
+        $crate::bench::entry::Variant {
             suffix: $suffix,
             params: &[
-                ("bytes", $crate::harness::case::Param::Int($bytes)),
-                ("touched", $crate::harness::case::Param::Flag($touched)),
+                ("bytes", $crate::bench::entry::Param::Int($bytes)),
+                ("touched", $crate::bench::entry::Param::Flag($touched)),
             ],
         }
     };
@@ -20,11 +20,13 @@ macro_rules! touched_variant {
 
 pub mod bw;
 pub mod call;
+pub mod entry;
 pub mod fs;
 pub mod hook;
 pub mod ipc;
 pub mod mem;
 pub mod net;
+pub mod runner;
 pub mod scale;
 pub mod sig;
 pub mod spawn;
@@ -35,8 +37,9 @@ pub mod uring;
 pub mod wake;
 
 use crate::base::model::Curve;
-use crate::harness::case::{BenchError, Benchmark, Expect, Measured, Meter, Param, Variant};
-use crate::harness::os::{errno, read_byte, write_byte};
+use crate::bench::entry::{Benchmark, Expect, Param, Variant};
+use crate::measuring::case::{BenchError, Measured, Meter};
+use crate::measuring::os::{errno, read_byte, write_byte};
 use std::sync::atomic::AtomicU32;
 
 /// Two sizes several families use: a page and a mebibyte (`/4KiB`, `/1MiB`, param `bytes`).
@@ -100,13 +103,13 @@ pub(crate) fn map_shared(fd: i32, len: usize, prot: i32) -> Result<*mut u8, Benc
     Ok(p.cast())
 }
 
-/// futex(2) wait while `*word == val` (`harness::os::futex_wait`).
-pub(crate) use crate::harness::os::futex_wait;
+/// futex(2) wait while `*word == val` (`measuring::os::futex_wait`).
+pub(crate) use crate::measuring::os::futex_wait;
 
 /// futex(2): wake one waiter. `private` for threads of one process, shared for a word in
 /// shared memory.
 pub(crate) fn futex_wake(word: &AtomicU32, private: bool) {
-    crate::harness::os::futex_wake(word, 1, private);
+    crate::measuring::os::futex_wake(word, 1, private);
 }
 
 /// Every benchmark, in suite order.
@@ -336,7 +339,7 @@ mod tests {
         // Two-party entries that declare nothing get a round trip's switches.
         assert_eq!(
             f("switch/pipe-proc").expectations(),
-            crate::harness::case::TWO_PARTY_EVENTS
+            crate::bench::entry::TWO_PARTY_EVENTS
         );
     }
 
@@ -345,7 +348,7 @@ mod tests {
     #[test]
     fn every_two_party_benchmark_declares_its_switches_on_one_cpu() {
         for b in registry() {
-            if matches!(b.cases, crate::harness::case::Cases::Placements) {
+            if matches!(b.cases, crate::bench::entry::Cases::Placements) {
                 let same = format!("{}@same", b.id);
                 assert!(
                     expected_events(&same)

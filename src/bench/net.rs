@@ -12,12 +12,11 @@
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::bench::entry::{Among, Cases, Expect, Param, Variant};
 use crate::catalogue;
-use crate::harness::case::{
-    Among, BenchError, Case, Cases, Expect, Measured, Meter, Param, Variant,
-};
-use crate::harness::clock::{Clock, Monotonic};
-use crate::harness::os::{Mapping, PeerProc, close, ensure_fds, errno, read_byte, write_byte};
+use crate::measuring::case::{BenchError, Case, Measured, Meter};
+use crate::measuring::clock::{Clock, Monotonic};
+use crate::measuring::os::{Mapping, PeerProc, close, ensure_fds, errno, read_byte, write_byte};
 
 catalogue! {
     family { default: false };
@@ -338,7 +337,7 @@ fn connections(
     )?;
     let clock = Monotonic;
     let mut opened = 0u64;
-    crate::harness::counters::set_unit(CONNECTIONS_PER_SAMPLE as f64);
+    crate::measuring::counters::set_unit(CONNECTIONS_PER_SAMPLE as f64);
     let r = m.individual(&mut || {
         let t0 = clock.now_ns();
         for _ in 0..CONNECTIONS_PER_SAMPLE {

@@ -3,7 +3,7 @@
 //! reports as `per_process_ops` and `per_thread_ops`. Each entry is one will-it-scale test
 //! (named in its definition) and expands to `/process-N` and `/thread-N` for each N of
 //! `--copies`. A result's median is the cost of one operation per task while N copies run;
-//! `harness::scaling` runs the copies and `analysis::scaling` adds each result's efficiency
+//! `measuring::scaling` runs the copies and `analysis::scaling` adds each result's efficiency
 //! against one copy.
 //!
 //! The cases follow will-it-scale's definitions: what one iteration does and what it counts
@@ -16,11 +16,12 @@ use std::ffi::CString;
 use std::path::PathBuf;
 
 use crate::base::model::Curve;
-use crate::harness::case::{BenchError, Benchmark, Case, Cases, Measured, Meter};
-use crate::harness::os::ensure_fds;
-use crate::harness::sampler::StopWhen;
-use crate::harness::scaling::board::{Task, TaskError};
-use crate::harness::scaling::{self, Mode, Shape, SysTopology};
+use crate::bench::entry::{Benchmark, Cases};
+use crate::measuring::case::{BenchError, Case, Measured, Meter};
+use crate::measuring::os::ensure_fds;
+use crate::measuring::sampler::StopWhen;
+use crate::measuring::scaling::board::{Task, TaskError};
+use crate::measuring::scaling::{self, Mode, Shape, SysTopology};
 
 mod bodies;
 
@@ -310,7 +311,7 @@ fn measure(m: &Meter, c: &Case, t: &Testcase) -> Measured {
             m.allowed.len()
         )));
     }
-    if let Some(avail_mib) = crate::harness::os::mem_available_mib()
+    if let Some(avail_mib) = crate::measuring::os::mem_available_mib()
         && ((t.memory * n) >> 20) as u64 > avail_mib / 2
     {
         return Err(BenchError::Skipped(format!(

@@ -10,9 +10,10 @@
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
+use crate::bench::entry::{Among, Cases, Expect};
 use crate::catalogue;
-use crate::harness::case::{Among, BenchError, Case, Cases, Expect, Measured, Meter};
-use crate::harness::os::{Mapping, PeerProc, errno};
+use crate::measuring::case::{BenchError, Case, Measured, Meter};
+use crate::measuring::os::{Mapping, PeerProc, errno};
 
 catalogue! {
     family { default: false };

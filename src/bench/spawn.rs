@@ -16,10 +16,11 @@ use std::ptr::null_mut;
 use crate::catalogue;
 
 use crate::base::model::Curve;
-use crate::harness::case::{Among, BenchError, Case, Cases, Expect, Measured, Meter};
-use crate::harness::clock::{Clock, Monotonic};
-use crate::harness::os::{Mapping, errno};
-use crate::harness::sampler::SamplerConfig;
+use crate::bench::entry::{Among, Cases, Expect};
+use crate::measuring::case::{BenchError, Case, Measured, Meter};
+use crate::measuring::clock::{Clock, Monotonic};
+use crate::measuring::os::{Mapping, errno};
+use crate::measuring::sampler::SamplerConfig;
 
 catalogue! {
     family { memory_watch: true };
@@ -456,7 +457,7 @@ fn thread_bench(m: &Meter, attr: Option<Attr>) -> Measured {
         // SAFETY: valid out pointer and attributes; the thread does nothing and is joined.
         let rc = unsafe { libc::pthread_create(&mut tid, attr_ptr, thread_body, null_mut()) };
         if rc != 0 {
-            return Err(crate::harness::os::thread_failed(
+            return Err(crate::measuring::os::thread_failed(
                 "a thread (pthread_create)",
                 std::io::Error::from_raw_os_error(rc),
             ));
@@ -543,10 +544,10 @@ fn own_pidfd() -> Result<i32, BenchError> {
 }
 
 fn pidfd_open(m: &Meter, _: &Case) -> Measured {
-    crate::harness::os::close(own_pidfd()?);
+    crate::measuring::os::close(own_pidfd()?);
     m.batched_fallible(&mut |n| {
         for _ in 0..n {
-            crate::harness::os::close(own_pidfd()?);
+            crate::measuring::os::close(own_pidfd()?);
         }
         Ok(())
     })
@@ -569,7 +570,7 @@ fn pidfd_send_signal(m: &Meter, _: &Case) -> Measured {
             Ok(())
         })
     };
-    crate::harness::os::close(fd);
+    crate::measuring::os::close(fd);
     r
 }
 
@@ -642,7 +643,7 @@ fn clone3_reaped(m: &Meter, cgroup: Option<i32>) -> Measured {
                 // SAFETY: waiting through the pidfd clone3 returned, with a valid buffer.
                 let r =
                     unsafe { libc::waitid(P_PIDFD, pidfd as libc::id_t, &mut info, libc::WEXITED) };
-                crate::harness::os::close(pidfd);
+                crate::measuring::os::close(pidfd);
                 if r != 0 {
                     return Err(BenchError::failed("waitid(P_PIDFD)", errno()));
                 }

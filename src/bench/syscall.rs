@@ -4,7 +4,7 @@
 //! is subtracted as the baseline. Outside the default suite: getrandom's system call (16 and
 //! 256 bytes) and membarrier (private expedited: IPIs to the process's CPUs; global: a wait
 //! for every CPU's quiescent state), skipped with the kernel's reason where it lacks them;
-//! getrandom through the vDSO (found by name in the vDSO image, `harness::vdso`, with the
+//! getrandom through the vDSO (found by name in the vDSO image, `measuring::vdso`, with the
 //! opaque state the kernel says it needs); rseq's register and unregister; a Landlock ruleset
 //! created and enforced, in a child each time, because enforcement cannot be undone.
 
@@ -13,10 +13,9 @@ use std::os::fd::AsRawFd;
 
 use crate::catalogue;
 
-use crate::harness::case::{
-    Among, BenchError, Case, Cases, Expect, Measured, Meter, Param, Variant,
-};
-use crate::harness::os::errno;
+use crate::bench::entry::{Among, Cases, Expect, Param, Variant};
+use crate::measuring::case::{BenchError, Case, Measured, Meter};
+use crate::measuring::os::errno;
 
 catalogue! {
     "syscall/getpid" => getpid { events: crate::expect_events![(Among::All, "context-switches", Expect::NONE), (Among::All, "minor-faults", Expect::NONE)] }:
@@ -77,7 +76,7 @@ static RANDOM_SIZES: &[Variant] = &[
 /// A call the kernel does not have (ENOSYS) or refuses for this use (EINVAL: membarrier's
 /// commands where it was built without them) is a skip with that reason.
 fn absent_or_failed(what: &str, since: &str) -> BenchError {
-    if crate::harness::os::errno().raw_os_error() == Some(libc::EINVAL) {
+    if crate::measuring::os::errno().raw_os_error() == Some(libc::EINVAL) {
         return BenchError::Skipped(format!(
             "this kernel refuses {what} (EINVAL: built without it, or the command is unknown)"
         ));
@@ -299,7 +298,7 @@ fn getrandom_vdso(m: &Meter, c: &Case) -> Measured {
     } else {
         "__vdso_getrandom"
     };
-    let Some(addr) = crate::harness::vdso::symbol(name) else {
+    let Some(addr) = crate::measuring::vdso::symbol(name) else {
         return Err(BenchError::Skipped(format!(
             "this kernel's vDSO exports no {name} (it came in Linux 6.11 on x86-64, 6.14 on arm64)"
         )));
@@ -425,7 +424,7 @@ fn rseq_register(m: &Meter, _: &Case) -> Measured {
             let mut area = Box::new(RseqArea([0; 32]));
             let ours = area.0.as_mut_ptr();
             let r = if rseq(ours, 32, 0) != 0 {
-                Err(match crate::harness::os::errno().raw_os_error() {
+                Err(match crate::measuring::os::errno().raw_os_error() {
                     Some(libc::EBUSY) => BenchError::Skipped(
                         "this thread's rseq area is registered by a C library oscost cannot \
                          lift it from (no __rseq_offset)"
@@ -478,7 +477,7 @@ fn landlock_enforce(m: &Meter, _: &Case) -> Measured {
         )
     };
     if abi < 1 {
-        return Err(match crate::harness::os::errno().raw_os_error() {
+        return Err(match crate::measuring::os::errno().raw_os_error() {
             Some(libc::EOPNOTSUPP) => BenchError::Skipped(
                 "Landlock is built in but not enabled (add landlock to the lsm= boot parameter)"
                     .into(),
@@ -488,11 +487,11 @@ fn landlock_enforce(m: &Meter, _: &Case) -> Measured {
     }
     let root = std::fs::File::open("/").map_err(|e| BenchError::failed("open /", e))?;
     let root_fd = root.as_raw_fd();
-    let page = crate::harness::os::Mapping::anonymous(4096, true, 0)?;
+    let page = crate::measuring::os::Mapping::anonymous(4096, true, 0)?;
     // SAFETY: the shared page is aligned and outlives every child that writes it.
     let took = unsafe { &*(page.ptr() as *const std::sync::atomic::AtomicI64) };
-    let clock = crate::harness::clock::Monotonic;
-    use crate::harness::clock::Clock;
+    let clock = crate::measuring::clock::Monotonic;
+    use crate::measuring::clock::Clock;
     m.individual(&mut || {
         took.store(-1, std::sync::atomic::Ordering::SeqCst);
         // SAFETY: the child makes only system calls and reads the vDSO clock, then _exits.

@@ -7,9 +7,10 @@ use std::hint::black_box;
 
 use serde_json::json;
 
+use crate::bench::entry::{Cases, Param, Variant};
 use crate::catalogue;
-use crate::harness::case::{BenchError, Case, Cases, Measured, Meter, Param, Variant};
-use crate::harness::clock::{
+use crate::measuring::case::{BenchError, Case, Measured, Meter};
+use crate::measuring::clock::{
     Monotonic, claimed_resolution_ns, measure_reader, read_clock, read_gettimeofday,
     read_monotonic_syscall,
 };
@@ -53,10 +54,10 @@ static SLEEPS: &[Variant] = &[
 ];
 
 fn nanosleep_overshoot(m: &Meter, c: &Case) -> Measured {
-    use crate::harness::clock::Clock;
+    use crate::measuring::clock::Clock;
     let asked = c.int("asked_ns")?;
     let clock = Monotonic;
-    let cfg = crate::harness::sampler::SamplerConfig {
+    let cfg = crate::measuring::sampler::SamplerConfig {
         // Sleeps of a millisecond need a longer window for enough samples.
         budget_ns: m.sampler.cfg.budget_ns.max(asked * 200),
         ..m.sampler.cfg

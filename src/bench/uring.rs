@@ -11,10 +11,9 @@ use std::os::fd::AsRawFd;
 
 use io_uring::{IoUring, opcode, types};
 
+use crate::bench::entry::{Among, Cases, Expect, Param, Variant};
 use crate::catalogue;
-use crate::harness::case::{
-    Among, BenchError, Case, Cases, Expect, Measured, Meter, Param, Variant,
-};
+use crate::measuring::case::{BenchError, Case, Measured, Meter};
 
 catalogue! {
     family { default: false };
@@ -160,8 +159,8 @@ fn thread_ids() -> std::collections::BTreeSet<u32> {
 /// A thread's CPU time, ns, from its `stat` (user and system ticks: schedstat's run time reads
 /// 0 where schedstats are off).
 fn thread_cpu_ns(tid: u32) -> Option<u64> {
-    let s = crate::harness::os::proc_stat(&format!("/proc/self/task/{tid}/stat"))?;
-    Some(crate::harness::os::ticks_ns(s.utime + s.stime))
+    let s = crate::measuring::os::proc_stat(&format!("/proc/self/task/{tid}/stat"))?;
+    Some(crate::measuring::os::ticks_ns(s.utime + s.stime))
 }
 
 fn read_4k(m: &Meter, _: &Case) -> Measured {

@@ -23,10 +23,11 @@ use serde_json::json;
 
 use super::{futex_wait, futex_wake};
 use crate::base::model::{Curve, Placement};
+use crate::bench::entry::{Cases, Param, Variant};
 use crate::catalogue;
-use crate::harness::case::{BenchError, Case, Cases, Measured, Meter, Param, Variant};
-use crate::harness::clock::{Clock, Monotonic};
-use crate::harness::os::{
+use crate::measuring::case::{BenchError, Case, Measured, Meter};
+use crate::measuring::clock::{Clock, Monotonic};
+use crate::measuring::os::{
     PeerThread, close, eventfd, eventfd_post, eventfd_take, pipe, read_byte, write_byte,
 };
 

@@ -21,7 +21,7 @@ pub struct RunCgroup {
 
 /// Where the unified (v2) hierarchy is mounted, from a mountinfo text.
 fn cgroup2_mount(mountinfo: &str) -> Option<PathBuf> {
-    crate::harness::os::mount_points(mountinfo, "cgroup2")
+    crate::measuring::os::mount_points(mountinfo, "cgroup2")
         .first()
         .map(PathBuf::from)
 }
@@ -29,7 +29,7 @@ fn cgroup2_mount(mountinfo: &str) -> Option<PathBuf> {
 /// This process's cgroup in the unified hierarchy, from a /proc/self/cgroup text (`0::/path`),
 /// relative to the hierarchy's root.
 fn own_cgroup(text: &str) -> Option<String> {
-    crate::harness::confinement::parse_cgroup(text)
+    crate::measuring::confinement::parse_cgroup(text)
         .remove("")
         .map(|p| p.trim_start_matches('/').to_string())
 }

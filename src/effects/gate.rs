@@ -301,7 +301,7 @@ pub fn pass(e: &Effects) -> Result<Passed, GateError> {
         None
     } else {
         let sides: Vec<&[String]> = e.settings.iter().map(Vec::as_slice).collect();
-        let cpus = crate::harness::placement::allowed_cpus();
+        let cpus = crate::measuring::placement::allowed_cpus();
         Some(
             crate::effects::settings_guard::prepare(&sides, &cpus)
                 .map_err(|e| GateError::Refused(e.to_string()))?,

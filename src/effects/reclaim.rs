@@ -6,7 +6,7 @@
 /// Reclaim everything oscosts killed whole (every process, guards and helpers too) left on
 /// the machine, first thing in every command (`cli::gated`): kernel settings (`state`),
 /// the run cgroups whose maker is gone (`effects::cgroup::reclaim`), the ftrace instances and
-/// audit rules whose helper's marker is free (`harness::ftrace`, `harness::audit`), and the
+/// audit rules whose helper's marker is free (`tracing::ftrace`, `tracing::audit`), and the
 /// old states kept in the user's data directory. Each kind costs a directory read where
 /// nothing was left. The lines say what was done.
 pub fn recover() -> Vec<String> {
@@ -20,12 +20,12 @@ pub fn recover() -> Vec<String> {
             gone.display()
         ));
     }
-    for gone in crate::harness::ftrace::reclaim() {
+    for gone in crate::tracing::ftrace::reclaim() {
         said.push(format!(
             "removed the ftrace instance {gone}, left by a run killed with its helper"
         ));
     }
-    for gone in crate::harness::audit::reclaim() {
+    for gone in crate::tracing::audit::reclaim() {
         said.push(format!(
             "deleted the audit rule {gone}, left by a run killed with its helper"
         ));

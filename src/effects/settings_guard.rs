@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use crate::effects::put_back::state::{self, Held, StateError};
 use crate::effects::put_back::{Alteration, Guardian};
-use crate::harness::settings::{self, Encoding, Scope, Setting, SettingError};
+use crate::machine::settings::{self, Encoding, Scope, Setting, SettingError};
 
 /// One side's settings: system-wide ones (written by oscost) and per-task ones (applied by the
 /// worker to itself).

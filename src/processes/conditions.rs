@@ -15,7 +15,7 @@
 
 use crate::base::model::Run;
 use crate::base::stop::{Interrupted, Stop};
-use crate::harness::runner::WorkerOptions;
+use crate::bench::runner::WorkerOptions;
 use crate::processes::during::DuringSpec;
 
 pub mod cpu;

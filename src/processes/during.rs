@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use crate::base::helpers::KEEPER as DURING_KEEPER_ARG;
 use crate::base::stop::Stop;
-use crate::harness::observers::Inventory;
+use crate::tracing::observers::Inventory;
 
 /// Ready by the system's inventory once it has not changed for this long (and at least this
 /// long after the start): BPF tracers and perf attach within tens of milliseconds of the last
@@ -301,7 +301,7 @@ impl Agent {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
-        let mut keeper = crate::harness::os::spawn_reparented(&mut cmd, || {})
+        let mut keeper = crate::measuring::os::spawn_reparented(&mut cmd, || {})
             .map_err(|e| failed(e.to_string()))?;
         let pipes = (keeper.stdin.take(), keeper.stdout.take());
         let (Some(control), Some(out)) = pipes else {

@@ -17,7 +17,7 @@ use std::time::Instant;
 use nix::unistd::Pid;
 
 use crate::base::stop::{Interrupted, Stop};
-use crate::harness::group_guard::GroupGuard;
+use crate::measuring::group_guard::GroupGuard;
 use crate::processes::worker::reap_group;
 
 /// One timed execution.
@@ -81,9 +81,9 @@ pub fn command(argv: &[String], cpu: Option<usize>) -> Command {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    crate::harness::group_guard::own_group_dying_with_us(&mut cmd);
+    crate::measuring::group_guard::own_group_dying_with_us(&mut cmd);
     if let Some(c) = cpu {
-        crate::harness::placement::pin_on_exec(&mut cmd, c);
+        crate::measuring::placement::pin_on_exec(&mut cmd, c);
     }
     cmd
 }
@@ -99,7 +99,7 @@ pub fn time_once(argv: &[String], cpu: Option<usize>, stop: &Stop) -> Result<Tim
         .map_err(|e| ProgramError::Start(name.clone(), e))?;
     let pid = child.id() as i32;
     let pgid = Pid::from_raw(pid);
-    // The whole group dies with oscost, SIGKILL included (`harness::group_guard`).
+    // The whole group dies with oscost, SIGKILL included (`measuring::group_guard`).
     let guard = GroupGuard::watch(pid).map_err(|e| ProgramError::Wait(name.clone(), e))?;
     let pidfd = pidfd_open(pid).map_err(|e| ProgramError::Wait(name.clone(), e))?;
     let wall = loop {

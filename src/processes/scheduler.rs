@@ -13,10 +13,10 @@ use crate::base::model::{
     BenchResult, ClockInfo, RepetitionStop, Run, SCHEMA_VERSION, Schedule, Tool,
 };
 use crate::base::stop::Stop;
-use crate::harness::case::Benchmark;
-use crate::harness::clock;
-use crate::harness::runner::{CaseResult, WorkerOptions};
-use crate::harness::sampler::StopWhen;
+use crate::bench::entry::Benchmark;
+use crate::bench::runner::{CaseResult, WorkerOptions};
+use crate::measuring::clock;
+use crate::measuring::sampler::StopWhen;
 use crate::processes::worker::Coordinator;
 
 mod repetition_plan;
@@ -80,7 +80,7 @@ struct RunSetup {
     _cgroup: Option<crate::effects::cgroup::RunCgroup>,
     /// Every other process's CPU time when the run started: who took the CPUs meanwhile is
     /// said once for the run (`analysis::contention`).
-    others_cpu: crate::harness::contention::ProcessCpu,
+    others_cpu: crate::machine::contention::ProcessCpu,
 }
 
 fn setup(plan: &Plan) -> anyhow::Result<RunSetup> {
@@ -118,9 +118,9 @@ fn setup(plan: &Plan) -> anyhow::Result<RunSetup> {
         );
     }
     Ok(RunSetup {
-        others_cpu: crate::harness::contention::ProcessCpu::now(std::process::id() as i32),
+        others_cpu: crate::machine::contention::ProcessCpu::now(std::process::id() as i32),
         started: std::time::Instant::now(),
-        env: crate::harness::env::collect(Some(clock)),
+        env: crate::machine::env::collect(Some(clock)),
         started_at: now_rfc3339(),
         clock,
         opts,
@@ -147,7 +147,7 @@ impl RunSetup {
 
     fn run_model(&self, plan: &Plan, label: Option<String>, results: Vec<BenchResult>) -> Run {
         let programs = self.others_cpu.programs_since(
-            &crate::harness::contention::ProcessCpu::now(std::process::id() as i32),
+            &crate::machine::contention::ProcessCpu::now(std::process::id() as i32),
             self.started.elapsed().as_nanos() as f64,
         );
         let notes = analysis::machine_speed_note(&results)
@@ -313,7 +313,7 @@ fn sampling_ns(cases: &[CaseResult]) -> u64 {
 fn rep_options(opts: &WorkerOptions, plan: &Plan, k: usize) -> WorkerOptions {
     let mut o = opts.clone();
     // Events are counted in the first repetition only: a counting pass re-runs the case
-    // (see `harness::counters`), and what one operation costs in events does not drift
+    // (see `measuring::counters`), and what one operation costs in events does not drift
     // between processes as its time does.
     if k > 0 {
         o.events.clear();

@@ -35,11 +35,11 @@ impl Scratch {
             .create_new(true)
             .open(dir.path().join(LOCK))?;
         // Nothing else can hold the lock of a file this instant created.
-        crate::harness::os::lock_now(&lock)?;
+        crate::measuring::os::lock_now(&lock)?;
         let pid = std::process::id();
         let text = format!(
             "{MARKER_HEAD}\npid {pid}\nstart {}\n",
-            crate::harness::os::start_time(pid).unwrap_or(0)
+            crate::measuring::os::start_time(pid).unwrap_or(0)
         );
         // Whole or absent: a reclaimer never reads half a marker.
         let mut tmp = tempfile::NamedTempFile::new_in(dir.path())?;
@@ -67,7 +67,7 @@ fn marker_owner(text: &str) -> Option<(u32, u64)> {
 
 /// Whether the process a marker names is gone.
 fn owner_gone(pid: u32, start: u64) -> bool {
-    crate::harness::os::start_time(pid) != Some(start)
+    crate::measuring::os::start_time(pid) != Some(start)
 }
 
 /// Remove the scratch directories of runs that are gone; returns what was removed.
@@ -99,7 +99,7 @@ fn reclaim_in(tmp: &Path) -> Vec<PathBuf> {
         };
         let unlocked = std::fs::File::open(e.path().join(LOCK))
             .ok()
-            .is_some_and(|f| crate::harness::os::lock_now(&f).is_ok());
+            .is_some_and(|f| crate::measuring::os::lock_now(&f).is_ok());
         if owner_gone(pid, start) && unlocked && std::fs::remove_dir_all(e.path()).is_ok() {
             removed.push(e.path());
         }
@@ -132,16 +132,16 @@ mod tests {
             tmp.path(),
             "oscost-live",
             me,
-            crate::harness::os::start_time(me).unwrap(),
+            crate::measuring::os::start_time(me).unwrap(),
         );
         let held = std::fs::File::open(live.join(LOCK)).unwrap();
-        crate::harness::os::lock_now(&held).unwrap();
+        crate::measuring::os::lock_now(&held).unwrap();
         // A pid that is ours but a start time that is not: a reused pid, the run is gone.
         let dead = scratch_of(
             tmp.path(),
             "oscost-dead",
             me,
-            crate::harness::os::start_time(me).unwrap() + 1,
+            crate::measuring::os::start_time(me).unwrap() + 1,
         );
         std::fs::write(dead.join("file"), b"x").unwrap();
         // The user's own directories, even old and holding an unlocked owner.lock.
@@ -169,7 +169,7 @@ mod tests {
         let me = std::process::id();
         assert_eq!(
             marker_owner(&text),
-            Some((me, crate::harness::os::start_time(me).unwrap()))
+            Some((me, crate::measuring::os::start_time(me).unwrap()))
         );
         let p = s.path().to_path_buf();
         drop(s);

@@ -28,12 +28,13 @@ use nix::unistd::Pid;
 
 use crate::base::stop::{Interrupted, Stop};
 use crate::bench;
-use crate::harness::case::{BenchError, Benchmark, Meter};
-use crate::harness::clock::Monotonic;
-use crate::harness::noise::Rusage;
-use crate::harness::placement;
-use crate::harness::runner::{self, CaseResult, WorkerOptions};
-use crate::harness::sampler::Sampler;
+use crate::bench::entry::Benchmark;
+use crate::bench::runner::{self, CaseResult, WorkerOptions};
+use crate::measuring::case::{BenchError, Meter};
+use crate::measuring::clock::Monotonic;
+use crate::measuring::noise::Rusage;
+use crate::measuring::placement;
+use crate::measuring::sampler::Sampler;
 
 /// The fd the worker writes results to.
 pub const RESULT_FD: i32 = 3;
@@ -54,7 +55,7 @@ pub fn worker_main(id: &str, config: &str) -> i32 {
     }
     // Under a wrapper the coordinator's PR_SET_PDEATHSIG covers the wrapper, not us; and a
     // worker that dies with its coordinator must take its SysV objects with it.
-    crate::harness::ipc_guard::on_parent_death();
+    crate::measuring::ipc_guard::on_parent_death();
     // Programs a benchmark execs must not hold the coordinator's pipe open.
     // SAFETY: as above.
     unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
@@ -95,14 +96,14 @@ fn measure(id: &str, opts: WorkerOptions) -> Vec<CaseResult> {
     // the worker's own: what confines the process as it was started.
     let confinement = opts
         .read_confinement
-        .then(crate::harness::confinement::read);
+        .then(crate::measuring::confinement::read);
     if let Err(e) = placement::pin_current_thread(opts.cpu) {
         let why = BenchError::Failed(e);
         return vec![CaseResult::failed(b.id.into(), b.id, b.definition, why)];
     }
     // Per-task settings (speculation controls) are the worker's own: nothing system-wide.
     for (name, value) in &opts.task_settings {
-        if let Err(e) = crate::harness::settings::apply_to_self(name, value) {
+        if let Err(e) = crate::machine::settings::apply_to_self(name, value) {
             let why = BenchError::Failed(e.to_string());
             return vec![CaseResult::failed(b.id.into(), b.id, b.definition, why)];
         }
@@ -110,7 +111,7 @@ fn measure(id: &str, opts: WorkerOptions) -> Vec<CaseResult> {
     // The ipc/ family's objects live and die in a namespace of the worker's own.
     let namespace = b
         .ipc_namespace
-        .then(crate::harness::ipc_guard::private_namespace);
+        .then(crate::measuring::ipc_guard::private_namespace);
     let meter = Meter {
         sampler: Sampler::new(Monotonic, Rusage, opts.sampler),
         cpu: opts.cpu,
@@ -126,14 +127,14 @@ fn measure(id: &str, opts: WorkerOptions) -> Vec<CaseResult> {
     };
     let memory = b
         .memory_watch
-        .then(crate::harness::memory::snapshot)
+        .then(crate::measuring::memory::snapshot)
         .flatten();
-    let mut witness = crate::harness::witness::timings();
+    let mut witness = crate::measuring::witness::timings();
     let mut cases = runner::run_cases(&meter, b, &opts.variants);
-    witness.extend(crate::harness::witness::timings());
-    let witness_ns = crate::harness::witness::witness_ns(&witness);
-    let memory_events = match (memory, crate::harness::memory::snapshot()) {
-        (Some(before), Some(after)) => crate::harness::memory::delta(&before, &after),
+    witness.extend(crate::measuring::witness::timings());
+    let witness_ns = crate::measuring::witness::witness_ns(&witness);
+    let memory_events = match (memory, crate::measuring::memory::snapshot()) {
+        (Some(before), Some(after)) => crate::measuring::memory::delta(&before, &after),
         _ => Default::default(),
     };
     for c in &mut cases {
@@ -192,7 +193,7 @@ impl Coordinator {
         // SysV objects die with the worker's own IPC namespace (`ipc_guard`); only the run's
         // POSIX queue name, oscost's own, is unlinked here in case a worker without a
         // namespace was killed holding it.
-        if let Some(removed) = crate::harness::ipc_guard::unlink_queue(&opts.mq_name) {
+        if let Some(removed) = crate::measuring::ipc_guard::unlink_queue(&opts.mq_name) {
             crate::say!("oscost: removed what {} left behind: {removed}", b.id);
         }
         cases
@@ -207,7 +208,7 @@ impl Coordinator {
         let failed = |reason: String| vec![failed_case(b, reason)];
         // The coordinator moves off the measuring CPU while the worker lives, back where it
         // was after it is reaped; the worker starts on the CPUs it had before.
-        let off = crate::harness::placement::keep_off(opts.cpu);
+        let off = crate::measuring::placement::keep_off(opts.cpu);
         let mut worker = match self.spawn(b, opts, &off.before) {
             Ok(w) => w,
             Err(reason) => return Ok(failed(reason)),
@@ -265,7 +266,7 @@ impl Coordinator {
             Some(c) => vec![c],
             None => allowed.to_vec(),
         };
-        let pin = (!start_on.is_empty()).then(|| crate::harness::placement::cpu_set(&start_on));
+        let pin = (!start_on.is_empty()).then(|| crate::measuring::placement::cpu_set(&start_on));
         let coordinator = std::process::id() as libc::pid_t;
         // SAFETY: only async-signal-safe calls (dup2, fcntl, prctl, getppid, kill,
         // sched_setaffinity) between fork and exec; the CPU set was built before the fork.
@@ -279,7 +280,7 @@ impl Coordinator {
                 } else if libc::dup2(w, RESULT_FD) < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
-                crate::harness::os::die_with_parent(coordinator, libc::SIGKILL);
+                crate::measuring::os::die_with_parent(coordinator, libc::SIGKILL);
                 Ok(())
             });
         }

@@ -50,7 +50,7 @@ pub fn key_events(r: &crate::base::model::BenchResult) -> String {
         .iter()
         .filter_map(|k| {
             let v = ev.per_op.get(*k)?;
-            let short = crate::harness::counters::find(k).map_or(*k, |d| d.short);
+            let short = crate::measuring::counters::find(k).map_or(*k, |d| d.short);
             Some(format!("{} {short}", event_number(*v)))
         })
         .collect();

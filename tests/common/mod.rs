@@ -102,7 +102,7 @@ pub fn measuring() -> MutexGuard<'static, ()> {
 }
 
 pub fn allowed_cpus() -> Vec<usize> {
-    oscost::harness::placement::allowed_cpus()
+    oscost::measuring::placement::allowed_cpus()
 }
 
 /// A thread spinning on `cpu` until dropped.
@@ -122,7 +122,7 @@ impl BusyCpu {
         let stop = Arc::new(AtomicBool::new(false));
         let s = Arc::clone(&stop);
         let handle = std::thread::spawn(move || {
-            oscost::harness::placement::pin_current_thread(cpu).unwrap();
+            oscost::measuring::placement::pin_current_thread(cpu).unwrap();
             let period = std::time::Duration::from_millis(10);
             let spin = period * duty.min(100) / 100;
             let mut x = 0u64;

@@ -256,7 +256,7 @@ fn every_call_is_priced_by_a_benchmark_of_one_result() {
     for (call, by) in BY_NAME.iter().chain(WITH_CLOSE) {
         let b = crate::bench::find(by).unwrap_or_else(|| panic!("{call}: no benchmark {by}"));
         assert!(
-            matches!(b.cases, crate::harness::case::Cases::One),
+            matches!(b.cases, crate::bench::entry::Cases::One),
             "{call}: {by} has several results"
         );
     }

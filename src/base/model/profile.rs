@@ -1,6 +1,6 @@
 //! A result's sampled profile (`--profile`): where the measured operation's time went, as the
 //! samples of a clock event taken in untimed passes of their own, one a repetition
-//! (`harness::profile`), kept as counts by function and by call chain. Counts stay counts
+//! (`measuring::profile`), kept as counts by function and by call chain. Counts stay counts
 //! here; what they come to in ns per operation, with intervals, and what grew between two
 //! sides are `analysis::profile`'s.
 

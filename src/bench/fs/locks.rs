@@ -36,7 +36,7 @@ pub(super) fn fcntl_lock(m: &Meter, c: &Case) -> Measured {
     if !(wait_on(fd1) && wait_on(fd2)) {
         return Err(BenchError::failed("fcntl lock", errno()));
     }
-    let peer = crate::harness::os::PeerProc::spawn(
+    let peer = crate::measuring::os::PeerProc::spawn(
         c.peer_cpu(),
         &m.allowed,
         // lat_fcntl's process B; it ends when killed.

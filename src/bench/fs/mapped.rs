@@ -78,7 +78,7 @@ pub(super) fn pagefault(m: &Meter, _: &Case) -> Measured {
     let order = permutation(pages);
     let clock = Monotonic;
     // A sample is a first read of every page: events per page.
-    crate::harness::counters::set_unit(pages as f64);
+    crate::measuring::counters::set_unit(pages as f64);
     let o = m.individual(&mut || {
         let p = crate::bench::map_shared(fd, FAULTED_FILE, libc::PROT_READ)?;
         let mut sum = 0u8;

@@ -129,7 +129,7 @@ fn userfaultfd_measure(m: &Meter, uffd: i32, stop: i32) -> Measured {
     // SAFETY: the source page is mapped, writable and PAGE long.
     unsafe { std::ptr::write_bytes(source.ptr(), 0x5a, PAGE) };
     let src = source.ptr() as u64;
-    let handler = crate::harness::os::PeerThread::spawn(
+    let handler = crate::measuring::os::PeerThread::spawn(
         Some(m.cpu),
         m.allowed.clone(),
         move |_| serve_faults(uffd, stop, src),

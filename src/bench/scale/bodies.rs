@@ -6,8 +6,8 @@ use std::ffi::CString;
 use std::sync::atomic::AtomicU32;
 
 use super::{BUF, FILE_1MIB, MIB128, PAGE, Prepared};
-use crate::harness::scaling::Mode;
-use crate::harness::scaling::board::{Task, TaskError};
+use crate::measuring::scaling::Mode;
+use crate::measuring::scaling::board::{Task, TaskError};
 
 type R = Result<(), TaskError>;
 

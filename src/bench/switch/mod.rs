@@ -20,8 +20,9 @@ mod ring;
 use super::{futex_wait, futex_wake, round_trips};
 use crate::catalogue;
 
-use crate::harness::case::{Among, BenchError, Case, Cases, Expect, Measured, Meter};
-use crate::harness::os::{
+use crate::bench::entry::{Among, Cases, Expect};
+use crate::measuring::case::{BenchError, Case, Measured, Meter};
+use crate::measuring::os::{
     Mapping, PeerProc, PeerThread, close, errno, eventfd, eventfd_post, eventfd_take, pipe,
     read_byte, socketpair, write_byte,
 };

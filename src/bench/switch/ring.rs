@@ -6,9 +6,9 @@
 use std::sync::Mutex;
 
 use crate::base::model::{Curve, Placement};
-use crate::harness::case::{BenchError, Case, Measured, Meter, Outcome};
-use crate::harness::os::{close, ensure_fds, errno, pipe, read_byte, write_byte};
-use crate::harness::placement;
+use crate::measuring::case::{BenchError, Case, Measured, Meter, Outcome};
+use crate::measuring::os::{close, ensure_fds, errno, pipe, read_byte, write_byte};
+use crate::measuring::placement;
 
 /// The ring's cost against its size, one line per working set, as reports draw it.
 pub(super) const RING_CURVE: Curve = Curve {
@@ -251,8 +251,8 @@ pub(super) fn ring(m: &Meter, c: &Case) -> Measured {
     }
     let ovr_ns = ring_overhead_ns(m, kb)?;
     // Events count the ring's trips only, each n hops.
-    crate::harness::counters::restart();
-    crate::harness::counters::set_unit(n as f64);
+    crate::measuring::counters::restart();
+    crate::measuring::counters::set_unit(n as f64);
     let mut o = if p == 1 {
         measure_ring(m, n, kb, m.cpu, ovr_ns)?
     } else {
@@ -266,7 +266,7 @@ pub(super) fn ring(m: &Meter, c: &Case) -> Measured {
                 .map(|&cpu| {
                     std::thread::Builder::new()
                         .spawn_scoped(s, move || measure_ring(m, n, kb, cpu, ovr_ns))
-                        .map_err(|e| crate::harness::os::thread_failed("a ring's thread", e))
+                        .map_err(|e| crate::measuring::os::thread_failed("a ring's thread", e))
                 })
                 .collect();
             hs.into_iter()

@@ -381,7 +381,7 @@ impl SideFlags {
             self.ready_timeout_s,
         )?;
         if let Some(c) = self.cpu {
-            let allowed = crate::harness::placement::allowed_cpus();
+            let allowed = crate::measuring::placement::allowed_cpus();
             allowed_cpu(n.cpu, c, &allowed).map_err(usage)?;
         }
         Ok(crate::processes::conditions::Side {
@@ -534,7 +534,7 @@ pub const RunRefParser: Completing = Completing(|| &["last", "last~1", "last~2",
 /// Every family (`syscall/`), benchmark id and result id of the default variants, in
 /// registry order, each once.
 pub fn completable_ids() -> Vec<String> {
-    let variants = crate::harness::case::VariantOptions::default();
+    let variants = crate::bench::entry::VariantOptions::default();
     let mut out: Vec<String> = Vec::new();
     let mut push = |s: String| {
         if !out.contains(&s) {
@@ -544,7 +544,7 @@ pub fn completable_ids() -> Vec<String> {
     for b in crate::bench::registry() {
         push(format!("{}/", b.family()));
         push(b.id.to_string());
-        for c in crate::harness::runner::expand(b, &variants) {
+        for c in crate::bench::runner::expand(b, &variants) {
             if !c.suffix.is_empty() {
                 push(format!("{}{}", b.id, c.suffix));
             }

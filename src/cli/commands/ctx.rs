@@ -10,9 +10,9 @@ use clap::Args;
 use super::args::usage;
 use super::print_stdout;
 use super::{Command, Given};
+use crate::bench::entry::RingOptions;
 use crate::effects::gate::Effects;
-use crate::harness::case::RingOptions;
-use crate::harness::sampler::StopWhen;
+use crate::measuring::sampler::StopWhen;
 use crate::processes::scheduler::{self, Plan, repetition_plan};
 use crate::{effects::output, report};
 

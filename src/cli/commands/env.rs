@@ -5,7 +5,7 @@ use clap::Args;
 use super::print_stdout;
 use super::{Command, Given};
 use crate::effects::gate::Effects;
-use crate::harness::clock;
+use crate::measuring::clock;
 
 #[derive(Debug, Args, Clone)]
 /// `oscost env`'s arguments.
@@ -23,7 +23,7 @@ impl Command for EnvArgs {
 
     /// Describe this machine.
     fn run(self, _: Given) -> anyhow::Result<i32> {
-        let e = crate::harness::env::collect(Some(clock::calibrate()));
+        let e = crate::machine::env::collect(Some(clock::calibrate()));
         let text = if self.json {
             serde_json::to_string_pretty(&e)? + "\n"
         } else {

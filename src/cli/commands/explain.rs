@@ -1,7 +1,7 @@
 //! `oscost explain ID`: where a ping-pong's round trip goes. The benchmark runs in this
 //! process twice: untraced (its median round trip), then briefly with the scheduler's and idle
 //! tracepoints (and with `--syscalls` the system calls') recorded on every allowed CPU in an
-//! ftrace instance of oscost's own (`harness::trace`); the trace is read after the pass and
+//! ftrace instance of oscost's own (`tracing::trace`); the trace is read after the pass and
 //! split into stages (`analysis::explain`). The output says how far tracing moved the round
 //! trip against the untraced median.
 //!
@@ -21,14 +21,16 @@ use clap::Args;
 use super::args::usage;
 use super::{Command, Given};
 use crate::analysis::explain::{self, Split};
+use crate::bench::entry::Cases;
+use crate::bench::runner;
 use crate::effects::gate::Effects;
-use crate::harness::case::{Cases, Meter};
-use crate::harness::clock::{Monotonic, calibrate};
-use crate::harness::noise::Rusage;
-use crate::harness::sampler::{Sampler, SamplerConfig, StopWhen};
-use crate::harness::trace::{Tracer, ipis_received};
-use crate::harness::{placement, runner};
+use crate::measuring::case::Meter;
+use crate::measuring::clock::{Monotonic, calibrate};
+use crate::measuring::noise::Rusage;
+use crate::measuring::placement;
+use crate::measuring::sampler::{Sampler, SamplerConfig, StopWhen};
 use crate::report::explain::Explanation;
+use crate::tracing::trace::{Tracer, ipis_received};
 
 /// The measuring thread's name for the traced pass, unique to it (a nonce), and its own
 /// name again when dropped, on every path out of the pass.

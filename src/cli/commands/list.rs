@@ -2,8 +2,8 @@
 //! `oscost explain` splits a round trip into, with what each holds.
 
 use super::{Command, Given};
+use crate::bench::entry::Among;
 use crate::effects::gate::Effects;
-use crate::harness::case::Among;
 use clap::Args;
 
 use super::print_stdout;
@@ -45,7 +45,7 @@ impl Command for ListArgs {
 const LIST_WIDTH: usize = 100;
 
 /// The catalogue's lines for `chosen` (all, with explain's stages, when `None`).
-fn list_text(chosen: Option<&[&'static crate::harness::case::Benchmark]>) -> String {
+fn list_text(chosen: Option<&[&'static crate::bench::entry::Benchmark]>) -> String {
     let mut out = String::new();
     let all = bench::registry();
     for b in chosen.map_or(all.as_slice(), |c| c) {

@@ -14,10 +14,10 @@ use std::time::Duration;
 
 use super::args::usage;
 use crate::bench;
-use crate::harness::case::{Benchmark, RingOptions, VariantOptions, default_fork_sizes};
-use crate::harness::placement::{self, Place};
-use crate::harness::runner::{self, WorkerOptions, default_mq_name};
-use crate::harness::sampler::{SamplerConfig, StopWhen};
+use crate::bench::entry::{Benchmark, RingOptions, VariantOptions, default_fork_sizes};
+use crate::bench::runner::{self, WorkerOptions, default_mq_name};
+use crate::measuring::placement::{self, Place};
+use crate::measuring::sampler::{SamplerConfig, StopWhen};
 use crate::processes::scheduler::{Plan, RepetitionPlan, repetition_plan};
 
 /// A measurement asked for, as values (what `oscost run`'s flags say, defaults included).
@@ -123,7 +123,7 @@ pub fn build(args: &Request) -> anyhow::Result<Plan> {
     }
     let events = resolve_events(args.events.as_deref()).map_err(usage)?;
     if args.profile {
-        crate::harness::profile::probe(&allowed)
+        crate::measuring::profile::probe(&allowed)
             .map_err(|why| usage(format!("--profile: {why}; run without --profile")))?;
     }
     let rep_s = reps.rep_ns as f64 / 1e9;
@@ -240,7 +240,7 @@ fn settled(default: usize, allowed: &[usize]) -> usize {
 
 /// The events `--events` names (every known one by default, none for `none`).
 fn resolve_events(asked: Option<&[String]>) -> Result<Vec<String>, String> {
-    use crate::harness::counters::{EVENTS, find};
+    use crate::measuring::counters::{EVENTS, find};
     match asked {
         None => Ok(EVENTS.iter().map(|e| e.name.to_string()).collect()),
         Some([none]) if none == "none" => Ok(vec![]),
@@ -452,7 +452,7 @@ fn resolve_placements(asked: Option<&[String]>, from_ids: &[String]) -> Result<V
 }
 
 /// MemAvailable from /proc/meminfo, MiB.
-pub use crate::harness::os::mem_available_mib;
+pub use crate::measuring::os::mem_available_mib;
 
 #[cfg(test)]
 mod tests {

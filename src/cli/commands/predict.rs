@@ -2,7 +2,7 @@
 //! predicted from the program's own system calls and measured, side by side.
 //!
 //! 1. Count: CMD runs once plainly under the kernel's tracepoint counters
-//!    (`harness::syscount`): system calls by name, processes, threads, execs.
+//!    (`tracing::syscount`): system calls by name, processes, threads, execs.
 //! 2. Price: the catalogue's benchmarks for the kinds that appeared are measured plain and
 //!    under the wrapper, interleaved as `ab` does (`scheduler::measure` with two sides); their additions
 //!    and CIs are the prices (`analysis::predict`).
@@ -28,12 +28,12 @@ use crate::base::model::Run;
 use crate::base::stats;
 use crate::base::stop::Stop;
 use crate::effects::gate::Effects;
-use crate::harness::syscount::{self, ProgramCounts};
 use crate::processes::conditions::{KernelSettings, Side};
 use crate::processes::during::DuringSpec;
 use crate::processes::program::{self, ProcessTimer, RoundsEnd, Timings};
 use crate::processes::scheduler;
 use crate::report::predict::PredictionReport;
+use crate::tracing::syscount::{self, ProgramCounts};
 
 mod between;
 

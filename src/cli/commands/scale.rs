@@ -72,7 +72,7 @@ impl Command for ScaleArgs {
         let mut request = super::plan::Request::new(vec![id.to_string()]);
         request.quick = self.quick;
         request.copies = Some(self.copies.clone().unwrap_or_else(|| {
-            let cpus = crate::harness::placement::allowed_cpus().len().max(1);
+            let cpus = crate::measuring::placement::allowed_cpus().len().max(1);
             (1..=cpus).map(|n| n.to_string()).collect()
         }));
         let mut plan = super::plan::build(&request)?;

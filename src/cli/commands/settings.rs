@@ -1,5 +1,5 @@
 //! `oscost settings`: the catalogue of kernel settings `run --set` and `ab --a-set/--b-set`
-//! change on a running kernel (`harness::settings`): each one with its value here, whether it
+//! change on a running kernel (`machine::settings`): each one with its value here, whether it
 //! is system-wide or per task, whether it can be changed here and if not why (not root, no
 //! such file on this kernel, debugfs refused, a CPU without the control), what it means and
 //! which benchmarks it is expected to move.
@@ -9,7 +9,7 @@ use clap::Args;
 use super::print_stdout;
 use super::{Command, Given};
 use crate::effects::gate::Effects;
-use crate::harness::settings::{self, Scope};
+use crate::machine::settings::{self, Scope};
 
 #[derive(Debug, Args, Clone)]
 /// `oscost settings`'s arguments (none).
@@ -29,7 +29,7 @@ impl Command for SettingsArgs {
 }
 
 fn table() -> String {
-    let cpus = crate::harness::placement::allowed_cpus();
+    let cpus = crate::measuring::placement::allowed_cpus();
     let mut t = crate::report::plain_table(
         false,
         vec![

@@ -130,7 +130,7 @@ impl Guardian {
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null());
         // The socket's end stays open across the guard's exec (fcntl: async-signal-safe).
-        let spawned = crate::harness::os::spawn_reparented(&mut cmd, move || {
+        let spawned = crate::measuring::os::spawn_reparented(&mut cmd, move || {
             // SAFETY: fcntl on a plain integer descriptor.
             unsafe {
                 let flags = libc::fcntl(theirs_fd, libc::F_GETFD);
@@ -273,7 +273,7 @@ fn watch_guard(socket: RawFd, wake: &OwnedFd, link: &std::sync::Mutex<Link>) {
             if already(file, original) {
                 continue;
             }
-            match crate::harness::settings::write_file(file, original) {
+            match crate::machine::settings::write_file(file, original) {
                 Ok(()) => put.push(format!("{}={original}", file.display())),
                 Err(e) => crate::say!(
                     "oscost: could not put back {}={original} ({e}); its state stays and every oscost command tries again",
@@ -301,7 +301,7 @@ fn watch_guard(socket: RawFd, wake: &OwnedFd, link: &std::sync::Mutex<Link>) {
 /// the plain value for every other setting file).
 fn already(file: &std::path::Path, original: &str) -> bool {
     std::fs::read_to_string(file).is_ok_and(|t| {
-        crate::harness::settings::value_of(crate::harness::settings::Encoding::Bracketed, &t)
+        crate::machine::settings::value_of(crate::machine::settings::Encoding::Bracketed, &t)
             == original
     })
 }
@@ -383,7 +383,7 @@ fn become_guard() {
     let _ = unsafe { nix::sys::signal::sigaction(nix::sys::signal::Signal::SIGTERM, &action) };
     // Memory running short must not take the one process that puts things back (root only;
     // best effort).
-    let _ = crate::harness::settings::write_file(
+    let _ = crate::machine::settings::write_file(
         std::path::Path::new("/proc/self/oom_score_adj"),
         "-1000",
     );
@@ -463,7 +463,7 @@ fn put_back_all(kept: Vec<(Alteration, Option<OwnedFd>)>) {
                     drop(lock);
                     continue;
                 }
-                match crate::harness::settings::write_file(&file, &original) {
+                match crate::machine::settings::write_file(&file, &original) {
                     Ok(()) => {
                         if let Some(l) = &lock {
                             state::unlink_if_same(&state, l.as_fd());

@@ -31,7 +31,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// Where the state lives: one directory for the whole machine.
-pub const STATE_DIR: &str = crate::harness::os::STATE_DIR;
+pub const STATE_DIR: &str = crate::measuring::os::STATE_DIR;
 /// The states of the settings being changed (or left changed by a killed oscost).
 const HELD: &str = "held";
 /// Where what was found in `held/` and not trusted is moved.
@@ -153,7 +153,7 @@ pub fn unlink_if_same(path: &Path, held: std::os::fd::BorrowedFd) {
         _ => false,
     };
     if same {
-        crate::harness::os::remove_kept(path);
+        crate::measuring::os::remove_kept(path);
     }
 }
 
@@ -198,10 +198,10 @@ pub fn state_name(file: &Path) -> String {
     out
 }
 
-/// A directory of the euid's own (`harness::os::private_dir`); why not, in a sentence that
+/// A directory of the euid's own (`measuring::os::private_dir`); why not, in a sentence that
 /// says what to do.
 fn private_dir(path: &Path, create: bool) -> Result<bool, String> {
-    crate::harness::os::private_dir(path, create).map_err(|why| {
+    crate::measuring::os::private_dir(path, create).map_err(|why| {
         format!(
             "{why}: oscost keeps the state of the kernel settings it changes there and cannot trust it; remove it"
         )
@@ -237,11 +237,11 @@ fn untrusted(f: &std::fs::File) -> Option<String> {
 }
 
 fn open_state(path: &Path, create: bool) -> std::io::Result<std::fs::File> {
-    crate::harness::os::open_untrusted(path, create)
+    crate::measuring::os::open_untrusted(path, create)
 }
 
 fn try_lock(f: &std::fs::File) -> bool {
-    crate::harness::os::lock_now(f).is_ok()
+    crate::measuring::os::lock_now(f).is_ok()
 }
 
 fn read_capped(f: &mut std::fs::File) -> std::io::Result<String> {
@@ -271,7 +271,7 @@ pub fn setting_file(file: &Path) -> Result<(), String> {
             real.display()
         ));
     }
-    if !crate::harness::settings::ALLOWED_TREES
+    if !crate::machine::settings::ALLOWED_TREES
         .iter()
         .any(|t| real.starts_with(t))
     {
@@ -349,7 +349,7 @@ pub fn hold(
     let boot = boot_id();
     // A few tries: a state found untrusted is moved aside, one removed under us is made anew,
     // and so is a directory another oscost's last state took with it as it went (between our
-    // making it and our opening in it: `harness::os::remove_kept`).
+    // making it and our opening in it: `measuring::os::remove_kept`).
     let mut gone = None;
     for _ in 0..8 {
         if let Err(why) = held_dir(true) {
@@ -507,7 +507,7 @@ pub fn recover() -> Vec<String> {
         recover_one(&e.path(), &name, &boot, &mut said);
     }
     // What was found untrusted went aside and is no file's state: `held/` may now be empty.
-    crate::harness::os::prune_state_dir(&dir);
+    crate::measuring::os::prune_state_dir(&dir);
     said
 }
 
@@ -571,7 +571,7 @@ fn recover_one(path: &Path, name: &str, boot: &str, said: &mut Vec<String>) {
         }
         return;
     }
-    match crate::harness::settings::write_file(&record.file, &record.original) {
+    match crate::machine::settings::write_file(&record.file, &record.original) {
         Ok(()) => {
             unlink_if_same(path, f.as_fd());
             said.push(format!(

@@ -10,8 +10,8 @@
 use super::{CaseLevels, Condition, Launch, Marking, Side, Stopped};
 use crate::base::model::{Note, NoteKind, Run};
 use crate::base::stop::Stop;
-use crate::harness::observers::Inventory;
 use crate::processes::during::{Agent, CpuTime, DuringFailed, DuringRecord, DuringSpec};
+use crate::tracing::observers::Inventory;
 
 /// Every side's program (`None`: none runs during it), what each did, and the one running.
 pub struct DuringProgram {

@@ -80,7 +80,7 @@ fn start_program(argv: &[String]) -> Result<(i32, std::fs::File), String> {
             libc::signal(libc::SIGHUP, libc::SIG_DFL);
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
             libc::signal(libc::SIGTERM, libc::SIG_DFL);
-            crate::harness::os::die_with_parent(keeper, libc::SIGKILL);
+            crate::measuring::os::die_with_parent(keeper, libc::SIGKILL);
             Ok(())
         });
     }
@@ -232,8 +232,8 @@ fn descendants() -> Vec<i32> {
     found
 }
 
-fn stat_of(pid: i32) -> Option<crate::harness::os::ProcStat> {
-    crate::harness::os::proc_stat(&format!("/proc/{pid}/stat"))
+fn stat_of(pid: i32) -> Option<crate::measuring::os::ProcStat> {
+    crate::measuring::os::proc_stat(&format!("/proc/{pid}/stat"))
 }
 
 /// CPU time of the program's whole tree, ns: what the keeper reaped (its children's rusage,
@@ -250,7 +250,7 @@ fn tree_cpu_ns() -> u64 {
     let live: u64 = descendants()
         .into_iter()
         .filter_map(stat_of)
-        .map(|s| crate::harness::os::ticks_ns(s.utime + s.stime + s.cutime + s.cstime))
+        .map(|s| crate::measuring::os::ticks_ns(s.utime + s.stime + s.cutime + s.cstime))
         .sum();
     reaped + live
 }
@@ -277,7 +277,7 @@ const BY_CPU_EVERY: Duration = Duration::from_millis(250);
 
 impl ByCpu {
     fn new() -> ByCpu {
-        let online = crate::harness::placement::parse_cpu_list(
+        let online = crate::measuring::placement::parse_cpu_list(
             &std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default(),
         );
         ByCpu {
@@ -305,10 +305,10 @@ impl ByCpu {
                 let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok();
                 let (Some(run), Some(cpu)) = (
                     read("schedstat")
-                        .and_then(|s| crate::harness::noise::parse_schedstat(&s))
+                        .and_then(|s| crate::measuring::noise::parse_schedstat(&s))
                         .map(|s| s.run_ns),
                     read("stat")
-                        .and_then(|s| crate::harness::noise::parse_task_stat(&s))
+                        .and_then(|s| crate::measuring::noise::parse_task_stat(&s))
                         .map(|s| s.cpu),
                 ) else {
                     continue;

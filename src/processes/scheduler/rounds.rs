@@ -7,7 +7,7 @@ use super::{MeasuredSide, Plan, Track, rep_options, sampling_ns};
 use crate::analysis::RepRun;
 use crate::base::model::RepetitionStop;
 use crate::base::stop::Stop;
-use crate::harness::runner::WorkerOptions;
+use crate::bench::runner::WorkerOptions;
 use crate::processes::conditions::Stopped;
 
 /// How long a block of one side's rounds lasts, at least, where switching sides starts and

@@ -4,8 +4,8 @@
 //! conditions (`processes::conditions`), each entered before a repetition of its side and
 //! asked after it whether it held. The tests give each side a repeater of its own (`Plain`).
 
-use crate::harness::case::Benchmark;
-use crate::harness::runner::{CaseResult, WorkerOptions};
+use crate::bench::entry::Benchmark;
+use crate::bench::runner::{CaseResult, WorkerOptions};
 use crate::processes::conditions::{Condition, Launch, Stopped};
 use crate::processes::worker::Coordinator;
 

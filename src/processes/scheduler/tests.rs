@@ -6,8 +6,8 @@ use crate::base::stop::Interrupted;
 use crate::processes::conditions::{Condition, Launch};
 use std::cell::RefCell;
 
-use crate::harness::case::BenchError;
-use crate::harness::sampler::SamplerConfig;
+use crate::measuring::case::BenchError;
+use crate::measuring::sampler::SamplerConfig;
 
 fn count_of(stop: StopWhen) -> Option<usize> {
     match stop {
@@ -15,7 +15,7 @@ fn count_of(stop: StopWhen) -> Option<usize> {
         _ => None,
     }
 }
-use crate::harness::sampler::Measurement;
+use crate::measuring::sampler::Measurement;
 
 /// A worker that never starts: each call logs "SIDE id", and returns 200 samples around a
 /// level that depends on the benchmark and how many repetitions of it came before.

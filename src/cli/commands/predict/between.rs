@@ -1,6 +1,6 @@
 //! `oscost predict --from RUN_A --to RUN_B -- CMD`: what moving a program from system A to
 //! system B (two stored runs: two kernels, a kernel setting, a sandbox) costs it, without
-//! running it on B. CMD runs once here, counted (`harness::syscount`); its operations are
+//! running it on B. CMD runs once here, counted (`tracing::syscount`); its operations are
 //! priced by what each benchmark's median moved from A to B (`analysis::compare` of the two
 //! runs, so the CIs are a comparison's, with the run-to-run spread where it is known), and
 //! summed as `predict --under` sums a wrapper's prices (`analysis::predict::predict`).

@@ -135,8 +135,8 @@ pub fn kernel_settings(
     let Some(prepared) = passed.settings() else {
         return Ok(None);
     };
-    let cpus = crate::harness::placement::allowed_cpus();
-    let before = crate::harness::settings::snapshot(&cpus);
+    let cpus = crate::measuring::placement::allowed_cpus();
+    let before = crate::machine::settings::snapshot(&cpus);
     let mut said = Vec::new();
     let started = crate::effects::settings_guard::Guard::start(
         prepared.clone(),

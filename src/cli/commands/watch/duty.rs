@@ -70,7 +70,7 @@ pub(super) fn refusal(
 /// so the duty counts the watch's start-up; zero where either cannot be read.
 pub(super) fn process_age() -> Duration {
     let started =
-        crate::harness::os::start_time(std::process::id()).map(crate::harness::os::ticks_ns);
+        crate::measuring::os::start_time(std::process::id()).map(crate::measuring::os::ticks_ns);
     let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_BOOTTIME)
         .ok()
         .map(|t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64);

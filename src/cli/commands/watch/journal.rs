@@ -37,11 +37,11 @@ fn lock_of(journal: &Path) -> PathBuf {
 /// Take the lock at `lock_path` now (made if missing), for `journal`; `None` where its watch
 /// lives (the lock is taken) or it cannot be opened.
 fn take(journal: &Path, lock_path: &Path) -> Option<Locked> {
-    let f = crate::harness::os::open_untrusted(lock_path, true).ok()?;
+    let f = crate::measuring::os::open_untrusted(lock_path, true).ok()?;
     if !f.metadata().ok()?.file_type().is_file() {
         return None;
     }
-    crate::harness::os::lock_now(&f).ok()?;
+    crate::measuring::os::lock_now(&f).ok()?;
     Some(Locked {
         journal: journal.to_path_buf(),
         lock_path: lock_path.to_path_buf(),
@@ -55,7 +55,7 @@ impl Journals {
     /// (its first write says why it cannot be kept).
     pub fn open(dir: &Path, key: &str) -> Journals {
         let pid = std::process::id();
-        let start = crate::harness::os::start_time(pid).unwrap_or(0);
+        let start = crate::measuring::os::start_time(pid).unwrap_or(0);
         Journals::open_as(dir, key, &format!("{pid}-{start}"))
     }
 

@@ -9,11 +9,13 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::case::{BenchError, Benchmark, Case, Cases, Meter, Outcome, Param, VariantOptions};
-use super::noise::{self, CpuSnapshot};
-use super::placement::{self, Parties};
-use super::sampler::{Measurement, SamplerConfig};
+use super::entry::{Benchmark, Cases, Param, VariantOptions};
 use crate::base::model::Placement;
+use crate::measuring::case::{BenchError, Case, Meter, Outcome};
+use crate::measuring::noise::{self, CpuSnapshot};
+use crate::measuring::placement::{self, Parties};
+use crate::measuring::sampler::{Measurement, SamplerConfig};
+use crate::measuring::{confinement, counters, profile, scaling};
 
 /// Options the coordinator passes to every worker.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -49,7 +51,7 @@ pub struct WorkerOptions {
     /// repetition (`scheduler::rep_options`), since every worker of a side is started alike.
     #[serde(default)]
     pub read_confinement: bool,
-    /// Profile every case in an untimed pass of its own (`--profile`, `harness::profile`).
+    /// Profile every case in an untimed pass of its own (`--profile`, `measuring::profile`).
     #[serde(default)]
     pub profile: bool,
 }
@@ -60,7 +62,7 @@ impl WorkerOptions {
     /// counted, no scratch directory or cgroup.
     pub fn for_tests() -> WorkerOptions {
         WorkerOptions {
-            sampler: crate::harness::sampler::SamplerConfig::for_clock(Some(25.0)),
+            sampler: SamplerConfig::for_clock(Some(25.0)),
             cpu: 0,
             allowed: vec![0],
             variants: Default::default(),
@@ -118,13 +120,13 @@ pub struct CaseResult {
     /// pass, and what else was runnable there when it waited much.
     #[serde(default)]
     pub cpu_wait: Option<CpuWait>,
-    /// The speed witness of the worker that measured it (`harness::witness`), ns per loop.
+    /// The speed witness of the worker that measured it (`measuring::witness`), ns per loop.
     #[serde(default)]
     pub witness_ns: Option<f64>,
-    /// Memory activity beside the worker's cases (`harness::memory`: counters that moved).
+    /// Memory activity beside the worker's cases (`measuring::memory`: counters that moved).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub memory_events: BTreeMap<String, u64>,
-    /// CPU throttling of the worker's cgroups during the case (`harness::confinement`), when
+    /// CPU throttling of the worker's cgroups during the case (`measuring::confinement`), when
     /// any quota stopped it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throttle: Option<crate::base::model::Throttle>,
@@ -262,7 +264,7 @@ fn suffixes_and_params(b: &Benchmark, variants: &VariantOptions) -> Vec<(String,
             .iter()
             .map(|&mib| (format!("/{mib}MiB"), params(&[("rss_mib", json!(mib))])))
             .collect(),
-        Cases::Copies => super::scaling::Mode::BOTH
+        Cases::Copies => scaling::Mode::BOTH
             .iter()
             .flat_map(|m| {
                 variants.copies.iter().map(move |&n| {
@@ -335,9 +337,9 @@ fn count_events(meter: &Meter, b: &Benchmark, c: &Case) -> Option<crate::base::m
     if meter.events.is_empty() {
         return None;
     }
-    super::counters::open(&meter.events);
+    counters::open(&meter.events);
     let counted = (b.run)(meter, c);
-    let events = super::counters::finish();
+    let events = counters::finish();
     events.map(|mut e| {
         if let Err(err) = counted {
             e.per_op.clear();
@@ -362,13 +364,13 @@ fn run_case(meter: &Meter, b: &Benchmark, mut c: Case, variants: &VariantOptions
         Err(e) => return fail(e, c.params),
     };
     let before = noise::read_proc_stat();
-    let throttle_before = super::confinement::throttle_now();
+    let throttle_before = confinement::throttle_now();
     let sched_before = noise::thread_schedstat();
     let share_start = noise::CpuShareStart::now(meter.cpu);
     let outcome = (b.run)(meter, &c);
     let share = share_start.and_then(|s| s.end(meter.cpu));
     let sched_after = noise::thread_schedstat();
-    let throttle = throttled_between(throttle_before, super::confinement::throttle_now());
+    let throttle = throttled_between(throttle_before, confinement::throttle_now());
     let after = noise::read_proc_stat();
     let mut cpu_wait = cpu_wait(meter.cpu, sched_before, sched_after);
     if let Some(w) = cpu_wait.as_mut() {
@@ -431,18 +433,18 @@ fn run_case(meter: &Meter, b: &Benchmark, mut c: Case, variants: &VariantOptions
     }
 }
 
-/// A third, untimed pass of the case, sampled (`harness::profile`): its profile (`None`
+/// A third, untimed pass of the case, sampled (`measuring::profile`): its profile (`None`
 /// where the case's loop took no sample), or the note saying why there is none.
 fn profile_pass(
     meter: &Meter,
     b: &Benchmark,
     c: &Case,
 ) -> (Option<crate::base::model::Profile>, Option<String>) {
-    if let Err(why) = super::profile::open(&meter.allowed) {
+    if let Err(why) = profile::open(&meter.allowed) {
         return (None, Some(format!("not profiled: {why}")));
     }
     let profiled = (b.run)(meter, c);
-    let profile = super::profile::finish();
+    let profile = profile::finish();
     match profiled {
         Ok(_) => (profile, None),
         Err(e) => (
@@ -493,8 +495,8 @@ fn place_parties(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::case::{RingOptions, Variant};
-    use crate::harness::placement::Place;
+    use crate::bench::entry::{RingOptions, Variant};
+    use crate::measuring::placement::Place;
 
     fn nothing(_: &Meter, _: &Case) -> Result<Outcome, BenchError> {
         Err(BenchError::Skipped("test".into()))

@@ -411,7 +411,7 @@ fn timed_windows(shape: &Shape, board: &Board) -> Windows {
     }
     let n = shape.cpus.len();
     let warmup = Duration::from_nanos(shape.warmup_ns);
-    if crate::harness::counters::active() {
+    if crate::measuring::counters::active() {
         board.set_state(GO);
         std::thread::sleep(warmup);
         return Windows {
@@ -517,7 +517,7 @@ fn go_phase(shape: &Shape, board: &Board, windows: usize) -> Windows {
 
 /// The untimed counting pass: events over one window of every copy running, per operation.
 fn count_window(shape: &Shape, board: &Board) -> Timed {
-    use crate::harness::counters::{self, Phase};
+    use crate::measuring::counters::{self, Phase};
     let window = Duration::from_nanos(shape.window_ns.max(20_000_000));
     let (t0, ops0) = (Instant::now(), board.total());
     counters::begin();

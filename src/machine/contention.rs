@@ -92,7 +92,7 @@ impl ProcessCpu {
             .map(|(name, (processes, ticks))| ProgramShare {
                 name: name.to_string(),
                 processes,
-                cpus: super::os::ticks_ns(ticks) as f64 / wall_ns.max(1.0),
+                cpus: crate::measuring::os::ticks_ns(ticks) as f64 / wall_ns.max(1.0),
             })
             .collect();
         out.sort_by(|a, b| b.cpus.total_cmp(&a.cpus));
@@ -148,6 +148,6 @@ mod tests {
     }
 
     fn ticks_per_s() -> f64 {
-        1e9 / super::super::os::ticks_ns(1) as f64
+        1e9 / crate::measuring::os::ticks_ns(1) as f64
     }
 }

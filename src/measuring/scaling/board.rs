@@ -7,8 +7,8 @@
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use super::Mode;
-use crate::harness::case::BenchError;
-use crate::harness::os::{Mapping, errno};
+use crate::measuring::case::BenchError;
+use crate::measuring::os::{Mapping, errno};
 
 /// Why a copy could not run: the step that failed and its errno.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -143,7 +143,7 @@ impl Board {
     pub(super) fn set_state(&self, state: u32) {
         let h = self.header();
         h.state.store(state, Ordering::SeqCst);
-        crate::harness::os::futex_wake(&h.state, i32::MAX, false);
+        crate::measuring::os::futex_wake(&h.state, i32::MAX, false);
     }
 }
 
@@ -183,7 +183,7 @@ impl<'a> Task<'a> {
                 return self.may_run(s);
             }
             // Shared: forked copies wait on the same page. Returns at once if it moved.
-            crate::harness::os::futex_wait(&h.state, WAIT, false);
+            crate::measuring::os::futex_wait(&h.state, WAIT, false);
         }
     }
 
@@ -207,7 +207,7 @@ impl<'a> Task<'a> {
             if s != SOLO {
                 return false;
             }
-            crate::harness::os::futex_wait(&h.state, SOLO, false);
+            crate::measuring::os::futex_wait(&h.state, SOLO, false);
             s = h.state.load(Ordering::SeqCst);
         }
     }

@@ -7,12 +7,12 @@ use std::collections::BTreeMap;
 use std::fs;
 
 use crate::base::model::{ClockCost, ClockInfo, Env};
-use crate::harness::placement;
+use crate::measuring::placement;
 
 /// What reading each clock costs here: the vDSO clocks, gettimeofday, and clock_gettime as a
 /// real system call (what the vDSO saves). A few milliseconds in all.
 pub fn clock_costs() -> BTreeMap<String, ClockCost> {
-    use crate::harness::clock::{
+    use crate::measuring::clock::{
         Monotonic, measure_reader, read_clock, read_gettimeofday, read_monotonic_syscall,
     };
     let mut out = BTreeMap::new();
@@ -95,30 +95,9 @@ pub const KERNEL_CONFIG_PREFIXES: [&str; 22] = [
 
 /// The running kernel's configuration, from /proc/config.gz or /boot/config-RELEASE.
 fn kernel_config(release: Option<&str>) -> Option<crate::base::model::KernelConfig> {
-    Some(parse_kernel_config(&kernel_config_text(release)?))
-}
-
-/// The running kernel's configuration as text, from /proc/config.gz or
-/// /boot/config-RELEASE (`release`: the running kernel's, or `None` to ask uname).
-pub fn kernel_config_text(release: Option<&str>) -> Option<String> {
-    use std::io::Read;
-    match fs::File::open("/proc/config.gz") {
-        Ok(f) => {
-            let mut s = String::new();
-            flate2::read::GzDecoder::new(f)
-                .read_to_string(&mut s)
-                .ok()?;
-            Some(s)
-        }
-        Err(_) => {
-            let uname = nix::sys::utsname::uname().ok();
-            let release = match release {
-                Some(r) => r.to_string(),
-                None => uname?.release().to_string_lossy().into_owned(),
-            };
-            fs::read_to_string(format!("/boot/config-{release}")).ok()
-        }
-    }
+    Some(parse_kernel_config(
+        &crate::measuring::os::kernel_config_text(release)?,
+    ))
 }
 
 /// A configuration's digest and the options of `KERNEL_CONFIG_PREFIXES`.
@@ -317,25 +296,25 @@ pub fn collect(clock: Option<ClockInfo>) -> Env {
         scaling_governor: read_trim("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
         perf_event_paranoid: read_trim("/proc/sys/kernel/perf_event_paranoid")
             .and_then(|v| v.parse().ok()),
-        hardware_counters: Some(match crate::harness::counters::hardware_status() {
+        hardware_counters: Some(match crate::measuring::counters::hardware_status() {
             Ok(()) => "available".into(),
             Err(why) => why,
         }),
         memory: memory_state(),
-        settings: crate::harness::settings::snapshot(&crate::harness::placement::allowed_cpus()),
+        settings: crate::machine::settings::snapshot(&crate::measuring::placement::allowed_cpus()),
         microcode: cpuinfo_field(&cpuinfo, "microcode"),
         idle_driver: read_trim("/sys/devices/system/cpu/cpuidle/current_driver"),
         idle_governor: read_trim("/sys/devices/system/cpu/cpuidle/current_governor")
             .or_else(|| read_trim("/sys/devices/system/cpu/cpuidle/current_governor_ro")),
         kernel_config: kernel_config(uts.as_ref().map(|u| s(u.release())).as_deref()),
         // This process's own; a run replaces it with what its workers read of themselves.
-        confinement: Some(crate::harness::confinement::read()),
-        bpf_programs: crate::harness::observers::bpf_programs(),
-        audit_rules: crate::harness::observers::audit_rules(),
-        attached: crate::harness::observers::attached(),
-        audit_enabled: crate::harness::observers::audit_enabled(),
-        bpf_stats_enabled: crate::harness::observers::bpf_stats_enabled(),
-        sched_ext: crate::harness::observers::sched_ext(),
+        confinement: Some(crate::measuring::confinement::read()),
+        bpf_programs: crate::tracing::observers::bpf_programs(),
+        audit_rules: crate::tracing::observers::audit_rules(),
+        attached: crate::tracing::observers::attached(),
+        audit_enabled: crate::tracing::observers::audit_enabled(),
+        bpf_stats_enabled: crate::tracing::observers::bpf_stats_enabled(),
+        sched_ext: crate::tracing::observers::sched_ext(),
         oscost_version: env!("CARGO_PKG_VERSION").to_string(),
         build_profile: if cfg!(debug_assertions) {
             "debug"

@@ -1,6 +1,6 @@
 //! A traced pass: the scheduler's and the idle CPUs' tracepoints (and, when asked, the system
 //! calls') recorded on every allowed CPU in an ftrace instance of oscost's own
-//! (`harness::ftrace`), read once the pass is over and turned into one time-ordered stream of
+//! (`tracing::ftrace`), read once the pass is over and turned into one time-ordered stream of
 //! `TraceEvent`s for `analysis::explain` to split into stages.
 //!
 //! Each record is read at the offsets its event's `format` file gives on this kernel
@@ -74,7 +74,7 @@ pub struct Tracer {
     drained: Option<Drained>,
     /// Events this kernel does not have (optional ones), said with the result.
     pub missing: Vec<String>,
-    /// Whether ftrace's command-name recorder runs with the events (see `harness::ftrace`).
+    /// Whether ftrace's command-name recorder runs with the events (see `tracing::ftrace`).
     pub recorder: bool,
 }
 
@@ -195,12 +195,12 @@ impl Tracer {
 /// interrupts, the two a remote wake-up sends, from /proc/interrupts): counted, not traced,
 /// since an IPI event on the waker's path cost a cross-CPU round trip about 0.7 us here.
 pub fn ipis_received(cpus: &[usize]) -> Option<u64> {
-    super::os::read_ipis(Some(cpus)).map(|i| i.resched + i.call)
+    crate::measuring::os::read_ipis(Some(cpus)).map(|i| i.resched + i.call)
 }
 
 #[cfg(test)]
 fn ipi_count(text: &str, cpus: &[usize]) -> u64 {
-    let i = super::os::parse_ipis(text, Some(cpus));
+    let i = crate::measuring::os::parse_ipis(text, Some(cpus));
     i.resched + i.call
 }
 

@@ -10,12 +10,12 @@ use std::path::{Path, PathBuf};
 
 /// Where the markers of `kind` are (beside the state of the settings oscost changes).
 fn dir(kind: &str) -> PathBuf {
-    Path::new(super::os::STATE_DIR).join(kind)
+    Path::new(crate::measuring::os::STATE_DIR).join(kind)
 }
 
 /// A marker opened without following a link or blocking; `None` unless a regular file.
 fn open(path: &Path, create: bool) -> Option<std::fs::File> {
-    let f = super::os::open_untrusted(path, create).ok()?;
+    let f = crate::measuring::os::open_untrusted(path, create).ok()?;
     f.metadata().ok()?.file_type().is_file().then_some(f)
 }
 
@@ -36,18 +36,18 @@ impl Marker {
 
     fn try_make(kind: &str, name: &str) -> Option<Marker> {
         let dir = dir(kind);
-        super::os::private_dir(Path::new(super::os::STATE_DIR), true).ok()?;
-        super::os::private_dir(&dir, true).ok()?;
+        crate::measuring::os::private_dir(Path::new(crate::measuring::os::STATE_DIR), true).ok()?;
+        crate::measuring::os::private_dir(&dir, true).ok()?;
         let path = dir.join(name);
         let lock = open(&path, true)?;
-        super::os::lock_now(&lock).ok()?;
+        crate::measuring::os::lock_now(&lock).ok()?;
         Some(Marker { path, _lock: lock })
     }
 }
 
 impl Drop for Marker {
     fn drop(&mut self) {
-        super::os::remove_kept(&self.path);
+        crate::measuring::os::remove_kept(&self.path);
     }
 }
 
@@ -62,7 +62,7 @@ pub struct Stale {
 impl Stale {
     /// The thing is gone: remove its marker.
     pub fn forget(self) {
-        super::os::remove_kept(&self.path);
+        crate::measuring::os::remove_kept(&self.path);
     }
 }
 
@@ -79,7 +79,7 @@ pub fn stale(kind: &str, prefix: &str) -> Vec<Stale> {
                 return None;
             }
             let lock = open(&e.path(), false)?;
-            super::os::lock_now(&lock).ok()?;
+            crate::measuring::os::lock_now(&lock).ok()?;
             Some(Stale {
                 name,
                 path: e.path(),

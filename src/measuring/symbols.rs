@@ -1,5 +1,5 @@
 //! Instruction addresses to function names, for a profile taken in this process
-//! (`harness::profile`): the kernel's and its modules' from /proc/kallsyms (JIT-compiled BPF
+//! (`measuring::profile`): the kernel's and its modules' from /proc/kallsyms (JIT-compiled BPF
 //! programs are listed there as `bpf_prog_<tag>_<name> [bpf]` where
 //! `net.core.bpf_jit_kallsyms` is on), user space's from this process's mappings
 //! (/proc/self/maps) and each mapped file's ELF symbol tables, read with the `object` crate

@@ -1,5 +1,5 @@
 //! Why a benchmark gave no number: skipped (not applicable here, said, never faked) or failed.
-//! Its own file because the lowest harness modules (`os`, `placement`) raise it and the case
+//! Its own file because the lowest measuring modules (`os`, `placement`) raise it and the case
 //! model (`case`) carries it; none of them needs the others for it.
 
 use serde::{Deserialize, Serialize};

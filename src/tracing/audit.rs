@@ -8,7 +8,7 @@
 //! the worker in a process group of its own: it adds the rule, says `ready`, and deletes it when
 //! its input closes (the worker's end, however the worker ends; a worker is stopped by
 //! signalling its group, which does not reach the helper). Its rule carries the key it is named
-//! by, marked in `/run/oscost/audit/` (`harness::marker`) while it lives, so a rule whose helper
+//! by, marked in `/run/oscost/audit/` (`tracing::marker`) while it lives, so a rule whose helper
 //! was killed too is deleted by the next run as it starts (`reclaim`); a rule without a live
 //! or stale marker of oscost's is never touched.
 //!

@@ -322,9 +322,9 @@ fn perf_event(kind: u32, config: [u64; 3], cpu: i32, sampled: bool) -> Result<Ow
 
 /// Where tracefs is, mounted by the host or else privately by this (single-threaded) worker.
 fn tracefs() -> Result<std::path::PathBuf, Refused> {
-    match crate::harness::tracefs::mount_point() {
+    match crate::tracing::tracefs::mount_point() {
         Some(r) => Ok(r),
-        None => crate::harness::tracefs::mount_private().map_err(Refused),
+        None => crate::tracing::tracefs::mount_private().map_err(Refused),
     }
 }
 
@@ -350,7 +350,7 @@ fn kprobe_pmu(ret: bool) -> Result<(u32, u64), Refused> {
         .ok()
         .and_then(|s| s.trim().parse().ok())
         .ok_or_else(|| {
-            let config = crate::harness::env::kernel_config_text(None).unwrap_or_default();
+            let config = crate::measuring::os::kernel_config_text(None).unwrap_or_default();
             Refused(if config.contains("# CONFIG_KPROBES is not set") {
                 "this kernel was built without kprobes (# CONFIG_KPROBES is not set)".into()
             } else {
@@ -660,7 +660,7 @@ fn elf_function_offset(elf: &[u8], name: &str) -> Option<u64> {
 
 /// The online CPUs, whatever this process may run on: a system-wide counter is one per CPU.
 pub(crate) fn online_cpus() -> Vec<usize> {
-    crate::harness::placement::parse_cpu_list(
+    crate::measuring::placement::parse_cpu_list(
         &std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default(),
     )
 }

@@ -213,7 +213,7 @@ pub fn mount_private() -> Result<PathBuf, String> {
 /// Where tracefs is mounted, from a `/proc/PID/mountinfo` text: the usual place first, else
 /// the first mount of it (a mount point with an escaped character is passed over).
 fn mounted(mountinfo: &str) -> Option<PathBuf> {
-    let points = super::os::mount_points(mountinfo, "tracefs");
+    let points = crate::measuring::os::mount_points(mountinfo, "tracefs");
     TRACEFS
         .iter()
         .find(|t| points.contains(t))

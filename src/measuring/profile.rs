@@ -6,13 +6,13 @@
 //! CPU (all its children would write one buffer).
 //!
 //! How a case is profiled: the runner `open`s the event, disabled, and runs the case function
-//! once more, untimed, as it does for the counting pass (`harness::counters`); the sampler
+//! once more, untimed, as it does for the counting pass (`measuring::counters`); the sampler
 //! sees `active()` and runs its counting path, whose window lasts `WINDOW_NS` instead of 2 ms,
 //! and `begin`s and `end`s the event around it only (the empty loop's baseline is not
 //! sampled). The timed pass ran before, with no event open: sampling moves no headline
 //! figure. Every `DRAIN_NS` of the window the event is paused and its buffer read
 //! (`step`), so a small buffer loses nothing whatever the rate. `finish` names every address
-//! (`harness::symbols`) and returns the repetition's counts by function and by chain.
+//! (`measuring::symbols`) and returns the repetition's counts by function and by chain.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};

@@ -361,7 +361,7 @@ mod tests {
         // faulted in (glibc raises its mmap threshold after a large free), and then nothing
         // faults (seen once in CI: 0 minor faults).
         let pages = 64;
-        let m = crate::harness::os::Mapping::anonymous(pages * 4096, false, 0).unwrap();
+        let m = crate::measuring::os::Mapping::anonymous(pages * 4096, false, 0).unwrap();
         m.touch_pages();
         end(Phase::Sampling, 1);
         drop(m);

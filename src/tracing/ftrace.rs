@@ -271,7 +271,7 @@ pub fn helper_main(args: &[String]) -> i32 {
     code
 }
 
-/// The markers' kind (`harness::marker`): `/run/oscost/ftrace/`.
+/// The markers' kind (`tracing::marker`): `/run/oscost/ftrace/`.
 const MARKERS: &str = "ftrace";
 
 /// Create the instance; whether its events will run the command-name recorder.

@@ -97,7 +97,7 @@ impl Inventory {
         Inventory {
             bpf: bpf_program_list(),
             audit_rules: audit_rules(),
-            trace: crate::harness::tracefs::mount_point().map(|root| trace_events(&root)),
+            trace: crate::tracing::tracefs::mount_point().map(|root| trace_events(&root)),
         }
     }
 

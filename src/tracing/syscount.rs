@@ -216,13 +216,13 @@ fn run_watched(
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     if let Some(c) = cpu {
-        super::placement::pin_on_exec(&mut cmd, c);
+        crate::measuring::placement::pin_on_exec(&mut cmd, c);
     }
-    super::group_guard::own_group_dying_with_us(&mut cmd);
+    crate::measuring::group_guard::own_group_dying_with_us(&mut cmd);
     let mut child = cmd
         .spawn()
         .map_err(|e| CountError::Start(argv[0].clone(), e))?;
-    let guard = super::group_guard::GroupGuard::watch(child.id() as i32)
+    let guard = crate::measuring::group_guard::GroupGuard::watch(child.id() as i32)
         .map_err(|e| CountError::Io(e.to_string()))?;
     let status = loop {
         match child.try_wait() {

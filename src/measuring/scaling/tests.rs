@@ -54,7 +54,7 @@ fn ipis_are_summed_over_every_cpu() {
                 RES:      10059       7812   Rescheduling interrupts\n\
                 CAL:      49518      41481   Function call interrupts\n\
                 TLB:      16783      25131   TLB shootdowns\n";
-    let i = crate::harness::os::parse_ipis(text, None);
+    let i = crate::measuring::os::parse_ipis(text, None);
     assert_eq!(
         i,
         Ipis {
@@ -87,7 +87,7 @@ fn copies_count_together_and_stop() {
         }
         Ok(())
     };
-    let cpus = crate::harness::placement::allowed_cpus();
+    let cpus = crate::measuring::placement::allowed_cpus();
     for mode in Mode::BOTH {
         let shape = Shape {
             mode,

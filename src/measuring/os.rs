@@ -661,5 +661,28 @@ pub fn spawn_reparented(
 mod proc_stat;
 pub use proc_stat::{ProcStat, proc_stat, ticks_ns};
 
+/// The running kernel's configuration as text, from /proc/config.gz or
+/// /boot/config-RELEASE (`release`: the running kernel's, or `None` to ask uname).
+pub fn kernel_config_text(release: Option<&str>) -> Option<String> {
+    use std::io::Read;
+    match std::fs::File::open("/proc/config.gz") {
+        Ok(f) => {
+            let mut s = String::new();
+            flate2::read::GzDecoder::new(f)
+                .read_to_string(&mut s)
+                .ok()?;
+            Some(s)
+        }
+        Err(_) => {
+            let uname = nix::sys::utsname::uname().ok();
+            let release = match release {
+                Some(r) => r.to_string(),
+                None => uname?.release().to_string_lossy().into_owned(),
+            };
+            std::fs::read_to_string(format!("/boot/config-{release}")).ok()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests;

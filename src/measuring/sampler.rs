@@ -172,7 +172,7 @@ fn infallible<T>(r: Result<T, Infallible>) -> T {
 const BASELINE_BATCHES: u64 = 21;
 
 /// How long the untimed counting window after sampling lasts (events per operation are
-/// counted there, see `harness::counters`): at least 2 ms, and at least two batches.
+/// counted there, see `measuring::counters`): at least 2 ms, and at least two batches.
 const COUNTING_NS: f64 = 2e6;
 
 /// Run `step` (which performs `ops_per_step` operations and lasts about `step_ns`) for about
@@ -385,7 +385,7 @@ impl<C: Clock, P: PreemptionProbe> Sampler<C, P> {
         ))
     }
 
-    /// The counting pass of a batched operation (`harness::counters`): the empty loop and
+    /// The counting pass of a batched operation (`measuring::counters`): the empty loop and
     /// about 2 ms of the operation, each counted, untimed; one token sample comes back.
     fn count_batched<E>(
         &self,

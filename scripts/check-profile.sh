@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Check `--profile` against `perf record -e cpu-clock` (run as root, perf installed):
-#   1. spawn/fork: oscost's five costliest functions against perf record of the plain C fork
-#      loop (scripts/ref/fork-loop.c) and of oscost's own timed pass of spawn/fork (same
-#      process, same code: what the profiler itself gets right or wrong);
+#   1. spawn/fork: oscost's five costliest functions against perf record of the C fork loop
+#      (scripts/ref/fork-loop.c) grown to the shape of the parent oscost forked from (the
+#      result's parent_mappings and parent_anon_kib: the same loop), of the plain C loop (a
+#      course program's parent, a few pages: a smaller fork, said for scale), and of oscost's
+#      own timed pass of spawn/fork (same process, same code: what the profiler itself gets
+#      right or wrong);
 #   2. syscall/getppid: the same against a getppid loop under perf;
 #   3. the median of `run syscall/getppid` with and without --profile, alternated three times
 #      (sampling runs in passes of its own and must not move it).
-# Shares are of every sample each tool took. Usage: scripts/check-profile.sh [OSCOST]
+# Shares are of every sample each tool took. Usage: [ROUNDS=3] scripts/check-profile.sh [OSCOST]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-target/release/oscost}
@@ -22,15 +25,15 @@ int main(void) { for (long i = 0; i < 20000000; i++) getppid(); return 0; }
 EOF
 cc -O2 -o "$tmp/getppid-loop" "$tmp/getppid-loop.c"
 
-# perf's five costliest symbols with their shares, "share symbol" a line.
+# perf's symbols with their shares, "share symbol" a line, costliest first (TOP of them).
 perf_top() {
   perf report -i "$1" --no-children --sort sym --stdio -q 2>/dev/null \
-    | awk 'NF >= 3 && n < 5 { n++; s = $1; sub("%", "", s); $1 = ""; $2 = ""; sub(/^ +/, ""); print s, $0 }'
+    | awk -v top="${2:-5}" 'NF >= 3 && n < top { n++; s = $1; sub("%", "", s); $1 = ""; $2 = ""; sub(/^ +/, ""); print s, $0 }'
 }
 
-# oscost's five costliest functions of the one result in a run file.
+# oscost's costliest functions (TOP of them, default 5) of the one result in a run file.
 oscost_top() {
-  python3 - "$1" <<'EOF'
+  python3 - "$1" "${2:-5}" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))["results"][0]
 p = r["profile"]
@@ -40,42 +43,67 @@ for rep in p["repetitions"]:
     n += rep["samples"]
     for k, v in rep["functions"].items():
         tot[k] = tot.get(k, 0) + v
-for k, v in sorted(tot.items(), key=lambda x: -x[1])[:5]:
+for k, v in sorted(tot.items(), key=lambda x: -x[1])[:int(sys.argv[2])]:
     print(f"{100 * v / n:.2f} {k}")
 EOF
 }
 
-compare() {  # label, oscost top file, perf top file
+# label, then files of oscost's shares, "--", files of perf's: each side's shares averaged
+# over its files (a function absent from a file counts 0 there), the top fives compared.
+compare() {
   python3 - "$@" <<'EOF'
 import sys
-label, a, b = sys.argv[1:4]
+label, rest = sys.argv[1], sys.argv[2:]
+cut = rest.index("--")
 def load(f):
     return {l.split(" ", 1)[1].strip(): float(l.split(" ", 1)[0]) for l in open(f) if l.strip()}
-o, p = load(a), load(b)
-both = set(o) & set(p)
-print(f"{label}: {len(both)} of 5 in both top fives")
-for k in sorted(set(o) | set(p), key=lambda k: -max(o.get(k, 0), p.get(k, 0))):
+def mean(files):
+    runs = [load(f) for f in files]
+    keys = set().union(*runs)
+    return {k: sum(r.get(k, 0) for r in runs) / len(runs) for k in keys}
+ofiles, pfiles = rest[:cut], rest[cut + 1:]
+o, p = mean(ofiles), mean(pfiles)
+top = lambda d: set(sorted(d, key=lambda k: -d[k])[:5])
+both = top(o) & top(p)
+worst = max(abs(o.get(k, 0) - p.get(k, 0)) for k in top(o) | top(p))
+print(f"{label} (means of {len(ofiles)} and {len(pfiles)} runs): {len(both)} of 5 in both top "
+      f"fives, the widest gap {worst:.1f} points")
+for k in sorted(top(o) | top(p), key=lambda k: -max(o.get(k, 0), p.get(k, 0))):
     d = o.get(k, 0) - p.get(k, 0)
     print(f"  {k:45s} oscost {o.get(k, 0):5.1f}%  perf {p.get(k, 0):5.1f}%  ({d:+.1f} points)")
 EOF
 }
 
 echo "== spawn/fork"
-"$bin" run spawn/fork --profile --no-save --cpu "$cpu" --json "$tmp/fork.json" >/dev/null 2>&1
-oscost_top "$tmp/fork.json" > "$tmp/o-fork"
+# A fork's profile moves from one run to the next on a shared guest (whether the child or
+# the parent runs first after the fork decides which faults and switches are sampled), in
+# perf's as much as in oscost's: both sides are the means of ROUNDS runs, alternated.
+ROUNDS=${ROUNDS:-3}
+o_files=() p_files=()
+for i in $(seq 1 "$ROUNDS"); do
+  "$bin" run spawn/fork --profile --no-save --cpu "$cpu" --json "$tmp/fork$i.json" >/dev/null 2>&1
+  oscost_top "$tmp/fork$i.json" 40 > "$tmp/o-fork$i"
+  read -r maps kib < <(python3 -c "import json; p=json.load(open('$tmp/fork$i.json'))['results'][0]['params']; print(p['parent_mappings'], p['parent_anon_kib'])")
+  perf record -q -e cpu-clock -F 10000 -o "$tmp/cs.data" -- taskset -c "$cpu" "$tmp/fork-loop" 5000 "$maps" "$kib" >/dev/null 2>"$tmp/shape"
+  perf_top "$tmp/cs.data" 40 > "$tmp/p-fork-cs$i"
+  echo "round $i: oscost's worker forked from a parent of $maps mappings and $kib KiB anonymous; the C loop's $(cat "$tmp/shape")"
+  o_files+=("$tmp/o-fork$i")
+  p_files+=("$tmp/p-fork-cs$i")
+done
 perf record -q -e cpu-clock -F 10000 -o "$tmp/c.data" -- taskset -c "$cpu" "$tmp/fork-loop" 5000 >/dev/null 2>&1
-perf_top "$tmp/c.data" > "$tmp/p-fork-c"
+perf_top "$tmp/c.data" 40 > "$tmp/p-fork-c"
 perf record -q -e cpu-clock -F 10000 -o "$tmp/s.data" -- "$bin" run spawn/fork --no-save --events none --cpu "$cpu" >/dev/null 2>&1
-perf_top "$tmp/s.data" > "$tmp/p-fork-self"
-compare "against perf record of the C fork loop" "$tmp/o-fork" "$tmp/p-fork-c"
-compare "against perf record of oscost's own timed pass" "$tmp/o-fork" "$tmp/p-fork-self"
+perf_top "$tmp/s.data" 40 > "$tmp/p-fork-self"
+compare "against perf record of the C fork loop in the worker's shape" "${o_files[@]}" -- "${p_files[@]}"
+compare "against perf record of the plain C fork loop (a smaller parent)" "${o_files[@]}" -- "$tmp/p-fork-c"
+compare "against perf record of oscost's own timed pass" "${o_files[@]}" -- "$tmp/p-fork-self"
 
 echo "== syscall/getppid"
 "$bin" run syscall/getppid --profile --no-save --cpu "$cpu" --json "$tmp/ppid.json" >/dev/null 2>&1
-oscost_top "$tmp/ppid.json" > "$tmp/o-ppid"
+oscost_top "$tmp/ppid.json" 40 > "$tmp/o-ppid"
 perf record -q -e cpu-clock -F 10000 -o "$tmp/g.data" -- taskset -c "$cpu" "$tmp/getppid-loop" >/dev/null 2>&1
-perf_top "$tmp/g.data" > "$tmp/p-ppid"
-compare "against perf record of a C getppid loop" "$tmp/o-ppid" "$tmp/p-ppid"
+perf_top "$tmp/g.data" 40 > "$tmp/p-ppid"
+compare "against perf record of a C getppid loop" "$tmp/o-ppid" -- "$tmp/p-ppid"
 
 echo "== the median with and without --profile (alternated)"
 for i in 1 2 3; do

@@ -55,6 +55,16 @@ fn creation_costs_are_ordered_and_every_time_is_kept() {
     );
     let last = result(&run, "spawn/fork-rss/256MiB");
     assert!(last.params["slope_ns_per_mib"].as_f64().unwrap() > 0.0);
+    // The parent a fork copied is said beside its cost: its mappings and anonymous memory,
+    // the 256 MiB the curve's last point holds resident among them.
+    let anon = |id: &str| result(&run, id).params["parent_anon_kib"].as_u64().unwrap();
+    assert!(
+        result(&run, "spawn/fork").params["parent_mappings"]
+            .as_u64()
+            .unwrap()
+            >= 5
+    );
+    assert!(anon("spawn/fork-rss/256MiB") >= anon("spawn/fork") + (256 << 10));
     for id in ["spawn/fork", "spawn/thread"] {
         let r = result(&run, id);
         assert!(!r.batch.batched);

@@ -1,8 +1,20 @@
 /* The reference oscost's spawn/fork is checked against: the plain loop every course program
  * writes. fork + _exit + waitpid, N times, each timed with CLOCK_MONOTONIC; prints the median
- * in ns. Pin it with taskset. usage: fork-loop [N] */
+ * in ns. Pin it with taskset.
+ *
+ *   fork-loop [N [MAPPINGS ANON_KIB]]
+ *
+ * With MAPPINGS and ANON_KIB the parent first grows to that shape (lines of /proc/self/maps,
+ * `Anonymous` of /proc/self/smaps_rollup): one touched anonymous block for the memory, then
+ * one-page mappings of alternating protection (so that none merges with its neighbour) for
+ * the count. That is the parent oscost's worker is when it forks (spawn/fork records
+ * `parent_mappings` and `parent_anon_kib`): a fork's cost is per mapping and per page, so
+ * its profile is compared with this loop's in the same shape. The shape reached is printed
+ * on stderr. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,8 +30,49 @@ static int cmp(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* Lines of /proc/self/maps. */
+static int mappings(void) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    int n = 0, c;
+    if (!f) return -1;
+    while ((c = fgetc(f)) != EOF) n += c == '\n';
+    fclose(f);
+    return n;
+}
+
+/* `Anonymous` of /proc/self/smaps_rollup, KiB. */
+static long anon_kib(void) {
+    FILE *f = fopen("/proc/self/smaps_rollup", "r");
+    char line[256];
+    long kib = -1;
+    if (!f) return -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "Anonymous: %ld kB", &kib) == 1) break;
+    fclose(f);
+    return kib;
+}
+
+static void *map(size_t len, int prot) {
+    void *p = mmap(NULL, len, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) { perror("mmap"); exit(1); }
+    return p;
+}
+
+static void grow(int want_maps, long want_kib) {
+    long page = sysconf(_SC_PAGESIZE);
+    long more = want_kib - anon_kib();
+    if (more > 0) memset(map((size_t)more * 1024, PROT_READ | PROT_WRITE), 1, (size_t)more * 1024);
+    for (int i = 0; mappings() < want_maps; i++) {
+        char *p = map((size_t)page, i % 2 ? PROT_READ : PROT_READ | PROT_WRITE);
+        if (i % 2 == 0) p[0] = 1;
+        if (i > 4 * want_maps) break; /* merging beat us: stop, and say the shape reached */
+    }
+    fprintf(stderr, "parent: %d mappings, %ld KiB anonymous\n", mappings(), anon_kib());
+}
+
 int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 3000;
+    if (argc > 3) grow(atoi(argv[2]), atol(argv[3]));
     long long *t = malloc(sizeof(long long) * n);
     for (int i = 0; i < n; i++) {
         long long t0 = now();

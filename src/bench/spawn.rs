@@ -19,6 +19,7 @@ use crate::base::model::Curve;
 use crate::bench::entry::{Among, Cases, Expect};
 use crate::measuring::case::{BenchError, Case, Measured, Meter};
 use crate::measuring::clock::{Clock, Monotonic};
+use crate::measuring::memory::AddressSpace;
 use crate::measuring::os::{Mapping, errno};
 use crate::measuring::sampler::SamplerConfig;
 
@@ -146,7 +147,22 @@ fn reap(pid: libc::pid_t) -> Result<(), BenchError> {
 }
 
 fn fork(m: &Meter, _: &Case) -> Measured {
-    m.individual(&mut || fork_once(&Monotonic))
+    with_parent(m.individual(&mut || fork_once(&Monotonic)))
+}
+
+/// A fork's outcome with the parent that forked: its mappings and anonymous KiB, read once
+/// after the samples. A fork's cost is per mapping and per page of its parent, and the worker
+/// is a Rust process (about 40 mappings, most of a MiB anonymous), not a course program's few
+/// pages: the figures say which a fork here is set beside (docs/design-notes.md, "Why the fork
+/// profiles differ").
+fn with_parent(o: Measured) -> Measured {
+    let o = o?;
+    Ok(match AddressSpace::own() {
+        Some(a) => o
+            .param("parent_mappings", a.mappings)
+            .param("parent_anon_kib", a.anon_kib),
+        None => o,
+    })
 }
 
 /// One fork + _exit + waitpid, timed.
@@ -166,7 +182,7 @@ fn fork_once(clock: &Monotonic) -> Result<f64, BenchError> {
 
 fn fork_parent(m: &Meter, _: &Case) -> Measured {
     let clock = Monotonic;
-    m.individual(&mut || {
+    with_parent(m.individual(&mut || {
         let t0 = clock.now_ns();
         // SAFETY: the child calls only _exit.
         match unsafe { libc::fork() } {
@@ -179,7 +195,7 @@ fn fork_parent(m: &Meter, _: &Case) -> Measured {
                 Ok((t1 - t0) as f64)
             }
         }
-    })
+    }))
 }
 
 fn fork_child(m: &Meter, _: &Case) -> Measured {
@@ -187,7 +203,7 @@ fn fork_child(m: &Meter, _: &Case) -> Measured {
     // A page shared with the children (MAP_SHARED survives fork) for their timestamp.
     let stamp = Mapping::anonymous(4096, true, 0)?;
     let p = stamp.ptr().cast::<u64>();
-    m.individual(&mut || {
+    with_parent(m.individual(&mut || {
         // SAFETY: p points into the live shared page.
         unsafe { p.write_volatile(0) };
         let t0 = clock.now_ns();
@@ -210,7 +226,7 @@ fn fork_child(m: &Meter, _: &Case) -> Measured {
                 Ok((t1 - t0) as f64)
             }
         }
-    })
+    }))
 }
 
 extern "C" fn child_exit(_: *mut c_void) -> c_int {
@@ -528,7 +544,7 @@ fn fork_rss(m: &Meter, c: &Case) -> Measured {
         ..m.sampler.cfg
     };
     let mem = Mapping::resident((c.int("rss_mib")? as usize) << 20)?;
-    let o = m.individual_with(cfg, &mut || fork_once(&clock));
+    let o = with_parent(m.individual_with(cfg, &mut || fork_once(&clock)));
     drop(mem);
     o
 }

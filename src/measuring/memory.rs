@@ -10,8 +10,42 @@
 //! the reclaim it then pays for). Two things they cannot see: free page reporting (pages handed
 //! back to a hypervisor have no counter in the guest; `oscost env` says whether it is on) and
 //! the host's own reclaim of a guest's memory.
+//!
+//! Also the process's own address space (`AddressSpace`): what a fork copies, so the fork
+//! benchmarks record their parent's mappings and anonymous memory beside the cost, and a
+//! fork timed here can be set beside one timed in a smaller parent (a course program's).
 
 use std::collections::BTreeMap;
+
+/// The calling process's address space: its mappings (each one a fork duplicates) and its
+/// anonymous memory (pages whose table entries a fork copies).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AddressSpace {
+    /// Lines of /proc/self/maps.
+    pub mappings: usize,
+    /// `Anonymous` of /proc/self/smaps_rollup, KiB.
+    pub anon_kib: u64,
+}
+
+impl AddressSpace {
+    /// The calling process's, now (`None` where /proc cannot be read).
+    pub fn own() -> Option<AddressSpace> {
+        let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+        let rollup = std::fs::read_to_string("/proc/self/smaps_rollup").ok()?;
+        Some(AddressSpace {
+            mappings: maps.lines().count(),
+            anon_kib: rollup_field(&rollup, "Anonymous")?,
+        })
+    }
+}
+
+/// A `Name:   N kB` field of an smaps rollup.
+fn rollup_field(text: &str, name: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let rest = l.strip_prefix(name)?.strip_prefix(':')?;
+        rest.split_whitespace().next()?.parse().ok()
+    })
+}
 
 /// The counters read: activity beside the benchmark, not the faults it makes itself.
 const COUNTERS: &[&str] = &[
@@ -125,5 +159,17 @@ mod tests {
             "5120 pages scanned by kswapd, 2 compaction stalls"
         );
         assert!(delta(&after, &after).is_empty());
+    }
+
+    #[test]
+    fn an_address_space_is_read_from_the_rollup_and_the_maps() {
+        let rollup = "Rss:  1760 kB\nAnonymous:   116 kB\nSwap: 0 kB\n";
+        assert_eq!(rollup_field(rollup, "Anonymous"), Some(116));
+        assert_eq!(rollup_field(rollup, "Anon"), None, "a field's whole name");
+        assert_eq!(rollup_field("Rss: 4 kB\n", "Anonymous"), None);
+        // This test process: its binary's segments, a libc, a stack and a heap at least, and
+        // anonymous pages (other tests' threads allocate beside it, so nothing exact).
+        let own = AddressSpace::own().expect("/proc/self is readable");
+        assert!(own.mappings >= 5 && own.anon_kib > 0, "{own:?}");
     }
 }

@@ -152,7 +152,7 @@ fn fork(m: &Meter, _: &Case) -> Measured {
 
 /// A fork's outcome with the parent that forked: its mappings and anonymous KiB, read once
 /// after the samples. A fork's cost is per mapping and per page of its parent, and the worker
-/// is a Rust process (about 40 mappings, most of a MiB anonymous), not a course program's few
+/// is a Rust process (about 36 mappings and 700 KiB anonymous here), not a course program's few
 /// pages: the figures say which a fork here is set beside (docs/design-notes.md, "Why the fork
 /// profiles differ").
 fn with_parent(o: Measured) -> Measured {

@@ -34,17 +34,9 @@ impl AddressSpace {
         let rollup = std::fs::read_to_string("/proc/self/smaps_rollup").ok()?;
         Some(AddressSpace {
             mappings: maps.lines().count(),
-            anon_kib: rollup_field(&rollup, "Anonymous")?,
+            anon_kib: super::os::kib_field(&rollup, "Anonymous")?,
         })
     }
-}
-
-/// A `Name:   N kB` field of an smaps rollup.
-fn rollup_field(text: &str, name: &str) -> Option<u64> {
-    text.lines().find_map(|l| {
-        let rest = l.strip_prefix(name)?.strip_prefix(':')?;
-        rest.split_whitespace().next()?.parse().ok()
-    })
 }
 
 /// The counters read: activity beside the benchmark, not the faults it makes itself.
@@ -164,9 +156,10 @@ mod tests {
     #[test]
     fn an_address_space_is_read_from_the_rollup_and_the_maps() {
         let rollup = "Rss:  1760 kB\nAnonymous:   116 kB\nSwap: 0 kB\n";
-        assert_eq!(rollup_field(rollup, "Anonymous"), Some(116));
-        assert_eq!(rollup_field(rollup, "Anon"), None, "a field's whole name");
-        assert_eq!(rollup_field("Rss: 4 kB\n", "Anonymous"), None);
+        let field = crate::measuring::os::kib_field;
+        assert_eq!(field(rollup, "Anonymous"), Some(116));
+        assert_eq!(field(rollup, "Anon"), None, "a field's whole name");
+        assert_eq!(field("Rss: 4 kB\n", "Anonymous"), None);
         // This test process: its binary's segments, a libc, a stack and a heap at least, and
         // anonymous pages (other tests' threads allocate beside it, so nothing exact).
         let own = AddressSpace::own().expect("/proc/self is readable");

@@ -337,9 +337,15 @@ pub fn read_ipis(cpus: Option<&[usize]>) -> Option<Ipis> {
 /// MemAvailable from /proc/meminfo, MiB.
 pub fn mem_available_mib() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib / 1024)
+    Some(kib_field(&text, "MemAvailable")? / 1024)
+}
+
+/// The `Name:   N kB` field `name` of /proc/meminfo, a status or an smaps rollup, KiB.
+pub fn kib_field(text: &str, name: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let rest = l.strip_prefix(name)?.strip_prefix(':')?;
+        rest.split_whitespace().next()?.parse().ok()
+    })
 }
 
 /// Anonymous memory mapped for a benchmark, unmapped on drop. Shared mappings survive fork

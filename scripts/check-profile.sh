@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Check `--profile` against `perf record -e cpu-clock` (run as root, perf installed):
-#   1. spawn/fork: oscost's five costliest functions against perf record of the C fork loop
-#      (scripts/ref/fork-loop.c) grown to the shape of the parent oscost forked from (the
-#      result's parent_mappings and parent_anon_kib: the same loop), of the plain C loop (a
+#   1. spawn/fork: oscost's five costliest kernel functions (what the kernel charges for a
+#      fork; the user-space side is the two programs' own code) against perf record of the C
+#      fork loop (scripts/ref/fork-loop.c, bound at load as oscost is: -z now, see its head)
+#      grown to the shape of the parent oscost forked from (the result's parent_mappings,
+#      parent_anon_kib and parent_page_table_kib: the same loop), of the plain C loop (a
 #      course program's parent, a few pages: a smaller fork, said for scale), and of oscost's
 #      own timed pass of spawn/fork (same process, same code: what the profiler itself gets
 #      right or wrong);
@@ -18,22 +20,25 @@ command -v perf >/dev/null || { echo "check-profile: needs perf (apt-get install
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cpu=$(( $(nproc) - 1 ))
-cc -O2 -o "$tmp/fork-loop" scripts/ref/fork-loop.c
+cc -O2 -Wl,-z,now -o "$tmp/fork-loop" scripts/ref/fork-loop.c  # bound at load: see its head
 cat > "$tmp/getppid-loop.c" <<'EOF'
 #include <unistd.h>
 int main(void) { for (long i = 0; i < 20000000; i++) getppid(); return 0; }
 EOF
 cc -O2 -o "$tmp/getppid-loop" "$tmp/getppid-loop.c"
 
-# perf's symbols with their shares, "share symbol" a line, costliest first (TOP of them).
+# perf's symbols with their shares, "share symbol" a line, costliest first (TOP of them);
+# with a third argument "kernel", the kernel's ([k]: its image, modules, JIT'd BPF) only,
+# their shares still of every sample.
 perf_top() {
   perf report -i "$1" --no-children --sort sym --stdio -q 2>/dev/null \
-    | awk -v top="${2:-5}" 'NF >= 3 && n < top { n++; s = $1; sub("%", "", s); $1 = ""; $2 = ""; sub(/^ +/, ""); print s, $0 }'
+    | awk -v top="${2:-5}" -v only="${3:-}" 'NF >= 3 && n < top && (only != "kernel" || $2 == "[k]") { n++; s = $1; sub("%", "", s); $1 = ""; $2 = ""; sub(/^ +/, ""); print s, $0 }'
 }
 
-# oscost's costliest functions (TOP of them, default 5) of the one result in a run file.
+# oscost's costliest functions (TOP of them, default 5) of the one result in a run file;
+# with a third argument "kernel", those its profile places in the kernel or BPF only.
 oscost_top() {
-  python3 - "$1" "${2:-5}" <<'EOF'
+  python3 - "$1" "${2:-5}" "${3:-}" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))["results"][0]
 p = r["profile"]
@@ -42,7 +47,8 @@ n = 0
 for rep in p["repetitions"]:
     n += rep["samples"]
     for k, v in rep["functions"].items():
-        tot[k] = tot.get(k, 0) + v
+        if sys.argv[3] != "kernel" or p["spaces"].get(k) != "user":
+            tot[k] = tot.get(k, 0) + v
 for k, v in sorted(tot.items(), key=lambda x: -x[1])[:int(sys.argv[2])]:
     print(f"{100 * v / n:.2f} {k}")
 EOF
@@ -82,18 +88,18 @@ ROUNDS=${ROUNDS:-3}
 o_files=() p_files=()
 for i in $(seq 1 "$ROUNDS"); do
   "$bin" run spawn/fork --profile --no-save --cpu "$cpu" --json "$tmp/fork$i.json" >/dev/null 2>&1
-  oscost_top "$tmp/fork$i.json" 40 > "$tmp/o-fork$i"
-  read -r maps kib < <(python3 -c "import json; p=json.load(open('$tmp/fork$i.json'))['results'][0]['params']; print(p['parent_mappings'], p['parent_anon_kib'])")
-  perf record -q -e cpu-clock -F 10000 -o "$tmp/cs.data" -- taskset -c "$cpu" "$tmp/fork-loop" 5000 "$maps" "$kib" >/dev/null 2>"$tmp/shape"
-  perf_top "$tmp/cs.data" 40 > "$tmp/p-fork-cs$i"
-  echo "round $i: oscost's worker forked from a parent of $maps mappings and $kib KiB anonymous; the C loop's $(cat "$tmp/shape")"
+  oscost_top "$tmp/fork$i.json" 40 kernel > "$tmp/o-fork$i"
+  read -r maps kib tables < <(python3 -c "import json; p=json.load(open('$tmp/fork$i.json'))['results'][0]['params']; print(p['parent_mappings'], p['parent_anon_kib'], p['parent_page_table_kib'])")
+  perf record -q -e cpu-clock -F 10000 -o "$tmp/cs.data" -- taskset -c "$cpu" "$tmp/fork-loop" 5000 "$maps" "$kib" "$tables" >/dev/null 2>"$tmp/shape"
+  perf_top "$tmp/cs.data" 40 kernel > "$tmp/p-fork-cs$i"
+  echo "round $i: oscost's worker forked from a parent of $maps mappings, $kib KiB anonymous and $tables KiB page tables; the C loop's $(cat "$tmp/shape")"
   o_files+=("$tmp/o-fork$i")
   p_files+=("$tmp/p-fork-cs$i")
 done
 perf record -q -e cpu-clock -F 10000 -o "$tmp/c.data" -- taskset -c "$cpu" "$tmp/fork-loop" 5000 >/dev/null 2>&1
-perf_top "$tmp/c.data" 40 > "$tmp/p-fork-c"
+perf_top "$tmp/c.data" 40 kernel > "$tmp/p-fork-c"
 perf record -q -e cpu-clock -F 10000 -o "$tmp/s.data" -- "$bin" run spawn/fork --no-save --events none --cpu "$cpu" >/dev/null 2>&1
-perf_top "$tmp/s.data" 40 > "$tmp/p-fork-self"
+perf_top "$tmp/s.data" 40 kernel > "$tmp/p-fork-self"
 compare "against perf record of the C fork loop in the worker's shape" "${o_files[@]}" -- "${p_files[@]}"
 compare "against perf record of the plain C fork loop (a smaller parent)" "${o_files[@]}" -- "$tmp/p-fork-c"
 compare "against perf record of oscost's own timed pass" "${o_files[@]}" -- "$tmp/p-fork-self"

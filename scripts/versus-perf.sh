@@ -42,7 +42,7 @@ compare() { # name oscost-id reference-command...
   echo "median ratio oscost/reference for $name: $m"
 }
 
-cc -O2 -o "$tmp/fork-loop" scripts/ref/fork-loop.c
+cc -O2 -Wl,-z,now -o "$tmp/fork-loop" scripts/ref/fork-loop.c  # bound at load: see its head
 case "${2:-all}" in
   all|getppid) compare "getppid (syscall/getppid vs perf bench syscall basic)" syscall/getppid \
     perf_ns taskset -c "$cpu" perf bench syscall basic -l 3000000 ;;&

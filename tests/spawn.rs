@@ -55,8 +55,8 @@ fn creation_costs_are_ordered_and_every_time_is_kept() {
     );
     let last = result(&run, "spawn/fork-rss/256MiB");
     assert!(last.params["slope_ns_per_mib"].as_f64().unwrap() > 0.0);
-    // The parent a fork copied is said beside its cost: its mappings and anonymous memory,
-    // the 256 MiB the curve's last point holds resident among them.
+    // The parent a fork copied is said beside its cost: its mappings, anonymous memory and
+    // page tables, the 256 MiB the curve's last point holds resident among them.
     let anon = |id: &str| result(&run, id).params["parent_anon_kib"].as_u64().unwrap();
     assert!(
         result(&run, "spawn/fork").params["parent_mappings"]
@@ -65,6 +65,8 @@ fn creation_costs_are_ordered_and_every_time_is_kept() {
             >= 5
     );
     assert!(anon("spawn/fork-rss/256MiB") >= anon("spawn/fork") + (256 << 10));
+    let tables = result(&run, "spawn/fork").params["parent_page_table_kib"].as_u64();
+    assert!(tables.is_some_and(|kib| kib >= 4), "{tables:?}");
     for id in ["spawn/fork", "spawn/thread"] {
         let r = result(&run, id);
         assert!(!r.batch.batched);

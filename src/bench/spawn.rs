@@ -150,9 +150,10 @@ fn fork(m: &Meter, _: &Case) -> Measured {
     with_parent(m.individual(&mut || fork_once(&Monotonic)))
 }
 
-/// A fork's outcome with the parent that forked: its mappings and anonymous KiB, read once
-/// after the samples. A fork's cost is per mapping and per page of its parent, and the worker
-/// is a Rust process (about 36 mappings and 700 KiB anonymous here), not a course program's few
+/// A fork's outcome with the parent that forked: its mappings, anonymous KiB and page-table
+/// KiB, read once after the samples. A fork's cost is per mapping, per page and per table page
+/// of its parent, and the worker is a Rust process (about 36 mappings and 700 KiB anonymous
+/// here, spread over more 2 MiB regions than one block would need), not a course program's few
 /// pages: the figures say which a fork here is set beside (docs/design-notes.md, "Why the fork
 /// profiles differ").
 fn with_parent(o: Measured) -> Measured {
@@ -160,7 +161,8 @@ fn with_parent(o: Measured) -> Measured {
     Ok(match AddressSpace::own() {
         Some(a) => o
             .param("parent_mappings", a.mappings)
-            .param("parent_anon_kib", a.anon_kib),
+            .param("parent_anon_kib", a.anon_kib)
+            .param("parent_page_table_kib", a.page_table_kib),
         None => o,
     })
 }

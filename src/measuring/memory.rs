@@ -12,19 +12,24 @@
 //! the host's own reclaim of a guest's memory.
 //!
 //! Also the process's own address space (`AddressSpace`): what a fork copies, so the fork
-//! benchmarks record their parent's mappings and anonymous memory beside the cost, and a
-//! fork timed here can be set beside one timed in a smaller parent (a course program's).
+//! benchmarks record their parent's mappings, anonymous memory and page tables beside the
+//! cost, and a fork timed here can be set beside one timed in a smaller parent (a course
+//! program's).
 
 use std::collections::BTreeMap;
 
-/// The calling process's address space: its mappings (each one a fork duplicates) and its
-/// anonymous memory (pages whose table entries a fork copies).
+/// The calling process's address space: its mappings (each one a fork duplicates), its
+/// anonymous memory (pages whose table entries a fork copies) and its page tables (a fork
+/// allocates, zeroes and fills a table page in the child for each one of the parent's that
+/// maps anonymous pages: the same memory spread over more 2 MiB regions costs more).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AddressSpace {
     /// Lines of /proc/self/maps.
     pub mappings: usize,
     /// `Anonymous` of /proc/self/smaps_rollup, KiB.
     pub anon_kib: u64,
+    /// `VmPTE` of /proc/self/status: the page tables' size, KiB.
+    pub page_table_kib: u64,
 }
 
 impl AddressSpace {
@@ -32,9 +37,11 @@ impl AddressSpace {
     pub fn own() -> Option<AddressSpace> {
         let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
         let rollup = std::fs::read_to_string("/proc/self/smaps_rollup").ok()?;
+        let status = std::fs::read_to_string("/proc/self/status").ok()?;
         Some(AddressSpace {
             mappings: maps.lines().count(),
             anon_kib: super::os::kib_field(&rollup, "Anonymous")?,
+            page_table_kib: super::os::kib_field(&status, "VmPTE")?,
         })
     }
 }
@@ -164,5 +171,7 @@ mod tests {
         // anonymous pages (other tests' threads allocate beside it, so nothing exact).
         let own = AddressSpace::own().expect("/proc/self is readable");
         assert!(own.mappings >= 5 && own.anon_kib > 0, "{own:?}");
+        // At least one table page maps those pages.
+        assert!(own.page_table_kib >= 4, "{own:?}");
     }
 }

@@ -51,29 +51,20 @@ static int mappings(void) {
     return n;
 }
 
-/* `Anonymous` of /proc/self/smaps_rollup, KiB. */
-static long anon_kib(void) {
-    FILE *f = fopen("/proc/self/smaps_rollup", "r");
+/* The KiB of a "Name: N kB" line of a /proc file (FORMAT: "Name: %ld kB"), or -1. */
+static long kib_field(const char *path, const char *format) {
+    FILE *f = fopen(path, "r");
     char line[256];
     long kib = -1;
     if (!f) return -1;
     while (fgets(line, sizeof line, f))
-        if (sscanf(line, "Anonymous: %ld kB", &kib) == 1) break;
+        if (sscanf(line, format, &kib) == 1) break;
     fclose(f);
     return kib;
 }
 
-/* `VmPTE` of /proc/self/status, KiB. */
-static long page_table_kib(void) {
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kib = -1;
-    if (!f) return -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "VmPTE: %ld kB", &kib) == 1) break;
-    fclose(f);
-    return kib;
-}
+static long anon_kib(void) { return kib_field("/proc/self/smaps_rollup", "Anonymous: %ld kB"); }
+static long page_table_kib(void) { return kib_field("/proc/self/status", "VmPTE: %ld kB"); }
 
 /* LEN bytes at HINT if that range is free (anywhere the kernel likes if HINT is NULL or taken). */
 static void *map(void *hint, size_t len, int prot) {

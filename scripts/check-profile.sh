@@ -4,9 +4,9 @@
 #      fork; the user-space side is the two programs' own code) against perf record of the C
 #      fork loop (scripts/ref/fork-loop.c, bound at load as oscost is: -z now, see its head)
 #      grown to the shape of the parent oscost forked from (the result's parent_mappings,
-#      parent_anon_kib and parent_page_table_kib: the same loop), of the plain C loop (a
-#      course program's parent, a few pages: a smaller fork, said for scale), and of oscost's
-#      own timed pass of spawn/fork (same process, same code: what the profiler itself gets
+#      parent_anon_mappings, parent_anon_kib and parent_anon_regions: what that fork copied),
+#      of the plain C loop (a course program's parent, a few pages: a smaller fork, said for
+#      scale), and of oscost's own timed pass of spawn/fork (same process, same code: what the profiler itself gets
 #      right or wrong);
 #   2. syscall/getppid: the same against a getppid loop under perf;
 #   3. the median of `run syscall/getppid` with and without --profile, alternated three times
@@ -55,26 +55,48 @@ EOF
 }
 
 # label, then files of oscost's shares, "--", files of perf's: each side's shares averaged
-# over its files (a function absent from a file counts 0 there), the top fives compared.
+# over its files (a function absent from a file counts 0 there), the top fives compared. A
+# function in one top five and not in the other is a tie where, in the other tool's runs, its
+# share and that top five's last one differ by an amount whose 95% interval (t, over the
+# runs; two runs at least) holds 0: which of the two is fifth is then chance, not a
+# difference between the tools, and the sets are the same up to ties where every function in
+# one top five only is one.
 compare() {
   python3 - "$@" <<'EOF'
-import sys
+import statistics, sys
+T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228]
 label, rest = sys.argv[1], sys.argv[2:]
 cut = rest.index("--")
 def load(f):
     return {l.split(" ", 1)[1].strip(): float(l.split(" ", 1)[0]) for l in open(f) if l.strip()}
-def mean(files):
-    runs = [load(f) for f in files]
+def mean(runs):
     keys = set().union(*runs)
     return {k: sum(r.get(k, 0) for r in runs) / len(runs) for k in keys}
-ofiles, pfiles = rest[:cut], rest[cut + 1:]
-o, p = mean(ofiles), mean(pfiles)
-top = lambda d: set(sorted(d, key=lambda k: -d[k])[:5])
-both = top(o) & top(p)
-worst = max(abs(o.get(k, 0) - p.get(k, 0)) for k in top(o) | top(p))
-print(f"{label} (means of {len(ofiles)} and {len(pfiles)} runs): {len(both)} of 5 in both top "
-      f"fives, the widest gap {worst:.1f} points")
-for k in sorted(top(o) | top(p), key=lambda k: -max(o.get(k, 0), p.get(k, 0))):
+oruns, pruns = [load(f) for f in rest[:cut]], [load(f) for f in rest[cut + 1:]]
+o, p = mean(oruns), mean(pruns)
+top = lambda d: sorted(d, key=lambda k: -d[k])[:5]
+both = set(top(o)) & set(top(p))
+worst = max(abs(o.get(k, 0) - p.get(k, 0)) for k in set(top(o)) | set(top(p)))
+def tie(runs, d, k):
+    """The words where k, outside d's top five, is tied with its fifth in these runs."""
+    fifth = top(d)[-1]
+    if len(runs) < 2:
+        return None
+    diffs = [r.get(fifth, 0) - r.get(k, 0) for r in runs]
+    t = T975[min(len(runs) - 2, len(T975) - 1)]
+    m, h = statistics.mean(diffs), t * statistics.stdev(diffs) / len(runs) ** 0.5
+    if m - h <= 0 <= m + h:
+        return f"{k} {d.get(k, 0):.1f}% against the fifth, {fifth} {d[fifth]:.1f}%: {m:+.2f} [{m - h:+.2f}, {m + h:+.2f}] points"
+    return None
+only = [(k, pruns, p, "perf") for k in set(top(o)) - both] + [(k, oruns, o, "oscost") for k in set(top(p)) - both]
+ties = [(tool, tie(runs, d, k)) for k, runs, d, tool in only]
+same = "" if not only else (", the rest tied at the fifth place: the same set up to ties" if all(w for _, w in ties) else "")
+print(f"{label} (means of {len(oruns)} and {len(pruns)} runs): {len(both)} of 5 in both top fives{same}, "
+      f"the widest gap {worst:.1f} points")
+for tool, w in ties:
+    if w:
+        print(f"  a tie in {tool}'s runs: {w}")
+for k in sorted(set(top(o)) | set(top(p)), key=lambda k: -max(o.get(k, 0), p.get(k, 0))):
     d = o.get(k, 0) - p.get(k, 0)
     print(f"  {k:45s} oscost {o.get(k, 0):5.1f}%  perf {p.get(k, 0):5.1f}%  ({d:+.1f} points)")
 EOF
@@ -89,10 +111,10 @@ o_files=() p_files=()
 for i in $(seq 1 "$ROUNDS"); do
   "$bin" run spawn/fork --profile --no-save --cpu "$cpu" --json "$tmp/fork$i.json" >/dev/null 2>&1
   oscost_top "$tmp/fork$i.json" 40 kernel > "$tmp/o-fork$i"
-  read -r maps kib tables < <(python3 -c "import json; p=json.load(open('$tmp/fork$i.json'))['results'][0]['params']; print(p['parent_mappings'], p['parent_anon_kib'], p['parent_page_table_kib'])")
-  perf record -q -e cpu-clock -F 10000 -o "$tmp/cs.data" -- taskset -c "$cpu" "$tmp/fork-loop" 5000 "$maps" "$kib" "$tables" >/dev/null 2>"$tmp/shape"
+  read -r maps anon_maps kib regions < <(python3 -c "import json; p=json.load(open('$tmp/fork$i.json'))['results'][0]['params']; print(p['parent_mappings'], p['parent_anon_mappings'], p['parent_anon_kib'], p['parent_anon_regions'])")
+  perf record -q -e cpu-clock -F 10000 -o "$tmp/cs.data" -- taskset -c "$cpu" "$tmp/fork-loop" 5000 "$maps" "$anon_maps" "$kib" "$regions" >/dev/null 2>"$tmp/shape"
   perf_top "$tmp/cs.data" 40 kernel > "$tmp/p-fork-cs$i"
-  echo "round $i: oscost's worker forked from a parent of $maps mappings, $kib KiB anonymous and $tables KiB page tables; the C loop's $(cat "$tmp/shape")"
+  echo "round $i: oscost's worker forked from a parent of $maps mappings, $anon_maps with $kib KiB anonymous in $regions regions of 2 MiB; the C loop's $(cat "$tmp/shape")"
   o_files+=("$tmp/o-fork$i")
   p_files+=("$tmp/p-fork-cs$i")
 done

@@ -2,19 +2,22 @@
  * writes. fork + _exit + waitpid, N times, each timed with CLOCK_MONOTONIC; prints the median
  * in ns. Pin it with taskset.
  *
- *   fork-loop [N [MAPPINGS ANON_KIB [PAGE_TABLE_KIB]]]
+ *   fork-loop [N [MAPPINGS ANON_MAPPINGS ANON_KIB ANON_REGIONS]]
  *
- * With MAPPINGS and ANON_KIB the parent first grows to that shape (lines of /proc/self/maps,
- * `Anonymous` of /proc/self/smaps_rollup): one touched anonymous block for the memory, then
- * one-page mappings of alternating protection (so that none merges with its neighbour) for
- * the count. That is the parent oscost's worker is when it forks (spawn/fork records
- * `parent_mappings` and `parent_anon_kib`): a fork's cost is per mapping and per page, so
- * its profile is compared with this loop's in the same shape. With PAGE_TABLE_KIB (`VmPTE`
- * of /proc/self/status, spawn/fork's `parent_page_table_kib`) the first one-page mappings
- * are placed a 2 MiB region apart, each touched, until the page tables are that size: a
- * fork allocates, zeroes and fills a table page in the child for each of the parent's that
- * maps anonymous pages, and a Rust process's pages are spread over more regions than one
- * block needs. The shape reached is printed on stderr.
+ * With the four figures the parent first grows to the shape of the one oscost's worker forks
+ * from (spawn/fork records them: parent_mappings, parent_anon_mappings, parent_anon_kib,
+ * parent_anon_regions), counted from /proc/self/smaps as oscost counts them: a fork's cost
+ * is per mapping it duplicates, and per anonymous page and table page it copies, and only
+ * mappings holding anonymous pages have their entries copied (a file mapping nobody wrote is
+ * refilled by faults in the child). So the loop adds, in a space of its own far from the
+ * libraries: one touched page in each 2 MiB region it lacks (a table page each), one touched
+ * block for the rest of the memory, touched one-page mappings for the rest of the anonymous
+ * mappings, and untouched one-page mappings (duplicated, nothing copied) for the rest of
+ * the count, a free page between any two so that none merges. An earlier shape matched the
+ * mapping count and VmPTE with touched pages only, and so copied three times the entries
+ * oscost's fork copies (copy_page_range 6-11% of perf's samples against 2-3% of oscost's;
+ * docs/design-notes.md, "Why the fork profiles differ"). The shape reached is printed on
+ * stderr.
  *
  * Build it with `cc -O2 -Wl,-z,now`. Linked lazily (gcc's default here), the parent never
  * calls _exit, so every child resolves _exit's PLT entry through the dynamic linker before it
@@ -41,59 +44,72 @@ static int cmp(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* Lines of /proc/self/maps. */
-static int mappings(void) {
-    FILE *f = fopen("/proc/self/maps", "r");
-    int n = 0, c;
-    if (!f) return -1;
-    while ((c = fgetc(f)) != EOF) n += c == '\n';
-    fclose(f);
-    return n;
-}
+struct shape { int mappings, anon_mappings, anon_regions; long anon_kib; };
 
-/* The KiB of a "Name: N kB" line of a /proc file (FORMAT: "Name: %ld kB"), or -1. */
-static long kib_field(const char *path, const char *format) {
-    FILE *f = fopen(path, "r");
-    char line[256];
-    long kib = -1;
-    if (!f) return -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, format, &kib) == 1) break;
-    fclose(f);
-    return kib;
-}
-
-static long anon_kib(void) { return kib_field("/proc/self/smaps_rollup", "Anonymous: %ld kB"); }
-static long page_table_kib(void) { return kib_field("/proc/self/status", "VmPTE: %ld kB"); }
-
-/* LEN bytes at HINT if that range is free (anywhere the kernel likes if HINT is NULL or taken). */
-static void *map(void *hint, size_t len, int prot) {
-    void *p = mmap(hint, len, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) { perror("mmap"); exit(1); }
-    return p;
-}
-
-static void grow(int want_maps, long want_kib, long want_table_kib) {
-    long page = sysconf(_SC_PAGESIZE);
-    long more = want_kib - anon_kib();
-    /* Regions of 2 MiB, each one table page's reach, from a 1 GiB-aligned base far below the
-     * libraries and above the heap: each touched page placed there needs a table page. */
-    char *spread = (char *)((unsigned long)map(NULL, (size_t)page, PROT_READ) & ~((1UL << 30) - 1)) - (64UL << 30);
-    if (more > 0) memset(map(NULL, (size_t)more * 1024, PROT_READ | PROT_WRITE), 1, (size_t)more * 1024);
-    for (int i = 0; mappings() < want_maps; i++) {
-        int spreading = want_table_kib > 0 && page_table_kib() < want_table_kib;
-        char *p = map(spreading ? spread + (size_t)i * (2UL << 20) : NULL, (size_t)page,
-                      spreading || i % 2 == 0 ? PROT_READ | PROT_WRITE : PROT_READ);
-        if (spreading || i % 2 == 0) p[0] = 1;
-        if (i > 4 * want_maps) break; /* merging beat us: stop, and say the shape reached */
+/* The address space as oscost's AddressSpace reads it from /proc/self/smaps. */
+static struct shape shape_now(void) {
+    static unsigned long regions[1 << 16];
+    struct shape s = {0, 0, 0, 0};
+    unsigned long start = 0, end = 0, a, b;
+    int nregions = 0;
+    char line[512];
+    long kib;
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f) { perror("smaps"); exit(1); }
+    while (fgets(line, sizeof line, f)) {
+        /* A mapping's first line: its range (a field's name may read as hex: "Anon..."). */
+        if (sscanf(line, "%lx-%lx ", &a, &b) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+            start = a, end = b;
+            s.mappings++;
+        } else if (sscanf(line, "Anonymous: %ld kB", &kib) == 1 && kib > 0) {
+            s.anon_mappings++;
+            s.anon_kib += kib;
+            for (unsigned long r = start >> 21; r <= (end - 1) >> 21; r++) {
+                int seen = 0;
+                for (int i = 0; i < nregions && !seen; i++) seen = regions[i] == r;
+                if (!seen && nregions < (int)(sizeof regions / sizeof *regions)) regions[nregions++] = r;
+            }
+        }
     }
-    fprintf(stderr, "parent: %d mappings, %ld KiB anonymous, %ld KiB page tables\n", mappings(),
-            anon_kib(), page_table_kib());
+    fclose(f);
+    s.anon_regions = nregions;
+    return s;
+}
+
+/* LEN bytes at ADDR, which must be free (MAP_FIXED_NOREPLACE), touched or not. */
+static void map_at(char *addr, size_t len, int touch) {
+    void *p = mmap(addr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (p == MAP_FAILED) { perror("mmap"); exit(1); }
+    if (touch) memset(p, 1, len);
+}
+
+static void grow(int want_maps, int want_anon_maps, long want_kib, int want_regions) {
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE), region = 2UL << 20;
+    /* A space of its own, 1 GiB-aligned and 64 GiB below the libraries: a touched page at
+     * the start of each region it adds, the block and the extra mappings in the first one
+     * (the block in its second half, the mappings one page apart after its first page). */
+    void *probe = mmap(NULL, page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *space = (char *)(((unsigned long)probe & ~((1UL << 30) - 1)) - (64UL << 30));
+    char *next = space + 2 * page;
+    munmap(probe, page);
+    struct shape s = shape_now();
+    for (int i = 0; s.anon_regions + i < want_regions; i++) map_at(space + (size_t)i * region, page, 1);
+    s = shape_now();
+    if (want_kib > s.anon_kib) {
+        size_t len = (size_t)(want_kib - s.anon_kib) * 1024;
+        map_at(len <= region / 2 ? space + region / 2 : space + 1024 * region, len, 1);
+    }
+    for (s = shape_now(); s.anon_mappings < want_anon_maps; s.anon_mappings++, next += 2 * page)
+        map_at(next, page, 1);
+    for (s = shape_now(); s.mappings < want_maps; s.mappings++, next += 2 * page) map_at(next, page, 0);
+    s = shape_now();
+    fprintf(stderr, "parent: %d mappings, %d with %ld KiB anonymous in %d regions of 2 MiB\n",
+            s.mappings, s.anon_mappings, s.anon_kib, s.anon_regions);
 }
 
 int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 3000;
-    if (argc > 3) grow(atoi(argv[2]), atol(argv[3]), argc > 4 ? atol(argv[4]) : 0);
+    if (argc > 5) grow(atoi(argv[2]), atoi(argv[3]), atol(argv[4]), atoi(argv[5]));
     long long *t = malloc(sizeof(long long) * n);
     for (int i = 0; i < n; i++) {
         long long t0 = now();

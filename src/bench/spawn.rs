@@ -150,18 +150,21 @@ fn fork(m: &Meter, _: &Case) -> Measured {
     with_parent(m.individual(&mut || fork_once(&Monotonic)))
 }
 
-/// A fork's outcome with the parent that forked: its mappings, anonymous KiB and page-table
-/// KiB, read once after the samples. A fork's cost is per mapping, per page and per table page
-/// of its parent, and the worker is a Rust process (about 36 mappings and 700 KiB anonymous
-/// here, spread over more 2 MiB regions than one block would need), not a course program's few
-/// pages: the figures say which a fork here is set beside (docs/design-notes.md, "Why the fork
-/// profiles differ").
+/// A fork's outcome with the parent that forked (`AddressSpace`: its mappings, those with
+/// anonymous pages, its anonymous KiB, the 2 MiB regions they lie in, its page-table KiB), read
+/// once after the samples. A fork's cost is per mapping, per anonymous page and per table page
+/// it copies, and the worker is a Rust process (here 36 mappings, 16 of them with 672 KiB
+/// anonymous in 6 regions, most of it the binary's relocated read-only data), not a course
+/// program's few pages: the figures say which a fork here is set beside (docs/design-notes.md,
+/// "Why the fork profiles differ").
 fn with_parent(o: Measured) -> Measured {
     let o = o?;
     Ok(match AddressSpace::own() {
         Some(a) => o
             .param("parent_mappings", a.mappings)
+            .param("parent_anon_mappings", a.anon_mappings)
             .param("parent_anon_kib", a.anon_kib)
+            .param("parent_anon_regions", a.anon_regions)
             .param("parent_page_table_kib", a.page_table_kib),
         None => o,
     })

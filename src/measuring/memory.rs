@@ -18,31 +18,75 @@
 
 use std::collections::BTreeMap;
 
-/// The calling process's address space: its mappings (each one a fork duplicates), its
-/// anonymous memory (pages whose table entries a fork copies) and its page tables (a fork
-/// allocates, zeroes and fills a table page in the child for each one of the parent's that
-/// maps anonymous pages: the same memory spread over more 2 MiB regions costs more).
+/// The calling process's address space: its mappings (each one a fork duplicates), those
+/// holding anonymous pages (the only ones whose table entries a fork copies: a file mapping
+/// no process wrote is refilled by faults instead), its anonymous memory, the 2 MiB regions
+/// that memory lies in (a fork allocates, zeroes and fills a table page in the child for
+/// each: the same memory spread over more regions costs more) and its page tables' size
+/// (which counts the tables of file pages too, that a fork does not copy).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AddressSpace {
-    /// Lines of /proc/self/maps.
+    /// Mappings (lines of /proc/self/maps).
     pub mappings: usize,
-    /// `Anonymous` of /proc/self/smaps_rollup, KiB.
+    /// Mappings with anonymous pages.
+    pub anon_mappings: usize,
+    /// Anonymous memory, KiB (`Anonymous` summed over the mappings).
     pub anon_kib: u64,
+    /// 2 MiB regions that hold a mapping with anonymous pages.
+    pub anon_regions: usize,
     /// `VmPTE` of /proc/self/status: the page tables' size, KiB.
     pub page_table_kib: u64,
 }
 
+/// A table page's reach on x86-64 and arm64 with 4 KiB pages: 512 entries of 4 KiB.
+const TABLE_REACH: u64 = 2 << 20;
+
 impl AddressSpace {
     /// The calling process's, now (`None` where /proc cannot be read).
     pub fn own() -> Option<AddressSpace> {
-        let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
-        let rollup = std::fs::read_to_string("/proc/self/smaps_rollup").ok()?;
+        let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
         let status = std::fs::read_to_string("/proc/self/status").ok()?;
         Some(AddressSpace {
-            mappings: maps.lines().count(),
-            anon_kib: super::os::kib_field(&rollup, "Anonymous")?,
             page_table_kib: super::os::kib_field(&status, "VmPTE")?,
+            ..Self::of_smaps(&smaps)
         })
+    }
+
+    /// The mappings of an smaps text (page tables 0: smaps does not say them).
+    fn of_smaps(smaps: &str) -> AddressSpace {
+        // Each mapping: its range, then its `Name: N kB` lines.
+        let mut spans: Vec<(u64, u64, u64)> = Vec::new();
+        for line in smaps.lines() {
+            let range = line
+                .split_whitespace()
+                .next()
+                .and_then(|r| r.split_once('-'));
+            let parsed = range.and_then(|(a, b)| {
+                Some((
+                    u64::from_str_radix(a, 16).ok()?,
+                    u64::from_str_radix(b, 16).ok()?,
+                ))
+            });
+            if let Some((start, end)) = parsed {
+                spans.push((start, end, 0));
+            } else if let (Some(last), Some(kib)) =
+                (spans.last_mut(), super::os::kib_field(line, "Anonymous"))
+            {
+                last.2 = kib;
+            }
+        }
+        let anon: Vec<_> = spans.iter().filter(|s| s.2 > 0).collect();
+        let regions: std::collections::BTreeSet<u64> = anon
+            .iter()
+            .flat_map(|&&(start, end, _)| start / TABLE_REACH..=(end - 1) / TABLE_REACH)
+            .collect();
+        AddressSpace {
+            mappings: spans.len(),
+            anon_mappings: anon.len(),
+            anon_kib: anon.iter().map(|s| s.2).sum(),
+            anon_regions: regions.len(),
+            page_table_kib: 0,
+        }
     }
 }
 
@@ -161,16 +205,32 @@ mod tests {
     }
 
     #[test]
-    fn an_address_space_is_read_from_the_rollup_and_the_maps() {
-        let rollup = "Rss:  1760 kB\nAnonymous:   116 kB\nSwap: 0 kB\n";
+    fn an_address_space_counts_the_mappings_a_fork_copies() {
+        // Three mappings: a binary's text (no anonymous pages), its relocated data (written,
+        // anonymous) and a heap whose anonymous pages cross a 2 MiB boundary.
+        let smaps = "\
+55d0a0000000-55d0a0010000 r-xp 00000000 08:01 12 /bin/x
+Rss:                  64 kB
+Anonymous:             0 kB
+VmFlags: rd ex mr mw me
+55d0a0010000-55d0a0012000 rw-p 00010000 08:01 12 /bin/x
+Anonymous:             8 kB
+55d0a01ff000-55d0a0201000 rw-p 00000000 00:00 0 [heap]
+Anonymous:             8 kB
+";
         let field = crate::measuring::os::kib_field;
-        assert_eq!(field(rollup, "Anonymous"), Some(116));
-        assert_eq!(field(rollup, "Anon"), None, "a field's whole name");
-        assert_eq!(field("Rss: 4 kB\n", "Anonymous"), None);
+        assert_eq!(field(smaps, "Anonymous"), Some(0), "the first such line");
+        assert_eq!(field(smaps, "Anon"), None, "a field's whole name");
+        let a = AddressSpace::of_smaps(smaps);
+        assert_eq!((a.mappings, a.anon_mappings, a.anon_kib), (3, 2, 16));
+        // The data in region 0x55d0a00, the heap in it and in the next one.
+        assert_eq!(a.anon_regions, 2);
         // This test process: its binary's segments, a libc, a stack and a heap at least, and
         // anonymous pages (other tests' threads allocate beside it, so nothing exact).
         let own = AddressSpace::own().expect("/proc/self is readable");
-        assert!(own.mappings >= 5 && own.anon_kib > 0, "{own:?}");
+        assert!(own.mappings >= 5 && own.anon_mappings >= 2, "{own:?}");
+        assert!(own.anon_kib > 0 && own.anon_regions >= 1, "{own:?}");
+        assert!(own.anon_mappings <= own.mappings, "{own:?}");
         // At least one table page maps those pages.
         assert!(own.page_table_kib >= 4, "{own:?}");
     }

@@ -29,10 +29,12 @@ cc -O2 -o "$tmp/getppid-loop" "$tmp/getppid-loop.c"
 
 # perf's symbols with their shares, "share symbol" a line, costliest first (TOP of them);
 # with a third argument "kernel", the kernel's ([k]: its image, modules, JIT'd BPF) only,
-# their shares still of every sample.
+# their shares still of every sample. glibc's internal alias of a function (`__GI___getppid`,
+# which perf shows of the several names at its address) is printed as the function
+# (`getppid`, which oscost shows): one function, not a gap between the tools.
 perf_top() {
   perf report -i "$1" --no-children --sort sym --stdio -q 2>/dev/null \
-    | awk -v top="${2:-5}" -v only="${3:-}" 'NF >= 3 && n < top && (only != "kernel" || $2 == "[k]") { n++; s = $1; sub("%", "", s); $1 = ""; $2 = ""; sub(/^ +/, ""); print s, $0 }'
+    | awk -v top="${2:-5}" -v only="${3:-}" 'NF >= 3 && n < top && (only != "kernel" || $2 == "[k]") { n++; s = $1; sub("%", "", s); $1 = ""; $2 = ""; sub(/^ +/, ""); sub(/^__GI___/, ""); print s, $0 }'
 }
 
 # oscost's costliest functions (TOP of them, default 5) of the one result in a run file;

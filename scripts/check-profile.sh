@@ -11,7 +11,7 @@
 #   2. syscall/getppid: the same against a getppid loop under perf;
 #   3. the median of `run syscall/getppid` with and without --profile, alternated three times
 #      (sampling runs in passes of its own and must not move it).
-# Shares are of every sample each tool took. Usage: [ROUNDS=3] scripts/check-profile.sh [OSCOST]
+# Shares are of every sample each tool took. Usage: [ROUNDS=4] scripts/check-profile.sh [OSCOST]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-target/release/oscost}
@@ -108,7 +108,7 @@ echo "== spawn/fork"
 # A fork's profile moves from one run to the next on a shared guest (whether the child or
 # the parent runs first after the fork decides which faults and switches are sampled), in
 # perf's as much as in oscost's: both sides are the means of ROUNDS runs, alternated.
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-4}
 o_files=() p_files=()
 for i in $(seq 1 "$ROUNDS"); do
   "$bin" run spawn/fork --profile --no-save --cpu "$cpu" --json "$tmp/fork$i.json" >/dev/null 2>&1

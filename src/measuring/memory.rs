@@ -32,7 +32,8 @@ pub struct AddressSpace {
     pub anon_mappings: usize,
     /// Anonymous memory, KiB (`Anonymous` summed over the mappings).
     pub anon_kib: u64,
-    /// 2 MiB regions that hold a mapping with anonymous pages.
+    /// 2 MiB regions spanned by the mappings with anonymous pages (of a sparse mapping, every
+    /// region it spans: an upper bound where its pages lie in few of them).
     pub anon_regions: usize,
     /// `VmPTE` of /proc/self/status: the page tables' size, KiB.
     pub page_table_kib: u64,

@@ -67,13 +67,19 @@ fn creation_costs_are_ordered_and_every_time_is_kept() {
     assert!(anon("spawn/fork-rss/256MiB") >= anon("spawn/fork") + (256 << 10));
     let tables = result(&run, "spawn/fork").params["parent_page_table_kib"].as_u64();
     assert!(tables.is_some_and(|kib| kib >= 4), "{tables:?}");
-    // The fork-rss point's resident block is one more mapping with anonymous pages, over
-    // 128 more 2 MiB regions.
+    // The fork-rss point's resident block is one mapping with anonymous pages over at least
+    // 128 2 MiB regions. Not "the plain fork's count + 128": each parent is a fresh process
+    // whose mappings land at random offsets, so two neighbours share a region in one and
+    // not in the other, and the rest of the count moves by a few either way.
     let count = |id: &str, p: &str| result(&run, id).params[p].as_u64().unwrap();
     assert!(count("spawn/fork", "parent_anon_mappings") >= 1);
+    let (plain, big) = (
+        count("spawn/fork", "parent_anon_regions"),
+        count("spawn/fork-rss/256MiB", "parent_anon_regions"),
+    );
     assert!(
-        count("spawn/fork-rss/256MiB", "parent_anon_regions")
-            >= count("spawn/fork", "parent_anon_regions") + 128
+        big >= 128 && big > plain,
+        "{big} regions at 256 MiB, {plain} at none"
     );
     for id in ["spawn/fork", "spawn/thread"] {
         let r = result(&run, id);

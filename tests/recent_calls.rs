@@ -189,28 +189,44 @@ fn the_calls_predict_prices_by_name_measure() {
 #[test]
 fn the_vdso_getrandom_saves_at_least_a_kernel_entry() {
     let _g = measuring();
-    let (_, run) = run_json(
-        &unique_tag("vgetrandom"),
-        &[
-            "--quick",
-            "syscall/getrandom",
-            "syscall/getrandom-vdso",
-            "syscall/getppid",
-        ],
-    );
-    let v = result(&run, "syscall/getrandom-vdso/16B");
-    if let Status::Skipped { reason } = &v.status {
-        assert!(reason.contains("vDSO"), "{reason}");
-        skip(&v.id, reason);
-        return;
+    let tag = unique_tag("vgetrandom");
+    let ids = [
+        "syscall/getrandom/16B",
+        "syscall/getrandom-vdso/16B",
+        "syscall/getppid",
+    ];
+    let mut tries = Vec::new();
+    // Decided with the three results' intervals, never three bare medians: the saving holds
+    // once its lowest value (the system call's lower bound less the vDSO's upper) is above
+    // 0.8 of the null call's upper bound, fails where even its highest is below 0.8 of the
+    // null call's lower bound, and is measured again while the intervals cannot tell.
+    for _ in 0..ORDERING_TRIES {
+        let (_, run) = run_json(
+            &tag,
+            &[
+                "--quick",
+                "syscall/getrandom",
+                "syscall/getrandom-vdso",
+                "syscall/getppid",
+            ],
+        );
+        let v = result(&run, ids[1]);
+        if let Status::Skipped { reason } = &v.status {
+            assert!(reason.contains("vDSO"), "{reason}");
+            skip(&v.id, reason);
+            return;
+        }
+        let [sys, vdso, null] = ids.map(|id| interval(&run, id));
+        tries.push(format!(
+            "system call {sys:.0?} ns, vDSO {vdso:.0?} ns, null call {null:.0?} ns"
+        ));
+        if sys[0] - vdso[1] > 0.8 * null[1] {
+            return;
+        }
+        assert!(
+            sys[1] - vdso[0] >= 0.8 * null[0],
+            "the vDSO saves less than 0.8 of a null call: {tries:?}"
+        );
     }
-    let (sys, vdso, null) = (
-        median(&run, "syscall/getrandom/16B"),
-        median(&run, "syscall/getrandom-vdso/16B"),
-        median(&run, "syscall/getppid"),
-    );
-    assert!(
-        sys - vdso > 0.8 * null,
-        "system call {sys} ns, vDSO {vdso} ns, null call {null} ns"
-    );
+    panic!("not decided in {ORDERING_TRIES} runs: {tries:?}");
 }

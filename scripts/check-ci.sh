@@ -102,6 +102,19 @@ for r in per_run:
     logs = [math.log(m / middle[i]) for i, m in r.items() if m > 0 and middle[i] > 0]
     levels.append(f"{100 * (math.exp(sum(logs) / len(logs)) - 1):+.0f}%" if logs else "-")
 print(f"{'each run against the batch (geometric mean over the benchmarks):':65} " + " ".join(levels))
+# oscost's exit witness (CPUID timed by each worker; a round trip through the hypervisor in a
+# guest): each run's median against the batch's. Where it moves with the line above and the
+# user-space loop does not, the host moved the run, not the machine's clock.
+exits = []
+for r in range(1, runs + 1):
+    run = json.load(open(f"{tmp}/run{r}.json"))
+    e = [x["exit_witness_ns"] for res in run["results"] for x in res.get("repetitions", [])
+         if x.get("exit_witness_ns")]
+    exits.append(st.median(e) if e else None)
+if all(exits):
+    me = st.median(exits)
+    print(f"{'oscost exit witness (CPUID) in the same runs:':65} "
+          + " ".join(f"{100 * (x / me - 1):+.0f}%" for x in exits))
 # One line a gap, its windows' ns/op (a batch kept before the windows has one each).
 gaps = []
 if os.path.exists(f"{tmp}/witness"):

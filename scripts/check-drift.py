@@ -10,7 +10,13 @@ over the result's median), each with a t interval over the repetitions:
                 sat at (the host's drift common to every benchmark of the run, leave-one-out),
                 scaled by the regression of the one on the other (a control variate);
   witness       each level less the regression on the log of its worker's speed witness
-                (`Repetition::witness_ns`, a fixed user-space loop timed in the same worker).
+                (`Repetition::witness_ns`, a fixed user-space loop timed in the same worker);
+  exit          each level less the regression on the log of its worker's exit witness
+                (`Repetition::exit_witness_ns`, CPUID: a round trip through the hypervisor
+                in a guest), and another run's level projected to this run's exit level by
+                this run's slope before it is asked whether this run's interval holds it:
+                the host's drift between runs taken out, where the exit witness follows it;
+  exit pooled   the same with one slope for the benchmark over all the runs.
 
 For each: the median interval width over the runs (percent of the median), how often one run's
 interval holds another run's level (a calibrated 95% interval: ~83%), and the correlation the
@@ -69,6 +75,8 @@ def main():
         sys.exit(2)
     kinds = ("as measured", "neighbours", "witness")
     table = {}
+    # Per benchmark, per run: (log median, levels, log exit witnesses), for the exit rows.
+    exits = {}
     for f in files:
         results = [r for r in json.load(open(f))["results"]
                    if r.get("stats") and len(r.get("repetitions", [])) >= 4]
@@ -78,6 +86,11 @@ def main():
             mid = st.median(x["median_ns"] for x in reps)
             series[r["id"]] = [(x["started_ms"], math.log(x["median_ns"] / mid),
                                 x.get("witness_ns")) for x in reps if x["median_ns"] > 0]
+            kept = [x for x in reps if x["median_ns"] > 0]
+            if kept and all(x.get("exit_witness_ns") for x in kept):
+                exits.setdefault(r["id"], []).append((
+                    math.log(mid), [math.log(x["median_ns"] / mid) for x in kept],
+                    [math.log(x["exit_witness_ns"]) for x in kept]))
         for r in results:
             own = series[r["id"]]
             others = [p for k, v in series.items() if k != r["id"] for p in v]
@@ -107,6 +120,41 @@ def main():
             corr = f"{st.median(rhos):+.2f}" if rhos else ""
             print(f"{bench:28} {kind:12} {len(got):4} {width:7.2f}% {100 * holds / len(pairs):6.1f}%"
                   f" {corr:>6}")
+        for kind, line in exit_rows(exits.get(bench, [])):
+            print(f"{bench:28} {kind:12} {line}")
+
+
+def exit_rows(runs):
+    """The exit witness's two rows for one benchmark's runs: (kind, the rest of the line)."""
+    if len(runs) < 2:
+        return []
+    xs = [c for _, _, cs in runs for c in cs]
+    ys = [b + l for b, ls, _ in runs for l in ls]
+    pooled, pooled_r = regress(ys, xs)
+    out = []
+    for kind in ("exit", "exit pooled"):
+        got = []
+        for base, levels, controls in runs:
+            slope, rho = regress(levels, controls)
+            if kind == "exit pooled":
+                slope, rho = pooled, pooled_r
+            mc = st.mean(controls)
+            adj = [l - slope * (c - mc) for l, c in zip(levels, controls)]
+            i = interval(adj, 1)
+            if i:
+                got.append((base + i[0], i[1], slope, mc, rho))
+        if len(got) < 2:
+            continue
+        pairs = [(a, b) for a in range(len(got)) for b in range(len(got)) if a != b]
+        # Run b's level at run a's exit level, by run a's slope.
+        holds = sum(1 for a, b in pairs
+                    if abs(got[b][0] - got[a][2] * (got[b][3] - got[a][3]) - got[a][0]) <= got[a][1])
+        width = 200 * st.median(math.expm1(h) for _, h, _, _, _ in got)
+        corr = st.median(g[4] for g in got)
+        spread = 100 * math.expm1(max(g[3] for g in got) - min(g[3] for g in got))
+        out.append((kind, f"{len(got):4} {width:7.2f}% {100 * holds / len(pairs):6.1f}% {corr:+6.2f}"
+                          f"  (slope {st.median(g[2] for g in got):+.2f}, exit witness moved {spread:.0f}%)"))
+    return out
 
 
 if __name__ == "__main__":

@@ -266,6 +266,10 @@ pub struct ComparedSide {
     /// How many workers timed it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub witness_workers: Option<usize>,
+    /// The run's exit witness, ns per CPUID (`analysis::witness`); none for a group, a run
+    /// made before it was kept, or a CPU without CPUID.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_witness_ns: Option<f64>,
 }
 
 impl ComparedSide {
@@ -288,6 +292,7 @@ impl ComparedSide {
                 .collect(),
             witness_ns: crate::analysis::witness::run_witness(run).map(|w| w.ns),
             witness_workers: crate::analysis::witness::run_witness(run).map(|w| w.workers),
+            exit_witness_ns: crate::analysis::witness::run_exit_witness(run),
         }
     }
 }

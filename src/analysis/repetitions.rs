@@ -132,6 +132,7 @@ pub fn merge_repetitions(
             },
             departs_pct: None,
             witness_ns: rep.case.witness_ns,
+            exit_witness_ns: rep.case.exit_witness_ns,
             memory_events: rep.case.memory_events.clone(),
             block: rep.block,
         })

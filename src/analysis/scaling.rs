@@ -221,6 +221,7 @@ mod tests {
                 preempted: 0,
                 departs_pct: None,
                 witness_ns: None,
+                exit_witness_ns: None,
                 memory_events: Default::default(),
                 block: None,
             });

@@ -76,6 +76,7 @@ fn case(samples: Vec<f64>) -> CaseResult {
         events: None,
         profile: None,
         witness_ns: None,
+        exit_witness_ns: None,
         memory_events: Default::default(),
         cpu_wait: None,
         throttle: None,

@@ -1,6 +1,9 @@
 //! A run's speed witness (see `measuring::witness`): the median over its workers of the fixed
 //! user-space loop each timed around its cases, and what two runs' witnesses say about a
 //! difference between them. Cases of one benchmark share a worker, so one worker counts once.
+//! The same for the exit witness (CPUID, a round trip through the hypervisor in a guest),
+//! which follows a host whose own load moves every kernel cost of its guests while the
+//! user-space loop stays put.
 
 use crate::base::model::Run;
 
@@ -15,23 +18,55 @@ pub struct RunWitness {
 
 /// The run's witness, `None` for runs made before it was kept (or with no repetitions).
 pub fn run_witness(run: &Run) -> Option<RunWitness> {
-    let mut seen: Vec<(u64, u64)> = Vec::new();
-    let mut values = Vec::new();
-    for r in &run.results {
-        for rep in &r.repetitions {
-            let Some(w) = rep.witness_ns else { continue };
-            // One worker's cases carry its start and witness, copied: equal bits.
-            let key = (rep.started_ms.to_bits(), w.to_bits());
-            if !seen.contains(&key) {
-                seen.push(key);
-                values.push(w);
-            }
-        }
-    }
+    let values = per_worker(run, |rep| rep.witness_ns);
     (!values.is_empty()).then(|| RunWitness {
         ns: crate::base::stats::median(&values),
         workers: values.len(),
     })
+}
+
+/// The run's exit witness, ns per CPUID (median over its workers); `None` for runs made
+/// before it was kept, or where the CPU has no CPUID.
+pub fn run_exit_witness(run: &Run) -> Option<f64> {
+    let values = per_worker(run, |rep| rep.exit_witness_ns);
+    (!values.is_empty()).then(|| crate::base::stats::median(&values))
+}
+
+/// One value a worker: `of` each repetition, a worker's cases (which carry its start and
+/// witnesses, copied: equal bits) counted once.
+fn per_worker(run: &Run, of: impl Fn(&crate::base::model::Repetition) -> Option<f64>) -> Vec<f64> {
+    let mut seen: Vec<(u64, u64)> = Vec::new();
+    let mut values = Vec::new();
+    for rep in run.results.iter().flat_map(|r| &r.repetitions) {
+        let Some(w) = of(rep) else { continue };
+        let key = (rep.started_ms.to_bits(), w.to_bits());
+        if !seen.contains(&key) {
+            seen.push(key);
+            values.push(w);
+        }
+    }
+    values
+}
+
+/// The sentence a comparison of two runs says about their exit witnesses: how much dearer or
+/// cheaper a round trip through the hypervisor was in the candidate, and what that may
+/// explain.
+pub fn exit_shift_words(base_ns: f64, cand_ns: f64) -> String {
+    let ratio = cand_ns / base_ns;
+    let what = format!(
+        "exit witness (CPUID, which a hypervisor traps; timed by every worker): {cand_ns:.0} \
+against {base_ns:.0} ns in the candidate"
+    );
+    if (ratio - 1.0).abs() < 0.05 {
+        return format!("{what}: the host answered its guest at the same speed");
+    }
+    format!(
+        "{what}: the host took {:.0}% {} in the candidate; in a guest whose host moves, every \
+kernel cost can move with it (on one KVM guest by 0.6-0.8% for each 1% of this witness), so a \
+difference of that order may be the host, not the system",
+        (ratio - 1.0).abs() * 100.0,
+        if ratio > 1.0 { "longer" } else { "less time" }
+    )
 }
 
 /// The sentence a comparison of two runs says about their witnesses: how much slower or
@@ -92,6 +127,14 @@ mod tests {
         );
         assert!(text.contains("5.0% slower in the candidate"), "{text}");
         assert!(shift_words(base, base).contains("at the same speed, so"));
+        assert_eq!(run_exit_witness(&run), None);
+        for (k, rep) in run.results[0].repetitions.iter_mut().enumerate() {
+            rep.exit_witness_ns = Some([4400.0, 6400.0, 4600.0][k]);
+        }
+        assert_eq!(run_exit_witness(&run), Some(4600.0));
+        let moved = exit_shift_words(4600.0, 6400.0);
+        assert!(moved.contains("the host took 39% longer"), "{moved}");
+        assert!(exit_shift_words(4600.0, 4700.0).contains("at the same speed"));
         run.results.iter_mut().for_each(|r| r.repetitions.clear());
         assert_eq!(run_witness(&run), None);
     }

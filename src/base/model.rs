@@ -307,6 +307,10 @@ pub struct Repetition {
     /// of fixed user-space work, the machine's speed at that moment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub witness_ns: Option<f64>,
+    /// The exit witness its worker timed around its cases (`measuring::witness`): ns per
+    /// CPUID, a round trip through the hypervisor in a guest, the host's state at that moment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_witness_ns: Option<f64>,
     /// Memory activity counted while its worker ran (`measuring::memory`: reclaim, compaction,
     /// swapping, migration, khugepaged, balloon; only counters that moved), for the benchmarks
     /// whose cost it moves.

@@ -123,6 +123,9 @@ pub struct CaseResult {
     /// The speed witness of the worker that measured it (`measuring::witness`), ns per loop.
     #[serde(default)]
     pub witness_ns: Option<f64>,
+    /// The exit witness of that worker (`measuring::witness`), ns per CPUID.
+    #[serde(default)]
+    pub exit_witness_ns: Option<f64>,
     /// Memory activity beside the worker's cases (`measuring::memory`: counters that moved).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub memory_events: BTreeMap<String, u64>,
@@ -191,6 +194,7 @@ impl CaseResult {
             events: None,
             profile: None,
             witness_ns: None,
+            exit_witness_ns: None,
             memory_events: BTreeMap::new(),
             throttle: None,
             confinement: None,
@@ -426,6 +430,7 @@ fn run_case(meter: &Meter, b: &Benchmark, mut c: Case, variants: &VariantOptions
         events,
         cpu_wait,
         witness_ns: None,
+        exit_witness_ns: None,
         memory_events: BTreeMap::new(),
         throttle,
         confinement: None,

@@ -130,15 +130,19 @@ fn measure(id: &str, opts: WorkerOptions) -> Vec<CaseResult> {
         .then(crate::measuring::memory::snapshot)
         .flatten();
     let mut witness = crate::measuring::witness::timings();
+    let mut exits = crate::measuring::witness::exit_timings();
     let mut cases = runner::run_cases(&meter, b, &opts.variants);
     witness.extend(crate::measuring::witness::timings());
+    exits.extend(crate::measuring::witness::exit_timings());
     let witness_ns = crate::measuring::witness::witness_ns(&witness);
+    let exit_witness_ns = crate::measuring::witness::witness_ns(&exits);
     let memory_events = match (memory, crate::measuring::memory::snapshot()) {
         (Some(before), Some(after)) => crate::measuring::memory::delta(&before, &after),
         _ => Default::default(),
     };
     for c in &mut cases {
         c.witness_ns = witness_ns;
+        c.exit_witness_ns = exit_witness_ns;
         c.memory_events = memory_events.clone();
     }
     if let Some(ns) = namespace {

@@ -298,16 +298,21 @@ pub fn one_factor_line(c: &Comparison) -> Option<String> {
     ))
 }
 
-/// What the two sides' speed witnesses say, when both have one.
+/// What the two sides' speed witnesses say, when both have one, and then their exit
+/// witnesses, when both have one.
 pub fn witness_words(c: &Comparison) -> Option<String> {
-    use crate::analysis::witness::{RunWitness, shift_words};
+    use crate::analysis::witness::{RunWitness, exit_shift_words, shift_words};
     let side = |s: &crate::analysis::compare::ComparedSide| {
         Some(RunWitness {
             ns: s.witness_ns?,
             workers: s.witness_workers?,
         })
     };
-    Some(shift_words(side(&c.base)?, side(&c.cand)?))
+    let speed = shift_words(side(&c.base)?, side(&c.cand)?);
+    Some(match (c.base.exit_witness_ns, c.cand.exit_witness_ns) {
+        (Some(b), Some(a)) => format!("{speed}; {}", exit_shift_words(b, a)),
+        _ => speed,
+    })
 }
 
 fn tail(c: &Comparison) -> String {

@@ -315,11 +315,18 @@ pub fn render_at(run: &Run, color: bool, opts: TableOptions, width: usize) -> St
         said(&mut out, &super::printable(&line));
     }
     if let Some(w) = crate::analysis::witness::run_witness(run) {
+        let exit = crate::analysis::witness::run_exit_witness(run).map_or(String::new(), |e| {
+            format!(
+                "; exit witness: {} a CPUID, a round trip through the hypervisor in a guest",
+                super::format_ns(e)
+            )
+        });
         said(
             &mut out,
             &format!(
-                "speed witness: {} a loop of fixed user-space work (median of {} workers; \
-                 compare runs' witnesses to see whether the machine itself ran at another speed)",
+                "speed witness: {} a loop of fixed user-space work{exit} (medians of {} workers; \
+                 compare runs' witnesses to see whether the machine or its host ran at another \
+                 speed)",
                 super::format_ns(w.ns),
                 w.workers
             ),

@@ -43,6 +43,7 @@ pub fn repetition(median_ns: f64, started_ms: f64) -> Repetition {
         preempted: 0,
         departs_pct: None,
         witness_ns: None,
+        exit_witness_ns: None,
         memory_events: BTreeMap::new(),
         block: None,
     }

@@ -218,6 +218,7 @@ fn group_side(
         notes: vec![],
         witness_ns: None,
         witness_workers: None,
+        exit_witness_ns: None,
     }
 }
 

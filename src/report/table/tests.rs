@@ -62,6 +62,7 @@ fn departures_the_machine_explains_are_said_once_and_a_lone_one_stays_with_its_r
         preempted: 0,
         departs_pct: pct,
         witness_ns: None,
+        exit_witness_ns: None,
         memory_events: Default::default(),
         block: None,
     };

@@ -129,8 +129,10 @@ fn measure(id: &str, opts: WorkerOptions) -> Vec<CaseResult> {
         .memory_watch
         .then(crate::measuring::memory::snapshot)
         .flatten();
-    let mut witness = crate::measuring::witness::timings();
+    // The exits first: a round trip through the hypervisor may leave the core's caches and
+    // predictors cold, and the user-space loop then stands between it and the cases.
     let mut exits = crate::measuring::witness::exit_timings();
+    let mut witness = crate::measuring::witness::timings();
     let mut cases = runner::run_cases(&meter, b, &opts.variants);
     witness.extend(crate::measuring::witness::timings());
     exits.extend(crate::measuring::witness::exit_timings());

@@ -406,15 +406,8 @@ fn run_case(meter: &Meter, b: &Benchmark, mut c: Case, variants: &VariantOptions
     params.extend(o.params);
     let mut notes = o.notes;
     notes.extend(not_profiled);
-    let mut smt_siblings: Vec<usize> = used_cpus
-        .iter()
-        .flat_map(|&u| placement::smt_siblings(u))
-        .filter(|s| !used_cpus.contains(s))
-        .collect();
-    smt_siblings.sort_unstable();
-    smt_siblings.dedup();
     CaseResult {
-        smt_siblings,
+        smt_siblings: siblings_outside(&used_cpus),
         id,
         bench: b.id.to_string(),
         params,
@@ -436,6 +429,18 @@ fn run_case(meter: &Meter, b: &Benchmark, mut c: Case, variants: &VariantOptions
         confinement: None,
         profile,
     }
+}
+
+/// The SMT siblings of `used` that the case did not use itself, sorted, once each.
+fn siblings_outside(used: &[usize]) -> Vec<usize> {
+    let mut out: Vec<usize> = used
+        .iter()
+        .flat_map(|&u| placement::smt_siblings(u))
+        .filter(|s| !used.contains(s))
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 /// A third, untimed pass of the case, sampled (`measuring::profile`): its profile (`None`

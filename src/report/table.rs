@@ -314,23 +314,8 @@ pub fn render_at(run: &Run, color: bool, opts: TableOptions, width: usize) -> St
     if let Some(line) = uncounted(run) {
         said(&mut out, &super::printable(&line));
     }
-    if let Some(w) = crate::analysis::witness::run_witness(run) {
-        let exit = crate::analysis::witness::run_exit_witness(run).map_or(String::new(), |e| {
-            format!(
-                "; exit witness: {} a CPUID, a round trip through the hypervisor in a guest",
-                super::format_ns(e)
-            )
-        });
-        said(
-            &mut out,
-            &format!(
-                "speed witness: {} a loop of fixed user-space work{exit} (medians of {} workers; \
-                 compare runs' witnesses to see whether the machine or its host ran at another \
-                 speed)",
-                super::format_ns(w.ns),
-                w.workers
-            ),
-        );
+    if let Some(line) = witness_line(run) {
+        said(&mut out, &line);
     }
     if let Some(legend) = phase_legend(run) {
         said(&mut out, legend);
@@ -339,6 +324,24 @@ pub fn render_at(run: &Run, color: bool, opts: TableOptions, width: usize) -> St
         said(&mut out, DEPARTURE_LEGEND);
     }
     out
+}
+
+/// The run's witnesses, one line: the speed witness and, where the CPU has CPUID, the exit
+/// witness (`analysis::witness`).
+fn witness_line(run: &Run) -> Option<String> {
+    let w = crate::analysis::witness::run_witness(run)?;
+    let exit = crate::analysis::witness::run_exit_witness(run).map_or(String::new(), |e| {
+        format!(
+            "; exit witness: {} a CPUID, a round trip through the hypervisor in a guest",
+            super::format_ns(e)
+        )
+    });
+    Some(format!(
+        "speed witness: {} a loop of fixed user-space work{exit} (medians of {} workers; \
+         compare runs' witnesses to see whether the machine or its host ran at another speed)",
+        super::format_ns(w.ns),
+        w.workers
+    ))
 }
 
 /// The run's bandwidths as rates, where it has any: a heading, then one line a result with the

@@ -60,13 +60,17 @@ done
 python3 - "$tmp" "$runs" <<'PY'
 import json, math, os, sys, statistics as st
 tmp, runs = sys.argv[1], int(sys.argv[2])
-by_id = {}; moved = 0; per_run = []
+by_id = {}; moved = 0; per_run = []; exits = []
 for r in range(1, runs + 1):
     run = json.load(open(f"{tmp}/run{r}.json"))
     # Notes are objects with a kind since schema 3; bare words before (an older build).
     moved += any(n["kind"] == "machine_speed" if isinstance(n, dict)
                  else n.startswith("the machine changed speed") for n in run.get("notes", []))
     per_run.append({})
+    # oscost's exit witness (CPUID timed by each worker): the run's median, for the line below.
+    e = [x["exit_witness_ns"] for res in run["results"] for x in res.get("repetitions", [])
+         if x.get("exit_witness_ns")]
+    exits.append(st.median(e) if e else None)
     for x in run["results"]:
         if x["status"]["state"] == "ok" and x["stats"]:
             by_id.setdefault(x["id"], []).append((x["stats"]["median"], x["stats"]["ci95"]))
@@ -105,12 +109,6 @@ print(f"{'each run against the batch (geometric mean over the benchmarks):':65} 
 # oscost's exit witness (CPUID timed by each worker; a round trip through the hypervisor in a
 # guest): each run's median against the batch's. Where it moves with the line above and the
 # user-space loop does not, the host moved the run, not the machine's clock.
-exits = []
-for r in range(1, runs + 1):
-    run = json.load(open(f"{tmp}/run{r}.json"))
-    e = [x["exit_witness_ns"] for res in run["results"] for x in res.get("repetitions", [])
-         if x.get("exit_witness_ns")]
-    exits.append(st.median(e) if e else None)
 if all(exits):
     me = st.median(exits)
     print(f"{'oscost exit witness (CPUID) in the same runs:':65} "

@@ -275,6 +275,7 @@ pub struct ComparedSide {
 impl ComparedSide {
     /// The side of `run`, named `name`.
     pub fn of(run: &Run, name: &str) -> ComparedSide {
+        let witness = crate::analysis::witness::run_witness(run);
         ComparedSide {
             name: name.to_string(),
             started_at: run.started_at.clone(),
@@ -290,8 +291,8 @@ impl ComparedSide {
                 .into_iter()
                 .chain(run.notes.iter().map(|n| n.text.clone()))
                 .collect(),
-            witness_ns: crate::analysis::witness::run_witness(run).map(|w| w.ns),
-            witness_workers: crate::analysis::witness::run_witness(run).map(|w| w.workers),
+            witness_ns: witness.map(|w| w.ns),
+            witness_workers: witness.map(|w| w.workers),
             exit_witness_ns: crate::analysis::witness::run_exit_witness(run),
         }
     }

@@ -67,8 +67,8 @@ pub fn witness_ns(timings: &[f64]) -> Option<f64> {
 /// nested one), ~30 us where they take 1 us, a few us on bare metal.
 const EXITS: u32 = 32;
 /// Timings of the exit witness each side of the cases: 448 CPUIDs a worker, 2.2 ms where an
-/// exit takes 5 us, about a tenth of a worker's start-up (~20 ms). Half as many (3 timings of 16) left
-/// quiet runs' medians 5% apart on that guest, against 1% with these.
+/// exit takes 5 us, about a tenth of a worker's start-up (~20 ms). Half as many (3 timings of
+/// 16) left quiet runs' medians 5% apart on that guest, against 1% with these.
 const EXIT_TRIALS: usize = 7;
 
 /// One timing of `EXITS` CPUIDs (leaf 0), ns per CPUID; `None` where the architecture has no

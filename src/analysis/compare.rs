@@ -76,11 +76,12 @@ pub struct BenchComparison {
     pub base_median_ns: f64,
     /// The candidate run's median, ns.
     pub cand_median_ns: f64,
-    /// cand / base.
+    /// cand / base; for runs measured apart and projected to one exit level, with the host's
+    /// drift between them taken out (`run_to_run.exit_factor`: the measured ratio over this).
     pub slowdown: f64,
     /// The slowdown's 95% CI.
     pub slowdown_ci95: [f64; 2],
-    /// cand - base, ns.
+    /// cand - base, ns (base x (slowdown - 1) where projected).
     pub addition_ns: f64,
     /// The addition's 95% CI, ns.
     pub addition_ci95: [f64; 2],
@@ -569,18 +570,27 @@ pub fn compare<'a>(
 pub fn apart(
     cmp: &mut Comparison,
     spread_of: &dyn Fn(&str) -> Option<crate::analysis::run_to_run::Spread>,
+    exits_of: &dyn Fn(&str) -> Option<(f64, f64)>,
 ) {
+    use crate::analysis::run_to_run::{RunToRun, judge_apart};
     for r in &mut cmp.rows {
         match spread_of(&r.id) {
             Some(s) => {
-                let ci = crate::analysis::run_to_run::widen(r.slowdown, r.slowdown_ci95, s);
+                // The host's drift the two runs' exit witnesses saw is taken out first where
+                // the store learned how this benchmark follows it.
+                let j = judge_apart(r.slowdown, r.slowdown_ci95, s, exits_of(&r.id));
+                if j.exit_factor.is_some() {
+                    r.slowdown = j.point;
+                    r.addition_ns = r.base_median_ns * (j.point - 1.0);
+                }
+                let ci = j.ci95;
                 r.slowdown_ci95 = ci;
                 r.addition_ci95 = [
                     r.base_median_ns * (ci[0] - 1.0),
                     r.base_median_ns * (ci[1] - 1.0),
                 ];
                 (r.verdict, r.within_band) = verdict(ci, r.slowdown, cmp.threshold);
-                r.run_to_run = Some(s.into());
+                r.run_to_run = Some(RunToRun::of(&j));
             }
             None => {
                 r.verdict = Verdict::NoChange;

@@ -257,7 +257,9 @@ pub fn judge_without_odd_runs(m: &mut Matrix) {
     for r in &mut m.rows {
         for (j, c) in r.cells.iter_mut().enumerate() {
             let f = factors[j] / base_factor;
-            if j == m.base || (f - 1.0).abs() < 1e-12 {
+            // A cell projected by its exit witnesses had the host's drift taken out already.
+            let projected = c.run_to_run.is_some_and(|t| t.exit_factor.is_some());
+            if j == m.base || (f - 1.0).abs() < 1e-12 || projected {
                 continue;
             }
             if let (Some(ratio), Some([lo, hi]), Some(_)) = (c.slowdown, c.slowdown_ci95, c.verdict)
@@ -452,13 +454,20 @@ pub fn cell_apart(
         return cell;
     };
     // The together-interval's sides are the two runs' own in quadrature; the drift between
-    // runs joins them there.
-    let interval = run_to_run::widen(r, together, spread);
+    // runs joins them there, after the host's drift the exit witnesses saw is taken out
+    // where the store learned how this benchmark follows it (`run_to_run::judge_apart`).
+    let exits = base.exit_witness_ns.zip(cand.exit_witness_ns);
+    let judged = run_to_run::judge_apart(r, together, spread, exits);
+    let interval = judged.ci95;
     let b = base.median.unwrap_or(f64::NAN);
+    if judged.exit_factor.is_some() {
+        cell.slowdown = Some(judged.point);
+        cell.addition_ns = Some(b * (judged.point - 1.0));
+    }
     cell.slowdown_ci95 = Some(interval);
     cell.addition_ci95 = Some([b * (interval[0] - 1.0), b * (interval[1] - 1.0)]);
-    cell.verdict = Some(verdict(interval, r, threshold).0);
-    cell.run_to_run = Some(spread.into());
+    cell.verdict = Some(verdict(interval, judged.point, threshold).0);
+    cell.run_to_run = Some(run_to_run::RunToRun::of(&judged));
     cell
 }
 

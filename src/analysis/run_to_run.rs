@@ -18,25 +18,41 @@
 //! `MIN_RUNS` runs give no estimate: a comparison then says the spread is unknown rather
 //! than guess.
 
+mod projection;
+pub use projection::{Judged, MIN_PROJECTED, Projection, judge_apart, learn};
+
 /// Runs of one environment needed before a run-to-run spread is stated.
 pub const MIN_RUNS: usize = 3;
 
 /// The between-run spread of one benchmark in one environment.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Spread {
-    /// Standard deviation of a run's level on the log scale (0.02: runs scatter about 2%).
+    /// Standard deviation of a run's level on the log scale (0.02: runs scatter about 2%);
+    /// with a `projection`, of the level projected to one exit level (what the host's drift
+    /// between runs leaves).
     pub tau: f64,
     /// How many runs it was estimated from.
     pub runs: usize,
+    /// How the level follows the exit witness in these runs, where it does beyond doubt
+    /// (`projection::learn`); `None`: the spread is the levels' own.
+    pub projection: Option<Projection>,
 }
 
 impl Spread {
+    /// A spread of the levels as measured (no projection).
+    pub fn plain(tau: f64, runs: usize) -> Spread {
+        Spread {
+            tau,
+            runs,
+            projection: None,
+        }
+    }
+
     /// The 97.5% quantile a 95% interval takes `tau` by: Student's t for `runs - 1` degrees
-    /// of freedom (2.57 for six runs, 1.96 in the limit).
+    /// of freedom (2.57 for six runs, 1.96 in the limit), one fewer where a slope was fitted.
     pub fn quantile(&self) -> f64 {
-        use statrs::distribution::{ContinuousCDF, StudentsT};
-        let df = self.runs.saturating_sub(1).max(1) as f64;
-        StudentsT::new(0.0, 1.0, df).map_or(1.96, |t| t.inverse_cdf(0.975))
+        let fitted = usize::from(self.projection.is_some());
+        t975(self.runs.saturating_sub(1 + fitted))
     }
 
     /// The spread as a percentage of the level (`run to run ±x%`): the half-width of the
@@ -44,6 +60,12 @@ impl Spread {
     pub fn percent(&self) -> f64 {
         ((self.quantile() * self.tau).exp() - 1.0) * 100.0
     }
+}
+
+/// Student's t 97.5% quantile for `df` degrees of freedom (at least 1).
+pub fn t975(df: usize) -> f64 {
+    use statrs::distribution::{ContinuousCDF, StudentsT};
+    StudentsT::new(0.0, 1.0, df.max(1) as f64).map_or(1.96, |t| t.inverse_cdf(0.975))
 }
 
 /// The run-to-run term a comparison used, as it says it.
@@ -57,6 +79,15 @@ pub struct RunToRun {
     /// versions wrote.
     #[serde(default = "normal_quantile")]
     pub quantile: f64,
+    /// Where the two runs were projected to one exit level (`projection::judge_apart`): the
+    /// factor the host's drift between them put on the candidate's level, taken out of the
+    /// ratio (1.12: the host made every cost of the candidate's minutes 12% dearer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_factor: Option<f64>,
+    /// The slope the projection took it by: the level's log change for each of the exit
+    /// witness's, learned from the store's runs of the environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_slope: Option<f64>,
 }
 
 fn normal_quantile() -> f64 {
@@ -69,6 +100,19 @@ impl From<Spread> for RunToRun {
             percent: s.percent(),
             runs: s.runs,
             quantile: s.quantile(),
+            exit_factor: None,
+            exit_slope: None,
+        }
+    }
+}
+
+impl RunToRun {
+    /// The term a judged ratio used, with its projection where it had one.
+    pub fn of(j: &Judged) -> RunToRun {
+        RunToRun {
+            exit_factor: j.exit_factor,
+            exit_slope: j.exit_factor.and(j.spread.projection).map(|p| p.slope),
+            ..RunToRun::from(j.spread)
         }
     }
 }
@@ -77,7 +121,11 @@ impl From<Spread> for RunToRun {
 /// run-to-run term of two runs measured apart: each side in quadrature, `quantile x tau` per
 /// run.
 pub fn widen(point: f64, ci: [f64; 2], spread: Spread) -> [f64; 2] {
-    let drift = 2.0 * (spread.quantile() * spread.tau).powi(2);
+    widen_by(point, ci, 2.0 * (spread.quantile() * spread.tau).powi(2))
+}
+
+/// `widen` by a drift term given as the square of its half-width on the log scale.
+fn widen_by(point: f64, ci: [f64; 2], drift: f64) -> [f64; 2] {
     let [lo, hi] = ci;
     if !(point > 0.0 && lo > 0.0 && hi > 0.0) {
         return ci;
@@ -116,10 +164,7 @@ pub fn estimate(runs: &[RunLevel]) -> Option<Spread> {
     if usable.len() < MIN_RUNS {
         return None;
     }
-    Some(Spread {
-        tau: paule_mandel(&usable).sqrt(),
-        runs: usable.len(),
-    })
+    Some(Spread::plain(paule_mandel(&usable).sqrt(), usable.len()))
 }
 
 /// The Paule-Mandel estimate of `tau^2` from `(y_i, s_i)`: the between-run variance at which
@@ -216,10 +261,7 @@ mod tests {
         // Student's t for 7 degrees of freedom, not 1.96.
         assert!((s.quantile() - 2.3646).abs() < 1e-3, "{}", s.quantile());
         assert!(s.percent() > 5.0 && s.percent() < 10.0, "{}", s.percent());
-        let many = Spread {
-            tau: s.tau,
-            runs: 1000,
-        };
+        let many = Spread::plain(s.tau, 1000);
         assert!((many.quantile() - 1.962).abs() < 1e-2);
     }
 
@@ -292,11 +334,11 @@ mod tests {
             r / side(c.median / c.ci95[0], b.ci95[1] / b.median).exp(),
             r * side(c.ci95[1] / c.median, b.median / b.ci95[0]).exp(),
         ];
-        let own = widen(r, together, Spread { tau: 0.0, runs: 5 });
+        let own = widen(r, together, Spread::plain(0.0, 5));
         assert!(own[0] > 1.0, "own CIs alone call +4%: {own:?}");
-        let apart = widen(r, together, Spread { tau: 0.03, runs: 5 });
+        let apart = widen(r, together, Spread::plain(0.03, 5));
         assert!(apart[0] < 1.0 && apart[1] > 1.08, "{apart:?}");
-        let spread = |tau| Some(Spread { tau, runs: 5 });
+        let spread = |tau| Some(Spread::plain(tau, 5));
         assert_eq!(pooled(spread(0.01), spread(0.02)), spread(0.02));
         assert_eq!(pooled(None, spread(0.02)), spread(0.02));
         assert_eq!(pooled(None, None), None);

@@ -32,6 +32,20 @@ pub fn run_exit_witness(run: &Run) -> Option<f64> {
     (!values.is_empty()).then(|| crate::base::stats::median(&values))
 }
 
+/// One result's exit witness, ns per CPUID: the median over its repetitions (each timed by
+/// the worker that measured it, so the host's state while this benchmark ran, not the run's);
+/// `None` where none timed one. The store keeps it beside the result's median (schema 7), so
+/// that runs measured apart can be projected to one exit level (`run_to_run::Projection`).
+pub fn result_exit_witness(result: &crate::base::model::BenchResult) -> Option<f64> {
+    let values: Vec<f64> = result
+        .repetitions
+        .iter()
+        .filter_map(|rep| rep.exit_witness_ns)
+        .filter(|w| w.is_finite() && *w > 0.0)
+        .collect();
+    (!values.is_empty()).then(|| crate::base::stats::median(&values))
+}
+
 /// One value a worker: `of` each repetition, a worker's cases (which carry its start and
 /// witnesses, copied: equal bits) counted once.
 fn per_worker(run: &Run, of: impl Fn(&crate::base::model::Repetition) -> Option<f64>) -> Vec<f64> {

@@ -237,9 +237,32 @@ pub fn apart_line(c: &Comparison) -> Option<String> {
     }
     let (lo, hi) = crate::base::stats::extent(learned.iter().map(|r| r.percent));
     Some(format!(
-        "measured apart: each interval adds the run-to-run spread learned from the store (±{lo:.1}% to ±{hi:.1}%, from {} to {} runs)",
+        "measured apart: each interval adds the run-to-run spread learned from the store (±{lo:.1}% to ±{hi:.1}%, from {} to {} runs){}",
         learned.iter().map(|r| r.runs).min().unwrap_or(0),
-        learned.iter().map(|r| r.runs).max().unwrap_or(0)
+        learned.iter().map(|r| r.runs).max().unwrap_or(0),
+        projection_words(&learned, "benchmark(s)").map_or(String::new(), |w| format!("; {w}"))
+    ))
+}
+
+/// What the projection to one exit level did among `terms` (cells or rows of runs measured
+/// apart, `run_to_run::judge_apart`), in words; `None` where nothing was projected.
+pub fn projection_words(
+    terms: &[crate::analysis::run_to_run::RunToRun],
+    what: &str,
+) -> Option<String> {
+    let projected: Vec<(f64, f64)> = terms
+        .iter()
+        .filter_map(|t| t.exit_factor.zip(t.exit_slope))
+        .collect();
+    if projected.is_empty() {
+        return None;
+    }
+    let (flo, fhi) = crate::base::stats::extent(projected.iter().map(|p| p.0));
+    let (slo, shi) = crate::base::stats::extent(projected.iter().map(|p| p.1));
+    Some(format!(
+        "{} of {} {what} projected to the base's exit level first: the host's drift between the runs that their exit witnesses saw (x{flo:.3} to x{fhi:.3} on the candidate) taken out of the ratio, by slopes {slo:.2} to {shi:.2} learned from the store's runs of the environment, and the spread the projected levels still scatter added instead",
+        projected.len(),
+        terms.len()
     ))
 }
 

@@ -305,6 +305,7 @@ mod tests {
             ci_lo: m,
             ci_hi: m,
             disturbed: false,
+            exit_witness_ns: None,
         };
         let text = trend(
             "syscall/getpid",

@@ -148,6 +148,7 @@ mod tests {
                 ci_lo: Some(98.0),
                 ci_hi: Some(112.0),
                 disturbed: false,
+                exit_witness_ns: None,
             })
             .collect();
         let series: Vec<f64> = points.iter().filter_map(|p| p.median).collect();

@@ -225,6 +225,7 @@ mod tests {
             ci_hi: Some(m * 1.01),
             samples: 10,
             disturbed: false,
+            exit_witness_ns: None,
         };
         let m = crate::analysis::matrix::build(
             &runs,

@@ -125,8 +125,15 @@ fn with_legend(m: &Matrix, table: &str, width: usize) -> String {
     } else {
         run_legend(m)
     };
+    let terms: Vec<_> = m
+        .rows
+        .iter()
+        .flat_map(|r| r.cells.iter().filter_map(|c| c.run_to_run))
+        .collect();
+    let projected = crate::report::comparison::projection_words(&terms, "cells")
+        .map_or(String::new(), |w| format!("{w}.\n"));
     let under = format!(
-        "{}{}{legend}",
+        "{}{}{projected}{legend}",
         crate::report::printable(&changes_text(m)),
         odd_runs_text(m)
     );

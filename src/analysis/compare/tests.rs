@@ -368,13 +368,13 @@ fn runs_measured_apart_are_judged_with_their_spread_or_not_at_all() {
         together.rows[0]
     );
     let mut wide = together.clone();
-    let spread = crate::analysis::run_to_run::Spread { tau: 0.05, runs: 4 };
-    apart(&mut wide, &|_| Some(spread));
+    let spread = crate::analysis::run_to_run::Spread::plain(0.05, 4);
+    apart(&mut wide, &|_| Some(spread), &|_| None);
     assert_eq!(wide.rows[0].verdict, Verdict::NoChange);
     assert!(wide.rows[0].slowdown_ci95[0] < together.rows[0].slowdown_ci95[0]);
     assert_eq!(wide.rows[0].run_to_run.map(|r| r.runs), Some(4));
     let mut unknown = together.clone();
-    apart(&mut unknown, &|_| None);
+    apart(&mut unknown, &|_| None, &|_| None);
     assert!(unknown.rows[0].apart_unknown);
     assert_eq!(unknown.summary.apart_unknown, 1);
     assert_eq!((unknown.summary.slower, unknown.summary.no_change), (0, 0));

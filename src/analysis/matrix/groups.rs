@@ -185,6 +185,7 @@ mod tests {
                 ci_hi: Some(median * 1.005),
                 samples: 100,
                 disturbed: false,
+                exit_witness_ns: None,
             },
         )
     }

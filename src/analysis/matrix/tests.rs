@@ -27,7 +27,7 @@ fn runs_measured_apart_add_the_run_to_run_spread_or_call_nothing() {
         Some(Verdict::Slower)
     );
     // With a 3% run-to-run spread (tau) it is no change; the sandbox still is one.
-    let spread = Some(Spread { tau: 0.03, runs: 6 });
+    let spread = Some(Spread::plain(0.03, 6));
     let c = cell_apart(&base, &drifted, 0.02, spread);
     assert_eq!(c.verdict, Some(Verdict::NoChange), "{c:?}");
     assert_eq!(c.run_to_run.map(|r| r.runs), Some(6));
@@ -36,7 +36,7 @@ fn runs_measured_apart_add_the_run_to_run_spread_or_call_nothing() {
         Some(Verdict::Slower)
     );
     // A spread of zero gives exactly the interval of runs measured together.
-    let zero = cell_apart(&base, &drifted, 0.02, Some(Spread { tau: 0.0, runs: 3 }));
+    let zero = cell_apart(&base, &drifted, 0.02, Some(Spread::plain(0.0, 3)));
     let together = cell_against(&base, &drifted, 0.02);
     let (a, b) = (zero.slowdown_ci95.unwrap(), together.slowdown_ci95.unwrap());
     assert!((a[0] - b[0]).abs() < 1e-12 && (a[1] - b[1]).abs() < 1e-12);
@@ -52,6 +52,48 @@ fn runs_measured_apart_add_the_run_to_run_spread_or_call_nothing() {
     assert_eq!(m.rows[0].cells[1].verdict, Some(Verdict::NoChange));
     assert!(m.rows[0].run_to_run.is_some_and(|r| r.percent > 5.0));
     assert!(render_table(&m, false).contains("run to run"));
+}
+
+#[test]
+fn a_cell_whose_runs_sat_at_two_exit_levels_is_projected_before_it_is_judged() {
+    // The store learned that this benchmark follows the exit witness with slope 0.7 and
+    // scatters 1% once projected (8% as measured). The candidate ran while the host took 30%
+    // longer to answer its guest, and under a sandbox that adds 7%.
+    let spread = Spread {
+        tau: 0.01,
+        runs: 8,
+        projection: Some(crate::analysis::run_to_run::Projection {
+            slope: 0.7,
+            slope_se: 0.03,
+            plain_tau: 0.08,
+            corr: 0.97,
+        }),
+    };
+    let witnessed = |median: f64, exit: f64| ResultRow {
+        exit_witness_ns: Some(exit),
+        ..row("a", median, median / 1.005, median * 1.005)
+    };
+    let drift = 1.3f64.powf(0.7);
+    let base = witnessed(100.0, 4500.0);
+    let boxed = witnessed(100.0 * drift * 1.07, 5850.0);
+    let c = cell_apart(&base, &boxed, 0.02, Some(spread));
+    assert_eq!(c.verdict, Some(Verdict::Slower), "{c:?}");
+    let t = c.run_to_run.unwrap();
+    assert!((t.exit_factor.unwrap() - drift).abs() < 1e-9 && t.exit_slope == Some(0.7));
+    assert!((c.slowdown.unwrap() - 1.07).abs() < 1e-9);
+    assert!((c.addition_ns.unwrap() - 7.0).abs() < 1e-6);
+    // The host's drift alone is no change; without the candidate's witness the plain spread
+    // judges, and cannot tell the sandbox from the host.
+    let drifted = witnessed(100.0 * drift, 5850.0);
+    let c = cell_apart(&base, &drifted, 0.02, Some(spread));
+    assert_eq!(c.verdict, Some(Verdict::NoChange), "{c:?}");
+    let blind = ResultRow {
+        exit_witness_ns: None,
+        ..boxed.clone()
+    };
+    let c = cell_apart(&base, &blind, 0.02, Some(spread));
+    assert_eq!(c.verdict, Some(Verdict::NoChange), "{c:?}");
+    assert_eq!(c.run_to_run.unwrap().exit_factor, None);
 }
 
 #[test]
@@ -82,7 +124,7 @@ fn a_run_whose_benchmarks_all_moved_by_one_factor_is_named_and_not_called() {
             rows.push((run.id, row(b, x, x * 0.996, x * 1.004)));
         }
     }
-    let spread_of = |_: &str, _: i64| Some(Spread { tau: 0.0, runs: 6 });
+    let spread_of = |_: &str, _: i64| Some(Spread::plain(0.0, 6));
     let order: Vec<String> = benches.iter().map(|b| b.to_string()).collect();
     let m = build(&runs, &rows, 0, &order, 0.02, Some(&spread_of));
     assert_eq!(m.odd_runs.len(), 1, "{:?}", m.odd_runs);
@@ -122,6 +164,7 @@ fn row(bench: &str, median: f64, lo: f64, hi: f64) -> ResultRow {
         ci_hi: Some(hi),
         samples: 100,
         disturbed: false,
+        exit_witness_ns: None,
     }
 }
 

@@ -18,6 +18,10 @@ pub struct ResultRow {
     pub samples: i64,
     /// Whether anything disturbed it.
     pub disturbed: bool,
+    /// The median of its repetitions' exit witnesses, ns (`Repetition::exit_witness_ns`: the
+    /// host's answer to its guest while it ran; `None` before schema 7 or outside a guest's
+    /// measuring workers).
+    pub exit_witness_ns: Option<f64>,
 }
 
 /// One line of `oscost history`.
@@ -63,4 +67,6 @@ pub struct HistoryPoint {
     pub ci_hi: Option<f64>,
     /// Whether anything disturbed it.
     pub disturbed: bool,
+    /// The median of its repetitions' exit witnesses, ns (see `ResultRow::exit_witness_ns`).
+    pub exit_witness_ns: Option<f64>,
 }

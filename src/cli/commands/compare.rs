@@ -82,12 +82,20 @@ impl Command for CompareCmd {
         let mut cmp = compare::compare(&b, &c, &bn, &cn, &options(&self.compare));
         if !self.together {
             let spreads = super::matrix::spreads_of_runs(&self.store, &[&b, &c])?;
-            compare::apart(&mut cmp, &|bench| {
-                crate::analysis::run_to_run::pooled(
-                    spreads.get(&(bench.to_string(), 0)).copied().flatten(),
-                    spreads.get(&(bench.to_string(), 1)).copied().flatten(),
-                )
-            });
+            let exit = |run: &crate::base::model::Run, bench: &str| {
+                let r = run.results.iter().find(|r| r.id == bench)?;
+                crate::analysis::witness::result_exit_witness(r)
+            };
+            compare::apart(
+                &mut cmp,
+                &|bench| {
+                    crate::analysis::run_to_run::pooled(
+                        spreads.get(&(bench.to_string(), 0)).copied().flatten(),
+                        spreads.get(&(bench.to_string(), 1)).copied().flatten(),
+                    )
+                },
+                &|bench| exit(&b, bench).zip(exit(&c, bench)),
+            );
         }
         if let Some(d) = &self.report {
             let page = report::compare_page::render_comparison(&cmp, self.png)

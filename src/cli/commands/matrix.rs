@@ -336,7 +336,7 @@ fn run_to_run_spreads<'a>(
     benches.dedup();
     let mut out = HashMap::new();
     for bench in benches {
-        let mut groups: HashMap<Environment, Vec<RunLevel>> = HashMap::new();
+        let mut groups: HashMap<Environment, Vec<(i64, RunLevel, Option<f64>)>> = HashMap::new();
         for p in s.history(bench).map_err(store_err)? {
             let (Some(median), Some(lo), Some(hi)) = (p.median, p.ci_lo, p.ci_hi) else {
                 continue;
@@ -345,18 +345,42 @@ fn run_to_run_spreads<'a>(
                 continue;
             }
             if let Some(env) = env_of.get(&p.run_id) {
-                let f = factors.get(&p.run_id).copied().unwrap_or(1.0);
-                groups.entry(env.clone()).or_default().push(RunLevel {
-                    median: median / f,
-                    ci95: [lo / f, hi / f],
-                });
+                let level = RunLevel {
+                    median,
+                    ci95: [lo, hi],
+                };
+                let at = (p.run_id, level, p.exit_witness_ns);
+                groups.entry(env.clone()).or_default().push(at);
             }
         }
-        for (env, levels) in groups {
-            out.insert((bench.to_string(), env), run_to_run::estimate(&levels));
+        for (env, runs) in groups {
+            out.insert((bench.to_string(), env), learned(&runs, factors));
         }
     }
     Ok(out)
+}
+
+/// One benchmark's run-to-run spread in one environment from its stored runs (id, level,
+/// exit witness): projected by the exit witness where it explains the runs' scatter
+/// (`run_to_run::learn`), on the raw levels, for the witness sees a run at another speed
+/// itself; otherwise the levels' own, with the runs in `factors` (at another machine speed,
+/// `matrix::odd_runs`) divided by their factor first.
+fn learned(runs: &[(i64, RunLevel, Option<f64>)], factors: &HashMap<i64, f64>) -> Option<Spread> {
+    let raw: Vec<(RunLevel, Option<f64>)> = runs.iter().map(|(_, l, w)| (*l, *w)).collect();
+    if let Some(s) = run_to_run::learn(&raw).filter(|s| s.projection.is_some()) {
+        return Some(s);
+    }
+    let levels: Vec<RunLevel> = runs
+        .iter()
+        .map(|(id, l, _)| {
+            let f = factors.get(id).copied().unwrap_or(1.0);
+            RunLevel {
+                median: l.median / f,
+                ci95: [l.ci95[0] / f, l.ci95[1] / f],
+            }
+        })
+        .collect();
+    run_to_run::estimate(&levels)
 }
 
 /// For `compare`: each benchmark's run-to-run spread in the environment of each of `runs`

@@ -27,8 +27,9 @@ use rows::{Encoded, Fetched, decode, encode};
 /// The schema this oscost writes: 1 runs as JSON text, 2 compact samples, 3 run digests,
 /// 4 run identities that survive a JSON round trip (`digest`; recomputed for every run),
 /// 5 environment keys (`env_key`), 6 identities that also hash the environment, the clock
-/// and each failed or skipped result's reason (recomputed for every run).
-pub const SCHEMA: i32 = 6;
+/// and each failed or skipped result's reason (recomputed for every run), 7 each result's
+/// exit witness (`results.exit_witness_ns`, computed for every stored run).
+pub const SCHEMA: i32 = 7;
 
 /// Every table oscost reads and writes at `SCHEMA`: its name, its columns, its primary key. A
 /// store whose table is missing, is a view, lacks a column (dropped or renamed) or another
@@ -63,6 +64,7 @@ pub const TABLES: &[(&str, &[&str], &[&str])] = &[
             "ci_hi",
             "samples",
             "disturbed",
+            "exit_witness_ns",
         ],
         &["run_id", "bench"],
     ),

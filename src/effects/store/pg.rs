@@ -292,8 +292,8 @@ fn insert(tx: &mut postgres::Transaction, e: &Encoded) -> Result<i64, postgres::
     }
     let ins = tx.prepare(
         "INSERT INTO oscost.results
-         (run_id, bench, status, median, ci_lo, ci_hi, samples, disturbed)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+         (run_id, bench, status, median, ci_lo, ci_hi, samples, disturbed, exit_witness_ns)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
          ON CONFLICT (run_id, bench) DO NOTHING",
     )?;
     for r in &e.results {
@@ -308,6 +308,7 @@ fn insert(tx: &mut postgres::Transaction, e: &Encoded) -> Result<i64, postgres::
                 &r.ci_hi,
                 &r.samples,
                 &r.disturbed,
+                &r.exit_witness_ns,
             ],
         )?;
     }
@@ -375,6 +376,7 @@ fn row_of(r: &postgres::Row, from: usize) -> Result<ResultRow, StoreError> {
         ci_hi: col(r, from + 4, t)?,
         samples: col(r, from + 5, t)?,
         disturbed: col(r, from + 6, t)?,
+        exit_witness_ns: col(r, from + 7, t)?,
     })
 }
 
@@ -507,7 +509,8 @@ impl Backend for Pg {
             .client
             .query(
                 "SELECT runs.id, runs.started_at, runs.label, runs.wrapper, results.status,
-                        results.median, results.ci_lo, results.ci_hi, results.disturbed
+                        results.median, results.ci_lo, results.ci_hi, results.disturbed,
+                        results.exit_witness_ns
                  FROM oscost.results results JOIN oscost.runs runs ON runs.id = results.run_id
                  WHERE results.bench = $1 ORDER BY runs.id",
                 &[&bench],
@@ -526,6 +529,7 @@ impl Backend for Pg {
                     ci_lo: col(r, 6, results)?,
                     ci_hi: col(r, 7, results)?,
                     disturbed: col(r, 8, results)?,
+                    exit_witness_ns: col(r, 9, results)?,
                 })
             })
             .collect()
@@ -535,7 +539,8 @@ impl Backend for Pg {
         let rows = self
             .client
             .query(
-                "SELECT run_id, bench, status, median, ci_lo, ci_hi, samples, disturbed
+                "SELECT run_id, bench, status, median, ci_lo, ci_hi, samples, disturbed,
+                        exit_witness_ns
                  FROM oscost.results WHERE run_id = ANY($1) ORDER BY run_id",
                 &[&ids],
             )

@@ -183,6 +183,7 @@ pub(crate) fn encode(run: &Run) -> Result<Encoded, StoreError> {
                 ci_hi: st.map(|s| s.ci95[1]),
                 samples: r.samples_ns.len() as i64,
                 disturbed: r.disturbed.is_disturbed(),
+                exit_witness_ns: crate::analysis::witness::result_exit_witness(r),
             }
         })
         .collect();

@@ -452,8 +452,8 @@ fn insert(tx: &rusqlite::Transaction, e: &Encoded) -> Result<i64, StoreError> {
     write_samples(tx, id, e)?;
     let mut ins = tx.prepare(
         "INSERT OR REPLACE INTO results
-         (run_id, bench, status, median, ci_lo, ci_hi, samples, disturbed)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+         (run_id, bench, status, median, ci_lo, ci_hi, samples, disturbed, exit_witness_ns)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )?;
     for r in &e.results {
         ins.execute(params![
@@ -464,7 +464,8 @@ fn insert(tx: &rusqlite::Transaction, e: &Encoded) -> Result<i64, StoreError> {
             r.ci_lo,
             r.ci_hi,
             r.samples,
-            r.disturbed
+            r.disturbed,
+            r.exit_witness_ns
         ])?;
     }
     Ok(id)
@@ -573,7 +574,8 @@ impl Backend for Sqlite {
     fn history(&mut self, bench: &str) -> Result<Vec<HistoryPoint>, StoreError> {
         let mut q = self.conn.prepare(
             "SELECT runs.id, runs.started_at, runs.label, runs.wrapper, results.status,
-                    results.median, results.ci_lo, results.ci_hi, results.disturbed
+                    results.median, results.ci_lo, results.ci_hi, results.disturbed,
+                    results.exit_witness_ns
              FROM results JOIN runs ON runs.id = results.run_id
              WHERE results.bench = ?1 ORDER BY runs.id",
         )?;
@@ -588,6 +590,7 @@ impl Backend for Sqlite {
                 ci_lo: r.get(6)?,
                 ci_hi: r.get(7)?,
                 disturbed: r.get(8)?,
+                exit_witness_ns: r.get(9)?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -595,7 +598,8 @@ impl Backend for Sqlite {
 
     fn result_rows(&mut self, ids: &[i64]) -> Result<Vec<(i64, ResultRow)>, StoreError> {
         let mut q = self.conn.prepare(
-            "SELECT run_id, bench, status, median, ci_lo, ci_hi, samples, disturbed
+            "SELECT run_id, bench, status, median, ci_lo, ci_hi, samples, disturbed,
+                    exit_witness_ns
              FROM results WHERE run_id = ?1 ORDER BY rowid",
         )?;
         let mut out = Vec::new();
@@ -611,6 +615,7 @@ impl Backend for Sqlite {
                         ci_hi: r.get(5)?,
                         samples: r.get(6)?,
                         disturbed: r.get(7)?,
+                        exit_witness_ns: r.get(8)?,
                     },
                 ))
             })?;

@@ -109,7 +109,41 @@ on_every_backend!(
     bare_runs_and_summary_rows_need_no_samples,
     a_store_altered_outside_oscost_is_refused_naming_what,
     what_was_added_to_a_table_is_refused_before_a_save,
+    a_schema_6_store_gains_each_results_exit_witness,
 );
+
+/// Schema 7: a store of schema 6 gains `results.exit_witness_ns`, each result's the median of
+/// its repetitions' exit witnesses (what `run_to_run::learn` projects by); a result with none
+/// keeps none.
+fn a_schema_6_store_gains_each_results_exit_witness(f: &Fresh) {
+    let mut run = testdata::run();
+    run.results[0].repetitions = (0..5)
+        .map(|i| crate::base::model::Repetition {
+            exit_witness_ns: Some(4500.0 + 10.0 * f64::from(i)),
+            ..testdata::repetition(100.0, f64::from(i))
+        })
+        .collect();
+    let id = Store::open(&f.at).unwrap().save(&run).unwrap();
+    outside(f, "ALTER TABLE {s}results DROP COLUMN exit_witness_ns;");
+    match &f.at {
+        Location::File(_) => outside(f, "PRAGMA user_version = 6;"),
+        Location::Postgres(_) => outside(f, "UPDATE {s}schema_version SET version = 6;"),
+    }
+    let mut s = Store::open(&f.at).unwrap();
+    let rows = s.result_rows(&[id]).unwrap();
+    let first = rows
+        .iter()
+        .find(|(_, r)| r.bench == run.results[0].id)
+        .unwrap();
+    assert_eq!(first.1.exit_witness_ns, Some(4520.0));
+    assert!(
+        rows.iter()
+            .filter(|(_, r)| r.bench != run.results[0].id)
+            .all(|(_, r)| r.exit_witness_ns.is_none())
+    );
+    let h = s.history(&run.results[0].id).unwrap();
+    assert_eq!(h[0].exit_witness_ns, Some(4520.0));
+}
 
 fn labelled(label: &str) -> Run {
     let mut r = testdata::run();

@@ -35,6 +35,7 @@ const CREATE: &str = "
         ci_hi DOUBLE PRECISION,
         samples BIGINT NOT NULL,
         disturbed BOOLEAN NOT NULL,
+        exit_witness_ns DOUBLE PRECISION,
         PRIMARY KEY (run_id, bench)
     );
     CREATE INDEX results_by_bench ON oscost.results(bench, run_id);
@@ -146,6 +147,13 @@ impl Pg {
                 recompute_identities(&mut tx)?;
                 tx.execute("UPDATE oscost.schema_version SET version = 6", &[])?;
             }
+            if found.is_some_and(|v| v < 7) {
+                tx.batch_execute(
+                    "ALTER TABLE oscost.results ADD COLUMN IF NOT EXISTS exit_witness_ns DOUBLE PRECISION",
+                )?;
+                compute_exit_witnesses(&mut tx)?;
+                tx.execute("UPDATE oscost.schema_version SET version = 7", &[])?;
+            }
             Ok(())
         })();
         match r {
@@ -220,6 +228,45 @@ impl Pg {
             Err(e) => Err(super::pg_err(&e)),
         }
     }
+}
+
+/// Schema 7: each stored result's exit witness (`witness::result_exit_witness`), from its run's
+/// repetitions; a run that cannot be read keeps none, and is named.
+fn compute_exit_witnesses(tx: &mut postgres::Transaction) -> Result<(), postgres::Error> {
+    let ids: Vec<i64> = tx
+        .query(
+            "SELECT id FROM oscost.runs WHERE run_z IS NOT NULL ORDER BY id",
+            &[],
+        )?
+        .iter()
+        .map(|r| r.try_get(0))
+        .collect::<Result<_, _>>()?;
+    let set = tx.prepare(
+        "UPDATE oscost.results SET exit_witness_ns = $3 WHERE run_id = $1 AND bench = $2",
+    )?;
+    for id in ids {
+        let run_z: Vec<u8> = tx
+            .query_one("SELECT run_z FROM oscost.runs WHERE id = $1", &[&id])?
+            .try_get(0)?;
+        let fetched = Fetched::Compact {
+            run_z,
+            samples: vec![],
+        };
+        match crate::effects::store::rows::decode(id, fetched, false) {
+            Ok(run) => {
+                for r in &run.results {
+                    let w = crate::analysis::witness::result_exit_witness(r);
+                    if w.is_some() {
+                        tx.execute(&set, &[&id, &r.id, &w])?;
+                    }
+                }
+            }
+            Err(e) => crate::say!(
+                "oscost: stored run {id} keeps no exit witnesses ({e}); the other runs were migrated"
+            ),
+        }
+    }
+    Ok(())
 }
 
 /// Schema 4: every run's identity computed anew (schema 3's digests did not survive a JSON

@@ -46,6 +46,9 @@ impl Sqlite {
             // or was skipped (two runs of failures started in one second shared one).
             self.compute_identities(6)?;
         }
+        if from < 7 {
+            self.compute_exit_witnesses()?;
+        }
         Ok(())
     }
 
@@ -187,6 +190,46 @@ impl Sqlite {
             }
         }
         self.conn.execute_batch("PRAGMA user_version = 5;")?;
+        Ok(())
+    }
+
+    /// Schema 7: each stored result's exit witness (`witness::result_exit_witness`), from its
+    /// run's repetitions, so that runs measured apart can be projected to one exit level.
+    fn compute_exit_witnesses(&self) -> Result<(), StoreError> {
+        let has: bool = self.conn.query_row(
+            "SELECT count(*) FROM pragma_table_info('results') WHERE name = 'exit_witness_ns'",
+            [],
+            |r| r.get::<_, i64>(0).map(|n| n > 0),
+        )?;
+        if !has {
+            self.conn
+                .execute_batch("ALTER TABLE results ADD COLUMN exit_witness_ns REAL;")?;
+        }
+        let ids: Vec<i64> = {
+            let mut q = self.conn.prepare("SELECT id FROM runs")?;
+            q.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?
+        };
+        for id in ids {
+            match self
+                .fetch_compact(id, false)?
+                .map(|f| crate::effects::store::rows::decode(id, f, false))
+            {
+                Some(Ok(run)) => {
+                    for r in &run.results {
+                        let w = crate::analysis::witness::result_exit_witness(r);
+                        if w.is_some() {
+                            self.conn.execute(
+                                "UPDATE results SET exit_witness_ns = ?3 WHERE run_id = ?1 AND bench = ?2",
+                                params![id, r.id, w],
+                            )?;
+                        }
+                    }
+                }
+                Some(Err(e)) => skipped(id, &e.to_string()),
+                None => {}
+            }
+        }
+        self.conn.execute_batch("PRAGMA user_version = 7;")?;
         Ok(())
     }
 }

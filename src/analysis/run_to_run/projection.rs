@@ -1,0 +1,252 @@
+//! Runs measured apart projected to one exit level: where a benchmark's level follows the
+//! host's exit witness (CPUID, a round trip through the hypervisor, timed by every worker;
+//! `witness::result_exit_witness`) across the stored runs of one environment, the slope is
+//! learned there, the run-to-run spread is what the projected levels still scatter, and a
+//! comparison of two runs takes the host's drift between them out of the ratio before it is
+//! judged, paying for the slope's own uncertainty.
+//!
+//! Why the exit witness and not a witness inside the compared system: a kernel-entry loop
+//! under a seccomp sandbox or on another kernel is slower for the very reason the comparison
+//! exists, and projecting on it would cancel the difference being measured; CPUID's time in
+//! a guest is the host's (a filter, a kernel setting or another guest kernel does not move
+//! it), and on a 2-vCPU KVM guest whose host drifted it followed getppid with a correlation
+//! of 0.8-0.97 (docs/design-notes.md, "A witness that follows the host").
+//!
+//! The projection is used only where the data say so: at least `MIN_PROJECTED` runs with a
+//! witness, a slope above zero beyond its own 95% interval, and a projected spread below the
+//! plain one. On a quiet host the witnesses sit within 1% of each other, no slope is learned,
+//! and every comparison is judged as before.
+
+use super::{RunLevel, Spread, paule_mandel, t975, widen_by};
+
+/// Runs of one environment with an exit witness needed before a slope is learned: a line
+/// through fewer says little about a host's drift.
+pub const MIN_PROJECTED: usize = 5;
+
+/// A slope steeper than this is not a host's drift followed (a cost that moves twice as much
+/// as a round trip through the hypervisor) but two things that happened to move together.
+const MAX_SLOPE: f64 = 2.0;
+
+/// How one benchmark's level follows the exit witness across an environment's runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Projection {
+    /// The level's log change for each log change of the exit witness (0.6: a host 10%
+    /// slower to answer made this cost 6% dearer).
+    pub slope: f64,
+    /// The slope's standard error.
+    pub slope_se: f64,
+    /// The levels' own run-to-run spread, before projection (for a comparison in which a run
+    /// has no witness).
+    pub plain_tau: f64,
+    /// The correlation of level and witness the slope came from.
+    pub corr: f64,
+}
+
+/// The run-to-run spread of `runs` (each a run's level and its result's exit witness, ns),
+/// projected where the witness explains the scatter (see the module doc), as measured where
+/// it does not; `None` with fewer than `MIN_RUNS` usable runs.
+pub fn learn(runs: &[(RunLevel, Option<f64>)]) -> Option<Spread> {
+    let levels: Vec<RunLevel> = runs.iter().map(|(l, _)| *l).collect();
+    let plain = super::estimate(&levels)?;
+    let points: Vec<(f64, f64, f64)> = runs
+        .iter()
+        .filter_map(|(l, w)| {
+            let w = (*w)?;
+            (w.is_finite() && w > 0.0).then_some((w.ln(), l.median.ln(), l.log_se()?))
+        })
+        .filter(|(x, y, s)| x.is_finite() && y.is_finite() && s.is_finite())
+        .collect();
+    if points.len() < MIN_PROJECTED {
+        return Some(plain);
+    }
+    let Some((slope, slope_se, corr)) = fit(&points) else {
+        return Some(plain);
+    };
+    let n = points.len();
+    if !(slope > 0.0 && slope <= MAX_SLOPE && slope > t975(n - 2) * slope_se) {
+        return Some(plain);
+    }
+    let mx = points.iter().map(|p| p.0).sum::<f64>() / n as f64;
+    let projected: Vec<(f64, f64)> = points
+        .iter()
+        .map(|(x, y, s)| (y - slope * (x - mx), *s))
+        .collect();
+    let tau = paule_mandel(&projected).sqrt();
+    if tau >= plain.tau {
+        return Some(plain);
+    }
+    Some(Spread {
+        tau,
+        runs: n,
+        projection: Some(Projection {
+            slope,
+            slope_se,
+            plain_tau: plain.tau,
+            corr,
+        }),
+    })
+}
+
+/// Least squares of y on x over `(x, y, _)`: slope, its standard error and the correlation;
+/// `None` where x or y does not vary.
+fn fit(points: &[(f64, f64, f64)]) -> Option<(f64, f64, f64)> {
+    let n = points.len() as f64;
+    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let syy: f64 = points.iter().map(|p| (p.1 - my).powi(2)).sum();
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    if !(sxx > 1e-12 && syy > 0.0) {
+        return None;
+    }
+    let slope = sxy / sxx;
+    let residual = (syy - slope * sxy).max(0.0) / (n - 2.0);
+    Some((slope, (residual / sxx).sqrt(), sxy / (sxx * syy).sqrt()))
+}
+
+/// A ratio of two runs measured apart, as judged.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Judged {
+    /// The ratio (candidate over base), with the host's drift between the runs taken out
+    /// where they were projected.
+    pub point: f64,
+    /// Its 95% interval: the runs' own, the run-to-run term and the slope's uncertainty.
+    pub ci95: [f64; 2],
+    /// The spread it was judged with (the plain one where a run had no witness).
+    pub spread: Spread,
+    /// The factor taken out of the ratio, where the runs were projected.
+    pub exit_factor: Option<f64>,
+}
+
+/// The ratio `point` with its own interval `ci` (two runs measured apart, their own CIs in
+/// quadrature) judged with `spread`: where it carries a projection and both runs' exit
+/// witnesses (`exits`: base's, candidate's, ns) are known, the candidate is projected to the
+/// base's exit level (the ratio divided by `(cand / base) ^ slope`) and the interval widened
+/// by the projected spread and the slope's uncertainty over that distance; otherwise by the
+/// levels' own spread.
+pub fn judge_apart(point: f64, ci: [f64; 2], spread: Spread, exits: Option<(f64, f64)>) -> Judged {
+    let usable = exits.filter(|(a, b)| a.is_finite() && b.is_finite() && *a > 0.0 && *b > 0.0);
+    let (Some(p), Some((base, cand))) = (spread.projection, usable) else {
+        let spread = match spread.projection {
+            Some(p) => Spread::plain(p.plain_tau, spread.runs),
+            None => spread,
+        };
+        return Judged {
+            point,
+            ci95: super::widen(point, ci, spread),
+            spread,
+            exit_factor: None,
+        };
+    };
+    let dx = (cand / base).ln();
+    let factor = (p.slope * dx).exp();
+    let q = spread.quantile();
+    let drift = 2.0 * (q * spread.tau).powi(2) + (q * p.slope_se * dx).powi(2);
+    let (point, ci) = (point / factor, [ci[0] / factor, ci[1] / factor]);
+    Judged {
+        point,
+        ci95: widen_by(point, ci, drift),
+        spread,
+        exit_factor: Some(factor),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn level(median: f64) -> RunLevel {
+        RunLevel {
+            median,
+            ci95: [median / 1.005, median * 1.005],
+        }
+    }
+
+    /// Eight runs whose levels followed the host: witness 4500-6300 ns, the level by the
+    /// witness's 0.7th power (and a little of its own scatter).
+    fn drifting() -> Vec<(RunLevel, Option<f64>)> {
+        let own = [0.004, -0.003, 0.002, -0.004, 0.001, 0.003, -0.002, 0.0];
+        [
+            4500.0, 5200.0, 4600.0, 6300.0, 4800.0, 5900.0, 4550.0, 5500.0,
+        ]
+        .iter()
+        .zip(own)
+        .map(|(&w, e): (&f64, f64)| {
+            (
+                level(190.0 * (w / 4500.0f64).powf(0.7) * (1.0 + e)),
+                Some(w),
+            )
+        })
+        .collect()
+    }
+
+    #[test]
+    fn levels_that_follow_the_witness_learn_its_slope_and_a_narrower_spread() {
+        let s = learn(&drifting()).unwrap();
+        let p = s.projection.expect("a slope this clear is learned");
+        assert!((p.slope - 0.7).abs() < 0.05, "{p:?}");
+        assert!(s.tau < p.plain_tau / 4.0, "{s:?}");
+        // One fewer degree of freedom for the slope.
+        assert!((s.quantile() - t975(6)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_quiet_host_or_too_few_runs_learn_no_slope() {
+        // Witnesses within 1%, levels scattered on their own: no slope beyond doubt.
+        let quiet: Vec<_> = [100.0, 102.0, 99.0, 101.0, 98.0, 100.5]
+            .iter()
+            .zip([4510.0, 4530.0, 4505.0, 4540.0, 4520.0, 4515.0])
+            .map(|(&m, w)| (level(m), Some(w)))
+            .collect();
+        assert_eq!(learn(&quiet).unwrap().projection, None);
+        let few: Vec<_> = drifting().into_iter().take(MIN_PROJECTED - 1).collect();
+        assert_eq!(learn(&few).unwrap().projection, None);
+        let blind: Vec<_> = drifting().into_iter().map(|(l, _)| (l, None)).collect();
+        let s = learn(&blind).unwrap();
+        assert_eq!(s.projection, None);
+        assert_eq!(
+            Some(s),
+            super::super::estimate(&blind.iter().map(|p| p.0).collect::<Vec<_>>())
+        );
+    }
+
+    #[test]
+    fn a_run_on_a_slower_host_is_no_change_and_a_true_addition_is_called() {
+        let s = learn(&drifting()).unwrap();
+        let own = |r: f64| [r / 1.007, r * 1.007];
+        // The candidate's minutes had the host 30% slower to answer, and nothing else changed:
+        // measured x1.20, projected x1.00, no change.
+        let r = (1.3f64).powf(0.7);
+        let j = judge_apart(r, own(r), s, Some((4500.0, 5850.0)));
+        assert!(j.ci95[0] < 1.0 && j.ci95[1] > 1.0, "{j:?}");
+        assert!(
+            (j.point - 1.0).abs() < 0.02 && j.exit_factor.is_some(),
+            "{j:?}"
+        );
+        // The same drift and a true +7%: called.
+        let j = judge_apart(1.07 * r, own(1.07 * r), s, Some((4500.0, 5850.0)));
+        assert!(j.ci95[0] > 1.0, "{j:?}");
+        // As measured, the plain spread cannot tell the +7% from the host.
+        let plain = Spread::plain(s.projection.unwrap().plain_tau, s.runs);
+        let w = judge_apart(1.07 * r, own(1.07 * r), plain, Some((4500.0, 5850.0)));
+        assert!(w.ci95[0] < 1.0, "{w:?}");
+    }
+
+    #[test]
+    fn a_run_without_a_witness_is_judged_with_the_plain_spread() {
+        let s = learn(&drifting()).unwrap();
+        let j = judge_apart(1.05, [1.04, 1.06], s, None);
+        assert_eq!(j.exit_factor, None);
+        assert_eq!(j.spread.projection, None);
+        assert!((j.spread.tau - s.projection.unwrap().plain_tau).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_witness_far_from_the_base_pays_for_the_slopes_uncertainty() {
+        let s = learn(&drifting()).unwrap();
+        let near = judge_apart(1.0, [0.99, 1.01], s, Some((5000.0, 5050.0)));
+        let far = judge_apart(1.0, [0.99, 1.01], s, Some((5000.0, 8000.0)));
+        let width = |j: Judged| j.ci95[1] / j.ci95[0];
+        assert!(width(far) > width(near), "{near:?} {far:?}");
+    }
+}

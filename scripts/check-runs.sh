@@ -105,11 +105,22 @@ for r in allm["rows"]:
         add = c.get("addition_ns")
         print(f"  {r['bench']:28s} verdict {str(c.get('verdict')):9s} "
               f"x{(c.get('slowdown') or float('nan')):.3f}  {'+%.0f ns' % add if add is not None else ''}")
-# Coverage of the run-to-run interval over pairs of plain runs.
+syscalls = [r["cells"][col] for r in allm["rows"] if r["bench"].startswith("syscall/")]
+slower = sum(c.get("verdict") in ("Slower", "slower") for c in syscalls)
+projected = sum(bool((c.get("run_to_run") or {}).get("exit_factor")) for c in syscalls)
+print(f"sandbox called slower in {slower} of {len(syscalls)} system-call cells "
+      f"({projected} of them projected to the base's exit level first)")
+# Coverage of the run-to-run interval over pairs of plain runs; where the spread was learned
+# with a slope on the exit witness (`run_to_run.exit_slope`), the other run's median is
+# projected to this run's exit level first, as a comparison would.
 db = sqlite3.connect(store)
-rows = db.execute("""SELECT results.bench, runs.id, median, ci_lo, ci_hi FROM results
-                     JOIN runs ON runs.id = results.run_id
+cols = [c[1] for c in db.execute("PRAGMA table_info(results)")]
+exit_col = "exit_witness_ns" if "exit_witness_ns" in cols else "NULL"
+rows = db.execute(f"""SELECT results.bench, runs.id, median, ci_lo, ci_hi, {exit_col}
+                     FROM results JOIN runs ON runs.id = results.run_id
                      WHERE runs.label = 'plain' AND status = 'ok'""").fetchall()
+slope = {r["bench"]: r["run_to_run"].get("exit_slope")
+         for r in aa["rows"] if r.get("run_to_run")}
 # The run-to-run term is stated as a percent taken by a quantile (Student's t for the runs
 # it was learned from); the interval below takes it back by the same one.
 tau = {r["bench"]: math.log(1 + r["run_to_run"]["percent"] / 100)
@@ -118,13 +129,15 @@ tau = {r["bench"]: math.log(1 + r["run_to_run"]["percent"] / 100)
 quantile = {r["bench"]: r["run_to_run"].get("quantile", 1.96)
             for r in aa["rows"] if r.get("run_to_run")}
 by = {}
-for b, rid, m, lo, hi in rows:
-    by.setdefault(b, []).append((rid, m, lo, hi))
+for b, rid, m, lo, hi, x in rows:
+    by.setdefault(b, []).append((rid, m, lo, hi, x))
 held = pairs = own_held = 0
 for b, runs in by.items():
     if b not in tau:
         continue
-    for (i, mi, lo, hi), (j, mj, _, _) in itertools.permutations(runs, 2):
+    for (i, mi, lo, hi, xi), (j, mj, _, _, xj) in itertools.permutations(runs, 2):
+        if slope.get(b) and xi and xj:
+            mj = mj * (xi / xj) ** slope[b]
         # The run's own interval, each side widened by the run-to-run term in quadrature.
         drift = (quantile[b] * tau[b]) ** 2
         low = mi * math.exp(-math.sqrt(math.log(mi / lo) ** 2 + drift))

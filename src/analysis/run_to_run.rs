@@ -84,8 +84,8 @@ pub struct RunToRun {
     /// ratio (1.12: the host made every cost of the candidate's minutes 12% dearer).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_factor: Option<f64>,
-    /// The slope the projection took it by: the level's log change for each of the exit
-    /// witness's, learned from the store's runs of the environment.
+    /// The slope learned from the store's runs of the environment, where one was: the level's
+    /// log change for each of the exit witness's (what `exit_factor` was taken by).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_slope: Option<f64>,
 }
@@ -101,7 +101,7 @@ impl From<Spread> for RunToRun {
             runs: s.runs,
             quantile: s.quantile(),
             exit_factor: None,
-            exit_slope: None,
+            exit_slope: s.projection.map(|p| p.slope),
         }
     }
 }
@@ -111,7 +111,6 @@ impl RunToRun {
     pub fn of(j: &Judged) -> RunToRun {
         RunToRun {
             exit_factor: j.exit_factor,
-            exit_slope: j.exit_factor.and(j.spread.projection).map(|p| p.slope),
             ..RunToRun::from(j.spread)
         }
     }

@@ -22,6 +22,8 @@ pub struct Pg {
     at: String,
     /// Whether the runs table has schema 5's env_key (a store read, not migrated, may not).
     has_env_key: bool,
+    /// Whether the results table has schema 7's exit_witness_ns (the same).
+    has_exit_witness: bool,
 }
 
 /// How long connecting may take, when the URL says nothing (`connect_timeout`): libpq would
@@ -127,6 +129,7 @@ impl Pg {
             url: url.to_string(),
             at: at.to_string(),
             has_env_key: true,
+            has_exit_witness: true,
         };
         let version = pg.version()?;
         match version {
@@ -148,6 +151,7 @@ impl Pg {
             pg.probe_write()?;
         }
         pg.has_env_key = create || version.is_some_and(|v| v >= 5);
+        pg.has_exit_witness = create || version.is_some_and(|v| v >= 7);
         Ok(pg)
     }
 }
@@ -380,6 +384,18 @@ fn row_of(r: &postgres::Row, from: usize) -> Result<ResultRow, StoreError> {
     })
 }
 
+impl Pg {
+    /// The results' exit witness column as a query reads it (`NULL` in a store read, not
+    /// migrated, before schema 7).
+    fn exit_column(&self) -> &'static str {
+        if self.has_exit_witness {
+            "results.exit_witness_ns"
+        } else {
+            "NULL::double precision"
+        }
+    }
+}
+
 impl Backend for Pg {
     fn insert_all(
         &mut self,
@@ -508,11 +524,13 @@ impl Backend for Pg {
         let rows = self
             .client
             .query(
-                "SELECT runs.id, runs.started_at, runs.label, runs.wrapper, results.status,
-                        results.median, results.ci_lo, results.ci_hi, results.disturbed,
-                        results.exit_witness_ns
+                &format!(
+                    "SELECT runs.id, runs.started_at, runs.label, runs.wrapper, results.status,
+                        results.median, results.ci_lo, results.ci_hi, results.disturbed, {}
                  FROM oscost.results results JOIN oscost.runs runs ON runs.id = results.run_id
                  WHERE results.bench = $1 ORDER BY runs.id",
+                    self.exit_column()
+                ),
                 &[&bench],
             )
             .map_err(|e| pg_err(&e))?;
@@ -539,9 +557,11 @@ impl Backend for Pg {
         let rows = self
             .client
             .query(
-                "SELECT run_id, bench, status, median, ci_lo, ci_hi, samples, disturbed,
-                        exit_witness_ns
-                 FROM oscost.results WHERE run_id = ANY($1) ORDER BY run_id",
+                &format!(
+                    "SELECT run_id, bench, status, median, ci_lo, ci_hi, samples, disturbed, {}
+                 FROM oscost.results results WHERE run_id = ANY($1) ORDER BY run_id",
+                    self.exit_column()
+                ),
                 &[&ids],
             )
             .map_err(|e| pg_err(&e))?;

@@ -471,6 +471,18 @@ fn insert(tx: &rusqlite::Transaction, e: &Encoded) -> Result<i64, StoreError> {
     Ok(id)
 }
 
+impl Sqlite {
+    /// The results' exit witness column as a query reads it: a store opened read-only
+    /// before schema 7 has none, and reads as no witness.
+    fn exit_column(&self) -> Result<&'static str, StoreError> {
+        Ok(if self.version()? >= 7 {
+            "results.exit_witness_ns"
+        } else {
+            "NULL"
+        })
+    }
+}
+
 impl Backend for Sqlite {
     fn insert_all(
         &mut self,
@@ -572,13 +584,13 @@ impl Backend for Sqlite {
     }
 
     fn history(&mut self, bench: &str) -> Result<Vec<HistoryPoint>, StoreError> {
-        let mut q = self.conn.prepare(
+        let exit = self.exit_column()?;
+        let mut q = self.conn.prepare(&format!(
             "SELECT runs.id, runs.started_at, runs.label, runs.wrapper, results.status,
-                    results.median, results.ci_lo, results.ci_hi, results.disturbed,
-                    results.exit_witness_ns
+                    results.median, results.ci_lo, results.ci_hi, results.disturbed, {exit}
              FROM results JOIN runs ON runs.id = results.run_id
-             WHERE results.bench = ?1 ORDER BY runs.id",
-        )?;
+             WHERE results.bench = ?1 ORDER BY runs.id"
+        ))?;
         let rows = q.query_map([bench], |r| {
             Ok(HistoryPoint {
                 run_id: r.get(0)?,
@@ -597,11 +609,11 @@ impl Backend for Sqlite {
     }
 
     fn result_rows(&mut self, ids: &[i64]) -> Result<Vec<(i64, ResultRow)>, StoreError> {
-        let mut q = self.conn.prepare(
-            "SELECT run_id, bench, status, median, ci_lo, ci_hi, samples, disturbed,
-                    exit_witness_ns
-             FROM results WHERE run_id = ?1 ORDER BY rowid",
-        )?;
+        let exit = self.exit_column()?;
+        let mut q = self.conn.prepare(&format!(
+            "SELECT run_id, bench, status, median, ci_lo, ci_hi, samples, disturbed, {exit}
+             FROM results WHERE run_id = ?1 ORDER BY rowid"
+        ))?;
         let mut out = Vec::new();
         for &id in ids {
             let rows = q.query_map([id], |r| {

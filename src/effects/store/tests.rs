@@ -129,6 +129,12 @@ fn a_schema_6_store_gains_each_results_exit_witness(f: &Fresh) {
         Location::File(_) => outside(f, "PRAGMA user_version = 6;"),
         Location::Postgres(_) => outside(f, "UPDATE {s}schema_version SET version = 6;"),
     }
+    // Read as it is (a store opened to read is not migrated): no witness, no error.
+    let mut s = Store::open_existing(&f.at).unwrap();
+    let read = s.result_rows(&[id]).unwrap();
+    assert_eq!(read.len(), run.results.len());
+    assert!(s.history(&run.results[0].id).is_ok());
+    drop(s);
     let mut s = Store::open(&f.at).unwrap();
     let rows = s.result_rows(&[id]).unwrap();
     let first = rows

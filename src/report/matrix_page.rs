@@ -163,6 +163,7 @@ pub fn render_matrix(m: &Matrix) -> Result<Page, String> {
                 rows => Serde(&rows),
                 changes => crate::report::matrix_views::change_lines(m),
                 looked => crate::analysis::matrix::looked_for_changes(m),
+                projected => crate::report::matrix_views::projected_words(m),
                 numbers => Serde(&numbers),
         },
     )?;

@@ -125,13 +125,7 @@ fn with_legend(m: &Matrix, table: &str, width: usize) -> String {
     } else {
         run_legend(m)
     };
-    let terms: Vec<_> = m
-        .rows
-        .iter()
-        .flat_map(|r| r.cells.iter().filter_map(|c| c.run_to_run))
-        .collect();
-    let projected = crate::report::comparison::projection_words(&terms, "cells")
-        .map_or(String::new(), |w| format!("{w}.\n"));
+    let projected = projected_words(m).map_or(String::new(), |w| format!("{w}.\n"));
     let under = format!(
         "{}{}{projected}{legend}",
         crate::report::printable(&changes_text(m)),
@@ -192,6 +186,17 @@ fn table_of(m: &Matrix, color: bool, shown: &[usize]) -> comfy_table::Table {
         }
     }
     t
+}
+
+/// What the projection to one exit level did among the matrix's cells (runs measured apart,
+/// `run_to_run::judge_apart`), in words; `None` where no cell was projected.
+pub fn projected_words(m: &Matrix) -> Option<String> {
+    let terms: Vec<_> = m
+        .rows
+        .iter()
+        .flat_map(|r| r.cells.iter().filter_map(|c| c.run_to_run))
+        .collect();
+    crate::report::comparison::projection_words(&terms, "cells")
 }
 
 /// The runs at another machine speed, a line each.

@@ -159,36 +159,14 @@ impl Sqlite {
 
     /// Schema 5: each run's environment key (`store::rows::env_key`), so that the run-to-run spread is learned from runs of one environment only.
     fn compute_env_keys(&self) -> Result<(), StoreError> {
-        // Each run's environment key (`store::rows::env_key`), so that the run-to-run spread is
-        // learned from runs of one environment only.
-        let has: bool = self.conn.query_row(
-            "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'env_key'",
-            [],
-            |r| r.get::<_, i64>(0).map(|n| n > 0),
-        )?;
-        if !has {
-            self.conn
-                .execute_batch("ALTER TABLE runs ADD COLUMN env_key TEXT;")?;
-        }
-        let ids: Vec<i64> = {
-            let mut q = self.conn.prepare("SELECT id FROM runs")?;
-            q.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?
-        };
-        for id in ids {
-            match self
-                .fetch_compact(id, false)?
-                .map(|f| crate::effects::store::rows::decode(id, f, false))
-            {
-                Some(Ok(run)) => {
-                    self.conn.execute(
-                        "UPDATE runs SET env_key = ?2 WHERE id = ?1",
-                        params![id, crate::effects::store::rows::env_key(&run)],
-                    )?;
-                }
-                Some(Err(e)) => skipped(id, &e.to_string()),
-                None => {}
-            }
-        }
+        self.add_column("runs", "env_key", "TEXT")?;
+        self.each_run(|id, run| {
+            self.conn.execute(
+                "UPDATE runs SET env_key = ?2 WHERE id = ?1",
+                params![id, crate::effects::store::rows::env_key(run)],
+            )?;
+            Ok(())
+        })?;
         self.conn.execute_batch("PRAGMA user_version = 5;")?;
         Ok(())
     }
@@ -196,15 +174,44 @@ impl Sqlite {
     /// Schema 7: each stored result's exit witness (`witness::result_exit_witness`), from its
     /// run's repetitions, so that runs measured apart can be projected to one exit level.
     fn compute_exit_witnesses(&self) -> Result<(), StoreError> {
+        self.add_column("results", "exit_witness_ns", "REAL")?;
+        self.each_run(|id, run| {
+            for r in &run.results {
+                let w = crate::analysis::witness::result_exit_witness(r);
+                if w.is_some() {
+                    self.conn.execute(
+                        "UPDATE results SET exit_witness_ns = ?3 WHERE run_id = ?1 AND bench = ?2",
+                        params![id, r.id, w],
+                    )?;
+                }
+            }
+            Ok(())
+        })?;
+        self.conn.execute_batch("PRAGMA user_version = 7;")?;
+        Ok(())
+    }
+
+    /// `table` gains `column` of `kind` unless it has it (a migration run again after one
+    /// that stopped part way).
+    fn add_column(&self, table: &str, column: &str, kind: &str) -> Result<(), StoreError> {
         let has: bool = self.conn.query_row(
-            "SELECT count(*) FROM pragma_table_info('results') WHERE name = 'exit_witness_ns'",
-            [],
+            "SELECT count(*) FROM pragma_table_info(?1) WHERE name = ?2",
+            params![table, column],
             |r| r.get::<_, i64>(0).map(|n| n > 0),
         )?;
         if !has {
             self.conn
-                .execute_batch("ALTER TABLE results ADD COLUMN exit_witness_ns REAL;")?;
+                .execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {kind};"))?;
         }
+        Ok(())
+    }
+
+    /// `each` for every stored run that can be read (without samples); one that cannot is
+    /// named and kept as it was, never blocking the others.
+    fn each_run(
+        &self,
+        mut each: impl FnMut(i64, &model::Run) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
         let ids: Vec<i64> = {
             let mut q = self.conn.prepare("SELECT id FROM runs")?;
             q.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?
@@ -214,22 +221,11 @@ impl Sqlite {
                 .fetch_compact(id, false)?
                 .map(|f| crate::effects::store::rows::decode(id, f, false))
             {
-                Some(Ok(run)) => {
-                    for r in &run.results {
-                        let w = crate::analysis::witness::result_exit_witness(r);
-                        if w.is_some() {
-                            self.conn.execute(
-                                "UPDATE results SET exit_witness_ns = ?3 WHERE run_id = ?1 AND bench = ?2",
-                                params![id, r.id, w],
-                            )?;
-                        }
-                    }
-                }
+                Some(Ok(run)) => each(id, &run)?,
                 Some(Err(e)) => skipped(id, &e.to_string()),
                 None => {}
             }
         }
-        self.conn.execute_batch("PRAGMA user_version = 7;")?;
         Ok(())
     }
 }

@@ -56,7 +56,32 @@ pub struct CompareCmd {
     pub select: super::args::SelectArgs,
 }
 
-impl CompareCmd {}
+/// Two runs measured apart judged with the run-to-run spread the store learned for each
+/// benchmark (`compare::apart`), the host's drift between them taken out first where their
+/// exit witnesses and a learned slope allow. Rows whose spread is unknown are marked so.
+pub(super) fn judge_apart_by_store(
+    cmp: &mut Comparison,
+    store: &StoreArgs,
+    b: &crate::base::model::Run,
+    c: &crate::base::model::Run,
+) -> anyhow::Result<()> {
+    let spreads = super::matrix::spreads_of_runs(store, &[b, c])?;
+    let exit = |run: &crate::base::model::Run, bench: &str| {
+        let r = run.results.iter().find(|r| r.id == bench)?;
+        crate::analysis::witness::result_exit_witness(r)
+    };
+    compare::apart(
+        cmp,
+        &|bench| {
+            crate::analysis::run_to_run::pooled(
+                spreads.get(&(bench.to_string(), 0)).copied().flatten(),
+                spreads.get(&(bench.to_string(), 1)).copied().flatten(),
+            )
+        },
+        &|bench| exit(b, bench).zip(exit(c, bench)),
+    );
+    Ok(())
+}
 
 impl Command for CompareCmd {
     /// The comparison's files and page, the run files it reads and the store.
@@ -81,21 +106,7 @@ impl Command for CompareCmd {
         let (c, cn) = load_run(cand, &self.store, &self.select)?;
         let mut cmp = compare::compare(&b, &c, &bn, &cn, &options(&self.compare));
         if !self.together {
-            let spreads = super::matrix::spreads_of_runs(&self.store, &[&b, &c])?;
-            let exit = |run: &crate::base::model::Run, bench: &str| {
-                let r = run.results.iter().find(|r| r.id == bench)?;
-                crate::analysis::witness::result_exit_witness(r)
-            };
-            compare::apart(
-                &mut cmp,
-                &|bench| {
-                    crate::analysis::run_to_run::pooled(
-                        spreads.get(&(bench.to_string(), 0)).copied().flatten(),
-                        spreads.get(&(bench.to_string(), 1)).copied().flatten(),
-                    )
-                },
-                &|bench| exit(&b, bench).zip(exit(&c, bench)),
-            );
+            judge_apart_by_store(&mut cmp, &self.store, &b, &c)?;
         }
         if let Some(d) = &self.report {
             let page = report::compare_page::render_comparison(&cmp, self.png)

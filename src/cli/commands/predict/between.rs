@@ -56,10 +56,26 @@ pub(super) fn run(args: &PredictArgs, from: &str, to: &str) -> anyhow::Result<i3
         stop: &stop,
     };
     let (counts, kinds) = ctx.count()?;
-    let prices = moved_prices(&ra, &rb);
-    let Some(pred) = model::predict(&kinds, &prices, "in both runs") else {
+    let (prices, unjudged) = moved_prices(&ra, &rb, &args.store)?;
+    let Some(mut pred) = model::predict(&kinds, &prices, "in both runs") else {
         anyhow::bail!("{} has no price between the two runs", model::NULL_CALL);
     };
+    let used: Vec<String> = crate::analysis::predict::prices_needed(&kinds)
+        .into_iter()
+        .filter(|id| unjudged.contains(id))
+        .collect();
+    if !used.is_empty() {
+        pred.assumptions.insert(
+            0,
+            format!(
+                "the two runs were measured apart and the store has fewer than {} runs of this \
+                 system to learn how far its runs scatter for {}: the interval is the runs' own \
+                 and leaves out the host's drift between them (store more runs: `oscost run --runs 3`)",
+                crate::analysis::run_to_run::MIN_RUNS,
+                used.join(", ")
+            ),
+        );
+    }
     let out = Moved {
         command: ctx.cmd_text.clone(),
         from: na,
@@ -78,15 +94,21 @@ pub(super) fn run(args: &PredictArgs, from: &str, to: &str) -> anyhow::Result<i3
     Ok(0)
 }
 
-/// Each benchmark's move from `a` to `b` as a price.
-fn moved_prices(a: &Run, b: &Run) -> BTreeMap<String, Price> {
-    model::prices_of(&crate::analysis::compare::compare(
-        a,
-        b,
-        "from",
-        "to",
-        &Default::default(),
-    ))
+/// Each benchmark's move from `a` to `b` as a price, judged as two runs measured apart (the
+/// run-to-run spread the store learned is in each price's interval, the host's drift between
+/// them projected out where it can be), and the benchmarks whose spread is unknown.
+fn moved_prices(
+    a: &Run,
+    b: &Run,
+    store: &crate::cli::commands::args::StoreArgs,
+) -> anyhow::Result<(BTreeMap<String, Price>, Vec<String>)> {
+    let mut cmp = crate::analysis::compare::compare(a, b, "from", "to", &Default::default());
+    crate::cli::commands::compare::judge_apart_by_store(&mut cmp, store, a, b)?;
+    let unjudged = crate::analysis::compare::unknown_apart(&cmp)
+        .into_iter()
+        .map(|r| r.id.clone())
+        .collect();
+    Ok((model::prices_of(&cmp), unjudged))
 }
 
 /// The prediction in lines: the total, then the breakdown's largest parts.

@@ -387,9 +387,16 @@ fn run_case(meter: &Meter, b: &Benchmark, mut c: Case, variants: &VariantOptions
     } else {
         count_events(meter, b, &c)
     };
-    let (profile, not_profiled) = match outcome.is_ok() && meter.profile {
-        true => profile_pass(meter, b, &c),
-        false => (None, None),
+    let (profile, not_profiled) = match (&outcome, meter.profile) {
+        (Ok(timed), true) => {
+            let used = match (&timed.placed, &placed) {
+                (Some((_, used)), _) => used.clone(),
+                (None, Some(p)) => p.used.clone(),
+                (None, None) => vec![meter.cpu],
+            };
+            profile_pass(meter, b, &c, &used)
+        }
+        _ => (None, None),
     };
     if placed.is_some() {
         let _ = placement::pin_current_thread(meter.cpu);
@@ -443,14 +450,16 @@ fn siblings_outside(used: &[usize]) -> Vec<usize> {
     out
 }
 
-/// A third, untimed pass of the case, sampled (`measuring::profile`): its profile (`None`
-/// where the case's loop took no sample), or the note saying why there is none.
+/// A third, untimed pass of the case, sampled (`measuring::profile`) on `used`, the CPUs the
+/// timed pass ran on: its profile (`None` where the case's loop took no sample), or the note
+/// saying why there is none.
 fn profile_pass(
     meter: &Meter,
     b: &Benchmark,
     c: &Case,
+    used: &[usize],
 ) -> (Option<crate::base::model::Profile>, Option<String>) {
-    if let Err(why) = profile::open(&meter.allowed) {
+    if let Err(why) = profile::open(used, &meter.allowed) {
         return (None, Some(format!("not profiled: {why}")));
     }
     let profiled = (b.run)(meter, c);

@@ -90,6 +90,15 @@ enabled, so entry and exit code that runs with them off is counted in the functi
 ({first} here) and is under-counted itself"
         ));
     }
+    if p.sampling.scope == crate::base::model::profile::Scope::Task {
+        out.push(
+            "sampled by a clock that follows the measuring task (sampling each CPU the case \
+ran on needs root, CAP_PERFMON or kernel.perf_event_paranoid <= 0): a child's clock starts a \
+whole period after it first runs, so a child that lives less than that (a fork's) is not \
+sampled and its time is missing"
+                .to_string(),
+        );
+    }
     let lost: u64 = p.repetitions.iter().map(|r| r.lost).sum();
     if lost > 0 {
         out.push(format!(
@@ -320,6 +329,7 @@ mod tests {
                 event: "cpu-clock".into(),
                 rate_hz: 10_000,
                 kernel_refused: None,
+                scope: Default::default(),
             },
             repetitions: vec![ProfileRepetition {
                 samples: 100,
@@ -359,6 +369,19 @@ mod tests {
         assert!(lines[1].contains("60.0%") && lines[1].contains("do_syscall_64"));
         assert!(lines[2].contains("(BPF, JIT)"));
         assert!(lines.iter().any(|l| l.contains("software clock")));
+        // Sampled per task (the fixture's default): the children it cannot see are said; a
+        // CPU-wide profile says nothing of them.
+        assert!(lines.iter().any(|l| l.contains("a child that lives less")));
+        let mut wide = run.clone();
+        if let Some(p) = wide.results[0].profile.as_mut() {
+            p.sampling.scope = crate::base::model::profile::Scope::Cpu;
+        }
+        let wide_lines = result_lines(&wide.results[0], TOP);
+        assert!(
+            !wide_lines
+                .iter()
+                .any(|l| l.contains("a child that lives less"))
+        );
         let bar = bar_html(&run.results[0], TOP).unwrap();
         assert!(bar.contains("width:60.00%") && bar.contains("bpf_prog_1 [bpf]"));
     }

@@ -25,6 +25,7 @@ fn profile(reps: Vec<(u64, Vec<(&str, u64)>)>, window: f64) -> Profile {
             event: "cpu-clock".into(),
             rate_hz: 10_000,
             kernel_refused: None,
+            scope: Default::default(),
         },
         repetitions,
         spaces,

@@ -44,6 +44,24 @@ pub struct Sampling {
     /// Whether kernel code was sampled; where it was not, why (perf_event_paranoid).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel_refused: Option<String>,
+    /// What the clock followed: every task on the case's CPUs, or the measuring task and
+    /// the children it inherited to (profiles stored before this was kept are the latter).
+    #[serde(default)]
+    pub scope: Scope,
+}
+
+/// What a sampling clock follows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// One clock per CPU the case ran on, whatever task runs there (the idle task's samples
+    /// dropped): `perf record -C`.
+    Cpu,
+    /// One clock per task, inherited by the children the measuring task starts. A child's
+    /// clock starts a whole period from its first run, so a child that lives less than a
+    /// period is not sampled at all: a short-lived child's time is under-counted.
+    #[default]
+    Task,
 }
 
 /// One repetition's profile: its samples by the function they landed in.

@@ -388,14 +388,7 @@ fn run_case(meter: &Meter, b: &Benchmark, mut c: Case, variants: &VariantOptions
         count_events(meter, b, &c)
     };
     let (profile, not_profiled) = match (&outcome, meter.profile) {
-        (Ok(timed), true) => {
-            let used = match (&timed.placed, &placed) {
-                (Some((_, used)), _) => used.clone(),
-                (None, Some(p)) => p.used.clone(),
-                (None, None) => vec![meter.cpu],
-            };
-            profile_pass(meter, b, &c, &used)
-        }
+        (Ok(timed), true) => profile_pass(meter, b, &c, &timed_cpus(meter, timed, &placed)),
         _ => (None, None),
     };
     if placed.is_some() {
@@ -448,6 +441,16 @@ fn siblings_outside(used: &[usize]) -> Vec<usize> {
     out.sort_unstable();
     out.dedup();
     out
+}
+
+/// The CPUs the timed pass ran on: where the case placed its own parties, where the runner
+/// placed them, else the measuring CPU.
+fn timed_cpus(meter: &Meter, timed: &Outcome, placed: &Option<placement::Parties>) -> Vec<usize> {
+    match (&timed.placed, placed) {
+        (Some((_, used)), _) => used.clone(),
+        (None, Some(p)) => p.used.clone(),
+        (None, None) => vec![meter.cpu],
+    }
 }
 
 /// A third, untimed pass of the case, sampled (`measuring::profile`) on `used`, the CPUs the

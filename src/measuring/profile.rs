@@ -30,7 +30,7 @@ use perf_event::{Builder, SampleFlag, Sampler};
 
 use super::symbols::{self, UserSymbols};
 use crate::base::model::profile::{
-    Profile, ProfileRepetition, Sampling, Scope, Space, kept_functions, kept_stacks,
+    Profile, ProfileRepetition, Sampling, SamplingScope, Space, kept_functions, kept_stacks,
 };
 
 /// Samples a second of the measured thread's time.
@@ -83,7 +83,7 @@ thread_local! {
     static SESSION: RefCell<Option<Session>> = const { RefCell::new(None) };
 }
 
-fn builder(hardware: bool, kernel: bool, cpu: usize, scope: Scope) -> Builder<'static> {
+fn builder(hardware: bool, kernel: bool, cpu: usize, scope: SamplingScope) -> Builder<'static> {
     let mut b = if hardware {
         let mut b = Builder::new(Hardware::CPU_CYCLES);
         b.sample_frequency(RATE_HZ);
@@ -94,8 +94,8 @@ fn builder(hardware: bool, kernel: bool, cpu: usize, scope: Scope) -> Builder<'s
         b
     };
     match scope {
-        Scope::Cpu => b.any_pid().inherit(false),
-        Scope::Task => b.observe_self().inherit(true),
+        SamplingScope::Cpu => b.any_pid().inherit(false),
+        SamplingScope::Task => b.observe_self().inherit(true),
     };
     b.one_cpu(cpu)
         .enabled(false)
@@ -115,7 +115,7 @@ fn samplers(
     hardware: bool,
     kernel: bool,
     cpus: &[usize],
-    scope: Scope,
+    scope: SamplingScope,
 ) -> std::io::Result<Vec<Sampler>> {
     cpus.iter()
         .map(|&cpu| {
@@ -134,14 +134,14 @@ pub fn open(used: &[usize], allowed: &[usize]) -> Result<(), String> {
     let mut last = String::new();
     for kernel in [true, false] {
         for (scope, hardware) in [
-            (Scope::Cpu, true),
-            (Scope::Cpu, false),
-            (Scope::Task, true),
-            (Scope::Task, false),
+            (SamplingScope::Cpu, true),
+            (SamplingScope::Cpu, false),
+            (SamplingScope::Task, true),
+            (SamplingScope::Task, false),
         ] {
             let cpus = match scope {
-                Scope::Cpu => used,
-                Scope::Task => allowed,
+                SamplingScope::Cpu => used,
+                SamplingScope::Task => allowed,
             };
             match samplers(hardware, kernel, cpus, scope) {
                 Ok(samplers) => {

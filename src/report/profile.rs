@@ -90,7 +90,7 @@ enabled, so entry and exit code that runs with them off is counted in the functi
 ({first} here) and is under-counted itself"
         ));
     }
-    if p.sampling.scope == crate::base::model::profile::Scope::Task {
+    if p.sampling.scope == crate::base::model::profile::SamplingScope::Task {
         out.push(
             "sampled by a clock that follows the measuring task (sampling each CPU the case \
 ran on needs root, CAP_PERFMON or kernel.perf_event_paranoid <= 0): a child's clock starts a \
@@ -374,7 +374,7 @@ mod tests {
         assert!(lines.iter().any(|l| l.contains("a child that lives less")));
         let mut wide = run.clone();
         if let Some(p) = wide.results[0].profile.as_mut() {
-            p.sampling.scope = crate::base::model::profile::Scope::Cpu;
+            p.sampling.scope = crate::base::model::profile::SamplingScope::Cpu;
         }
         let wide_lines = result_lines(&wide.results[0], TOP);
         assert!(

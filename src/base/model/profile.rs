@@ -47,13 +47,13 @@ pub struct Sampling {
     /// What the clock followed: every task on the case's CPUs, or the measuring task and
     /// the children it inherited to (profiles stored before this was kept are the latter).
     #[serde(default)]
-    pub scope: Scope,
+    pub scope: SamplingScope,
 }
 
 /// What a sampling clock follows.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Scope {
+pub enum SamplingScope {
     /// One clock per CPU the case ran on, whatever task runs there (the idle task's samples
     /// dropped): `perf record -C`.
     Cpu,

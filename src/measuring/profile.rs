@@ -169,7 +169,10 @@ pub fn open(used: &[usize], allowed: &[usize]) -> Result<(), String> {
                     SESSION.with(|x| *x.borrow_mut() = Some(s));
                     return Ok(());
                 }
-                Err(e) => last = e.to_string(),
+                // Why the kernel was refused is the last refusal with it; refusals of
+                // user-only events after that (a PMU that is absent) do not say it.
+                Err(e) if kernel || last.is_empty() => last = e.to_string(),
+                Err(_) => {}
             }
         }
     }

@@ -28,18 +28,20 @@ EOF
 cc -O2 -o "$tmp/getppid-loop" "$tmp/getppid-loop.c"
 
 # perf's symbols with their shares, "share symbol" a line, costliest first (TOP of them);
-# with a third argument "kernel", the kernel's ([k]: its image, modules, JIT'd BPF) only,
-# their shares still of every sample. perf records CPU-wide on the measuring CPU (-C), as
-# oscost samples: a clock that follows a task starts each child's a whole period from its
-# first run, so a fork's children, shorter than a period, go unsampled (docs/design-notes.md,
-# "A clock that follows a task misses the children"). The idle task's samples are left out,
-# as oscost leaves them out, and a function's samples in every task are summed. glibc's
-# internal alias of a function (`__GI___getppid`, which perf shows of the several names at
-# its address) is printed as the function (`getppid`, which oscost shows): one function,
-# not a gap between the tools.
+# with a third argument "kernel", the kernel's ([k]: its image, modules, JIT'd BPF) only.
+# perf records CPU-wide on the measuring CPU (-C), as oscost samples: a clock that follows a
+# task starts each child's a whole period from its first run, so a fork's children, shorter
+# than a period, go unsampled (docs/design-notes.md, "A clock that follows a task misses the
+# children"). Only the program's own samples are kept (its processes' command name, the
+# fourth argument: a fork's children keep it), as oscost keeps its measuring process's tree;
+# a function's samples in them are summed, and the shares are of the program's samples
+# (perf's own are of every sample on the CPU, the idle task's included, which oscost drops).
+# glibc's internal alias of a function (`__GI___getppid`, which perf shows of the several
+# names at its address) is printed as the function (`getppid`, which oscost shows): one
+# function, not a gap between the tools.
 perf_top() {
   perf report -i "$1" --no-children --sort comm,sym --stdio -q 2>/dev/null \
-    | awk -v only="${3:-}" 'NF >= 4 && $2 != "swapper" { s = $1; sub("%", "", s); dso = $3; $1 = ""; $2 = ""; $3 = ""; sub(/^ +/, ""); sub(/^__GI___/, ""); if (only != "kernel" || dso == "[k]") tot[$0] += s } END { for (k in tot) print tot[k], k }' \
+    | awk -v only="${3:-}" -v comm="$4" 'NF >= 4 && $2 == comm { s = $1; sub("%", "", s); dso = $3; $1 = ""; $2 = ""; $3 = ""; sub(/^ +/, ""); sub(/^__GI___/, ""); all += s; if (only != "kernel" || dso == "[k]") tot[$0] += s } END { for (k in tot) print 100 * tot[k] / all, k }' \
     | sort -rn | head -n "${2:-5}"
 }
 
@@ -123,15 +125,15 @@ for i in $(seq 1 "$ROUNDS"); do
   oscost_top "$tmp/fork$i.json" 40 kernel > "$tmp/o-fork$i"
   read -r maps anon_maps kib regions < <(python3 -c "import json; p=json.load(open('$tmp/fork$i.json'))['results'][0]['params']; print(p['parent_mappings'], p['parent_anon_mappings'], p['parent_anon_kib'], p['parent_anon_regions'])")
   perf record -q -e cpu-clock -F 10000 -C "$cpu" -o "$tmp/cs.data" -- taskset -c "$cpu" "$tmp/fork-loop" 5000 "$maps" "$anon_maps" "$kib" "$regions" >/dev/null 2>"$tmp/shape"
-  perf_top "$tmp/cs.data" 40 kernel > "$tmp/p-fork-cs$i"
+  perf_top "$tmp/cs.data" 40 kernel fork-loop > "$tmp/p-fork-cs$i"
   echo "round $i: oscost's worker forked from a parent of $maps mappings, $anon_maps with $kib KiB anonymous in $regions regions of 2 MiB; the C loop's $(cat "$tmp/shape")"
   o_files+=("$tmp/o-fork$i")
   p_files+=("$tmp/p-fork-cs$i")
 done
 perf record -q -e cpu-clock -F 10000 -C "$cpu" -o "$tmp/c.data" -- taskset -c "$cpu" "$tmp/fork-loop" 5000 >/dev/null 2>&1
-perf_top "$tmp/c.data" 40 kernel > "$tmp/p-fork-c"
+perf_top "$tmp/c.data" 40 kernel fork-loop > "$tmp/p-fork-c"
 perf record -q -e cpu-clock -F 10000 -C "$cpu" -o "$tmp/s.data" -- "$bin" run spawn/fork --no-save --events none --cpu "$cpu" >/dev/null 2>&1
-perf_top "$tmp/s.data" 40 kernel > "$tmp/p-fork-self"
+perf_top "$tmp/s.data" 40 kernel oscost > "$tmp/p-fork-self"
 compare "against perf record of the C fork loop in the worker's shape" "${o_files[@]}" -- "${p_files[@]}"
 compare "against perf record of the plain C fork loop (a smaller parent)" "${o_files[@]}" -- "$tmp/p-fork-c"
 compare "against perf record of oscost's own timed pass" "${o_files[@]}" -- "$tmp/p-fork-self"
@@ -140,7 +142,7 @@ echo "== syscall/getppid"
 "$bin" run syscall/getppid --profile --no-save --cpu "$cpu" --json "$tmp/ppid.json" >/dev/null 2>&1
 oscost_top "$tmp/ppid.json" 40 > "$tmp/o-ppid"
 perf record -q -e cpu-clock -F 10000 -C "$cpu" -o "$tmp/g.data" -- taskset -c "$cpu" "$tmp/getppid-loop" >/dev/null 2>&1
-perf_top "$tmp/g.data" 40 > "$tmp/p-ppid"
+perf_top "$tmp/g.data" 40 all getppid-loop > "$tmp/p-ppid"
 compare "against perf record of a C getppid loop" "$tmp/o-ppid" -- "$tmp/p-ppid"
 
 echo "== the median with and without --profile (alternated)"

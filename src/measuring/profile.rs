@@ -2,8 +2,10 @@
 //! perf_event_open (cycles where a PMU exists, else the software cpu-clock), kernel call
 //! chains included where perf_event_paranoid allows. Where the kernel allows it (root,
 //! CAP_PERFMON or perf_event_paranoid <= 0) one event follows each CPU the case ran on,
-//! whatever task runs there, as `perf record -C` does, and the idle task's samples are
-//! dropped: a clock that follows a task and is inherited by its children starts each child's
+//! whatever task runs there, as `perf record -C` does, and only the samples of the measuring
+//! process and its descendants are kept (a second event on each CPU reports every fork there
+//! from `open` on, so the tree is known; the idle task, kernel threads and any competitor
+//! are not the case's): a clock that follows a task and is inherited by its children starts each child's
 //! clock a whole period from its first run, so a fork's child, which lives less than a period,
 //! is never sampled; measured on the 2-vCPU AMD guest, a C fork loop took 211 samples of 3000
 //! forks that way and 3.5 thousand CPU-wide, and the per-task profile was the parent's RCU
@@ -22,7 +24,7 @@
 //! (`measuring::symbols`) and returns the repetition's counts by function and by chain.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
 
 use perf_event::events::{Hardware, Software};
@@ -70,6 +72,16 @@ fn kernel_frames(chain: &[u64], ip: u64) -> impl Iterator<Item = u64> + '_ {
 
 struct Session {
     samplers: Vec<Sampler>,
+    /// With `SamplingScope::Cpu`: an event on each of the same CPUs that samples nothing and
+    /// reports every fork there, enabled from `open` on (a case's peers are started before
+    /// its window), so `tree` follows the measuring process's descendants.
+    forks: Vec<Sampler>,
+    /// This process and every descendant a fork record named; a CPU-wide sample of another
+    /// task (a competitor, a kernel thread) is not the case's and is dropped.
+    tree: HashSet<u32>,
+    /// Forks (child, parent) whose parent is not yet known to be in `tree`: its own fork may
+    /// be in another CPU's buffer, read later.
+    unplaced: Vec<(u32, u32)>,
     sampling: Sampling,
     samples: u64,
     lost: u64,
@@ -110,6 +122,21 @@ fn builder(hardware: bool, kernel: bool, cpu: usize, scope: SamplingScope) -> Bu
     b
 }
 
+/// On each of `cpus`, an event that samples nothing and reports every fork, enabled now.
+fn fork_watchers(cpus: &[usize]) -> std::io::Result<Vec<Sampler>> {
+    cpus.iter()
+        .map(|&cpu| {
+            Builder::new(Software::DUMMY)
+                .any_pid()
+                .one_cpu(cpu)
+                .task(true)
+                .enabled(true)
+                .build()
+                .and_then(|c| c.sampled(BUFFER_BYTES))
+        })
+        .collect()
+}
+
 /// One sampler on each of `cpus`, or the first error.
 fn samplers(
     hardware: bool,
@@ -143,8 +170,15 @@ pub fn open(used: &[usize], allowed: &[usize]) -> Result<(), String> {
                 SamplingScope::Cpu => used,
                 SamplingScope::Task => allowed,
             };
-            match samplers(hardware, kernel, cpus, scope) {
-                Ok(samplers) => {
+            let opened = samplers(hardware, kernel, cpus, scope).and_then(|x| {
+                let forks = match scope {
+                    SamplingScope::Cpu => fork_watchers(cpus)?,
+                    SamplingScope::Task => Vec::new(),
+                };
+                Ok((x, forks))
+            });
+            match opened {
+                Ok((samplers, forks)) => {
                     let kernel_refused = (!kernel).then(|| {
                         format!(
                             "kernel code not sampled: {}",
@@ -160,6 +194,9 @@ pub fn open(used: &[usize], allowed: &[usize]) -> Result<(), String> {
                     };
                     let s = Session {
                         samplers,
+                        forks,
+                        tree: HashSet::from([std::process::id()]),
+                        unplaced: Vec::new(),
                         sampling,
                         samples: 0,
                         lost: 0,
@@ -239,22 +276,59 @@ pub fn step() {
     });
 }
 
+/// Move every fork whose parent is in `tree` into it, until none moves: a grandchild's fork
+/// may have been read before its parent's, from another CPU's buffer.
+fn grow_tree(tree: &mut HashSet<u32>, unplaced: &mut Vec<(u32, u32)>) {
+    loop {
+        let before = unplaced.len();
+        unplaced.retain(|&(child, parent)| {
+            if tree.contains(&parent) {
+                tree.insert(child);
+                false
+            } else {
+                true
+            }
+        });
+        if unplaced.len() == before {
+            break;
+        }
+    }
+}
+
 fn drain(s: &mut Session) {
     let me = std::process::id();
     let Session {
         samplers,
+        forks,
+        tree,
+        unplaced,
+        sampling,
         samples,
         lost,
         chains,
         ..
     } = s;
+    // The forks first: a child's samples follow its fork record, and every fork record of
+    // this drain's samples is already written.
+    for x in forks.iter_mut() {
+        while let Some(record) = x.next_record() {
+            match record.parse_record() {
+                Ok(perf_event::data::Record::Fork(f)) => unplaced.push((f.pid, f.ppid)),
+                Ok(perf_event::data::Record::Lost(l)) => *lost += l.lost,
+                _ => {}
+            }
+        }
+    }
+    grow_tree(tree, unplaced);
+    let cpu_wide = sampling.scope == SamplingScope::Cpu;
     for x in samplers.iter_mut() {
         while let Some(record) = x.next_record() {
             match record.parse_record() {
                 Ok(perf_event::data::Record::Sample(sample)) => {
                     let Some(ip) = sample.ip() else { continue };
-                    // A CPU-wide clock samples the idle task too: time no task spent.
-                    if sample.pid() == Some(0) {
+                    // A CPU-wide clock samples every task there, the idle task included:
+                    // only the measuring process's tree is the case's.
+                    if cpu_wide && !sample.pid().is_some_and(|p| tree.contains(&p)) {
                         continue;
                     }
                     let mut chain = vec![ip];
@@ -286,9 +360,8 @@ pub fn finish() -> Option<Profile> {
         } else if own {
             (users.resolve(addr), Space::User)
         } else {
-            // Another process's addresses (a child's, after an exec another program's; a
-            // CPU-wide clock's, any task's there) are not named from ours.
-            ("[user: another process]".to_string(), Space::User)
+            // After an exec a child's addresses are another program's: not named from ours.
+            ("[user: a child process]".to_string(), Space::User)
         };
         spaces.insert(n.clone(), space);
         n
@@ -319,6 +392,21 @@ pub fn finish() -> Option<Profile> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tree_takes_a_grandchild_read_before_its_parent_and_no_stranger() {
+        let mut tree = HashSet::from([100]);
+        // 300's parent 200 was forked by 100 on another CPU, read second; 900 is a
+        // competitor's child.
+        let mut unplaced = vec![(300, 200), (900, 800), (200, 100)];
+        grow_tree(&mut tree, &mut unplaced);
+        assert_eq!(tree, HashSet::from([100, 200, 300]));
+        assert_eq!(unplaced, vec![(900, 800)]);
+        // A later drain places what it can with what is known by then.
+        unplaced.push((400, 300));
+        grow_tree(&mut tree, &mut unplaced);
+        assert!(tree.contains(&400) && unplaced == vec![(900, 800)]);
+    }
 
     #[test]
     fn a_chain_keeps_its_kernel_frames_only() {

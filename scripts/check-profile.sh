@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Check `--profile` against `perf record -e cpu-clock` (run as root, perf installed):
+# Check `--profile` against `perf record -e cpu-clock -C CPU` (run as root, perf installed;
+# CPU-wide on the measuring CPU, as oscost samples as root, and the program's samples only):
 #   1. spawn/fork: oscost's five costliest kernel functions (what the kernel charges for a
 #      fork; the user-space side is the two programs' own code) against perf record of the C
 #      fork loop (scripts/ref/fork-loop.c, bound at load as oscost is: -z now, see its head)

@@ -5,9 +5,9 @@
 //! whatever task runs there, as `perf record -C` does, and only the samples of the measuring
 //! process and its descendants are kept (a second event on each CPU reports every fork there
 //! from `open` on, so the tree is known; the idle task, kernel threads and any competitor
-//! are not the case's): a clock that follows a task and is inherited by its children starts each child's
-//! clock a whole period from its first run, so a fork's child, which lives less than a period,
-//! is never sampled; measured on the 2-vCPU AMD guest, a C fork loop took 211 samples of 3000
+//! are not the case's). A clock that follows a task and is inherited by its children starts
+//! each child's clock a whole period from its first run, so a fork's child, which lives less
+//! than a period, is never sampled; measured on the 2-vCPU AMD guest, a C fork loop took 211 samples of 3000
 //! forks that way and 3.5 thousand CPU-wide, and the per-task profile was the parent's RCU
 //! callbacks rather than the fork (docs/design-notes.md, "A clock that follows a task misses
 //! the children"). Elsewhere one inherited event per allowed CPU follows the measuring task,
@@ -122,19 +122,24 @@ fn builder(hardware: bool, kernel: bool, cpu: usize, scope: SamplingScope) -> Bu
     b
 }
 
+/// The event `make` builds for each of `cpus`, each with its buffer mapped, or the first
+/// error.
+fn sampled_on(
+    cpus: &[usize],
+    make: impl Fn(usize) -> Builder<'static>,
+) -> std::io::Result<Vec<Sampler>> {
+    cpus.iter()
+        .map(|&cpu| make(cpu).build().and_then(|c| c.sampled(BUFFER_BYTES)))
+        .collect()
+}
+
 /// On each of `cpus`, an event that samples nothing and reports every fork, enabled now.
 fn fork_watchers(cpus: &[usize]) -> std::io::Result<Vec<Sampler>> {
-    cpus.iter()
-        .map(|&cpu| {
-            Builder::new(Software::DUMMY)
-                .any_pid()
-                .one_cpu(cpu)
-                .task(true)
-                .enabled(true)
-                .build()
-                .and_then(|c| c.sampled(BUFFER_BYTES))
-        })
-        .collect()
+    sampled_on(cpus, |cpu| {
+        let mut b = Builder::new(Software::DUMMY);
+        b.any_pid().one_cpu(cpu).task(true).enabled(true);
+        b
+    })
 }
 
 /// One sampler on each of `cpus`, or the first error.
@@ -144,13 +149,7 @@ fn samplers(
     cpus: &[usize],
     scope: SamplingScope,
 ) -> std::io::Result<Vec<Sampler>> {
-    cpus.iter()
-        .map(|&cpu| {
-            builder(hardware, kernel, cpu, scope)
-                .build()
-                .and_then(|c| c.sampled(BUFFER_BYTES))
-        })
-        .collect()
+    sampled_on(cpus, |cpu| builder(hardware, kernel, cpu, scope))
 }
 
 /// Open the sampling events for the case about to run: one on each of `used` (the CPUs the

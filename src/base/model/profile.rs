@@ -54,8 +54,8 @@ pub struct Sampling {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SamplingScope {
-    /// One clock per CPU the case ran on, whatever task runs there (the idle task's samples
-    /// dropped): `perf record -C`.
+    /// One clock per CPU the case ran on, whatever task runs there, as `perf record -C`; only
+    /// the samples of the measuring process and its descendants are kept.
     Cpu,
     /// One clock per task, inherited by the children the measuring task starts. A child's
     /// clock starts a whole period from its first run, so a child that lives less than a

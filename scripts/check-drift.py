@@ -16,11 +16,18 @@ over the result's median), each with a t interval over the repetitions:
                 in a guest), and another run's level projected to this run's exit level by
                 this run's slope before it is asked whether this run's interval holds it:
                 the host's drift between runs taken out, where the exit witness follows it;
-  exit pooled   the same with one slope for the benchmark over all the runs.
+  exit pooled   the same with one slope for the benchmark over all the runs;
+  quiet         only the repetitions measured while the host was at its quiet level: a
+                repetition whose exit witness sits above the run's quiet level (the lower
+                quartile of every exit witness the run's workers timed) by more than that
+                level's own jitter allows (4 robust SDs of the witnesses below the run's
+                median, at least 5%) is set aside, where 4 or more are left; the host's
+                slow moments removed instead of regressed on, so a noisy witness can only
+                set aside too few, never add its noise to a level.
 
 For each: the median interval width over the runs (percent of the median), how often one run's
 interval holds another run's level (a calibrated 95% interval: ~83%), and the correlation the
-adjustment worked from. An adjustment earns its place only where it narrows the width and the
+adjustment worked from (for quiet: the share of each run's repetitions it kept). An adjustment earns its place only where it narrows the width and the
 holds stay; docs/design-notes.md ("The host's drift: what cancels it") has the figures.
 
 usage: scripts/check-drift.py DIR
@@ -73,7 +80,7 @@ def main():
     if len(files) < 2:
         print(f"check-drift: {sys.argv[1]} holds fewer than two run*.json", file=sys.stderr)
         sys.exit(2)
-    kinds = ("as measured", "neighbours", "witness")
+    kinds = ("as measured", "neighbours", "witness", "quiet")
     table = {}
     # Per benchmark, per run: (log median, levels, log exit witnesses), for the exit rows.
     exits = {}
@@ -81,6 +88,7 @@ def main():
         results = [r for r in json.load(open(f))["results"]
                    if r.get("stats") and len(r.get("repetitions", [])) >= 4]
         series = {}
+        slow_above = quiet_level(results)
         for r in results:
             reps = sorted(r["repetitions"], key=lambda x: x["started_ms"])
             mid = st.median(x["median_ns"] for x in reps)
@@ -98,6 +106,14 @@ def main():
             base = math.log(r["stats"]["median"])
             row = table.setdefault(r["id"], {k: [] for k in kinds})
             row["as measured"].append((base, interval(levels, 0), None))
+            if slow_above is not None:
+                reps = [x for x in r["repetitions"] if x["median_ns"] > 0]
+                quiet = [x["median_ns"] for x in reps
+                         if x.get("exit_witness_ns") and math.log(x["exit_witness_ns"]) <= slow_above]
+                if len(quiet) >= 4:
+                    mid = st.median(quiet)
+                    row["quiet"].append((math.log(mid), interval(
+                        [math.log(q / mid) for q in quiet], 0), len(quiet) / len(reps)))
             if others:
                 k = max(1, 2 * (len(series) - 1))
                 near = [st.median(q[1] for q in sorted(others, key=lambda q: abs(q[0] - t))[:k])
@@ -118,10 +134,25 @@ def main():
             width = 200 * st.median(math.expm1(h) for _, h, _ in got)
             rhos = [rho for _, _, rho in got if rho is not None]
             corr = f"{st.median(rhos):+.2f}" if rhos else ""
+            if kind == "quiet":  # its third figure is the share of repetitions kept
+                corr = f"kept {100 * min(rhos):.0f}-{100 * max(rhos):.0f}%"
             print(f"{bench:28} {kind:12} {len(got):4} {width:7.2f}% {100 * holds / len(pairs):6.1f}%"
                   f" {corr:>6}")
         for kind, line in exit_rows(exits.get(bench, [])):
             print(f"{bench:28} {kind:12} {line}")
+
+
+def quiet_level(results):
+    """The log exit witness above which a repetition of this run ran in a slow moment of the
+    host, or None where the run's workers timed too few."""
+    xs = sorted(math.log(x["exit_witness_ns"]) for r in results for x in r["repetitions"]
+                if x.get("exit_witness_ns"))
+    if len(xs) < 20:
+        return None
+    q25, mid = xs[len(xs) // 4], xs[len(xs) // 2]
+    low = [x for x in xs if x <= mid]
+    mad = st.median(abs(x - st.median(low)) for x in low)
+    return q25 + max(4 * 1.4826 * mad, math.log(1.05))
 
 
 def exit_rows(runs):

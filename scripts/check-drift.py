@@ -17,13 +17,16 @@ over the result's median), each with a t interval over the repetitions:
                 this run's slope before it is asked whether this run's interval holds it:
                 the host's drift between runs taken out, where the exit witness follows it;
   exit pooled   the same with one slope for the benchmark over all the runs;
-  quiet         only the repetitions measured while the host was at its quiet level: a
-                repetition whose exit witness sits above the run's quiet level (the lower
-                quartile of every exit witness the run's workers timed) by more than that
-                level's own jitter allows (4 robust SDs of the witnesses below the run's
-                median, at least 5%) is set aside, where 4 or more are left; the host's
-                slow moments removed instead of regressed on, so a noisy witness can only
-                set aside too few, never add its noise to a level.
+  quiet         what `oscost run` does in a guest (`analysis::host_quiet`): a repetition
+                whose exit witness sits above the run's quiet level (the lower quartile of
+                every exit witness the run's workers timed) by more than 4 robust SDs of the
+                witnesses below the run's median, and at least 10%, ran in a slow moment of the
+                host; where 5 or more such repetitions sat dearer than their results' others
+                (a one-sided sign test at 5%, and by 5% or more, the median over them), they
+                are set aside from every result that keeps 5 or more; the host's slow moments
+                removed instead of regressed on, so a noisy witness can only set aside too
+                few, never add its noise to a level. Replayed on runs of a build before it,
+                this is what the build with it would have said of them.
 
 For each: the median interval width over the runs (percent of the median), how often one run's
 interval holds another run's level (a calibrated 95% interval: ~83%), and the correlation the
@@ -106,14 +109,15 @@ def main():
             base = math.log(r["stats"]["median"])
             row = table.setdefault(r["id"], {k: [] for k in kinds})
             row["as measured"].append((base, interval(levels, 0), None))
-            if slow_above is not None:
-                reps = [x for x in r["repetitions"] if x["median_ns"] > 0]
-                quiet = [x["median_ns"] for x in reps
-                         if x.get("exit_witness_ns") and math.log(x["exit_witness_ns"]) <= slow_above]
-                if len(quiet) >= 4:
-                    mid = st.median(quiet)
-                    row["quiet"].append((math.log(mid), interval(
-                        [math.log(q / mid) for q in quiet], 0), len(quiet) / len(reps)))
+            # The same levels as measured, less the slow repetitions (all, where fewer than 5
+            # would be left), about the same centre: kept whole, the row is "as measured".
+            reps = [x for x in r["repetitions"] if x["median_ns"] > 0]
+            mid = st.median(x["median_ns"] for x in reps)
+            quiet = [math.log(x["median_ns"] / mid) for x in reps if slow_above is None
+                     or not x.get("exit_witness_ns") or math.log(x["exit_witness_ns"]) <= slow_above]
+            if len(quiet) < 5:
+                quiet = [math.log(x["median_ns"] / mid) for x in reps]
+            row["quiet"].append((base, interval(quiet, 0), len(quiet) / len(reps)))
             if others:
                 k = max(1, 2 * (len(series) - 1))
                 near = [st.median(q[1] for q in sorted(others, key=lambda q: abs(q[0] - t))[:k])
@@ -144,15 +148,28 @@ def main():
 
 def quiet_level(results):
     """The log exit witness above which a repetition of this run ran in a slow moment of the
-    host, or None where the run's workers timed too few."""
+    host, where the run's slow repetitions sat dearer (as `analysis::host_quiet::judge`), or
+    None: too few witnesses, too few slow repetitions, or not dearer."""
     xs = sorted(math.log(x["exit_witness_ns"]) for r in results for x in r["repetitions"]
                 if x.get("exit_witness_ns"))
     if len(xs) < 20:
         return None
-    q25, mid = xs[len(xs) // 4], xs[len(xs) // 2]
-    low = [x for x in xs if x <= mid]
+    q25, low = xs[len(xs) // 4], xs[:len(xs) // 2 + 1]
     mad = st.median(abs(x - st.median(low)) for x in low)
-    return q25 + max(4 * 1.4826 * mad, math.log(1.05))
+    above = q25 + max(4 * 1.4826 * mad, math.log(1.10))
+    dearer = []
+    for r in results:
+        reps = [x for x in r["repetitions"] if x["median_ns"] > 0]
+        slow = [x for x in reps if x.get("exit_witness_ns") and math.log(x["exit_witness_ns"]) > above]
+        kept = [x["median_ns"] for x in reps if x not in slow]
+        if len(kept) >= 5:
+            mid = math.log(st.median(kept))
+            dearer += [math.log(x["median_ns"]) - mid for x in slow]
+    if len(dearer) < 5:
+        return None
+    higher = sum(d > 0 for d in dearer)
+    p = sum(math.comb(len(dearer), k) for k in range(higher, len(dearer) + 1)) / 2 ** len(dearer)
+    return above if p < 0.05 and math.expm1(st.median(dearer)) >= 0.05 else None
 
 
 def exit_rows(runs):

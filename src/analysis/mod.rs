@@ -24,6 +24,7 @@ pub mod departures;
 pub mod explain;
 pub mod facts;
 pub mod hooks;
+pub mod host_quiet;
 mod machine_speed;
 pub mod matrix;
 pub mod predict;

@@ -613,6 +613,7 @@ fn attach_uncertainty(
         target_pct: 100.0 * target,
         stopped,
         within_stream_ci95: within,
+        host_slow: None,
     });
 }
 

@@ -48,7 +48,7 @@ fn a_ping_pong_that_does_not_switch_twice_is_flagged() {
     assert!(r.events.unwrap().check.is_none());
 }
 
-fn case(samples: Vec<f64>) -> CaseResult {
+pub(super) fn case(samples: Vec<f64>) -> CaseResult {
     let n = samples.len() as u64;
     CaseResult {
         id: "call/f0".into(),

@@ -343,6 +343,40 @@ pub struct Uncertainty {
     /// samples, not what the operation costs.
     #[serde(deserialize_with = "crate::base::stats::nan::pair")]
     pub within_stream_ci95: [f64; 2],
+    /// The repetitions set aside because the host was slow while they ran
+    /// (`analysis::host_quiet`); the median, the CI and `repetitions` are the others'.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_slow: Option<HostSlow>,
+}
+
+/// Repetitions of a result that ran while the host was slow, set aside (`analysis::host_quiet`):
+/// their workers timed the exit witness above `slow_above_ns`, and the run's slow repetitions
+/// sat dearer than their results' others.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostSlow {
+    /// The run's quiet exit level: the lower quartile of every exit witness its workers timed,
+    /// ns per CPUID.
+    pub quiet_ns: f64,
+    /// The exit witness above which a repetition ran in a slow moment of the host, ns.
+    pub slow_above_ns: f64,
+    /// The median of every sample, the set-aside repetitions' included: what the result
+    /// would have said with them.
+    pub median_with_ns: f64,
+    /// Each set-aside repetition.
+    pub repetitions: Vec<HostSlowRepetition>,
+}
+
+/// One repetition set aside for the host's slowness.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostSlowRepetition {
+    /// When it started, ms since the run started.
+    pub started_ms: f64,
+    /// The median of its samples, ns per operation.
+    pub median_ns: f64,
+    /// How many samples it took.
+    pub samples: usize,
+    /// The exit witness its worker timed, ns per CPUID.
+    pub exit_witness_ns: f64,
 }
 
 /// Why a benchmark's repetitions stopped (`Uncertainty::stopped`), stored as the words runs

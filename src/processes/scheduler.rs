@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 
+use crate::analysis::host_quiet::{self, HostQuiet};
 use crate::analysis::{self, Judging, RepRun};
 use crate::base::model::{
     BenchResult, ClockInfo, RepetitionStop, Run, SCHEMA_VERSION, Schedule, Tool,
@@ -145,7 +146,12 @@ impl RunSetup {
         }
     }
 
-    fn run_model(&self, plan: &Plan, label: Option<String>, results: Vec<BenchResult>) -> Run {
+    fn run_model(
+        &self,
+        plan: &Plan,
+        label: Option<String>,
+        (results, host): (Vec<BenchResult>, Option<HostQuiet>),
+    ) -> Run {
         let programs = self.others_cpu.programs_since(
             &crate::machine::contention::ProcessCpu::now(std::process::id() as i32),
             self.started.elapsed().as_nanos() as f64,
@@ -153,6 +159,7 @@ impl RunSetup {
         let notes = analysis::machine_speed_note(&results)
             .map(|t| crate::base::model::Note::new(crate::base::model::NoteKind::MachineSpeed, t))
             .into_iter()
+            .chain(host_quiet::note(&results, host.as_ref()))
             .chain(analysis::contention::contention_note(&results, &programs))
             .collect();
         Run {
@@ -340,7 +347,24 @@ fn measured_sides(plan: &Plan, count: usize) -> Vec<MeasuredSide> {
 
 impl RunSetup {
     /// Every case's repetitions as one result each, with the derived values of its benchmark.
-    fn results(&self, plan: &Plan, tracks: Vec<Track>) -> Vec<BenchResult> {
+    /// With `judge_host` (a run in a guest, not a side of a comparison), the repetitions that
+    /// ran while the host was slow are set aside where the run shows they were dearer
+    /// (`analysis::host_quiet`); what was judged comes back for the run's note.
+    fn results(
+        &self,
+        plan: &Plan,
+        tracks: Vec<Track>,
+        judge_host: bool,
+    ) -> (Vec<BenchResult>, Option<HostQuiet>) {
+        let host = judge_host
+            .then(|| {
+                let cases: Vec<&[RepRun]> = tracks
+                    .iter()
+                    .flat_map(|t| t.cases.iter().map(|(_, reps)| reps.as_slice()))
+                    .collect();
+                host_quiet::judge(&host_quiet::levels(&cases))
+            })
+            .flatten();
         let mut out = Vec::new();
         for t in tracks {
             let stopped = t.stopped.unwrap_or(RepetitionStop::Budget);
@@ -348,13 +372,21 @@ impl RunSetup {
                 .cases
                 .into_iter()
                 .map(|(_, reps)| {
-                    analysis::merge_repetitions(
+                    let (reps, slow) = match &host {
+                        Some(h) => host_quiet::split(reps, h),
+                        None => (reps, None),
+                    };
+                    let mut r = analysis::merge_repetitions(
                         reps,
                         &self.opts.allowed,
                         analysis::FINAL_JUDGING,
                         plan.reps.precision,
                         stopped,
-                    )
+                    );
+                    if let Some(u) = r.uncertainty.as_mut() {
+                        u.host_slow = slow;
+                    }
+                    r
                 })
                 .collect();
             analysis::derive(&t.bench.cases, &mut rs);
@@ -362,7 +394,7 @@ impl RunSetup {
         }
         // The hook ladder's rungs against the unhooked call of the same rounds.
         analysis::hooks::additions(&mut out);
-        out
+        (out, host)
     }
 
     fn schedule(&self, plan: &Plan, order: Vec<Vec<String>>, results: &[BenchResult]) -> Schedule {
@@ -470,7 +502,10 @@ pub fn measure(
             });
             let levels = case_levels(&tracks);
             let confinement = confinement_of(&tracks);
-            let results = s.results(plan, tracks);
+            // A side of a comparison is judged with its pair; only a guest's host has an
+            // exit witness to judge it by.
+            let judge_host = !compared && s.env.hypervisor_flag;
+            let results = s.results(plan, tracks, judge_host);
             let mut run = s.run_model(plan, label, results);
             // The coordinator's own stands for its workers only where no wrapper came between.
             run.env.confinement =

@@ -85,6 +85,23 @@ pub enum NoteKind {
     Slope,
     /// The machine changed speed during the run.
     MachineSpeed,
+    /// The host was slow during part of the run: the repetitions that ran then were set aside
+    /// (`analysis::host_quiet`; each result's `uncertainty.host_slow` lists its own).
+    HostSlow {
+        /// Repetitions set aside, over every result.
+        set_aside: usize,
+        /// Of this many measured repetitions.
+        of: usize,
+        /// In this many results.
+        results: usize,
+        /// The run's quiet exit level, ns per CPUID.
+        quiet_ns: f64,
+        /// The exit witness above which a repetition was slow, ns.
+        slow_above_ns: f64,
+        /// How much dearer the slow repetitions sat than their results' others, the median
+        /// over them, percent.
+        dearer_pct: f64,
+    },
     /// Kernel settings the run or side was measured under.
     Settings,
     /// A program ran during the run or side (`--during`): how it went, its CPU use.

@@ -163,6 +163,7 @@ fn result_with_levels(id: &str, levels: &[f64], departing: &[usize]) -> BenchRes
         target_pct: 1.0,
         stopped: crate::base::model::RepetitionStop::Budget,
         within_stream_ci95: st.ci95,
+        host_slow: None,
     });
     r.notes = vec![Note::new(
         NoteKind::Departure {

@@ -14,7 +14,8 @@
 # honest 3%-wide CI can hold the other runs' medians, and the verdict says the quiet-host
 # thresholds cannot be judged on this host. Without perf the
 # witness is skipped (and said). It also counts the runs in which oscost itself noted that the
-# machine changed speed (repetitions that ran one after another agreed in level), and prints
+# machine changed speed (repetitions that ran one after another agreed in level) and the
+# repetitions each run set aside for the host's slow moments (its host_slow note), and prints
 # each run's level across all benchmarks beside the witness's: whole runs moving together is the
 # machine at another speed for that run.
 #
@@ -60,12 +61,15 @@ done
 python3 - "$tmp" "$runs" <<'PY'
 import json, math, os, sys, statistics as st
 tmp, runs = sys.argv[1], int(sys.argv[2])
-by_id = {}; moved = 0; per_run = []; exits = []
+by_id = {}; moved = 0; per_run = []; exits = []; aside = []
 for r in range(1, runs + 1):
     run = json.load(open(f"{tmp}/run{r}.json"))
     # Notes are objects with a kind since schema 3; bare words before (an older build).
     moved += any(n["kind"] == "machine_speed" if isinstance(n, dict)
                  else n.startswith("the machine changed speed") for n in run.get("notes", []))
+    # Repetitions a run set aside for the host's slow moments (`host_slow` note, a guest).
+    aside.append(sum(n.get("set_aside", 0) for n in run.get("notes", [])
+                     if isinstance(n, dict) and n.get("kind") == "host_slow"))
     per_run.append({})
     # oscost's exit witness (CPUID timed by each worker): the run's median, for the line below.
     e = [x["exit_witness_ns"] for res in run["results"] for x in res.get("repetitions", [])
@@ -137,6 +141,8 @@ if len(w) >= 2:
           f"({'quiet' if quiet else 'not quiet: the host itself moved'})")
 print(f"oscost itself: the machine changed speed during {moved} of {runs} runs "
       "(its repetitions agreed with their neighbours in time; see the run note)")
+print(f"oscost itself: repetitions set aside for the host's slow moments, per run: "
+      f"{' '.join(map(str, aside))} (a run's host_slow note)")
 verdict = lambda ok: "met" if ok else "NOT met"
 caveat = {None: " (no witness: whether the host was quiet is not known)", True: "",
           False: " (the host was not quiet: these thresholds cannot be judged here)"}[quiet]

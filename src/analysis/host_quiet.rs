@@ -134,19 +134,38 @@ fn sign_p(k: usize, n: usize) -> f64 {
     }
 }
 
+impl HostQuiet {
+    /// Whether this repetition was measured while the host was slow.
+    pub fn is_slow(&self, r: &RepRun) -> bool {
+        r.case.measurement.is_some()
+            && r.case
+                .exit_witness_ns
+                .is_some_and(|w| w > self.slow_above_ns)
+    }
+
+    /// Whether a case's slow repetitions are set aside: some are, and at least `MIN_KEPT`
+    /// measured ones are left.
+    pub fn sets_aside(&self, reps: &[RepRun]) -> bool {
+        let measured = reps.iter().filter(|r| r.case.measurement.is_some()).count();
+        let slow = reps.iter().filter(|r| self.is_slow(r)).count();
+        slow > 0 && measured - slow >= MIN_KEPT
+    }
+
+    /// The repetitions a case's statistics are of: the quiet ones where the slow are set
+    /// aside (`sets_aside`), else all (for the stop rule, which asks before the end).
+    pub fn kept<'a>(&self, reps: &'a [RepRun]) -> Vec<&'a RepRun> {
+        let aside = self.sets_aside(reps);
+        reps.iter()
+            .filter(|r| !(aside && self.is_slow(r)))
+            .collect()
+    }
+}
+
 /// A case's repetitions less those that ran while the host was slow, and those set aside
 /// (`None` where none is, or where fewer than `MIN_KEPT` measured ones would be left: then
 /// every repetition stays).
 pub fn split(reps: Vec<RepRun>, host: &HostQuiet) -> (Vec<RepRun>, Option<HostSlow>) {
-    let slow = |r: &RepRun| {
-        r.case.measurement.is_some()
-            && r.case
-                .exit_witness_ns
-                .is_some_and(|w| w > host.slow_above_ns)
-    };
-    let measured = reps.iter().filter(|r| r.case.measurement.is_some()).count();
-    let set_aside = reps.iter().filter(|r| slow(r)).count();
-    if set_aside == 0 || measured - set_aside < MIN_KEPT {
+    if !host.sets_aside(&reps) {
         return (reps, None);
     }
     let every: Vec<f64> = reps
@@ -154,7 +173,7 @@ pub fn split(reps: Vec<RepRun>, host: &HostQuiet) -> (Vec<RepRun>, Option<HostSl
         .filter_map(|r| r.case.measurement.as_ref())
         .flat_map(|m| m.samples_ns.iter().copied())
         .collect();
-    let (aside, kept): (Vec<RepRun>, Vec<RepRun>) = reps.into_iter().partition(slow);
+    let (aside, kept): (Vec<RepRun>, Vec<RepRun>) = reps.into_iter().partition(|r| host.is_slow(r));
     let repetitions = aside
         .iter()
         .filter_map(|r| {

@@ -224,10 +224,15 @@ impl Track {
     }
 
     /// Whether every measured case's CI is within `precision` (cases that never measured,
-    /// skipped or failed, do not hold the benchmark back).
-    fn precise_enough(&self, precision: f64) -> bool {
+    /// skipped or failed, do not hold the benchmark back), of the repetitions the result will
+    /// be of: with `host`, the quiet ones where the slow are set aside.
+    fn precise_enough(&self, precision: f64, host: Option<&HostQuiet>) -> bool {
         self.cases.iter().all(|(_, reps)| {
-            let samples: Vec<&[f64]> = reps
+            let kept = match host {
+                Some(h) => h.kept(reps),
+                None => reps.iter().collect(),
+            };
+            let samples: Vec<&[f64]> = kept
                 .iter()
                 .filter_map(|r| r.case.measurement.as_ref())
                 .map(|m| m.samples_ns.as_slice())
@@ -300,6 +305,15 @@ impl Track {
     }
 }
 
+/// What a side's repetitions so far say of the host's slow moments (`host_quiet::judge`).
+fn host_of(tracks: &[Track]) -> Option<HostQuiet> {
+    let cases: Vec<&[RepRun]> = tracks
+        .iter()
+        .flat_map(|t| t.cases.iter().map(|(_, reps)| reps.as_slice()))
+        .collect();
+    host_quiet::judge(&host_quiet::levels(&cases))
+}
+
 /// Bootstrap effort of the stop rule (asked after every round) and of the final interval.
 const STOP_JUDGING: Judging = Judging {
     resamples: 300,
@@ -356,15 +370,7 @@ impl RunSetup {
         tracks: Vec<Track>,
         judge_host: bool,
     ) -> (Vec<BenchResult>, Option<HostQuiet>) {
-        let host = judge_host
-            .then(|| {
-                let cases: Vec<&[RepRun]> = tracks
-                    .iter()
-                    .flat_map(|t| t.cases.iter().map(|(_, reps)| reps.as_slice()))
-                    .collect();
-                host_quiet::judge(&host_quiet::levels(&cases))
-            })
-            .flatten();
+        let host = judge_host.then(|| host_of(&tracks)).flatten();
         let mut out = Vec::new();
         for t in tracks {
             let stopped = t.stopped.unwrap_or(RepetitionStop::Budget);
@@ -425,7 +431,14 @@ fn measure_sides(
 ) -> Result<(RoundOrder, Vec<Vec<Track>>), Stopped> {
     let bar = progress(plan.benchmarks.len() * plan.reps.min * measuring.count());
     let mut sides = measured_sides(plan, measuring.count());
-    let order = run_rounds(plan, &s.opts, s.started, measuring, &mut sides, &bar, stop);
+    let each = rounds::RoundsSetup {
+        plan,
+        opts: &s.opts,
+        started: s.started,
+        bar: &bar,
+        judge_host: judges_host(measuring.count(), &s.env),
+    };
+    let order = run_rounds(&each, measuring, &mut sides, stop);
     bar.finish_and_clear();
     let order = order?;
     measuring.finish()?;
@@ -502,10 +515,7 @@ pub fn measure(
             });
             let levels = case_levels(&tracks);
             let confinement = confinement_of(&tracks);
-            // A side of a comparison is judged with its pair; only a guest's host has an
-            // exit witness to judge it by.
-            let judge_host = !compared && s.env.hypervisor_flag;
-            let results = s.results(plan, tracks, judge_host);
+            let results = s.results(plan, tracks, judges_host(sides.len(), &s.env));
             let mut run = s.run_model(plan, label, results);
             // The coordinator's own stands for its workers only where no wrapper came between.
             run.env.confinement =
@@ -522,6 +532,13 @@ pub fn measure(
         })
         .collect();
     Ok(runs)
+}
+
+/// Whether a measurement of `sides` sets aside the repetitions measured while the host was
+/// slow (`analysis::host_quiet`): a run, not a side of a comparison, which is judged with its
+/// pair; and in a guest, whose host is what the exit witness times.
+fn judges_host(sides: usize, env: &crate::base::model::Env) -> bool {
+    sides == 1 && env.hypervisor_flag
 }
 
 /// Each case's repetitions as (started, ms since the run's start; median, ns).

@@ -69,22 +69,15 @@ fn wait_round_gap(plan: &Plan, stop: &Stop) -> Result<(), Stopped> {
 /// the sides alternating from block to block (A B, B A, A B...: a program stays up across the
 /// B B of two blocks), each repetition is marked with its block, and the stop rule is asked at
 /// the end of a block, its looks counting blocks, which are its pairs (`decided`).
-/// Times are taken from `started`; `opts` are the session's worker options.
+/// `each` holds what every repetition shares (the plan, the worker options, the start the
+/// repetitions are timed from, and whether the stop rule judges the host's slow moments).
 pub(super) fn run_rounds(
-    plan: &Plan,
-    opts: &WorkerOptions,
-    started: std::time::Instant,
+    each: &RoundsSetup<'_>,
     measuring: &mut dyn Sides,
     sides: &mut [MeasuredSide],
-    bar: &indicatif::ProgressBar,
     stop: &Stop,
 ) -> Result<Vec<Vec<String>>, Stopped> {
-    let each = Repetitions {
-        plan,
-        opts,
-        started,
-        bar,
-    };
+    let plan = each.plan;
     let mut order = Vec::new();
     let total = plan.reps.max.max(plan.reps.undecided_max);
     let blocks = measuring.blocks();
@@ -126,7 +119,7 @@ pub(super) fn run_rounds(
             // a drift over the blocks falls on both alike, and A is seen before and after B.
             if block > 0 || sides.len() == 1 || k + m >= total {
                 for &i in &active {
-                    judge(plan, sides, i, k, k + m);
+                    judge(each, sides, i, k, k + m);
                 }
             }
         } else {
@@ -136,7 +129,7 @@ pub(super) fn run_rounds(
                     one(sides, si, i, k)?;
                 }
                 round.push(plan.benchmarks[i].id.to_string());
-                judge(plan, sides, i, k, k + 1);
+                judge(each, sides, i, k, k + 1);
             }
             order.push(round);
         }
@@ -147,15 +140,18 @@ pub(super) fn run_rounds(
 }
 
 /// What every repetition of a measurement's rounds shares: the plan, the session's worker
-/// options, the run's start (repetitions are timed from it) and the progress bar.
-struct Repetitions<'a> {
-    plan: &'a Plan,
-    opts: &'a WorkerOptions,
-    started: std::time::Instant,
-    bar: &'a indicatif::ProgressBar,
+/// options, the run's start (repetitions are timed from it), the progress bar, and whether
+/// the stop rule judges the repetitions the results will be of once the host's slow ones are
+/// set aside (`scheduler::judges_host`).
+pub(super) struct RoundsSetup<'a> {
+    pub(super) plan: &'a Plan,
+    pub(super) opts: &'a WorkerOptions,
+    pub(super) started: std::time::Instant,
+    pub(super) bar: &'a indicatif::ProgressBar,
+    pub(super) judge_host: bool,
 }
 
-impl Repetitions<'_> {
+impl RoundsSetup<'_> {
     /// One repetition (a fresh worker) of benchmark `i` on side `si` in round `round`, added to
     /// the side's track with its start, its worker's start-up and its block (`block`, where the
     /// sides alternate in blocks).
@@ -191,8 +187,8 @@ impl Repetitions<'_> {
 
 /// After `done` repetitions of benchmark `i` on every side (`since` of them at the last time
 /// it was asked): stop it when it may. A sequential look is taken if one fell in between.
-fn judge(plan: &Plan, sides: &mut [MeasuredSide], i: usize, since: usize, done: usize) {
-    let reps = &plan.reps;
+fn judge(each: &RoundsSetup<'_>, sides: &mut [MeasuredSide], i: usize, since: usize, done: usize) {
+    let reps = &each.plan.reps;
     let stop = if sides.iter().all(|s| s.tracks[i].nothing_to_repeat()) {
         Some(RepetitionStop::NotMeasured)
     } else if done < reps.min {
@@ -219,10 +215,10 @@ fn judge(plan: &Plan, sides: &mut [MeasuredSide], i: usize, since: usize, done: 
         } else {
             None
         }
-    } else if sides
-        .iter()
-        .all(|s| s.tracks[i].precise_enough(reps.precision))
-    {
+    } else if sides.iter().all(|s| {
+        let host = each.judge_host.then(|| super::host_of(&s.tracks)).flatten();
+        s.tracks[i].precise_enough(reps.precision, host.as_ref())
+    }) {
         Some(RepetitionStop::Precision)
     } else if done >= reps.max
         && done < reps.undecided_max

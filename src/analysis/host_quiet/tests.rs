@@ -73,6 +73,13 @@ fn too_few_witnesses_or_slow_repetitions_judge_nothing() {
     assert_eq!(judge(&none), None);
 }
 
+/// A host judged slow above 4300 ns, quiet at 3800.
+const HOST: HostQuiet = HostQuiet {
+    quiet_ns: 3800.0,
+    slow_above_ns: 4300.0,
+    dearer_pct: 25.0,
+};
+
 /// A repetition of one case: 50 samples at `level` ns, the exit witness `w`.
 fn rep(level: f64, w: Option<f64>, started_ms: f64) -> RepRun {
     let mut case = crate::analysis::tests::case(vec![level; 50]);
@@ -87,14 +94,9 @@ fn rep(level: f64, w: Option<f64>, started_ms: f64) -> RepRun {
 
 #[test]
 fn a_split_keeps_the_quiet_repetitions_and_records_the_slow_with_the_median_they_made() {
-    let host = HostQuiet {
-        quiet_ns: 3800.0,
-        slow_above_ns: 4300.0,
-        dearer_pct: 25.0,
-    };
     let mut reps: Vec<RepRun> = (0..6).map(|k| rep(100.0, Some(3800.0), k as f64)).collect();
     reps.extend((0..7).map(|k| rep(125.0, Some(5000.0), 10.0 + k as f64)));
-    let (kept, slow) = split(reps, &host);
+    let (kept, slow) = split(reps, &HOST);
     assert_eq!(kept.len(), 6);
     assert!(kept.iter().all(|r| r.case.exit_witness_ns == Some(3800.0)));
     let slow = slow.expect("set aside");
@@ -108,31 +110,21 @@ fn a_split_keeps_the_quiet_repetitions_and_records_the_slow_with_the_median_they
 
 #[test]
 fn a_split_that_would_leave_too_few_keeps_every_repetition() {
-    let host = HostQuiet {
-        quiet_ns: 3800.0,
-        slow_above_ns: 4300.0,
-        dearer_pct: 25.0,
-    };
     let mut reps: Vec<RepRun> = (0..4).map(|k| rep(100.0, Some(3800.0), k as f64)).collect();
     reps.extend((0..4).map(|k| rep(125.0, Some(5000.0), 10.0 + k as f64)));
-    let (kept, slow) = split(reps, &host);
+    let (kept, slow) = split(reps, &HOST);
     assert_eq!((kept.len(), slow), (8, None));
 }
 
 #[test]
 fn the_note_says_once_how_many_were_set_aside_and_what_they_would_have_moved() {
-    let host = HostQuiet {
-        quiet_ns: 3800.0,
-        slow_above_ns: 4300.0,
-        dearer_pct: 25.0,
-    };
     // Six quiet repetitions at 100-105 ns, five slow at 125: with the slow ones the median
     // of every sample is 105, without them 102.5.
     let mut reps: Vec<RepRun> = (0..6)
         .map(|k| rep(100.0 + k as f64, Some(3800.0), k as f64))
         .collect();
     reps.extend((0..5).map(|k| rep(125.0, Some(5000.0), 10.0 + k as f64)));
-    let (kept, slow) = split(reps, &host);
+    let (kept, slow) = split(reps, &HOST);
     let mut r = crate::analysis::merge_repetitions(
         kept,
         &[0],
@@ -153,7 +145,7 @@ fn the_note_says_once_how_many_were_set_aside_and_what_they_would_have_moved() {
             .median_with_ns,
         105.0
     );
-    let n = note(std::slice::from_ref(&r), Some(&host)).expect("a note");
+    let n = note(std::slice::from_ref(&r), Some(&HOST)).expect("a note");
     assert_eq!(
         n.kind,
         NoteKind::HostSlow {
@@ -170,6 +162,6 @@ fn the_note_says_once_how_many_were_set_aside_and_what_they_would_have_moved() {
     assert!(n.text.contains("call/f0 would read +2.4%"), "{}", n.text);
     // Nothing set aside, or nothing judged: no note.
     r.uncertainty.as_mut().unwrap().host_slow = None;
-    assert_eq!(note(std::slice::from_ref(&r), Some(&host)), None);
+    assert_eq!(note(std::slice::from_ref(&r), Some(&HOST)), None);
     assert_eq!(note(&[], None), None);
 }

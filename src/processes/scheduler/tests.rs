@@ -307,22 +307,22 @@ fn the_stop_rule_judges_the_quiet_repetitions_where_the_host_was_slow_in_the_oth
     let slow_thirds = |_: &str| vec![100.0, 100.0, 125.0];
     let host = |level: f64| Some(if level > 110.0 { 5000.0 } else { 3800.0 });
     let ids = ["call/f0", "syscall/getppid", "syscall/getpid"];
-    let log = RefCell::new(vec![]);
-    let run = Fake {
-        exit: host,
-        ..fake("run", &log, slow_thirds)
+    let stops = |exit: fn(f64) -> Option<f64>, judge_host: bool| {
+        let log = RefCell::new(vec![]);
+        let run = Fake {
+            exit,
+            ..fake("run", &log, slow_thirds)
+        };
+        rounds_judging(&plan(&ids, None), &[&run], judge_host)
+            .unwrap()
+            .1
     };
-    let (_, as_measured) = rounds_judging(&plan(&ids, None), &[&run], false).unwrap();
+    let as_measured = stops(host, false);
     assert!(
         as_measured[0].iter().all(|(_, n)| *n >= 10),
         "{as_measured:?}"
     );
-    let log = RefCell::new(vec![]);
-    let run = Fake {
-        exit: host,
-        ..fake("run", &log, slow_thirds)
-    };
-    let (_, quiet) = rounds_judging(&plan(&ids, None), &[&run], true).unwrap();
+    let quiet = stops(host, true);
     assert!(
         quiet[0]
             .iter()
@@ -330,9 +330,7 @@ fn the_stop_rule_judges_the_quiet_repetitions_where_the_host_was_slow_in_the_oth
         "{quiet:?}"
     );
     // A witness that does not move judges as before.
-    let log = RefCell::new(vec![]);
-    let run = fake("run", &log, slow_thirds);
-    let (_, no_witness) = rounds_judging(&plan(&ids, None), &[&run], true).unwrap();
+    let no_witness = stops(|_| None, true);
     assert_eq!(no_witness, as_measured);
 }
 

@@ -118,19 +118,22 @@ for r in allm["rows"]:
               f"x{(c.get('slowdown') or float('nan')):.3f}  {'+%.0f ns' % add if add is not None else ''}")
 syscalls = [r["cells"][col] for r in allm["rows"] if r["bench"].startswith(cells)]
 slower = sum(c.get("verdict") in ("Slower", "slower") for c in syscalls)
-projected = sum(bool((c.get("run_to_run") or {}).get("exit_factor")) for c in syscalls)
+projected = sum(bool((c.get("run_to_run") or {}).get("drift_factor")) for c in syscalls)
 print(f"sandbox called slower in {slower} of {len(syscalls)} cells it slows ({' '.join(cells)}) "
-      f"({projected} of them projected to the base's exit level first)")
+      f"({projected} of them projected to the base's level of a witness first)")
 # Coverage of the run-to-run interval over pairs of plain runs; where the spread was learned
-# with a slope on the exit witness (`run_to_run.exit_slope`), the other run's median is
-# projected to this run's exit level first, as a comparison would.
+# with a slope on a witness (`run_to_run.drift_slope` on `drift_witness`: exit or speed), the
+# other run's median is projected to this run's level of that witness first, as a comparison
+# would.
 db = sqlite3.connect(store)
 cols = [c[1] for c in db.execute("PRAGMA table_info(results)")]
 exit_col = "exit_witness_ns" if "exit_witness_ns" in cols else "NULL"
-rows = db.execute(f"""SELECT results.bench, runs.id, median, ci_lo, ci_hi, {exit_col}
+speed_col = "speed_witness_ns" if "speed_witness_ns" in cols else "NULL"
+rows = db.execute(f"""SELECT results.bench, runs.id, median, ci_lo, ci_hi, {exit_col}, {speed_col}
                      FROM results JOIN runs ON runs.id = results.run_id
                      WHERE runs.label = 'plain' AND status = 'ok'""").fetchall()
-slope = {r["bench"]: r["run_to_run"].get("exit_slope")
+slope = {r["bench"]: (r["run_to_run"].get("drift_slope") or r["run_to_run"].get("exit_slope"),
+                      r["run_to_run"].get("drift_witness") or "exit")
          for r in aa["rows"] if r.get("run_to_run")}
 # The run-to-run term is stated as a percent taken by a quantile (Student's t for the runs
 # it was learned from); the interval below takes it back by the same one.
@@ -140,15 +143,16 @@ tau = {r["bench"]: math.log(1 + r["run_to_run"]["percent"] / 100)
 quantile = {r["bench"]: r["run_to_run"].get("quantile", 1.96)
             for r in aa["rows"] if r.get("run_to_run")}
 by = {}
-for b, rid, m, lo, hi, x in rows:
-    by.setdefault(b, []).append((rid, m, lo, hi, x))
+for b, rid, m, lo, hi, x_exit, x_speed in rows:
+    on = slope.get(b, (None, "exit"))[1]
+    by.setdefault(b, []).append((rid, m, lo, hi, x_speed if on == "speed" else x_exit))
 held = pairs = own_held = 0
 for b, runs in by.items():
     if b not in tau:
         continue
     for (i, mi, lo, hi, xi), (j, mj, _, _, xj) in itertools.permutations(runs, 2):
-        if slope.get(b) and xi and xj:
-            mj = mj * (xi / xj) ** slope[b]
+        if slope.get(b, (None,))[0] and xi and xj:
+            mj = mj * (xi / xj) ** slope[b][0]
         # The run's own interval, each side widened by the run-to-run term in quadrature.
         drift = (quantile[b] * tau[b]) ** 2
         low = mi * math.exp(-math.sqrt(math.log(mi / lo) ** 2 + drift))

@@ -76,8 +76,9 @@ pub struct BenchComparison {
     pub base_median_ns: f64,
     /// The candidate run's median, ns.
     pub cand_median_ns: f64,
-    /// cand / base; for runs measured apart and projected to one exit level, with the host's
-    /// drift between them taken out (`run_to_run.exit_factor`: the measured ratio over this).
+    /// cand / base; for runs measured apart and projected to one level of a witness, with the
+    /// host's drift between them taken out (`run_to_run.drift_factor`: the measured ratio over
+    /// this).
     pub slowdown: f64,
     /// The slowdown's 95% CI.
     pub slowdown_ci95: [f64; 2],
@@ -564,22 +565,24 @@ pub fn compare<'a>(
     cmp
 }
 
+use crate::analysis::run_to_run::ResultWitnesses;
+
 /// Treat the two runs as measured apart (two kernels, two nights): each row's interval is
 /// widened by the run-to-run spread `spread_of` gives for its benchmark (learned from the
 /// store) and judged again; a row with none known calls nothing (`apart_unknown`).
 pub fn apart(
     cmp: &mut Comparison,
     spread_of: &dyn Fn(&str) -> Option<crate::analysis::run_to_run::Spread>,
-    exits_of: &dyn Fn(&str) -> Option<(f64, f64)>,
+    witnesses_of: &dyn Fn(&str) -> Option<(ResultWitnesses, ResultWitnesses)>,
 ) {
     use crate::analysis::run_to_run::{RunToRun, judge_apart};
     for r in &mut cmp.rows {
         match spread_of(&r.id) {
             Some(s) => {
-                // The host's drift the two runs' exit witnesses saw is taken out first where
-                // the store learned how this benchmark follows it.
-                let j = judge_apart(r.slowdown, r.slowdown_ci95, s, exits_of(&r.id));
-                if j.exit_factor.is_some() {
+                // The host's drift the two runs' witnesses saw is taken out first where the
+                // store learned how this benchmark follows one of them.
+                let j = judge_apart(r.slowdown, r.slowdown_ci95, s, witnesses_of(&r.id));
+                if j.drift_factor.is_some() {
                     r.slowdown = j.point;
                     r.addition_ns = r.base_median_ns * (j.point - 1.0);
                 }

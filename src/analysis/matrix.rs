@@ -257,8 +257,8 @@ pub fn judge_without_odd_runs(m: &mut Matrix) {
     for r in &mut m.rows {
         for (j, c) in r.cells.iter_mut().enumerate() {
             let f = factors[j] / base_factor;
-            // A cell projected by its exit witnesses had the host's drift taken out already.
-            let projected = c.run_to_run.is_some_and(|t| t.exit_factor.is_some());
+            // A cell projected by its witnesses had the host's drift taken out already.
+            let projected = c.run_to_run.is_some_and(|t| t.drift_factor.is_some());
             if j == m.base || (f - 1.0).abs() < 1e-12 || projected {
                 continue;
             }
@@ -454,13 +454,21 @@ pub fn cell_apart(
         return cell;
     };
     // The together-interval's sides are the two runs' own in quadrature; the drift between
-    // runs joins them there, after the host's drift the exit witnesses saw is taken out
-    // where the store learned how this benchmark follows it (`run_to_run::judge_apart`).
-    let exits = base.exit_witness_ns.zip(cand.exit_witness_ns);
-    let judged = run_to_run::judge_apart(r, together, spread, exits);
+    // runs joins them there, after the host's drift the witnesses saw is taken out where the
+    // store learned how this benchmark follows one of them (`run_to_run::judge_apart`).
+    let witnesses = |row: &ResultRow| run_to_run::ResultWitnesses {
+        exit_ns: row.exit_witness_ns,
+        speed_ns: row.speed_witness_ns,
+    };
+    let judged = run_to_run::judge_apart(
+        r,
+        together,
+        spread,
+        Some((witnesses(base), witnesses(cand))),
+    );
     let interval = judged.ci95;
     let b = base.median.unwrap_or(f64::NAN);
-    if judged.exit_factor.is_some() {
+    if judged.drift_factor.is_some() {
         cell.slowdown = Some(judged.point);
         cell.addition_ns = Some(b * (judged.point - 1.0));
     }

@@ -19,7 +19,9 @@
 //! than guess.
 
 mod projection;
-pub use projection::{Judged, MIN_PROJECTED, Projection, judge_apart, learn};
+pub use projection::{
+    DriftWitness, Judged, MIN_PROJECTED, Projection, ResultWitnesses, judge_apart, learn,
+};
 
 /// Runs of one environment needed before a run-to-run spread is stated.
 pub const MIN_RUNS: usize = 3;
@@ -28,12 +30,12 @@ pub const MIN_RUNS: usize = 3;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Spread {
     /// Standard deviation of a run's level on the log scale (0.02: runs scatter about 2%);
-    /// with a `projection`, of the level projected to one exit level (what the host's drift
-    /// between runs leaves).
+    /// with a `projection`, of the level projected to one level of its witness (what the
+    /// host's drift between runs leaves).
     pub tau: f64,
     /// How many runs it was estimated from.
     pub runs: usize,
-    /// How the level follows the exit witness in these runs, where it does beyond doubt
+    /// How the level follows a witness in these runs, where it does beyond doubt
     /// (`projection::learn`); `None`: the spread is the levels' own.
     pub projection: Option<Projection>,
 }
@@ -79,15 +81,25 @@ pub struct RunToRun {
     /// versions wrote.
     #[serde(default = "normal_quantile")]
     pub quantile: f64,
-    /// Where the two runs were projected to one exit level (`projection::judge_apart`): the
-    /// factor the host's drift between them put on the candidate's level, taken out of the
-    /// ratio (1.12: the host made every cost of the candidate's minutes 12% dearer).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exit_factor: Option<f64>,
+    /// Where the two runs were projected to one level of a witness
+    /// (`projection::judge_apart`): the factor the host's drift between them put on the
+    /// candidate's level, taken out of the ratio (1.12: the host made every cost of the
+    /// candidate's minutes 12% dearer). Named `exit_factor` in what older versions wrote,
+    /// which projected on the exit witness only.
+    #[serde(
+        default,
+        alias = "exit_factor",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub drift_factor: Option<f64>,
     /// The slope learned from the store's runs of the environment, where one was: the level's
-    /// log change for each of the exit witness's (what `exit_factor` was taken by).
+    /// log change for each of the witness's (what `drift_factor` was taken by).
+    #[serde(default, alias = "exit_slope", skip_serializing_if = "Option::is_none")]
+    pub drift_slope: Option<f64>,
+    /// The witness the slope follows; absent where there is none, and in what older versions
+    /// wrote (whose slopes were all on the exit witness).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exit_slope: Option<f64>,
+    pub drift_witness: Option<DriftWitness>,
 }
 
 fn normal_quantile() -> f64 {
@@ -100,8 +112,9 @@ impl From<Spread> for RunToRun {
             percent: s.percent(),
             runs: s.runs,
             quantile: s.quantile(),
-            exit_factor: None,
-            exit_slope: s.projection.map(|p| p.slope),
+            drift_factor: None,
+            drift_slope: s.projection.map(|p| p.slope),
+            drift_witness: s.projection.map(|p| p.on),
         }
     }
 }
@@ -110,7 +123,7 @@ impl RunToRun {
     /// The term a judged ratio used, with its projection where it had one.
     pub fn of(j: &Judged) -> RunToRun {
         RunToRun {
-            exit_factor: j.exit_factor,
+            drift_factor: j.drift_factor,
             ..RunToRun::from(j.spread)
         }
     }

@@ -37,10 +37,24 @@ pub fn run_exit_witness(run: &Run) -> Option<f64> {
 /// `None` where none timed one. The store keeps it beside the result's median (schema 7), so
 /// that runs measured apart can be projected to one exit level (`run_to_run::Projection`).
 pub fn result_exit_witness(result: &crate::base::model::BenchResult) -> Option<f64> {
+    result_median(result, |rep| rep.exit_witness_ns)
+}
+
+/// One result's speed witness, ns per loop of fixed user-space work: the median over its
+/// repetitions, as `result_exit_witness` (schema 8 keeps it beside the exit witness: on a
+/// guest whose host drifted between runs the levels followed this one, not CPUID).
+pub fn result_speed_witness(result: &crate::base::model::BenchResult) -> Option<f64> {
+    result_median(result, |rep| rep.witness_ns)
+}
+
+fn result_median(
+    result: &crate::base::model::BenchResult,
+    of: impl Fn(&crate::base::model::Repetition) -> Option<f64>,
+) -> Option<f64> {
     let values: Vec<f64> = result
         .repetitions
         .iter()
-        .filter_map(|rep| rep.exit_witness_ns)
+        .filter_map(of)
         .filter(|w| w.is_finite() && *w > 0.0)
         .collect();
     (!values.is_empty()).then(|| crate::base::stats::median(&values))

@@ -244,23 +244,38 @@ pub fn apart_line(c: &Comparison) -> Option<String> {
     ))
 }
 
-/// What the projection to one exit level did among `terms` (cells or rows of runs measured
-/// apart, `run_to_run::judge_apart`), in words; `None` where nothing was projected.
+/// What the projection to one level of a witness did among `terms` (cells or rows of runs
+/// measured apart, `run_to_run::judge_apart`), in words; `None` where nothing was projected.
 pub fn projection_words(
     terms: &[crate::analysis::run_to_run::RunToRun],
     what: &str,
 ) -> Option<String> {
-    let projected: Vec<(f64, f64)> = terms
+    use crate::analysis::run_to_run::DriftWitness;
+    let projected: Vec<(f64, f64, DriftWitness)> = terms
         .iter()
-        .filter_map(|t| t.exit_factor.zip(t.exit_slope))
+        .filter_map(|t| {
+            let (f, s) = t.drift_factor.zip(t.drift_slope)?;
+            // What older versions wrote projected on the exit witness only.
+            Some((f, s, t.drift_witness.unwrap_or(DriftWitness::Exit)))
+        })
         .collect();
     if projected.is_empty() {
         return None;
     }
+    let on = |w: DriftWitness| projected.iter().filter(|p| p.2 == w).count();
+    let witnesses = match (on(DriftWitness::Exit), on(DriftWitness::Speed)) {
+        (_, 0) => DriftWitness::Exit.words().to_string(),
+        (0, _) => DriftWitness::Speed.words().to_string(),
+        (e, s) => format!(
+            "{} for {e}, {} for {s}",
+            DriftWitness::Exit.words(),
+            DriftWitness::Speed.words()
+        ),
+    };
     let (flo, fhi) = crate::base::stats::extent(projected.iter().map(|p| p.0));
     let (slo, shi) = crate::base::stats::extent(projected.iter().map(|p| p.1));
     Some(format!(
-        "{} of {} {what} projected to the base's exit level first: the host's drift between the runs that their exit witnesses saw (x{flo:.3} to x{fhi:.3} on the candidate) taken out of the ratio, by slopes {slo:.2} to {shi:.2} learned from the store's runs of the environment, and the spread the projected levels still scatter added instead",
+        "{} of {} {what} projected to the base's level of a witness first ({witnesses}): the host's drift between the runs that the witness saw (x{flo:.3} to x{fhi:.3} on the candidate) taken out of the ratio, by slopes {slo:.2} to {shi:.2} learned from the store's runs of the environment, and the spread the projected levels still scatter added instead",
         projected.len(),
         terms.len()
     ))
@@ -615,5 +630,45 @@ mod tests {
             undecided_advice(f64::NAN, [f64::NAN, f64::NAN], 0.02),
             "run longer (--budget) to decide"
         );
+    }
+
+    #[test]
+    fn a_projection_names_its_witness_and_old_json_reads_as_the_exit_witness() {
+        use crate::analysis::run_to_run::{DriftWitness, RunToRun};
+        let term = |w: Option<DriftWitness>, f: f64| RunToRun {
+            percent: 1.0,
+            runs: 8,
+            quantile: 2.4,
+            drift_factor: Some(f),
+            drift_slope: Some(0.7),
+            drift_witness: w,
+        };
+        let plain = RunToRun {
+            drift_factor: None,
+            drift_slope: None,
+            ..term(None, 1.0)
+        };
+        let speed =
+            projection_words(&[term(Some(DriftWitness::Speed), 1.04), plain], "cells").unwrap();
+        assert!(speed.starts_with("1 of 2 cells projected"), "{speed}");
+        assert!(
+            speed.contains("(speed witness (a user-space loop))"),
+            "{speed}"
+        );
+        assert!(speed.contains("x1.040 to x1.040"), "{speed}");
+        let both = [term(None, 1.1), term(Some(DriftWitness::Speed), 1.02)];
+        let both = projection_words(&both, "cells").unwrap();
+        assert!(
+            both.contains("exit witness (CPUID) for 1, speed witness"),
+            "{both}"
+        );
+        assert_eq!(projection_words(&[plain], "cells"), None);
+        // What a version before the speed witness wrote: its names, its witness.
+        let old: RunToRun =
+            serde_json::from_str(r#"{"percent":1.0,"runs":8,"exit_factor":1.1,"exit_slope":0.7}"#)
+                .unwrap();
+        assert_eq!((old.drift_factor, old.drift_witness), (Some(1.1), None));
+        let old = projection_words(&[old], "cells").unwrap();
+        assert!(old.contains("(exit witness (CPUID))"), "{old}");
     }
 }

@@ -306,6 +306,7 @@ mod tests {
             ci_hi: m,
             disturbed: false,
             exit_witness_ns: None,
+            speed_witness_ns: None,
         };
         let text = trend(
             "syscall/getpid",

@@ -149,6 +149,7 @@ mod tests {
                 ci_hi: Some(112.0),
                 disturbed: false,
                 exit_witness_ns: None,
+                speed_witness_ns: None,
             })
             .collect();
         let series: Vec<f64> = points.iter().filter_map(|p| p.median).collect();

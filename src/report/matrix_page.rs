@@ -227,6 +227,7 @@ mod tests {
             samples: 10,
             disturbed: false,
             exit_witness_ns: None,
+            speed_witness_ns: None,
         };
         let m = crate::analysis::matrix::build(
             &runs,

@@ -186,6 +186,7 @@ mod tests {
                 samples: 100,
                 disturbed: false,
                 exit_witness_ns: None,
+                speed_witness_ns: None,
             },
         )
     }

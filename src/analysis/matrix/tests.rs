@@ -63,6 +63,7 @@ fn a_cell_whose_runs_sat_at_two_exit_levels_is_projected_before_it_is_judged() {
         tau: 0.01,
         runs: 8,
         projection: Some(crate::analysis::run_to_run::Projection {
+            on: crate::analysis::run_to_run::DriftWitness::Exit,
             slope: 0.7,
             slope_se: 0.03,
             plain_tau: 0.08,
@@ -79,7 +80,7 @@ fn a_cell_whose_runs_sat_at_two_exit_levels_is_projected_before_it_is_judged() {
     let c = cell_apart(&base, &boxed, 0.02, Some(spread));
     assert_eq!(c.verdict, Some(Verdict::Slower), "{c:?}");
     let t = c.run_to_run.unwrap();
-    assert!((t.exit_factor.unwrap() - drift).abs() < 1e-9 && t.exit_slope == Some(0.7));
+    assert!((t.drift_factor.unwrap() - drift).abs() < 1e-9 && t.drift_slope == Some(0.7));
     assert!((c.slowdown.unwrap() - 1.07).abs() < 1e-9);
     assert!((c.addition_ns.unwrap() - 7.0).abs() < 1e-6);
     // The host's drift alone is no change; without the candidate's witness the plain spread
@@ -89,11 +90,12 @@ fn a_cell_whose_runs_sat_at_two_exit_levels_is_projected_before_it_is_judged() {
     assert_eq!(c.verdict, Some(Verdict::NoChange), "{c:?}");
     let blind = ResultRow {
         exit_witness_ns: None,
+        speed_witness_ns: None,
         ..boxed.clone()
     };
     let c = cell_apart(&base, &blind, 0.02, Some(spread));
     assert_eq!(c.verdict, Some(Verdict::NoChange), "{c:?}");
-    assert_eq!(c.run_to_run.unwrap().exit_factor, None);
+    assert_eq!(c.run_to_run.unwrap().drift_factor, None);
 }
 
 #[test]
@@ -165,6 +167,7 @@ fn row(bench: &str, median: f64, lo: f64, hi: f64) -> ResultRow {
         samples: 100,
         disturbed: false,
         exit_witness_ns: None,
+        speed_witness_ns: None,
     }
 }
 

@@ -22,6 +22,10 @@ pub struct ResultRow {
     /// host's answer to its guest while it ran; `None` before schema 7 or outside a guest's
     /// measuring workers).
     pub exit_witness_ns: Option<f64>,
+    /// The median of its repetitions' speed witnesses, ns per loop (`Repetition::witness_ns`:
+    /// the user-space loop its workers timed, the CPU's own speed while it ran; `None` before
+    /// schema 8).
+    pub speed_witness_ns: Option<f64>,
 }
 
 /// One line of `oscost history`.
@@ -69,4 +73,6 @@ pub struct HistoryPoint {
     pub disturbed: bool,
     /// The median of its repetitions' exit witnesses, ns (see `ResultRow::exit_witness_ns`).
     pub exit_witness_ns: Option<f64>,
+    /// The median of its repetitions' speed witnesses, ns (see `ResultRow::speed_witness_ns`).
+    pub speed_witness_ns: Option<f64>,
 }

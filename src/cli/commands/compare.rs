@@ -58,7 +58,7 @@ pub struct CompareCmd {
 
 /// Two runs measured apart judged with the run-to-run spread the store learned for each
 /// benchmark (`compare::apart`), the host's drift between them taken out first where their
-/// exit witnesses and a learned slope allow. Rows whose spread is unknown are marked so.
+/// witnesses and a learned slope allow. Rows whose spread is unknown are marked so.
 pub(super) fn judge_apart_by_store(
     cmp: &mut Comparison,
     store: &StoreArgs,
@@ -66,9 +66,13 @@ pub(super) fn judge_apart_by_store(
     c: &crate::base::model::Run,
 ) -> anyhow::Result<()> {
     let spreads = super::matrix::spreads_of_runs(store, &[b, c])?;
-    let exit = |run: &crate::base::model::Run, bench: &str| {
+    let witnesses = |run: &crate::base::model::Run, bench: &str| {
+        use crate::analysis::witness::{result_exit_witness, result_speed_witness};
         let r = run.results.iter().find(|r| r.id == bench)?;
-        crate::analysis::witness::result_exit_witness(r)
+        Some(crate::analysis::run_to_run::ResultWitnesses {
+            exit_ns: result_exit_witness(r),
+            speed_ns: result_speed_witness(r),
+        })
     };
     compare::apart(
         cmp,
@@ -78,7 +82,7 @@ pub(super) fn judge_apart_by_store(
                 spreads.get(&(bench.to_string(), 1)).copied().flatten(),
             )
         },
-        &|bench| exit(b, bench).zip(exit(c, bench)),
+        &|bench| witnesses(b, bench).zip(witnesses(c, bench)),
     );
     Ok(())
 }

@@ -12,7 +12,7 @@ use clap::Args;
 use super::args::{OutputArgs, SelectArgs, StoreArgs, parse_percent};
 use super::{Command, Given};
 use super::{color, exporters, print_stdout, read_store, store_err, usage};
-use crate::analysis::run_to_run::{self, RunLevel, Spread};
+use crate::analysis::run_to_run::{self, ResultWitnesses, RunLevel, Spread};
 use crate::effects::gate::Effects;
 use crate::{analysis::matrix, effects::output, effects::store, report};
 
@@ -336,7 +336,8 @@ fn run_to_run_spreads<'a>(
     benches.dedup();
     let mut out = HashMap::new();
     for bench in benches {
-        let mut groups: HashMap<Environment, Vec<(i64, RunLevel, Option<f64>)>> = HashMap::new();
+        let mut groups: HashMap<Environment, Vec<(i64, RunLevel, ResultWitnesses)>> =
+            HashMap::new();
         for p in s.history(bench).map_err(store_err)? {
             let (Some(median), Some(lo), Some(hi)) = (p.median, p.ci_lo, p.ci_hi) else {
                 continue;
@@ -349,7 +350,11 @@ fn run_to_run_spreads<'a>(
                     median,
                     ci95: [lo, hi],
                 };
-                let at = (p.run_id, level, p.exit_witness_ns);
+                let witnesses = ResultWitnesses {
+                    exit_ns: p.exit_witness_ns,
+                    speed_ns: p.speed_witness_ns,
+                };
+                let at = (p.run_id, level, witnesses);
                 groups.entry(env.clone()).or_default().push(at);
             }
         }
@@ -361,12 +366,15 @@ fn run_to_run_spreads<'a>(
 }
 
 /// One benchmark's run-to-run spread in one environment from its stored runs (id, level,
-/// exit witness): projected by the exit witness where it explains the runs' scatter
+/// witnesses): projected on a witness where one explains the runs' scatter
 /// (`run_to_run::learn`), on the raw levels, for the witness sees a run at another speed
 /// itself; otherwise the levels' own, with the runs in `factors` (at another machine speed,
 /// `matrix::odd_runs`) divided by their factor first.
-fn learned(runs: &[(i64, RunLevel, Option<f64>)], factors: &HashMap<i64, f64>) -> Option<Spread> {
-    let raw: Vec<(RunLevel, Option<f64>)> = runs.iter().map(|(_, l, w)| (*l, *w)).collect();
+fn learned(
+    runs: &[(i64, RunLevel, ResultWitnesses)],
+    factors: &HashMap<i64, f64>,
+) -> Option<Spread> {
+    let raw: Vec<(RunLevel, ResultWitnesses)> = runs.iter().map(|(_, l, w)| (*l, *w)).collect();
     if let Some(s) = run_to_run::learn(&raw).filter(|s| s.projection.is_some()) {
         return Some(s);
     }

@@ -28,8 +28,9 @@ use rows::{Encoded, Fetched, decode, encode};
 /// 4 run identities that survive a JSON round trip (`digest`; recomputed for every run),
 /// 5 environment keys (`env_key`), 6 identities that also hash the environment, the clock
 /// and each failed or skipped result's reason (recomputed for every run), 7 each result's
-/// exit witness (`results.exit_witness_ns`, computed for every stored run).
-pub const SCHEMA: i32 = 7;
+/// exit witness (`results.exit_witness_ns`, computed for every stored run), 8 each result's
+/// speed witness (`results.speed_witness_ns`, the same).
+pub const SCHEMA: i32 = 8;
 
 /// Every table oscost reads and writes at `SCHEMA`: its name, its columns, its primary key. A
 /// store whose table is missing, is a view, lacks a column (dropped or renamed) or another
@@ -65,6 +66,7 @@ pub const TABLES: &[(&str, &[&str], &[&str])] = &[
             "samples",
             "disturbed",
             "exit_witness_ns",
+            "speed_witness_ns",
         ],
         &["run_id", "bench"],
     ),

@@ -24,6 +24,8 @@ pub struct Pg {
     has_env_key: bool,
     /// Whether the results table has schema 7's exit_witness_ns (the same).
     has_exit_witness: bool,
+    /// Whether the results table has schema 8's speed_witness_ns (the same).
+    has_speed_witness: bool,
 }
 
 /// How long connecting may take, when the URL says nothing (`connect_timeout`): libpq would
@@ -130,6 +132,7 @@ impl Pg {
             at: at.to_string(),
             has_env_key: true,
             has_exit_witness: true,
+            has_speed_witness: true,
         };
         let version = pg.version()?;
         match version {
@@ -152,6 +155,7 @@ impl Pg {
         }
         pg.has_env_key = create || version.is_some_and(|v| v >= 5);
         pg.has_exit_witness = create || version.is_some_and(|v| v >= 7);
+        pg.has_speed_witness = create || version.is_some_and(|v| v >= 8);
         Ok(pg)
     }
 }
@@ -296,8 +300,9 @@ fn insert(tx: &mut postgres::Transaction, e: &Encoded) -> Result<i64, postgres::
     }
     let ins = tx.prepare(
         "INSERT INTO oscost.results
-         (run_id, bench, status, median, ci_lo, ci_hi, samples, disturbed, exit_witness_ns)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+         (run_id, bench, status, median, ci_lo, ci_hi, samples, disturbed, exit_witness_ns,
+          speed_witness_ns)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
          ON CONFLICT (run_id, bench) DO NOTHING",
     )?;
     for r in &e.results {
@@ -313,6 +318,7 @@ fn insert(tx: &mut postgres::Transaction, e: &Encoded) -> Result<i64, postgres::
                 &r.samples,
                 &r.disturbed,
                 &r.exit_witness_ns,
+                &r.speed_witness_ns,
             ],
         )?;
     }
@@ -381,17 +387,18 @@ fn row_of(r: &postgres::Row, from: usize) -> Result<ResultRow, StoreError> {
         samples: col(r, from + 5, t)?,
         disturbed: col(r, from + 6, t)?,
         exit_witness_ns: col(r, from + 7, t)?,
+        speed_witness_ns: col(r, from + 8, t)?,
     })
 }
 
 impl Pg {
-    /// The results' exit witness column as a query reads it (`NULL` in a store read, not
-    /// migrated, before schema 7).
-    fn exit_column(&self) -> &'static str {
-        if self.has_exit_witness {
-            "results.exit_witness_ns"
-        } else {
-            "NULL::double precision"
+    /// The results' two witness columns as a query reads them (`NULL` in a store read, not
+    /// migrated, before schema 7 for the exit witness, 8 for the speed witness).
+    fn witness_columns(&self) -> &'static str {
+        match (self.has_exit_witness, self.has_speed_witness) {
+            (true, true) => "results.exit_witness_ns, results.speed_witness_ns",
+            (true, false) => "results.exit_witness_ns, NULL::double precision",
+            _ => "NULL::double precision, NULL::double precision",
         }
     }
 }
@@ -529,7 +536,7 @@ impl Backend for Pg {
                         results.median, results.ci_lo, results.ci_hi, results.disturbed, {}
                  FROM oscost.results results JOIN oscost.runs runs ON runs.id = results.run_id
                  WHERE results.bench = $1 ORDER BY runs.id",
-                    self.exit_column()
+                    self.witness_columns()
                 ),
                 &[&bench],
             )
@@ -548,6 +555,7 @@ impl Backend for Pg {
                     ci_hi: col(r, 7, results)?,
                     disturbed: col(r, 8, results)?,
                     exit_witness_ns: col(r, 9, results)?,
+                    speed_witness_ns: col(r, 10, results)?,
                 })
             })
             .collect()
@@ -560,7 +568,7 @@ impl Backend for Pg {
                 &format!(
                     "SELECT run_id, bench, status, median, ci_lo, ci_hi, samples, disturbed, {}
                  FROM oscost.results results WHERE run_id = ANY($1) ORDER BY run_id",
-                    self.exit_column()
+                    self.witness_columns()
                 ),
                 &[&ids],
             )

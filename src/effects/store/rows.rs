@@ -184,6 +184,7 @@ pub(crate) fn encode(run: &Run) -> Result<Encoded, StoreError> {
                 samples: r.samples_ns.len() as i64,
                 disturbed: r.disturbed.is_disturbed(),
                 exit_witness_ns: crate::analysis::witness::result_exit_witness(r),
+                speed_witness_ns: crate::analysis::witness::result_speed_witness(r),
             }
         })
         .collect();

@@ -452,8 +452,9 @@ fn insert(tx: &rusqlite::Transaction, e: &Encoded) -> Result<i64, StoreError> {
     write_samples(tx, id, e)?;
     let mut ins = tx.prepare(
         "INSERT OR REPLACE INTO results
-         (run_id, bench, status, median, ci_lo, ci_hi, samples, disturbed, exit_witness_ns)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+         (run_id, bench, status, median, ci_lo, ci_hi, samples, disturbed, exit_witness_ns,
+          speed_witness_ns)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )?;
     for r in &e.results {
         ins.execute(params![
@@ -465,20 +466,21 @@ fn insert(tx: &rusqlite::Transaction, e: &Encoded) -> Result<i64, StoreError> {
             r.ci_hi,
             r.samples,
             r.disturbed,
-            r.exit_witness_ns
+            r.exit_witness_ns,
+            r.speed_witness_ns
         ])?;
     }
     Ok(id)
 }
 
 impl Sqlite {
-    /// The results' exit witness column as a query reads it: a store opened read-only
-    /// before schema 7 has none, and reads as no witness.
-    fn exit_column(&self) -> Result<&'static str, StoreError> {
-        Ok(if self.version()? >= 7 {
-            "results.exit_witness_ns"
-        } else {
-            "NULL"
+    /// The results' two witness columns as a query reads them: a store opened read-only
+    /// before schema 7 (exit) or 8 (speed) has none, and reads as no witness.
+    fn witness_columns(&self) -> Result<&'static str, StoreError> {
+        Ok(match self.version()? {
+            v if v >= 8 => "results.exit_witness_ns, results.speed_witness_ns",
+            7 => "results.exit_witness_ns, NULL",
+            _ => "NULL, NULL",
         })
     }
 }
@@ -584,10 +586,10 @@ impl Backend for Sqlite {
     }
 
     fn history(&mut self, bench: &str) -> Result<Vec<HistoryPoint>, StoreError> {
-        let exit = self.exit_column()?;
+        let witnesses = self.witness_columns()?;
         let mut q = self.conn.prepare(&format!(
             "SELECT runs.id, runs.started_at, runs.label, runs.wrapper, results.status,
-                    results.median, results.ci_lo, results.ci_hi, results.disturbed, {exit}
+                    results.median, results.ci_lo, results.ci_hi, results.disturbed, {witnesses}
              FROM results JOIN runs ON runs.id = results.run_id
              WHERE results.bench = ?1 ORDER BY runs.id"
         ))?;
@@ -603,15 +605,16 @@ impl Backend for Sqlite {
                 ci_hi: r.get(7)?,
                 disturbed: r.get(8)?,
                 exit_witness_ns: r.get(9)?,
+                speed_witness_ns: r.get(10)?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
     fn result_rows(&mut self, ids: &[i64]) -> Result<Vec<(i64, ResultRow)>, StoreError> {
-        let exit = self.exit_column()?;
+        let witnesses = self.witness_columns()?;
         let mut q = self.conn.prepare(&format!(
-            "SELECT run_id, bench, status, median, ci_lo, ci_hi, samples, disturbed, {exit}
+            "SELECT run_id, bench, status, median, ci_lo, ci_hi, samples, disturbed, {witnesses}
              FROM results WHERE run_id = ?1 ORDER BY rowid"
         ))?;
         let mut out = Vec::new();
@@ -628,6 +631,7 @@ impl Backend for Sqlite {
                         samples: r.get(6)?,
                         disturbed: r.get(7)?,
                         exit_witness_ns: r.get(8)?,
+                        speed_witness_ns: r.get(9)?,
                     },
                 ))
             })?;

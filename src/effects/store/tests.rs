@@ -110,29 +110,68 @@ on_every_backend!(
     a_store_altered_outside_oscost_is_refused_naming_what,
     what_was_added_to_a_table_is_refused_before_a_save,
     a_schema_6_store_gains_each_results_exit_witness,
+    a_schema_7_store_gains_each_results_speed_witness,
 );
 
 /// Schema 7: a store of schema 6 gains `results.exit_witness_ns`, each result's the median of
 /// its repetitions' exit witnesses (what `run_to_run::learn` projects by); a result with none
 /// keeps none.
 fn a_schema_6_store_gains_each_results_exit_witness(f: &Fresh) {
+    a_store_gains_a_witness(
+        f,
+        "exit_witness_ns",
+        6,
+        |rep, w| rep.exit_witness_ns = Some(w),
+        |r| (r.exit_witness_ns, r.speed_witness_ns.is_none()),
+    );
+}
+
+/// Schema 8: a store of schema 7 gains `results.speed_witness_ns`, the same way.
+fn a_schema_7_store_gains_each_results_speed_witness(f: &Fresh) {
+    a_store_gains_a_witness(
+        f,
+        "speed_witness_ns",
+        7,
+        |rep, w| rep.witness_ns = Some(w),
+        |r| (r.speed_witness_ns, r.exit_witness_ns.is_none()),
+    );
+}
+
+/// The first result's repetitions given witnesses (4500-4540 ns) by `set`, the run saved, the
+/// store taken back to `version` without `column`, read (nothing to see, no error) and then
+/// opened to write: `get` (the witness, and that the other one is absent) gives the median.
+fn a_store_gains_a_witness(
+    f: &Fresh,
+    column: &str,
+    version: i32,
+    set: fn(&mut crate::base::model::Repetition, f64),
+    get: fn(&crate::base::model::ResultRow) -> (Option<f64>, bool),
+) {
     let mut run = testdata::run();
     run.results[0].repetitions = (0..5)
-        .map(|i| crate::base::model::Repetition {
-            exit_witness_ns: Some(4500.0 + 10.0 * f64::from(i)),
-            ..testdata::repetition(100.0, f64::from(i))
+        .map(|i| {
+            let mut rep = testdata::repetition(100.0, f64::from(i));
+            set(&mut rep, 4500.0 + 10.0 * f64::from(i));
+            rep
         })
         .collect();
     let id = Store::open(&f.at).unwrap().save(&run).unwrap();
-    outside(f, "ALTER TABLE {s}results DROP COLUMN exit_witness_ns;");
+    outside(
+        f,
+        &format!("ALTER TABLE {{s}}results DROP COLUMN {column};"),
+    );
     match &f.at {
-        Location::File(_) => outside(f, "PRAGMA user_version = 6;"),
-        Location::Postgres(_) => outside(f, "UPDATE {s}schema_version SET version = 6;"),
+        Location::File(_) => outside(f, &format!("PRAGMA user_version = {version};")),
+        Location::Postgres(_) => outside(
+            f,
+            &format!("UPDATE {{s}}schema_version SET version = {version};"),
+        ),
     }
     // Read as it is (a store opened to read is not migrated): no witness, no error.
     let mut s = Store::open_existing(&f.at).unwrap();
     let read = s.result_rows(&[id]).unwrap();
     assert_eq!(read.len(), run.results.len());
+    assert!(read.iter().all(|(_, r)| get(r).0.is_none()));
     assert!(s.history(&run.results[0].id).is_ok());
     drop(s);
     let mut s = Store::open(&f.at).unwrap();
@@ -141,14 +180,18 @@ fn a_schema_6_store_gains_each_results_exit_witness(f: &Fresh) {
         .iter()
         .find(|(_, r)| r.bench == run.results[0].id)
         .unwrap();
-    assert_eq!(first.1.exit_witness_ns, Some(4520.0));
-    assert!(
-        rows.iter()
-            .filter(|(_, r)| r.bench != run.results[0].id)
-            .all(|(_, r)| r.exit_witness_ns.is_none())
-    );
+    assert_eq!(get(&first.1), (Some(4520.0), true));
+    let others = rows.iter().filter(|(_, r)| r.bench != run.results[0].id);
+    assert!(others.map(|(_, r)| get(r).0).all(|w| w.is_none()));
     let h = s.history(&run.results[0].id).unwrap();
-    assert_eq!(h[0].exit_witness_ns, Some(4520.0));
+    assert_eq!((h[0].exit_witness_ns, h[0].speed_witness_ns), {
+        let w = get(&first.1).0;
+        if column == "exit_witness_ns" {
+            (w, None)
+        } else {
+            (None, w)
+        }
+    });
 }
 
 fn labelled(label: &str) -> Run {

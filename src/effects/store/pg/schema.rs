@@ -36,6 +36,7 @@ const CREATE: &str = "
         samples BIGINT NOT NULL,
         disturbed BOOLEAN NOT NULL,
         exit_witness_ns DOUBLE PRECISION,
+        speed_witness_ns DOUBLE PRECISION,
         PRIMARY KEY (run_id, bench)
     );
     CREATE INDEX results_by_bench ON oscost.results(bench, run_id);
@@ -151,8 +152,15 @@ impl Pg {
                 tx.batch_execute(
                     "ALTER TABLE oscost.results ADD COLUMN IF NOT EXISTS exit_witness_ns DOUBLE PRECISION",
                 )?;
-                compute_exit_witnesses(&mut tx)?;
+                compute_witnesses(&mut tx, RESULT_EXIT)?;
                 tx.execute("UPDATE oscost.schema_version SET version = 7", &[])?;
+            }
+            if found.is_some_and(|v| v < 8) {
+                tx.batch_execute(
+                    "ALTER TABLE oscost.results ADD COLUMN IF NOT EXISTS speed_witness_ns DOUBLE PRECISION",
+                )?;
+                compute_witnesses(&mut tx, RESULT_SPEED)?;
+                tx.execute("UPDATE oscost.schema_version SET version = 8", &[])?;
             }
             Ok(())
         })();
@@ -230,9 +238,36 @@ impl Pg {
     }
 }
 
-/// Schema 7: each stored result's exit witness (`witness::result_exit_witness`), from its run's
-/// repetitions; a run that cannot be read keeps none, and is named.
-fn compute_exit_witnesses(tx: &mut postgres::Transaction) -> Result<(), postgres::Error> {
+/// One witness column of the results table and how a stored result's value is computed.
+struct ResultWitness {
+    /// The results table's column.
+    column: &'static str,
+    /// Its value for one result, from the result's repetitions.
+    of: fn(&crate::base::model::BenchResult) -> Option<f64>,
+    /// What a run that cannot be read keeps none of, for the line that names it.
+    what: &'static str,
+}
+
+/// Schema 7's column: the exit witness (`witness::result_exit_witness`).
+const RESULT_EXIT: ResultWitness = ResultWitness {
+    column: "exit_witness_ns",
+    of: crate::analysis::witness::result_exit_witness,
+    what: "exit witnesses",
+};
+
+/// Schema 8's column: the speed witness (`witness::result_speed_witness`).
+const RESULT_SPEED: ResultWitness = ResultWitness {
+    column: "speed_witness_ns",
+    of: crate::analysis::witness::result_speed_witness,
+    what: "speed witnesses",
+};
+
+/// Schemas 7 and 8: each stored result's witness `w`, from its run's repetitions; a run that
+/// cannot be read keeps none, and is named.
+fn compute_witnesses(
+    tx: &mut postgres::Transaction,
+    w: ResultWitness,
+) -> Result<(), postgres::Error> {
     let ids: Vec<i64> = tx
         .query(
             "SELECT id FROM oscost.runs WHERE run_z IS NOT NULL ORDER BY id",
@@ -241,9 +276,10 @@ fn compute_exit_witnesses(tx: &mut postgres::Transaction) -> Result<(), postgres
         .iter()
         .map(|r| r.try_get(0))
         .collect::<Result<_, _>>()?;
-    let set = tx.prepare(
-        "UPDATE oscost.results SET exit_witness_ns = $3 WHERE run_id = $1 AND bench = $2",
-    )?;
+    let set = tx.prepare(&format!(
+        "UPDATE oscost.results SET {} = $3 WHERE run_id = $1 AND bench = $2",
+        w.column
+    ))?;
     for id in ids {
         let run_z: Vec<u8> = tx
             .query_one("SELECT run_z FROM oscost.runs WHERE id = $1", &[&id])?
@@ -255,14 +291,15 @@ fn compute_exit_witnesses(tx: &mut postgres::Transaction) -> Result<(), postgres
         match crate::effects::store::rows::decode(id, fetched, false) {
             Ok(run) => {
                 for r in &run.results {
-                    let w = crate::analysis::witness::result_exit_witness(r);
-                    if w.is_some() {
-                        tx.execute(&set, &[&id, &r.id, &w])?;
+                    let value = (w.of)(r);
+                    if value.is_some() {
+                        tx.execute(&set, &[&id, &r.id, &value])?;
                     }
                 }
             }
             Err(e) => crate::say!(
-                "oscost: stored run {id} keeps no exit witnesses ({e}); the other runs were migrated"
+                "oscost: stored run {id} keeps no {} ({e}); the other runs were migrated",
+                w.what
             ),
         }
     }

@@ -47,7 +47,18 @@ impl Sqlite {
             self.compute_identities(6)?;
         }
         if from < 7 {
-            self.compute_exit_witnesses()?;
+            self.compute_witness(
+                "exit_witness_ns",
+                crate::analysis::witness::result_exit_witness,
+                7,
+            )?;
+        }
+        if from < 8 {
+            self.compute_witness(
+                "speed_witness_ns",
+                crate::analysis::witness::result_speed_witness,
+                8,
+            )?;
         }
         Ok(())
     }
@@ -171,23 +182,27 @@ impl Sqlite {
         Ok(())
     }
 
-    /// Schema 7: each stored result's exit witness (`witness::result_exit_witness`), from its
-    /// run's repetitions, so that runs measured apart can be projected to one exit level.
-    fn compute_exit_witnesses(&self) -> Result<(), StoreError> {
-        self.add_column("results", "exit_witness_ns", "REAL")?;
+    /// Schemas 7 and 8: each stored result's exit witness (`witness::result_exit_witness`)
+    /// and then its speed witness (`witness::result_speed_witness`), from its run's
+    /// repetitions, so that runs measured apart can be projected to one level of either.
+    fn compute_witness(
+        &self,
+        column: &str,
+        of: fn(&crate::base::model::BenchResult) -> Option<f64>,
+        version: u32,
+    ) -> Result<(), StoreError> {
+        self.add_column("results", column, "REAL")?;
+        let update = format!("UPDATE results SET {column} = ?3 WHERE run_id = ?1 AND bench = ?2");
         self.each_run(|id, run| {
             for r in &run.results {
-                let w = crate::analysis::witness::result_exit_witness(r);
-                if w.is_some() {
-                    self.conn.execute(
-                        "UPDATE results SET exit_witness_ns = ?3 WHERE run_id = ?1 AND bench = ?2",
-                        params![id, r.id, w],
-                    )?;
+                if let Some(w) = of(r) {
+                    self.conn.execute(&update, params![id, r.id, w])?;
                 }
             }
             Ok(())
         })?;
-        self.conn.execute_batch("PRAGMA user_version = 7;")?;
+        self.conn
+            .execute_batch(&format!("PRAGMA user_version = {version};"))?;
         Ok(())
     }
 

@@ -123,7 +123,7 @@ if all(exits):
     # while the host was slow, which no repetition inside the run can set aside.
     lo_exit = min(exits)
     at_quiet = [r for r, x in enumerate(exits) if x <= 1.1 * lo_exit]
-    kept = {i: [v[r] for r in at_quiet if r < len(v)] for i, v in by_id.items()
+    kept = {i: [v[r] for r in at_quiet] for i, v in by_id.items()
             if len(v) == len(exits)}
     qh = [pairs(v) for v in kept.values()]
     qn = sum(n for _, _, n in qh)

@@ -73,6 +73,48 @@ fn too_few_witnesses_or_slow_repetitions_judge_nothing() {
     assert_eq!(judge(&none), None);
 }
 
+#[test]
+fn a_run_of_one_benchmark_measured_half_in_a_slow_moment_is_judged() {
+    // `oscost run --cpu 1 syscall/getpid` on a drifting AMD EPYC guest (2026-12-06, 21:08):
+    // each repetition's level (ns) and exit witness, in the order measured. Sixteen witnesses
+    // were too few for the run to be judged, and the result was the slow moment's 174.4 ns.
+    let getpid: Vec<Level> = [
+        (185.4, 4565.0),
+        (189.8, 5125.0),
+        (194.0, 5218.0),
+        (183.6, 5227.0),
+        (185.7, 4986.0),
+        (184.4, 4979.0),
+        (186.4, 4891.0),
+        (190.0, 4277.0),
+        (137.0, 4159.0),
+        (141.0, 3551.0),
+        (137.3, 3491.0),
+        (137.2, 3528.0),
+        (137.5, 3495.0),
+        (174.1, 3492.0),
+        (149.4, 3514.0),
+        (148.6, 3493.0),
+    ]
+    .iter()
+    .map(|&(l, w)| (l, Some(w)))
+    .collect();
+    let h = judge(std::slice::from_ref(&getpid)).expect("half the run in a slow moment is judged");
+    assert!((3450.0..3600.0).contains(&h.quiet_ns), "{h:?}");
+    assert!(h.dearer_pct > 20.0, "{h:?}");
+    let kept: Vec<f64> = getpid
+        .iter()
+        .filter(|(_, w)| w.is_some_and(|w| w <= h.slow_above_ns))
+        .map(|&(l, _)| l)
+        .collect();
+    assert!(
+        kept.len() >= MIN_KEPT && stats::median(&kept) < 150.0,
+        "{kept:?}"
+    );
+    // Nine of them, four slow: not yet judged.
+    assert_eq!(judge(&[getpid[4..13].to_vec()]), None);
+}
+
 /// A host judged slow above 4300 ns, quiet at 3800.
 const HOST: HostQuiet = HostQuiet {
     quiet_ns: 3800.0,

@@ -111,7 +111,8 @@ fn a_run_of_one_benchmark_measured_half_in_a_slow_moment_is_judged() {
         kept.len() >= MIN_KEPT && stats::median(&kept) < 150.0,
         "{kept:?}"
     );
-    // Nine of them, four slow: not yet judged.
+    // Its middle nine (five of them slow): fewer witnesses than a sign test with five kept
+    // needs, so not judged.
     assert_eq!(judge(&[getpid[4..13].to_vec()]), None);
 }
 

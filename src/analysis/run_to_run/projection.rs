@@ -265,13 +265,6 @@ mod tests {
         assert!((s.quantile() - t975(6)).abs() < 1e-9);
     }
 
-    /// A standard normal draw (Box-Muller).
-    fn normal(rng: &mut rand::rngs::StdRng) -> f64 {
-        use rand::RngExt;
-        let (u, v): (f64, f64) = (rng.random(), rng.random());
-        (-2.0 * (1.0 - u).ln()).sqrt() * (std::f64::consts::TAU * v).cos()
-    }
-
     #[test]
     fn the_spread_left_after_a_slope_is_not_taken_too_small_and_an_aa_pair_is_held() {
         // Six runs of a host that drifted (the exit witness's log scattering 8%), each level
@@ -281,6 +274,7 @@ mod tests {
         // the same six levels leaves residuals a fifth smaller: expecting `k - 1` of them
         // learned 0.72 of it here, 0.90 now), and the A/A pair's 95% interval must hold 1 (94.0%
         // of pairs; 92.5% before).
+        use crate::base::stats::standard_normal as normal;
         use rand::SeedableRng;
         let mut rng = rand::rngs::StdRng::seed_from_u64(0x0063);
         let (tau, own) = (0.02f64, 0.003f64);

@@ -248,6 +248,14 @@ pub fn slope(points: &[(f64, f64)]) -> Option<f64> {
     Some(points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum::<f64>() / sxx)
 }
 
+/// A standard normal draw (Box-Muller), for tests that simulate what a host gives.
+#[cfg(test)]
+pub fn standard_normal(rng: &mut rand::rngs::StdRng) -> f64 {
+    use rand::RngExt;
+    let (u, v): (f64, f64) = (rng.random(), rng.random());
+    (-2.0 * (1.0 - u).ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -118,11 +118,7 @@ mod tests {
     use rand::rngs::StdRng;
     use rand::{RngExt, SeedableRng};
 
-    /// A standard normal draw (Box-Muller).
-    fn normal(rng: &mut StdRng) -> f64 {
-        let (u, v): (f64, f64) = (rng.random(), rng.random());
-        (-2.0 * (1.0 - u).ln()).sqrt() * (std::f64::consts::TAU * v).cos()
-    }
+    use crate::base::stats::standard_normal as normal;
 
     /// The share of `sequences` simulated null sequences (mean 0) whose interval misses 0 at
     /// some look of the schedule, at level `alpha`; `draw` gives one observation.

@@ -46,9 +46,10 @@ fn every_hook_adds_and_a_count_or_an_event_costs_more_than_nothing() {
     if !is_root() {
         return skip_needing(test, &["root"], "attaching BPF programs needs root");
     }
-    let before = oscost::tracing::observers::bpf_programs();
     let tag = unique_tag("hook-ladder");
     let _m = measuring();
+    let before = oscost::tracing::observers::own_bpf_programs();
+    let inventory = oscost::tracing::observers::Inventory::read();
     let ladder = [
         "--quick",
         "hook/none",
@@ -141,10 +142,13 @@ fn every_hook_adds_and_a_count_or_an_event_costs_more_than_nothing() {
             .collect::<Vec<_>>()
             .join("\n--\n  ")
     );
+    let left = wait_until_gone(&tag, Duration::from_secs(5));
+    assert!(left.is_empty(), "oscost processes left: {left:?}");
     assert_eq!(
-        oscost::tracing::observers::bpf_programs(),
+        own_bpf_programs_back_to(before, Duration::from_secs(5)),
         before,
-        "BPF programs left loaded"
+        "oscost's BPF programs left loaded 5 s after its last run: {:?}",
+        oscost::tracing::observers::Inventory::read().differences(&inventory)
     );
 }
 
@@ -154,9 +158,10 @@ fn nothing_stays_attached_when_oscost_is_killed_mid_ladder() {
     if !is_root() {
         return skip_needing(test, &["root"], "attaching BPF programs needs root");
     }
-    let before = oscost::tracing::observers::bpf_programs();
     let tag = unique_tag("hook-killed");
     let _m = measuring();
+    let before = oscost::tracing::observers::own_bpf_programs();
+    let inventory = oscost::tracing::observers::Inventory::read();
     let mut child = oscost(&tag)
         .args([
             "run",
@@ -172,19 +177,22 @@ fn nothing_stays_attached_when_oscost_is_killed_mid_ladder() {
         .unwrap();
     // Until a hook is attached (a worker measuring), at most 10 s.
     let end = std::time::Instant::now() + Duration::from_secs(10);
-    while oscost::tracing::observers::bpf_programs() == before && std::time::Instant::now() < end {
+    while oscost::tracing::observers::own_bpf_programs() == before
+        && std::time::Instant::now() < end
+    {
         std::thread::sleep(Duration::from_millis(20));
     }
-    let attached = oscost::tracing::observers::bpf_programs() != before;
+    let attached = oscost::tracing::observers::own_bpf_programs() != before;
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     let _ = child.wait();
     assert!(wait_until_gone(&tag, Duration::from_secs(5)).is_empty());
-    let end = std::time::Instant::now() + Duration::from_secs(5);
-    while oscost::tracing::observers::bpf_programs() != before && std::time::Instant::now() < end {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert_eq!(oscost::tracing::observers::bpf_programs(), before);
+    assert_eq!(
+        own_bpf_programs_back_to(before, Duration::from_secs(5)),
+        before,
+        "oscost's BPF programs left loaded 5 s after it was killed: {:?}",
+        oscost::tracing::observers::Inventory::read().differences(&inventory)
+    );
     if !attached {
         skip(test, "no hook was seen attached before the kill");
     }

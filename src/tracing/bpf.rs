@@ -83,6 +83,10 @@ pub struct Hook {
 const BPF_MAP_CREATE: i64 = 0;
 const BPF_MAP_LOOKUP_ELEM: i64 = 1;
 const BPF_PROG_LOAD: i64 = 5;
+
+/// The name every program oscost loads carries (at most 15 bytes, the kernel's limit), so
+/// that what is left of oscost's own can be told from a tracer's or an agent's.
+pub const PROGRAM_NAME: &str = "oscost_hook";
 const BPF_RAW_TRACEPOINT_OPEN: i64 = 17;
 const MAP_PERCPU_ARRAY: u32 = 6;
 const MAP_RINGBUF: u32 = 27;
@@ -233,7 +237,7 @@ fn prog_load(kind: ProgKind, insns: &[u64]) -> Result<OwnedFd, Refused> {
     put32(&mut a, 24, 1);
     put32(&mut a, 28, log.len() as u32);
     put64(&mut a, 32, log.as_mut_ptr() as u64);
-    a[48..48 + 11].copy_from_slice(b"oscost_hook");
+    a[48..48 + PROGRAM_NAME.len()].copy_from_slice(PROGRAM_NAME.as_bytes());
     let fd = bpf(BPF_PROG_LOAD, &mut a);
     if fd < 0 {
         let e = std::io::Error::last_os_error();

@@ -14,6 +14,19 @@ pub fn bpf_programs() -> Option<u32> {
     bpf_program_list().map(|m| m.len() as u32)
 }
 
+/// How many of the loaded BPF programs are oscost's own (named `bpf::PROGRAM_NAME`), or
+/// `None` where they cannot be listed here. A program's release after its last descriptor
+/// closes is deferred by the kernel (a link's to a work queue), so a count taken the moment
+/// a worker exits can still see it: a caller that checks nothing stayed waits a little.
+pub fn own_bpf_programs() -> Option<u32> {
+    bpf_program_list().map(|m| m.values().filter(|w| is_own_program(w)).count() as u32)
+}
+
+/// Whether a program's "type name" (as `bpf_program_list` words it) is one oscost loaded.
+fn is_own_program(words: &str) -> bool {
+    words.rsplit(' ').next() == Some(super::bpf::PROGRAM_NAME) && words.contains(' ')
+}
+
 /// How many audit rules are in force, or `None` where they cannot be listed here.
 pub fn audit_rules() -> Option<u32> {
     super::audit::rules().ok().map(|r| r.len() as u32)
@@ -304,6 +317,16 @@ mod tests {
         }
         let (a, b) = (super::audit_rules(), super::audit_rules());
         assert_eq!(a, b);
+    }
+
+    #[test]
+    fn oscost_s_own_programs_are_told_by_their_whole_name() {
+        assert!(super::is_own_program("raw_tracepoint oscost_hook"));
+        assert!(super::is_own_program("kprobe oscost_hook"));
+        assert!(!super::is_own_program("tracing oscost_hook2"));
+        assert!(!super::is_own_program("oscost_hook"));
+        assert!(!super::is_own_program("cgroup_skb sd_fw_egress"));
+        assert!(!super::is_own_program("program"));
     }
 
     #[test]

@@ -93,6 +93,20 @@ pub fn wait_until_gone(tag: &str, limit: Duration) -> Vec<i32> {
     }
 }
 
+/// Wait up to `limit` for oscost's own BPF programs to be down to `before` (the kernel frees a
+/// program after its last descriptor closes through deferred work, not at the close); returns
+/// the count last seen.
+pub fn own_bpf_programs_back_to(before: Option<u32>, limit: Duration) -> Option<u32> {
+    let end = Instant::now() + limit;
+    loop {
+        let now = oscost::tracing::observers::own_bpf_programs();
+        if now == before || Instant::now() >= end {
+            return now;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 static MEASURE: Mutex<()> = Mutex::new(());
 
 /// Held by every test that measures, so they never run at once (they would disturb each other

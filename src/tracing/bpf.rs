@@ -79,14 +79,16 @@ pub struct Hook {
     _fds: Vec<OwnedFd>,
 }
 
+/// The name every program oscost loads carries, so that what is left of oscost's own can be
+/// told from a tracer's or an agent's. At most 15 bytes: the kernel's name field is 16 with
+/// its NUL (the assertion keeps it so).
+pub const PROGRAM_NAME: &str = "oscost_hook";
+const _: () = assert!(PROGRAM_NAME.len() < 16);
+
 // bpf(2) commands and types (include/uapi/linux/bpf.h).
 const BPF_MAP_CREATE: i64 = 0;
 const BPF_MAP_LOOKUP_ELEM: i64 = 1;
 const BPF_PROG_LOAD: i64 = 5;
-
-/// The name every program oscost loads carries (at most 15 bytes, the kernel's limit), so
-/// that what is left of oscost's own can be told from a tracer's or an agent's.
-pub const PROGRAM_NAME: &str = "oscost_hook";
 const BPF_RAW_TRACEPOINT_OPEN: i64 = 17;
 const MAP_PERCPU_ARRAY: u32 = 6;
 const MAP_RINGBUF: u32 = 27;

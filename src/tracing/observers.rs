@@ -22,9 +22,12 @@ pub fn own_bpf_programs() -> Option<u32> {
     bpf_program_list().map(|m| m.values().filter(|w| is_own_program(w)).count() as u32)
 }
 
-/// Whether a program's "type name" (as `bpf_program_list` words it) is one oscost loaded.
+/// Whether a program's "type name" (as `bpf_program_list` words it, the type one or two
+/// words) is one oscost loaded: its last word is oscost's name.
 fn is_own_program(words: &str) -> bool {
-    words.rsplit(' ').next() == Some(super::bpf::PROGRAM_NAME) && words.contains(' ')
+    words
+        .rsplit_once(' ')
+        .is_some_and(|(_, name)| name == super::bpf::PROGRAM_NAME)
 }
 
 /// How many audit rules are in force, or `None` where they cannot be listed here.
@@ -322,6 +325,8 @@ mod tests {
     #[test]
     fn oscost_s_own_programs_are_told_by_their_whole_name() {
         assert!(super::is_own_program("raw_tracepoint oscost_hook"));
+        // Some type names are two words (`prog_type_name`): the name is the last word.
+        assert!(super::is_own_program("raw tracepoint oscost_hook"));
         assert!(super::is_own_program("kprobe oscost_hook"));
         assert!(!super::is_own_program("tracing oscost_hook2"));
         assert!(!super::is_own_program("oscost_hook"));

@@ -61,6 +61,7 @@ pub(super) fn case(samples: Vec<f64>) -> CaseResult {
         cpu_before: vec![],
         cpu_after: vec![],
         measurement: Some(Measurement {
+            exits_ns: Vec::new(),
             ends_ns: (1..=n).map(|i| i * 1000).collect(),
             samples_ns: samples,
             preempted: vec![],

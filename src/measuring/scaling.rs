@@ -498,6 +498,7 @@ fn go_phase(shape: &Shape, board: &Board, windows: usize) -> Windows {
         ));
     }
     let m = Measurement {
+        exits_ns: Vec::new(),
         samples_ns: samples,
         ends_ns: ends,
         preempted: vec![],
@@ -532,6 +533,7 @@ fn count_window(shape: &Shape, board: &Board) -> Timed {
         f64::NAN
     };
     let m = Measurement {
+        exits_ns: Vec::new(),
         samples_ns: vec![sample],
         ends_ns: vec![wall],
         preempted: vec![],

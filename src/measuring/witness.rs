@@ -87,6 +87,32 @@ fn time_exits_once() -> Option<f64> {
     None
 }
 
+/// One CPUID (leaf 0), untimed: the sampler times it between two samples with its own clock
+/// (`sampler::EXIT_EVERY_NS`). `false` where the architecture has no CPUID.
+pub fn one_exit() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // CPUID exists on every x86-64 CPU and only reads identification.
+        black_box(std::arch::x86_64::__cpuid(black_box(0)));
+        true
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// Fewer exits timed between a repetition's samples than this, and its witness is the one
+/// timed beside its cases instead: a median of a few single CPUIDs jitters more than the
+/// beside timings' (14 of 32 CPUIDs each).
+pub const MIN_DURING: usize = 16;
+
+/// A repetition's exit witness from the exits timed between its samples: their median, ns
+/// per CPUID (`None` with fewer than `MIN_DURING`).
+pub fn during_ns(exits_ns: &[f64]) -> Option<f64> {
+    (exits_ns.len() >= MIN_DURING)
+        .then(|| witness_ns(exits_ns))
+        .flatten()
+}
+
 /// `EXIT_TRIALS` timings of the exit witness, ns per CPUID each (empty without CPUID).
 pub fn exit_timings() -> Vec<f64> {
     (0..EXIT_TRIALS).filter_map(|_| time_exits_once()).collect()
@@ -103,6 +129,11 @@ mod tests {
         assert!(t.iter().all(|x| *x > 0.0));
         assert_eq!(witness_ns(&[3.0, 1.0, 2.0, f64::NAN]), Some(2.0));
         assert_eq!(witness_ns(&[]), None);
+        assert_eq!(during_ns(&[5.0; MIN_DURING - 1]), None);
+        let mut during = vec![4.0; MIN_DURING];
+        during[0] = 90.0;
+        assert_eq!(during_ns(&during), Some(4.0));
+        assert_eq!(one_exit(), cfg!(target_arch = "x86_64"));
         let exits = exit_timings();
         if cfg!(target_arch = "x86_64") {
             assert_eq!(exits.len(), EXIT_TRIALS);

@@ -144,7 +144,13 @@ fn measure(id: &str, opts: WorkerOptions) -> Vec<CaseResult> {
     };
     for c in &mut cases {
         c.witness_ns = witness_ns;
-        c.exit_witness_ns = exit_witness_ns;
+        // Timed between its samples where enough were, for that follows the host's state
+        // while the case ran (`sampler::EXIT_EVERY_NS`); beside the cases otherwise.
+        c.exit_witness_ns = c
+            .measurement
+            .as_ref()
+            .and_then(|m| crate::measuring::witness::during_ns(&m.exits_ns))
+            .or(exit_witness_ns);
         c.memory_events = memory_events.clone();
     }
     if let Some(ns) = namespace {

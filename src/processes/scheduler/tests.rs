@@ -67,6 +67,7 @@ impl Repeater for Fake<'_> {
         case.error = None;
         case.exit_witness_ns = (self.exit)(level);
         case.measurement = Some(Measurement {
+            exits_ns: Vec::new(),
             ends_ns: (1..=200).map(|j| j * 100_000).collect(),
             samples_ns: samples,
             preempted: vec![],

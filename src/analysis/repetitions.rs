@@ -325,6 +325,7 @@ fn merge_waits(cases: &[&CaseResult]) -> Option<crate::bench::runner::CpuWait> {
             sum.wall_ns += c.wall_ns;
             sum.idle_ns += c.idle_ns;
             sum.own_ns += c.own_ns;
+            sum.host_ns += c.host_ns;
         }
         for b in &w.beside {
             if !out.beside.contains(b) && out.beside.len() < 4 {

@@ -381,6 +381,7 @@ fn other_programs_on_the_cpu_are_flagged_from_its_account_when_large_in_share_an
             wall_ns: wall_ms * 1_000_000,
             idle_ns: idle_ms * 1_000_000,
             own_ns: own_ms * 1_000_000,
+            host_ns: 0,
         }),
         ..CpuWait::default()
     };
@@ -404,6 +405,13 @@ fn other_programs_on_the_cpu_are_flagged_from_its_account_when_large_in_share_an
     );
     // More idle and own time than the interval (clock granularity) is none, not a wrap.
     assert!(foreign_share_flag(&w(100, 60, 60)).is_none());
+    // A guest whose host stole 35 ms of a getpid loop's 100: the worker ran 65, nobody else.
+    let mut stolen = w(100, 0, 65);
+    stolen.cpu_share.as_mut().unwrap().host_ns = 35_000_000;
+    assert!(
+        foreign_share_flag(&stolen).is_none(),
+        "steal is not a program"
+    );
 }
 
 #[test]

@@ -64,6 +64,7 @@ fn summed_cpu(reps: &[&CaseResult]) -> (CpuSnapshot, CpuSnapshot) {
                 t.busy += b.busy.saturating_sub(a.busy);
                 t.idle += b.idle.saturating_sub(a.idle);
                 t.steal += b.steal.saturating_sub(a.steal);
+                t.interrupt += b.interrupt.saturating_sub(a.interrupt);
             }
         }
     }

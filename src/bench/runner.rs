@@ -376,6 +376,11 @@ fn run_case(meter: &Meter, b: &Benchmark, mut c: Case, variants: &VariantOptions
     let sched_after = noise::thread_schedstat();
     let throttle = throttled_between(throttle_before, confinement::throttle_now());
     let after = noise::read_proc_stat();
+    // The host's steal and interrupts over the pass, from the snapshots that bracket it.
+    let share = share.map(|c| noise::CpuShare {
+        host_ns: crate::measuring::os::ticks_ns(noise::host_ticks(&before, &after, meter.cpu)),
+        ..c
+    });
     let mut cpu_wait = cpu_wait(meter.cpu, sched_before, sched_after);
     if let Some(w) = cpu_wait.as_mut() {
         add_cpu_share(w, meter.cpu, share);

@@ -54,6 +54,9 @@ pub struct CpuTimes {
     pub idle: u64,
     /// Ticks stolen by the hypervisor.
     pub steal: u64,
+    /// Ticks in interrupts (irq and softirq), also counted in `busy`.
+    #[serde(default)]
+    pub interrupt: u64,
 }
 
 impl CpuTimes {
@@ -88,6 +91,7 @@ pub fn parse_proc_stat(text: &str) -> CpuSnapshot {
             busy: f(0) + f(1) + f(2) + f(5) + f(6),
             idle: f(3) + f(4),
             steal: f(7),
+            interrupt: f(5) + f(6),
         };
         if out.len() <= n {
             out.resize(n + 1, None);
@@ -263,40 +267,21 @@ impl CpuShare {
     }
 }
 
-/// One CPU's steal, irq and softirq ticks from a `/proc/stat` text (fields 6, 7 and 8 of its
-/// `cpuN` line); `None` where the line is missing.
-pub fn host_ticks(text: &str, cpu: usize) -> Option<u64> {
-    let name = format!("cpu{cpu}");
-    let line = text
-        .lines()
-        .find(|l| l.split_whitespace().next() == Some(name.as_str()))?;
-    let v: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|x| x.parse().ok())
-        .collect();
-    Some(v.get(5)? + v.get(6)? + v.get(7)?)
+/// CPU `cpu`'s steal and interrupt ticks between two `/proc/stat` snapshots (`os::ticks_ns`
+/// makes them `CpuShare::host_ns` for an interval they bracket); 0 where either lacks the CPU.
+pub fn host_ticks(before: &CpuSnapshot, after: &CpuSnapshot, cpu: usize) -> u64 {
+    match (
+        before.get(cpu).copied().flatten(),
+        after.get(cpu).copied().flatten(),
+    ) {
+        (Some(a), Some(b)) => (b.steal + b.interrupt).saturating_sub(a.steal + a.interrupt),
+        _ => 0,
+    }
 }
 
-/// CPU `cpu`'s host ticks now (see `host_ticks`), 0 where /proc/stat cannot be read.
-fn host_ticks_now(cpu: usize) -> u64 {
-    std::fs::read_to_string("/proc/stat")
-        .ok()
-        .and_then(|t| host_ticks(&t, cpu))
-        .unwrap_or(0)
-}
-
-/// Nanoseconds in one `/proc/stat` tick (USER_HZ).
-fn tick_ns() -> u64 {
-    // SAFETY: sysconf takes a constant and only reads.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    1_000_000_000 / u64::try_from(hz).ok().filter(|&h| h > 0).unwrap_or(100)
-}
-
-/// The start of a `CpuShare` interval: (when, the CPU's idle µs, the tree's CPU µs, the CPU's
-/// host ticks).
+/// The start of a `CpuShare` interval: (when, the CPU's idle µs, the tree's CPU µs).
 #[derive(Debug, Clone, Copy)]
-pub struct CpuShareStart(std::time::Instant, u64, u64, u64);
+pub struct CpuShareStart(std::time::Instant, u64, u64);
 
 impl CpuShareStart {
     /// Start an interval on CPU `cpu` (`None` without cpuidle).
@@ -305,20 +290,19 @@ impl CpuShareStart {
             std::time::Instant::now(),
             cpu_idle_us(cpu)?,
             own_tree_us(),
-            host_ticks_now(cpu),
         ))
     }
 
-    /// The interval from the start to now.
+    /// The interval from the start to now; the host's part of it (`host_ns`) is the caller's
+    /// to add from the `/proc/stat` snapshots it takes around the same interval.
     pub fn end(self, cpu: usize) -> Option<CpuShare> {
         let own = own_tree_us();
         let idle = cpu_idle_us(cpu)?;
-        let host = host_ticks_now(cpu);
         Some(CpuShare {
             wall_ns: self.0.elapsed().as_nanos() as u64,
             idle_ns: idle.saturating_sub(self.1) * 1000,
             own_ns: own.saturating_sub(self.2) * 1000,
-            host_ns: host.saturating_sub(self.3) * tick_ns(),
+            host_ns: 0,
         })
     }
 }
@@ -464,12 +448,13 @@ cpu0 5 0 5 50 0 0 0 0 0 0\n\
 cpu1 5 0 5 50 0 0 0 0 0 0\n\
 intr 1 2 3\n";
     #[test]
-    fn a_cpus_host_ticks_are_its_irq_softirq_and_steal() {
-        let text = "cpu  1 2 3 4 5 6 7 8 0 0\ncpu1 1 2 3 4 5 6 7 8 0 0\ncpu12 0 0 0 0 0 1 1 1\n";
-        assert_eq!(host_ticks(text, 1), Some(6 + 7 + 8));
-        assert_eq!(host_ticks(text, 12), Some(3));
-        assert_eq!(host_ticks(text, 2), None, "no line");
-        assert_eq!(host_ticks("cpu3 1 2 3", 3), None, "too short");
+    fn a_cpus_host_ticks_are_its_steal_and_interrupts_between_two_snapshots() {
+        let a = parse_proc_stat("cpu1 1 2 3 4 5 6 7 8 0 0\n");
+        let b = parse_proc_stat("cpu1 9 9 9 9 9 16 17 18 0 0\n");
+        assert_eq!(a[1].unwrap().interrupt, 6 + 7);
+        assert_eq!(host_ticks(&a, &b, 1), 30);
+        assert_eq!(host_ticks(&a, &b, 0), 0, "no line for cpu0");
+        assert_eq!(host_ticks(&a, &b, 7), 0, "no such CPU");
     }
 
     #[test]
@@ -481,7 +466,8 @@ intr 1 2 3\n";
             Some(CpuTimes {
                 busy: 10,
                 idle: 50,
-                steal: 0
+                steal: 0,
+                interrupt: 0
             })
         );
     }
